@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* aisb-entrypoint: the first process in an aisb container. It installs and verifies the
+ * network ruleset, drops every privilege it was started with, loads the seccomp filter and
+ * execs the agent's command. Each step fails closed: if the ruleset is not in force nothing
+ * runs (77) unless --allow-unenforced says otherwise, and a failed privilege drop or seccomp
+ * load is never overridable.
+ *
+ * It is linked statically (libc, libnftnl, libmnl, libseccomp) so that it runs in any image,
+ * bind-mounted read-only from the host. All its messages go to stderr, prefixed. */
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "netpolicy.h"
+#include "nft.h"
+#include "sandbox-seccomp.h"
+
+#define PREFIX "aisb-entrypoint: "
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+        va_list ap;
+        char line[1024];
+
+        va_start(ap, fmt);
+        (void) vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        /* One write per line so concurrent output never splits a message. */
+        dprintf(STDERR_FILENO, PREFIX "%s\n", line);
+}
+
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int code, const char *fmt, ...)
+{
+        va_list ap;
+        char line[1024];
+
+        va_start(ap, fmt);
+        (void) vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        dprintf(STDERR_FILENO, PREFIX "%s\n", line);
+        _exit(code);
+}
+
+static int read_cap_last_cap(void)
+{
+        FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+        int last = -1;
+
+        if (f) {
+                if (fscanf(f, "%d", &last) != 1)
+                        last = -1;
+                (void) fclose(f);
+        }
+        /* Without /proc, walk the whole 64-bit space the kernel could know: PR_CAPBSET_READ
+         * answers EINVAL past the last capability, which we then skip. */
+        return last >= 0 && last < 64 ? last : 63;
+}
+
+static int capset_empty(void)
+{
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[2] = {};
+        return (int) syscall(SYS_capset, &h, d);
+}
+
+static bool caps_all_empty(void)
+{
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct d[2] = {};
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return false;
+        for (int i = 0; i < 2; i++)
+                if (d[i].effective || d[i].permitted || d[i].inheritable)
+                        return false;
+        return true;
+}
+
+/* The order leaves no window (bubblewrap's drop_privs, crun): the bounding set and the
+ * securebits need CAP_SETPCAP, so they go first; setgroups and setresgid need CAP_SETGID and
+ * must precede setresuid, which (without SECBIT_KEEP_CAPS) clears the permitted set; capset
+ * then covers --keep-root, where uid 0 keeps its capabilities until told otherwise. */
+static void drop_privileges(const struct netpolicy *p)
+{
+        int last = read_cap_last_cap();
+        uid_t uid = p->keep_root ? 0 : p->uid;
+        gid_t gid = p->keep_root ? 0 : p->gid;
+
+        for (int cap = 0; cap <= last; cap++) {
+                int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+                if (in < 0 && errno == EINVAL)
+                        continue;
+                if (in != 0 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+                        die(EP_EXIT_UNENFORCED, "dropping capability %d from the bounding set: %s%s", cap,
+                            strerror(errno), errno == EPERM ? " (create the container with CAP_SETPCAP)" : "");
+        }
+
+        /* With the bounding set empty, an exec as uid 0 gains nothing anyway; the securebits
+         * say so a second time and lock it, and forbid raising ambient capabilities. */
+        unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                             SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                             SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+        if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+                die(EP_EXIT_UNENFORCED, "setting securebits: %s", strerror(errno));
+
+        if (setgroups(0, NULL) < 0)
+                die(EP_EXIT_UNENFORCED, "setgroups(0): %s%s", strerror(errno),
+                    errno == EPERM ? " (create the container with CAP_SETGID)" : "");
+        if (setresgid(gid, gid, gid) < 0)
+                die(EP_EXIT_UNENFORCED, "setresgid(%u): %s", (unsigned) gid, strerror(errno));
+        if (setresuid(uid, uid, uid) < 0)
+                die(EP_EXIT_UNENFORCED, "setresuid(%u): %s%s", (unsigned) uid, strerror(errno),
+                    errno == EPERM ? " (create the container with CAP_SETUID)" : "");
+        if (capset_empty() < 0)
+                die(EP_EXIT_UNENFORCED, "capset to empty: %s", strerror(errno));
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                die(EP_EXIT_UNENFORCED, "clearing ambient capabilities: %s", strerror(errno));
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                die(EP_EXIT_UNENFORCED, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+
+        /* Trust nothing above: read every part back. */
+        uid_t ru, eu, su;
+        gid_t rg, eg, sg;
+        if (getresuid(&ru, &eu, &su) < 0 || ru != uid || eu != uid || su != uid ||
+            getresgid(&rg, &eg, &sg) < 0 || rg != gid || eg != gid || sg != gid)
+                die(EP_EXIT_UNENFORCED, "identity is not uid %u gid %u after the drop", (unsigned) uid,
+                    (unsigned) gid);
+        if (getgroups(0, NULL) != 0)
+                die(EP_EXIT_UNENFORCED, "supplementary groups remain after setgroups(0)");
+        if (!caps_all_empty())
+                die(EP_EXIT_UNENFORCED, "capabilities remain after capset");
+        for (int cap = 0; cap <= last; cap++)
+                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 ||
+                    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
+                        die(EP_EXIT_UNENFORCED, "capability %d remains in the bounding or ambient set", cap);
+        if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+                die(EP_EXIT_UNENFORCED, "no_new_privs is not set");
+}
+
+static void install_ruleset(const struct netpolicy *p)
+{
+        struct netruleset *rs = calloc(1, sizeof(*rs));
+        char err[512] = "";
+        int r;
+
+        if (!rs)
+                die(EP_EXIT_UNENFORCED, "out of memory");
+        netpolicy_ruleset(p, rs);
+        if (rs->n_chains == 0) {
+                say("WARNING: --net full: no network ruleset, the command can reach any address");
+                free(rs);
+                return;
+        }
+
+        r = nft_install(rs, err, sizeof(err));
+        if (r >= 0)
+                r = nft_verify(rs, err, sizeof(err));
+        free(rs);
+        if (r >= 0)
+                return;
+        if (!p->allow_unenforced)
+                die(EP_EXIT_UNENFORCED, "network ruleset not in force, nothing was run: %s", err);
+        say("WARNING: ****************************************************************");
+        say("WARNING: the network ruleset is NOT in force (%s)", err);
+        say("WARNING: --allow-unenforced: running the command with unrestricted network");
+        say("WARNING: ****************************************************************");
+}
+
+int main(int argc, char **argv)
+{
+        /* Large (the allowlist), and must not sit on the stack of a process whose stack
+         * limit we do not choose. */
+        struct netpolicy *p = calloc(1, sizeof(*p));
+        scmp_filter_ctx filter = NULL;
+        char err[512] = "";
+        int r;
+
+        if (!p)
+                die(EP_EXIT_UNENFORCED, "out of memory");
+        if (netpolicy_parse(argc, argv, p, err, sizeof(err)) < 0)
+                die(EP_EXIT_BAD_POLICY, "%s", err);
+
+        /* The printed texts are the answer asked for, so they go to stdout. */
+        if (p->print_ruleset) {
+                netpolicy_print_ruleset(p, stdout);
+                return fflush(stdout) == 0 ? 0 : 1;
+        }
+        if (p->print_plan) {
+                netpolicy_print_plan(p, stdout);
+                return fflush(stdout) == 0 ? 0 : 1;
+        }
+
+        install_ruleset(p);
+
+        /* Build the filter while allocation is still unconstrained; load it last. */
+        r = sandbox_seccomp_build(&filter, err, sizeof(err));
+        if (r < 0)
+                die(EP_EXIT_UNENFORCED, "%s", err);
+
+        if (p->keep_root)
+                say("--keep-root: the command runs as uid 0, with no capabilities, the ruleset and seccomp");
+        drop_privileges(p);
+
+        r = seccomp_load(filter);
+        if (r < 0)
+                die(EP_EXIT_UNENFORCED, "loading the seccomp filter: %s", strerror(-r));
+        seccomp_release(filter);
+
+        execvp(p->command[0], p->command);
+        int e = errno;
+        die(e == ENOENT || e == ENOTDIR ? EP_EXIT_NOT_FOUND : EP_EXIT_NOT_EXECUTABLE, "%s: %s",
+            p->command[0], strerror(e));
+}

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+/* Option parsing, the abstract ruleset and the descriptive texts of aisb-entrypoint. No
+ * netlink, no seccomp, no output except to a FILE the caller gives: libaisb links this file
+ * to print --print-ruleset and --print-plan itself, and the tests feed it hostile argv. */
+#include "netpolicy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static bool streq_safe(const char *a, const char *b)
+{
+        return a && b && strcmp(a, b) == 0;
+}
+
+#define ERR(...)                                                 \
+        ({                                                       \
+                if (errlen > 0)                                  \
+                        (void) snprintf(err, errlen, __VA_ARGS__); \
+                -EINVAL;                                         \
+        })
+
+const struct needed_capability netpolicy_needed_capabilities[] = {
+        { "CAP_NET_ADMIN", "install table inet aisb in the container's network namespace" },
+        { "CAP_SETPCAP", "empty the bounding set and lock the securebits (no root regains anything on exec)" },
+        { "CAP_SETGID", "setgroups(0) and setresgid to --gid" },
+        { "CAP_SETUID", "setresuid to --uid" },
+};
+const size_t netpolicy_n_needed_capabilities =
+        sizeof(netpolicy_needed_capabilities) / sizeof(netpolicy_needed_capabilities[0]);
+
+const struct syscall_denial netpolicy_syscall_denials[] = {
+        /* Namespaces: a user namespace hands back every capability we dropped, inside it, and
+         * with that the kernel's namespaced attack surface (nftables, mounts, ...). */
+        { "unshare", DENY_ALWAYS, EPERM, "new namespaces would hand back capabilities inside them" },
+        { "setns", DENY_ALWAYS, EPERM, "joining another namespace" },
+        { "clone", DENY_CLONE_NAMESPACES, EPERM, "clone with CLONE_NEW* flags: same as unshare" },
+        /* clone3 passes its flags in memory, where a seccomp filter cannot look; ENOSYS makes
+         * glibc (>= 2.34) fall back to clone, whose flags we can check. EPERM would not. */
+        { "clone3", DENY_ALWAYS, ENOSYS, "flags are behind a pointer; ENOSYS makes libc fall back to clone" },
+        /* The mount family: changing what the filesystem looks like. */
+        { "mount", DENY_ALWAYS, EPERM, "mount family" },
+        { "umount2", DENY_ALWAYS, EPERM, "mount family" },
+        { "pivot_root", DENY_ALWAYS, EPERM, "mount family" },
+        { "chroot", DENY_ALWAYS, EPERM, "mount family (classic chroot escapes need it)" },
+        { "open_tree", DENY_ALWAYS, EPERM, "new mount API" },
+        { "move_mount", DENY_ALWAYS, EPERM, "new mount API" },
+        { "fsopen", DENY_ALWAYS, EPERM, "new mount API" },
+        { "fsconfig", DENY_ALWAYS, EPERM, "new mount API" },
+        { "fsmount", DENY_ALWAYS, EPERM, "new mount API" },
+        { "fspick", DENY_ALWAYS, EPERM, "new mount API" },
+        { "mount_setattr", DENY_ALWAYS, EPERM, "new mount API" },
+        /* Kernel attack surface an agent has no use for. */
+        { "bpf", DENY_ALWAYS, EPERM, "eBPF: large verifier attack surface" },
+        { "perf_event_open", DENY_ALWAYS, EPERM, "perf: attack surface and side channels" },
+        { "userfaultfd", DENY_ALWAYS, EPERM, "stalls kernel page faults: the classic race-exploit helper" },
+        { "keyctl", DENY_ALWAYS, EPERM, "kernel keyrings are not namespaced" },
+        { "add_key", DENY_ALWAYS, EPERM, "kernel keyrings are not namespaced" },
+        { "request_key", DENY_ALWAYS, EPERM, "kernel keyrings are not namespaced" },
+        { "io_uring_setup", DENY_ALWAYS, EPERM, "io_uring: history of exploits, its operations bypass seccomp" },
+        { "io_uring_enter", DENY_ALWAYS, EPERM, "io_uring" },
+        { "io_uring_register", DENY_ALWAYS, EPERM, "io_uring" },
+        { "kexec_load", DENY_ALWAYS, EPERM, "loading a new kernel" },
+        { "kexec_file_load", DENY_ALWAYS, EPERM, "loading a new kernel" },
+        { "init_module", DENY_ALWAYS, EPERM, "kernel modules" },
+        { "finit_module", DENY_ALWAYS, EPERM, "kernel modules" },
+        { "delete_module", DENY_ALWAYS, EPERM, "kernel modules" },
+        { "open_by_handle_at", DENY_ALWAYS, EPERM, "opens files by handle outside the mount tree (shocker escape)" },
+        { "iopl", DENY_ALWAYS, EPERM, "raw I/O port access" },
+        { "ioperm", DENY_ALWAYS, EPERM, "raw I/O port access" },
+        { "swapon", DENY_ALWAYS, EPERM, "host administration" },
+        { "swapoff", DENY_ALWAYS, EPERM, "host administration" },
+        { "reboot", DENY_ALWAYS, EPERM, "host administration" },
+        { "acct", DENY_ALWAYS, EPERM, "host administration" },
+        { "quotactl", DENY_ALWAYS, EPERM, "host administration" },
+        { "syslog", DENY_ALWAYS, EPERM, "the kernel log leaks host information and addresses" },
+        /* Sockets: nftables sees only IP. Every other family (vsock to the hypervisor, packet
+         * sockets, bluetooth, ...) would carry traffic past the ruleset. */
+        { "socket", DENY_SOCKET_FAMILIES, EPERM, "families other than unix, inet, inet6, netlink bypass nftables" },
+        { "socket", DENY_SOCKET_RAW, EPERM, "raw and packet sockets forge traffic (SOCK_RAW, SOCK_PACKET)" },
+        /* Pushing characters into a terminal we share with the user's shell. */
+        { "ioctl", DENY_IOCTL_TIOCSTI, EPERM, "TIOCSTI/TIOCLINUX inject input into the user's terminal" },
+};
+const size_t netpolicy_n_syscall_denials =
+        sizeof(netpolicy_syscall_denials) / sizeof(netpolicy_syscall_denials[0]);
+
+/* Digits only, no sign, no spaces, value <= max. */
+static int parse_number(const char *s, unsigned long long max, unsigned long long *ret)
+{
+        unsigned long long v = 0;
+
+        if (!s || !*s || strlen(s) > 20)
+                return -EINVAL;
+        for (const char *c = s; *c; c++) {
+                if (*c < '0' || *c > '9')
+                        return -EINVAL;
+                if (v > (max - (unsigned) (*c - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (unsigned) (*c - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+static int parse_port(const char *s, const char *whole, uint16_t *ret, char *err, size_t errlen)
+{
+        unsigned long long v;
+
+        if (parse_number(s, 65535, &v) < 0 || v == 0)
+                return ERR("--allow %s: port must be a number from 1 to 65535", whole);
+        *ret = (uint16_t) v;
+        return 0;
+}
+
+int netpolicy_parse_allow(const char *s, struct allow_dest *ret, char *err, size_t errlen)
+{
+        char buf[128];
+        char *addr, *prefix = NULL, *port = NULL;
+        struct allow_dest d = {};
+        unsigned long long v;
+
+        if (!s || !*s)
+                return ERR("--allow needs a destination (address, CIDR, optional :port)");
+        if (strlen(s) >= sizeof(buf))
+                return ERR("--allow %.40s...: too long", s);
+        strcpy(buf, s);
+        addr = buf;
+
+        if (buf[0] == '[') {
+                /* [v6], [v6]:port, [v6]/len, [v6]/len:port */
+                char *close = strchr(buf, ']');
+                if (!close)
+                        return ERR("--allow %s: missing ']'", s);
+                *close = '\0';
+                addr = buf + 1;
+                char *rest = close + 1;
+                if (*rest == '/') {
+                        prefix = rest + 1;
+                        char *colon = strchr(prefix, ':');
+                        if (colon) {
+                                *colon = '\0';
+                                port = colon + 1;
+                        }
+                } else if (*rest == ':') {
+                        port = rest + 1;
+                } else if (*rest != '\0') {
+                        return ERR("--allow %s: unexpected text after ']'", s);
+                }
+                d.family = AF_INET6;
+        } else if (strchr(buf, ':') && strchr(buf, ':') != strrchr(buf, ':')) {
+                /* Bare IPv6 (two or more colons): no port possible without brackets. */
+                char *slash = strchr(buf, '/');
+                if (slash) {
+                        *slash = '\0';
+                        prefix = slash + 1;
+                }
+                d.family = AF_INET6;
+        } else {
+                char *slash = strchr(buf, '/');
+                char *colon = strchr(buf, ':');
+                if (colon) {
+                        *colon = '\0';
+                        port = colon + 1;
+                }
+                if (slash) {
+                        if (colon && slash > colon)
+                                return ERR("--allow %s: the prefix length goes before the port", s);
+                        *slash = '\0';
+                        prefix = slash + 1;
+                }
+                d.family = AF_INET;
+        }
+
+        if (inet_pton(d.family, addr, d.addr) != 1)
+                return ERR("--allow %s: '%s' is not an %s address", s, addr,
+                           d.family == AF_INET ? "IPv4" : "IPv6");
+
+        unsigned bits = d.family == AF_INET ? 32 : 128;
+        d.prefix = bits;
+        if (prefix) {
+                if (parse_number(prefix, bits, &v) < 0)
+                        return ERR("--allow %s: prefix length must be a number from 0 to %u", s, bits);
+                d.prefix = (unsigned) v;
+        }
+        /* Host bits set usually means a typo; say so instead of silently widening or narrowing. */
+        for (unsigned i = d.prefix; i < bits; i++)
+                if (d.addr[i / 8] & (0x80 >> (i % 8)))
+                        return ERR("--allow %s: address has bits set beyond /%u", s, d.prefix);
+
+        if (port && parse_port(port, s, &d.port, err, errlen) < 0)
+                return -EINVAL;
+
+        *ret = d;
+        return 0;
+}
+
+static int parse_id(const char *opt, const char *s, unsigned *ret, char *err, size_t errlen)
+{
+        unsigned long long v;
+
+        /* (uid_t) -1 means "unchanged" to setresuid: never a valid target. */
+        if (parse_number(s, 4294967294ULL, &v) < 0)
+                return ERR("%s %s: must be a number from 0 to 4294967294", opt, s ? s : "");
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *err, size_t errlen)
+{
+        struct netpolicy p = { .net = NET_NONE };
+        bool net_given = false;
+        int i;
+
+        for (i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                const char *val = NULL;
+                char name[32];
+
+                if (streq_safe(a, "--"))
+                        break;
+                if (strncmp(a, "--", 2) != 0)
+                        return ERR("unexpected argument '%s' (the command goes after --)", a);
+
+                /* Accept both --opt VALUE and --opt=VALUE. */
+                const char *eq = strchr(a, '=');
+                size_t n = eq ? (size_t) (eq - a) : strlen(a);
+                if (n >= sizeof(name))
+                        return ERR("unknown option '%.40s'", a);
+                memcpy(name, a, n);
+                name[n] = '\0';
+
+                bool takes_value = streq_safe(name, "--uid") || streq_safe(name, "--gid") ||
+                                   streq_safe(name, "--net") || streq_safe(name, "--allow");
+                if (takes_value) {
+                        if (eq)
+                                val = eq + 1;
+                        else if (i + 1 < argc)
+                                val = argv[++i];
+                        else
+                                return ERR("%s needs a value", name);
+                } else if (eq) {
+                        return ERR("%s takes no value", name);
+                }
+
+                if (streq_safe(name, "--uid")) {
+                        if (p.have_uid)
+                                return ERR("--uid given twice");
+                        if (parse_id("--uid", val, &p.uid, err, errlen) < 0)
+                                return -EINVAL;
+                        p.have_uid = true;
+                } else if (streq_safe(name, "--gid")) {
+                        if (p.have_gid)
+                                return ERR("--gid given twice");
+                        if (parse_id("--gid", val, &p.gid, err, errlen) < 0)
+                                return -EINVAL;
+                        p.have_gid = true;
+                } else if (streq_safe(name, "--net")) {
+                        if (net_given)
+                                return ERR("--net given twice");
+                        if (streq_safe(val, "none"))
+                                p.net = NET_NONE;
+                        else if (streq_safe(val, "allow"))
+                                p.net = NET_ALLOW;
+                        else if (streq_safe(val, "full"))
+                                p.net = NET_FULL;
+                        else
+                                return ERR("--net %s: must be none, allow or full", val);
+                        net_given = true;
+                } else if (streq_safe(name, "--allow")) {
+                        if (p.n_allow >= NETPOLICY_MAX_ALLOW)
+                                return ERR("too many --allow (at most %d)", NETPOLICY_MAX_ALLOW);
+                        if (netpolicy_parse_allow(val, &p.allow[p.n_allow], err, errlen) < 0)
+                                return -EINVAL;
+                        p.n_allow++;
+                } else if (streq_safe(name, "--allow-dns")) {
+                        p.allow_dns = true;
+                } else if (streq_safe(name, "--allow-unenforced")) {
+                        p.allow_unenforced = true;
+                } else if (streq_safe(name, "--keep-root")) {
+                        p.keep_root = true;
+                } else if (streq_safe(name, "--print-ruleset")) {
+                        p.print_ruleset = true;
+                } else if (streq_safe(name, "--print-plan")) {
+                        p.print_plan = true;
+                } else {
+                        return ERR("unknown option '%s'", name);
+                }
+        }
+
+        if (i < argc && i + 1 < argc)
+                p.command = &argv[i + 1];
+
+        if (p.net != NET_ALLOW && p.n_allow > 0)
+                return ERR("--allow needs --net allow");
+        if (p.net != NET_ALLOW && p.allow_dns)
+                return ERR("--allow-dns needs --net allow");
+        if (p.keep_root && (p.have_uid || p.have_gid))
+                return ERR("--keep-root and --uid/--gid exclude each other");
+        if (!p.keep_root) {
+                /* The print modes describe a policy; they may leave out whom it runs as. */
+                bool printing = p.print_ruleset || p.print_plan;
+                if ((!p.have_uid || !p.have_gid) && !printing)
+                        return ERR("--uid and --gid are required (or --keep-root)");
+                if (p.have_uid && p.uid == 0)
+                        return ERR("--uid 0 is root: say --keep-root if that is meant");
+        }
+        if (p.print_ruleset && p.print_plan)
+                return ERR("--print-ruleset and --print-plan exclude each other");
+        if (!p.print_ruleset && !p.print_plan && !p.command)
+                return ERR("no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]");
+
+        *ret = p;
+        return 0;
+}
+
+static void add_rule(struct netchain *c, struct netrule r)
+{
+        /* Bounded by NETPOLICY_MAX_ALLOW in the parser; this is the backstop. */
+        if (c->n_rules < NETCHAIN_MAX_RULES)
+                c->rules[c->n_rules++] = r;
+}
+
+void netpolicy_ruleset(const struct netpolicy *p, struct netruleset *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (p->net == NET_FULL)
+                return;
+
+        struct netchain *in = &ret->chains[0], *fwd = &ret->chains[1], *out = &ret->chains[2];
+        ret->n_chains = 3;
+        *in = (struct netchain) { .name = "input", .hook = NF_INET_LOCAL_IN, .is_input = true };
+        *fwd = (struct netchain) { .name = "forward", .hook = NF_INET_FORWARD };
+        *out = (struct netchain) { .name = "output", .hook = NF_INET_LOCAL_OUT };
+
+        /* Input: replies to what output let out, and loopback. Nothing in the sandbox is meant
+         * to be reached from outside. Forward: the sandbox routes nothing. */
+        add_rule(in, (struct netrule) { .kind = RULE_LOOPBACK });
+        add_rule(in, (struct netrule) { .kind = RULE_CT_ESTABLISHED });
+
+        add_rule(out, (struct netrule) { .kind = RULE_LOOPBACK });
+        if (p->net == NET_NONE)
+                return;
+        add_rule(out, (struct netrule) { .kind = RULE_CT_ESTABLISHED });
+        for (size_t i = 0; i < p->n_allow; i++) {
+                const struct allow_dest *d = &p->allow[i];
+                struct netrule r = { .kind = RULE_DEST, .family = d->family, .prefix = d->prefix,
+                                     .port = d->port };
+                memcpy(r.addr, d->addr, sizeof(r.addr));
+                r.l4proto = IPPROTO_TCP;
+                add_rule(out, r);
+                if (d->port == 0) {
+                        r.l4proto = IPPROTO_UDP;
+                        add_rule(out, r);
+                }
+        }
+        if (p->allow_dns) {
+                add_rule(out, (struct netrule) { .kind = RULE_DEST, .l4proto = IPPROTO_UDP, .port = 53 });
+                add_rule(out, (struct netrule) { .kind = RULE_DEST, .l4proto = IPPROTO_TCP, .port = 53 });
+        }
+}
+
+int netrule_format(const struct netrule *r, bool is_input, char *buf, size_t len)
+{
+        char addr[INET6_ADDRSTRLEN], pfx[8] = "";
+        const char *proto = r->l4proto == IPPROTO_UDP ? "udp" : "tcp";
+        int n;
+
+        switch (r->kind) {
+        case RULE_LOOPBACK:
+                return snprintf(buf, len, "%s \"lo\" accept", is_input ? "iif" : "oif");
+        case RULE_CT_ESTABLISHED:
+                return snprintf(buf, len, "ct state established,related accept");
+        case RULE_DEST:
+                break;
+        }
+
+        if (r->family == 0)
+                return snprintf(buf, len, "%s dport %u accept", proto, r->port);
+
+        (void) inet_ntop(r->family, r->addr, addr, sizeof(addr));
+        if (r->prefix != (r->family == AF_INET ? 32u : 128u))
+                (void) snprintf(pfx, sizeof(pfx), "/%u", r->prefix);
+        n = snprintf(buf, len, "%s daddr %s%s ", r->family == AF_INET ? "ip" : "ip6", addr, pfx);
+        if (n < 0 || (size_t) n >= len)
+                return n;
+        if (r->port)
+                return n + snprintf(buf + n, len - (size_t) n, "%s dport %u accept", proto, r->port);
+        return n + snprintf(buf + n, len - (size_t) n, "meta l4proto %s accept", proto);
+}
+
+void netpolicy_print_ruleset(const struct netpolicy *p, FILE *f)
+{
+        struct netruleset *rs = calloc(1, sizeof(*rs));
+        char line[256];
+
+        if (!rs)
+                return;
+        netpolicy_ruleset(p, rs);
+        if (rs->n_chains == 0) {
+                fprintf(f, "# --net full: no ruleset is installed\n");
+                free(rs);
+                return;
+        }
+        fprintf(f, "table inet %s {\n", NETPOLICY_TABLE);
+        for (size_t c = 0; c < rs->n_chains; c++) {
+                const struct netchain *ch = &rs->chains[c];
+                if (c > 0)
+                        fputc('\n', f);
+                fprintf(f, "\tchain %s {\n", ch->name);
+                fprintf(f, "\t\ttype filter hook %s priority filter; policy drop;\n", ch->name);
+                for (size_t i = 0; i < ch->n_rules; i++) {
+                        (void) netrule_format(&ch->rules[i], ch->is_input, line, sizeof(line));
+                        fprintf(f, "\t\t%s\n", line);
+                }
+                fprintf(f, "\t}\n");
+        }
+        fprintf(f, "}\n");
+        free(rs);
+}
+
+static const char *denial_condition(enum denial_kind k)
+{
+        switch (k) {
+        case DENY_ALWAYS:
+                return "always";
+        case DENY_CLONE_NAMESPACES:
+                return "if flags has any CLONE_NEW*";
+        case DENY_SOCKET_FAMILIES:
+                return "if family is not AF_UNIX/AF_INET/AF_INET6/AF_NETLINK";
+        case DENY_SOCKET_RAW:
+                return "if type is SOCK_RAW or SOCK_PACKET";
+        case DENY_IOCTL_TIOCSTI:
+                return "if request is TIOCSTI or TIOCLINUX";
+        }
+        return "?";
+}
+
+void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
+{
+        struct netruleset *rs = calloc(1, sizeof(*rs));
+        size_t nrules = 0;
+
+        if (!rs)
+                return;
+        netpolicy_ruleset(p, rs);
+        for (size_t c = 0; c < rs->n_chains; c++)
+                nrules += rs->chains[c].n_rules;
+
+        fprintf(f, "capabilities kept until the drop (the container must be created with exactly these):\n");
+        for (size_t i = 0; i < netpolicy_n_needed_capabilities; i++)
+                fprintf(f, "  %-14s %s\n", netpolicy_needed_capabilities[i].name,
+                        netpolicy_needed_capabilities[i].why);
+        fprintf(f, "steps:\n");
+        if (rs->n_chains == 0) {
+                fprintf(f, "  1. network: --net full: no ruleset (warning on stderr)\n");
+                fprintf(f, "  2. verify: nothing to verify\n");
+        } else {
+                fprintf(f, "  1. network: install table inet %s as one netlink batch: %zu chains "
+                           "(policy drop), %zu rules; failure exits %d%s\n",
+                        NETPOLICY_TABLE, rs->n_chains, nrules, EP_EXIT_UNENFORCED,
+                        p->allow_unenforced ? " unless --allow-unenforced (then a warning)" : "");
+                fprintf(f, "  2. verify: read table, chains (hook, priority, policy) and every rule back "
+                           "over netlink and compare; a difference exits %d%s\n",
+                        EP_EXIT_UNENFORCED, p->allow_unenforced ? " unless --allow-unenforced" : "");
+        }
+        fprintf(f, "  3. privileges: empty the bounding set up to cap_last_cap; lock securebits "
+                   "(noroot, no ambient raise); setgroups(0); ");
+        if (p->keep_root)
+                fprintf(f, "stay uid 0 gid 0 (--keep-root); ");
+        else
+                fprintf(f, "setresgid(%u); setresuid(%u); ", (unsigned) p->gid, (unsigned) p->uid);
+        fprintf(f, "capset: effective, permitted, inheritable empty; clear ambient; "
+                   "PR_SET_NO_NEW_PRIVS; check all of it; failure exits %d\n", EP_EXIT_UNENFORCED);
+        fprintf(f, "  4. seccomp: load the filter last (default allow, native architecture only, "
+                   "other architectures kill the process):\n");
+        for (size_t i = 0; i < netpolicy_n_syscall_denials; i++) {
+                const struct syscall_denial *d = &netpolicy_syscall_denials[i];
+                fprintf(f, "       %-18s %-8s %s: %s\n", d->syscall,
+                        d->errno_value == ENOSYS ? "ENOSYS" : "EPERM", denial_condition(d->kind),
+                        d->reason);
+        }
+        fprintf(f, "  5. exec: execvp the command with the environment unchanged "
+                   "(not found %d, not executable %d)\n", EP_EXIT_NOT_FOUND, EP_EXIT_NOT_EXECUTABLE);
+        free(rs);
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* The entrypoint's policy, without any kernel interface: option parsing into a struct
+ * netpolicy, the abstract ruleset that policy implies, and the two texts that describe it
+ * (nft syntax for --print-ruleset, the step list for --print-plan). The entrypoint builds its
+ * netlink batch and its seccomp filter from the same tables, and libaisb links this file
+ * alone so it can print both texts without netlink, libnftnl or libseccomp.
+ *
+ * Nothing here prints, exits or allocates: parse errors come back as one line in a caller's
+ * buffer, texts are written to a caller's FILE. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Exit codes of the entrypoint, part of its interface. */
+#define EP_EXIT_UNENFORCED 77 /* ruleset (or privilege drop, seccomp) not in force */
+#define EP_EXIT_BAD_POLICY 78 /* malformed options */
+#define EP_EXIT_NOT_EXECUTABLE 126
+#define EP_EXIT_NOT_FOUND 127
+
+/* Each --allow costs up to two rules and one netlink ack; this bound keeps every ack inside a
+ * default-sized netlink receive buffer (see nft.c), and is far above any sane allowlist. */
+#define NETPOLICY_MAX_ALLOW 64
+
+#define NETPOLICY_TABLE "aisb"
+
+enum net_mode {
+        NET_NONE,
+        NET_ALLOW,
+        NET_FULL,
+};
+
+struct allow_dest {
+        int family;           /* AF_INET or AF_INET6 */
+        uint8_t addr[16];     /* network byte order; host bits are zero */
+        unsigned prefix;      /* 0..32 or 0..128 */
+        uint16_t port;        /* host order; 0 = any TCP or UDP port */
+};
+
+struct netpolicy {
+        enum net_mode net;
+        struct allow_dest allow[NETPOLICY_MAX_ALLOW];
+        size_t n_allow;
+        bool allow_dns;
+        bool allow_unenforced;
+        bool keep_root;
+        bool print_ruleset;
+        bool print_plan;
+        bool have_uid, have_gid;
+        uid_t uid;
+        gid_t gid;
+        char *const *command; /* points into the argv given to netpolicy_parse; NULL if none */
+};
+
+/* Parse the entrypoint's argv (argv[0] is the program name). Returns 0, or -EINVAL with one
+ * line (no program prefix, no newline) in err. Never uses getopt's global state. */
+int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *err, size_t errlen);
+
+/* Parse one --allow value. Exposed for the tests and for libaisb's own validation. */
+int netpolicy_parse_allow(const char *s, struct allow_dest *ret, char *err, size_t errlen);
+
+/* The abstract ruleset: what every chain of table inet aisb holds. */
+enum netrule_kind {
+        RULE_LOOPBACK,       /* oif "lo" (output) or iif "lo" (input): ifindex 1 */
+        RULE_CT_ESTABLISHED, /* ct state established,related */
+        RULE_DEST,           /* [ip|ip6 daddr PREFIX] l4proto P [dport N] */
+};
+
+struct netrule {
+        enum netrule_kind kind;
+        int family;       /* RULE_DEST: AF_INET, AF_INET6, or 0 = any */
+        uint8_t addr[16];
+        unsigned prefix;
+        uint8_t l4proto;  /* IPPROTO_TCP or IPPROTO_UDP */
+        uint16_t port;    /* 0 = any */
+};
+
+#define NETCHAIN_MAX_RULES (2 * NETPOLICY_MAX_ALLOW + 8)
+
+struct netchain {
+        const char *name;
+        unsigned hook;    /* NF_INET_LOCAL_IN, ... */
+        bool is_input;    /* loopback rule matches iif rather than oif */
+        struct netrule rules[NETCHAIN_MAX_RULES];
+        size_t n_rules;
+};
+
+struct netruleset {
+        struct netchain chains[3]; /* input, forward, output: all type filter, priority 0, policy drop */
+        size_t n_chains;           /* 0 for --net full: no table at all */
+};
+
+void netpolicy_ruleset(const struct netpolicy *p, struct netruleset *ret);
+
+/* One rule in nft syntax, as `nft list` prints it (no newline). */
+int netrule_format(const struct netrule *r, bool is_input, char *buf, size_t len);
+
+/* --print-ruleset and --print-plan. */
+void netpolicy_print_ruleset(const struct netpolicy *p, FILE *f);
+void netpolicy_print_plan(const struct netpolicy *p, FILE *f);
+
+/* The capabilities the container must be created with, and why (for the plan and docs). */
+struct needed_capability {
+        const char *name;
+        const char *why;
+};
+extern const struct needed_capability netpolicy_needed_capabilities[];
+extern const size_t netpolicy_n_needed_capabilities;
+
+/* The seccomp denials, as data: seccomp.c turns them into a filter, the plan prints them. */
+enum denial_kind {
+        DENY_ALWAYS,            /* the syscall, whatever its arguments */
+        DENY_CLONE_NAMESPACES,  /* clone with any CLONE_NEW* flag in its flags argument */
+        DENY_SOCKET_FAMILIES,   /* socket/socketpair outside AF_UNIX, AF_INET, AF_INET6, AF_NETLINK */
+        DENY_SOCKET_RAW,        /* socket with type SOCK_RAW or SOCK_PACKET, any family */
+        DENY_IOCTL_TIOCSTI,     /* ioctl(fd, TIOCSTI) and ioctl(fd, TIOCLINUX) */
+};
+
+struct syscall_denial {
+        const char *syscall;
+        enum denial_kind kind;
+        int errno_value;
+        const char *reason;
+};
+extern const struct syscall_denial netpolicy_syscall_denials[];
+extern const size_t netpolicy_n_syscall_denials;
