@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* One function per subcommand; each gets the arguments after its own name. */
+#pragma once
+
+int command_run(int argc, char **argv);
+int command_build(int argc, char **argv);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* aisb: a command table over libaisb. */
+#include <stdio.h>
+#include <string.h>
+
+#include "aisb.h"
+#include "commands.h"
+#include "options.h"
+
+typedef struct command {
+        const char *name;
+        int (*run)(int argc, char **argv);
+        const char *help;
+} command;
+
+static const command commands[] = {
+        { "run", command_run, "run the harness or a command in a sandbox" },
+        { "build", command_build, "build the sandbox image without running" },
+        {},
+};
+
+static void usage(FILE *out)
+{
+        fprintf(out, "Usage: aisb COMMAND [OPTIONS]\n\nCommands:\n");
+        for (const command *c = commands; c->name; c++)
+                fprintf(out, "  %-10s %s\n", c->name, c->help);
+        fprintf(out, "\n  --help     this text; aisb COMMAND --help for a command's options\n"
+                     "  --version  print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+            strcmp(argv[1], "help") == 0) {
+                usage(stdout);
+                return 0;
+        }
+        if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+                printf("aisb %s\n", aisb_version());
+                return 0;
+        }
+        for (const command *c = commands; c->name; c++)
+                if (strcmp(argv[1], c->name) == 0)
+                        return c->run(argc - 2, argv + 2);
+        fprintf(stderr, "aisb: unknown command '%s' (see aisb --help)\n", argv[1]);
+        return EXIT_USAGE;
+}

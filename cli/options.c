@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sandbox options. Parsing is a table walk rather than getopt_long because "aisb run" must
+ * stop at the first argument it does not know and hand that and everything after it to the
+ * harness untouched; getopt would permute or reject them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "options.h"
+
+#define P OPTION_POLICY
+#define F OPTION_FLAG
+
+const cli_option cli_options[] = {
+        { "base-image", "REF", P, "base image (default docker.io/library/ubuntu:24.04); bootstrap:debian:SUITE builds one from a Debian mirror", true },
+        { "install", "PKG", P, "add a Debian package to the image (repeatable)", true },
+        { "ca-cert", "FILE", P, "trust this CA certificate (PEM) inside the image (repeatable)", true },
+        { "net", "MODE", P, "network: none (default) or full", false },
+        { "env", "NAME[=VALUE]", P, "pass a variable (bare NAME: from this environment; repeatable)", false },
+        { "env-file", "FILE", P, "pass NAME=VALUE lines from FILE (must be yours, mode 0600)", false },
+        { "mount", "SRC:DST[:ro]", P, "bind-mount a host path (repeatable)", false },
+        { "no-cwd", NULL, P, "do not mount the current directory (a scratch sandbox)", false },
+        { "memory", "SIZE", P, "memory cap (default 4g)", false },
+        { "cpus", "N", P, "CPU cap (default 2)", false },
+        { "pids-limit", "N", P, "process cap (default 1024)", false },
+        { "tmp-size", "SIZE", P, "size of /tmp and /var/tmp (default 1g each)", false },
+        { "read-only", "[=BOOL]", P, "read-only root filesystem (default true)", false },
+        { "ephemeral-home", NULL, P, "a fresh /home/sandbox for this run only", false },
+        { "home-volume", "NAME", P, "volume for /home/sandbox (default aisb-home, or $AISB_HOME_VOLUME)", false },
+        { "shell", NULL, P, "run bash instead of the harness", false },
+        { "strict-args", NULL, F, "an unknown option is an error instead of a harness argument", true },
+        { "dry-run", NULL, F, "print the API requests (secret values redacted); start nothing", true },
+        { "print-policy", NULL, F, "print the effective policy as key=value lines and exit", true },
+        { "print-containerfile", NULL, F, "print the generated Containerfile and exit", true },
+        { "config", "FILE", F, "read this config file instead of ~/.config/ai-sandbox/config", true },
+        { "socket", "PATH", F, "use this podman API socket", true },
+        { "quiet", NULL, F, "no progress messages", true },
+        { "help", NULL, F, "show this help", true },
+        {},
+};
+
+static const cli_option *find(const char *name, size_t len)
+{
+        for (const cli_option *o = cli_options; o->name; o++)
+                if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+                        return o;
+        return NULL;
+}
+
+static void set_flag(cli_flags *flags, const char *name, const char *value)
+{
+        if (strcmp(name, "strict-args") == 0)
+                flags->strict_args = true;
+        else if (strcmp(name, "dry-run") == 0)
+                flags->dry_run = true;
+        else if (strcmp(name, "print-policy") == 0)
+                flags->print_policy = true;
+        else if (strcmp(name, "print-containerfile") == 0)
+                flags->print_containerfile = true;
+        else if (strcmp(name, "help") == 0)
+                flags->help = true;
+        else if (strcmp(name, "quiet") == 0)
+                flags->quiet = true;
+        else if (strcmp(name, "config") == 0)
+                flags->config = value;
+        else if (strcmp(name, "socket") == 0)
+                flags->socket = value;
+}
+
+int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy,
+                      cli_flags *flags, int *ret_rest, bool *ret_dashdash)
+{
+        int i = 0;
+        *ret_dashdash = false;
+        /* --strict-args changes how the rest is read, wherever it stands among the flags. */
+        for (int j = 0; j < argc && strcmp(argv[j], "--") != 0; j++)
+                if (strcmp(argv[j], "--strict-args") == 0)
+                        flags->strict_args = true;
+        while (i < argc) {
+                const char *arg = argv[i];
+                if (strcmp(arg, "--") == 0) {
+                        *ret_dashdash = true;
+                        i++;
+                        break;
+                }
+                if (strcmp(arg, "-h") == 0) {
+                        flags->help = true;
+                        i++;
+                        continue;
+                }
+                if (strncmp(arg, "--", 2) != 0 || arg[2] == 0) {
+                        if (flags->strict_args && arg[0] == '-') {
+                                fprintf(stderr, "aisb: unknown option %s (see aisb %s --help)\n", arg,
+                                        for_build ? "build" : "run");
+                                return EXIT_USAGE;
+                        }
+                        if (for_build) {
+                                fprintf(stderr, "aisb: build takes no arguments, got '%s'\n", arg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                }
+                const char *name = arg + 2;
+                const char *eq = strchr(name, '=');
+                const cli_option *o = find(name, eq ? (size_t) (eq - name) : strlen(name));
+                if (!o || (for_build && !o->build_only_ok)) {
+                        if (flags->strict_args || for_build) {
+                                fprintf(stderr, "aisb: unknown option %s (see aisb %s --help)\n", arg,
+                                        for_build ? "build" : "run");
+                                return EXIT_USAGE;
+                        }
+                        break; /* the harness's own option */
+                }
+                const char *value = eq ? eq + 1 : NULL;
+                bool takes_value = o->argument && o->argument[0] != '[';
+                if (takes_value && !value) {
+                        if (i + 1 >= argc) {
+                                fprintf(stderr, "aisb: --%s needs a value (%s)\n", o->name, o->argument);
+                                return EXIT_USAGE;
+                        }
+                        value = argv[++i];
+                } else if (!o->argument && value) {
+                        fprintf(stderr, "aisb: --%s takes no value\n", o->name);
+                        return EXIT_USAGE;
+                }
+                i++;
+                if (o->action == OPTION_FLAG) {
+                        set_flag(flags, o->name, value);
+                        continue;
+                }
+                aisb_error *err = NULL;
+                if (aisb_policy_set(policy, o->name, value, &err) < 0)
+                        return cli_fail(err, EXIT_USAGE);
+        }
+        *ret_rest = i;
+        return 0;
+}
+
+void cli_print_options(FILE *out, bool for_build)
+{
+        for (const cli_option *o = cli_options; o->name; o++) {
+                if (for_build && !o->build_only_ok)
+                        continue;
+                char left[64];
+                snprintf(left, sizeof left, "--%s%s%s", o->name,
+                         o->argument && o->argument[0] != '[' ? " " : "",
+                         o->argument ? o->argument : "");
+                fprintf(out, "  %-26s %s\n", left, o->help);
+        }
+}
+
+int cli_fail(aisb_error *err, int code)
+{
+        fprintf(stderr, "aisb: %s\n", aisb_error_message(err));
+        aisb_error_free(err);
+        return code;
+}
+
+bool cli_color(int fd)
+{
+        const char *no_color = getenv("NO_COLOR");
+        return isatty(fd) && !(no_color && *no_color);
+}
+
+void cli_log(aisb_log_level level, const char *message, void *userdata)
+{
+        const bool *quiet = userdata;
+        if (level == AISB_LOG_DEBUG || (level == AISB_LOG_INFO && quiet && *quiet))
+                return;
+        if (level == AISB_LOG_WARNING)
+                fprintf(stderr, cli_color(STDERR_FILENO) ? "aisb: \033[33mwarning:\033[0m %s\n"
+                                                         : "aisb: warning: %s\n",
+                        message);
+        else
+                fprintf(stderr, "aisb: %s\n", message);
+}
+
+int cli_load_config(aisb_policy *policy, const char *explicit_path)
+{
+        aisb_error *err = NULL;
+        if (explicit_path) {
+                if (aisb_policy_load_config(policy, explicit_path, 0, &err) < 0)
+                        return cli_fail(err, EXIT_USAGE);
+                return 0;
+        }
+        const char *xdg = getenv("XDG_CONFIG_HOME");
+        const char *home = getenv("HOME");
+        char *path = NULL;
+        int n;
+        if (xdg && *xdg == '/')
+                n = asprintf(&path, "%s/ai-sandbox/config", xdg);
+        else if (home && *home)
+                n = asprintf(&path, "%s/.config/ai-sandbox/config", home);
+        else
+                return 0;
+        if (n < 0)
+                return EXIT_AISB_FAILED;
+        int r = aisb_policy_load_config(policy, path, 1, &err);
+        free(path);
+        if (r < 0)
+                return cli_fail(err, EXIT_USAGE);
+        return 0;
+}

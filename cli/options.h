@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* The sandbox options shared by "aisb run" and "aisb build": one table drives parsing and
+ * --help, and each entry maps to a libaisb policy key of the same name. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "aisb.h"
+
+/* Exit codes of the CLI itself; a run otherwise exits with the command's own code. */
+#define EXIT_USAGE 2
+#define EXIT_AISB_FAILED 125
+
+enum option_action {
+        OPTION_POLICY, /* aisb_policy_set(key, value) */
+        OPTION_FLAG,   /* a CLI-level switch, handled by the command */
+};
+
+typedef struct cli_option {
+        const char *name;     /* long name without dashes; also the policy key */
+        const char *argument; /* NULL: a switch (may take =BOOL for policy booleans) */
+        enum option_action action;
+        const char *help;
+        bool build_only_ok; /* accepted by "aisb build" */
+} cli_option;
+
+typedef struct cli_flags {
+        bool strict_args;
+        bool dry_run;
+        bool print_policy;
+        bool print_containerfile;
+        bool help;
+        bool quiet;
+        const char *config;
+        const char *socket;
+} cli_flags;
+
+extern const cli_option cli_options[];
+
+/*
+ * Parse sandbox options from argv[0..argc), applying them to policy. Stops at the first
+ * positional argument or unknown option (an error under --strict-args), or after "--".
+ * *ret_rest is the index of the first unconsumed argument; *ret_dashdash says whether "--"
+ * ended the options. Returns 0 or an exit code after printing one line.
+ */
+int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy,
+                      cli_flags *flags, int *ret_rest, bool *ret_dashdash);
+
+void cli_print_options(FILE *out, bool for_build);
+
+/* Load the user's config file into policy (before flags). Prints and returns an exit code
+ * on failure, 0 otherwise. */
+int cli_load_config(aisb_policy *policy, const char *explicit_path);
+
+/* Print "aisb: message" for err and return code. */
+int cli_fail(aisb_error *err, int code);
+void cli_log(aisb_log_level level, const char *message, void *userdata);
+bool cli_color(int fd);

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * "aisb run" and "aisb build": parse the sandbox options, build the policy, make one
+ * library call. Terminal handling (raw mode, window size) and signals live here, not in the
+ * library: they belong to whoever owns the terminal.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "options.h"
+
+typedef struct build_display {
+        bool terminal;
+        bool quiet;
+        bool line_open;
+} build_display;
+
+/* On a terminal: one line that shows the current step, rewritten in place. Otherwise every
+ * line, for logs. */
+static void on_build_line(aisb_log_level level, const char *line, void *userdata)
+{
+        build_display *d = userdata;
+        if (d->quiet)
+                return;
+        if (!d->terminal) {
+                fprintf(stderr, "build: %s\n", line);
+                return;
+        }
+        struct winsize ws = {};
+        int width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 ? ws.ws_col : 80;
+        fprintf(stderr, "\r\033[Kbuild: %.*s", width - 8, line);
+        d->line_open = true;
+}
+
+static void end_build_display(build_display *d)
+{
+        if (d->line_open)
+                fputs("\r\033[K", stderr);
+        d->line_open = false;
+}
+
+static void on_request(const char *text, void *userdata)
+{
+        fputs(text, stdout);
+        fputc('\n', stdout);
+}
+
+static void print_help(bool for_build)
+{
+        if (for_build) {
+                printf("Usage: aisb build [OPTIONS]\n\n"
+                       "Build (or find) the sandbox image for these options and print its tag.\n\n"
+                       "Options:\n");
+                cli_print_options(stdout, true);
+                return;
+        }
+        printf("Usage: aisb run [OPTIONS] [HARNESS ARGS...]\n"
+               "       aisb run [OPTIONS] -- COMMAND [ARGS...]\n\n"
+               "Run the harness (pi) or COMMAND in a rootless podman sandbox: only the current\n"
+               "directory is mounted (at /project), no host environment passes in unless named,\n"
+               "no capabilities, no-new-privileges, resource caps.\n\n"
+               "Options are read until the first argument aisb does not know; that argument and\n"
+               "all after it go to the harness. After --, they replace the command entirely.\n\n"
+               "Options:\n");
+        cli_print_options(stdout, false);
+        printf("\nExit status: the command's own; %d for bad options or config; %d when aisb or\n"
+               "podman failed; 128+N when stopped by signal N.\n",
+               EXIT_USAGE, EXIT_AISB_FAILED);
+}
+
+/* --config must be known before the config is read, and the config before the flags. */
+static const char *find_config_flag(int argc, char **argv)
+{
+        for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
+                if (strncmp(argv[i], "--config=", 9) == 0)
+                        return argv[i] + 9;
+                if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+                        return argv[i + 1];
+        }
+        return NULL;
+}
+
+typedef struct run_state {
+        int signal_fd;
+        int stop_signal;
+} run_state;
+
+static int on_control(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+{
+        run_state *st = userdata;
+        struct signalfd_siginfo si;
+        if (read(fd, &si, sizeof si) != (ssize_t) sizeof si)
+                return AISB_CONTROL_NONE;
+        if (si.ssi_signo == SIGWINCH) {
+                struct winsize ws = {};
+                if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
+                        return AISB_CONTROL_NONE;
+                *rows = ws.ws_row;
+                *cols = ws.ws_col;
+                return AISB_CONTROL_RESIZE;
+        }
+        st->stop_signal = (int) si.ssi_signo;
+        return AISB_CONTROL_STOP;
+}
+
+static int sandbox_command(int argc, char **argv, bool for_build)
+{
+        aisb_error *err = NULL;
+        aisb_policy *policy = NULL;
+        aisb_ctx *ctx = NULL;
+        aisb_io *io = NULL;
+        cli_flags flags = {};
+        int rest = 0;
+        bool dashdash = false;
+        int code;
+
+        if (aisb_policy_new(&policy, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        code = cli_load_config(policy, find_config_flag(argc, argv));
+        if (code)
+                goto out;
+        code = cli_parse_options(argc, argv, for_build, policy, &flags, &rest, &dashdash);
+        if (code)
+                goto out;
+        if (flags.help) {
+                print_help(for_build);
+                goto out;
+        }
+        if (!for_build && (rest < argc || dashdash)) {
+                /* Without --, the arguments go to the harness: prefix its name. */
+                size_t n = (size_t) (argc - rest);
+                const char **command = calloc(n + 2, sizeof *command);
+                if (!command) {
+                        code = EXIT_AISB_FAILED;
+                        goto out;
+                }
+                size_t k = 0;
+                if (!dashdash)
+                        command[k++] = "pi";
+                for (int i = rest; i < argc; i++)
+                        command[k++] = argv[i];
+                if (dashdash && k == 0) {
+                        free(command);
+                        fprintf(stderr, "aisb: -- must be followed by a command\n");
+                        code = EXIT_USAGE;
+                        goto out;
+                }
+                int r = aisb_policy_set_command(policy, command, &err);
+                free(command);
+                if (r < 0) {
+                        code = cli_fail(err, EXIT_USAGE);
+                        goto out;
+                }
+        }
+        if (flags.print_policy || flags.print_containerfile) {
+                char *text = NULL;
+                int r = flags.print_policy ? aisb_policy_format(policy, &text, &err)
+                                           : aisb_policy_containerfile(policy, &text, &err);
+                if (r < 0) {
+                        code = cli_fail(err, EXIT_AISB_FAILED);
+                        goto out;
+                }
+                fputs(text, stdout);
+                free(text);
+                goto out;
+        }
+
+        if (aisb_ctx_new(&ctx, &err) < 0) {
+                code = cli_fail(err, EXIT_AISB_FAILED);
+                goto out;
+        }
+        aisb_ctx_set_log_fn(ctx, cli_log, &flags.quiet);
+        build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags.quiet };
+        aisb_ctx_set_build_fn(ctx, on_build_line, &display);
+        if (flags.dry_run)
+                aisb_ctx_set_dry_run(ctx, on_request, NULL);
+        if (flags.socket && aisb_ctx_set_socket(ctx, flags.socket, &err) < 0) {
+                code = cli_fail(err, EXIT_AISB_FAILED);
+                goto out;
+        }
+
+        /* The image first, with signals at their defaults so ^C ends a long build. */
+        char *tag = NULL;
+        int built = 0;
+        int r = aisb_image_ensure(ctx, policy, &tag, &built, &err);
+        end_build_display(&display);
+        if (r < 0) {
+                code = cli_fail(err, EXIT_AISB_FAILED);
+                goto out;
+        }
+        if (for_build) {
+                if (!flags.dry_run)
+                        printf("%s\n", tag);
+                free(tag);
+                goto out;
+        }
+        free(tag);
+
+        if (aisb_io_new(&io, &err) < 0) {
+                code = cli_fail(err, EXIT_AISB_FAILED);
+                goto out;
+        }
+        /* From create to remove, signals arrive through a signalfd, so a ^C or a SIGTERM
+         * removes the sandbox instead of killing aisb and leaving it behind. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGWINCH);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        run_state st = { .signal_fd = signalfd(-1, &mask, SFD_CLOEXEC) };
+        if (st.signal_fd >= 0)
+                aisb_io_set_control(io, st.signal_fd, on_control, &st);
+
+        bool terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && !flags.dry_run;
+        struct termios saved;
+        bool raw = false;
+        if (terminal && tcgetattr(STDIN_FILENO, &saved) == 0) {
+                struct winsize ws = {};
+                (void) ioctl(STDIN_FILENO, TIOCGWINSZ, &ws);
+                aisb_io_set_terminal(io, ws.ws_row, ws.ws_col);
+                struct termios t = saved;
+                cfmakeraw(&t);
+                raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
+        }
+        int exit_code = 0;
+        r = aisb_run(ctx, policy, io, &exit_code, &err);
+        if (raw)
+                (void) tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
+        if (st.signal_fd >= 0)
+                close(st.signal_fd);
+        if (r == -ECANCELED) {
+                code = 128 + st.stop_signal;
+                goto out;
+        }
+        if (r < 0) {
+                code = cli_fail(err, EXIT_AISB_FAILED);
+                goto out;
+        }
+        code = exit_code;
+out:
+        aisb_io_free(io);
+        aisb_ctx_free(ctx);
+        aisb_policy_free(policy);
+        return code;
+}
+
+int command_run(int argc, char **argv)
+{
+        return sandbox_command(argc, argv, false);
+}
+
+int command_build(int argc, char **argv)
+{
+        return sandbox_command(argc, argv, true);
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libaisb: run a command inside a rootless podman sandbox, driven over podman's REST API.
+ *
+ * Conventions, for every function below:
+ *  - Calls that can fail return 0 on success or a negative errno-style value, and then set
+ *    *err (when err is not NULL) to a new aisb_error the caller frees with aisb_error_free().
+ *    On success *err is left untouched. Messages say what to do about the failure.
+ *  - Handles are opaque; every *_free() accepts NULL.
+ *  - Strings returned through ret_ parameters are owned by the caller (free()).
+ *  - The library never prints and never exits; it reports through the error contract and
+ *    the callbacks the caller installs.
+ *  - Thread safety: a handle must not be used from two threads at once; distinct handles
+ *    are independent.
+ */
+#ifndef AISB_H
+#define AISB_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define AISB_PUBLIC __attribute__((visibility("default")))
+#else
+#define AISB_PUBLIC
+#endif
+
+/* ---- errors ---- */
+
+typedef struct aisb_error aisb_error;
+
+/* The negative errno-style code of the failure (e.g. -EINVAL for bad input). */
+AISB_PUBLIC int aisb_error_code(const aisb_error *error);
+/* One line, no trailing newline. Valid until aisb_error_free(). */
+AISB_PUBLIC const char *aisb_error_message(const aisb_error *error);
+AISB_PUBLIC void aisb_error_free(aisb_error *error);
+
+/* ---- policy: everything that decides what a sandbox is ---- */
+
+typedef struct aisb_policy aisb_policy;
+
+/* A policy with the defaults: project = the current directory, net = none, the default
+ * base image and caps. */
+AISB_PUBLIC int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err);
+AISB_PUBLIC void aisb_policy_free(aisb_policy *policy);
+
+/*
+ * Set one key, named as the CLI flag without its dashes (see aisb(1) and docs/config.md):
+ * "memory", "cpus", "pids-limit", "base-image", "install", "env", ... Repeatable keys
+ * ("env", "env-file", "mount", "install", "ca-cert") append. Values are checked here:
+ * -EINVAL with a message naming the key on bad input. For "env" a bare NAME is read from
+ * the caller's environment at this point; an unset NAME is an error.
+ */
+AISB_PUBLIC int aisb_policy_set(aisb_policy *policy, const char *key, const char *value,
+                                aisb_error **err);
+
+/* Read "key = value" lines from path. A missing file is not an error when optional != 0. */
+AISB_PUBLIC int aisb_policy_load_config(aisb_policy *policy, const char *path, int optional,
+                                        aisb_error **err);
+
+/* The command run in the sandbox; argv is NULL-terminated and copied. NULL or an empty argv
+ * restores the default (the harness, "pi"). */
+AISB_PUBLIC int aisb_policy_set_command(aisb_policy *policy, const char *const *argv,
+                                        aisb_error **err);
+
+/* The effective policy as "key=value" lines (environment values are never included). */
+AISB_PUBLIC int aisb_policy_format(const aisb_policy *policy, char **ret_text, aisb_error **err);
+
+/* The Containerfile this policy builds. */
+AISB_PUBLIC int aisb_policy_containerfile(const aisb_policy *policy, char **ret_text,
+                                          aisb_error **err);
+
+/* ---- context: one connection to the podman service ---- */
+
+typedef struct aisb_ctx aisb_ctx;
+
+typedef enum aisb_log_level {
+        AISB_LOG_DEBUG = 0,
+        AISB_LOG_INFO = 1,
+        AISB_LOG_WARNING = 2,
+} aisb_log_level;
+
+/* Called with one line of text (no newline). */
+typedef void (*aisb_log_fn)(aisb_log_level level, const char *message, void *userdata);
+
+AISB_PUBLIC int aisb_ctx_new(aisb_ctx **ret_ctx, aisb_error **err);
+AISB_PUBLIC void aisb_ctx_free(aisb_ctx *ctx);
+
+/* Messages the library would otherwise drop: warnings, progress, debug detail. */
+AISB_PUBLIC void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
+
+/* Build output, one line at a time, as the service streams it. */
+AISB_PUBLIC void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
+
+/* Use this API socket instead of discovering one. No transient service is started then. */
+AISB_PUBLIC int aisb_ctx_set_socket(aisb_ctx *ctx, const char *path, aisb_error **err);
+
+/* Dry run: every request is passed to fn as text (method, path, body with secret values
+ * redacted) instead of being sent. Nothing is started, nothing is connected. */
+typedef void (*aisb_request_fn)(const char *text, void *userdata);
+AISB_PUBLIC void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *userdata);
+
+/* Find the API socket (CONTAINER_HOST, $XDG_RUNTIME_DIR, /run/user/UID, podman 4.x's /tmp
+ * fallback), start a transient "podman system service" when none answers, and check the
+ * version (podman >= 4.3). Called implicitly by the calls below. */
+AISB_PUBLIC int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err);
+
+/* After a successful connect: the service's version ("4.3.1") and socket path. */
+AISB_PUBLIC const char *aisb_ctx_podman_version(const aisb_ctx *ctx);
+AISB_PUBLIC const char *aisb_ctx_socket_path(const aisb_ctx *ctx);
+
+/* ---- image ---- */
+
+/* The image tag this policy runs, "localhost/aisb:<content hash>". Computed locally. */
+AISB_PUBLIC int aisb_image_tag(const aisb_policy *policy, char **ret_tag, aisb_error **err);
+
+/* Make sure the image exists: reuse it when its tag exists, build it otherwise (and the
+ * bootstrap base first, for "bootstrap:debian:SUITE"). *ret_built (may be NULL) says
+ * whether a build ran. */
+AISB_PUBLIC int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *policy, char **ret_tag,
+                                  int *ret_built, aisb_error **err);
+
+/* ---- run ---- */
+
+typedef struct aisb_io aisb_io;
+
+enum {
+        AISB_STREAM_STDOUT = 1,
+        AISB_STREAM_STDERR = 2,
+};
+
+/* Output from the sandbox. Return 0, or a negative errno to abort the run. */
+typedef int (*aisb_output_fn)(int stream, const void *data, size_t size, void *userdata);
+
+enum aisb_control {
+        AISB_CONTROL_NONE = 0,   /* nothing to do */
+        AISB_CONTROL_RESIZE = 1, /* the terminal changed size: fill *rows, *cols */
+        AISB_CONTROL_STOP = 2,   /* stop and remove the sandbox now */
+};
+/* Called when the control fd is readable; the callback must consume what made it so. */
+typedef int (*aisb_control_fn)(int fd, unsigned short *rows, unsigned short *cols,
+                               void *userdata);
+
+/* Defaults: stdin 0, stdout 1, stderr 2, no terminal, no control fd. */
+AISB_PUBLIC int aisb_io_new(aisb_io **ret_io, aisb_error **err);
+AISB_PUBLIC void aisb_io_free(aisb_io *io);
+/* in_fd -1: the command's stdin is at EOF from the start. */
+AISB_PUBLIC void aisb_io_set_stdin(aisb_io *io, int in_fd);
+/* Replace writing to fds 1 and 2 with fn. */
+AISB_PUBLIC void aisb_io_set_output_fn(aisb_io *io, aisb_output_fn fn, void *userdata);
+/* Terminal mode: the sandbox gets a pty of rows x cols; the caller owns raw mode. */
+AISB_PUBLIC void aisb_io_set_terminal(aisb_io *io, unsigned short rows, unsigned short cols);
+AISB_PUBLIC void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, void *userdata);
+
+/*
+ * Build or reuse the image, create the sandbox, attach, start, stream until the command
+ * ends, and remove the sandbox. *ret_exit_code is the command's exit status. When the
+ * control callback asks to stop, the sandbox is removed and -ECANCELED returned. Nothing of
+ * the run is left behind, on success or failure.
+ */
+AISB_PUBLIC int aisb_run(aisb_ctx *ctx, const aisb_policy *policy, aisb_io *io,
+                         int *ret_exit_code, aisb_error **err);
+
+AISB_PUBLIC const char *aisb_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

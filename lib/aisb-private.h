@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal structures of libaisb, shared by its modules and the unit tests (which link the
+ * static internal library and may look inside). Nothing here is exported. */
+#pragma once
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aisb.h"
+#include "error.h"
+#include "util.h"
+
+#define AISB_API_PREFIX "/v4.0.0"
+#define AISB_DEFAULT_BASE_IMAGE "docker.io/library/ubuntu:24.04"
+#define AISB_DEFAULT_HOME_VOLUME "aisb-home"
+#define AISB_SANDBOX_HOME "/home/sandbox"
+#define AISB_PROJECT_DIR "/project"
+#define AISB_LABEL_PREFIX "aisb."
+#define AISB_ENV_FILE_MAX (1024 * 1024)
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(CURL *, curl_easy_cleanup)
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+typedef enum sandbox_net {
+        SANDBOX_NET_NONE,
+        SANDBOX_NET_FULL,
+} sandbox_net;
+
+typedef struct env_entry {
+        char *name;
+        char *value; /* secret: wiped on free */
+} env_entry;
+
+typedef struct mount_entry {
+        char *source; /* absolute host path */
+        char *destination;
+        bool read_only;
+} mount_entry;
+
+typedef struct ca_cert {
+        char *path;
+        char *pem;
+        size_t size;
+} ca_cert;
+
+struct aisb_policy {
+        char *project; /* absolute; NULL with no-cwd */
+        char *base_image;
+        char **install;
+        ca_cert *ca_certs;
+        size_t n_ca_certs;
+        sandbox_net net;
+        unsigned long long memory;    /* bytes */
+        unsigned long long cpus_milli; /* thousandths of a CPU */
+        unsigned long long pids_limit;
+        unsigned long long tmp_size; /* bytes, each tmpfs */
+        bool read_only;
+        bool ephemeral_home;
+        bool shell;
+        char *home_volume;
+        env_entry *env;
+        size_t n_env;
+        char **env_files; /* for print-policy: where values came from */
+        mount_entry *mounts;
+        size_t n_mounts;
+        char **command; /* NULL: the harness */
+        char *harness;
+};
+
+struct aisb_ctx {
+        char *socket_path;
+        bool socket_fixed; /* set by the caller: never start a service */
+        char *podman_version;
+        unsigned version_major, version_minor;
+        bool connected;
+        CURL *curl; /* reused for plain requests: one keep-alive connection */
+        aisb_log_fn log_fn;
+        void *log_userdata;
+        aisb_log_fn build_fn;
+        void *build_userdata;
+        aisb_request_fn dry_run_fn;
+        void *dry_run_userdata;
+        pid_t service_pid; /* transient service we started, 0 if none */
+};
+
+struct aisb_io {
+        int in_fd;
+        aisb_output_fn output_fn;
+        void *output_userdata;
+        bool terminal;
+        unsigned short rows, cols;
+        int control_fd;
+        aisb_control_fn control_fn;
+        void *control_userdata;
+};
+
+void aisb_log(aisb_ctx *ctx, aisb_log_level level, const char *fmt, ...) _printf_(3, 4);
+
+/* ---- http.c: requests over the unix socket ---- */
+
+typedef int (*http_line_fn)(const char *line, size_t size, void *userdata);
+
+typedef struct http_request {
+        const char *method;
+        const char *path; /* after the API prefix, query included */
+        const char *content_type;
+        const void *body;
+        size_t body_size;
+        FILE *body_file; /* streamed upload instead of body */
+        long long body_file_size;
+        const char *dry_run_body; /* what a dry run shows instead of the body (redacted) */
+        http_line_fn line_fn; /* response body delivered line by line (NDJSON) */
+        void *line_userdata;
+        bool unversioned; /* "/_ping" */
+} http_request;
+
+typedef struct http_response {
+        long status;
+        char *body;
+        size_t body_size;
+        char *api_version; /* Libpod-Api-Version header */
+} http_response;
+
+void http_response_done(http_response *r);
+int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_error **err);
+/* The error message of a libpod JSON error body, or the body itself. */
+const char *http_error_message(const http_response *r);
+char *http_escape(const char *s);
+
+/* A hijacked connection (attach). */
+typedef struct http_stream {
+        CURL *curl;
+        int fd;
+        buffer leftover; /* stream bytes that arrived with the response head */
+} http_stream;
+int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **err);
+void http_stream_done(http_stream *s);
+
+/* ---- connect.c ---- */
+int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor);
+int socket_candidates(char ***ret, uid_t uid);
+
+/* ---- policy.c ---- */
+int env_name_valid(const char *name);
+int policy_env_file_parse(const char *text, size_t size, const char *origin,
+                          env_entry **entries, size_t *n, aisb_error **err);
+void env_entries_free(env_entry *e, size_t n);
+int policy_image_net_hash(const aisb_policy *p, char **ret);
+const char *const *policy_command(const aisb_policy *p);
+int policy_hash(const aisb_policy *p, char **ret_hex);
+
+/* ---- image.c ---- */
+int image_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, aisb_error **err);
+int image_tag_for_context(const void *tar, size_t size, char **ret_tag);
+int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);
+
+/* ---- attach.c: the multiplexed attach stream ---- */
+typedef struct demux {
+        uint8_t header[8];
+        size_t have;
+        int stream;
+        uint32_t remaining;
+} demux;
+/* Feed bytes; emits payload pieces through fn. -EBADMSG on a malformed header. */
+int demux_feed(demux *d, const void *data, size_t size,
+               int (*fn)(int stream, const void *data, size_t size, void *userdata),
+               void *userdata);
+
+/* ---- container.c ---- */
+int container_create_body(const aisb_policy *p, const char *image, const char *name,
+                          bool terminal, bool redact, json_object **ret);

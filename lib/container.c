@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The container's specification: the one JSON body that says what the sandbox may see and
+ * do. Pure (no I/O), so unit tests check it key by key and a dry run prints it exactly,
+ * with environment values redacted.
+ */
+#include <openssl/evp.h>
+
+#include "aisb-private.h"
+#include "config.h"
+
+#define REDACTED "<redacted>"
+
+static int add_string(json_object *o, const char *key, const char *value)
+{
+        json_object *s = json_object_new_string(value);
+        if (!s)
+                return -ENOMEM;
+        return json_object_object_add(o, key, s) < 0 ? -ENOMEM : 0;
+}
+
+static json_object *string_array(const char *const *v)
+{
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; a && v && v[i]; i++)
+                if (json_object_array_add(a, json_object_new_string(v[i])) < 0) {
+                        json_object_put(a);
+                        return NULL;
+                }
+        return a;
+}
+
+static json_object *mount_object(const char *type, const char *source, const char *destination,
+                                 const char *const *options)
+{
+        json_object *m = json_object_new_object();
+        if (!m)
+                return NULL;
+        if (add_string(m, "type", type) < 0 || add_string(m, "source", source) < 0 ||
+            add_string(m, "destination", destination) < 0 ||
+            json_object_object_add(m, "options", string_array(options)) < 0) {
+                json_object_put(m);
+                return NULL;
+        }
+        return m;
+}
+
+static json_object *tmpfs_mount(const char *destination, unsigned long long size, const char *mode)
+{
+        char size_option[64], mode_option[32];
+        snprintf(size_option, sizeof size_option, "size=%llu", size);
+        snprintf(mode_option, sizeof mode_option, "mode=%s", mode);
+        const char *const options[] = { size_option, mode_option, "rw", "nosuid", "nodev", NULL };
+        return mount_object("tmpfs", "tmpfs", destination, options);
+}
+
+int policy_hash(const aisb_policy *p, char **ret_hex)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = aisb_policy_format(p, &text, NULL);
+        if (r < 0)
+                return r;
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        if (EVP_Digest(text, strlen(text), digest, &n, EVP_sha256(), NULL) != 1)
+                return -EIO;
+        char *hex = malloc(17);
+        if (!hex)
+                return -ENOMEM;
+        for (int i = 0; i < 8; i++)
+                snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+        *ret_hex = hex;
+        return 0;
+}
+
+int container_create_body(const aisb_policy *p, const char *image, const char *name,
+                          bool terminal, bool redact, json_object **ret)
+{
+        _cleanup_json_ json_object *o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        int r = 0;
+        r |= add_string(o, "name", name);
+        r |= add_string(o, "image", image);
+        r |= json_object_object_add(o, "command", string_array(policy_command(p)));
+        r |= add_string(o, "work_dir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME);
+        r |= add_string(o, "hostname", "aisb");
+
+        char user[64];
+        snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
+        r |= add_string(o, "user", user);
+        json_object *userns = json_object_new_object();
+        r |= add_string(userns, "nsmode", "keep-id");
+        r |= json_object_object_add(o, "userns", userns);
+
+        /* Nothing of the host's environment except what the policy holds. */
+        json_object *env = json_object_new_object();
+        r |= add_string(env, "HOME", AISB_SANDBOX_HOME);
+        for (size_t i = 0; i < p->n_env; i++)
+                r |= add_string(env, p->env[i].name, redact ? REDACTED : p->env[i].value);
+        r |= json_object_object_add(o, "env", env);
+
+        static const char *const drop_all[] = { "ALL", NULL };
+        r |= json_object_object_add(o, "cap_drop", string_array(drop_all));
+        r |= json_object_object_add(o, "no_new_privileges", json_object_new_boolean(1));
+        r |= json_object_object_add(o, "read_only_filesystem", json_object_new_boolean(p->read_only));
+
+        json_object *mounts = json_object_new_array();
+        if (p->project) {
+                static const char *const rw[] = { "rbind", "rw", NULL };
+                r |= json_object_array_add(mounts, mount_object("bind", p->project, AISB_PROJECT_DIR, rw));
+        }
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                const char *const opts[] = { "rbind", p->mounts[i].read_only ? "ro" : "rw", NULL };
+                r |= json_object_array_add(mounts, mount_object("bind", p->mounts[i].source,
+                                                                p->mounts[i].destination, opts));
+        }
+        /* Podman 4.3's API adds none of the CLI's tmpfs for a read-only root: we do, with
+         * sizes, so a full /tmp is a cap and not the host's disk. */
+        r |= json_object_array_add(mounts, tmpfs_mount("/tmp", p->tmp_size, "1777"));
+        r |= json_object_array_add(mounts, tmpfs_mount("/var/tmp", p->tmp_size, "1777"));
+        r |= json_object_array_add(mounts, tmpfs_mount("/run", 64ULL << 20, "755"));
+        if (p->ephemeral_home)
+                r |= json_object_array_add(mounts, tmpfs_mount(AISB_SANDBOX_HOME, p->tmp_size, "1777"));
+        r |= json_object_object_add(o, "mounts", mounts);
+
+        if (!p->ephemeral_home) {
+                json_object *volumes = json_object_new_array();
+                json_object *v = json_object_new_object();
+                r |= add_string(v, "Name", p->home_volume);
+                r |= add_string(v, "Dest", AISB_SANDBOX_HOME);
+                r |= json_object_object_add(v, "Options", json_object_new_array());
+                r |= json_object_array_add(volumes, v);
+                r |= json_object_object_add(o, "volumes", volumes);
+        }
+
+        json_object *netns = json_object_new_object();
+        r |= add_string(netns, "nsmode", p->net == SANDBOX_NET_FULL ? "slirp4netns" : "none");
+        r |= json_object_object_add(o, "netns", netns);
+
+        json_object *limits = json_object_new_object();
+        json_object *memory = json_object_new_object();
+        r |= json_object_object_add(memory, "limit", json_object_new_int64((int64_t) p->memory));
+        r |= json_object_object_add(limits, "memory", memory);
+        json_object *pids = json_object_new_object();
+        r |= json_object_object_add(pids, "limit", json_object_new_int64((int64_t) p->pids_limit));
+        r |= json_object_object_add(limits, "pids", pids);
+        json_object *cpu = json_object_new_object();
+        r |= json_object_object_add(cpu, "quota", json_object_new_int64((int64_t) p->cpus_milli * 100));
+        r |= json_object_object_add(cpu, "period", json_object_new_int64(100000));
+        r |= json_object_object_add(limits, "cpu", cpu);
+        r |= json_object_object_add(o, "resource_limits", limits);
+
+        json_object *labels = json_object_new_object();
+        _cleanup_free_ char *hash = NULL;
+        r |= policy_hash(p, &hash);
+        r |= add_string(labels, AISB_LABEL_PREFIX "managed", "true");
+        r |= add_string(labels, AISB_LABEL_PREFIX "version", AISB_VERSION);
+        r |= add_string(labels, AISB_LABEL_PREFIX "project", p->project ? p->project : "");
+        r |= add_string(labels, AISB_LABEL_PREFIX "net", p->net == SANDBOX_NET_FULL ? "full" : "none");
+        r |= add_string(labels, AISB_LABEL_PREFIX "policy", hash ? hash : "");
+        char pid[32];
+        snprintf(pid, sizeof pid, "%ld", (long) getpid());
+        r |= add_string(labels, AISB_LABEL_PREFIX "pid", pid);
+        r |= json_object_object_add(o, "labels", labels);
+
+        r |= json_object_object_add(o, "terminal", json_object_new_boolean(terminal));
+        r |= json_object_object_add(o, "stdin", json_object_new_boolean(1));
+        r |= json_object_object_add(o, "remove", json_object_new_boolean(0));
+        if (r < 0)
+                return -ENOMEM;
+        *ret = steal_pointer(&o);
+        return 0;
+}

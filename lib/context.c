@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The context: which podman service we talk to. Discovery follows podman's own order;
+ * when no socket answers we start a transient "podman system service" on the user's socket
+ * path ourselves (daemonless: nothing has to be enabled first) and it exits by itself after
+ * a while idle. A lock serialises that start so concurrent runs never race two services
+ * onto one socket.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "aisb-private.h"
+#include "config.h"
+
+/* Seconds a transient service stays up with no client: long enough that the next run of a
+ * working session finds it warm. */
+#define SERVICE_IDLE_SECONDS "600"
+#define SERVICE_START_TIMEOUT_MS 20000
+
+const char *aisb_version(void)
+{
+        return AISB_VERSION;
+}
+
+void aisb_log(aisb_ctx *ctx, aisb_log_level level, const char *fmt, ...)
+{
+        if (!ctx->log_fn)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *s = NULL;
+        if (vasprintf(&s, fmt, ap) >= 0)
+                ctx->log_fn(level, s, ctx->log_userdata);
+        va_end(ap);
+}
+
+int aisb_ctx_new(aisb_ctx **ret_ctx, aisb_error **err)
+{
+        aisb_ctx *ctx = calloc(1, sizeof *ctx);
+        if (!ctx)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        *ret_ctx = ctx;
+        return 0;
+}
+
+void aisb_ctx_free(aisb_ctx *ctx)
+{
+        if (!ctx)
+                return;
+        if (ctx->curl)
+                curl_easy_cleanup(ctx->curl);
+        free(ctx->socket_path);
+        free(ctx->podman_version);
+        free(ctx);
+}
+
+void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata)
+{
+        ctx->log_fn = fn;
+        ctx->log_userdata = userdata;
+}
+
+void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata)
+{
+        ctx->build_fn = fn;
+        ctx->build_userdata = userdata;
+}
+
+void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *userdata)
+{
+        ctx->dry_run_fn = fn;
+        ctx->dry_run_userdata = userdata;
+}
+
+int aisb_ctx_set_socket(aisb_ctx *ctx, const char *path, aisb_error **err)
+{
+        char *copy = strdup(path);
+        if (!copy)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        free(ctx->socket_path);
+        ctx->socket_path = copy;
+        ctx->socket_fixed = true;
+        ctx->connected = false;
+        return 0;
+}
+
+const char *aisb_ctx_podman_version(const aisb_ctx *ctx)
+{
+        return ctx->podman_version;
+}
+
+const char *aisb_ctx_socket_path(const aisb_ctx *ctx)
+{
+        return ctx->socket_path;
+}
+
+int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor)
+{
+        unsigned major, minor;
+        if (!version || sscanf(version, "%u.%u", &major, &minor) != 2)
+                return -EINVAL;
+        *ret_major = major;
+        *ret_minor = minor;
+        return 0;
+}
+
+/* Where podman itself would listen, in its order. The first entry is where a transient
+ * service is started. */
+int socket_candidates(char ***ret, uid_t uid)
+{
+        _cleanup_strv_free_ char **v = NULL;
+        char *s = NULL;
+        const char *runtime_dir = getenv("XDG_RUNTIME_DIR");
+        if (runtime_dir && *runtime_dir) {
+                if (asprintf(&s, "%s/podman/podman.sock", runtime_dir) < 0 || strv_push(&v, s) < 0)
+                        goto oom;
+                free(steal_pointer(&s));
+        }
+        if (asprintf(&s, "/run/user/%u/podman/podman.sock", (unsigned) uid) < 0 ||
+            strv_push(&v, s) < 0)
+                goto oom;
+        free(steal_pointer(&s));
+        if (asprintf(&s, "/tmp/podman-run-%u/podman/podman.sock", (unsigned) uid) < 0 ||
+            strv_push(&v, s) < 0)
+                goto oom;
+        free(steal_pointer(&s));
+        *ret = steal_pointer(&v);
+        return 0;
+oom:
+        free(s);
+        return -ENOMEM;
+}
+
+/* 0 when the service at path answers /_ping; fills the version. */
+static int ping(aisb_ctx *ctx, const char *path, aisb_error **err)
+{
+        free(ctx->socket_path);
+        ctx->socket_path = strdup(path);
+        if (!ctx->socket_path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        if (ctx->curl) {
+                /* A handle bound to another socket must not reuse its connection. */
+                curl_easy_cleanup(ctx->curl);
+                ctx->curl = NULL;
+        }
+        http_response resp = {};
+        int r = http_send(ctx, &(http_request) { .method = "GET", .path = "/_ping", .unversioned = true },
+                          &resp, err);
+        if (r < 0)
+                return r;
+        if (resp.status != 200) {
+                r = aisb_error_set(err, -EIO, "%s answered /_ping with %ld", path, resp.status);
+                http_response_done(&resp);
+                return r;
+        }
+        free(ctx->podman_version);
+        ctx->podman_version = steal_pointer(&resp.api_version);
+        http_response_done(&resp);
+        return 0;
+}
+
+static int mkdir_parents(const char *path, mode_t mode)
+{
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        for (char *p = copy + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        return 0;
+}
+
+static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
+{
+        int r = mkdir_parents(path, 0700);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot create the directory of %s: %s", path,
+                                      strerror(-r));
+        _cleanup_free_ char *lock_path = NULL;
+        if (asprintf(&lock_path, "%s.aisb-lock", path) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (lock < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", lock_path, strerror(errno));
+        while (flock(lock, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path,
+                                              strerror(errno));
+        /* Someone else may have started it while we waited for the lock. */
+        aisb_error *ignored = NULL;
+        if (ping(ctx, path, &ignored) == 0)
+                return 0;
+        aisb_error_free(ignored);
+
+        aisb_log(ctx, AISB_LOG_INFO, "starting a transient podman service on %s", path);
+        _cleanup_free_ char *uri = NULL;
+        if (asprintf(&uri, "unix://%s", path) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        (void) unlink(path);
+        pid_t pid = fork();
+        if (pid < 0)
+                return aisb_error_set(err, -errno, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                /* Detach completely: the service outlives this run and must not get our
+                 * terminal's signals. A second fork leaves it reparented, never our zombie. */
+                if (setsid() < 0)
+                        _exit(1);
+                pid_t again = fork();
+                if (again != 0)
+                        _exit(again < 0 ? 1 : 0);
+                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (devnull >= 0) {
+                        (void) dup2(devnull, STDIN_FILENO);
+                        (void) dup2(devnull, STDOUT_FILENO);
+                        (void) dup2(devnull, STDERR_FILENO);
+                }
+                (void) close_range(3, ~0U, 0);
+                sigset_t all;
+                sigemptyset(&all);
+                (void) sigprocmask(SIG_SETMASK, &all, NULL);
+                execlp("podman", "podman", "system", "service", "--time=" SERVICE_IDLE_SECONDS,
+                       uri, (char *) NULL);
+                _exit(127);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        struct timespec delay = { 0, 20 * 1000 * 1000 };
+        for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
+                aisb_error *e = NULL;
+                if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
+                        return 0;
+                aisb_error_free(e);
+                nanosleep(&delay, NULL);
+        }
+        return aisb_error_set(err, -ETIMEDOUT,
+                              "started \"podman system service\" on %s but it did not answer; "
+                              "check that podman is installed and \"podman info\" works",
+                              path);
+}
+
+int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
+{
+        if (ctx->connected || ctx->dry_run_fn)
+                return 0;
+        int r;
+        if (ctx->socket_fixed) {
+                _cleanup_free_ char *path = strdup(ctx->socket_path);
+                if (!path)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                r = ping(ctx, path, err);
+                if (r < 0)
+                        return aisb_error_wrap(err, r, "podman service");
+        } else {
+                const char *host = getenv("CONTAINER_HOST");
+                if (host && *host) {
+                        if (!startswith(host, "unix://"))
+                                return aisb_error_set(err, -EPROTONOSUPPORT,
+                                                      "CONTAINER_HOST=%s: only unix:// sockets are supported",
+                                                      host);
+                        r = ping(ctx, host + strlen("unix://"), err);
+                        if (r < 0)
+                                return aisb_error_wrap(err, r, "CONTAINER_HOST");
+                } else {
+                        _cleanup_strv_free_ char **candidates = NULL;
+                        if (socket_candidates(&candidates, getuid()) < 0)
+                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                        r = -ENOENT;
+                        for (size_t i = 0; candidates[i] && r < 0; i++) {
+                                if (access(candidates[i], F_OK) < 0)
+                                        continue;
+                                aisb_error *e = NULL;
+                                r = ping(ctx, candidates[i], &e);
+                                aisb_error_free(e);
+                        }
+                        if (r < 0) {
+                                r = start_service(ctx, candidates[0], err);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+        }
+        unsigned major, minor;
+        if (connect_parse_version(ctx->podman_version, &major, &minor) < 0)
+                return aisb_error_set(err, -EPROTO,
+                                      "the service at %s did not say its version (Libpod-Api-Version); is it podman?",
+                                      ctx->socket_path);
+        if (major < 4 || (major == 4 && minor < 3))
+                return aisb_error_set(err, -EPROTONOSUPPORT,
+                                      "podman %s is too old: aisb needs podman 4.3 or newer",
+                                      ctx->podman_version);
+        ctx->version_major = major;
+        ctx->version_minor = minor;
+        ctx->connected = true;
+        return 0;
+}

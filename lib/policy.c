@@ -1,0 +1,657 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The policy: everything that decides what a sandbox is. One setter, aisb_policy_set(),
+ * takes the same keys as the CLI's flags and the config file, so the three can never drift
+ * apart. Values are checked when set; a set that fails leaves the policy unchanged.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "aisb-private.h"
+
+/* The only variables a sandbox inherits without being asked. */
+static const char *const inherited_env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ" };
+
+int env_name_valid(const char *name)
+{
+        if (!name || !(isalpha((unsigned char) name[0]) || name[0] == '_'))
+                return 0;
+        for (const char *p = name; *p; p++)
+                if (!(isalnum((unsigned char) *p) || *p == '_'))
+                        return 0;
+        return strlen(name) <= 255;
+}
+
+void env_entries_free(env_entry *e, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(e[i].name);
+                free_secret(e[i].value);
+        }
+        free(e);
+}
+
+/* Add or replace NAME; takes ownership of value. */
+static int env_put(env_entry **entries, size_t *n, const char *name, char *value)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (streq((*entries)[i].name, name)) {
+                        free_secret((*entries)[i].value);
+                        (*entries)[i].value = value;
+                        return 0;
+                }
+        char *copy = strdup(name);
+        env_entry *r = copy ? realloc(*entries, (*n + 1) * sizeof **entries) : NULL;
+        if (!r) {
+                free(copy);
+                free_secret(value);
+                return -ENOMEM;
+        }
+        r[*n] = (env_entry) { .name = copy, .value = value };
+        *entries = r;
+        (*n)++;
+        return 0;
+}
+
+int policy_env_file_parse(const char *text, size_t size, const char *origin,
+                          env_entry **entries, size_t *n, aisb_error **err)
+{
+        unsigned line_no = 0;
+        const char *end = text + size;
+        for (const char *line = text; line < end;) {
+                const char *nl = memchr(line, '\n', (size_t) (end - line));
+                const char *line_end = nl ? nl : end;
+                line_no++;
+                const char *p = line;
+                while (p < line_end && (*p == ' ' || *p == '\t'))
+                        p++;
+                size_t len = (size_t) (line_end - p);
+                if (len > 0 && p[len - 1] == '\r')
+                        len--;
+                if (len > 0 && p[0] != '#') {
+                        if (memchr(p, 0, len))
+                                return aisb_error_set(err, -EINVAL, "%s:%u: NUL byte in line",
+                                                      origin, line_no);
+                        const char *eq = memchr(p, '=', len);
+                        if (!eq)
+                                return aisb_error_set(err, -EINVAL,
+                                                      "%s:%u: expected NAME=VALUE", origin,
+                                                      line_no);
+                        _cleanup_free_ char *name = strndup(p, (size_t) (eq - p));
+                        if (!name)
+                                return -ENOMEM;
+                        if (!env_name_valid(name))
+                                return aisb_error_set(err, -EINVAL,
+                                                      "%s:%u: invalid variable name (use letters, digits and _)",
+                                                      origin, line_no);
+                        char *value = strndup(eq + 1, len - (size_t) (eq + 1 - p));
+                        if (!value || env_put(entries, n, name, value) < 0)
+                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                }
+                line = nl ? nl + 1 : end;
+        }
+        return 0;
+}
+
+int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
+{
+        aisb_policy *p = calloc(1, sizeof *p);
+        if (!p)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        p->project = getcwd(NULL, 0);
+        if (!p->project) {
+                int r = -errno;
+                free(p);
+                return aisb_error_set(err, r, "cannot read the current directory: %s",
+                                      strerror(-r));
+        }
+        p->base_image = strdup(AISB_DEFAULT_BASE_IMAGE);
+        const char *home_volume = getenv("AISB_HOME_VOLUME");
+        p->home_volume = strdup(home_volume && *home_volume ? home_volume
+                                                            : AISB_DEFAULT_HOME_VOLUME);
+        p->harness = strdup("pi");
+        p->net = SANDBOX_NET_NONE;
+        p->memory = 4ULL << 30;
+        p->cpus_milli = 2000;
+        p->pids_limit = 1024;
+        p->tmp_size = 1ULL << 30;
+        p->read_only = true;
+        if (!p->base_image || !p->home_volume || !p->harness) {
+                aisb_policy_free(p);
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < ELEMENTSOF(inherited_env); i++) {
+                const char *v = getenv(inherited_env[i]);
+                char *copy = v ? strdup(v) : NULL;
+                if (copy && env_put(&p->env, &p->n_env, inherited_env[i], copy) < 0) {
+                        aisb_policy_free(p);
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                }
+        }
+        *ret_policy = p;
+        return 0;
+}
+
+void aisb_policy_free(aisb_policy *p)
+{
+        if (!p)
+                return;
+        free(p->project);
+        free(p->base_image);
+        strv_free(p->install);
+        for (size_t i = 0; i < p->n_ca_certs; i++) {
+                free(p->ca_certs[i].path);
+                free(p->ca_certs[i].pem);
+        }
+        free(p->ca_certs);
+        free(p->home_volume);
+        env_entries_free(p->env, p->n_env);
+        strv_free(p->env_files);
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                free(p->mounts[i].source);
+                free(p->mounts[i].destination);
+        }
+        free(p->mounts);
+        strv_free(p->command);
+        free(p->harness);
+        free(p);
+}
+
+static int absolute_path(const char *path, char **ret)
+{
+        char *r = realpath(path, NULL);
+        if (!r)
+                return -errno;
+        *ret = r;
+        return 0;
+}
+
+static int set_string(char **field, const char *value)
+{
+        char *copy = strdup(value);
+        if (!copy)
+                return -ENOMEM;
+        free(*field);
+        *field = copy;
+        return 0;
+}
+
+static bool package_name_valid(const char *s)
+{
+        /* Debian's rule for package names; anything else could smuggle shell into RUN. */
+        if (!islower((unsigned char) s[0]) && !isdigit((unsigned char) s[0]))
+                return false;
+        for (const char *c = s; *c; c++)
+                if (!islower((unsigned char) *c) && !isdigit((unsigned char) *c) &&
+                    !strchr("+-.", *c))
+                        return false;
+        return strlen(s) >= 2 && strlen(s) <= 128;
+}
+
+static bool image_ref_valid(const char *s)
+{
+        /* Bootstrap references are checked by the image module; registry references only
+         * need to be one printable word so the Containerfile cannot be split. */
+        if (!*s || strlen(s) > 255)
+                return false;
+        for (const char *c = s; *c; c++)
+                if (!isgraph((unsigned char) *c))
+                        return false;
+        return true;
+}
+
+static bool volume_name_valid(const char *s)
+{
+        if (!isalnum((unsigned char) s[0]))
+                return false;
+        for (const char *c = s; *c; c++)
+                if (!isalnum((unsigned char) *c) && !strchr("_.-", *c))
+                        return false;
+        return strlen(s) <= 128;
+}
+
+static int add_ca_cert(aisb_policy *p, const char *path, aisb_error **err)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "ca-cert: cannot open %s: %s", path,
+                                      strerror(errno));
+        _cleanup_free_ char *pem = NULL;
+        size_t size;
+        int r = read_full_fd(fd, 1024 * 1024, &pem, &size);
+        if (r < 0)
+                return aisb_error_set(err, r, "ca-cert: cannot read %s: %s", path,
+                                      strerror(-r));
+        if (!strstr(pem, "-----BEGIN CERTIFICATE-----"))
+                return aisb_error_set(err, -EINVAL,
+                                      "ca-cert: %s is not a PEM certificate (expected -----BEGIN CERTIFICATE-----)",
+                                      path);
+        ca_cert *n = realloc(p->ca_certs, (p->n_ca_certs + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        p->ca_certs = n;
+        _cleanup_free_ char *abs = NULL;
+        if (absolute_path(path, &abs) < 0)
+                abs = strdup(path);
+        p->ca_certs[p->n_ca_certs++] = (ca_cert) {
+                .path = steal_pointer(&abs), .pem = steal_pointer(&pem), .size = size
+        };
+        return 0;
+}
+
+static int add_env(aisb_policy *p, const char *spec, aisb_error **err)
+{
+        const char *eq = strchr(spec, '=');
+        _cleanup_free_ char *name = eq ? strndup(spec, (size_t) (eq - spec)) : strdup(spec);
+        if (!name)
+                return -ENOMEM;
+        if (!env_name_valid(name))
+                return aisb_error_set(err, -EINVAL,
+                                      "env: '%s' is not a variable name (use NAME or NAME=VALUE)",
+                                      name);
+        const char *value = eq ? eq + 1 : getenv(name);
+        if (!value)
+                return aisb_error_set(err, -ENOENT,
+                                      "env: %s is not set in this environment; export it or pass --env %s=VALUE",
+                                      name, name);
+        char *copy = strdup(value);
+        if (!copy || env_put(&p->env, &p->n_env, name, copy) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}
+
+static int add_env_file(aisb_policy *p, const char *path, aisb_error **err)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "env-file: cannot open %s: %s", path,
+                                      strerror(errno));
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return aisb_error_set(err, -errno, "env-file: %s: %s", path, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return aisb_error_set(err, -EINVAL, "env-file: %s is not a regular file", path);
+        if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600)
+                return aisb_error_set(err, -EPERM,
+                                      "env-file: %s must be owned by you and mode 0600 (chmod 600 %s)",
+                                      path, path);
+        char *text = NULL;
+        size_t size;
+        int r = read_full_fd(fd, AISB_ENV_FILE_MAX, &text, &size);
+        if (r < 0)
+                return aisb_error_set(err, r, "env-file: cannot read %s: %s", path,
+                                      strerror(-r));
+        env_entry *parsed = NULL;
+        size_t n = 0;
+        r = policy_env_file_parse(text, size, path, &parsed, &n, err);
+        explicit_bzero(text, size);
+        free(text);
+        if (r < 0) {
+                env_entries_free(parsed, n);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++) {
+                r = env_put(&p->env, &p->n_env, parsed[i].name, steal_pointer(&parsed[i].value));
+                if (r < 0)
+                        break;
+        }
+        env_entries_free(parsed, n);
+        if (r < 0)
+                return aisb_error_set(err, r, "out of memory");
+        return strv_push(&p->env_files, path);
+}
+
+static bool container_path_valid(const char *s)
+{
+        if (s[0] != '/' || strstr(s, "/../") || strstr(s, "/./") || strstr(s, "//"))
+                return false;
+        size_t len = strlen(s);
+        if (len >= 3 && streq(s + len - 3, "/.."))
+                return false;
+        for (const char *c = s; *c; c++)
+                if (*c == ',' || *c == ':' || !isprint((unsigned char) *c))
+                        return false;
+        return true;
+}
+
+static int add_mount(aisb_policy *p, const char *spec, aisb_error **err)
+{
+        _cleanup_free_ char *copy = strdup(spec);
+        if (!copy)
+                return -ENOMEM;
+        char *source = copy;
+        char *dest = strchr(copy, ':');
+        if (!dest || dest == copy)
+                return aisb_error_set(err, -EINVAL,
+                                      "mount: '%s' is not SRC:DST[:ro|rw]", spec);
+        *dest++ = 0;
+        bool read_only = false;
+        char *mode = strchr(dest, ':');
+        if (mode) {
+                *mode++ = 0;
+                if (streq(mode, "ro"))
+                        read_only = true;
+                else if (!streq(mode, "rw"))
+                        return aisb_error_set(err, -EINVAL,
+                                              "mount: '%s': the mode must be ro or rw", spec);
+        }
+        if (!container_path_valid(dest))
+                return aisb_error_set(err, -EINVAL,
+                                      "mount: '%s': the destination must be an absolute, normalised path",
+                                      spec);
+        _cleanup_free_ char *abs = NULL;
+        int r = absolute_path(source, &abs);
+        if (r < 0)
+                return aisb_error_set(err, r, "mount: source %s: %s", source, strerror(-r));
+        mount_entry *n = realloc(p->mounts, (p->n_mounts + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        p->mounts = n;
+        char *dest_copy = strdup(dest);
+        if (!dest_copy)
+                return -ENOMEM;
+        p->mounts[p->n_mounts++] = (mount_entry) {
+                .source = steal_pointer(&abs), .destination = dest_copy, .read_only = read_only
+        };
+        return 0;
+}
+
+static int set_bool(bool *field, const char *key, const char *value, aisb_error **err)
+{
+        int b = parse_bool(value ? value : "true");
+        if (b < 0)
+                return aisb_error_set(err, -EINVAL, "%s: '%s' is not a boolean (use true or false)",
+                                      key, value);
+        *field = b;
+        return 0;
+}
+
+static int set_cpus(aisb_policy *p, const char *value, aisb_error **err)
+{
+        /* Decimal with up to three places, e.g. "1.5"; parsed without floating point. */
+        unsigned long long whole = 0, frac = 0;
+        char buf[32];
+        if (strlen(value) >= sizeof buf)
+                goto bad;
+        strcpy(buf, value);
+        char *dot = strchr(buf, '.');
+        if (dot) {
+                *dot = 0;
+                size_t places = strlen(dot + 1);
+                if (places == 0 || places > 3 || parse_uint(dot + 1, 999, &frac) < 0)
+                        goto bad;
+                for (size_t i = places; i < 3; i++)
+                        frac *= 10;
+        }
+        if (parse_uint(buf, 4096, &whole) < 0)
+                goto bad;
+        if (whole * 1000 + frac == 0)
+                goto bad;
+        p->cpus_milli = whole * 1000 + frac;
+        return 0;
+bad:
+        return aisb_error_set(err, -EINVAL, "cpus: '%s' is not a CPU count such as 2 or 1.5",
+                              value);
+}
+
+static int set_size(unsigned long long *field, const char *key, const char *value,
+                    unsigned long long min, aisb_error **err)
+{
+        unsigned long long v;
+        if (parse_size(value, &v) < 0 || v < min)
+                return aisb_error_set(err, -EINVAL,
+                                      "%s: '%s' is not a size such as 512m or 4g (at least %llum)",
+                                      key, value, min >> 20);
+        *field = v;
+        return 0;
+}
+
+int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_error **err)
+{
+        int r;
+        if (!p || !key)
+                return aisb_error_set(err, -EINVAL, "no key given");
+
+        /* Booleans may come without a value (a bare flag). */
+        if (streq(key, "read-only"))
+                return set_bool(&p->read_only, key, value, err);
+        if (streq(key, "ephemeral-home"))
+                return set_bool(&p->ephemeral_home, key, value, err);
+        if (streq(key, "shell"))
+                return set_bool(&p->shell, key, value, err);
+        if (streq(key, "no-cwd")) {
+                bool no_cwd = false;
+                r = set_bool(&no_cwd, key, value, err);
+                if (r < 0)
+                        return r;
+                if (no_cwd) {
+                        free(p->project);
+                        p->project = NULL;
+                }
+                return 0;
+        }
+        if (!value)
+                return aisb_error_set(err, -EINVAL, "%s: a value is required", key);
+
+        if (streq(key, "project")) {
+                _cleanup_free_ char *abs = NULL;
+                r = absolute_path(value, &abs);
+                if (r < 0)
+                        return aisb_error_set(err, r, "project: %s: %s", value, strerror(-r));
+                struct stat st;
+                if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return aisb_error_set(err, -ENOTDIR, "project: %s is not a directory",
+                                              value);
+                free(p->project);
+                p->project = steal_pointer(&abs);
+                return 0;
+        }
+        if (streq(key, "base-image")) {
+                if (!image_ref_valid(value))
+                        return aisb_error_set(err, -EINVAL,
+                                              "base-image: '%s' is not an image reference", value);
+                if (startswith(value, "bootstrap:")) {
+                        const char *suite = startswith(value, "bootstrap:debian:")
+                                                    ? value + strlen("bootstrap:debian:")
+                                                    : NULL;
+                        bool ok = suite && *suite && strlen(suite) <= 32;
+                        for (const char *c = suite; ok && *c; c++)
+                                ok = islower((unsigned char) *c) || isdigit((unsigned char) *c) ||
+                                     *c == '-';
+                        if (!ok)
+                                return aisb_error_set(err, -EINVAL,
+                                                      "base-image: '%s': use bootstrap:debian:SUITE, e.g. bootstrap:debian:trixie",
+                                                      value);
+                }
+                return set_string(&p->base_image, value) < 0 ? -ENOMEM : 0;
+        }
+        if (streq(key, "install")) {
+                if (!package_name_valid(value))
+                        return aisb_error_set(err, -EINVAL,
+                                              "install: '%s' is not a Debian package name", value);
+                return strv_push(&p->install, value);
+        }
+        if (streq(key, "ca-cert"))
+                return add_ca_cert(p, value, err);
+        if (streq(key, "net")) {
+                if (streq(value, "none"))
+                        p->net = SANDBOX_NET_NONE;
+                else if (streq(value, "full"))
+                        p->net = SANDBOX_NET_FULL;
+                else
+                        return aisb_error_set(err, -EINVAL, "net: '%s' is not a mode (use none or full)",
+                                              value);
+                return 0;
+        }
+        if (streq(key, "memory"))
+                return set_size(&p->memory, key, value, 64ULL << 20, err);
+        if (streq(key, "tmp-size"))
+                return set_size(&p->tmp_size, key, value, 1ULL << 20, err);
+        if (streq(key, "cpus"))
+                return set_cpus(p, value, err);
+        if (streq(key, "pids-limit")) {
+                unsigned long long v;
+                if (parse_uint(value, 1 << 22, &v) < 0 || v < 16)
+                        return aisb_error_set(err, -EINVAL,
+                                              "pids-limit: '%s' is not a number between 16 and 4194304",
+                                              value);
+                p->pids_limit = v;
+                return 0;
+        }
+        if (streq(key, "home-volume")) {
+                if (!volume_name_valid(value))
+                        return aisb_error_set(err, -EINVAL,
+                                              "home-volume: '%s' is not a volume name (letters, digits, _ . -)",
+                                              value);
+                return set_string(&p->home_volume, value) < 0 ? -ENOMEM : 0;
+        }
+        if (streq(key, "env"))
+                return add_env(p, value, err);
+        if (streq(key, "env-file"))
+                return add_env_file(p, value, err);
+        if (streq(key, "mount"))
+                return add_mount(p, value, err);
+        if (streq(key, "harness")) {
+                if (!streq(value, "pi"))
+                        return aisb_error_set(err, -EINVAL, "harness: '%s' is not known (use pi)",
+                                              value);
+                return set_string(&p->harness, value) < 0 ? -ENOMEM : 0;
+        }
+        return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
+}
+
+int aisb_policy_load_config(aisb_policy *p, const char *path, int optional, aisb_error **err)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT && optional)
+                        return 0;
+                return aisb_error_set(err, -errno, "cannot open config %s: %s", path,
+                                      strerror(errno));
+        }
+        _cleanup_free_ char *line = NULL;
+        size_t allocated = 0;
+        unsigned line_no = 0;
+        ssize_t n;
+        while ((n = getline(&line, &allocated, f)) >= 0) {
+                line_no++;
+                if ((size_t) n != strlen(line))
+                        return aisb_error_set(err, -EINVAL, "%s:%u: NUL byte in line", path,
+                                              line_no);
+                char *s = line;
+                while (*s == ' ' || *s == '\t')
+                        s++;
+                char *e = s + strlen(s);
+                while (e > s && isspace((unsigned char) e[-1]))
+                        *--e = 0;
+                if (!*s || *s == '#')
+                        continue;
+                char *eq = strchr(s, '=');
+                if (!eq)
+                        return aisb_error_set(err, -EINVAL, "%s:%u: expected key = value", path,
+                                              line_no);
+                char *k_end = eq;
+                while (k_end > s && isspace((unsigned char) k_end[-1]))
+                        k_end--;
+                *k_end = 0;
+                char *v = eq + 1;
+                while (*v == ' ' || *v == '\t')
+                        v++;
+                /* env values do not belong in a config file: names only. */
+                if (streq(s, "env") && strchr(v, '='))
+                        return aisb_error_set(err, -EINVAL,
+                                              "%s:%u: env takes a NAME here; put values in an env-file (mode 0600)",
+                                              path, line_no);
+                int r = aisb_policy_set(p, s, v, err);
+                if (r < 0)
+                        return aisb_error_wrap(err, r, "%s:%u", path, line_no);
+        }
+        if (ferror(f))
+                return aisb_error_set(err, -EIO, "cannot read config %s", path);
+        return 0;
+}
+
+int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error **err)
+{
+        char **copy = NULL;
+        if (argv && argv[0]) {
+                copy = strv_copy(argv);
+                if (!copy)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+        strv_free(p->command);
+        p->command = copy;
+        return 0;
+}
+
+const char *const *policy_command(const aisb_policy *p)
+{
+        static const char *const bash[] = { "bash", NULL };
+        static const char *const pi[] = { "pi", NULL };
+        if (p->shell)
+                return bash;
+        if (p->command)
+                return (const char *const *) p->command;
+        return pi;
+}
+
+static const char *net_mode_name(sandbox_net m)
+{
+        return m == SANDBOX_NET_FULL ? "full" : "none";
+}
+
+static int format_size(buffer *b, const char *key, unsigned long long v)
+{
+        if (v % (1ULL << 30) == 0)
+                return buffer_printf(b, "%s=%llug\n", key, v >> 30);
+        if (v % (1ULL << 20) == 0)
+                return buffer_printf(b, "%s=%llum\n", key, v >> 20);
+        return buffer_printf(b, "%s=%llu\n", key, v);
+}
+
+int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
+{
+        buffer b = {};
+        int r = 0;
+        _cleanup_free_ char *tag = NULL;
+        r = aisb_image_tag(p, &tag, err);
+        if (r < 0)
+                return r;
+        r |= buffer_printf(&b, "project=%s\n", p->project ? p->project : "");
+        r |= buffer_printf(&b, "image=%s\n", tag);
+        r |= buffer_printf(&b, "base-image=%s\n", p->base_image);
+        for (size_t i = 0; p->install && p->install[i]; i++)
+                r |= buffer_printf(&b, "install=%s\n", p->install[i]);
+        for (size_t i = 0; i < p->n_ca_certs; i++)
+                r |= buffer_printf(&b, "ca-cert=%s\n", p->ca_certs[i].path);
+        r |= buffer_printf(&b, "net=%s\n", net_mode_name(p->net));
+        r |= format_size(&b, "memory", p->memory);
+        r |= buffer_printf(&b, "cpus=%llu.%03llu\n", p->cpus_milli / 1000, p->cpus_milli % 1000);
+        r |= buffer_printf(&b, "pids-limit=%llu\n", p->pids_limit);
+        r |= format_size(&b, "tmp-size", p->tmp_size);
+        r |= buffer_printf(&b, "read-only=%s\n", p->read_only ? "true" : "false");
+        r |= buffer_printf(&b, "home=%s\n",
+                           p->ephemeral_home ? "ephemeral" : p->home_volume);
+        for (size_t i = 0; i < p->n_mounts; i++)
+                r |= buffer_printf(&b, "mount=%s:%s:%s\n", p->mounts[i].source,
+                                   p->mounts[i].destination, p->mounts[i].read_only ? "ro" : "rw");
+        /* Names only: a value never leaves the policy except into the container. */
+        for (size_t i = 0; i < p->n_env; i++)
+                r |= buffer_printf(&b, "env=%s\n", p->env[i].name);
+        for (size_t i = 0; p->env_files && p->env_files[i]; i++)
+                r |= buffer_printf(&b, "env-file=%s\n", p->env_files[i]);
+        const char *const *cmd = policy_command(p);
+        r |= buffer_printf(&b, "command=");
+        for (size_t i = 0; cmd[i]; i++)
+                r |= buffer_printf(&b, "%s%s", i ? " " : "", cmd[i]);
+        r |= buffer_printf(&b, "\n");
+        if (r < 0) {
+                buffer_free(&b);
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+        *ret_text = buffer_steal(&b);
+        return 0;
+}

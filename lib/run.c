@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One sandboxed run: image, create, attach, start, stream, wait, remove. Attaching comes
+ * before start so no early output is lost. The stream loop never blocks on one direction:
+ * stdin is forwarded only as fast as the service takes it, and output is read all the
+ * while, so a command that fills its output pipe cannot deadlock against us.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "aisb-private.h"
+
+int aisb_io_new(aisb_io **ret_io, aisb_error **err)
+{
+        aisb_io *io = calloc(1, sizeof *io);
+        if (!io)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        io->in_fd = STDIN_FILENO;
+        io->control_fd = -1;
+        *ret_io = io;
+        return 0;
+}
+
+void aisb_io_free(aisb_io *io)
+{
+        free(io);
+}
+
+void aisb_io_set_stdin(aisb_io *io, int in_fd)
+{
+        io->in_fd = in_fd;
+}
+
+void aisb_io_set_output_fn(aisb_io *io, aisb_output_fn fn, void *userdata)
+{
+        io->output_fn = fn;
+        io->output_userdata = userdata;
+}
+
+void aisb_io_set_terminal(aisb_io *io, unsigned short rows, unsigned short cols)
+{
+        io->terminal = true;
+        io->rows = rows;
+        io->cols = cols;
+}
+
+void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, void *userdata)
+{
+        io->control_fd = fd;
+        io->control_fn = fn;
+        io->control_userdata = userdata;
+}
+
+int demux_feed(demux *d, const void *data, size_t size,
+               int (*fn)(int stream, const void *data, size_t size, void *userdata),
+               void *userdata)
+{
+        const uint8_t *p = data;
+        while (size > 0) {
+                if (d->remaining == 0) {
+                        size_t take = sizeof d->header - d->have;
+                        if (take > size)
+                                take = size;
+                        memcpy(d->header + d->have, p, take);
+                        d->have += take;
+                        p += take;
+                        size -= take;
+                        if (d->have < sizeof d->header)
+                                return 0;
+                        d->have = 0;
+                        if (d->header[0] > 2 || d->header[1] || d->header[2] || d->header[3])
+                                return -EBADMSG;
+                        d->stream = d->header[0] == 0 ? AISB_STREAM_STDOUT : d->header[0];
+                        d->remaining = (uint32_t) d->header[4] << 24 | (uint32_t) d->header[5] << 16 |
+                                       (uint32_t) d->header[6] << 8 | d->header[7];
+                        continue;
+                }
+                size_t take = d->remaining < size ? d->remaining : size;
+                int r = fn(d->stream, p, take, userdata);
+                if (r < 0)
+                        return r;
+                d->remaining -= (uint32_t) take;
+                p += take;
+                size -= take;
+        }
+        return 0;
+}
+
+static int default_output(int stream, const void *data, size_t size, void *userdata)
+{
+        return write_all(stream == AISB_STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, size);
+}
+
+static int deliver(aisb_io *io, int stream, const void *data, size_t size)
+{
+        if (io->output_fn)
+                return io->output_fn(stream, data, size, io->output_userdata);
+        return default_output(stream, data, size, NULL);
+}
+
+static int deliver_cb(int stream, const void *data, size_t size, void *userdata)
+{
+        return deliver(userdata, stream, data, size);
+}
+
+static int container_name(const aisb_policy *p, char **ret)
+{
+        char base[33] = "scratch";
+        if (p->project) {
+                const char *slash = strrchr(p->project, '/');
+                const char *b = slash && slash[1] ? slash + 1 : "root";
+                size_t n = 0;
+                for (; *b && n < sizeof base - 1; b++)
+                        if ((*b >= 'a' && *b <= 'z') || (*b >= '0' && *b <= '9') || *b == '-' || *b == '_')
+                                base[n++] = *b;
+                        else if (*b >= 'A' && *b <= 'Z')
+                                base[n++] = (char) (*b - 'A' + 'a');
+                base[n] = 0;
+                if (n == 0)
+                        strcpy(base, "project");
+        }
+        uint32_t random = 0;
+        if (getrandom(&random, sizeof random, 0) != sizeof random)
+                random = (uint32_t) getpid() ^ (uint32_t) time(NULL);
+        return asprintf(ret, "aisb-%s-%08x", base, random) < 0 ? -ENOMEM : 0;
+}
+
+static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
+{
+        if (p->ephemeral_home)
+                return 0;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "/libpod/volumes/%s/exists", p->home_volume) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
+        if (r < 0)
+                return r;
+        long status = resp.status;
+        http_response_done(&resp);
+        if (status == 204)
+                return 0;
+        /* Created here rather than implicitly, so it carries our label and "aisb clean" can
+         * tell it from the user's own volumes. */
+        _cleanup_json_ json_object *body = json_object_new_object();
+        json_object *labels = json_object_new_object();
+        json_object_object_add(labels, AISB_LABEL_PREFIX "managed", json_object_new_string("true"));
+        json_object_object_add(body, "Name", json_object_new_string(p->home_volume));
+        json_object_object_add(body, "Labels", labels);
+        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        r = http_send(ctx,
+                      &(http_request) { .method = "POST",
+                                        .path = "/libpod/volumes/create",
+                                        .content_type = "application/json",
+                                        .body = text,
+                                        .body_size = strlen(text) },
+                      &resp, err);
+        if (r < 0)
+                return r;
+        status = resp.status;
+        /* 500 "volume already exists" from a concurrent run is fine. */
+        if (status != 201 && status != 200 && !(resp.body && strstr(resp.body, "already exists")))
+                r = aisb_error_set(err, -EIO, "creating volume %s: %s", p->home_volume,
+                                   http_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
+static int remove_container(aisb_ctx *ctx, const char *id)
+{
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "/libpod/containers/%s?force=true&timeout=0&ignore=true", id) < 0)
+                return -ENOMEM;
+        http_response resp = {};
+        aisb_error *e = NULL;
+        int r = http_send(ctx, &(http_request) { .method = "DELETE", .path = path }, &resp, &e);
+        if (r < 0)
+                aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s: %s", id,
+                         aisb_error_message(e));
+        aisb_error_free(e);
+        http_response_done(&resp);
+        return r;
+}
+
+static int post_simple(aisb_ctx *ctx, const char *path, http_response *resp, aisb_error **err)
+{
+        return http_send(ctx, &(http_request) { .method = "POST", .path = path }, resp, err);
+}
+
+static int resize(aisb_ctx *ctx, const char *id, unsigned short rows, unsigned short cols)
+{
+        if (rows == 0 || cols == 0)
+                return 0;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "/libpod/containers/%s/resize?h=%u&w=%u", id, rows, cols) < 0)
+                return -ENOMEM;
+        http_response resp = {};
+        aisb_error *e = NULL;
+        int r = post_simple(ctx, path, &resp, &e);
+        aisb_error_free(e);
+        http_response_done(&resp);
+        return r;
+}
+
+/* Stream until the service closes the attach connection. Returns -ECANCELED when the
+ * control callback asked to stop. */
+static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb_error **err)
+{
+        demux d = {};
+        int r;
+        if (s->leftover.size > 0) {
+                r = io->terminal ? deliver(io, AISB_STREAM_STDOUT, s->leftover.data, s->leftover.size)
+                                 : demux_feed(&d, s->leftover.data, s->leftover.size, deliver_cb, io);
+                if (r < 0)
+                        return aisb_error_set(err, r, "attach stream: %s", strerror(-r));
+        }
+        bool stdin_open = io->in_fd >= 0;
+        bool write_closed = false;
+        if (!stdin_open && !io->terminal) {
+                (void) shutdown(s->fd, SHUT_WR);
+                write_closed = true;
+        }
+        char in_buf[65536];
+        size_t in_size = 0, in_off = 0;
+        static char out_buf[256 * 1024];
+        bool cancelled = false;
+
+        for (;;) {
+                struct pollfd fds[3];
+                nfds_t n = 0;
+                fds[n++] = (struct pollfd) {
+                        .fd = s->fd, .events = POLLIN | (in_off < in_size ? POLLOUT : 0)
+                };
+                int in_index = -1, control_index = -1;
+                if (stdin_open && in_off == in_size) {
+                        in_index = (int) n;
+                        fds[n++] = (struct pollfd) { .fd = io->in_fd, .events = POLLIN };
+                }
+                if (io->control_fd >= 0 && io->control_fn) {
+                        control_index = (int) n;
+                        fds[n++] = (struct pollfd) { .fd = io->control_fd, .events = POLLIN };
+                }
+                if (poll(fds, n, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return aisb_error_set(err, -errno, "poll: %s", strerror(errno));
+                }
+                if (control_index >= 0 && (fds[control_index].revents & POLLIN)) {
+                        unsigned short rows = 0, cols = 0;
+                        int c = io->control_fn(io->control_fd, &rows, &cols, io->control_userdata);
+                        if (c == AISB_CONTROL_RESIZE && io->terminal)
+                                (void) resize(ctx, id, rows, cols);
+                        else if (c == AISB_CONTROL_STOP && !cancelled) {
+                                cancelled = true;
+                                /* Removing the container ends the stream; keep reading
+                                 * so what it printed last still arrives. */
+                                (void) remove_container(ctx, id);
+                        }
+                }
+                if (in_index >= 0 && (fds[in_index].revents & (POLLIN | POLLHUP | POLLERR))) {
+                        ssize_t got = read(io->in_fd, in_buf, sizeof in_buf);
+                        if (got < 0 && errno != EINTR && errno != EAGAIN)
+                                got = 0;
+                        if (got == 0) {
+                                stdin_open = false;
+                                /* A terminal's EOF is the ^D byte it already sent; a pipe's
+                                 * is a half-close the service passes on. */
+                                if (!io->terminal && !write_closed) {
+                                        (void) shutdown(s->fd, SHUT_WR);
+                                        write_closed = true;
+                                }
+                        } else if (got > 0) {
+                                in_size = (size_t) got;
+                                in_off = 0;
+                        }
+                }
+                if (in_off < in_size && (fds[0].revents & POLLOUT)) {
+                        ssize_t w = send(s->fd, in_buf + in_off, in_size - in_off, MSG_NOSIGNAL);
+                        if (w > 0)
+                                in_off += (size_t) w;
+                        else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                                /* The command stopped reading stdin; output may continue. */
+                                in_off = in_size = 0;
+                                stdin_open = false;
+                        }
+                }
+                if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        ssize_t got = recv(s->fd, out_buf, sizeof out_buf, 0);
+                        if (got < 0) {
+                                if (errno == EAGAIN || errno == EINTR)
+                                        continue;
+                                return aisb_error_set(err, -errno, "attach stream: %s",
+                                                      strerror(errno));
+                        }
+                        if (got == 0)
+                                break;
+                        r = io->terminal ? deliver(io, AISB_STREAM_STDOUT, out_buf, (size_t) got)
+                                         : demux_feed(&d, out_buf, (size_t) got, deliver_cb, io);
+                        if (r == -EBADMSG)
+                                return aisb_error_set(err, r, "attach stream: malformed frame from the service");
+                        if (r < 0)
+                                return aisb_error_set(err, r, "writing output: %s", strerror(-r));
+                }
+        }
+        if (d.have || d.remaining)
+                return aisb_error_set(err, -EPIPE,
+                                      "the attach stream ended inside a frame (the podman service died?)");
+        return cancelled ? -ECANCELED : 0;
+}
+
+static int wait_exit(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
+{
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "/libpod/containers/%s/wait?condition=exited&condition=stopped", id) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = post_simple(ctx, path, &resp, err);
+        if (r < 0)
+                return r;
+        char *end = NULL;
+        long code = resp.body ? strtol(resp.body, &end, 10) : -1;
+        if (resp.status != 200 || !end || end == resp.body || code < 0 || code > 255)
+                r = aisb_error_set(err, -EIO, "waiting for the sandbox: %s", http_error_message(&resp));
+        else
+                *ret_code = (int) code;
+        http_response_done(&resp);
+        return r;
+}
+
+int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code,
+             aisb_error **err)
+{
+        _cleanup_free_ char *tag = NULL;
+        int r = aisb_image_ensure(ctx, p, &tag, NULL, err);
+        if (r < 0)
+                return r;
+        r = ensure_home_volume(ctx, p, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *name = NULL;
+        if (container_name(p, &name) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        _cleanup_json_ json_object *body = NULL;
+        r = container_create_body(p, tag, name, io->terminal, false, &body);
+        _cleanup_json_ json_object *shown = NULL;
+        if (r >= 0 && ctx->dry_run_fn)
+                r = container_create_body(p, tag, name, io->terminal, true, &shown);
+        if (r < 0)
+                return aisb_error_set(err, r, "out of memory");
+        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        const char *shown_text = shown ? json_object_to_json_string_ext(
+                                                 shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)
+                                       : NULL;
+        http_response resp = {};
+        r = http_send(ctx,
+                      &(http_request) { .method = "POST",
+                                        .path = "/libpod/containers/create",
+                                        .content_type = "application/json",
+                                        .body = text,
+                                        .body_size = strlen(text),
+                                        .dry_run_body = shown_text },
+                      &resp, err);
+        /* The body held every secret value: wipe it now that it has been sent. */
+        explicit_bzero((char *) text, strlen(text));
+        if (r < 0)
+                return aisb_error_wrap(err, r, "creating the sandbox");
+        _cleanup_free_ char *id = NULL;
+        {
+                _cleanup_json_ json_object *reply = resp.body ? json_tokener_parse(resp.body) : NULL;
+                json_object *v;
+                if (resp.status == 201 && reply && json_object_object_get_ex(reply, "Id", &v))
+                        id = strdup(json_object_get_string(v));
+                if (reply && json_object_object_get_ex(reply, "Warnings", &v))
+                        for (size_t i = 0; i < json_object_array_length(v); i++)
+                                aisb_log(ctx, AISB_LOG_WARNING, "podman: %s",
+                                         json_object_get_string(json_object_array_get_idx(v, i)));
+        }
+        if (!id) {
+                r = aisb_error_set(err, -EIO, "creating the sandbox failed (%ld): %s", resp.status,
+                                   http_error_message(&resp));
+                http_response_done(&resp);
+                return r;
+        }
+        http_response_done(&resp);
+
+        /* From here on the container exists: every path out removes it. */
+        http_stream stream = { .fd = -1 };
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "/libpod/containers/%s/attach?stream=true&stdin=true&stdout=true"
+                            "&stderr=true&logs=false&detachKeys=", id) < 0) {
+                r = aisb_error_set(err, -ENOMEM, "out of memory");
+                goto out;
+        }
+        r = http_hijack(ctx, path, &stream, err);
+        if (r < 0)
+                goto out;
+        free(path);
+        path = NULL;
+        if (asprintf(&path, "/libpod/containers/%s/start", id) < 0) {
+                r = aisb_error_set(err, -ENOMEM, "out of memory");
+                goto out;
+        }
+        r = post_simple(ctx, path, &resp, err);
+        if (r >= 0 && resp.status != 204 && resp.status != 304)
+                r = aisb_error_set(err, -EIO, "starting the sandbox failed (%ld): %s", resp.status,
+                                   http_error_message(&resp));
+        http_response_done(&resp);
+        if (r < 0)
+                goto out;
+        if (io->terminal)
+                (void) resize(ctx, id, io->rows, io->cols);
+        if (!ctx->dry_run_fn) {
+                r = pump(ctx, io, id, &stream, err);
+                if (r < 0)
+                        goto out;
+        }
+        r = wait_exit(ctx, id, ret_exit_code, err);
+out:
+        http_stream_done(&stream);
+        (void) remove_container(ctx, id);
+        return r;
+}

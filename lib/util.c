@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+#include "util.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <strings.h>
+
+size_t strv_length(const char *const *v)
+{
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+char **strv_copy(const char *const *v)
+{
+        size_t n = strv_length(v);
+        char **r = calloc(n + 1, sizeof(char *));
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                r[i] = strdup(v[i]);
+                if (!r[i]) {
+                        strv_free(r);
+                        return NULL;
+                }
+        }
+        return r;
+}
+
+int strv_push(char ***v, const char *s)
+{
+        size_t n = strv_length((const char *const *) *v);
+        _cleanup_free_ char *copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+        char **r = realloc(*v, (n + 2) * sizeof(char *));
+        if (!r)
+                return -ENOMEM;
+        r[n] = steal_pointer(&copy);
+        r[n + 1] = NULL;
+        *v = r;
+        return 0;
+}
+
+void strv_free(char **v)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+void free_secret(char *s)
+{
+        if (!s)
+                return;
+        explicit_bzero(s, strlen(s));
+        free(s);
+}
+
+int buffer_append(buffer *b, const void *data, size_t size)
+{
+        if (size > SIZE_MAX - b->size - 1)
+                return -ENOMEM;
+        if (b->size + size + 1 > b->allocated) {
+                size_t want = b->allocated ? b->allocated : 256;
+                while (want < b->size + size + 1)
+                        want *= 2;
+                char *d = realloc(b->data, want);
+                if (!d)
+                        return -ENOMEM;
+                b->data = d;
+                b->allocated = want;
+        }
+        if (size)
+                memcpy(b->data + b->size, data, size);
+        b->size += size;
+        b->data[b->size] = 0;
+        return 0;
+}
+
+int buffer_printf(buffer *b, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *s = NULL;
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        return buffer_append(b, s, (size_t) n);
+}
+
+void buffer_free(buffer *b)
+{
+        free(b->data);
+        *b = (buffer) {};
+}
+
+char *buffer_steal(buffer *b)
+{
+        if (!b->data && buffer_append(b, "", 0) < 0)
+                return NULL;
+        char *d = b->data;
+        *b = (buffer) {};
+        return d;
+}
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size)
+{
+        buffer b = {};
+        char chunk[8192];
+        for (;;) {
+                ssize_t n = read(fd, chunk, sizeof chunk);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int r = -errno;
+                        buffer_free(&b);
+                        return r;
+                }
+                if (n == 0)
+                        break;
+                if (b.size + (size_t) n > max) {
+                        buffer_free(&b);
+                        return -EFBIG;
+                }
+                if (buffer_append(&b, chunk, (size_t) n) < 0) {
+                        buffer_free(&b);
+                        return -ENOMEM;
+                }
+        }
+        if (ret_size)
+                *ret_size = b.size;
+        *ret = buffer_steal(&b);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int write_all(int fd, const void *data, size_t size)
+{
+        const char *p = data;
+        while (size > 0) {
+                ssize_t n = write(fd, p, size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += n;
+                size -= (size_t) n;
+        }
+        return 0;
+}
+
+int parse_bool(const char *s)
+{
+        static const char *const yes[] = { "1", "yes", "true", "on" };
+        static const char *const no[] = { "0", "no", "false", "off" };
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (strcasecmp(s, yes[i]) == 0)
+                        return 1;
+                if (strcasecmp(s, no[i]) == 0)
+                        return 0;
+        }
+        return -EINVAL;
+}
+
+int parse_uint(const char *s, unsigned long long max, unsigned long long *ret)
+{
+        if (!s || !isdigit((unsigned char) s[0]))
+                return -EINVAL;
+        unsigned long long v = 0;
+        for (const char *p = s; *p; p++) {
+                if (!isdigit((unsigned char) *p))
+                        return -EINVAL;
+                unsigned d = (unsigned) (*p - '0');
+                if (v > (max - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        return 0;
+}
+
+int parse_size(const char *s, unsigned long long *ret)
+{
+        size_t len = s ? strlen(s) : 0;
+        if (len == 0 || len > 24)
+                return -EINVAL;
+        char digits[32];
+        memcpy(digits, s, len + 1);
+        unsigned shift = 0;
+        char last = (char) tolower((unsigned char) digits[len - 1]);
+        const char *units = "kmgt";
+        const char *u = strchr(units, last);
+        if (last && u) {
+                shift = 10 * (unsigned) (u - units + 1);
+                digits[len - 1] = 0;
+        } else if (last == 'b') {
+                digits[len - 1] = 0;
+        }
+        unsigned long long v;
+        int r = parse_uint(digits, ULLONG_MAX >> shift, &v);
+        if (r < 0)
+                return r;
+        *ret = v << shift;
+        return 0;
+}

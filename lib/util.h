@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by the library, the CLI and the tests: cleanup attributes, string
+ * vectors, growable buffers. Nothing here allocates behind the caller's back. */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+static inline void freep(void *p) { free(*(void **) p); }
+static inline void closep(int *fd)
+{
+        if (*fd >= 0) {
+                int saved = errno;
+                (void) close(*fd);
+                errno = saved;
+        }
+}
+static inline void fclosep(FILE **f)
+{
+        if (*f)
+                (void) fclose(*f);
+}
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Define a cleanup function for pointers to a type whose destructor takes the pointer. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                 \
+        static inline void func##p(type *p)                      \
+        {                                                        \
+                if (*p)                                          \
+                        func(*p);                                \
+        }
+
+/* Take ownership: return the pointer and leave NULL behind, type-safe. */
+#define steal_pointer(pp)                                        \
+        ({                                                       \
+                __typeof__(*(pp)) _tmp_ = *(pp);                 \
+                *(pp) = NULL;                                    \
+                _tmp_;                                           \
+        })
+#define steal_fd(fdp)                                            \
+        ({                                                       \
+                int _tmpfd_ = *(fdp);                            \
+                *(fdp) = -1;                                     \
+                _tmpfd_;                                         \
+        })
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+static inline bool startswith(const char *s, const char *prefix)
+{
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* NULL-terminated string vectors. */
+char **strv_copy(const char *const *v);
+size_t strv_length(const char *const *v);
+int strv_push(char ***v, const char *s); /* copies s; -ENOMEM */
+void strv_free(char **v);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/* Overwrite then free: for anything that held a secret. */
+void free_secret(char *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char *, free_secret)
+#define _cleanup_secret_ _cleanup_(free_secretp)
+
+/* A growable byte buffer, always NUL-terminated. */
+typedef struct buffer {
+        char *data;
+        size_t size;
+        size_t allocated;
+} buffer;
+int buffer_append(buffer *b, const void *data, size_t size);
+int buffer_printf(buffer *b, const char *fmt, ...) _printf_(2, 3);
+void buffer_free(buffer *b);
+char *buffer_steal(buffer *b);
+
+/* Read a whole file (at most max bytes) into a NUL-terminated string. */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
+int write_all(int fd, const void *data, size_t size);
+
+/* "yes"/"true"/"1"/"on" and their opposites; -EINVAL otherwise. */
+int parse_bool(const char *s);
+/* Sizes such as "512m", "4g", "1024" (bytes); -EINVAL / -ERANGE. */
+int parse_size(const char *s, unsigned long long *ret);
+int parse_uint(const char *s, unsigned long long max, unsigned long long *ret);
