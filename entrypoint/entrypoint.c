@@ -177,6 +177,29 @@ static void install_ruleset(const struct netpolicy *p)
         say("WARNING: ****************************************************************");
 }
 
+/* execvp reports EACCES when any PATH entry was unreadable, even if the command exists
+ * nowhere; a shell says "not found" (127) then, and so do we. */
+static bool found_in_path(const char *name)
+{
+        const char *path = getenv("PATH");
+        char candidate[4096];
+
+        if (strchr(name, '/'))
+                return access(name, F_OK) == 0;
+        if (!path)
+                path = "/bin:/usr/bin";
+        for (const char *p = path;; p++) {
+                const char *end = strchrnul(p, ':');
+                int n = snprintf(candidate, sizeof(candidate), "%.*s/%s", (int) (end - p),
+                                 end == p ? "." : p, name);
+                if (n > 0 && (size_t) n < sizeof(candidate) && access(candidate, F_OK) == 0)
+                        return true;
+                if (!*end)
+                        return false;
+                p = end;
+        }
+}
+
 int main(int argc, char **argv)
 {
         /* Large (the allowlist), and must not sit on the stack of a process whose stack
@@ -219,6 +242,7 @@ int main(int argc, char **argv)
 
         execvp(p->command[0], p->command);
         int e = errno;
-        die(e == ENOENT || e == ENOTDIR ? EP_EXIT_NOT_FOUND : EP_EXIT_NOT_EXECUTABLE, "%s: %s",
-            p->command[0], strerror(e));
+        bool missing = e == ENOENT || e == ENOTDIR || (e == EACCES && !found_in_path(p->command[0]));
+        die(missing ? EP_EXIT_NOT_FOUND : EP_EXIT_NOT_EXECUTABLE, "%s: %s", p->command[0],
+            missing ? "command not found" : strerror(e));
 }

@@ -82,7 +82,7 @@ const struct syscall_denial netpolicy_syscall_denials[] = {
         /* Sockets: nftables sees only IP. Every other family (vsock to the hypervisor, packet
          * sockets, bluetooth, ...) would carry traffic past the ruleset. */
         { "socket", DENY_SOCKET_FAMILIES, EPERM, "families other than unix, inet, inet6, netlink bypass nftables" },
-        { "socket", DENY_SOCKET_RAW, EPERM, "raw and packet sockets forge traffic (SOCK_RAW, SOCK_PACKET)" },
+        { "socket", DENY_SOCKET_RAW, EPERM, "raw and packet sockets forge traffic (SOCK_RAW, SOCK_PACKET; netlink exempt)" },
         /* Pushing characters into a terminal we share with the user's shell. */
         { "ioctl", DENY_IOCTL_TIOCSTI, EPERM, "TIOCSTI/TIOCLINUX inject input into the user's terminal" },
 };
@@ -382,10 +382,15 @@ int netrule_format(const struct netrule *r, bool is_input, char *buf, size_t len
         if (r->family == 0)
                 return snprintf(buf, len, "%s dport %u accept", proto, r->port);
 
-        (void) inet_ntop(r->family, r->addr, addr, sizeof(addr));
-        if (r->prefix != (r->family == AF_INET ? 32u : 128u))
-                (void) snprintf(pfx, sizeof(pfx), "/%u", r->prefix);
-        n = snprintf(buf, len, "%s daddr %s%s ", r->family == AF_INET ? "ip" : "ip6", addr, pfx);
+        if (r->prefix == 0) {
+                /* A /0 matches the family alone: say it as nft lists it. */
+                n = snprintf(buf, len, "meta nfproto %s ", r->family == AF_INET ? "ipv4" : "ipv6");
+        } else {
+                (void) inet_ntop(r->family, r->addr, addr, sizeof(addr));
+                if (r->prefix != (r->family == AF_INET ? 32u : 128u))
+                        (void) snprintf(pfx, sizeof(pfx), "/%u", r->prefix);
+                n = snprintf(buf, len, "%s daddr %s%s ", r->family == AF_INET ? "ip" : "ip6", addr, pfx);
+        }
         if (n < 0 || (size_t) n >= len)
                 return n;
         if (r->port)
@@ -433,7 +438,7 @@ static const char *denial_condition(enum denial_kind k)
         case DENY_SOCKET_FAMILIES:
                 return "if family is not AF_UNIX/AF_INET/AF_INET6/AF_NETLINK";
         case DENY_SOCKET_RAW:
-                return "if type is SOCK_RAW or SOCK_PACKET";
+                return "if type is SOCK_RAW or SOCK_PACKET, family not AF_NETLINK";
         case DENY_IOCTL_TIOCSTI:
                 return "if request is TIOCSTI or TIOCLINUX";
         }

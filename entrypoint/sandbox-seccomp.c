@@ -87,10 +87,14 @@ int sandbox_seccomp_build(scmp_filter_ctx *ret, char *err, size_t errlen)
                         r = add_socket_families(ctx, action, nr);
                         break;
                 case DENY_SOCKET_RAW:
-                        /* The type argument also carries SOCK_NONBLOCK and SOCK_CLOEXEC. */
-                        r = seccomp_rule_add(ctx, action, nr, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+                        /* The type argument also carries SOCK_NONBLOCK and SOCK_CLOEXEC, hence
+                         * the mask. Netlink is exempt: SOCK_RAW is its ordinary type (glibc's
+                         * getaddrinfo opens one), and it carries no traffic past nftables. */
+                        r = seccomp_rule_add(ctx, action, nr, 2, SCMP_A0(SCMP_CMP_NE, (scmp_datum_t) AF_NETLINK),
+                                             SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
                         if (r >= 0)
-                                r = seccomp_rule_add(ctx, action, nr, 1,
+                                r = seccomp_rule_add(ctx, action, nr, 2,
+                                                     SCMP_A0(SCMP_CMP_NE, (scmp_datum_t) AF_NETLINK),
                                                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
                         break;
                 case DENY_IOCTL_TIOCSTI:

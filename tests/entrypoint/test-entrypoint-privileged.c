@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: MIT */
+/* The real aisb-entrypoint, each test in a network namespace of its own (never the host's
+ * ruleset): it installs and verifies the ruleset and runs the probe as the target user with
+ * nothing left; sabotaged installs end in 77 with nothing run (the probe's marker file is
+ * absent); --allow-unenforced goes on with a warning; a malformed option ends in 78.
+ * Needs root on the host; exits 77 (skip) with the reason otherwise. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/netfilter.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "netpolicy.h"
+#include "nft.h"
+
+static const char *entrypoint, *probe;
+
+struct run {
+        char dir[64];
+        int exit_code;
+        char *out;      /* probe's stdout */
+        char *err;      /* entrypoint's stderr */
+        bool marker;    /* the command ran */
+        char *state;    /* "ok" or how the kernel's table differs from the plan */
+        char *nft_text; /* `nft list table inet aisb`, NULL without nft */
+};
+
+enum sabotage {
+        SABOTAGE_NONE,
+        SABOTAGE_TABLE_EXISTS,   /* table inet aisb already there, chain output hooked elsewhere */
+        SABOTAGE_NO_NET_ADMIN,   /* CAP_NET_ADMIN gone from the bounding set */
+        SABOTAGE_NO_SETPCAP,
+        SABOTAGE_NO_SETUID,
+        SABOTAGE_NO_SETGID,
+};
+
+static char *slurp(const char *dir, const char *name)
+{
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        char *buf = calloc(1, 65536);
+        size_t n = fread(buf, 1, 65535, f);
+        buf[n] = '\0';
+        fclose(f);
+        return buf;
+}
+
+static int open_in(const char *dir, const char *name)
+{
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+static void write_in(const char *dir, const char *name, const char *text)
+{
+        int fd = open_in(dir, name);
+        if (fd >= 0) {
+                (void) !write(fd, text, strlen(text));
+                close(fd);
+        }
+}
+
+static void sabotage_table(void)
+{
+        /* A table of our name whose chain "output" is hooked at postrouting with policy accept. */
+        static struct netruleset rs;
+        char err[256];
+        memset(&rs, 0, sizeof(rs));
+        rs.n_chains = 1;
+        rs.chains[0] = (struct netchain) { .name = "output", .hook = NF_INET_POST_ROUTING };
+        if (nft_install(&rs, err, sizeof(err)) < 0) {
+                fprintf(stderr, "sabotage failed: %s\n", err);
+                _exit(200);
+        }
+}
+
+/* The child: a new network namespace, the sabotage, the entrypoint as a grandchild, then a
+ * look at what the namespace holds before it goes away with us. */
+static void child(struct run *r, const char *const *opts, enum sabotage s, const struct netpolicy *plan)
+{
+        if (unshare(CLONE_NEWNET) < 0)
+                _exit(201);
+        static const int drop[] = { [SABOTAGE_NO_NET_ADMIN] = CAP_NET_ADMIN, [SABOTAGE_NO_SETPCAP] = CAP_SETPCAP,
+                                    [SABOTAGE_NO_SETUID] = CAP_SETUID, [SABOTAGE_NO_SETGID] = CAP_SETGID };
+        if (s == SABOTAGE_TABLE_EXISTS)
+                sabotage_table();
+
+        pid_t pid = fork();
+        if (pid < 0)
+                _exit(202);
+        if (pid == 0) {
+                /* As root, exec grants every capability left in the bounding set: dropping one
+                 * here makes the entrypoint start without it. */
+                if (s >= SABOTAGE_NO_NET_ADMIN && prctl(PR_CAPBSET_DROP, drop[s], 0, 0, 0) < 0)
+                        _exit(203);
+                const char *argv[64] = { entrypoint };
+                int argc = 1;
+                for (; opts[argc - 1]; argc++)
+                        argv[argc] = opts[argc - 1];
+                char marker[128];
+                snprintf(marker, sizeof(marker), "%s/marker", r->dir);
+                argv[argc++] = "--";
+                argv[argc++] = probe;
+                argv[argc++] = "--marker";
+                argv[argc++] = marker;
+                argv[argc] = NULL;
+                int out = open_in(r->dir, "out"), err = open_in(r->dir, "err");
+                if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+                        _exit(204);
+                execv(entrypoint, (char *const *) argv);
+                _exit(205);
+        }
+        int status;
+        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+                _exit(206);
+
+        if (plan) {
+                struct netruleset *rs = calloc(1, sizeof(*rs));
+                struct nft_state want = {}, have = {};
+                char err[512] = "ok";
+                netpolicy_ruleset(plan, rs);
+                if (nft_state_expected(rs, &want) < 0 || nft_read(&have, err, sizeof(err)) < 0 ||
+                    nft_state_compare(&want, &have, err, sizeof(err)) < 0)
+                        ;
+                else
+                        snprintf(err, sizeof(err), "ok");
+                write_in(r->dir, "state", err);
+                /* An independent reader: the nft tool, if the host has it. */
+                if (access("/usr/sbin/nft", X_OK) == 0) {
+                        pid_t n = fork();
+                        if (n == 0) {
+                                int fd = open_in(r->dir, "nft");
+                                dup2(fd, 1);
+                                execl("/usr/sbin/nft", "nft", "list", "ruleset", (char *) NULL);
+                                _exit(127);
+                        }
+                        waitpid(n, NULL, 0);
+                }
+        }
+        _exit(WEXITSTATUS(status));
+}
+
+static struct run *run(const char *const *opts, enum sabotage s, bool check_state)
+{
+        struct run *r = calloc(1, sizeof(*r));
+        struct netpolicy plan;
+        char err[256];
+        snprintf(r->dir, sizeof(r->dir), "/tmp/aisb-ep-test-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(r->dir));
+        /* The probe runs as nobody and must be able to leave its marker. */
+        ck_assert_int_eq(chmod(r->dir, 0777), 0);
+
+        if (check_state) {
+                const char *argv[64] = { "aisb-entrypoint", "--print-ruleset" };
+                int argc = 2;
+                for (; opts[argc - 2]; argc++)
+                        argv[argc] = opts[argc - 2];
+                ck_assert_msg(netpolicy_parse(argc, (char *const *) argv, &plan, err, sizeof(err)) == 0, "%s", err);
+        }
+
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                child(r, opts, s, check_state ? &plan : NULL);
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status));
+        r->exit_code = WEXITSTATUS(status);
+        ck_assert_msg(r->exit_code < 200, "test harness failed (%d)", r->exit_code);
+        r->out = slurp(r->dir, "out");
+        r->err = slurp(r->dir, "err");
+        r->state = slurp(r->dir, "state");
+        r->nft_text = slurp(r->dir, "nft");
+        char *m = slurp(r->dir, "marker");
+        r->marker = m != NULL;
+        free(m);
+
+        if (check_state) {
+                char *t = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&t, &size);
+                netpolicy_print_ruleset(&plan, f);
+                fclose(f);
+                /* --print-ruleset claims to be what nft would list: hold it to that. */
+                if (r->nft_text && plan.net != NET_FULL)
+                        ck_assert_msg(strcmp(t, r->nft_text) == 0, "nft lists:\n%s\nprinted:\n%s", r->nft_text, t);
+                free(t);
+        }
+        return r;
+}
+
+static void run_free(struct run *r)
+{
+        static const char *const names[] = { "out", "err", "state", "nft", "marker" };
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                char path[128];
+                snprintf(path, sizeof(path), "%s/%s", r->dir, names[i]);
+                unlink(path);
+        }
+        rmdir(r->dir);
+        free(r->out);
+        free(r->err);
+        free(r->state);
+        free(r->nft_text);
+        free(r);
+}
+
+#define HAS(text, what) ck_assert_msg((text) && strstr((text), (what)), "'%s' lacks '%s'", (text), (what))
+
+static void check_confined(const struct run *r, const char *uid)
+{
+        char want[64];
+        ck_assert_msg(r->exit_code == 0, "exit %d: %s", r->exit_code, r->err);
+        ck_assert(r->marker);
+        snprintf(want, sizeof(want), "uid=%s,%s,%s\n", uid, uid, uid);
+        HAS(r->out, want);
+        snprintf(want, sizeof(want), "gid=%s,%s,%s\n", uid, uid, uid);
+        HAS(r->out, want);
+        HAS(r->out, "groups=0\n");
+        static const char *const zero[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+        for (size_t i = 0; i < 5; i++) {
+                snprintf(want, sizeof(want), "%s=0000000000000000\n", zero[i]);
+                HAS(r->out, want);
+        }
+        HAS(r->out, "NoNewPrivs=1\n");
+        HAS(r->out, "Seccomp=2\n");
+        HAS(r->out, "unshare_user=EPERM\n");
+        HAS(r->out, "unshare_net=EPERM\n");
+        HAS(r->out, "clone_newuser=EPERM\n");
+        HAS(r->out, "mount=EPERM\n");
+        HAS(r->out, "socket_raw=EPERM\n");
+        HAS(r->out, "socket_packet=EPERM\n");
+        HAS(r->out, "socket_vsock=EPERM\n");
+        HAS(r->out, "socket_tcp=ok\n");
+        HAS(r->out, "socket_netlink=ok\n");
+}
+
+START_TEST(enforced_allow)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "10.0.2.2:3128",
+                               "--allow", "192.168.0.0/16", "--allow", "[fd00::]/8", "--allow", "[fd00::1]:443",
+                               "--allow-dns", NULL };
+        struct run *r = run(opts, SABOTAGE_NONE, true);
+        check_confined(r, "65534");
+        ck_assert_str_eq(r->state, "ok");
+        ck_assert_str_eq(r->err, ""); /* nothing to say when all went well */
+        run_free(r);
+}
+END_TEST
+
+START_TEST(enforced_none)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", NULL };
+        struct run *r = run(opts, SABOTAGE_NONE, true);
+        check_confined(r, "65534");
+        ck_assert_str_eq(r->state, "ok");
+        run_free(r);
+}
+END_TEST
+
+START_TEST(keep_root)
+{
+        const char *opts[] = { "--keep-root", "--net", "allow", "--allow", "10.0.2.2:3128", NULL };
+        struct run *r = run(opts, SABOTAGE_NONE, true);
+        check_confined(r, "0");
+        ck_assert_str_eq(r->state, "ok");
+        HAS(r->err, "aisb-entrypoint: --keep-root");
+        run_free(r);
+}
+END_TEST
+
+START_TEST(net_full)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "full", NULL };
+        struct run *r = run(opts, SABOTAGE_NONE, true);
+        check_confined(r, "65534");
+        ck_assert_str_eq(r->state, "ok"); /* no table, as planned */
+        HAS(r->err, "aisb-entrypoint: WARNING: --net full");
+        run_free(r);
+}
+END_TEST
+
+START_TEST(sabotage_table_exists)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "10.0.2.2:3128", NULL };
+        struct run *r = run(opts, SABOTAGE_TABLE_EXISTS, false);
+        ck_assert_int_eq(r->exit_code, 77);
+        ck_assert_msg(!r->marker, "the command ran");
+        HAS(r->err, "aisb-entrypoint: network ruleset not in force, nothing was run: table inet aisb: File exists");
+        run_free(r);
+}
+END_TEST
+
+START_TEST(sabotage_no_net_admin)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", NULL };
+        struct run *r = run(opts, SABOTAGE_NO_NET_ADMIN, false);
+        ck_assert_int_eq(r->exit_code, 77);
+        ck_assert_msg(!r->marker, "the command ran");
+        HAS(r->err, "CAP_NET_ADMIN");
+        run_free(r);
+}
+END_TEST
+
+START_TEST(unenforced_goes_on)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", "--allow-unenforced", NULL };
+        struct run *r = run(opts, SABOTAGE_NO_NET_ADMIN, false);
+        check_confined(r, "65534");
+        HAS(r->err, "aisb-entrypoint: WARNING: the network ruleset is NOT in force");
+        run_free(r);
+}
+END_TEST
+
+/* Each capability of the minimal set is needed: without it, 77 and nothing runs. */
+START_TEST(each_capability_needed)
+{
+        static const struct { enum sabotage s; const char *says; } cases[] = {
+                { SABOTAGE_NO_NET_ADMIN, "CAP_NET_ADMIN" },
+                { SABOTAGE_NO_SETPCAP, "CAP_SETPCAP" },
+                { SABOTAGE_NO_SETUID, "CAP_SETUID" },
+                { SABOTAGE_NO_SETGID, "CAP_SETGID" },
+        };
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", NULL };
+        struct run *r = run(opts, cases[_i].s, false);
+        ck_assert_msg(r->exit_code == 77, "without %s: exit %d", cases[_i].says, r->exit_code);
+        ck_assert(!r->marker);
+        HAS(r->err, cases[_i].says);
+        run_free(r);
+}
+END_TEST
+
+START_TEST(malformed_78)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "10.0.2.2:65536", NULL };
+        struct run *r = run(opts, SABOTAGE_NONE, false);
+        ck_assert_int_eq(r->exit_code, 78);
+        ck_assert(!r->marker);
+        HAS(r->err, "aisb-entrypoint: --allow 10.0.2.2:65536: port must be a number from 1 to 65535\n");
+        run_free(r);
+}
+END_TEST
+
+static int exec_entrypoint(const char *cmd)
+{
+        pid_t pid = fork();
+        if (pid == 0) {
+                if (unshare(CLONE_NEWNET) < 0)
+                        _exit(201);
+                int null = open("/dev/null", O_WRONLY);
+                dup2(null, 2);
+                execl(entrypoint, entrypoint, "--uid", "65534", "--gid", "65534", "--", cmd, (char *) NULL);
+                _exit(205);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+START_TEST(exec_failures)
+{
+        ck_assert_int_eq(exec_entrypoint("/nonexistent/command"), 127);
+        ck_assert_int_eq(exec_entrypoint("no-such-command-in-path-aisb"), 127);
+        char dir[] = "/tmp/aisb-ep-noexec-XXXXXX", file[64];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(chmod(dir, 0755), 0);
+        snprintf(file, sizeof(file), "%s/script", dir);
+        int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(exec_entrypoint(file), 126); /* exists, not executable */
+        unlink(file);
+        rmdir(dir);
+        ck_assert_int_eq(exec_entrypoint("/"), 126);
+}
+END_TEST
+
+static Suite *privileged_suite(void)
+{
+        Suite *s = suite_create("entrypoint-privileged");
+        TCase *tc = tcase_create("enforced");
+        tcase_add_test(tc, enforced_allow);
+        tcase_add_test(tc, enforced_none);
+        tcase_add_test(tc, keep_root);
+        tcase_add_test(tc, net_full);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("sabotaged");
+        tcase_add_test(tc, sabotage_table_exists);
+        tcase_add_test(tc, sabotage_no_net_admin);
+        tcase_add_test(tc, unenforced_goes_on);
+        tcase_add_loop_test(tc, each_capability_needed, 0, 4);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("failures");
+        tcase_add_test(tc, malformed_78);
+        tcase_add_test(tc, exec_failures);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        entrypoint = getenv("AISB_ENTRYPOINT");
+        probe = getenv("AISB_ENTRYPOINT_PROBE");
+        if (!entrypoint || !probe) {
+                fprintf(stderr, "SKIP: AISB_ENTRYPOINT and AISB_ENTRYPOINT_PROBE must be set (meson test sets them)\n");
+                return 77;
+        }
+        if (geteuid() != 0) {
+                fprintf(stderr, "SKIP: needs root on the host (network namespaces, nftables, setuid)\n");
+                return 77;
+        }
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(unshare(CLONE_NEWNET) < 0 ? 1 : 0);
+        int status;
+        waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                fprintf(stderr, "SKIP: cannot create a network namespace here\n");
+                return 77;
+        }
+        SRunner *sr = srunner_create(privileged_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/* Option parsing of aisb-entrypoint against hostile input, the texts it prints, and the real
+ * binary's exit code 78 for a malformed policy. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "netpolicy.h"
+#include "suites.h"
+
+static int parse(struct netpolicy *p, char *err, size_t errlen, ...)
+{
+        const char *argv[64] = { "aisb-entrypoint" };
+        int argc = 1;
+        va_list ap;
+
+        va_start(ap, errlen);
+        for (const char *a; (a = va_arg(ap, const char *)) && argc < 63;)
+                argv[argc++] = a;
+        va_end(ap);
+        argv[argc] = NULL;
+        return netpolicy_parse(argc, (char *const *) argv, p, err, errlen);
+}
+
+START_TEST(allow_good)
+{
+        static const struct {
+                const char *in;
+                int family;
+                const char *addr;
+                unsigned prefix;
+                unsigned port;
+        } cases[] = {
+                { "10.0.2.2:3128", AF_INET, "10.0.2.2", 32, 3128 },
+                { "192.168.0.0/16", AF_INET, "192.168.0.0", 16, 0 },
+                { "10.1.2.3/32:5432", AF_INET, "10.1.2.3", 32, 5432 },
+                { "0.0.0.0/0", AF_INET, "0.0.0.0", 0, 0 },
+                { "[fd00::1]:443", AF_INET6, "fd00::1", 128, 443 },
+                { "[fd00::]/8", AF_INET6, "fd00::", 8, 0 },
+                { "[fd00::]/8:22", AF_INET6, "fd00::", 8, 22 },
+                { "fd00::1", AF_INET6, "fd00::1", 128, 0 },
+                { "2001:db8::/32", AF_INET6, "2001:db8::", 32, 0 },
+                { "1.2.3.4:65535", AF_INET, "1.2.3.4", 32, 65535 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct allow_dest d;
+                uint8_t want[16] = {};
+                char err[256] = "";
+                ck_assert_msg(netpolicy_parse_allow(cases[i].in, &d, err, sizeof(err)) == 0, "%s: %s",
+                              cases[i].in, err);
+                ck_assert_int_eq(inet_pton(cases[i].family, cases[i].addr, want), 1);
+                ck_assert_int_eq(d.family, cases[i].family);
+                ck_assert_mem_eq(d.addr, want, 16);
+                ck_assert_uint_eq(d.prefix, cases[i].prefix);
+                ck_assert_uint_eq(d.port, cases[i].port);
+        }
+}
+END_TEST
+
+START_TEST(allow_hostile)
+{
+        static const char *const bad[] = {
+                "", "10.0.2.2:0", "10.0.2.2:65536", "10.0.2.2:-1", "10.0.2.2:+80", "10.0.2.2: 80",
+                "10.0.2.2:80x", "10.0.2.2:", "10.0.2.2:99999999999999999999999", "1.2.3.4/33",
+                "1.2.3.4/", "1.2.3.4/-1", "1.2.3.4/+8", "1.2.3.4/8", "10.0.0.0/8/8", "1.2.3.4:80/32",
+                "999.1.1.1", "1.2.3", "01.2.3.4", "1.2.3.4 ", " 1.2.3.4", "example.com", "localhost:80",
+                "[fd00::1", "[fd00::1]x", "[fd00::1]:", "[fd00::1]:0", "[1.2.3.4]:80", "[::]/129",
+                "[fd00::1]/64", "fd00::1/200", "[]", "[]:80", ":80", "/8", "garbage", "\x01\x02",
+                "10.0.2.2:3128:3128", "1.2.3.4/8:80",
+                "0000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+                "0000000000000000000000000000000000000000000000000000000000000000000000000000000001",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct allow_dest d;
+                char err[256] = "";
+                ck_assert_msg(netpolicy_parse_allow(bad[i], &d, err, sizeof(err)) == -EINVAL,
+                              "accepted '%s'", bad[i]);
+                ck_assert_msg(strlen(err) > 0 && !strchr(err, '\n'), "'%s': no one-line message", bad[i]);
+        }
+}
+END_TEST
+
+START_TEST(options_good)
+{
+        struct netpolicy p;
+        char err[256] = "";
+
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1000", "--gid=1000", "--net", "allow",
+                               "--allow", "10.0.2.2:3128", "--allow=192.168.0.0/16", "--allow-dns", "--", "sh",
+                               "-c", "true", NULL), 0);
+        ck_assert_uint_eq(p.uid, 1000);
+        ck_assert_uint_eq(p.gid, 1000);
+        ck_assert_int_eq(p.net, NET_ALLOW);
+        ck_assert_uint_eq(p.n_allow, 2);
+        ck_assert(p.allow_dns);
+        ck_assert(!p.allow_unenforced && !p.keep_root);
+        ck_assert_str_eq(p.command[0], "sh");
+        ck_assert_str_eq(p.command[2], "true");
+        ck_assert_ptr_null(p.command[3]);
+
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--net", "full", "--", "x", NULL), 0);
+        ck_assert(p.keep_root);
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-ruleset", NULL), 0);
+        ck_assert_int_eq(p.net, NET_NONE); /* the default is the strictest */
+        /* Options after -- belong to the command. */
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--", "--net", "full", NULL), 0);
+        ck_assert_int_eq(p.net, NET_NONE);
+        ck_assert_str_eq(p.command[0], "--net");
+}
+END_TEST
+
+START_TEST(options_hostile)
+{
+        static const char *const bad[][12] = {
+                { "--uid", "1000", "--gid", "1000", NULL },                          /* no command */
+                { "--uid", "1000", "--gid", "1000", "--", NULL },                    /* empty command */
+                { "--uid", "1000", "--gid", "1000", "sh", NULL },                    /* missing -- */
+                { "--uid", "1000", "--", "sh", NULL },                               /* no gid */
+                { "--gid", "1000", "--", "sh", NULL },                               /* no uid */
+                { "--uid", "abc", "--gid", "1", "--", "sh", NULL },
+                { "--uid", "-1", "--gid", "1", "--", "sh", NULL },
+                { "--uid", "4294967295", "--gid", "1", "--", "sh", NULL },
+                { "--uid", "99999999999999999999999", "--gid", "1", "--", "sh", NULL },
+                { "--uid", "", "--gid", "1", "--", "sh", NULL },
+                { "--uid", "0", "--gid", "0", "--", "sh", NULL },                    /* root without --keep-root */
+                { "--uid", "1", "--uid", "2", "--gid", "1", "--", "sh", NULL },
+                { "--keep-root", "--uid", "1", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "bogus", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "none", "--net", "full", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--allow", "10.0.0.1", "--", "sh", NULL },      /* net none */
+                { "--uid", "1", "--gid", "1", "--net", "full", "--allow", "10.0.0.1", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--allow-dns", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "allow", "--allow", "10.0.0.1/8", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "allow", "--allow", "--", "sh", NULL }, /* "--" is no address */
+                { "--uid", "1", "--gid", "1", "--net", "allow", "--allow", NULL },
+                { "--uid", "1", "--gid", "1", "--bogus", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--allow-dns=yes", "--net", "allow", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "-u", "--", "sh", NULL },
+                { "--print-ruleset", "--print-plan", NULL },
+                { "--uid", "1", "--gid", "1", "--keep-rootx", "--", "sh", NULL },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *argv[16] = { "aisb-entrypoint" };
+                int argc = 1;
+                struct netpolicy p;
+                char err[256] = "";
+                for (; bad[i][argc - 1]; argc++)
+                        argv[argc] = bad[i][argc - 1];
+                ck_assert_msg(netpolicy_parse(argc, (char *const *) argv, &p, err, sizeof(err)) == -EINVAL,
+                              "case %zu accepted", i);
+                ck_assert_msg(strlen(err) > 0 && !strchr(err, '\n'), "case %zu: no one-line message", i);
+        }
+}
+END_TEST
+
+START_TEST(too_many_allows)
+{
+        const char *argv[2 * NETPOLICY_MAX_ALLOW + 16] = { "aisb-entrypoint", "--uid", "1", "--gid", "1", "--net", "allow" };
+        int argc = 7;
+        char addrs[NETPOLICY_MAX_ALLOW + 1][32];
+        struct netpolicy p;
+        char err[256] = "";
+
+        for (int i = 0; i <= NETPOLICY_MAX_ALLOW; i++) {
+                snprintf(addrs[i], sizeof(addrs[i]), "10.0.%d.1:80", i);
+                argv[argc++] = "--allow";
+                argv[argc++] = addrs[i];
+        }
+        argv[argc++] = "--";
+        argv[argc++] = "true";
+        ck_assert_int_eq(netpolicy_parse(argc, (char *const *) argv, &p, err, sizeof(err)), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "too many"));
+        /* One fewer is fine. */
+        argv[argc - 4] = "--";
+        argv[argc - 3] = "true";
+        ck_assert_int_eq(netpolicy_parse(argc - 2, (char *const *) argv, &p, err, sizeof(err)), 0);
+        ck_assert_uint_eq(p.n_allow, NETPOLICY_MAX_ALLOW);
+}
+END_TEST
+
+static char *capture(void (*print)(const struct netpolicy *, FILE *), const struct netpolicy *p)
+{
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        print(p, f);
+        fclose(f);
+        return text;
+}
+
+START_TEST(print_ruleset_text)
+{
+        struct netpolicy p;
+        char err[256];
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-ruleset", "--net", "allow", "--allow", "10.0.2.2:3128",
+                               "--allow", "[fd00::]/8", NULL), 0);
+        char *t = capture(netpolicy_print_ruleset, &p);
+        ck_assert_str_eq(t,
+                "table inet aisb {\n"
+                "\tchain input {\n"
+                "\t\ttype filter hook input priority filter; policy drop;\n"
+                "\t\tiif \"lo\" accept\n"
+                "\t\tct state established,related accept\n"
+                "\t}\n\n"
+                "\tchain forward {\n"
+                "\t\ttype filter hook forward priority filter; policy drop;\n"
+                "\t}\n\n"
+                "\tchain output {\n"
+                "\t\ttype filter hook output priority filter; policy drop;\n"
+                "\t\toif \"lo\" accept\n"
+                "\t\tct state established,related accept\n"
+                "\t\tip daddr 10.0.2.2 tcp dport 3128 accept\n"
+                "\t\tip6 daddr fd00::/8 meta l4proto tcp accept\n"
+                "\t\tip6 daddr fd00::/8 meta l4proto udp accept\n"
+                "\t}\n"
+                "}\n");
+        free(t);
+
+        /* --net none: loopback only, not even established traffic out. */
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-ruleset", NULL), 0);
+        t = capture(netpolicy_print_ruleset, &p);
+        ck_assert_ptr_nonnull(strstr(t, "policy drop;\n\t\toif \"lo\" accept\n\t}\n}\n"));
+        free(t);
+
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-ruleset", "--net", "full", NULL), 0);
+        t = capture(netpolicy_print_ruleset, &p);
+        ck_assert_ptr_null(strstr(t, "table"));
+        free(t);
+}
+END_TEST
+
+START_TEST(print_plan_text)
+{
+        struct netpolicy p;
+        char err[256];
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-plan", "--uid", "1000", "--gid", "100", NULL), 0);
+        char *t = capture(netpolicy_print_plan, &p);
+        static const char *const must[] = { "CAP_NET_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP",
+                                            "setresuid(1000)", "setresgid(100)", "PR_SET_NO_NEW_PRIVS",
+                                            "clone3", "ENOSYS", "unshare", "bpf", "execvp" };
+        for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++)
+                ck_assert_msg(strstr(t, must[i]), "plan lacks %s", must[i]);
+        /* Steps in the order they run. */
+        ck_assert(strstr(t, "1. network") < strstr(t, "2. verify"));
+        ck_assert(strstr(t, "2. verify") < strstr(t, "3. privileges"));
+        ck_assert(strstr(t, "3. privileges") < strstr(t, "4. seccomp"));
+        ck_assert(strstr(t, "4. seccomp") < strstr(t, "5. exec"));
+        free(t);
+}
+END_TEST
+
+/* The real binary: a malformed policy exits 78 with one prefixed line on stderr, stdout empty. */
+static int run_entrypoint(const char *const *args, char *out, size_t outlen)
+{
+        const char *exe = getenv("AISB_ENTRYPOINT");
+        int pipefd[2];
+        ck_assert_msg(exe, "AISB_ENTRYPOINT is not set (meson sets it)");
+        ck_assert_int_eq(pipe(pipefd), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                const char *argv[32] = { exe };
+                for (int i = 0; args[i] && i < 30; i++)
+                        argv[i + 1] = args[i];
+                dup2(pipefd[1], STDERR_FILENO);
+                close(pipefd[0]);
+                execv(exe, (char *const *) argv);
+                _exit(99);
+        }
+        close(pipefd[1]);
+        size_t n = 0;
+        ssize_t k;
+        while (n + 1 < outlen && (k = read(pipefd[0], out + n, outlen - 1 - n)) > 0)
+                n += (size_t) k;
+        out[n] = '\0';
+        close(pipefd[0]);
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
+START_TEST(binary_exit_78)
+{
+        static const char *const cases[][10] = {
+                { "--uid", "1000", "--gid", "1000", "--net", "allow", "--allow", "10.0.2.2:0", "--", "true" },
+                { "--uid", "1000", "--gid", "1000", "--net", "allow", "--allow", "1.2.3.4/33", "--", "true" },
+                { "--uid", "1000", "--gid", "1000", "--net", "allow", "--allow", "garbage", "--", "true" },
+                { "--uid", "1000", "--gid", "1000", "--net", "sideways", "--", "true" },
+                { "--uid", "1000", "--gid", "1000", "--frobnicate", "--", "true" },
+                { "--uid", "1000", "--gid", "1000", NULL },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char out[1024];
+                int rc = run_entrypoint(cases[i], out, sizeof(out));
+                ck_assert_msg(rc == 78, "case %zu: exit %d (%s)", i, rc, out);
+                ck_assert_msg(strncmp(out, "aisb-entrypoint: ", 17) == 0, "case %zu: %s", i, out);
+                ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "case %zu: not one line: %s", i, out);
+        }
+}
+END_TEST
+
+Suite *netpolicy_suite(void)
+{
+        Suite *s = suite_create("netpolicy");
+        TCase *tc = tcase_create("allow");
+        tcase_add_test(tc, allow_good);
+        tcase_add_test(tc, allow_hostile);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("options");
+        tcase_add_test(tc, options_good);
+        tcase_add_test(tc, options_hostile);
+        tcase_add_test(tc, too_many_allows);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("texts");
+        tcase_add_test(tc, print_ruleset_text);
+        tcase_add_test(tc, print_plan_text);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("binary");
+        tcase_add_test(tc, binary_exit_78);
+        suite_add_tcase(s, tc);
+        return s;
+}
