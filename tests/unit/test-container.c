@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* The container specification, key by key: what the sandbox may see and do. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "aisb-private.h"
+
+static json_object *body_for(aisb_policy *p, bool redact)
+{
+        json_object *o = NULL;
+        ck_assert_int_eq(container_create_body(p, "localhost/aisb:x", "aisb-t-1", false, redact, &o), 0);
+        return o;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+        json_object *v = NULL;
+        ck_assert_msg(json_object_object_get_ex(o, key, &v), "no key %s", key);
+        return v;
+}
+
+static json_object *find_mount(json_object *o, const char *destination)
+{
+        json_object *mounts = get(o, "mounts");
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i);
+                if (streq(json_object_get_string(get(m, "destination")), destination))
+                        return m;
+        }
+        return NULL;
+}
+
+START_TEST(test_confinement)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        json_object *o = body_for(p, false);
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(get(o, "cap_drop"), 0)), "ALL");
+        ck_assert_uint_eq(json_object_array_length(get(o, "cap_drop")), 1);
+        ck_assert(!json_object_object_get_ex(o, "cap_add", NULL));
+        ck_assert(json_object_get_boolean(get(o, "no_new_privileges")));
+        ck_assert(json_object_get_boolean(get(o, "read_only_filesystem")));
+        ck_assert_str_eq(json_object_get_string(get(get(o, "userns"), "nsmode")), "keep-id");
+        char user[64];
+        snprintf(user, sizeof user, "%u:%u", getuid(), getgid());
+        ck_assert_str_eq(json_object_get_string(get(o, "user")), user);
+        ck_assert_str_eq(json_object_get_string(get(get(o, "netns"), "nsmode")), "none");
+        ck_assert_str_eq(json_object_get_string(get(o, "work_dir")), "/project");
+        ck_assert(!json_object_get_boolean(get(o, "remove")));
+
+        json_object *project = find_mount(o, "/project");
+        ck_assert_ptr_nonnull(project);
+        ck_assert_str_eq(json_object_get_string(get(project, "source")), p->project);
+        ck_assert_str_eq(json_object_get_string(get(project, "type")), "bind");
+        for (size_t i = 0; i < 3; i++) {
+                static const char *const tmp[] = { "/tmp", "/var/tmp", "/run" };
+                json_object *m = find_mount(o, tmp[i]);
+                ck_assert_ptr_nonnull(m);
+                ck_assert_str_eq(json_object_get_string(get(m, "type")), "tmpfs");
+                ck_assert(strstr(json_object_to_json_string(get(m, "options")), "size="));
+        }
+        /* Only the project, the tmpfs and the home: nothing else of the host. */
+        ck_assert_uint_eq(json_object_array_length(get(o, "mounts")), 4);
+        json_object *volume = json_object_array_get_idx(get(o, "volumes"), 0);
+        ck_assert_str_eq(json_object_get_string(get(volume, "Name")), "aisb-home");
+        ck_assert_str_eq(json_object_get_string(get(volume, "Dest")), "/home/sandbox");
+
+        json_object *limits = get(o, "resource_limits");
+        ck_assert_int_eq(json_object_get_int64(get(get(limits, "memory"), "limit")), 4LL << 30);
+        ck_assert_int_eq(json_object_get_int64(get(get(limits, "pids"), "limit")), 1024);
+        ck_assert_int_eq(json_object_get_int64(get(get(limits, "cpu"), "quota")), 200000);
+        ck_assert_str_eq(json_object_get_string(get(get(o, "labels"), "aisb.managed")), "true");
+        json_object_put(o);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_options_change_spec)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", NULL, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", NULL, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "full", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data:ro", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "read-only", "false", NULL), 0);
+        json_object *o = body_for(p, false);
+        ck_assert_ptr_null(find_mount(o, "/project"));
+        ck_assert_str_eq(json_object_get_string(get(o, "work_dir")), "/home/sandbox");
+        json_object *home = find_mount(o, "/home/sandbox");
+        ck_assert_str_eq(json_object_get_string(get(home, "type")), "tmpfs");
+        ck_assert(!json_object_object_get_ex(o, "volumes", NULL));
+        ck_assert_str_eq(json_object_get_string(get(get(o, "netns"), "nsmode")), "slirp4netns");
+        json_object *data = find_mount(o, "/data");
+        ck_assert(strstr(json_object_to_json_string(get(data, "options")), "\"ro\""));
+        ck_assert(!json_object_get_boolean(get(o, "read_only_filesystem")));
+        json_object_put(o);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_redaction)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "API_TOKEN=hunter2", NULL), 0);
+        json_object *real = body_for(p, false);
+        ck_assert_str_eq(json_object_get_string(get(get(real, "env"), "API_TOKEN")), "hunter2");
+        json_object *shown = body_for(p, true);
+        const char *text = json_object_to_json_string(shown);
+        ck_assert_ptr_null(strstr(text, "hunter2"));
+        ck_assert_str_eq(json_object_get_string(get(get(shown, "env"), "API_TOKEN")), "<redacted>");
+        ck_assert_ptr_null(strstr(json_object_to_json_string(get(real, "labels")), "hunter2"));
+        ck_assert_str_eq(json_object_get_string(get(get(real, "env"), "HOME")), "/home/sandbox");
+        ck_assert(!json_object_object_get_ex(get(real, "env"), "PATH", NULL));
+        json_object_put(real);
+        json_object_put(shown);
+        aisb_policy_free(p);
+}
+END_TEST
+
+static Suite *container_suite(void)
+{
+        Suite *s = suite_create("container");
+        TCase *tc = tcase_create("spec");
+        tcase_add_test(tc, test_confinement);
+        tcase_add_test(tc, test_options_change_spec);
+        tcase_add_test(tc, test_redaction);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        unsetenv("AISB_HOME_VOLUME");
+        SRunner *sr = srunner_create(container_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

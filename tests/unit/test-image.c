@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/* The image: the generated Containerfile, the deterministic build context and its tag, and
+ * the build stream's lines. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <check.h>
+#include <stdlib.h>
+
+#include "aisb-private.h"
+
+static aisb_policy *new_policy(void)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        return p;
+}
+
+static char *tag_of(const aisb_policy *p)
+{
+        char *tag = NULL;
+        ck_assert_int_eq(aisb_image_tag(p, &tag, NULL), 0);
+        return tag;
+}
+
+START_TEST(test_containerfile)
+{
+        aisb_policy *p = new_policy();
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(text, "\nFROM docker.io/library/ubuntu:24.04\n"));
+        static const char *const tools[] = { " git", " curl", " jq", " build-essential",
+                                             " python3", " ca-certificates" };
+        for (size_t i = 0; i < ELEMENTSOF(tools); i++)
+                ck_assert_msg(strstr(text, tools[i]), "missing %s", tools[i]);
+        ck_assert_ptr_null(strstr(text, "COPY ca-certificates"));
+        free(text);
+
+        ck_assert_int_eq(aisb_policy_set(p, "install", "ripgrep", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "base-image", "bootstrap:debian:trixie", NULL), 0);
+        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(text, "\nFROM localhost/aisb-base:debian-trixie\n"));
+        ck_assert_ptr_nonnull(strstr(text, " ripgrep"));
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_tag_follows_content)
+{
+        aisb_policy *a = new_policy(), *b = new_policy();
+        char *ta = tag_of(a), *tb = tag_of(b);
+        ck_assert_str_eq(ta, tb);
+        ck_assert(startswith(ta, "localhost/aisb:"));
+        ck_assert_uint_eq(strlen(ta), strlen("localhost/aisb:") + 32);
+        /* Settings that do not go into the build do not change the tag... */
+        ck_assert_int_eq(aisb_policy_set(b, "memory", "1g", NULL), 0);
+        free(tb);
+        tb = tag_of(b);
+        ck_assert_str_eq(ta, tb);
+        /* ...and everything that does, does. */
+        ck_assert_int_eq(aisb_policy_set(b, "install", "ripgrep", NULL), 0);
+        free(tb);
+        tb = tag_of(b);
+        ck_assert_str_ne(ta, tb);
+        aisb_policy *c = new_policy();
+        ck_assert_int_eq(aisb_policy_set(c, "base-image", "docker.io/library/debian:13", NULL), 0);
+        char *tc = tag_of(c);
+        ck_assert_str_ne(ta, tc);
+        free(ta);
+        free(tb);
+        free(tc);
+        aisb_policy_free(a);
+        aisb_policy_free(b);
+        aisb_policy_free(c);
+}
+END_TEST
+
+START_TEST(test_context_holds_ca_certificates)
+{
+        char path[] = "/tmp/aisb-ca-XXXXXX";
+        int fd = mkstemp(path);
+        static const char pem[] = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        ck_assert_int_eq(write_all(fd, pem, sizeof pem - 1), 0);
+        close(fd);
+        aisb_policy *p = new_policy();
+        char *before = tag_of(p);
+        ck_assert_int_eq(aisb_policy_set(p, "ca-cert", path, NULL), 0);
+        char *after = tag_of(p);
+        ck_assert_str_ne(before, after);
+
+        void *tar = NULL;
+        size_t size = 0;
+        ck_assert_int_eq(image_context_tar(p, &tar, &size, NULL), 0);
+        struct archive *a = archive_read_new();
+        archive_read_support_format_tar(a);
+        ck_assert_int_eq(archive_read_open_memory(a, tar, size), ARCHIVE_OK);
+        struct archive_entry *e;
+        bool saw_containerfile = false, saw_cert = false;
+        while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+                const char *name = archive_entry_pathname(e);
+                ck_assert_int_eq(archive_entry_mtime(e), 0);
+                ck_assert_int_eq(archive_entry_uid(e), 0);
+                if (streq(name, "Containerfile"))
+                        saw_containerfile = true;
+                if (streq(name, "ca-certificates/aisb-0.crt")) {
+                        char buf[256] = "";
+                        ck_assert_int_eq(archive_read_data(a, buf, sizeof buf), sizeof pem - 1);
+                        ck_assert_str_eq(buf, pem);
+                        saw_cert = true;
+                }
+        }
+        archive_read_free(a);
+        ck_assert(saw_containerfile && saw_cert);
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(text, "COPY ca-certificates/ /usr/local/share/ca-certificates/aisb/"));
+        free(text);
+
+        unlink(path);
+        aisb_error *err = NULL;
+        ck_assert_int_lt(aisb_policy_set(p, "ca-cert", "/etc/hostname", &err), 0);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "not a PEM certificate"));
+        aisb_error_free(err);
+        free(tar);
+        free(before);
+        free(after);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_build_lines)
+{
+        char *stream, *error;
+        static const char ok[] = "{\"stream\":\"STEP 1/4: FROM x\\n\"}";
+        ck_assert_int_eq(build_parse_line(ok, sizeof ok - 1, &stream, &error), 0);
+        ck_assert_str_eq(stream, "STEP 1/4: FROM x\n");
+        ck_assert_ptr_null(error);
+        free(stream);
+        static const char bad[] = "{\"errorDetail\":{\"message\":\"exit status 100\"},\"error\":\"exit status 100\"}";
+        ck_assert_int_eq(build_parse_line(bad, sizeof bad - 1, &stream, &error), 0);
+        ck_assert_str_eq(error, "exit status 100");
+        free(error);
+        static const char *const garbage[] = { "", "{", "[1]", "not json", "{\"stream\":1}x" };
+        for (size_t i = 0; i < ELEMENTSOF(garbage); i++) {
+                int r = build_parse_line(garbage[i], strlen(garbage[i]), &stream, &error);
+                ck_assert(r < 0 || (!stream && !error));
+                free(stream);
+                free(error);
+        }
+}
+END_TEST
+
+static Suite *image_suite(void)
+{
+        Suite *s = suite_create("image");
+        TCase *tc = tcase_create("context");
+        tcase_add_test(tc, test_containerfile);
+        tcase_add_test(tc, test_tag_follows_content);
+        tcase_add_test(tc, test_context_holds_ca_certificates);
+        tcase_add_test(tc, test_build_lines);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(image_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* The policy: every key's checks, environment handling, env files, the config file. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "aisb-private.h"
+
+static aisb_policy *new_policy(void)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        return p;
+}
+
+static char *write_temp(const char *text, mode_t mode)
+{
+        char *path = strdup("/tmp/aisb-test-XXXXXX");
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+        ck_assert_int_eq(fchmod(fd, mode), 0);
+        close(fd);
+        return path;
+}
+
+/* Set key=value and expect failure with a message containing needle. */
+static void expect_refused(aisb_policy *p, const char *key, const char *value, const char *needle)
+{
+        aisb_error *err = NULL;
+        int r = aisb_policy_set(p, key, value, &err);
+        ck_assert_msg(r < 0, "%s=%s was accepted", key, value ? value : "(null)");
+        ck_assert_ptr_nonnull(err);
+        ck_assert_msg(strstr(aisb_error_message(err), needle), "'%s' lacks '%s'",
+                      aisb_error_message(err), needle);
+        aisb_error_free(err);
+}
+
+START_TEST(test_defaults)
+{
+        aisb_policy *p = new_policy();
+        char cwd[4096];
+        ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+        ck_assert_str_eq(p->project, cwd);
+        ck_assert_int_eq(p->net, SANDBOX_NET_NONE);
+        ck_assert_uint_eq(p->memory, 4ULL << 30);
+        ck_assert_uint_eq(p->cpus_milli, 2000);
+        ck_assert_uint_eq(p->pids_limit, 1024);
+        ck_assert(p->read_only);
+        ck_assert_str_eq(policy_command(p)[0], "pi");
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_values_checked)
+{
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "memory", "512m", NULL), 0);
+        ck_assert_uint_eq(p->memory, 512ULL << 20);
+        ck_assert_int_eq(aisb_policy_set(p, "cpus", "1.5", NULL), 0);
+        ck_assert_uint_eq(p->cpus_milli, 1500);
+        ck_assert_int_eq(aisb_policy_set(p, "cpus", "0.25", NULL), 0);
+        ck_assert_uint_eq(p->cpus_milli, 250);
+        ck_assert_int_eq(aisb_policy_set(p, "pids-limit", "64", NULL), 0);
+        ck_assert_uint_eq(p->pids_limit, 64);
+        ck_assert_int_eq(aisb_policy_set(p, "read-only", "false", NULL), 0);
+        ck_assert(!p->read_only);
+        ck_assert_int_eq(aisb_policy_set(p, "read-only", NULL, NULL), 0);
+        ck_assert(p->read_only);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "full", NULL), 0);
+        ck_assert_int_eq(p->net, SANDBOX_NET_FULL);
+        ck_assert_int_eq(aisb_policy_set(p, "base-image", "bootstrap:debian:trixie", NULL), 0);
+
+        expect_refused(p, "memory", "lots", "memory");
+        expect_refused(p, "memory", "1k", "memory");
+        expect_refused(p, "memory", "99999999999999999999g", "memory");
+        expect_refused(p, "cpus", "0", "cpus");
+        expect_refused(p, "cpus", "1.2345", "cpus");
+        expect_refused(p, "cpus", "-1", "cpus");
+        expect_refused(p, "cpus", ".5", "cpus");
+        expect_refused(p, "pids-limit", "3", "pids-limit");
+        expect_refused(p, "read-only", "maybe", "boolean");
+        expect_refused(p, "net", "everything", "none or full");
+        expect_refused(p, "install", "git; rm -rf /", "package");
+        expect_refused(p, "install", "-y", "package");
+        expect_refused(p, "base-image", "ubuntu\nRUN evil", "image reference");
+        expect_refused(p, "base-image", "bootstrap:debian:../x", "bootstrap:debian:SUITE");
+        expect_refused(p, "base-image", "bootstrap:fedora:40", "bootstrap:debian:SUITE");
+        expect_refused(p, "home-volume", "../etc", "volume name");
+        expect_refused(p, "frobnicate", "1", "unknown key");
+        expect_refused(p, "memory", NULL, "value is required");
+        /* A refused value leaves the old one. */
+        ck_assert_uint_eq(p->memory, 512ULL << 20);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_env)
+{
+        aisb_policy *p = new_policy();
+        size_t base = p->n_env;
+        setenv("AISB_TEST_TOKEN", "s3cret", 1);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_TEST_TOKEN", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "OTHER=a=b", NULL), 0);
+        ck_assert_uint_eq(p->n_env, base + 2);
+        ck_assert_str_eq(p->env[base].value, "s3cret");
+        ck_assert_str_eq(p->env[base + 1].value, "a=b");
+        /* Re-setting replaces, never duplicates. */
+        ck_assert_int_eq(aisb_policy_set(p, "env", "OTHER=c", NULL), 0);
+        ck_assert_uint_eq(p->n_env, base + 2);
+        unsetenv("AISB_TEST_UNSET");
+        expect_refused(p, "env", "AISB_TEST_UNSET", "not set");
+        expect_refused(p, "env", "1BAD=x", "not a variable name");
+        expect_refused(p, "env", "=x", "not a variable name");
+
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_format(p, &text, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(text, "env=AISB_TEST_TOKEN\n"));
+        ck_assert_ptr_null(strstr(text, "s3cret"));
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_only_named_env_inherited)
+{
+        setenv("HOME_SECRET_TEST", "x", 1);
+        setenv("TERM", "xterm-test", 1);
+        aisb_policy *p = new_policy();
+        bool term = false;
+        for (size_t i = 0; i < p->n_env; i++) {
+                ck_assert_str_ne(p->env[i].name, "HOME_SECRET_TEST");
+                ck_assert_str_ne(p->env[i].name, "PATH");
+                if (streq(p->env[i].name, "TERM"))
+                        term = streq(p->env[i].value, "xterm-test");
+        }
+        ck_assert(term);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_env_file_parse)
+{
+        static const char text[] = "# comment\n\nA=1\n  B= kept as is \r\nC=\nA=2\n";
+        env_entry *e = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(policy_env_file_parse(text, sizeof text - 1, "f", &e, &n, NULL), 0);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_str_eq(e[0].name, "A");
+        ck_assert_str_eq(e[0].value, "2");
+        ck_assert_str_eq(e[1].name, "B");
+        ck_assert_str_eq(e[1].value, " kept as is ");
+        ck_assert_str_eq(e[2].value, "");
+        env_entries_free(e, n);
+
+        static const char *const bad[] = { "NOEQUALS\n", "1A=x\n", "A B=x\n", "=x\n", "B =x\n" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                aisb_error *err = NULL;
+                e = NULL;
+                n = 0;
+                ck_assert_int_lt(policy_env_file_parse(bad[i], strlen(bad[i]), "f", &e, &n, &err), 0);
+                ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "f:1:"));
+                aisb_error_free(err);
+                env_entries_free(e, n);
+        }
+        static const char nul[] = "A=x\0y\n";
+        aisb_error *err = NULL;
+        e = NULL;
+        n = 0;
+        ck_assert_int_lt(policy_env_file_parse(nul, sizeof nul - 1, "f", &e, &n, &err), 0);
+        aisb_error_free(err);
+        env_entries_free(e, n);
+}
+END_TEST
+
+START_TEST(test_env_file_mode)
+{
+        aisb_policy *p = new_policy();
+        char *open_file = write_temp("TOKEN=abc\n", 0644);
+        expect_refused(p, "env-file", open_file, "mode 0600");
+        char *good = write_temp("TOKEN=abc\n", 0600);
+        ck_assert_int_eq(aisb_policy_set(p, "env-file", good, NULL), 0);
+        ck_assert_str_eq(p->env[p->n_env - 1].value, "abc");
+        expect_refused(p, "env-file", "/nonexistent/env", "cannot open");
+        expect_refused(p, "env-file", "/tmp", "regular file");
+        unlink(open_file);
+        unlink(good);
+        free(open_file);
+        free(good);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_mounts)
+{
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data:ro", NULL), 0);
+        ck_assert_str_eq(p->mounts[0].source, "/tmp");
+        ck_assert_str_eq(p->mounts[0].destination, "/data");
+        ck_assert(p->mounts[0].read_only);
+        ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data2", NULL), 0);
+        ck_assert(!p->mounts[1].read_only);
+        expect_refused(p, "mount", "/does/not/exist:/x", "source");
+        expect_refused(p, "mount", "/tmp", "SRC:DST");
+        expect_refused(p, "mount", "/tmp:relative", "absolute");
+        expect_refused(p, "mount", "/tmp:/a/../b", "normalised");
+        expect_refused(p, "mount", "/tmp:/x:rx", "ro or rw");
+        expect_refused(p, "mount", ":/x", "SRC:DST");
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", NULL, NULL), 0);
+        ck_assert_ptr_null(p->project);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_config_file)
+{
+        aisb_policy *p = new_policy();
+        char *path = write_temp("# defaults\nmemory = 2g\n\ncpus=1\n  install = ripgrep  \n", 0644);
+        ck_assert_int_eq(aisb_policy_load_config(p, path, 0, NULL), 0);
+        ck_assert_uint_eq(p->memory, 2ULL << 30);
+        ck_assert_uint_eq(p->cpus_milli, 1000);
+        ck_assert_str_eq(p->install[0], "ripgrep");
+        unlink(path);
+        free(path);
+
+        path = write_temp("memory = 2g\nbogus\n", 0644);
+        aisb_error *err = NULL;
+        ck_assert_int_lt(aisb_policy_load_config(p, path, 0, &err), 0);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), ":2: expected key = value"));
+        aisb_error_free(err);
+        unlink(path);
+        free(path);
+
+        path = write_temp("memory = huge\n", 0644);
+        err = NULL;
+        ck_assert_int_lt(aisb_policy_load_config(p, path, 0, &err), 0);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), ":1: memory:"));
+        aisb_error_free(err);
+        unlink(path);
+        free(path);
+
+        /* A secret value in a config file is refused: it is not mode-checked. */
+        path = write_temp("env = TOKEN=abc\n", 0644);
+        err = NULL;
+        ck_assert_int_lt(aisb_policy_load_config(p, path, 0, &err), 0);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "env-file"));
+        aisb_error_free(err);
+        unlink(path);
+        free(path);
+
+        ck_assert_int_eq(aisb_policy_load_config(p, "/nonexistent/config", 1, NULL), 0);
+        ck_assert_int_lt(aisb_policy_load_config(p, "/nonexistent/config", 0, NULL), 0);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_command)
+{
+        aisb_policy *p = new_policy();
+        const char *const argv[] = { "ls", "-la", NULL };
+        ck_assert_int_eq(aisb_policy_set_command(p, argv, NULL), 0);
+        ck_assert_str_eq(policy_command(p)[1], "-la");
+        ck_assert_int_eq(aisb_policy_set(p, "shell", "true", NULL), 0);
+        ck_assert_str_eq(policy_command(p)[0], "bash");
+        ck_assert_int_eq(aisb_policy_set(p, "shell", "false", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set_command(p, NULL, NULL), 0);
+        ck_assert_str_eq(policy_command(p)[0], "pi");
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_sizes)
+{
+        unsigned long long v;
+        ck_assert_int_eq(parse_size("1024", &v), 0);
+        ck_assert_uint_eq(v, 1024);
+        ck_assert_int_eq(parse_size("4G", &v), 0);
+        ck_assert_uint_eq(v, 4ULL << 30);
+        ck_assert_int_lt(parse_size("", &v), 0);
+        ck_assert_int_lt(parse_size("g", &v), 0);
+        ck_assert_int_lt(parse_size("1x", &v), 0);
+        ck_assert_int_lt(parse_size("-1", &v), 0);
+        ck_assert_int_lt(parse_size("20000000000t", &v), 0);
+}
+END_TEST
+
+static Suite *policy_suite(void)
+{
+        Suite *s = suite_create("policy");
+        TCase *keys = tcase_create("keys");
+        tcase_add_test(keys, test_defaults);
+        tcase_add_test(keys, test_values_checked);
+        tcase_add_test(keys, test_mounts);
+        tcase_add_test(keys, test_command);
+        tcase_add_test(keys, test_sizes);
+        suite_add_tcase(s, keys);
+        TCase *env = tcase_create("environment");
+        tcase_add_test(env, test_env);
+        tcase_add_test(env, test_only_named_env_inherited);
+        tcase_add_test(env, test_env_file_parse);
+        tcase_add_test(env, test_env_file_mode);
+        suite_add_tcase(s, env);
+        TCase *config = tcase_create("config");
+        tcase_add_test(config, test_config_file);
+        suite_add_tcase(s, config);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(policy_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
