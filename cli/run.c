@@ -123,14 +123,16 @@ static int sandbox_command(int argc, char **argv, bool for_build)
 
         if (aisb_policy_new(&policy, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
-        code = cli_load_config(policy, find_config_flag(argc, argv));
-        if (code)
-                goto out;
+        /* A broken config must not hide --help: report it only after the flags. */
+        int config_code = cli_load_config(policy, find_config_flag(argc, argv));
         code = cli_parse_options(argc, argv, for_build, policy, &flags, &rest, &dashdash);
-        if (code)
-                goto out;
         if (flags.help) {
                 print_help(for_build);
+                code = 0;
+                goto out;
+        }
+        if (config_code || code) {
+                code = config_code ? config_code : code;
                 goto out;
         }
         if (!for_build && (rest < argc || dashdash)) {

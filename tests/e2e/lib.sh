@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: MIT
+# Shared by the e2e tests: real rootless podman, as the unprivileged user. Sourced by each
+# test after it sets nothing; provides $AISB (the binary), run helpers and assertions.
+#
+# Run as root (as CI does), a test re-executes itself as AISB_USER through scripts/as-user.
+# A test that cannot run here exits 77 (skip) with the reason, except under CI=true, where
+# it fails: an e2e test that did not run proves nothing.
+set -euo pipefail
+
+: "${AISB_SRC:?AISB_SRC must point at the source tree}"
+: "${AISB_BUILD:?AISB_BUILD must point at the build tree}"
+
+if [ "$(id -u)" -eq 0 ]; then
+  exec "$AISB_SRC/scripts/as-user" env AISB_SRC="$AISB_SRC" AISB_BUILD="$AISB_BUILD" \
+    bash "$0" "$@"
+fi
+
+cannot_run() {
+  echo "e2e: cannot run: $*" >&2
+  if [ "${CI:-}" = true ]; then exit 1; fi
+  exit 77
+}
+
+command -v podman >/dev/null || cannot_run "podman is not installed (run scripts/setup)"
+[ -n "${XDG_RUNTIME_DIR:-}" ] || cannot_run "XDG_RUNTIME_DIR is not set"
+
+AISB=$AISB_BUILD/cli/aisb
+[ -x "$AISB" ] || cannot_run "$AISB is not built"
+
+# Each test gets its own scratch directory, config and home volume; nothing of the user's.
+E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisb-e2e.XXXXXX")
+export XDG_CONFIG_HOME=$E2E_TMP/config
+export AISB_HOME_VOLUME=aisb-e2e-home-$$
+mkdir -p "$XDG_CONFIG_HOME/ai-sandbox" "$E2E_TMP/project"
+cleanup() {
+  podman volume rm -f "$AISB_HOME_VOLUME" >/dev/null 2>&1 || true
+  rm -rf "$E2E_TMP"
+}
+trap cleanup EXIT
+
+# No registry here: the base is bootstrapped from the Debian mirror, and the machine's CA
+# certificates (a TLS-intercepting egress proxy) are trusted inside.
+{
+  echo "base-image = ${AISB_E2E_BASE:-bootstrap:debian:trixie}"
+  for c in /usr/local/share/ca-certificates/*.crt; do
+    [ -r "$c" ] && echo "ca-cert = $c"
+  done
+} > "$XDG_CONFIG_HOME/ai-sandbox/config"
+
+cd "$E2E_TMP/project"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; pass "$1"; }
+expect_contains() { case "$3" in *"$2"*) pass "$1" ;; *) fail "$1: '$2' not in: $3" ;; esac; }
+expect_absent() { case "$3" in *"$2"*) fail "$1: '$2' found in: $3" ;; *) pass "$1" ;; esac; }
+
+# Containers this user has with our label (names), for leak checks.
+our_containers() { podman ps -a --filter label=aisb.managed=true --format '{{.Names}}'; }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The command line: harness argument splitting, --strict-args, --print-policy, bad input.
+. "$(dirname "$0")/lib.sh"
+
+pol=$("$AISB" run --memory 2g --print-policy --model gpt -p hello)
+expect_contains "unknown flags go to the harness" "command=pi --model gpt -p hello" "$pol"
+expect_contains "sandbox flags before them apply" "memory=2g" "$pol"
+pol=$("$AISB" run --print-policy -- ls -la)
+expect_contains "-- replaces the command" "command=ls -la" "$pol"
+pol=$("$AISB" run --print-policy --shell)
+expect_contains "--shell runs bash" "command=bash" "$pol"
+
+set +e
+err=$("$AISB" run --strict-args --model gpt 2>&1)
+rc=$?
+set -e
+expect_eq "--strict-args makes an unknown flag an error" 2 "$rc"
+expect_contains "naming it" "--model" "$err"
+
+set +e
+err=$("$AISB" run --memory lots -- true 2>&1); rc=$?
+set -e
+expect_eq "a bad value is a usage error" 2 "$rc"
+expect_eq "on one line" 1 "$(printf '%s\n' "$err" | wc -l)"
+
+echo "memory = 3g" > "$XDG_CONFIG_HOME/ai-sandbox/config.extra"
+cat "$XDG_CONFIG_HOME/ai-sandbox/config" >> "$XDG_CONFIG_HOME/ai-sandbox/config.extra"
+pol=$("$AISB" run --config "$XDG_CONFIG_HOME/ai-sandbox/config.extra" --print-policy -- true)
+expect_contains "the config file sets defaults" "memory=3g" "$pol"
+pol=$("$AISB" run --config "$XDG_CONFIG_HOME/ai-sandbox/config.extra" --memory 1g --print-policy -- true)
+expect_contains "flags override the config" "memory=1g" "$pol"
+echo "nonsense line" >> "$XDG_CONFIG_HOME/ai-sandbox/config"
+set +e
+err=$("$AISB" run --print-policy 2>&1); rc=$?
+set -e
+expect_eq "a broken config is a usage error" 2 "$rc"
+expect_contains "with file and line" "config:" "$err"
+
+"$AISB" --version | grep -q '^aisb ' || fail "--version"
+"$AISB" run --help | grep -q -- '--strict-args' || fail "run --help lists options"
+pass "--version and --help"

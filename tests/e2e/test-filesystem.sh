@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Only the current directory is mounted; files land owned by the invoking user.
+. "$(dirname "$0")/lib.sh"
+
+"$AISB" run -- sh -c 'echo hi > /project/made-inside; mkdir -p /project/d/e; touch /project/d/e/f'
+[ -f made-inside ] || fail "file written in /project is not on the host"
+expect_eq "a file written in /project is owned by the user" "$(id -u)" "$(stat -c %u made-inside)"
+expect_eq "a nested file too" "$(id -u)" "$(stat -c %u d/e/f)"
+
+# A sentinel outside the project, in the user's home: the sandbox must not find it anywhere.
+sentinel=aisb-sentinel-$$-$RANDOM
+touch "$HOME/$sentinel" "$E2E_TMP/$sentinel"
+out=$("$AISB" run -- sh -c "find / -xdev -name '$sentinel' 2>/dev/null; find /project /home /tmp /mnt /srv /opt /root -name '$sentinel' 2>/dev/null; echo done")
+rm -f "$HOME/$sentinel"
+expect_eq "host paths outside the project are absent" "done" "$out"
+out=$("$AISB" run -- sh -c "test -e '$HOME' && echo present || echo absent")
+expect_eq "the host home path does not exist inside" "absent" "$out"
+out=$("$AISB" run -- sh -c "test -e '$AISB_SRC' && echo present || echo absent")
+expect_eq "the source tree path does not exist inside" "absent" "$out"
+
+set +e
+"$AISB" run -- sh -c 'touch /usr/evil' 2>/dev/null
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "wrote into the root filesystem"
+pass "the root filesystem is read-only"
+
+# The home volume persists across runs; --ephemeral-home does not touch it.
+"$AISB" run -- sh -c 'echo kept > ~/note'
+expect_eq "home persists across runs" "kept" "$("$AISB" run -- cat /home/sandbox/note)"
+out=$("$AISB" run --ephemeral-home -- sh -c 'test -e ~/note && echo seen || echo fresh; echo x > ~/eph')
+expect_eq "--ephemeral-home starts empty" "fresh" "$out"
+out=$("$AISB" run -- sh -c 'test -e ~/eph && echo leaked || echo clean')
+expect_eq "--ephemeral-home leaves nothing behind" "clean" "$out"
+
+# --mount: opt-in, read-only honoured, missing source refused before anything starts.
+mkdir -p "$E2E_TMP/data" && echo payload > "$E2E_TMP/data/file"
+out=$("$AISB" run --mount "$E2E_TMP/data:/data:ro" -- sh -c 'cat /data/file; touch /data/x 2>/dev/null && echo writable || echo readonly')
+expect_eq "--mount :ro is visible and read-only" "payload
+readonly" "$out"
+set +e
+err=$("$AISB" run --mount "$E2E_TMP/missing:/data" -- true 2>&1)
+rc=$?
+set -e
+expect_eq "a missing mount source is a usage error" 2 "$rc"
+expect_contains "and says which" "missing" "$err"
+
+out=$("$AISB" run --no-cwd -- sh -c 'pwd; test -e /project/made-inside && echo mounted || echo scratch')
+expect_eq "--no-cwd is a scratch sandbox" "/home/sandbox
+scratch" "$out"
