@@ -477,8 +477,10 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                    "(noroot, no ambient raise); setgroups(0); ");
         if (p->keep_root)
                 fprintf(f, "stay uid 0 gid 0 (--keep-root); ");
-        else
+        else if (p->have_uid && p->have_gid)
                 fprintf(f, "setresgid(%u); setresuid(%u); ", (unsigned) p->gid, (unsigned) p->uid);
+        else
+                fprintf(f, "setresgid(--gid); setresuid(--uid); ");
         fprintf(f, "capset: effective, permitted, inheritable empty; clear ambient; "
                    "PR_SET_NO_NEW_PRIVS; check all of it; failure exits %d\n", EP_EXIT_UNENFORCED);
         fprintf(f, "  4. seccomp: load the filter last (default allow, native architecture only, "

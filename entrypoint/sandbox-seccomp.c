@@ -58,6 +58,9 @@ int sandbox_seccomp_build(scmp_filter_ctx *ret, char *err, size_t errlen)
                 return -ENOMEM;
         }
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+        /* Kernels before 4.14 (and valgrind) lack SECCOMP_RET_KILL_PROCESS: kill the thread. */
+        if (r == -EINVAL)
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_THREAD);
         if (r < 0) {
                 SAY("seccomp: setting the bad-architecture action: %s", strerror(-r));
                 goto fail;

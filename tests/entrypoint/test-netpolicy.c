@@ -16,9 +16,13 @@
 
 static int parse(struct netpolicy *p, char *err, size_t errlen, ...)
 {
-        const char *argv[64] = { "aisb-entrypoint" };
+        /* Static: the policy's command points into this argv and outlives the call. */
+        static const char *argv[64];
         int argc = 1;
         va_list ap;
+
+        memset(argv, 0, sizeof(argv));
+        argv[0] = "aisb-entrypoint";
 
         va_start(ap, errlen);
         for (const char *a; (a = va_arg(ap, const char *)) && argc < 63;)

@@ -38,6 +38,7 @@ static void load_program(void)
         off_t size = lseek(fd, 0, SEEK_END);
         ck_assert_int_gt(size, 0);
         ck_assert_int_eq(size % (off_t) sizeof(struct sock_filter), 0);
+        free(prog);
         prog = malloc((size_t) size);
         ck_assert_int_eq(pread(fd, prog, (size_t) size, 0), size);
         prog_len = (size_t) size / sizeof(struct sock_filter);
@@ -137,6 +138,14 @@ static uint32_t verdict(long nr, uint64_t a0, uint64_t a1, uint64_t a2)
 }
 
 #define ALLOW SECCOMP_RET_ALLOW
+/* KILL_PROCESS where the kernel has it; libseccomp falls back to KILL_THREAD where it does not
+ * (and under valgrind, which hides the seccomp system call). */
+#define ck_assert_kills(v)                                                                       \
+        do {                                                                                     \
+                uint32_t v_ = (v);                                                               \
+                ck_assert_msg(v_ == SECCOMP_RET_KILL_PROCESS || v_ == SECCOMP_RET_KILL_THREAD,   \
+                              "verdict 0x%x is not a kill", v_);                                 \
+        } while (0)
 #define DENY(e) (SECCOMP_RET_ERRNO | (e))
 
 START_TEST(denied_whole)
@@ -235,11 +244,11 @@ START_TEST(other_architectures)
         load_program();
         /* A 32-bit system call from a 64-bit process (int 0x80) is not audited: it kills. */
         struct seccomp_data d = { .nr = 0, .arch = native_arch() == AUDIT_ARCH_X86_64 ? AUDIT_ARCH_I386 : AUDIT_ARCH_X86_64 };
-        ck_assert_uint_eq(run(&d), SECCOMP_RET_KILL_PROCESS);
+        ck_assert_kills(run(&d));
 #ifdef __x86_64__
         d.arch = AUDIT_ARCH_I386;
         d.nr = 310; /* unshare on i386 */
-        ck_assert_uint_eq(run(&d), SECCOMP_RET_KILL_PROCESS);
+        ck_assert_kills(run(&d));
         /* x32 system calls carry __X32_SYSCALL_BIT under the x86_64 arch token. */
         d.arch = AUDIT_ARCH_X86_64;
         d.nr = (int) (0x40000000 | __NR_unshare);

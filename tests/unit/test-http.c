@@ -1,2 +1,0 @@
-#include <check.h>
-int main(void){return 0;}
