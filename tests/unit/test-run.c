@@ -1,2 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The library against a fake libpod service: connection and version checks, image builds
+ * streamed as NDJSON, a whole run over a hijacked attach stream, and the bad days: errors,
+ * partial reads, a service that dies mid-stream. Also the attach frame demultiplexer alone.
+ */
 #include <check.h>
-int main(void){return 0;}
+#include <fcntl.h>
+#include <stdlib.h>
+
+#include "aisb-private.h"
+#include "fake-podman.h"
+
+static fake_podman *fp;
+static aisb_ctx *ctx;
+
+static void setup(void)
+{
+        fp = fake_podman_start();
+        ck_assert_ptr_nonnull(fp);
+        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
+        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+}
+
+static void teardown(void)
+{
+        aisb_ctx_free(ctx);
+        fake_podman_stop(fp);
+}
+
+static aisb_policy *new_policy(void)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        return p;
+}
+
+/* Index of the first request with this method whose path contains needle, or -1. */
+static ssize_t find_request(const char *method, const char *needle)
+{
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                if (streq(fake_podman_request_method(fp, i), method) &&
+                    strstr(fake_podman_request_path(fp, i), needle))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void expect_error(int r, aisb_error **errp, const char *needle)
+{
+        aisb_error *err = *errp;
+        ck_assert_int_lt(r, 0);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_msg(strstr(aisb_error_message(err), needle), "'%s' lacks '%s'",
+                      aisb_error_message(err), needle);
+        aisb_error_free(err);
+}
+
+START_TEST(test_connect_version)
+{
+        ck_assert_int_eq(aisb_ctx_connect(ctx, NULL), 0);
+        ck_assert_str_eq(aisb_ctx_podman_version(ctx), "4.3.1");
+}
+END_TEST
+
+START_TEST(test_connect_new_podman)
+{
+        fake_podman_set_version(fp, "5.4.2");
+        ck_assert_int_eq(aisb_ctx_connect(ctx, NULL), 0);
+        ck_assert_str_eq(aisb_ctx_podman_version(ctx), "5.4.2");
+}
+END_TEST
+
+START_TEST(test_connect_too_old)
+{
+        fake_podman_set_version(fp, "4.2.0");
+        aisb_error *err = NULL;
+        expect_error(aisb_ctx_connect(ctx, &err), &err, "needs podman 4.3 or newer");
+}
+END_TEST
+
+START_TEST(test_connect_nothing_there)
+{
+        aisb_ctx *other = NULL;
+        ck_assert_int_eq(aisb_ctx_new(&other, NULL), 0);
+        ck_assert_int_eq(aisb_ctx_set_socket(other, "/nonexistent/podman.sock", NULL), 0);
+        aisb_error *err = NULL;
+        expect_error(aisb_ctx_connect(other, &err), &err, "/nonexistent/podman.sock");
+        aisb_ctx_free(other);
+}
+END_TEST
+
+START_TEST(test_ping_refused)
+{
+        fake_podman_route(fp, "GET", "/_ping", 500, "text/plain", "down", FAKE_NORMAL, 0);
+        aisb_error *err = NULL;
+        expect_error(aisb_ctx_connect(ctx, &err), &err, "500");
+}
+END_TEST
+
+typedef struct lines {
+        char text[4096];
+        int count;
+} lines;
+
+static void collect_line(aisb_log_level level, const char *line, void *userdata)
+{
+        lines *l = userdata;
+        strncat(l->text, line, sizeof l->text - strlen(l->text) - 2);
+        strcat(l->text, "\n");
+        l->count++;
+}
+
+static const char build_ok[] =
+        "{\"stream\":\"STEP 1/3: FROM base\\n\"}\n"
+        "{\"stream\":\"STEP 2/3: RUN apt-get\\n\"}\n"
+        "{\"stream\":\"partial \"}\n{\"stream\":\"line\\n\"}\n"
+        "{\"stream\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\\n\"}\n";
+
+static void test_build_with(fake_mode mode)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, mode, 1);
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 1);
+        lines l = {};
+        aisb_ctx_set_build_fn(ctx, collect_line, &l);
+        aisb_policy *p = new_policy();
+        char *tag = NULL;
+        int built = 0;
+        ck_assert_int_eq(aisb_image_ensure(ctx, p, &tag, &built, NULL), 0);
+        ck_assert_int_eq(built, 1);
+        ck_assert(startswith(tag, "localhost/aisb:"));
+        ck_assert_ptr_nonnull(strstr(l.text, "STEP 2/3: RUN apt-get\n"));
+        ck_assert_ptr_nonnull(strstr(l.text, "partial line\n") ? strstr(l.text, "partial line\n")
+                                                                : strstr(l.text, "partial \nline\n"));
+        ssize_t b = find_request("POST", "/libpod/build");
+        ck_assert_int_ge(b, 0);
+        const char *path = fake_podman_request_path(fp, (size_t) b);
+        ck_assert_ptr_nonnull(strstr(path, "layers=1"));
+        ck_assert_ptr_nonnull(strstr(path, "outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson"));
+        ck_assert_str_eq(fake_podman_request_header(fp, (size_t) b, "Content-Type"), "application/x-tar");
+        /* The body is the tar: its first member is the Containerfile. */
+        ck_assert_str_eq(fake_podman_request_body(fp, (size_t) b), "Containerfile");
+        ck_assert_uint_eq(fake_podman_routes_pending(fp), 0);
+        free(tag);
+        aisb_policy_free(p);
+}
+
+START_TEST(test_build_streams)
+{
+        test_build_with(FAKE_CHUNKED);
+}
+END_TEST
+
+START_TEST(test_build_trickles)
+{
+        test_build_with(FAKE_TRICKLE);
+}
+END_TEST
+
+START_TEST(test_build_reused)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        aisb_policy *p = new_policy();
+        int built = -1;
+        ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, &built, NULL), 0);
+        ck_assert_int_eq(built, 0);
+        ck_assert_int_lt(find_request("POST", "/build"), 0);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_build_error)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json",
+                          "{\"stream\":\"STEP 1/2: RUN false\\n\"}\n"
+                          "{\"errorDetail\":{\"message\":\"exit status 1\"},\"error\":\"exit status 1\"}\n",
+                          FAKE_CHUNKED, 1);
+        aisb_policy *p = new_policy();
+        aisb_error *err = NULL;
+        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "exit status 1");
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_build_service_dies)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_CHUNKED_DIE, 1);
+        aisb_policy *p = new_policy();
+        aisb_error *err = NULL;
+        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "building image");
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_build_ends_without_image)
+{
+        /* A stream that ends cleanly but leaves no tag: believe the image store. */
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json",
+                          "{\"stream\":\"STEP 1/2\\n\"}\n", FAKE_NORMAL, 1);
+        aisb_policy *p = new_policy();
+        aisb_error *err = NULL;
+        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "does not exist");
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_exists_dies_mid_body)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 500, "application/json",
+                          "{\"cause\":\"x\",\"message\":\"storage is broken\",\"response\":500}",
+                          FAKE_DIE_MID_BODY, 0);
+        aisb_policy *p = new_policy();
+        aisb_error *err = NULL;
+        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "podman service");
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* ---- a whole run ---- */
+
+typedef struct output {
+        char out[1024];
+        char err[1024];
+} output;
+
+static int collect_output(int stream, const void *data, size_t size, void *userdata)
+{
+        output *o = userdata;
+        char *dst = stream == AISB_STREAM_STDERR ? o->err : o->out;
+        size_t have = strlen(dst);
+        ck_assert_uint_lt(have + size, sizeof o->out);
+        memcpy(dst + have, data, size);
+        dst[have + size] = 0;
+        return 0;
+}
+
+static size_t frame(uint8_t *buf, int stream, const char *text)
+{
+        size_t n = strlen(text);
+        buf[0] = (uint8_t) stream;
+        buf[1] = buf[2] = buf[3] = 0;
+        buf[4] = (uint8_t) (n >> 24);
+        buf[5] = (uint8_t) (n >> 16);
+        buf[6] = (uint8_t) (n >> 8);
+        buf[7] = (uint8_t) n;
+        memcpy(buf + 8, text, n);
+        return n + 8;
+}
+
+static void route_run(int exit_code)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
+                          "{\"Id\":\"c0ffee\",\"Warnings\":[]}", FAKE_NORMAL, 1);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/start", 204, NULL, "", FAKE_NORMAL, 1);
+        char wait_body[16];
+        snprintf(wait_body, sizeof wait_body, "%d\n", exit_code);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/wait", 200, "application/json", wait_body,
+                          FAKE_NORMAL, 1);
+        fake_podman_route(fp, "DELETE", "/containers/c0ffee", 200, "application/json", "[]",
+                          FAKE_NORMAL, 0);
+}
+
+static int run_with_stdin(const char *input, output *o, int *exit_code, aisb_error **err)
+{
+        int pipefd[2];
+        ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        ck_assert_int_eq(write_all(pipefd[1], input, strlen(input)), 0);
+        close(pipefd[1]);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, pipefd[0]);
+        aisb_io_set_output_fn(io, collect_output, o);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "env", "TOKEN=hunter2", NULL), 0);
+        int r = aisb_run(ctx, p, io, exit_code, err);
+        aisb_policy_free(p);
+        aisb_io_free(io);
+        close(pipefd[0]);
+        return r;
+}
+
+START_TEST(test_run_whole)
+{
+        route_run(3);
+        uint8_t frames[256];
+        size_t n = frame(frames, 1, "hello\n");
+        n += frame(frames + n, 2, "oops\n");
+        n += frame(frames + n, 1, "bye\n");
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n,
+                                FAKE_HIJACK, 1);
+        output o = {};
+        int code = -1;
+        ck_assert_int_eq(run_with_stdin("typed input", &o, &code, NULL), 0);
+        ck_assert_int_eq(code, 3);
+        ck_assert_str_eq(o.out, "hello\nbye\n");
+        ck_assert_str_eq(o.err, "oops\n");
+        size_t in_size = 0;
+        const char *in = fake_podman_hijack_input(fp, &in_size);
+        ck_assert_uint_eq(in_size, strlen("typed input"));
+        ck_assert(memcmp(in, "typed input", in_size) == 0);
+
+        /* Order: create, attach, start, wait, remove. */
+        ssize_t create = find_request("POST", "/containers/create");
+        ssize_t attach = find_request("POST", "/attach");
+        ssize_t start = find_request("POST", "/start");
+        ssize_t wait = find_request("POST", "/wait");
+        ssize_t del = find_request("DELETE", "/containers/c0ffee");
+        ck_assert(create >= 0 && attach > create && start > attach && wait > start && del > wait);
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) attach), "detachKeys="));
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) del), "force=true"));
+        /* The real request carries the secret; only there. */
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_body(fp, (size_t) create), "hunter2"));
+        ck_assert_str_eq(fake_podman_request_header(fp, (size_t) create, "Content-Type"),
+                         "application/json");
+}
+END_TEST
+
+START_TEST(test_run_service_dies_mid_frame)
+{
+        route_run(0);
+        uint8_t frames[256];
+        size_t n = frame(frames, 1, "complete\n");
+        n += frame(frames + n, 1, "this frame is cut short");
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n - 10,
+                                FAKE_HIJACK_NO_WAIT, 1);
+        output o = {};
+        int code = -1;
+        aisb_error *err = NULL;
+        int r = run_with_stdin("", &o, &code, &err);
+        expect_error(r, &err, "inside a frame");
+        ck_assert_str_eq(o.out, "complete\nthis frame is");
+        ck_assert_int_ge(find_request("DELETE", "/containers/c0ffee"), 0);
+}
+END_TEST
+
+START_TEST(test_run_attach_refused)
+{
+        route_run(0);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 500, "application/json",
+                          "{\"message\":\"attach went wrong\",\"response\":500}", FAKE_NORMAL, 1);
+        output o = {};
+        int code = -1;
+        aisb_error *err = NULL;
+        expect_error(run_with_stdin("", &o, &code, &err), &err, "attach went wrong");
+        ck_assert_int_lt(find_request("POST", "/start"), 0);
+        ck_assert_int_ge(find_request("DELETE", "/containers/c0ffee"), 0);
+}
+END_TEST
+
+START_TEST(test_run_create_refused)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/containers/create", 500, "application/json",
+                          "{\"cause\":\"x\",\"message\":\"no space left\",\"response\":500}",
+                          FAKE_NORMAL, 1);
+        output o = {};
+        int code = -1;
+        aisb_error *err = NULL;
+        expect_error(run_with_stdin("", &o, &code, &err), &err, "no space left");
+        ck_assert_int_lt(find_request("POST", "/attach"), 0);
+}
+END_TEST
+
+START_TEST(test_run_start_refused)
+{
+        fake_podman_route(fp, "POST", "/containers/c0ffee/start", 500, "application/json",
+                          "{\"message\":\"runc failed\"}", FAKE_NORMAL, 1);
+        route_run(0);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);
+        output o = {};
+        int code = -1;
+        aisb_error *err = NULL;
+        expect_error(run_with_stdin("", &o, &code, &err), &err, "runc failed");
+        ck_assert_int_ge(find_request("DELETE", "/containers/c0ffee"), 0);
+}
+END_TEST
+
+START_TEST(test_volume_created_with_label)
+{
+        /* Routes answer in the order they were added: the volume is missing once. */
+        fake_podman_route(fp, "GET", "/volumes/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
+        fake_podman_route(fp, "POST", "/volumes/create", 201, "application/json", "{}", FAKE_NORMAL, 1);
+        route_run(0);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);
+        output o = {};
+        int code = -1;
+        ck_assert_int_eq(run_with_stdin("", &o, &code, NULL), 0);
+        ssize_t v = find_request("POST", "/volumes/create");
+        ck_assert_int_ge(v, 0);
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_body(fp, (size_t) v), "aisb.managed"));
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_body(fp, (size_t) v), "aisb-"));
+}
+END_TEST
+
+/* ---- dry run ---- */
+
+static void collect_request(const char *text, void *userdata)
+{
+        buffer *b = userdata;
+        ck_assert_int_eq(buffer_append(b, text, strlen(text)), 0);
+}
+
+START_TEST(test_dry_run)
+{
+        buffer shown = {};
+        aisb_ctx *dry = NULL;
+        ck_assert_int_eq(aisb_ctx_new(&dry, NULL), 0);
+        aisb_ctx_set_dry_run(dry, collect_request, &shown);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "env", "TOKEN=hunter2", NULL), 0);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        int code = -1;
+        ck_assert_int_eq(aisb_run(dry, p, io, &code, NULL), 0);
+        ck_assert_ptr_null(strstr(shown.data, "hunter2"));
+        static const char *const expected[] = {
+                "GET /v4.0.0/libpod/images/", "POST /v4.0.0/libpod/build?t=",
+                "POST /v4.0.0/libpod/containers/create", "\"TOKEN\": \"<redacted>\"",
+                "/attach?stream=true", "/start", "/wait", "DELETE /v4.0.0/libpod/containers/",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(expected); i++)
+                ck_assert_msg(strstr(shown.data, expected[i]), "dry run lacks %s", expected[i]);
+        /* Nothing reached the service. */
+        ck_assert_uint_eq(fake_podman_request_count(fp), 0);
+        buffer_free(&shown);
+        aisb_io_free(io);
+        aisb_policy_free(p);
+        aisb_ctx_free(dry);
+}
+END_TEST
+
+/* ---- the frame demultiplexer ---- */
+
+typedef struct sink {
+        char data[2][256];
+} sink;
+
+static int sink_fn(int stream, const void *data, size_t size, void *userdata)
+{
+        sink *s = userdata;
+        ck_assert(stream == 1 || stream == 2);
+        strncat(s->data[stream - 1], data, size);
+        return 0;
+}
+
+START_TEST(test_demux_any_split)
+{
+        uint8_t frames[128];
+        size_t n = frame(frames, 1, "abc");
+        n += frame(frames + n, 2, "de");
+        n += frame(frames + n, 1, "");
+        n += frame(frames + n, 1, "fgh");
+        /* Every way of cutting the stream in two gives the same result. */
+        for (size_t cut = 0; cut <= n; cut++) {
+                sink s = {};
+                demux d = {};
+                ck_assert_int_eq(demux_feed(&d, frames, cut, sink_fn, &s), 0);
+                ck_assert_int_eq(demux_feed(&d, frames + cut, n - cut, sink_fn, &s), 0);
+                ck_assert_str_eq(s.data[0], "abcfgh");
+                ck_assert_str_eq(s.data[1], "de");
+                ck_assert(d.have == 0 && d.remaining == 0);
+        }
+        /* And byte by byte. */
+        sink s = {};
+        demux d = {};
+        for (size_t i = 0; i < n; i++)
+                ck_assert_int_eq(demux_feed(&d, frames + i, 1, sink_fn, &s), 0);
+        ck_assert_str_eq(s.data[0], "abcfgh");
+}
+END_TEST
+
+START_TEST(test_demux_bad_header)
+{
+        static const uint8_t bad_stream[8] = { 7, 0, 0, 0, 0, 0, 0, 1 };
+        static const uint8_t bad_padding[8] = { 1, 1, 0, 0, 0, 0, 0, 1 };
+        sink s = {};
+        demux d = {};
+        ck_assert_int_eq(demux_feed(&d, bad_stream, 8, sink_fn, &s), -EBADMSG);
+        d = (demux) {};
+        ck_assert_int_eq(demux_feed(&d, bad_padding, 8, sink_fn, &s), -EBADMSG);
+}
+END_TEST
+
+static Suite *run_suite(void)
+{
+        Suite *s = suite_create("run");
+        TCase *tc = tcase_create("connect");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_connect_version);
+        tcase_add_test(tc, test_connect_new_podman);
+        tcase_add_test(tc, test_connect_too_old);
+        tcase_add_test(tc, test_connect_nothing_there);
+        tcase_add_test(tc, test_ping_refused);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("image");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_build_streams);
+        tcase_add_test(tc, test_build_trickles);
+        tcase_add_test(tc, test_build_reused);
+        tcase_add_test(tc, test_build_error);
+        tcase_add_test(tc, test_build_service_dies);
+        tcase_add_test(tc, test_build_ends_without_image);
+        tcase_add_test(tc, test_exists_dies_mid_body);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("run");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_run_whole);
+        tcase_add_test(tc, test_run_service_dies_mid_frame);
+        tcase_add_test(tc, test_run_attach_refused);
+        tcase_add_test(tc, test_run_create_refused);
+        tcase_add_test(tc, test_run_start_refused);
+        tcase_add_test(tc, test_volume_created_with_label);
+        tcase_add_test(tc, test_dry_run);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("demux");
+        tcase_add_test(tc, test_demux_any_split);
+        tcase_add_test(tc, test_demux_bad_header);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(run_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
