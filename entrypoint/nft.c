@@ -604,8 +604,10 @@ static struct mnl_socket *nl_open(char *err, size_t errlen)
                 return NULL;
         }
         if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-                SAY("netlink bind: %s", strerror(errno));
+                int e = errno;
+                SAY("netlink bind: %s", strerror(e));
                 mnl_socket_close(nl);
+                errno = e;
                 return NULL;
         }
         return nl;
@@ -632,8 +634,9 @@ int nft_install(const struct netruleset *rs, char *err, size_t errlen)
 
         nl = nl_open(err, errlen);
         if (!nl) {
+                r = -errno;
                 nft_batch_free(&b);
-                return -errno;
+                return r;
         }
         if (mnl_socket_sendto(nl, b.data, b.size) < 0) {
                 r = -errno;
