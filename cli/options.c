@@ -31,10 +31,14 @@ const cli_option cli_options[] = {
         { "ephemeral-home", NULL, P, "a fresh /home/sandbox for this run only", false },
         { "home-volume", "NAME", P, "volume for /home/sandbox (default aisb-home, or $AISB_HOME_VOLUME)", false },
         { "shell", NULL, P, "run bash instead of the harness", false },
+        { "allow-unenforced", NULL, P, "run even if the egress ruleset cannot be installed (loud warning)", false },
+        { "insecure-keep-root", NULL, P, "stay uid 0 inside (still no capabilities, still the ruleset)", false },
         { "strict-args", NULL, F, "an unknown option is an error instead of a harness argument", true },
         { "dry-run", NULL, F, "print the API requests (secret values redacted); start nothing", true },
         { "print-policy", NULL, F, "print the effective policy as key=value lines and exit", true },
         { "print-containerfile", NULL, F, "print the generated Containerfile and exit", true },
+        { "print-ruleset", NULL, F, "print the egress ruleset (nft syntax) and exit", false },
+        { "print-entrypoint", NULL, F, "print the entrypoint's plan (steps, capabilities, seccomp) and exit", false },
         { "config", "FILE", F, "read this config file instead of ~/.config/ai-sandbox/config", true },
         { "socket", "PATH", F, "use this podman API socket", true },
         { "quiet", NULL, F, "no progress messages", true },
@@ -60,6 +64,10 @@ static void set_flag(cli_flags *flags, const char *name, const char *value)
                 flags->print_policy = true;
         else if (strcmp(name, "print-containerfile") == 0)
                 flags->print_containerfile = true;
+        else if (strcmp(name, "print-ruleset") == 0)
+                flags->print_ruleset = true;
+        else if (strcmp(name, "print-entrypoint") == 0)
+                flags->print_entrypoint = true;
         else if (strcmp(name, "help") == 0)
                 flags->help = true;
         else if (strcmp(name, "quiet") == 0)

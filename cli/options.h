@@ -30,6 +30,8 @@ typedef struct cli_flags {
         bool dry_run;
         bool print_policy;
         bool print_containerfile;
+        bool print_ruleset;
+        bool print_entrypoint;
         bool help;
         bool quiet;
         const char *config;

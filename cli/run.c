@@ -65,13 +65,16 @@ static void print_help(bool for_build)
                "       aisb run [OPTIONS] -- COMMAND [ARGS...]\n\n"
                "Run the harness (pi) or COMMAND in a rootless podman sandbox: only the current\n"
                "directory is mounted (at /project), no host environment passes in unless named,\n"
-               "no capabilities, no-new-privileges, resource caps.\n\n"
+               "no capabilities, no-new-privileges, seccomp, resource caps, and an egress\n"
+               "ruleset installed by aisb-entrypoint before the command starts.\n\n"
                "Options are read until the first argument aisb does not know; that argument and\n"
                "all after it go to the harness. After --, they replace the command entirely.\n\n"
                "Options:\n");
         cli_print_options(stdout, false);
         printf("\nExit status: the command's own; %d for bad options or config; %d when aisb or\n"
-               "podman failed; 128+N when stopped by signal N.\n",
+               "podman failed; 128+N when stopped by signal N; 77 when the sandbox's ruleset or\n"
+               "privilege drop could not be put in force (nothing ran); 78 when the entrypoint\n"
+               "refused its policy.\n",
                EXIT_USAGE, EXIT_AISB_FAILED);
 }
 
@@ -161,10 +164,13 @@ static int sandbox_command(int argc, char **argv, bool for_build)
                         goto out;
                 }
         }
-        if (flags.print_policy || flags.print_containerfile) {
+        if (flags.print_policy || flags.print_containerfile || flags.print_ruleset ||
+            flags.print_entrypoint) {
                 char *text = NULL;
                 int r = flags.print_policy ? aisb_policy_format(policy, &text, &err)
-                                           : aisb_policy_containerfile(policy, &text, &err);
+                        : flags.print_containerfile ? aisb_policy_containerfile(policy, &text, &err)
+                        : flags.print_ruleset ? aisb_policy_ruleset(policy, &text, &err)
+                                              : aisb_policy_entrypoint_plan(policy, &text, &err);
                 if (r < 0) {
                         code = cli_fail(err, EXIT_AISB_FAILED);
                         goto out;

@@ -73,6 +73,14 @@ AISB_PUBLIC int aisb_policy_format(const aisb_policy *policy, char **ret_text, a
 AISB_PUBLIC int aisb_policy_containerfile(const aisb_policy *policy, char **ret_text,
                                           aisb_error **err);
 
+/* The egress ruleset the sandbox's entrypoint installs for this policy, in nft syntax. */
+AISB_PUBLIC int aisb_policy_ruleset(const aisb_policy *policy, char **ret_text, aisb_error **err);
+
+/* The entrypoint's plan for this policy: its steps, the capabilities it starts with and
+ * drops, the seccomp denials. */
+AISB_PUBLIC int aisb_policy_entrypoint_plan(const aisb_policy *policy, char **ret_text,
+                                            aisb_error **err);
+
 /* ---- context: one connection to the podman service ---- */
 
 typedef struct aisb_ctx aisb_ctx;

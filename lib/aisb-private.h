@@ -69,6 +69,9 @@ struct aisb_policy {
         size_t n_mounts;
         char **command; /* NULL: the harness */
         char *harness;
+        char *entrypoint; /* host path of aisb-entrypoint, copied into the image */
+        bool allow_unenforced;
+        bool keep_root;
 };
 
 struct aisb_ctx {
@@ -169,6 +172,14 @@ typedef struct demux {
 int demux_feed(demux *d, const void *data, size_t size,
                int (*fn)(int stream, const void *data, size_t size, void *userdata),
                void *userdata);
+
+/* ---- entrypoint.c ---- */
+#define AISB_ENTRYPOINT_IN_IMAGE "/usr/local/libexec/aisb/aisb-entrypoint"
+/* The capabilities the container starts with; the entrypoint drops them all. */
+extern const char *const entrypoint_capabilities[];
+/* The entrypoint's argv for this policy, up to and including "--". */
+int entrypoint_argv(const aisb_policy *p, char ***ret);
+int entrypoint_read(const aisb_policy *p, void **ret_data, size_t *ret_size, aisb_error **err);
 
 /* ---- container.c ---- */
 int container_create_body(const aisb_policy *p, const char *image, const char *name,

@@ -82,13 +82,18 @@ int container_create_body(const aisb_policy *p, const char *image, const char *n
         int r = 0;
         r |= add_string(o, "name", name);
         r |= add_string(o, "image", image);
+        _cleanup_strv_free_ char **entrypoint = NULL;
+        if (entrypoint_argv(p, &entrypoint) < 0)
+                return -ENOMEM;
+        r |= json_object_object_add(o, "entrypoint", string_array((const char *const *) entrypoint));
         r |= json_object_object_add(o, "command", string_array(policy_command(p)));
         r |= add_string(o, "work_dir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME);
         r |= add_string(o, "hostname", "aisb");
 
-        char user[64];
-        snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
-        r |= add_string(o, "user", user);
+        /* Root of the user namespace, with only what the entrypoint needs to install the
+         * ruleset and become the user: it drops all of it before the command runs. keep-id
+         * maps the user's own uid through, so files in /project stay theirs. */
+        r |= add_string(o, "user", "0:0");
         json_object *userns = json_object_new_object();
         r |= add_string(userns, "nsmode", "keep-id");
         r |= json_object_object_add(o, "userns", userns);
@@ -102,6 +107,7 @@ int container_create_body(const aisb_policy *p, const char *image, const char *n
 
         static const char *const drop_all[] = { "ALL", NULL };
         r |= json_object_object_add(o, "cap_drop", string_array(drop_all));
+        r |= json_object_object_add(o, "cap_add", string_array(entrypoint_capabilities));
         r |= json_object_object_add(o, "no_new_privileges", json_object_new_boolean(1));
         r |= json_object_object_add(o, "read_only_filesystem", json_object_new_boolean(p->read_only));
 

@@ -69,6 +69,8 @@ int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error 
          * user the sandbox maps in own what it writes there. */
         r |= buffer_printf(&b, "RUN mkdir -p " AISB_SANDBOX_HOME " " AISB_PROJECT_DIR
                                " && chmod 1777 " AISB_SANDBOX_HOME "\n");
+        /* Last, so a new entrypoint rebuilds one small layer. */
+        r |= buffer_printf(&b, "COPY aisb-entrypoint " AISB_ENTRYPOINT_IN_IMAGE "\n");
         r |= buffer_printf(&b, "WORKDIR " AISB_PROJECT_DIR "\n");
         if (r < 0) {
                 buffer_free(&b);
@@ -121,7 +123,16 @@ int image_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, ai
                 buffer_free(&out);
                 return aisb_error_set(err, -EIO, "cannot create the build context archive");
         }
+        _cleanup_free_ void *entrypoint = NULL;
+        size_t entrypoint_size = 0;
+        r = entrypoint_read(p, &entrypoint, &entrypoint_size, err);
+        if (r < 0) {
+                buffer_free(&out);
+                return r;
+        }
         r = tar_add(a, "Containerfile", containerfile, strlen(containerfile), 0644);
+        if (r >= 0)
+                r = tar_add(a, "aisb-entrypoint", entrypoint, entrypoint_size, 0755);
         for (size_t i = 0; r >= 0 && i < p->n_ca_certs; i++) {
                 char name[64];
                 snprintf(name, sizeof name, "ca-certificates/aisb-%zu.crt", i);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "aisb-private.h"
+#include "config.h"
 
 /* The only variables a sandbox inherits without being asked. */
 static const char *const inherited_env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ" };
@@ -113,13 +114,16 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
         p->home_volume = strdup(home_volume && *home_volume ? home_volume
                                                             : AISB_DEFAULT_HOME_VOLUME);
         p->harness = strdup("pi");
+        const char *entrypoint = getenv("AISB_ENTRYPOINT");
+        p->entrypoint = strdup(entrypoint && *entrypoint ? entrypoint
+                                                         : AISB_LIBEXECDIR "/aisb-entrypoint");
         p->net = SANDBOX_NET_NONE;
         p->memory = 4ULL << 30;
         p->cpus_milli = 2000;
         p->pids_limit = 1024;
         p->tmp_size = 1ULL << 30;
         p->read_only = true;
-        if (!p->base_image || !p->home_volume || !p->harness) {
+        if (!p->base_image || !p->home_volume || !p->harness || !p->entrypoint) {
                 aisb_policy_free(p);
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         }
@@ -157,6 +161,7 @@ void aisb_policy_free(aisb_policy *p)
         free(p->mounts);
         strv_free(p->command);
         free(p->harness);
+        free(p->entrypoint);
         free(p);
 }
 
@@ -422,6 +427,10 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return set_bool(&p->ephemeral_home, key, value, err);
         if (streq(key, "shell"))
                 return set_bool(&p->shell, key, value, err);
+        if (streq(key, "allow-unenforced"))
+                return set_bool(&p->allow_unenforced, key, value, err);
+        if (streq(key, "insecure-keep-root"))
+                return set_bool(&p->keep_root, key, value, err);
         if (streq(key, "no-cwd")) {
                 bool no_cwd = false;
                 r = set_bool(&no_cwd, key, value, err);
@@ -514,6 +523,15 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return add_env_file(p, value, err);
         if (streq(key, "mount"))
                 return add_mount(p, value, err);
+        if (streq(key, "entrypoint")) {
+                _cleanup_free_ char *abs = NULL;
+                r = absolute_path(value, &abs);
+                if (r < 0)
+                        return aisb_error_set(err, r, "entrypoint: %s: %s", value, strerror(-r));
+                free(p->entrypoint);
+                p->entrypoint = steal_pointer(&abs);
+                return 0;
+        }
         if (streq(key, "harness")) {
                 if (!streq(value, "pi"))
                         return aisb_error_set(err, -EINVAL, "harness: '%s' is not known (use pi)",
@@ -633,6 +651,11 @@ int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
         r |= buffer_printf(&b, "pids-limit=%llu\n", p->pids_limit);
         r |= format_size(&b, "tmp-size", p->tmp_size);
         r |= buffer_printf(&b, "read-only=%s\n", p->read_only ? "true" : "false");
+        r |= buffer_printf(&b, "entrypoint=%s\n", p->entrypoint);
+        if (p->allow_unenforced)
+                r |= buffer_printf(&b, "allow-unenforced=true\n");
+        if (p->keep_root)
+                r |= buffer_printf(&b, "insecure-keep-root=true\n");
         r |= buffer_printf(&b, "home=%s\n",
                            p->ephemeral_home ? "ephemeral" : p->home_volume);
         for (size_t i = 0; i < p->n_mounts; i++)

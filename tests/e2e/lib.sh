@@ -12,6 +12,7 @@ set -euo pipefail
 
 if [ "$(id -u)" -eq 0 ]; then
   exec "$AISB_SRC/scripts/as-user" env AISB_SRC="$AISB_SRC" AISB_BUILD="$AISB_BUILD" \
+    AISB_ENTRYPOINT="${AISB_ENTRYPOINT:-$AISB_BUILD/entrypoint/aisb-entrypoint}" \
     bash "$0" "$@"
 fi
 
@@ -25,6 +26,7 @@ command -v podman >/dev/null || cannot_run "podman is not installed (run scripts
 [ -n "${XDG_RUNTIME_DIR:-}" ] || cannot_run "XDG_RUNTIME_DIR is not set"
 
 AISB=$AISB_BUILD/cli/aisb
+export AISB_ENTRYPOINT=${AISB_ENTRYPOINT:-$AISB_BUILD/entrypoint/aisb-entrypoint}
 [ -x "$AISB" ] || cannot_run "$AISB is not built"
 
 # Each test gets its own scratch directory, config and home volume; nothing of the user's.

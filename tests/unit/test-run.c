@@ -530,6 +530,7 @@ static Suite *run_suite(void)
 
 int main(void)
 {
+        unsetenv("AISB_HOME_VOLUME");
         SRunner *sr = srunner_create(run_suite());
         srunner_run_all(sr, CK_NORMAL);
         int failed = srunner_ntests_failed(sr);

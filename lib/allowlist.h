@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The network allowlist of --net allow: parsing and checking its entries, and the two things
+ * made from it. Domain entries become the squid configuration of the egress gate (a proxy on
+ * the host's loopback); IP and CIDR entries become --allow arguments of aisb-entrypoint, which
+ * turns them into direct rules of the in-container ruleset.
+ *
+ * Pure code: no I/O except reading allowlist files, no logging. Every refusal is one line that
+ * names where the entry came from ("--allow", or "PATH:LINE"). Internal to libaisb.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/* The in-container ruleset takes at most this many --allow (entrypoint/netpolicy.h,
+ * NETPOLICY_MAX_ALLOW); the allowlist refuses more address entries up front. */
+#define ALLOWLIST_MAX_ADDRESSES 64
+/* Far above any sane list; bounds the squid configuration and the duplicate search. */
+#define ALLOWLIST_MAX_ENTRIES 4096
+#define ALLOWLIST_FILE_MAX (1024 * 1024)
+/* Longest entry text: a 253-character domain with "*." and ":65535" fits. */
+#define ALLOWLIST_ENTRY_MAX 270
+
+/* Bumped whenever the generated squid configuration changes meaning, so that a gate named by
+ * allowlist_gate_hash() under an older generator is never reused. */
+#define ALLOWLIST_GATE_VERSION "aisb-gate 1"
+
+/* The logformat of the gate's access log, one request a line, fields separated by one space:
+ *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES URL
+ * e.g. "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 example.com:443".
+ * A request the gate refused has STATUS 403 and SQUID_STATUS TCP_DENIED; HOST is "-" when
+ * squid could not parse the request. */
+#define ALLOWLIST_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %ru"
+
+typedef enum allow_kind {
+        ALLOW_DOMAIN,
+        ALLOW_ADDRESS, /* an IP address or a CIDR block */
+} allow_kind;
+
+typedef struct allow_entry {
+        allow_kind kind;
+        /* Domain: canonical lowercase, no trailing dot, no "*.".
+         * Address: canonical text "10.0.0.0/8", "2001:db8::/32", "192.0.2.1" (no /32 or /128). */
+        char *host;
+        int family;      /* AF_INET/AF_INET6 for addresses, 0 for domains */
+        unsigned prefix; /* addresses: 0..32 or 0..128; 0 for domains */
+        unsigned port;   /* 0 = default: domains 80 and 443, addresses any TCP or UDP port */
+        char *origin;    /* "--allow", or "PATH:LINE"; the first one for merged duplicates */
+} allow_entry;
+
+typedef struct allowlist {
+        allow_entry *entries;
+        size_t n;
+} allowlist;
+
+void allowlist_done(allowlist *l);
+
+/* Parse one entry and add it (duplicates are merged, the first origin kept). Surrounding
+ * whitespace is trimmed; nothing else is forgiven. -EINVAL with "ORIGIN: 'TEXT' ..." on a bad
+ * entry, -E2BIG past the limits above. The list is unchanged on failure. */
+int allowlist_add(allowlist *l, const char *text, const char *origin, aisb_error **err);
+
+/* Parse a whole allowlist text: one entry a line, '#' comments (whole line, or after
+ * whitespace), blank lines, CRLF, a leading UTF-8 BOM. Errors name "ORIGIN:LINE". On failure
+ * the entries of earlier lines may already have been added: callers refuse the run anyway. */
+int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char *origin,
+                         aisb_error **err);
+
+/* Read and parse an allowlist file (at most ALLOWLIST_FILE_MAX bytes, no NUL bytes). A missing
+ * file is no error when optional is set. Errors name the path with $HOME shown as "~". */
+int allowlist_load_file(allowlist *l, const char *path, bool optional, aisb_error **err);
+
+size_t allowlist_count_domains(const allowlist *l);
+size_t allowlist_count_addresses(const allowlist *l);
+
+/* Whether a request for host:port is allowed by some domain entry: host is the entry or below
+ * it, and port is the entry's port (80 or 443 for entries without one). host may be given in
+ * any case, with a trailing dot; anything that is not a valid domain is not allowed. This is
+ * the rule the generated squid configuration enforces, for tests and for explaining denials. */
+bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port);
+
+/* The aisb-entrypoint --allow argument for an address entry, in the syntax
+ * netpolicy_parse_allow() takes: "10.0.0.0/8", "192.0.2.1:5432", "2001:db8::/32",
+ * "[2001:db8::1]:443", "[2001:db8::]/32:443". -EINVAL for a domain entry. */
+int allowlist_entrypoint_arg(const allow_entry *e, char **ret);
+
+/* Parse "NAME:IP" for --gate-add-host: NAME a domain as in the allowlist or a single label,
+ * IP an IPv4 address or an IPv6 address (bare or in brackets). Both returned canonical. */
+int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, aisb_error **err);
+
+/* 16 hex characters naming the gate for this policy: SHA-256 over ALLOWLIST_GATE_VERSION, the
+ * sorted canonical domain entries and the sorted canonical add-host entries. Independent of
+ * order, duplicates and spelling ("*.Example.com." = "example.com"). -EINVAL for a bad
+ * add-host entry (check them with allowlist_parse_add_host() first for a message). */
+int allowlist_gate_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex);
+
+typedef struct squid_options {
+        unsigned port;          /* listen on 127.0.0.1:port, 1..65535 */
+        const char *hosts_file; /* path inside the gate container, or NULL */
+        /* "NAME:IP" entries the hosts file maps; only these names may reach loopback and
+         * link-local addresses through the gate. NULL for none. */
+        const char *const *add_hosts;
+        const char *access_log; /* NULL: /var/log/squid/access.log */
+        const char *cache_log;  /* NULL: /var/log/squid/cache.log */
+} squid_options;
+
+/* The whole squid.conf for the domain entries of l (address entries are not the gate's
+ * business). Refuses paths that are not absolute or hold characters squid.conf would
+ * interpret. An allowlist without domains yields a configuration that denies everything. */
+int allowlist_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
+                           aisb_error **err);
+
+/* The hosts file for add_hosts ("IP NAME" lines), for squid's hosts_file. */
+int allowlist_hosts_file(const char *const *add_hosts, char **ret_text, aisb_error **err);

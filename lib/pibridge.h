@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pure half of the bridge between the host's pi configuration (~/.pi/agent) and the
+ * sandbox's home: parsing pi's JSON files, the three-way merge of settings.json, the
+ * thinking-level policy, and the rewrite of models.json that keeps literal API keys out of
+ * the sandbox. Nothing here touches a file, the environment or podman; docs/pi-bridge.md
+ * explains the rules and where they come from in pi's source.
+ */
+#pragma once
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+#include "aisb-private.h"
+
+/* pi's files are small; anything bigger or deeper than this is not a pi config. */
+#define PIBRIDGE_JSON_MAX (4u * 1024u * 1024u)
+#define PIBRIDGE_JSON_MAX_DEPTH 64
+
+/* Parse one JSON document the way pi's JSON.parse would accept it (strict, one value,
+ * nothing but whitespace after it), and additionally refuse invalid UTF-8, NUL bytes, more
+ * than PIBRIDGE_JSON_MAX bytes and nesting deeper than PIBRIDGE_JSON_MAX_DEPTH. Errors:
+ * -EBADMSG "ORIGIN: not valid JSON (line L, column C): ...", -EFBIG. */
+int pibridge_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
+                        aisb_error **err);
+
+/* Three-way per-key merge of settings.json. base: what aisb last wrote into the sandbox
+ * (NULL: none); host: the host's file (NULL: none); sandbox: the sandbox's file (NULL: none).
+ * Per key, "absent" counting as a value:
+ *  - sandbox == base (untouched in the sandbox): the host's value, or dropped if the host
+ *    has none;
+ *  - sandbox != base (edited, added or deleted in the sandbox): the sandbox's, deletion
+ *    included;
+ *  - where host and sandbox both hold an object, the rule applies per key inside it (a base
+ *    that is not an object there counts as an empty one); anything else is atomic;
+ *  - base NULL: the host's value for every key the host has, sandbox-only keys survive;
+ *  - sandbox NULL (or not an object): a reset, the result is the host's file;
+ *  - base not an object: as if NULL. host not an object: -EINVAL.
+ * Numbers compare by value (1 == 1.0). Returns a new object sharing nothing with the
+ * inputs, which are never modified. -ELOOP past PIBRIDGE_JSON_MAX_DEPTH. */
+int pibridge_merge_settings(json_object *base, json_object *host, json_object *sandbox,
+                            json_object **ret, aisb_error **err);
+
+/* pi's thinking levels plus "host" (keep whatever the merge produced). */
+int pibridge_thinking_level_valid(const char *level);
+const char *pibridge_thinking_levels(void); /* "off, minimal, low, medium, high, xhigh, host" */
+/* Set "defaultThinkingLevel" to level in settings (an object), or leave it for "host".
+ * -EINVAL naming the valid levels otherwise; settings is untouched on failure. */
+int pibridge_apply_thinking(json_object *settings, const char *level, aisb_error **err);
+
+/* How a provider's apiKey was written on the host. */
+typedef enum pibridge_key_source {
+        PIBRIDGE_KEY_REFERENCE, /* "SOME_VARIABLE": kept as is */
+        PIBRIDGE_KEY_LITERAL,   /* the key itself: replaced by a reference */
+        PIBRIDGE_KEY_COMMAND,   /* "!command": cannot run in the sandbox; replaced */
+} pibridge_key_source;
+
+/* One variable the run must pass with --env for a provider's key. No secret in here. */
+typedef struct pibridge_key {
+        char *provider;
+        char *variable; /* the name now in the sandbox's models.json */
+        pibridge_key_source source;
+        char *command; /* PIBRIDGE_KEY_COMMAND: the host's command, without the '!' */
+} pibridge_key;
+
+/* Copy models.json with every provider's apiKey turned into an environment reference, the
+ * form pi resolves as process.env[apiKey]: references (upper-case names with an underscore)
+ * stay, literals and "!commands" become AISB_PI_KEY_<PROVIDER> (upper-cased, every other
+ * byte '_'). The copy never contains a literal key, not even in freed memory. Lists one entry
+ * per provider with an apiKey, in file order (several may name the same variable). Errors:
+ * -EINVAL for a non-string apiKey, a non-object document, two providers whose derived names
+ * collide. On failure nothing is returned. */
+int pibridge_rewrite_models(json_object *models, json_object **ret_rewritten,
+                            pibridge_key **ret_keys, size_t *ret_n, aisb_error **err);
+void pibridge_keys_free(pibridge_key *keys, size_t n);
+
+/* Refuse a run whose models.json needs a variable that env (the run's --env entries) does
+ * not set, or sets empty: -ENOKEY with one line naming every --env to add and why. */
+int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env, size_t n_env,
+                        aisb_error **err);
