@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "aisb.h"
 #include "error.h"
@@ -157,8 +158,20 @@ const char *const *policy_command(const aisb_policy *p);
 int policy_hash(const aisb_policy *p, char **ret_hex);
 
 /* ---- image.c ---- */
+typedef struct context_file {
+        const char *name;
+        const void *data;
+        size_t size;
+        mode_t mode;
+} context_file;
+int image_pack(const char *containerfile, const context_file *files, size_t n_files,
+               void **ret_tar, size_t *ret_size, aisb_error **err);
 int image_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, aisb_error **err);
-int image_tag_for_context(const void *tar, size_t size, char **ret_tag);
+int image_gate_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, aisb_error **err);
+int image_tag_for_context(const char *repo, const void *tar, size_t size, char **ret_tag);
+/* Reuse the image named by the context's hash in repo, or build it (bootstrap base first). */
+int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo, const void *tar,
+                         size_t size, char **ret_tag, int *ret_built, aisb_error **err);
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);
 
 /* ---- attach.c: the multiplexed attach stream ---- */
