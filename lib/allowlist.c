@@ -1,0 +1,946 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The allowlist of --net allow (see allowlist.h and docs/allowlist.md).
+ *
+ * Parsing is strict on purpose: an entry means exactly one thing or it is refused. Anything a
+ * resolver, a URL parser or squid could read differently from us (octal or hex dotted forms,
+ * numeric top-level labels, schemes, paths, user information, bare wildcards) is an error
+ * with the entry's origin, never a guess. The squid configuration is built only from
+ * canonical entries, so no text from an allowlist file reaches squid.conf unchecked.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "allowlist.h"
+
+#define DOMAIN_MAX 253
+#define LABEL_MAX 63
+#define WHY_MAX 192
+
+/* What a message shows of an entry: printable ASCII as is, anything else as \xNN, at most 64
+ * input characters. Hostile lines must not reach a terminal raw. */
+#define SHOWN_MAX (64 * 4 + 4)
+static void show_entry(const char *text, size_t len, char out[static SHOWN_MAX])
+{
+        size_t o = 0;
+        for (size_t i = 0; i < len && i < 64; i++) {
+                unsigned char c = (unsigned char) text[i];
+                if (c >= 0x20 && c < 0x7f && c != '\\')
+                        out[o++] = (char) c;
+                else
+                        o += (size_t) snprintf(out + o, 5, "\\x%02x", c);
+        }
+        if (len > 64) {
+                memcpy(out + o, "...", 3);
+                o += 3;
+        }
+        out[o] = 0;
+}
+
+static bool is_space(char c)
+{
+        return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+static bool all_of(const char *s, size_t len, const char *set)
+{
+        for (size_t i = 0; i < len; i++)
+                if (!s[i] || !strchr(set, s[i]))
+                        return false;
+        return true;
+}
+
+/* 1..65535, digits only, no sign, no leading zero. */
+static int parse_port(const char *s, unsigned *ret)
+{
+        size_t len = strlen(s);
+        if (len == 0 || len > 5 || !all_of(s, len, "0123456789") || s[0] == '0')
+                return -EINVAL;
+        unsigned long v = strtoul(s, NULL, 10);
+        if (v < 1 || v > 65535)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* 0..bits, digits only, no leading zero except "0" itself. */
+static int parse_prefix(const char *s, unsigned bits, unsigned *ret)
+{
+        size_t len = strlen(s);
+        if (len == 0 || len > 3 || !all_of(s, len, "0123456789") || (s[0] == '0' && len > 1))
+                return -EINVAL;
+        unsigned long v = strtoul(s, NULL, 10);
+        if (v > bits)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* An IPv4 address only in the one form every parser reads the same way: four decimal numbers
+ * 0..255 without leading zeros. Checked by a round trip, not by trusting the libc's leniency. */
+static bool parse_ipv4(const char *s, uint8_t addr[static 4])
+{
+        char back[INET_ADDRSTRLEN];
+        return inet_pton(AF_INET, s, addr) == 1 && inet_ntop(AF_INET, addr, back, sizeof back) &&
+               streq(back, s);
+}
+
+static bool parse_ipv6(const char *s, uint8_t addr[static 16])
+{
+        /* inet_pton refuses zone indexes ("%eth0"), which mean nothing outside this host. */
+        return inet_pton(AF_INET6, s, addr) == 1;
+}
+
+/*
+ * Check a host name and write its canonical form (lowercase, no trailing dot, no "*.") to out.
+ * On failure, why says what is wrong. The last label may not look numeric: "1.2.3.4.5",
+ * "0x7f.1" and "10.1" are what URL parsers and resolvers turn into addresses.
+ */
+static int domain_canonical(const char *in, bool allow_wildcard, bool allow_single_label,
+                            char out[static DOMAIN_MAX + 2], char *why, size_t whylen)
+{
+        size_t len = strlen(in);
+        if (allow_wildcard && startswith(in, "*.")) {
+                in += 2;
+                len -= 2;
+        }
+        if (len > 0 && in[len - 1] == '.')
+                len--;
+        if (len == 0)
+                return snprintf(why, whylen, "empty host name"), -EINVAL;
+        if (len > DOMAIN_MAX)
+                return snprintf(why, whylen, "host name longer than %d characters", DOMAIN_MAX),
+                       -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                char c = in[i];
+                if (c == '*')
+                        return snprintf(why, whylen, "a wildcard is only allowed as a leading '*.'"),
+                               -EINVAL;
+                if (c == '_')
+                        return snprintf(why, whylen, "'_' is not allowed in a host name"), -EINVAL;
+                if (c == '/')
+                        return snprintf(why, whylen, "a path: give the host name only"), -EINVAL;
+                if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') &&
+                    c != '-' && c != '.')
+                        return snprintf(why, whylen, "'%c' is not allowed in a host name", c), -EINVAL;
+                out[i] = (c >= 'A' && c <= 'Z') ? (char) (c - 'A' + 'a') : c;
+        }
+        out[len] = 0;
+
+        size_t labels = 0;
+        const char *last = out;
+        for (const char *label = out;; labels++) {
+                const char *dot = strchr(label, '.');
+                size_t n = dot ? (size_t) (dot - label) : strlen(label);
+                if (n == 0)
+                        return snprintf(why, whylen, "empty label ('..' or a leading '.')"), -EINVAL;
+                if (n > LABEL_MAX)
+                        return snprintf(why, whylen, "label longer than %d characters", LABEL_MAX),
+                               -EINVAL;
+                if (label[0] == '-' || label[n - 1] == '-')
+                        return snprintf(why, whylen, "a label starts or ends with '-'"), -EINVAL;
+                last = label;
+                if (!dot)
+                        break;
+                label = dot + 1;
+        }
+        labels++;
+        if (labels < 2 && !allow_single_label)
+                return snprintf(why, whylen, "a single label: give a full name such as example.com"),
+                       -EINVAL;
+        size_t last_len = strlen(last);
+        if (all_of(last, last_len, "0123456789") ||
+            (startswith(last, "0x") && all_of(last + 2, last_len - 2, "0123456789abcdef")))
+                return snprintf(why, whylen, "looks like an IP address but is not four decimal "
+                                             "numbers 0..255 without leading zeros"),
+                       -EINVAL;
+        return 0;
+}
+
+static void format_address(int family, const uint8_t *addr, unsigned prefix, char *out, size_t size)
+{
+        char text[INET6_ADDRSTRLEN];
+        (void) inet_ntop(family, addr, text, sizeof text);
+        if (prefix == (family == AF_INET ? 32u : 128u))
+                (void) snprintf(out, size, "%s", text);
+        else
+                (void) snprintf(out, size, "%s/%u", text, prefix);
+}
+
+/* An address entry whose pieces are already split: address, prefix length or NULL, port or
+ * NULL. Host bits set are refused with the network written out as a suggestion. */
+static int parse_address(int family, const char *addr_text, const char *prefix_text,
+                         const char *port_text, allow_entry *e, char *why, size_t whylen,
+                         bool *ret_plain_why)
+{
+        uint8_t addr[16] = {};
+        unsigned bits = family == AF_INET ? 32 : 128;
+
+        if (family == AF_INET ? !parse_ipv4(addr_text, addr) : !parse_ipv6(addr_text, addr)) {
+                if (family == AF_INET)
+                        snprintf(why, whylen, "not an IPv4 address: four decimal numbers 0..255 "
+                                              "without leading zeros");
+                else
+                        snprintf(why, whylen, "not an IPv6 address");
+                return -EINVAL;
+        }
+        unsigned prefix = bits;
+        if (prefix_text && parse_prefix(prefix_text, bits, &prefix) < 0)
+                return snprintf(why, whylen, "the prefix length must be a number from 0 to %u", bits),
+                       -EINVAL;
+        unsigned port = 0;
+        if (port_text && parse_port(port_text, &port) < 0)
+                return snprintf(why, whylen, "the port must be a number from 1 to 65535"), -EINVAL;
+
+        uint8_t network[16];
+        memcpy(network, addr, sizeof network);
+        for (unsigned i = prefix; i < bits; i++)
+                network[i / 8] &= (uint8_t) ~(0x80u >> (i % 8));
+        if (memcmp(network, addr, bits / 8) != 0) {
+                /* A typo more often than not; widening or narrowing it silently would be worse. */
+                char net[INET6_ADDRSTRLEN], entry[INET6_ADDRSTRLEN + 32];
+                (void) inet_ntop(family, network, net, sizeof net);
+                if (port && family == AF_INET6)
+                        snprintf(entry, sizeof entry, "[%s]/%u:%u", net, prefix, port);
+                else if (port)
+                        snprintf(entry, sizeof entry, "%s/%u:%u", net, prefix, port);
+                else
+                        snprintf(entry, sizeof entry, "%s/%u", net, prefix);
+                snprintf(why, whylen, "has host bits set beyond /%u: did you mean %s?", prefix, entry);
+                *ret_plain_why = true;
+                return -EINVAL;
+        }
+
+        char canonical[INET6_ADDRSTRLEN + 8];
+        format_address(family, network, prefix, canonical, sizeof canonical);
+        e->host = strdup(canonical);
+        if (!e->host)
+                return -ENOMEM;
+        e->kind = ALLOW_ADDRESS;
+        e->family = family;
+        e->prefix = prefix;
+        e->port = port;
+        return 0;
+}
+
+/*
+ * Parse one trimmed entry into e (host allocated, origin not set). On -EINVAL why holds the
+ * reason; *ret_plain_why says it is a whole predicate ("has host bits set ...") rather than a
+ * reason for "is not a domain, IP or CIDR (...)".
+ */
+static int parse_entry(const char *s, allow_entry *e, char *why, size_t whylen, bool *ret_plain_why)
+{
+        size_t len = strlen(s);
+        *ret_plain_why = false;
+
+        if (len == 0)
+                return snprintf(why, whylen, "empty"), -EINVAL;
+        if (len > ALLOWLIST_ENTRY_MAX)
+                return snprintf(why, whylen, "longer than %d characters", ALLOWLIST_ENTRY_MAX),
+                       -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char) s[i];
+                if (is_space((char) c))
+                        return snprintf(why, whylen, "whitespace inside the entry"), -EINVAL;
+                if (c < 0x20 || c == 0x7f)
+                        return snprintf(why, whylen, "a control character"), -EINVAL;
+                if (c >= 0x80)
+                        return snprintf(why, whylen, "a non-ASCII character: write international "
+                                                     "names in their xn-- form"),
+                               -EINVAL;
+        }
+        if (strstr(s, "://"))
+                return snprintf(why, whylen, "a URL: give the host name only, without scheme"),
+                       -EINVAL;
+        if (strchr(s, '@'))
+                return snprintf(why, whylen, "user information ('@') is not allowed"), -EINVAL;
+
+        char buf[ALLOWLIST_ENTRY_MAX + 1];
+        memcpy(buf, s, len + 1);
+
+        if (buf[0] == '[') {
+                /* [v6], [v6]:port, [v6]/len, [v6]/len:port: the syntax of aisb-entrypoint. */
+                char *close = strchr(buf, ']');
+                if (!close)
+                        return snprintf(why, whylen, "'[' without ']'"), -EINVAL;
+                *close = 0;
+                char *rest = close + 1, *prefix = NULL, *port = NULL;
+                if (*rest == '/') {
+                        prefix = rest + 1;
+                        char *colon = strchr(prefix, ':');
+                        if (colon) {
+                                *colon = 0;
+                                port = colon + 1;
+                        }
+                } else if (*rest == ':') {
+                        port = rest + 1;
+                } else if (*rest) {
+                        return snprintf(why, whylen, "unexpected text after ']'"), -EINVAL;
+                }
+                if (!strchr(buf + 1, ':'))
+                        return snprintf(why, whylen, "brackets are for IPv6 addresses only"), -EINVAL;
+                return parse_address(AF_INET6, buf + 1, prefix, port, e, why, whylen, ret_plain_why);
+        }
+        if (strchr(buf, ']'))
+                return snprintf(why, whylen, "']' without '['"), -EINVAL;
+
+        char *colon = strchr(buf, ':');
+        if (colon && strchr(colon + 1, ':')) {
+                /* Two or more colons: a bare IPv6 address, which cannot carry a port. */
+                char *slash = strchr(buf, '/');
+                if (slash)
+                        *slash = 0;
+                return parse_address(AF_INET6, buf, slash ? slash + 1 : NULL, NULL, e, why, whylen,
+                                     ret_plain_why);
+        }
+
+        char *port = NULL;
+        if (colon) {
+                *colon = 0;
+                port = colon + 1;
+                if (!buf[0])
+                        return snprintf(why, whylen, "nothing before ':'"), -EINVAL;
+        }
+        /* Digits and dots only (with one digit at least: ".." is a broken name) is meant as
+         * an IPv4 address, and must be one. */
+        char *slash = strchr(buf, '/');
+        size_t addr_len = slash ? (size_t) (slash - buf) : strlen(buf);
+        if (all_of(buf, addr_len, "0123456789.") && strpbrk(buf, "0123456789") &&
+            (size_t) (strpbrk(buf, "0123456789") - buf) < addr_len) {
+                if (slash)
+                        *slash = 0;
+                return parse_address(AF_INET, buf, slash ? slash + 1 : NULL, port, e, why, whylen,
+                                     ret_plain_why);
+        }
+
+        char host[DOMAIN_MAX + 2];
+        int r = domain_canonical(buf, true, false, host, why, whylen);
+        if (r < 0)
+                return r;
+        unsigned port_number = 0;
+        if (port && parse_port(port, &port_number) < 0)
+                return snprintf(why, whylen, "the port must be a number from 1 to 65535"), -EINVAL;
+        e->host = strdup(host);
+        if (!e->host)
+                return -ENOMEM;
+        e->kind = ALLOW_DOMAIN;
+        e->family = 0;
+        e->prefix = 0;
+        e->port = port_number;
+        return 0;
+}
+
+void allowlist_done(allowlist *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->entries[i].host);
+                free(l->entries[i].origin);
+        }
+        free(l->entries);
+        *l = (allowlist) {};
+}
+
+size_t allowlist_count_domains(const allowlist *l)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < l->n; i++)
+                n += l->entries[i].kind == ALLOW_DOMAIN;
+        return n;
+}
+
+size_t allowlist_count_addresses(const allowlist *l)
+{
+        return l->n - allowlist_count_domains(l);
+}
+
+static size_t capacity_for(size_t n)
+{
+        size_t c = 8;
+        while (c < n)
+                c *= 2;
+        return c;
+}
+
+static int add_trimmed(allowlist *l, const char *text, size_t len, const char *origin,
+                       aisb_error **err)
+{
+        char shown[SHOWN_MAX];
+        show_entry(text, len, shown);
+        if (memchr(text, 0, len))
+                return aisb_error_set(err, -EINVAL, "%s: '%s' is not a domain, IP or CIDR (a NUL byte)",
+                                      origin, shown);
+        if (len > ALLOWLIST_ENTRY_MAX)
+                return aisb_error_set(err, -EINVAL,
+                                      "%s: '%s' is not a domain, IP or CIDR (longer than %d characters)",
+                                      origin, shown, ALLOWLIST_ENTRY_MAX);
+        char copy[ALLOWLIST_ENTRY_MAX + 1];
+        memcpy(copy, text, len);
+        copy[len] = 0;
+
+        allow_entry e = {};
+        char why[WHY_MAX];
+        bool plain_why;
+        int r = parse_entry(copy, &e, why, sizeof why, &plain_why);
+        if (r == -ENOMEM)
+                return aisb_error_set(err, r, "out of memory");
+        if (r < 0) {
+                if (plain_why)
+                        return aisb_error_set(err, r, "%s: '%s' %s", origin, shown, why);
+                return aisb_error_set(err, r, "%s: '%s' is not a domain, IP or CIDR (%s)", origin,
+                                      shown, why);
+        }
+        _cleanup_free_ char *host = e.host;
+
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *o = &l->entries[i];
+                if (o->kind == e.kind && o->port == e.port && streq(o->host, e.host))
+                        return 0; /* a duplicate: the first origin stays */
+        }
+        if (l->n >= ALLOWLIST_MAX_ENTRIES)
+                return aisb_error_set(err, -E2BIG, "%s: too many allowlist entries (at most %d)",
+                                      origin, ALLOWLIST_MAX_ENTRIES);
+        if (e.kind == ALLOW_ADDRESS && allowlist_count_addresses(l) >= ALLOWLIST_MAX_ADDRESSES)
+                return aisb_error_set(err, -E2BIG,
+                                      "%s: too many IP and CIDR entries (at most %d, the sandbox "
+                                      "ruleset's limit): merge them into wider CIDR blocks",
+                                      origin, ALLOWLIST_MAX_ADDRESSES);
+
+        e.origin = strdup(origin);
+        if (!e.origin)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        /* The array holds capacity_for(n) entries: grow by doubling, not one by one. */
+        if (l->n == 0 || capacity_for(l->n) == l->n) {
+                allow_entry *entries = realloc(l->entries, capacity_for(l->n + 1) * sizeof *entries);
+                if (!entries) {
+                        free(e.origin);
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                }
+                l->entries = entries;
+        }
+        e.host = steal_pointer(&host);
+        l->entries[l->n++] = e;
+        return 0;
+}
+
+int allowlist_add(allowlist *l, const char *text, const char *origin, aisb_error **err)
+{
+        size_t len = strlen(text);
+        while (len > 0 && is_space(*text))
+                text++, len--;
+        while (len > 0 && is_space(text[len - 1]))
+                len--;
+        return add_trimmed(l, text, len, origin, err);
+}
+
+int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char *origin,
+                         aisb_error **err)
+{
+        const char *end = text + size;
+        /* A UTF-8 byte order mark from an editor is harmless at the start, and only there. */
+        if (size >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+                text += 3;
+
+        unsigned line_no = 0;
+        for (const char *line = text; line < end;) {
+                const char *nl = memchr(line, '\n', (size_t) (end - line));
+                const char *p = line, *q = nl ? nl : end;
+                line = nl ? nl + 1 : end;
+                line_no++;
+
+                /* A comment starts at a '#' that opens the line or follows whitespace; a '#'
+                 * inside an entry stays and is refused with it. */
+                for (const char *c = p; c < q; c++)
+                        if (*c == '#' && (c == p || *(c - 1) == ' ' || *(c - 1) == '\t')) {
+                                q = c;
+                                break;
+                        }
+                while (p < q && is_space(*p))
+                        p++;
+                while (q > p && is_space(*(q - 1)))
+                        q--;
+                if (p == q)
+                        continue;
+
+                _cleanup_free_ char *where = NULL;
+                if (asprintf(&where, "%s:%u", origin, line_no) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                int r = add_trimmed(l, p, (size_t) (q - p), where, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The path as a message shows it: $HOME as "~", like the documentation writes it. */
+static char *display_path(const char *path)
+{
+        const char *home = getenv("HOME");
+        size_t n = home ? strlen(home) : 0;
+        if (n > 1 && strncmp(path, home, n) == 0 && path[n] == '/') {
+                char *r = NULL;
+                return asprintf(&r, "~%s", path + n) < 0 ? NULL : r;
+        }
+        return strdup(path);
+}
+
+int allowlist_load_file(allowlist *l, const char *path, bool optional, aisb_error **err)
+{
+        _cleanup_free_ char *shown = display_path(path);
+        if (!shown)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        /* O_NONBLOCK: a FIFO planted where the file should be must not hang us. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                if (errno == ENOENT && optional)
+                        return 0;
+                int r = -errno;
+                return aisb_error_set(err, r, "%s: cannot open the allowlist: %s", shown,
+                                      strerror(-r));
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                int r = -errno;
+                return aisb_error_set(err, r, "%s: %s", shown, strerror(-r));
+        }
+        if (!S_ISREG(st.st_mode))
+                return aisb_error_set(err, -EINVAL, "%s: not a regular file", shown);
+        if (st.st_size > ALLOWLIST_FILE_MAX)
+                return aisb_error_set(err, -EFBIG, "%s: larger than %d KiB, not an allowlist",
+                                      shown, ALLOWLIST_FILE_MAX / 1024);
+
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        int r = read_full_fd(fd, ALLOWLIST_FILE_MAX, &text, &size);
+        if (r == -EFBIG)
+                return aisb_error_set(err, r, "%s: larger than %d KiB, not an allowlist", shown,
+                                      ALLOWLIST_FILE_MAX / 1024);
+        if (r < 0)
+                return aisb_error_set(err, r, "%s: cannot read the allowlist: %s", shown,
+                                      strerror(-r));
+        const char *nul = memchr(text, 0, size);
+        if (nul) {
+                unsigned line_no = 1;
+                for (const char *c = text; c < nul; c++)
+                        line_no += *c == '\n';
+                return aisb_error_set(err, -EINVAL, "%s:%u: a NUL byte: not a text file", shown,
+                                      line_no);
+        }
+        return allowlist_parse_text(l, text, size, shown, err);
+}
+
+static bool port_matches(const allow_entry *e, unsigned port)
+{
+        return e->port ? port == e->port : (port == 80 || port == 443);
+}
+
+/* name is host itself or a name below it. Both canonical. */
+static bool domain_covers(const char *host, const char *name)
+{
+        size_t h = strlen(host), n = strlen(name);
+        return streq(name, host) || (n > h && name[n - h - 1] == '.' && streq(name + n - h, host));
+}
+
+bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port)
+{
+        char name[DOMAIN_MAX + 2], why[WHY_MAX];
+        if (!host || strlen(host) > DOMAIN_MAX + 1 ||
+            domain_canonical(host, false, true, name, why, sizeof why) < 0)
+                return false;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind == ALLOW_DOMAIN && port_matches(e, port) && domain_covers(e->host, name))
+                        return true;
+        }
+        return false;
+}
+
+int allowlist_entrypoint_arg(const allow_entry *e, char **ret)
+{
+        if (e->kind != ALLOW_ADDRESS)
+                return -EINVAL;
+        char *r = NULL;
+        int n;
+        if (!e->port)
+                n = asprintf(&r, "%s", e->host);
+        else if (e->family == AF_INET)
+                n = asprintf(&r, "%s:%u", e->host, e->port);
+        else {
+                /* host is "ADDR" or "ADDR/LEN"; the brackets close around the address alone. */
+                const char *slash = strchr(e->host, '/');
+                if (slash)
+                        n = asprintf(&r, "[%.*s]%s:%u", (int) (slash - e->host), e->host, slash,
+                                     e->port);
+                else
+                        n = asprintf(&r, "[%s]:%u", e->host, e->port);
+        }
+        if (n < 0)
+                return -ENOMEM;
+        *ret = r;
+        return 0;
+}
+
+int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, aisb_error **err)
+{
+        char shown[SHOWN_MAX], why[WHY_MAX];
+        size_t len = strlen(text);
+        show_entry(text, len, shown);
+        const char *colon = strchr(text, ':');
+        if (!colon || colon == text || len > ALLOWLIST_ENTRY_MAX)
+                return aisb_error_set(err, -EINVAL, "--gate-add-host '%s': expected NAME:IP", shown);
+
+        _cleanup_free_ char *name_text = strndup(text, (size_t) (colon - text));
+        if (!name_text)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        char name[DOMAIN_MAX + 2];
+        if (domain_canonical(name_text, false, true, name, why, sizeof why) < 0)
+                return aisb_error_set(err, -EINVAL, "--gate-add-host '%s': bad name (%s)", shown, why);
+
+        char ip_text[INET6_ADDRSTRLEN + 2] = "";
+        const char *ip = colon + 1;
+        size_t ip_len = strlen(ip);
+        if (ip_len >= 2 && ip[0] == '[' && ip[ip_len - 1] == ']') {
+                ip++;
+                ip_len -= 2;
+        }
+        if (ip_len >= sizeof ip_text)
+                return aisb_error_set(err, -EINVAL, "--gate-add-host '%s': bad address", shown);
+        memcpy(ip_text, ip, ip_len);
+        ip_text[ip_len] = 0;
+
+        uint8_t addr[16];
+        int family = strchr(ip_text, ':') ? AF_INET6 : AF_INET;
+        if (family == AF_INET ? !parse_ipv4(ip_text, addr) : !parse_ipv6(ip_text, addr))
+                return aisb_error_set(err, -EINVAL,
+                                      "--gate-add-host '%s': '%s' is not an IPv4 or IPv6 address",
+                                      shown, ip_text);
+        char canonical[INET6_ADDRSTRLEN];
+        (void) inet_ntop(family, addr, canonical, sizeof canonical);
+
+        _cleanup_free_ char *n = strdup(name), *a = strdup(canonical);
+        if (!n || !a)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        *ret_name = steal_pointer(&n);
+        *ret_ip = steal_pointer(&a);
+        return 0;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The canonical add-host lines "NAME IP", sorted, duplicates removed. */
+static int add_host_lines(const char *const *add_hosts, char ***ret)
+{
+        _cleanup_strv_free_ char **lines = NULL;
+        for (size_t i = 0; add_hosts && add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL, *line = NULL;
+                int r = allowlist_parse_add_host(add_hosts[i], &name, &ip, NULL);
+                if (r < 0)
+                        return r;
+                if (asprintf(&line, "%s %s", name, ip) < 0 || strv_push(&lines, line) < 0)
+                        return -ENOMEM;
+        }
+        size_t n = strv_length((const char *const *) lines);
+        if (n > 1)
+                qsort(lines, n, sizeof *lines, compare_strings);
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (kept > 0 && streq(lines[kept - 1], lines[i])) {
+                        free(lines[i]);
+                        continue;
+                }
+                lines[kept++] = lines[i];
+        }
+        if (lines)
+                lines[kept] = NULL;
+        *ret = steal_pointer(&lines);
+        return 0;
+}
+
+int allowlist_gate_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex)
+{
+        _cleanup_strv_free_ char **lines = NULL, **hosts = NULL;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                _cleanup_free_ char *line = NULL;
+                if (e->kind != ALLOW_DOMAIN)
+                        continue;
+                if (asprintf(&line, "domain %s %u", e->host, e->port) < 0 ||
+                    strv_push(&lines, line) < 0)
+                        return -ENOMEM;
+        }
+        size_t n = strv_length((const char *const *) lines);
+        if (n > 1)
+                qsort(lines, n, sizeof *lines, compare_strings);
+        int r = add_host_lines(add_hosts, &hosts);
+        if (r < 0)
+                return r;
+
+        /* Entries are unique already (allowlist_add merges), so sorting is all it takes. */
+        _cleanup_(buffer_free) buffer b = {};
+        r = buffer_printf(&b, "%s\n", ALLOWLIST_GATE_VERSION);
+        for (size_t i = 0; i < n; i++)
+                r |= buffer_printf(&b, "%s\n", lines[i]);
+        for (size_t i = 0; hosts && hosts[i]; i++)
+                r |= buffer_printf(&b, "add-host %s\n", hosts[i]);
+        if (r < 0)
+                return -ENOMEM;
+
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int size = 0;
+        if (EVP_Digest(b.data, b.size, digest, &size, EVP_sha256(), NULL) != 1)
+                return -EIO;
+        char *hex = malloc(17);
+        if (!hex)
+                return -ENOMEM;
+        for (int i = 0; i < 8; i++)
+                snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+        *ret_hex = hex;
+        return 0;
+}
+
+/* A path squid.conf reads as one token meaning exactly this file. */
+static bool squid_path_valid(const char *p)
+{
+        size_t len = strlen(p);
+        return p[0] == '/' && len < 4096 &&
+               all_of(p, len, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+");
+}
+
+/* The domains that get one http_access line together: all entries with the same port (0 =
+ * the default 80 and 443), sorted, without names another name of the group already covers
+ * (squid warns about those and drops one of them). */
+static int port_group(const allowlist *l, unsigned port, char ***ret)
+{
+        _cleanup_strv_free_ char **names = NULL;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_DOMAIN || e->port != port)
+                        continue;
+                bool covered = false;
+                for (size_t j = 0; j < l->n && !covered; j++) {
+                        const allow_entry *o = &l->entries[j];
+                        covered = j != i && o->kind == ALLOW_DOMAIN && o->port == port &&
+                                  !streq(o->host, e->host) && domain_covers(o->host, e->host);
+                }
+                if (!covered && strv_push(&names, e->host) < 0)
+                        return -ENOMEM;
+        }
+        size_t n = strv_length((const char *const *) names);
+        if (n > 1)
+                qsort(names, n, sizeof *names, compare_strings);
+        *ret = steal_pointer(&names);
+        return 0;
+}
+
+static int compare_unsigned(const void *a, const void *b)
+{
+        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
+        return (x > y) - (x < y);
+}
+
+/* squid reads config lines into a fixed buffer: keep ACL lines short, repeat the name. */
+#define ACL_VALUES_PER_LINE 8
+
+/* value_prefix "." makes a dstdomain value match the name and every name below it. */
+static int acl_lines(buffer *b, const char *name, const char *type, const char *value_prefix,
+                     char *const *values)
+{
+        int r = 0;
+        for (size_t i = 0; values[i]; i++) {
+                if (i % ACL_VALUES_PER_LINE == 0)
+                        r |= buffer_printf(b, "%sacl %s %s", i ? "\n" : "", name, type);
+                r |= buffer_printf(b, " %s%s", value_prefix, values[i]);
+        }
+        if (values[0])
+                r |= buffer_printf(b, "\n");
+        return r;
+}
+
+int allowlist_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
+                           aisb_error **err)
+{
+        const char *access_log = o->access_log ? o->access_log : "/var/log/squid/access.log";
+        const char *cache_log = o->cache_log ? o->cache_log : "/var/log/squid/cache.log";
+
+        if (o->port < 1 || o->port > 65535)
+                return aisb_error_set(err, -EINVAL, "gate port %u: must be 1..65535", o->port);
+        const char *paths[] = { o->hosts_file, access_log, cache_log };
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+                if (paths[i] && !squid_path_valid(paths[i])) {
+                        char shown[SHOWN_MAX];
+                        show_entry(paths[i], strlen(paths[i]), shown);
+                        return aisb_error_set(err, -EINVAL,
+                                              "gate path '%s': must be absolute and use only "
+                                              "letters, digits and /._-+", shown);
+                }
+
+        _cleanup_strv_free_ char **local_names = NULL;
+        for (size_t i = 0; o->add_hosts && o->add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL;
+                int r = allowlist_parse_add_host(o->add_hosts[i], &name, &ip, err);
+                if (r < 0)
+                        return r;
+                if (strv_push(&local_names, name) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+
+        /* The distinct explicit ports, ascending; 0 (the default pair) goes first. */
+        _cleanup_free_ unsigned *ports = calloc(l->n + 1, sizeof *ports);
+        size_t n_ports = 0;
+        bool have_default = false;
+        if (!ports)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_DOMAIN)
+                        continue;
+                if (e->port == 0) {
+                        have_default = true;
+                        continue;
+                }
+                bool seen = false;
+                for (size_t j = 0; j < n_ports && !seen; j++)
+                        seen = ports[j] == e->port;
+                if (!seen)
+                        ports[n_ports++] = e->port;
+        }
+        qsort(ports, n_ports, sizeof *ports, compare_unsigned);
+        bool any = have_default || n_ports > 0;
+
+        _cleanup_(buffer_free) buffer b = {};
+        int r = 0;
+        r |= buffer_printf(&b,
+                "# The aisb egress gate: generated from the allowlist, do not edit.\n"
+                "# Only the listed names (and the names below them) on their ports pass;\n"
+                "# everything else, IP literals included, is refused.\n"
+                "http_port 127.0.0.1:%u\n"
+                "visible_hostname aisb-gate\n"
+                "pid_filename none\n"
+                "cache deny all\n"
+                "cache_mem 8 MB\n"
+                "cache_store_log none\n"
+                "netdb_filename none\n"
+                "shutdown_lifetime 1 seconds\n"
+                "pinger_enable off\n",
+                o->port);
+        if (o->hosts_file)
+                r |= buffer_printf(&b, "hosts_file %s\n", o->hosts_file);
+        /* squid runs as user proxy and cannot open /dev/stdout: logs go to files. */
+        r |= buffer_printf(&b,
+                "logformat aisb %s\n"
+                "access_log stdio:%s logformat=aisb\n"
+                "cache_log %s\n"
+                "strip_query_terms on\n"
+                "via off\n"
+                "forwarded_for delete\n"
+                "httpd_suppress_version_string on\n"
+                "icp_port 0\n"
+                "htcp_port 0\n"
+                "snmp_port 0\n"
+                "icp_access deny all\n"
+                "htcp_access deny all\n"
+                "snmp_access deny all\n"
+                "\n",
+                ALLOWLIST_SQUID_LOGFORMAT, access_log, cache_log);
+
+        /* -n everywhere: without it squid looks up the PTR record of an IP literal and
+         * matches that name, and whoever owns the address chooses its PTR record. */
+        r |= buffer_printf(&b,
+                "acl aisb_clients src 127.0.0.0/8 ::1\n"
+                "acl aisb_connect method CONNECT\n"
+                "acl aisb_schemes proto HTTP HTTPS\n"
+                "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n"
+                "acl aisb_local_dst dst 0.0.0.0/8 127.0.0.0/8 169.254.0.0/16 ::/128 ::1 fe80::/10\n");
+        if (local_names)
+                r |= acl_lines(&b, "aisb_local_names", "dstdomain -n", "", local_names) < 0 ? -ENOMEM : 0;
+
+        _cleanup_strv_free_ char **all_ports = NULL;
+        if (have_default)
+                if (strv_push(&all_ports, "80") < 0 || strv_push(&all_ports, "443") < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n_ports; i++) {
+                char text[8];
+                snprintf(text, sizeof text, "%u", ports[i]);
+                if (!(have_default && (ports[i] == 80 || ports[i] == 443)))
+                        r |= strv_push(&all_ports, text);
+        }
+        if (any)
+                r |= acl_lines(&b, "aisb_ports", "port", "", all_ports);
+
+        /* One allow rule a port set, pairing names with their ports: a listed name on another
+         * port, over CONNECT or plain HTTP, matches no allow line. */
+        _cleanup_strv_free_ char **rules = NULL;
+        for (size_t g = 0; g < n_ports + 1; g++) {
+                if (g == 0 && !have_default)
+                        continue;
+                unsigned port = g == 0 ? 0 : ports[g - 1];
+                char suffix[16], dst[32], port_acl[32];
+                if (port)
+                        snprintf(suffix, sizeof suffix, "%u", port);
+                else
+                        snprintf(suffix, sizeof suffix, "web");
+                snprintf(dst, sizeof dst, "aisb_dst_%s", suffix);
+                snprintf(port_acl, sizeof port_acl, "aisb_port_%s", suffix);
+
+                _cleanup_strv_free_ char **names = NULL;
+                if (port_group(l, port, &names) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                r |= acl_lines(&b, dst, "dstdomain -n", ".", names);
+                if (port)
+                        r |= buffer_printf(&b, "acl %s port %u\n", port_acl, port);
+                else
+                        r |= buffer_printf(&b, "acl %s port 80 443\n", port_acl);
+                _cleanup_free_ char *rule = NULL;
+                if (asprintf(&rule, "http_access allow %s %s", dst, port_acl) < 0 ||
+                    strv_push(&rules, rule) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+
+        r |= buffer_printf(&b,
+                "\n"
+                "http_access deny !aisb_clients\n"
+                "http_access deny aisb_ip_literal\n"
+                "http_access deny !aisb_connect !aisb_schemes\n");
+        if (any)
+                r |= buffer_printf(&b, "http_access deny !aisb_ports\n");
+        /* The gate shares the host's network: a listed name that resolves to loopback or
+         * link-local (cloud metadata) would reach the host itself. Only --gate-add-host names,
+         * mapped on purpose, may. */
+        r |= buffer_printf(&b, "http_access deny aisb_local_dst%s\n",
+                           local_names ? " !aisb_local_names" : "");
+        for (size_t i = 0; rules && rules[i]; i++)
+                r |= buffer_printf(&b, "%s\n", rules[i]);
+        r |= buffer_printf(&b,
+                "http_access deny all\n"
+                "http_reply_access allow all\n");
+        if (r < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        *ret_text = buffer_steal(&b);
+        return *ret_text ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+}
+
+int allowlist_hosts_file(const char *const *add_hosts, char **ret_text, aisb_error **err)
+{
+        _cleanup_(buffer_free) buffer b = {};
+        int r = buffer_printf(&b, "# aisb gate: --gate-add-host entries\n");
+        for (size_t i = 0; add_hosts && add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL;
+                int k = allowlist_parse_add_host(add_hosts[i], &name, &ip, err);
+                if (k < 0)
+                        return k;
+                r |= buffer_printf(&b, "%s %s\n", ip, name);
+        }
+        if (r < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        *ret_text = buffer_steal(&b);
+        return *ret_text ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+}
