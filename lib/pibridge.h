@@ -20,7 +20,8 @@
 /* Parse one JSON document the way pi's JSON.parse would accept it (strict, one value,
  * nothing but whitespace after it), and additionally refuse invalid UTF-8, NUL bytes, more
  * than PIBRIDGE_JSON_MAX bytes and nesting deeper than PIBRIDGE_JSON_MAX_DEPTH. Errors:
- * -EBADMSG "ORIGIN: not valid JSON (line L, column C): ...", -EFBIG. */
+ * -EBADMSG "ORIGIN: not valid JSON (line L, column C): ...", -EFBIG. The document "null"
+ * succeeds with *ret = NULL, which every function below takes as "no file". */
 int pibridge_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
                         aisb_error **err);
 

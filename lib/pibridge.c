@@ -1,0 +1,706 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pure half of the pi configuration bridge: the host's ~/.pi/agent files go into the
+ * sandbox's home before each run, merged so that what pi changed inside the sandbox is kept,
+ * what it did not change follows the host again, and no literal API key is ever written
+ * into the sandbox. The rules, and the lines of pi's source they rest on, are in
+ * docs/pi-bridge.md. Everything here works on json-c values; reading and writing the files
+ * is the caller's business.
+ */
+#include <limits.h>
+#include <math.h>
+#include <sys/param.h>
+
+#include "pibridge.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free)
+
+/* ---- parsing ---- */
+
+static void text_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_col)
+{
+        unsigned line = 1;
+        size_t line_start = 0;
+        for (size_t i = 0; i < offset; i++)
+                if (text[i] == '\n') {
+                        line++;
+                        line_start = i + 1;
+                }
+        *ret_line = line;
+        *ret_col = (unsigned) (offset - line_start + 1);
+}
+
+static int parse_error(const char *text, size_t offset, const char *origin, const char *what,
+                       aisb_error **err)
+{
+        unsigned line, col;
+        text_position(text, offset, &line, &col);
+        return aisb_error_set(err, -EBADMSG, "%s: not valid JSON (line %u, column %u): %s",
+                              origin, line, col, what);
+}
+
+/* RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF. json-c's own check
+ * lets overlong forms through. Returns the offset of the first bad byte, or size. */
+static size_t utf8_invalid_at(const char *text, size_t size)
+{
+        const unsigned char *s = (const unsigned char *) text;
+        for (size_t i = 0; i < size;) {
+                unsigned char c = s[i];
+                size_t n;
+                unsigned min, cp;
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                } else if ((c & 0xe0) == 0xc0) {
+                        n = 1, min = 0x80, cp = c & 0x1f;
+                } else if ((c & 0xf0) == 0xe0) {
+                        n = 2, min = 0x800, cp = c & 0x0f;
+                } else if ((c & 0xf8) == 0xf0) {
+                        n = 3, min = 0x10000, cp = c & 0x07;
+                } else
+                        return i;
+                if (n > size - i - 1)
+                        return i;
+                for (size_t k = 1; k <= n; k++) {
+                        if ((s[i + k] & 0xc0) != 0x80)
+                                return i;
+                        cp = (cp << 6) | (s[i + k] & 0x3f);
+                }
+                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                        return i;
+                i += n + 1;
+        }
+        return size;
+}
+
+/* json-c takes NaN and Infinity even when strict; JSON.parse does not, and a NaN would never
+ * compare equal to itself in the merge. Depth is bounded by the tokener. */
+static bool all_finite(json_object *o)
+{
+        switch (json_object_get_type(o)) {
+        case json_type_double:
+                return isfinite(json_object_get_double(o));
+        case json_type_array:
+                for (size_t i = 0, n = json_object_array_length(o); i < n; i++)
+                        if (!all_finite(json_object_array_get_idx(o, i)))
+                                return false;
+                return true;
+        case json_type_object: {
+                json_object_object_foreach(o, key, value) {
+                        (void) key;
+                        if (!all_finite(value))
+                                return false;
+                }
+                return true;
+        }
+        default:
+                return true;
+        }
+}
+
+int pibridge_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
+                        aisb_error **err)
+{
+        if (!origin)
+                origin = "JSON";
+        if (size > PIBRIDGE_JSON_MAX)
+                return aisb_error_set(err, -EFBIG,
+                                      "%s: %zu bytes, more than the %u MiB a pi config may have",
+                                      origin, size, PIBRIDGE_JSON_MAX >> 20);
+        if (!text || size == 0)
+                return parse_error("", 0, origin, "empty file", err);
+        const char *nul = memchr(text, 0, size);
+        if (nul)
+                return parse_error(text, (size_t) (nul - text), origin, "NUL byte", err);
+
+        size_t bad = utf8_invalid_at(text, size);
+        if (bad < size)
+                return parse_error(text, bad, origin, "invalid UTF-8", err);
+
+        _cleanup_(json_tokener_freep) struct json_tokener *tok =
+                json_tokener_new_ex(PIBRIDGE_JSON_MAX_DEPTH);
+        if (!tok)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        /* Strict: pi reads these files with JSON.parse, which takes no comments or trailing
+         * commas either. (json-c still takes single-quoted strings; what we write back is
+         * standard JSON, so that only makes us more lenient than pi, never less safe.) */
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+
+        _cleanup_json_ json_object *obj = json_tokener_parse_ex(tok, text, (int) size);
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        size_t end = json_tokener_get_parse_end(tok);
+        if (jerr == json_tokener_continue) {
+                /* Everything was consumed; a bare top-level number or literal only ends at
+                 * the terminator, so feed one. */
+                obj = json_tokener_parse_ex(tok, "", 1);
+                jerr = json_tokener_get_error(tok);
+                end = size;
+        }
+        if (jerr == json_tokener_continue)
+                return parse_error(text, size, origin, "unexpected end of data", err);
+        if (jerr == json_tokener_error_depth) {
+                char what[64];
+                (void) snprintf(what, sizeof what, "nested deeper than %d levels",
+                                PIBRIDGE_JSON_MAX_DEPTH);
+                return parse_error(text, MIN(end, size), origin, what, err);
+        }
+        if (jerr != json_tokener_success)
+                return parse_error(text, MIN(end, size), origin, json_tokener_error_desc(jerr),
+                                   err);
+        for (size_t i = end; i < size; i++)
+                if (!strchr(" \t\r\n", text[i]))
+                        return parse_error(text, i, origin, "data after the JSON value", err);
+        if (!all_finite(obj))
+                return aisb_error_set(err, -EBADMSG, "%s: not valid JSON: NaN or Infinity",
+                                      origin);
+        *ret = steal_pointer(&obj);
+        return 0;
+}
+
+/* ---- comparing and copying ---- */
+
+/* Refuse values nested deeper than the parser would accept, so that the recursion below is
+ * bounded whatever the caller built. */
+static int check_depth(json_object *o, unsigned depth)
+{
+        json_type t = json_object_get_type(o);
+        if (t != json_type_object && t != json_type_array)
+                return 0;
+        if (depth > PIBRIDGE_JSON_MAX_DEPTH)
+                return -ELOOP;
+        if (t == json_type_array) {
+                size_t n = json_object_array_length(o);
+                for (size_t i = 0; i < n; i++) {
+                        int r = check_depth(json_object_array_get_idx(o, i), depth + 1);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        json_object_object_foreach(o, key, value) {
+                (void) key;
+                int r = check_depth(value, depth + 1);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static bool is_number(json_object *o)
+{
+        json_type t = json_object_get_type(o);
+        return t == json_type_int || t == json_type_double;
+}
+
+/* Structural equality; json-c holds JSON null as NULL. Numbers compare by value, as they
+ * do for pi, which cannot tell 1 from 1.0. */
+static bool values_equal(json_object *a, json_object *b)
+{
+        json_type ta = json_object_get_type(a), tb = json_object_get_type(b);
+        if (ta != tb) {
+                if (is_number(a) && is_number(b))
+                        return json_object_get_double(a) == json_object_get_double(b);
+                return false;
+        }
+        switch (ta) {
+        case json_type_null:
+                return true;
+        case json_type_boolean:
+                return json_object_get_boolean(a) == json_object_get_boolean(b);
+        case json_type_int:
+        case json_type_double:
+                return json_object_equal(a, b);
+        case json_type_string: {
+                int la = json_object_get_string_len(a), lb = json_object_get_string_len(b);
+                return la == lb && memcmp(json_object_get_string(a), json_object_get_string(b),
+                                          (size_t) la) == 0;
+        }
+        case json_type_array: {
+                size_t n = json_object_array_length(a);
+                if (n != json_object_array_length(b))
+                        return false;
+                for (size_t i = 0; i < n; i++)
+                        if (!values_equal(json_object_array_get_idx(a, i),
+                                          json_object_array_get_idx(b, i)))
+                                return false;
+                return true;
+        }
+        case json_type_object: {
+                if (json_object_object_length(a) != json_object_object_length(b))
+                        return false;
+                json_object_object_foreach(a, key, va) {
+                        json_object *vb;
+                        if (!json_object_object_get_ex(b, key, &vb) || !values_equal(va, vb))
+                                return false;
+                }
+                return true;
+        }
+        }
+        return false;
+}
+
+/* A value that may be absent: json-c's NULL already means JSON null. */
+typedef struct slot {
+        bool present;
+        json_object *value;
+} slot;
+
+static slot slot_get(json_object *object, const char *key)
+{
+        slot s = { .present = false, .value = NULL };
+        if (object)
+                s.present = json_object_object_get_ex(object, key, &s.value);
+        return s;
+}
+
+static bool slots_equal(slot a, slot b)
+{
+        if (a.present != b.present)
+                return false;
+        return !a.present || values_equal(a.value, b.value);
+}
+
+static int copy_value(json_object *value, json_object **ret)
+{
+        *ret = NULL;
+        if (!value) /* null */
+                return 0;
+        return json_object_deep_copy(value, ret, NULL) < 0 ? -ENOMEM : 0;
+}
+
+/* Add a deep copy of value under key; takes care of json-c's reference on failure. */
+static int put_copy(json_object *object, const char *key, json_object *value)
+{
+        json_object *copy;
+        if (copy_value(value, &copy) < 0)
+                return -ENOMEM;
+        if (json_object_object_add(object, key, copy) < 0) {
+                json_object_put(copy);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* ---- the settings merge ---- */
+
+/* base == NULL: no record of what aisb wrote, the host wins. host and sandbox: objects. */
+static int merge_objects(json_object *base, json_object *host, json_object *sandbox,
+                         json_object **ret);
+
+static int merge_key(json_object *result, const char *key, json_object *base, json_object *host,
+                     json_object *sandbox)
+{
+        slot b = slot_get(base, key), h = slot_get(host, key), s = slot_get(sandbox, key);
+
+        if (h.present && s.present && json_object_is_type(h.value, json_type_object) &&
+            json_object_is_type(s.value, json_type_object)) {
+                _cleanup_json_ json_object *empty = NULL;
+                json_object *nested_base = NULL;
+                if (base) {
+                        /* Everything the sandbox holds under a key that was not an object
+                         * in base is its own: compare against an empty object. */
+                        if (b.present && json_object_is_type(b.value, json_type_object))
+                                nested_base = b.value;
+                        else if (!(nested_base = empty = json_object_new_object()))
+                                return -ENOMEM;
+                }
+                json_object *merged = NULL;
+                int r = merge_objects(nested_base, h.value, s.value, &merged);
+                if (r < 0)
+                        return r;
+                if (json_object_object_add(result, key, merged) < 0) {
+                        json_object_put(merged);
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+
+        slot pick;
+        if (!base)
+                pick = h.present ? h : s;
+        else
+                pick = slots_equal(s, b) ? h : s;
+        return pick.present ? put_copy(result, key, pick.value) : 0;
+}
+
+static int merge_objects(json_object *base, json_object *host, json_object *sandbox,
+                         json_object **ret)
+{
+        _cleanup_json_ json_object *result = json_object_new_object();
+        if (!result)
+                return -ENOMEM;
+        /* The sandbox's order first: the file pi rewrites changes as little as possible. */
+        json_object_object_foreach(sandbox, skey, svalue) {
+                (void) svalue;
+                int r = merge_key(result, skey, base, host, sandbox);
+                if (r < 0)
+                        return r;
+        }
+        json_object_object_foreach(host, hkey, hvalue) {
+                (void) hvalue;
+                if (json_object_object_get_ex(sandbox, hkey, NULL))
+                        continue;
+                int r = merge_key(result, hkey, base, host, sandbox);
+                if (r < 0)
+                        return r;
+        }
+        *ret = steal_pointer(&result);
+        return 0;
+}
+
+int pibridge_merge_settings(json_object *base, json_object *host, json_object *sandbox,
+                            json_object **ret, aisb_error **err)
+{
+        if (host && !json_object_is_type(host, json_type_object))
+                return aisb_error_set(err, -EINVAL,
+                                      "the host's settings.json is %s, not a JSON object; fix ~/.pi/agent/settings.json",
+                                      json_type_to_name(json_object_get_type(host)));
+        /* base is aisb's own record and the sandbox's file is the sandbox's business: when
+         * either is not an object it is treated as missing, never as a reason to refuse. */
+        if (base && !json_object_is_type(base, json_type_object))
+                base = NULL;
+        if (sandbox && !json_object_is_type(sandbox, json_type_object))
+                sandbox = NULL;
+        if (check_depth(base, 1) < 0 || check_depth(host, 1) < 0 || check_depth(sandbox, 1) < 0)
+                return aisb_error_set(err, -ELOOP,
+                                      "settings.json is nested deeper than %d levels",
+                                      PIBRIDGE_JSON_MAX_DEPTH);
+
+        _cleanup_json_ json_object *no_host = NULL;
+        if (!host && !(host = no_host = json_object_new_object()))
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        json_object *result = NULL;
+        int r;
+        if (!sandbox)
+                /* No sandbox file is a reset, not a deletion of every key. */
+                r = json_object_deep_copy(host, &result, NULL) < 0 ? -ENOMEM : 0;
+        else
+                r = merge_objects(base, host, sandbox, &result);
+        if (r < 0)
+                return aisb_error_set(err, r, "merging settings.json: %s", strerror(-r));
+        *ret = result;
+        return 0;
+}
+
+/* ---- thinking ---- */
+
+/* packages/coding-agent/src/cli/args.ts, VALID_THINKING_LEVELS. */
+static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
+
+int pibridge_thinking_level_valid(const char *level)
+{
+        if (!level)
+                return 0;
+        if (streq(level, "host"))
+                return 1;
+        for (size_t i = 0; i < ELEMENTSOF(thinking_levels); i++)
+                if (streq(level, thinking_levels[i]))
+                        return 1;
+        return 0;
+}
+
+const char *pibridge_thinking_levels(void)
+{
+        return "off, minimal, low, medium, high, xhigh, host";
+}
+
+int pibridge_apply_thinking(json_object *settings, const char *level, aisb_error **err)
+{
+        if (!pibridge_thinking_level_valid(level))
+                return aisb_error_set(err, -EINVAL, "thinking level '%s' is not one of: %s",
+                                      level ? level : "(none)", pibridge_thinking_levels());
+        if (!json_object_is_type(settings, json_type_object))
+                return aisb_error_set(err, -EINVAL, "settings to apply a thinking level to are not a JSON object");
+        if (streq(level, "host"))
+                return 0;
+        json_object *value = json_object_new_string(level);
+        if (!value || json_object_object_add(settings, "defaultThinkingLevel", value) < 0) {
+                json_object_put(value);
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+        return 0;
+}
+
+/* ---- models.json ---- */
+
+#define KEY_VARIABLE_PREFIX "AISB_PI_KEY_"
+#define VARIABLE_NAME_MAX 255
+
+static bool ascii_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+static bool ascii_lower(char c) { return c >= 'a' && c <= 'z'; }
+
+/* pi looks any apiKey up in the environment first (resolve-config-value.ts), so every string
+ * is a reference to pi. aisb takes only the conventional spelling of one as a reference, an
+ * upper-case name with an underscore and a letter, so that a key that happens to be one word
+ * of letters and digits is still treated as the secret it probably is. */
+static bool reference_name(const char *s, size_t len)
+{
+        if (len == 0 || len > VARIABLE_NAME_MAX || strlen(s) != len)
+                return false;
+        if (!ascii_upper(s[0]) && s[0] != '_')
+                return false;
+        bool underscore = false, letter = false;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '_')
+                        underscore = true;
+                else if (ascii_upper(s[i]))
+                        letter = true;
+                else if (!ascii_digit(s[i]))
+                        return false;
+        }
+        return underscore && letter;
+}
+
+static int derived_variable(const char *provider, char **ret)
+{
+        size_t n = strlen(provider);
+        if (n > VARIABLE_NAME_MAX - strlen(KEY_VARIABLE_PREFIX))
+                return -ENAMETOOLONG;
+        char *v = malloc(strlen(KEY_VARIABLE_PREFIX) + n + 1);
+        if (!v)
+                return -ENOMEM;
+        char *p = stpcpy(v, KEY_VARIABLE_PREFIX);
+        for (const char *c = provider; *c; c++)
+                *p++ = ascii_lower(*c) ? (char) (*c - 'a' + 'A')
+                       : (ascii_upper(*c) || ascii_digit(*c)) ? *c
+                                                              : '_';
+        *p = 0;
+        *ret = v;
+        return 0;
+}
+
+void pibridge_keys_free(pibridge_key *keys, size_t n)
+{
+        for (size_t i = 0; keys && i < n; i++) {
+                free(keys[i].provider);
+                free(keys[i].variable);
+                free(keys[i].command);
+        }
+        free(keys);
+}
+
+typedef struct key_list {
+        pibridge_key *keys;
+        size_t n;
+        json_object *seen; /* variable -> true when derived by aisb */
+} key_list;
+
+static void key_list_done(key_list *l)
+{
+        pibridge_keys_free(l->keys, l->n);
+        json_object_put(l->seen);
+}
+
+/* Record provider's variable; a derived name shared with any other provider would make two
+ * keys one variable, so it is refused. */
+static int key_list_add(key_list *l, const char *provider, const char *variable,
+                        pibridge_key_source source, const char *command, aisb_error **err)
+{
+        bool derived = source != PIBRIDGE_KEY_REFERENCE;
+        json_object *was;
+        if (json_object_object_get_ex(l->seen, variable, &was)) {
+                if (derived || json_object_get_boolean(was)) {
+                        const char *other = NULL;
+                        for (size_t i = 0; i < l->n && !other; i++)
+                                if (streq(l->keys[i].variable, variable))
+                                        other = l->keys[i].provider;
+                        return aisb_error_set(err, -EINVAL,
+                                              "models.json: providers '%s' and '%s' would both read their apiKey from %s; rename one, or set its apiKey to a variable name of your own (\"apiKey\": \"MY_KEY\")",
+                                              other ? other : "?", provider, variable);
+                }
+        } else if (json_object_object_add(l->seen, variable, json_object_new_boolean(derived)) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        pibridge_key *k = realloc(l->keys, (l->n + 1) * sizeof *k);
+        if (!k)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        l->keys = k;
+        k = &l->keys[l->n];
+        *k = (pibridge_key) {
+                .provider = strdup(provider),
+                .variable = strdup(variable),
+                .source = source,
+                .command = command ? strdup(command) : NULL,
+        };
+        l->n++;
+        if (!k->provider || !k->variable || (command && !k->command))
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}
+
+/* The provider's apiKey as it goes into the sandbox: a new string that is never the key. */
+static int rewrite_api_key(const char *provider, json_object *api_key, key_list *l,
+                           json_object **ret, aisb_error **err)
+{
+        if (!json_object_is_type(api_key, json_type_string))
+                return aisb_error_set(err, -EINVAL,
+                                      "models.json: provider '%s': apiKey is %s; pi needs a string",
+                                      provider, json_type_to_name(json_object_get_type(api_key)));
+        const char *s = json_object_get_string(api_key);
+        size_t len = (size_t) json_object_get_string_len(api_key);
+
+        if (len == 0) {
+                /* Nothing to hide; pi refuses an empty apiKey itself. */
+                *ret = json_object_new_string("");
+                return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+
+        _cleanup_free_ char *variable = NULL;
+        pibridge_key_source source;
+        if (reference_name(s, len)) {
+                source = PIBRIDGE_KEY_REFERENCE;
+                variable = strdup(s);
+                if (!variable)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        } else {
+                source = s[0] == '!' && strlen(s) == len ? PIBRIDGE_KEY_COMMAND
+                                                          : PIBRIDGE_KEY_LITERAL;
+                int r = derived_variable(provider, &variable);
+                if (r == -ENAMETOOLONG)
+                        return aisb_error_set(err, -EINVAL,
+                                              "models.json: provider name '%.40s...' is too long to name a variable after; set its apiKey to a variable name (\"apiKey\": \"MY_KEY\")",
+                                              provider);
+                if (r < 0)
+                        return aisb_error_set(err, r, "out of memory");
+        }
+        int r = key_list_add(l, provider, variable, source,
+                             source == PIBRIDGE_KEY_COMMAND ? s + 1 : NULL, err);
+        if (r < 0)
+                return r;
+        *ret = json_object_new_string(variable);
+        return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+}
+
+static int rewrite_provider(const char *provider, json_object *config, key_list *l,
+                            json_object **ret, aisb_error **err)
+{
+        /* Copied field by field, so that the literal key is never duplicated. */
+        _cleanup_json_ json_object *copy = json_object_new_object();
+        if (!copy)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        json_object_object_foreach(config, field, value) {
+                if (!streq(field, "apiKey")) {
+                        if (put_copy(copy, field, value) < 0)
+                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                        continue;
+                }
+                json_object *rewritten = NULL;
+                int r = rewrite_api_key(provider, value, l, &rewritten, err);
+                if (r < 0)
+                        return r;
+                if (json_object_object_add(copy, field, rewritten) < 0) {
+                        json_object_put(rewritten);
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                }
+        }
+        *ret = steal_pointer(&copy);
+        return 0;
+}
+
+int pibridge_rewrite_models(json_object *models, json_object **ret_rewritten,
+                            pibridge_key **ret_keys, size_t *ret_n, aisb_error **err)
+{
+        if (!json_object_is_type(models, json_type_object))
+                return aisb_error_set(err, -EINVAL,
+                                      "models.json is %s, not a JSON object with \"providers\"",
+                                      json_type_to_name(json_object_get_type(models)));
+        if (check_depth(models, 1) < 0)
+                return aisb_error_set(err, -ELOOP, "models.json is nested deeper than %d levels",
+                                      PIBRIDGE_JSON_MAX_DEPTH);
+
+        _cleanup_(key_list_done) key_list l = { .seen = json_object_new_object() };
+        _cleanup_json_ json_object *out = json_object_new_object();
+        if (!l.seen || !out)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        json_object_object_foreach(models, top, top_value) {
+                if (!streq(top, "providers") || !json_object_is_type(top_value, json_type_object)) {
+                        if (put_copy(out, top, top_value) < 0)
+                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                        continue;
+                }
+                _cleanup_json_ json_object *providers = json_object_new_object();
+                if (!providers)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                json_object_object_foreach(top_value, provider, config) {
+                        json_object *copy = NULL;
+                        int r;
+                        if (json_object_is_type(config, json_type_object))
+                                r = rewrite_provider(provider, config, &l, &copy, err);
+                        else /* pi rejects it; nothing of ours to rewrite */
+                                r = copy_value(config, &copy) < 0
+                                            ? aisb_error_set(err, -ENOMEM, "out of memory")
+                                            : 0;
+                        if (r < 0)
+                                return r;
+                        if (json_object_object_add(providers, provider, copy) < 0) {
+                                json_object_put(copy);
+                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                        }
+                }
+                if (json_object_object_add(out, top, providers) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                providers = NULL; /* owned by out now */
+        }
+
+        *ret_rewritten = steal_pointer(&out);
+        *ret_keys = steal_pointer(&l.keys);
+        *ret_n = l.n;
+        l.n = 0;
+        return 0;
+}
+
+static const env_entry *env_find(const env_entry *env, size_t n_env, const char *name)
+{
+        for (size_t i = 0; i < n_env; i++)
+                if (env[i].name && streq(env[i].name, name))
+                        return &env[i];
+        return NULL;
+}
+
+int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env, size_t n_env,
+                        aisb_error **err)
+{
+        _cleanup_(buffer_free) buffer missing = {};
+        _cleanup_json_ json_object *reported = json_object_new_object();
+        if (!reported)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+                const pibridge_key *k = &keys[i];
+                const env_entry *e = env_find(env, n_env, k->variable);
+                if (e && e->value && e->value[0])
+                        continue;
+                if (json_object_object_get_ex(reported, k->variable, NULL))
+                        continue;
+                if (json_object_object_add(reported, k->variable, NULL) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                const char *sep = missing.size ? "; " : "";
+                int r;
+                switch (k->source) {
+                case PIBRIDGE_KEY_REFERENCE:
+                        r = buffer_printf(&missing, "%s--env %s (provider '%s' reads its apiKey from it)",
+                                          sep, k->variable, k->provider);
+                        break;
+                case PIBRIDGE_KEY_COMMAND:
+                        r = buffer_printf(&missing,
+                                          "%s--env %s=\"$(%s)\" (provider '%s' gets its apiKey from a command, which does not run in the sandbox)",
+                                          sep, k->variable, k->command ? k->command : "...",
+                                          k->provider);
+                        break;
+                default:
+                        r = buffer_printf(&missing,
+                                          "%s--env %s=<key> (provider '%s' has a literal apiKey, which aisb does not copy into the sandbox; or set \"apiKey\": \"SOME_VARIABLE\" in ~/.pi/agent/models.json and pass --env SOME_VARIABLE)",
+                                          sep, k->variable, k->provider);
+                        break;
+                }
+                if (r < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+        if (missing.size)
+                return aisb_error_set(err, -ENOKEY,
+                                      "pi's models.json needs API key variables this run does not set (or sets empty); add: %s",
+                                      missing.data);
+        return 0;
+}
