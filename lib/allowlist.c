@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <stdint.h>
@@ -413,8 +414,9 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
         e.origin = strdup(origin);
         if (!e.origin)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        /* The array holds capacity_for(n) entries: grow by doubling, not one by one. */
-        if (l->n == 0 || capacity_for(l->n) == l->n) {
+        /* Grow geometrically without a capacity field that could go stale: other code grows
+         * lists by hand with realloc to exactly n, and may. The allocator knows the real size. */
+        if (!l->entries || malloc_usable_size(l->entries) < (l->n + 1) * sizeof *l->entries) {
                 allow_entry *entries = realloc(l->entries, capacity_for(l->n + 1) * sizeof *entries);
                 if (!entries) {
                         free(e.origin);

@@ -246,6 +246,33 @@ START_TEST(test_duplicates)
 }
 END_TEST
 
+/* Lists are plain structs that other code extends by hand with realloc to exactly n entries;
+ * allowlist_add must not assume any spare room it did not see the allocator give. */
+START_TEST(test_grown_by_hand)
+{
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, "a.example", "--allow", NULL), 0);
+        ck_assert_int_eq(allowlist_add(&l, "b.example", "--allow", NULL), 0);
+        for (int i = 0; i < 3; i++) {
+                /* Shrink to exactly n, then append one by hand, as a caller copying lists does. */
+                l.entries = realloc(l.entries, (l.n + 1) * sizeof *l.entries);
+                ck_assert_ptr_nonnull(l.entries);
+                char host[32];
+                snprintf(host, sizeof host, "hand%d.example", i);
+                l.entries[l.n++] = (allow_entry) { .kind = ALLOW_DOMAIN, .host = strdup(host),
+                                                   .origin = strdup("hand") };
+                l.entries = realloc(l.entries, l.n * sizeof *l.entries);
+                ck_assert_ptr_nonnull(l.entries);
+                char text[32];
+                snprintf(text, sizeof text, "c%d.example", i);
+                ck_assert_int_eq(allowlist_add(&l, text, "--allow", NULL), 0);
+        }
+        ck_assert_uint_eq(l.n, 8);
+        ck_assert_str_eq(l.entries[7].host, "c2.example");
+        allowlist_done(&l);
+}
+END_TEST
+
 START_TEST(test_limits)
 {
         allowlist l = {};
@@ -791,6 +818,7 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_invalid);
         tcase_add_test(tc, test_hostile_lengths);
         tcase_add_test(tc, test_duplicates);
+        tcase_add_test(tc, test_grown_by_hand);
         tcase_add_test(tc, test_limits);
         suite_add_tcase(s, tc);
         tc = tcase_create("matching");
