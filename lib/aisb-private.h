@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "aisb.h"
+#include "allowlist.h"
 #include "error.h"
 #include "util.h"
 
@@ -27,6 +28,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct curl_slist *, curl_slist_free_all)
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
 typedef enum sandbox_net {
+        SANDBOX_NET_ALLOW, /* only the allowlist: through the gate, or pinned, or a proxy */
         SANDBOX_NET_NONE,
         SANDBOX_NET_FULL,
 } sandbox_net;
@@ -71,6 +73,11 @@ struct aisb_policy {
         char **command; /* NULL: the harness */
         char *harness;
         char *entrypoint; /* host path of aisb-entrypoint, copied into the image */
+        allowlist allow;   /* --allow entries; the files are merged in at run time */
+        char **add_hosts;  /* --gate-add-host NAME:IP */
+        bool no_gate;
+        char *proxy;       /* HOST:PORT of the user's own proxy */
+        char *user_allowlist; /* the user's allowlist file, "" for none */
         bool allow_unenforced;
         bool keep_root;
 };
@@ -186,14 +193,54 @@ int demux_feed(demux *d, const void *data, size_t size,
                int (*fn)(int stream, const void *data, size_t size, void *userdata),
                void *userdata);
 
+/* ---- gate.c ---- */
+typedef struct gate_info {
+        char *name;
+        char *hash;
+        char *dir; /* state directory: squid.conf, hosts, access.log */
+        unsigned port;
+} gate_info;
+typedef struct egress_summary {
+        unsigned long allowed, denied;
+        char denied_names[8][128];
+        size_t n_denied_names;
+} egress_summary;
+void gate_info_done(gate_info *g);
+int state_dir(const char *sub, char **ret, aisb_error **err);
+bool gate_port_answers(unsigned port);
+int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_info *ret,
+                aisb_error **err);
+int gate_stop(aisb_ctx *ctx, const char *name, aisb_error **err);
+int gate_log_offset(const gate_info *g, long long *ret);
+int gate_summary(const gate_info *g, long long offset, egress_summary *ret);
+int egress_count_line(egress_summary *s, const char *line);
+
+/* ---- network.c: how a sandbox reaches the outside for its policy ---- */
+/* The address the sandbox reaches the host's loopback at (slirp4netns allow_host_loopback). */
+#define SANDBOX_HOST_LOOPBACK "10.0.2.2"
+typedef struct sandbox_network {
+        const char *nsmode;    /* "none", "slirp4netns" */
+        bool host_loopback;    /* slirp4netns allow_host_loopback */
+        char **entrypoint_args; /* --net MODE [--allow DEST]... [--allow-dns] */
+        char **env;            /* NAME=VALUE: the proxy variables */
+        allowlist list;        /* the merged allowlist */
+        gate_info gate;        /* when a gate serves this run */
+} sandbox_network;
+void sandbox_network_done(sandbox_network *n);
+int policy_allowlist(const aisb_policy *p, allowlist *ret, aisb_error **err);
+/* Work out the network; with ctx NULL nothing is started (printing, dry runs) and the gate
+ * port is shown as a placeholder. */
+int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, sandbox_network *ret,
+                            aisb_error **err);
+
 /* ---- entrypoint.c ---- */
 #define AISB_ENTRYPOINT_IN_IMAGE "/usr/local/libexec/aisb/aisb-entrypoint"
 /* The capabilities the container starts with; the entrypoint drops them all. */
 extern const char *const entrypoint_capabilities[];
-/* The entrypoint's argv for this policy, up to and including "--". */
-int entrypoint_argv(const aisb_policy *p, char ***ret);
+/* The entrypoint's argv for this policy and network, up to and including "--". */
+int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***ret);
 int entrypoint_read(const aisb_policy *p, void **ret_data, size_t *ret_size, aisb_error **err);
 
 /* ---- container.c ---- */
-int container_create_body(const aisb_policy *p, const char *image, const char *name,
-                          bool terminal, bool redact, json_object **ret);
+int container_create_body(const aisb_policy *p, const sandbox_network *net, const char *image,
+                          const char *name, bool terminal, bool redact, json_object **ret);

@@ -73,8 +73,8 @@ int policy_hash(const aisb_policy *p, char **ret_hex)
         return 0;
 }
 
-int container_create_body(const aisb_policy *p, const char *image, const char *name,
-                          bool terminal, bool redact, json_object **ret)
+int container_create_body(const aisb_policy *p, const sandbox_network *net, const char *image,
+                          const char *name, bool terminal, bool redact, json_object **ret)
 {
         _cleanup_json_ json_object *o = json_object_new_object();
         if (!o)
@@ -83,7 +83,7 @@ int container_create_body(const aisb_policy *p, const char *image, const char *n
         r |= add_string(o, "name", name);
         r |= add_string(o, "image", image);
         _cleanup_strv_free_ char **entrypoint = NULL;
-        if (entrypoint_argv(p, &entrypoint) < 0)
+        if (entrypoint_argv(p, net, &entrypoint) < 0)
                 return -ENOMEM;
         r |= json_object_object_add(o, "entrypoint", string_array((const char *const *) entrypoint));
         r |= json_object_object_add(o, "command", string_array(policy_command(p)));
@@ -101,6 +101,11 @@ int container_create_body(const aisb_policy *p, const char *image, const char *n
         /* Nothing of the host's environment except what the policy holds. */
         json_object *env = json_object_new_object();
         r |= add_string(env, "HOME", AISB_SANDBOX_HOME);
+        for (size_t i = 0; net->env && net->env[i]; i++) {
+                const char *eq = strchr(net->env[i], '=');
+                _cleanup_free_ char *name_part = strndup(net->env[i], (size_t) (eq - net->env[i]));
+                r |= name_part ? add_string(env, name_part, eq + 1) : -ENOMEM;
+        }
         for (size_t i = 0; i < p->n_env; i++)
                 r |= add_string(env, p->env[i].name, redact ? REDACTED : p->env[i].value);
         r |= json_object_object_add(o, "env", env);
@@ -141,8 +146,16 @@ int container_create_body(const aisb_policy *p, const char *image, const char *n
         }
 
         json_object *netns = json_object_new_object();
-        r |= add_string(netns, "nsmode", p->net == SANDBOX_NET_FULL ? "slirp4netns" : "none");
+        r |= add_string(netns, "nsmode", net->nsmode);
         r |= json_object_object_add(o, "netns", netns);
+        if (net->host_loopback) {
+                /* The gate listens on the host's loopback; slirp4netns maps it to 10.0.2.2,
+                 * and the entrypoint's ruleset admits only the gate's port there. */
+                json_object *options = json_object_new_object();
+                static const char *const slirp[] = { "allow_host_loopback=true", NULL };
+                r |= json_object_object_add(options, "slirp4netns", string_array(slirp));
+                r |= json_object_object_add(o, "network_options", options);
+        }
 
         json_object *limits = json_object_new_object();
         json_object *memory = json_object_new_object();
@@ -163,7 +176,10 @@ int container_create_body(const aisb_policy *p, const char *image, const char *n
         r |= add_string(labels, AISB_LABEL_PREFIX "managed", "true");
         r |= add_string(labels, AISB_LABEL_PREFIX "version", AISB_VERSION);
         r |= add_string(labels, AISB_LABEL_PREFIX "project", p->project ? p->project : "");
-        r |= add_string(labels, AISB_LABEL_PREFIX "net", p->net == SANDBOX_NET_FULL ? "full" : "none");
+        r |= add_string(labels, AISB_LABEL_PREFIX "net",
+                        p->net == SANDBOX_NET_FULL ? "full" : p->net == SANDBOX_NET_NONE ? "none" : "allow");
+        if (net->gate.name)
+                r |= add_string(labels, AISB_LABEL_PREFIX "gate", net->gate.hash);
         r |= add_string(labels, AISB_LABEL_PREFIX "policy", hash ? hash : "");
         char pid[32];
         snprintf(pid, sizeof pid, "%ld", (long) getpid());

@@ -17,7 +17,7 @@
 const char *const entrypoint_capabilities[] = { "CAP_NET_ADMIN", "CAP_SETUID", "CAP_SETGID",
                                                 "CAP_SETPCAP", NULL };
 
-int entrypoint_argv(const aisb_policy *p, char ***ret)
+int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
         char uid[32], gid[32];
@@ -32,8 +32,8 @@ int entrypoint_argv(const aisb_policy *p, char ***ret)
         }
         if (r >= 0 && p->keep_root)
                 r = strv_push(&v, "--keep-root");
-        r = r < 0 ? r : strv_push(&v, "--net");
-        r = r < 0 ? r : strv_push(&v, p->net == SANDBOX_NET_FULL ? "full" : "none");
+        for (size_t i = 0; r >= 0 && net->entrypoint_args && net->entrypoint_args[i]; i++)
+                r = strv_push(&v, net->entrypoint_args[i]);
         if (r >= 0 && p->allow_unenforced)
                 r = strv_push(&v, "--allow-unenforced");
         r = r < 0 ? r : strv_push(&v, "--");
@@ -64,8 +64,14 @@ int entrypoint_read(const aisb_policy *p, void **ret_data, size_t *ret_size, ais
 static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpolicy *, FILE *),
                           char **ret_text, aisb_error **err)
 {
+        sandbox_network net = {};
+        int r = sandbox_network_resolve(NULL, p, &net, err);
+        if (r < 0)
+                return r;
         _cleanup_strv_free_ char **argv = NULL;
-        if (entrypoint_argv(p, &argv) < 0)
+        r = entrypoint_argv(p, &net, &argv);
+        sandbox_network_done(&net);
+        if (r < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         /* A stand-in command: the printers describe the sandbox, not what runs in it. */
         if (strv_push(&argv, "COMMAND") < 0)

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "aisb-private.h"
@@ -117,7 +118,7 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
         const char *entrypoint = getenv("AISB_ENTRYPOINT");
         p->entrypoint = strdup(entrypoint && *entrypoint ? entrypoint
                                                          : AISB_LIBEXECDIR "/aisb-entrypoint");
-        p->net = SANDBOX_NET_NONE;
+        p->net = SANDBOX_NET_ALLOW;
         p->memory = 4ULL << 30;
         p->cpus_milli = 2000;
         p->pids_limit = 1024;
@@ -162,6 +163,10 @@ void aisb_policy_free(aisb_policy *p)
         strv_free(p->command);
         free(p->harness);
         free(p->entrypoint);
+        allowlist_done(&p->allow);
+        strv_free(p->add_hosts);
+        free(p->proxy);
+        free(p->user_allowlist);
         free(p);
 }
 
@@ -427,6 +432,8 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return set_bool(&p->ephemeral_home, key, value, err);
         if (streq(key, "shell"))
                 return set_bool(&p->shell, key, value, err);
+        if (streq(key, "no-gate"))
+                return set_bool(&p->no_gate, key, value, err);
         if (streq(key, "allow-unenforced"))
                 return set_bool(&p->allow_unenforced, key, value, err);
         if (streq(key, "insecure-keep-root"))
@@ -486,13 +493,15 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
         if (streq(key, "ca-cert"))
                 return add_ca_cert(p, value, err);
         if (streq(key, "net")) {
-                if (streq(value, "none"))
+                if (streq(value, "allow"))
+                        p->net = SANDBOX_NET_ALLOW;
+                else if (streq(value, "none"))
                         p->net = SANDBOX_NET_NONE;
                 else if (streq(value, "full"))
                         p->net = SANDBOX_NET_FULL;
                 else
-                        return aisb_error_set(err, -EINVAL, "net: '%s' is not a mode (use none or full)",
-                                              value);
+                        return aisb_error_set(err, -EINVAL,
+                                              "net: '%s' is not a mode (use allow, none or full)", value);
                 return 0;
         }
         if (streq(key, "memory"))
@@ -523,6 +532,26 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return add_env_file(p, value, err);
         if (streq(key, "mount"))
                 return add_mount(p, value, err);
+        if (streq(key, "allow"))
+                return allowlist_add(&p->allow, value, "--allow", err);
+        if (streq(key, "gate-add-host")) {
+                _cleanup_free_ char *name = NULL, *ip = NULL, *canonical = NULL;
+                r = allowlist_parse_add_host(value, &name, &ip, err);
+                if (r < 0)
+                        return r;
+                if (asprintf(&canonical, "%s:%s", name, ip) < 0)
+                        return -ENOMEM;
+                return strv_push(&p->add_hosts, canonical);
+        }
+        if (streq(key, "proxy")) {
+                const char *colon = strrchr(value, ':');
+                unsigned long long port;
+                if (!colon || colon == value || parse_uint(colon + 1, 65535, &port) < 0 || port == 0)
+                        return aisb_error_set(err, -EINVAL, "proxy: '%s' is not HOST:PORT", value);
+                return set_string(&p->proxy, value) < 0 ? -ENOMEM : 0;
+        }
+        if (streq(key, "user-allowlist"))
+                return set_string(&p->user_allowlist, value) < 0 ? -ENOMEM : 0;
         if (streq(key, "entrypoint")) {
                 _cleanup_free_ char *abs = NULL;
                 r = absolute_path(value, &abs);
@@ -618,7 +647,7 @@ const char *const *policy_command(const aisb_policy *p)
 
 static const char *net_mode_name(sandbox_net m)
 {
-        return m == SANDBOX_NET_FULL ? "full" : "none";
+        return m == SANDBOX_NET_FULL ? "full" : m == SANDBOX_NET_NONE ? "none" : "allow";
 }
 
 static int format_size(buffer *b, const char *key, unsigned long long v)
@@ -646,6 +675,34 @@ int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
         for (size_t i = 0; i < p->n_ca_certs; i++)
                 r |= buffer_printf(&b, "ca-cert=%s\n", p->ca_certs[i].path);
         r |= buffer_printf(&b, "net=%s\n", net_mode_name(p->net));
+        if (p->net == SANDBOX_NET_ALLOW) {
+                if (p->no_gate)
+                        r |= buffer_printf(&b, "no-gate=true\n");
+                if (p->proxy)
+                        r |= buffer_printf(&b, "proxy=%s\n", p->proxy);
+                for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++)
+                        r |= buffer_printf(&b, "gate-add-host=%s\n", p->add_hosts[i]);
+                /* Every entry with where it came from: flags, the user's and the project's file. */
+                allowlist merged = {};
+                aisb_error *e = NULL;
+                if (policy_allowlist(p, &merged, &e) < 0) {
+                        buffer_free(&b);
+                        if (err && !*err)
+                                *err = e;
+                        else
+                                aisb_error_free(e);
+                        return -EINVAL;
+                }
+                for (size_t i = 0; i < merged.n; i++) {
+                        const allow_entry *a = &merged.entries[i];
+                        if (a->port)
+                                r |= buffer_printf(&b, a->family == AF_INET6 ? "allow=[%s]:%u # %s\n" : "allow=%s:%u # %s\n",
+                                                   a->host, a->port, a->origin);
+                        else
+                                r |= buffer_printf(&b, "allow=%s # %s\n", a->host, a->origin);
+                }
+                allowlist_done(&merged);
+        }
         r |= format_size(&b, "memory", p->memory);
         r |= buffer_printf(&b, "cpus=%llu.%03llu\n", p->cpus_milli / 1000, p->cpus_milli % 1000);
         r |= buffer_printf(&b, "pids-limit=%llu\n", p->pids_limit);

@@ -311,6 +311,20 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
         return cancelled ? -ECANCELED : 0;
 }
 
+static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset)
+{
+        egress_summary s;
+        if (gate_summary(gate, offset, &s) < 0)
+                return;
+        buffer names = {};
+        for (size_t i = 0; i < s.n_denied_names; i++)
+                (void) buffer_printf(&names, "%s%s", i ? ", " : "", s.denied_names[i]);
+        aisb_log(ctx, s.denied ? AISB_LOG_WARNING : AISB_LOG_INFO,
+                 "egress: %lu allowed, %lu denied%s%s%s", s.allowed, s.denied,
+                 s.denied ? " (" : "", s.denied ? names.data : "", s.denied ? ")" : "");
+        buffer_free(&names);
+}
+
 static int wait_exit(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
 {
         _cleanup_free_ char *path = NULL;
@@ -343,11 +357,18 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         _cleanup_free_ char *name = NULL;
         if (container_name(p, &name) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
+        _cleanup_(sandbox_network_done) sandbox_network net = {};
+        r = sandbox_network_resolve(ctx, p, &net, err);
+        if (r < 0)
+                return r;
+        long long log_offset = 0;
+        if (net.gate.name)
+                (void) gate_log_offset(&net.gate, &log_offset);
         _cleanup_json_ json_object *body = NULL;
-        r = container_create_body(p, tag, name, io->terminal, false, &body);
+        r = container_create_body(p, &net, tag, name, io->terminal, false, &body);
         _cleanup_json_ json_object *shown = NULL;
         if (r >= 0 && ctx->dry_run_fn)
-                r = container_create_body(p, tag, name, io->terminal, true, &shown);
+                r = container_create_body(p, &net, tag, name, io->terminal, true, &shown);
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
         const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
@@ -421,5 +442,7 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
 out:
         http_stream_done(&stream);
         (void) remove_container(ctx, id);
+        if (net.gate.name && !ctx->dry_run_fn)
+                report_egress(ctx, &net.gate, log_offset);
         return r;
 }

@@ -34,6 +34,8 @@ E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisb-e2e.XXXXXX")
 export XDG_CONFIG_HOME=$E2E_TMP/config
 export AISB_HOME_VOLUME=aisb-e2e-home-$$
 mkdir -p "$XDG_CONFIG_HOME/ai-sandbox" "$E2E_TMP/project"
+# podman reads its own configuration under XDG_CONFIG_HOME too: keep the user's.
+[ -d "$HOME/.config/containers" ] && ln -s "$HOME/.config/containers" "$XDG_CONFIG_HOME/containers"
 cleanup() {
   podman volume rm -f "$AISB_HOME_VOLUME" >/dev/null 2>&1 || true
   rm -rf "$E2E_TMP"
@@ -42,8 +44,10 @@ trap cleanup EXIT
 
 # No registry here: the base is bootstrapped from the Debian mirror, and the machine's CA
 # certificates (a TLS-intercepting egress proxy) are trusted inside.
+# Tests of the network modes say --net themselves; the rest need no network.
 {
   echo "base-image = ${AISB_E2E_BASE:-bootstrap:debian:trixie}"
+  echo "net = none"
   for c in /usr/local/share/ca-certificates/*.crt; do
     [ -r "$c" ] && echo "ca-cert = $c"
   done

@@ -8,7 +8,10 @@
 static json_object *body_for(aisb_policy *p, bool redact)
 {
         json_object *o = NULL;
-        ck_assert_int_eq(container_create_body(p, "localhost/aisb:x", "aisb-t-1", false, redact, &o), 0);
+        sandbox_network net = {};
+        ck_assert_int_eq(sandbox_network_resolve(NULL, p, &net, NULL), 0);
+        ck_assert_int_eq(container_create_body(p, &net, "localhost/aisb:x", "aisb-t-1", false, redact, &o), 0);
+        sandbox_network_done(&net);
         return o;
 }
 
@@ -34,6 +37,7 @@ START_TEST(test_confinement)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         json_object *o = body_for(p, false);
         ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(get(o, "cap_drop"), 0)), "ALL");
         ck_assert_uint_eq(json_object_array_length(get(o, "cap_drop")), 1);
@@ -111,6 +115,7 @@ START_TEST(test_redaction)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "API_TOKEN=hunter2", NULL), 0);
         json_object *real = body_for(p, false);
         ck_assert_str_eq(json_object_get_string(get(get(real, "env"), "API_TOKEN")), "hunter2");

@@ -43,7 +43,7 @@ START_TEST(test_defaults)
         char cwd[4096];
         ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
         ck_assert_str_eq(p->project, cwd);
-        ck_assert_int_eq(p->net, SANDBOX_NET_NONE);
+        ck_assert_int_eq(p->net, SANDBOX_NET_ALLOW);
         ck_assert_uint_eq(p->memory, 4ULL << 30);
         ck_assert_uint_eq(p->cpus_milli, 2000);
         ck_assert_uint_eq(p->pids_limit, 1024);
@@ -81,7 +81,7 @@ START_TEST(test_values_checked)
         expect_refused(p, "cpus", ".5", "cpus");
         expect_refused(p, "pids-limit", "3", "pids-limit");
         expect_refused(p, "read-only", "maybe", "boolean");
-        expect_refused(p, "net", "everything", "none or full");
+        expect_refused(p, "net", "everything", "allow, none or full");
         expect_refused(p, "install", "git; rm -rf /", "package");
         expect_refused(p, "install", "-y", "package");
         expect_refused(p, "base-image", "ubuntu\nRUN evil", "image reference");

@@ -32,6 +32,7 @@ static aisb_policy *new_policy(void)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         return p;
 }
 
