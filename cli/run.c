@@ -251,7 +251,8 @@ static int sandbox_command(int argc, char **argv, bool for_build)
                 goto out;
         }
         if (r < 0) {
-                code = cli_fail(err, EXIT_AISB_FAILED);
+                /* -EINVAL is the policy refused before anything started: a usage error. */
+                code = cli_fail(err, r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
                 goto out;
         }
         code = exit_code;

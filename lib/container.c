@@ -5,6 +5,7 @@
  * with environment values redacted.
  */
 #include <openssl/evp.h>
+#include <sys/stat.h>
 
 #include "aisb-private.h"
 #include "config.h"
@@ -120,6 +121,19 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net, cons
         if (p->project) {
                 static const char *const rw[] = { "rbind", "rw", NULL };
                 r |= json_object_array_add(mounts, mount_object("bind", p->project, AISB_PROJECT_DIR, rw));
+        }
+        if (p->project) {
+                /* The project's allowlist decides what the next run may reach: the sandbox
+                 * may read it, never change it. */
+                _cleanup_free_ char *settings = NULL;
+                struct stat st;
+                if (asprintf(&settings, "%s/.ai-sandbox", p->project) < 0)
+                        return -ENOMEM;
+                if (lstat(settings, &st) == 0 && S_ISDIR(st.st_mode)) {
+                        static const char *const ro[] = { "rbind", "ro", NULL };
+                        r |= json_object_array_add(mounts, mount_object("bind", settings,
+                                                                        AISB_PROJECT_DIR "/.ai-sandbox", ro));
+                }
         }
         for (size_t i = 0; i < p->n_mounts; i++) {
                 const char *const opts[] = { "rbind", p->mounts[i].read_only ? "ro" : "rw", NULL };

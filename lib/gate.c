@@ -416,6 +416,9 @@ int egress_count_line(egress_summary *s, const char *line)
         char method[32], host[300], status[8];
         if (sscanf(line, "%*s %*s %31s %299s %7s", method, host, status) != 3)
                 return -EBADMSG;
+        /* A connection that sent no request (aisb's own liveness probe) is no egress. */
+        if (streq(method, "-"))
+                return 0;
         if (streq(status, "403") || streq(status, "000")) {
                 s->denied++;
                 char *colon = strrchr(host, ':');

@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "aisb-private.h"
 
@@ -70,16 +71,22 @@ int policy_allowlist(const aisb_policy *p, allowlist *ret, aisb_error **err)
                 allowlist_done(&l);
                 return aisb_error_set(err, r, "out of memory");
         }
-        _cleanup_free_ char *user = user_allowlist_path(p);
-        if (user)
-                r = allowlist_load_file(&l, user, true, err);
-        if (r >= 0 && p->project) {
+        /* The project's file first, then the user's: the first origin of a duplicate is the
+         * one reported. The project's must be a plain file in the project: the sandbox can
+         * write the project, so a symlink there could point anywhere. */
+        if (p->project) {
                 _cleanup_free_ char *project = NULL;
+                struct stat st;
                 if (asprintf(&project, "%s/.ai-sandbox/allow", p->project) < 0)
                         r = aisb_error_set(err, -ENOMEM, "out of memory");
+                else if (lstat(project, &st) == 0 && !S_ISREG(st.st_mode))
+                        r = aisb_error_set(err, -EINVAL, "%s must be a regular file, not a link", project);
                 else
                         r = allowlist_load_file(&l, project, true, err);
         }
+        _cleanup_free_ char *user = user_allowlist_path(p);
+        if (r >= 0 && user)
+                r = allowlist_load_file(&l, user, true, err);
         if (r < 0) {
                 allowlist_done(&l);
                 return r;

@@ -693,6 +693,10 @@ int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
                                 aisb_error_free(e);
                         return -EINVAL;
                 }
+                _cleanup_free_ char *gate = NULL;
+                if (!p->no_gate && !p->proxy && allowlist_count_domains(&merged) > 0 &&
+                    allowlist_gate_hash(&merged, (const char *const *) p->add_hosts, &gate) >= 0)
+                        r |= buffer_printf(&b, "gate=%s\n", gate);
                 for (size_t i = 0; i < merged.n; i++) {
                         const allow_entry *a = &merged.entries[i];
                         if (a->port)

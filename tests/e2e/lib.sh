@@ -29,13 +29,17 @@ AISB=$AISB_BUILD/cli/aisb
 export AISB_ENTRYPOINT=${AISB_ENTRYPOINT:-$AISB_BUILD/entrypoint/aisb-entrypoint}
 [ -x "$AISB" ] || cannot_run "$AISB is not built"
 
-# Each test gets its own scratch directory, config and home volume; nothing of the user's.
+# Each test gets its own scratch directory and home volume; nothing of the user's. The
+# config directory is the tests' own too, but stays: a podman service that a test starts
+# outlives it, and reads podman's configuration under XDG_CONFIG_HOME (kept as the user's).
 E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/aisb-e2e.XXXXXX")
-export XDG_CONFIG_HOME=$E2E_TMP/config
+export XDG_CONFIG_HOME=$HOME/.cache/aisb-e2e/config
 export AISB_HOME_VOLUME=aisb-e2e-home-$$
 mkdir -p "$XDG_CONFIG_HOME/ai-sandbox" "$E2E_TMP/project"
-# podman reads its own configuration under XDG_CONFIG_HOME too: keep the user's.
-[ -d "$HOME/.config/containers" ] && ln -s "$HOME/.config/containers" "$XDG_CONFIG_HOME/containers"
+rm -f "$XDG_CONFIG_HOME/ai-sandbox/"*
+if [ -d "$HOME/.config/containers" ] && [ ! -e "$XDG_CONFIG_HOME/containers" ]; then
+  ln -s "$HOME/.config/containers" "$XDG_CONFIG_HOME/containers"
+fi
 cleanup() {
   podman volume rm -f "$AISB_HOME_VOLUME" >/dev/null 2>&1 || true
   rm -rf "$E2E_TMP"
