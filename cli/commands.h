@@ -4,3 +4,4 @@
 
 int command_run(int argc, char **argv);
 int command_build(int argc, char **argv);
+int command_gate(int argc, char **argv);

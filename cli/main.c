@@ -16,6 +16,7 @@ typedef struct command {
 static const command commands[] = {
         { "run", command_run, "run the harness or a command in a sandbox" },
         { "build", command_build, "build the sandbox image without running" },
+        { "gate", command_gate, "the egress gate: up, status, logs, down" },
         {},
 };
 

@@ -172,6 +172,20 @@ AISB_PUBLIC void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, vo
 AISB_PUBLIC int aisb_run(aisb_ctx *ctx, const aisb_policy *policy, aisb_io *io,
                          int *ret_exit_code, aisb_error **err);
 
+/* ---- the gate: the egress proxy of --net allow, one per allowlist ---- */
+
+/* Start this policy's gate unless it runs already; its container name and port. */
+AISB_PUBLIC int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *policy, char **ret_name,
+                             unsigned *ret_port, aisb_error **err);
+/* Remove this policy's gate (a run that needs it starts it again). */
+AISB_PUBLIC int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *policy, aisb_error **err);
+/* Every gate of this user: fn once per gate; answering = running and accepting on its port. */
+typedef void (*aisb_gate_fn)(const char *name, const char *policy_hash, unsigned port,
+                             int answering, void *userdata);
+AISB_PUBLIC int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **err);
+/* Where this policy's gate writes its access log (one line per request). */
+AISB_PUBLIC int aisb_gate_log_path(const aisb_policy *policy, char **ret_path, aisb_error **err);
+
 AISB_PUBLIC const char *aisb_version(void);
 
 #ifdef __cplusplus

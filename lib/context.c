@@ -215,6 +215,10 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                  * terminal's signals. A second fork leaves it reparented, never our zombie. */
                 if (setsid() < 0)
                         _exit(1);
+                /* Not the caller's directory: it may be deleted while the service lives on,
+                 * and runc then fails to create containers from it. */
+                if (chdir("/") < 0)
+                        _exit(1);
                 pid_t again = fork();
                 if (again != 0)
                         _exit(again < 0 ? 1 : 0);

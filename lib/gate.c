@@ -434,3 +434,122 @@ int egress_count_line(egress_summary *s, const char *line)
                 s->allowed++;
         return 0;
 }
+
+/* ---- the public face: aisb gate up|status|logs|down ---- */
+
+static int policy_gate(const aisb_policy *p, allowlist *l, char **ret_hash, aisb_error **err)
+{
+        int r = policy_allowlist(p, l, err);
+        if (r < 0)
+                return r;
+        if (allowlist_count_domains(l) == 0) {
+                allowlist_done(l);
+                return aisb_error_set(err, -EINVAL,
+                                      "this policy's allowlist names no domain, so it has no gate: add --allow DOMAIN");
+        }
+        r = allowlist_gate_hash(l, (const char *const *) p->add_hosts, ret_hash);
+        if (r < 0) {
+                allowlist_done(l);
+                return aisb_error_set(err, r, "cannot hash the allowlist");
+        }
+        return 0;
+}
+
+int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned *ret_port,
+                 aisb_error **err)
+{
+        int r = aisb_ctx_connect(ctx, err);
+        if (r < 0)
+                return r;
+        allowlist l = {};
+        _cleanup_free_ char *hash = NULL;
+        r = policy_gate(p, &l, &hash, err);
+        if (r < 0)
+                return r;
+        gate_info g = {};
+        r = gate_ensure(ctx, p, &l, &g, err);
+        allowlist_done(&l);
+        if (r < 0)
+                return r;
+        if (ret_port)
+                *ret_port = g.port;
+        if (ret_name)
+                *ret_name = steal_pointer(&g.name);
+        gate_info_done(&g);
+        return 0;
+}
+
+int aisb_gate_log_path(const aisb_policy *p, char **ret_path, aisb_error **err)
+{
+        allowlist l = {};
+        _cleanup_free_ char *hash = NULL, *sub = NULL, *dir = NULL;
+        int r = policy_gate(p, &l, &hash, err);
+        if (r < 0)
+                return r;
+        allowlist_done(&l);
+        if (asprintf(&sub, "gates/%s", hash) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        r = state_dir(sub, &dir, err);
+        if (r < 0)
+                return r;
+        if (asprintf(ret_path, "%s/access.log", dir) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}
+
+int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **err)
+{
+        int r = aisb_ctx_connect(ctx, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *filters = http_escape("{\"label\":[\"" AISB_LABEL_PREFIX "gate\"]}");
+        _cleanup_free_ char *path = NULL;
+        if (!filters || asprintf(&path, "/libpod/containers/json?all=true&filters=%s", filters) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_object *list = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
+        if (!list || !json_object_is_type(list, json_type_array)) {
+                r = aisb_error_set(err, -EIO, "listing gates: %s", http_error_message(&resp));
+                http_response_done(&resp);
+                return r;
+        }
+        http_response_done(&resp);
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *state, *v;
+                const char *name = json_object_object_get_ex(c, "Names", &names)
+                                           ? json_object_get_string(json_object_array_get_idx(names, 0))
+                                           : NULL;
+                const char *hash = NULL;
+                unsigned port = 0;
+                if (json_object_object_get_ex(c, "Labels", &labels)) {
+                        if (json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate", &v))
+                                hash = json_object_get_string(v);
+                        if (json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate.port", &v))
+                                port = (unsigned) strtoul(json_object_get_string(v), NULL, 10);
+                }
+                bool running = json_object_object_get_ex(c, "State", &state) &&
+                               streq(json_object_get_string(state), "running");
+                if (name && hash)
+                        fn(name, hash, port, running && gate_port_answers(port), userdata);
+        }
+        return 0;
+}
+
+int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
+{
+        int r = aisb_ctx_connect(ctx, err);
+        if (r < 0)
+                return r;
+        allowlist l = {};
+        _cleanup_free_ char *hash = NULL, *name = NULL;
+        r = policy_gate(p, &l, &hash, err);
+        if (r < 0)
+                return r;
+        allowlist_done(&l);
+        if (asprintf(&name, "aisb-gate-%s", hash) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return remove_named(ctx, name, err);
+}

@@ -161,5 +161,18 @@ hash=$("$AISB" run $fresh --print-policy | sed -n 's/^gate=//p')
 count=$(podman ps -a --filter "label=aisb.gate=$hash" -q | wc -l)
 expect_eq "one gate for the three" 1 "$count"
 
+# aisb gate: status lists it, logs show its requests, down removes it, up starts it again.
+expect_contains "gate status lists the gate as up" "aisb-gate-$hash" "$("$AISB" gate status | grep ' up$')"
+expect_contains "gate status --json" "\"policy\":\"$hash\"" "$("$AISB" gate status --json)"
+expect_contains "gate logs shows the requests" "allowed.test:$HTTP" "$("$AISB" gate logs -n 5 $fresh)"
+"$AISB" gate down $fresh
+expect_absent "gate down removes it" "aisb-gate-$hash" "$("$AISB" gate status)"
+up=$("$AISB" gate up $fresh 2>/dev/null)
+expect_contains "gate up starts it again" "aisb-gate-$hash 127.0.0.1:" "$up"
+set +e
+"$AISB" gate up --allow 10.1.2.3 >/dev/null 2>&1; rc=$?
+set -e
+expect_eq "gate up without a domain is a usage error" 2 "$rc"
+
 # Tidy: the gates this test started.
 podman rm -f "aisb-gate-$gate_hash" "aisb-gate-$hash" >/dev/null 2>&1 || true

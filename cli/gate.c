@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* "aisb gate up|status|logs|down [OPTIONS]": the egress gate of the policy these options
+ * (and the config) make, or of every policy for status. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "options.h"
+
+static void print_gate(const char *name, const char *hash, unsigned port, int answering,
+                       void *userdata)
+{
+        bool *json = userdata;
+        if (*json)
+                printf("{\"name\":\"%s\",\"policy\":\"%s\",\"port\":%u,\"answering\":%s}\n", name,
+                       hash, port, answering ? "true" : "false");
+        else
+                printf("%-28s 127.0.0.1:%-6u %s\n", name, port, answering ? "up" : "down");
+}
+
+static int print_log(const char *path, long lines)
+{
+        FILE *f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT)
+                        return 0;
+                fprintf(stderr, "aisb: cannot read %s: %s\n", path, strerror(errno));
+                return EXIT_AISB_FAILED;
+        }
+        /* Keep the last N lines in a ring. */
+        char **ring = calloc((size_t) lines, sizeof *ring);
+        size_t allocated = 0;
+        char *line = NULL;
+        long n = 0;
+        while (ring && getline(&line, &allocated, f) > 0) {
+                free(ring[n % lines]);
+                ring[n % lines] = strdup(line);
+                n++;
+        }
+        for (long i = n > lines ? n - lines : 0; ring && i < n; i++) {
+                fputs(ring[i % lines], stdout);
+                free(ring[i % lines]);
+        }
+        free(ring);
+        free(line);
+        fclose(f);
+        return 0;
+}
+
+int command_gate(int argc, char **argv)
+{
+        if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+                printf("Usage: aisb gate up|status|logs|down [OPTIONS]\n\n"
+                       "  up      start the gate of this policy's allowlist (if not running)\n"
+                       "  status  list every gate: name, port, up or down (--json: one object a line)\n"
+                       "  logs    the gate's access log (-n N: the last N lines, default 50)\n"
+                       "  down    remove the gate of this policy's allowlist\n\n"
+                       "OPTIONS are aisb run's (--allow, --gate-add-host, --config, ...): they pick\n"
+                       "the allowlist, and so the gate.\n");
+                return argc < 1 ? EXIT_USAGE : 0;
+        }
+        const char *verb = argv[0];
+        bool json = false;
+        long lines = 50;
+        /* Our own flags first, then the sandbox options. */
+        int i = 1;
+        for (; i < argc; i++) {
+                if (strcmp(argv[i], "--json") == 0)
+                        json = true;
+                else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+                        char *end;
+                        lines = strtol(argv[++i], &end, 10);
+                        if (*end || lines <= 0 || lines > 1000000) {
+                                fprintf(stderr, "aisb: -n takes a number of lines\n");
+                                return EXIT_USAGE;
+                        }
+                } else
+                        break;
+        }
+        aisb_error *err = NULL;
+        aisb_policy *policy = NULL;
+        aisb_ctx *ctx = NULL;
+        cli_flags flags = { .strict_args = true };
+        int rest = 0, code;
+        bool dashdash = false;
+        if (aisb_policy_new(&policy, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        code = cli_load_config(policy, NULL);
+        if (!code)
+                code = cli_parse_options(argc - i, argv + i, false, policy, &flags, &rest, &dashdash);
+        if (!code && (rest < argc - i || dashdash)) {
+                fprintf(stderr, "aisb: gate %s takes options only\n", verb);
+                code = EXIT_USAGE;
+        }
+        if (!code && aisb_ctx_new(&ctx, &err) < 0)
+                code = cli_fail(err, EXIT_AISB_FAILED);
+        if (!code) {
+                aisb_ctx_set_log_fn(ctx, cli_log, &flags.quiet);
+                if (flags.socket && aisb_ctx_set_socket(ctx, flags.socket, &err) < 0)
+                        code = cli_fail(err, EXIT_AISB_FAILED);
+        }
+        if (code)
+                goto out;
+
+        if (strcmp(verb, "up") == 0) {
+                char *name = NULL;
+                unsigned port = 0;
+                if (aisb_gate_up(ctx, policy, &name, &port, &err) < 0)
+                        code = cli_fail(err, aisb_error_code(err) == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+                else
+                        printf("%s 127.0.0.1:%u\n", name, port);
+                free(name);
+        } else if (strcmp(verb, "status") == 0) {
+                if (aisb_gate_list(ctx, print_gate, &json, &err) < 0)
+                        code = cli_fail(err, EXIT_AISB_FAILED);
+        } else if (strcmp(verb, "logs") == 0) {
+                char *path = NULL;
+                if (aisb_gate_log_path(policy, &path, &err) < 0)
+                        code = cli_fail(err, EXIT_USAGE);
+                else
+                        code = print_log(path, lines);
+                free(path);
+        } else if (strcmp(verb, "down") == 0) {
+                if (aisb_gate_down(ctx, policy, &err) < 0)
+                        code = cli_fail(err, aisb_error_code(err) == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+        } else {
+                fprintf(stderr, "aisb: unknown gate command '%s' (up, status, logs, down)\n", verb);
+                code = EXIT_USAGE;
+        }
+out:
+        aisb_ctx_free(ctx);
+        aisb_policy_free(policy);
+        return code;
+}
