@@ -257,7 +257,7 @@ int build_parse_line(const char *line, size_t size, char **ret_stream, char **re
         }
         if (json_object_object_get_ex(o, "errorDetail", &v)) {
                 json_object *m;
-                if (json_object_object_get_ex(v, "message", &m)) {
+                if (json_object_object_get_ex(v, "message", &m) && json_object_get_string(m)) {
                         *ret_error = strdup(json_object_get_string(m));
                         return *ret_error ? 0 : -ENOMEM;
                 }
