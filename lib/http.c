@@ -36,12 +36,18 @@ const char *http_error_message(const http_response *r)
                 return "no details";
         _cleanup_json_ json_object *o = json_tokener_parse(r->body);
         json_object *m;
-        if (o && json_object_object_get_ex(o, "message", &m)) {
+        const char *text;
+        if (o && json_object_object_get_ex(o, "message", &m) && json_object_get_string(m))
                 snprintf(message, sizeof message, "%s", json_object_get_string(m));
-                return message;
-        }
-        snprintf(message, sizeof message, "%.*s", (int) strcspn(r->body, "\n"), r->body);
-        return message;
+        else
+                snprintf(message, sizeof message, "%.*s", (int) strcspn(r->body, "\n"), r->body);
+        /* The service's text goes into a one-line error and onto a terminal: no control
+         * characters (a JSON message may hold newlines and escape sequences). */
+        for (char *c = message; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        *c = ' ';
+        text = message + strspn(message, " ");
+        return *text ? text : "no details";
 }
 
 typedef struct receive_state {
