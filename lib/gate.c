@@ -424,6 +424,7 @@ int egress_count_line(egress_summary *s, const char *line)
                 char *colon = strrchr(host, ':');
                 if (colon && colon != host)
                         *colon = 0;
+                host[sizeof s->denied_names[0] - 1] = 0; /* as stored, or repeats never match */
                 bool seen = false;
                 for (size_t i = 0; i < s->n_denied_names; i++)
                         seen |= streq(s->denied_names[i], host);
