@@ -67,5 +67,5 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; pass "$1"; 
 expect_contains() { case "$3" in *"$2"*) pass "$1" ;; *) fail "$1: '$2' not in: $3" ;; esac; }
 expect_absent() { case "$3" in *"$2"*) fail "$1: '$2' found in: $3" ;; *) pass "$1" ;; esac; }
 
-# Containers this user has with our label (names), for leak checks.
-our_containers() { podman ps -a --filter label=aisb.managed=true --format '{{.Names}}'; }
+# Sandboxes of this test's project (names), for leak checks.
+our_containers() { podman ps -a --filter "label=aisb.project=$E2E_TMP/project" --format '{{.Names}}'; }
