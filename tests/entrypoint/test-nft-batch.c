@@ -61,7 +61,7 @@ struct decoded {
 
 static struct decoded *decode(const char *const *opts)
 {
-        const char *argv[40] = { "aisb-entrypoint", "--print-ruleset" };
+        const char *argv[2 * NETPOLICY_MAX_ALLOW + 8] = { "aisb-entrypoint", "--print-ruleset" };
         int argc = 2;
         struct netpolicy p;
         char err[256] = "";
