@@ -5,3 +5,6 @@
 int command_run(int argc, char **argv);
 int command_build(int argc, char **argv);
 int command_gate(int argc, char **argv);
+int command_ps(int argc, char **argv);
+int command_clean(int argc, char **argv);
+int command_log(int argc, char **argv);

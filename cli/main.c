@@ -17,6 +17,9 @@ static const command commands[] = {
         { "run", command_run, "run the harness or a command in a sandbox" },
         { "build", command_build, "build the sandbox image without running" },
         { "gate", command_gate, "the egress gate: up, status, logs, down" },
+        { "ps", command_ps, "list sandboxes and gates" },
+        { "clean", command_clean, "remove what aisb left behind (only aisb's own)" },
+        { "log", command_log, "the session log: one record per run" },
         {},
 };
 

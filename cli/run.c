@@ -138,27 +138,15 @@ static int sandbox_command(int argc, char **argv, bool for_build)
                 code = config_code ? config_code : code;
                 goto out;
         }
-        if (!for_build && (rest < argc || dashdash)) {
-                /* Without --, the arguments go to the harness: prefix its name. */
-                size_t n = (size_t) (argc - rest);
-                const char **command = calloc(n + 2, sizeof *command);
-                if (!command) {
-                        code = EXIT_AISB_FAILED;
-                        goto out;
-                }
-                size_t k = 0;
-                if (!dashdash)
-                        command[k++] = "pi";
-                for (int i = rest; i < argc; i++)
-                        command[k++] = argv[i];
-                if (dashdash && k == 0) {
-                        free(command);
-                        fprintf(stderr, "aisb: -- must be followed by a command\n");
-                        code = EXIT_USAGE;
-                        goto out;
-                }
-                int r = aisb_policy_set_command(policy, command, &err);
-                free(command);
+        if (!for_build && dashdash && rest >= argc) {
+                fprintf(stderr, "aisb: -- must be followed by a command\n");
+                code = EXIT_USAGE;
+                goto out;
+        }
+        if (!for_build && rest < argc) {
+                /* After --, the command; otherwise arguments for the harness. */
+                int r = dashdash ? aisb_policy_set_command(policy, (const char *const *) argv + rest, &err)
+                                 : aisb_policy_set_harness_args(policy, (const char *const *) argv + rest, &err);
                 if (r < 0) {
                         code = cli_fail(err, EXIT_USAGE);
                         goto out;
@@ -251,8 +239,9 @@ static int sandbox_command(int argc, char **argv, bool for_build)
                 goto out;
         }
         if (r < 0) {
-                /* -EINVAL is the policy refused before anything started: a usage error. */
-                code = cli_fail(err, r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+                /* The policy refused before anything started (a bad entry, a key the run
+                 * must pass): a usage error. */
+                code = cli_fail(err, r == -EINVAL || r == -ENOKEY ? EXIT_USAGE : EXIT_AISB_FAILED);
                 goto out;
         }
         code = exit_code;

@@ -66,6 +66,11 @@ AISB_PUBLIC int aisb_policy_load_config(aisb_policy *policy, const char *path, i
 AISB_PUBLIC int aisb_policy_set_command(aisb_policy *policy, const char *const *argv,
                                         aisb_error **err);
 
+/* Arguments for the harness (pi, or the "harness" key's choice): the command becomes the
+ * harness followed by argv. Ignored once a command is set. */
+AISB_PUBLIC int aisb_policy_set_harness_args(aisb_policy *policy, const char *const *argv,
+                                             aisb_error **err);
+
 /* The effective policy as "key=value" lines (environment values are never included). */
 AISB_PUBLIC int aisb_policy_format(const aisb_policy *policy, char **ret_text, aisb_error **err);
 
@@ -185,6 +190,41 @@ typedef void (*aisb_gate_fn)(const char *name, const char *policy_hash, unsigned
 AISB_PUBLIC int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **err);
 /* Where this policy's gate writes its access log (one line per request). */
 AISB_PUBLIC int aisb_gate_log_path(const aisb_policy *policy, char **ret_path, aisb_error **err);
+
+/* ---- what is running, what is left over, what ran ---- */
+
+/* One sandbox or gate of this user (strings valid during the callback only). */
+typedef struct aisb_list_entry {
+        const char *name;
+        const char *kind;    /* "sandbox" or "gate" */
+        const char *project; /* sandboxes: the mounted project directory (may be NULL) */
+        const char *net;     /* "allow", "none", "full"; "host" for gates */
+        const char *policy;  /* policy hash (sandboxes) or allowlist hash (gates) */
+        const char *image;
+        const char *state;   /* podman's: "running", "exited", ... */
+        long long created;   /* Unix time */
+        int orphaned;        /* a sandbox whose aisb process is gone */
+} aisb_list_entry;
+typedef void (*aisb_list_fn)(const aisb_list_entry *entry, void *userdata);
+AISB_PUBLIC int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err);
+
+enum {
+        AISB_CLEAN_ALL = 1 << 0,     /* also running gates and every aisb image */
+        AISB_CLEAN_VOLUMES = 1 << 1, /* also aisb-* volumes no container uses */
+        AISB_CLEAN_DRY_RUN = 1 << 2, /* report, remove nothing */
+};
+/* Remove stopped and orphaned sandboxes, stopped gates, unused aisb images except keep_image
+ * (the one the next run needs; NULL for none), and with AISB_CLEAN_VOLUMES aisb-* volumes,
+ * narrowed by volume_glob when not NULL. fn is told each thing removed: kind ("sandbox",
+ * "gate", "image", "volume") and name. Never touches anything outside aisb's namespace. */
+typedef void (*aisb_clean_fn)(const char *kind, const char *name, void *userdata);
+AISB_PUBLIC int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob,
+                           const char *keep_image, aisb_clean_fn fn, void *userdata,
+                           aisb_error **err);
+
+/* The session log: one JSON object a line per run (time, project, policy, image, net,
+ * exit, env names, egress), never a value. */
+AISB_PUBLIC int aisb_session_log_path(char **ret_path, aisb_error **err);
 
 AISB_PUBLIC const char *aisb_version(void);
 

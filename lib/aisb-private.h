@@ -71,6 +71,8 @@ struct aisb_policy {
         mount_entry *mounts;
         size_t n_mounts;
         char **command; /* NULL: the harness */
+        char **harness_args;    /* arguments for the harness (flags aisb did not know) */
+        char **harness_command; /* harness + harness_args, kept in step with both */
         char *harness;
         char *entrypoint; /* host path of aisb-entrypoint, copied into the image */
         allowlist allow;   /* --allow entries; the files are merged in at run time */
@@ -78,6 +80,11 @@ struct aisb_policy {
         bool no_gate;
         char *proxy;       /* HOST:PORT of the user's own proxy */
         char *user_allowlist; /* the user's allowlist file, "" for none */
+        bool node_source_npm; /* Node from the npm registry instead of the official tarball */
+        char *thinking;       /* pi's reasoning level, or "host" */
+        bool no_pi_config;
+        bool no_agents;
+        char *agents_dir;     /* mounted read-only at ~/.agents; NULL: the user's ~/.agents */
         bool allow_unenforced;
         bool keep_root;
 };
@@ -165,6 +172,7 @@ const char *const *policy_command(const aisb_policy *p);
 int policy_hash(const aisb_policy *p, char **ret_hex);
 
 /* ---- image.c ---- */
+bool harness_known(const char *name);
 typedef struct context_file {
         const char *name;
         const void *data;
@@ -233,6 +241,20 @@ int policy_allowlist(const aisb_policy *p, allowlist *ret, aisb_error **err);
 int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, sandbox_network *ret,
                             aisb_error **err);
 
+/* ---- harness.c: pi's host configuration, bridged ---- */
+typedef struct harness_bridge {
+        char *temp_dir;   /* ephemeral home: the bridged files, mounted at ~/.pi/agent */
+        char *agents_dir; /* mounted read-only at ~/.agents, or NULL */
+} harness_bridge;
+bool harness_bridge_applies(const aisb_policy *p);
+int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, harness_bridge *ret,
+                           aisb_error **err);
+void harness_bridge_done(harness_bridge *b);
+
+/* ---- manage.c ---- */
+int session_log_append(const aisb_policy *p, const char *image, int exit_code,
+                       const egress_summary *egress);
+
 /* ---- entrypoint.c ---- */
 #define AISB_ENTRYPOINT_IN_IMAGE "/usr/local/libexec/aisb/aisb-entrypoint"
 /* The capabilities the container starts with; the entrypoint drops them all. */
@@ -242,5 +264,6 @@ int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***re
 int entrypoint_read(const aisb_policy *p, void **ret_data, size_t *ret_size, aisb_error **err);
 
 /* ---- container.c ---- */
-int container_create_body(const aisb_policy *p, const sandbox_network *net, const char *image,
-                          const char *name, bool terminal, bool redact, json_object **ret);
+int container_create_body(const aisb_policy *p, const sandbox_network *net,
+                          const harness_bridge *bridge, const char *image, const char *name,
+                          bool terminal, bool redact, json_object **ret);

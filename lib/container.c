@@ -74,8 +74,9 @@ int policy_hash(const aisb_policy *p, char **ret_hex)
         return 0;
 }
 
-int container_create_body(const aisb_policy *p, const sandbox_network *net, const char *image,
-                          const char *name, bool terminal, bool redact, json_object **ret)
+int container_create_body(const aisb_policy *p, const sandbox_network *net,
+                          const harness_bridge *bridge, const char *image, const char *name,
+                          bool terminal, bool redact, json_object **ret)
 {
         _cleanup_json_ json_object *o = json_object_new_object();
         if (!o)
@@ -147,6 +148,18 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net, cons
         r |= json_object_array_add(mounts, tmpfs_mount("/run", 64ULL << 20, "755"));
         if (p->ephemeral_home)
                 r |= json_object_array_add(mounts, tmpfs_mount(AISB_SANDBOX_HOME, p->tmp_size, "1777"));
+        if (bridge && bridge->temp_dir) {
+                static const char *const rw[] = { "rbind", "rw", NULL };
+                r |= json_object_array_add(mounts, mount_object("bind", bridge->temp_dir,
+                                                                AISB_SANDBOX_HOME "/.pi/agent", rw));
+        }
+        if (bridge && bridge->agents_dir) {
+                /* Skills are read, never rewritten, by any run: read-only even for
+                 * --insecure-keep-root, which has no capability to remount it. */
+                static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", NULL };
+                r |= json_object_array_add(mounts, mount_object("bind", bridge->agents_dir,
+                                                                AISB_SANDBOX_HOME "/.agents", ro));
+        }
         r |= json_object_object_add(o, "mounts", mounts);
 
         if (!p->ephemeral_home) {

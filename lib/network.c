@@ -126,6 +126,9 @@ static int set_proxy_env(sandbox_network *n, const char *host, unsigned port)
                 if (asprintf(&kv, "%s=%s", names[i], url) < 0 || strv_push(&n->env, kv) < 0)
                         return -ENOMEM;
         }
+        /* Node ignores the proxy variables unless told (pi, codex and claude run on it). */
+        if (strv_push(&n->env, "NODE_USE_ENV_PROXY=1") < 0)
+                return -ENOMEM;
         /* Pinned addresses are reached directly, not through the proxy. */
         buffer no_proxy = {};
         int r = buffer_printf(&no_proxy, "localhost,127.0.0.1,::1");

@@ -13,6 +13,9 @@
 
 #include "aisb-private.h"
 #include "config.h"
+#include "pibridge.h"
+
+static int rebuild_harness_command(aisb_policy *p);
 
 /* The only variables a sandbox inherits without being asked. */
 static const char *const inherited_env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ" };
@@ -115,6 +118,8 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
         p->home_volume = strdup(home_volume && *home_volume ? home_volume
                                                             : AISB_DEFAULT_HOME_VOLUME);
         p->harness = strdup("pi");
+        const char *thinking = getenv("AISB_THINKING");
+        p->thinking = strdup(thinking && pibridge_thinking_level_valid(thinking) ? thinking : "xhigh");
         const char *entrypoint = getenv("AISB_ENTRYPOINT");
         p->entrypoint = strdup(entrypoint && *entrypoint ? entrypoint
                                                          : AISB_LIBEXECDIR "/aisb-entrypoint");
@@ -124,7 +129,8 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
         p->pids_limit = 1024;
         p->tmp_size = 1ULL << 30;
         p->read_only = true;
-        if (!p->base_image || !p->home_volume || !p->harness || !p->entrypoint) {
+        if (!p->base_image || !p->home_volume || !p->harness || !p->entrypoint || !p->thinking ||
+            rebuild_harness_command(p) < 0) {
                 aisb_policy_free(p);
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         }
@@ -161,12 +167,16 @@ void aisb_policy_free(aisb_policy *p)
         }
         free(p->mounts);
         strv_free(p->command);
+        strv_free(p->harness_args);
+        strv_free(p->harness_command);
         free(p->harness);
         free(p->entrypoint);
         allowlist_done(&p->allow);
         strv_free(p->add_hosts);
         free(p->proxy);
         free(p->user_allowlist);
+        free(p->thinking);
+        free(p->agents_dir);
         free(p);
 }
 
@@ -434,6 +444,10 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return set_bool(&p->shell, key, value, err);
         if (streq(key, "no-gate"))
                 return set_bool(&p->no_gate, key, value, err);
+        if (streq(key, "no-pi-config"))
+                return set_bool(&p->no_pi_config, key, value, err);
+        if (streq(key, "no-agents"))
+                return set_bool(&p->no_agents, key, value, err);
         if (streq(key, "allow-unenforced"))
                 return set_bool(&p->allow_unenforced, key, value, err);
         if (streq(key, "insecure-keep-root"))
@@ -562,10 +576,34 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return 0;
         }
         if (streq(key, "harness")) {
-                if (!streq(value, "pi"))
-                        return aisb_error_set(err, -EINVAL, "harness: '%s' is not known (use pi)",
-                                              value);
-                return set_string(&p->harness, value) < 0 ? -ENOMEM : 0;
+                if (!harness_known(value))
+                        return aisb_error_set(err, -EINVAL,
+                                              "harness: '%s' is not known (use pi, codex or claude)", value);
+                if (set_string(&p->harness, value) < 0 || rebuild_harness_command(p) < 0)
+                        return -ENOMEM;
+                return 0;
+        }
+        if (streq(key, "node-source")) {
+                if (!streq(value, "official") && !streq(value, "npm"))
+                        return aisb_error_set(err, -EINVAL,
+                                              "node-source: '%s' is not a source (use official or npm)", value);
+                p->node_source_npm = streq(value, "npm");
+                return 0;
+        }
+        if (streq(key, "thinking")) {
+                if (!pibridge_thinking_level_valid(value))
+                        return aisb_error_set(err, -EINVAL, "thinking: '%s' is not a level (use one of: %s)",
+                                              value, pibridge_thinking_levels());
+                return set_string(&p->thinking, value) < 0 ? -ENOMEM : 0;
+        }
+        if (streq(key, "agents-dir")) {
+                _cleanup_free_ char *abs = NULL;
+                r = absolute_path(value, &abs);
+                if (r < 0)
+                        return aisb_error_set(err, r, "agents-dir: %s: %s", value, strerror(-r));
+                free(p->agents_dir);
+                p->agents_dir = steal_pointer(&abs);
+                return 0;
         }
         return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
 }
@@ -634,15 +672,37 @@ int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error 
         return 0;
 }
 
+static int rebuild_harness_command(aisb_policy *p)
+{
+        _cleanup_strv_free_ char **v = NULL;
+        int r = strv_push(&v, p->harness);
+        for (size_t i = 0; r >= 0 && p->harness_args && p->harness_args[i]; i++)
+                r = strv_push(&v, p->harness_args[i]);
+        if (r < 0)
+                return r;
+        strv_free(p->harness_command);
+        p->harness_command = steal_pointer(&v);
+        return 0;
+}
+
+int aisb_policy_set_harness_args(aisb_policy *p, const char *const *argv, aisb_error **err)
+{
+        char **copy = NULL;
+        if (argv && argv[0] && !(copy = strv_copy(argv)))
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        strv_free(p->harness_args);
+        p->harness_args = copy;
+        return rebuild_harness_command(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
+}
+
 const char *const *policy_command(const aisb_policy *p)
 {
         static const char *const bash[] = { "bash", NULL };
-        static const char *const pi[] = { "pi", NULL };
         if (p->shell)
                 return bash;
         if (p->command)
                 return (const char *const *) p->command;
-        return pi;
+        return (const char *const *) p->harness_command;
 }
 
 static const char *net_mode_name(sandbox_net m)
@@ -713,6 +773,15 @@ int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
         r |= format_size(&b, "tmp-size", p->tmp_size);
         r |= buffer_printf(&b, "read-only=%s\n", p->read_only ? "true" : "false");
         r |= buffer_printf(&b, "entrypoint=%s\n", p->entrypoint);
+        r |= buffer_printf(&b, "harness=%s\n", p->harness);
+        r |= buffer_printf(&b, "node-source=%s\n", p->node_source_npm ? "npm" : "official");
+        r |= buffer_printf(&b, "thinking=%s\n", p->thinking);
+        if (p->no_pi_config)
+                r |= buffer_printf(&b, "no-pi-config=true\n");
+        if (p->no_agents)
+                r |= buffer_printf(&b, "no-agents=true\n");
+        else if (p->agents_dir)
+                r |= buffer_printf(&b, "agents-dir=%s\n", p->agents_dir);
         if (p->allow_unenforced)
                 r |= buffer_printf(&b, "allow-unenforced=true\n");
         if (p->keep_root)

@@ -311,11 +311,13 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
         return cancelled ? -ECANCELED : 0;
 }
 
-static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset)
+static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset,
+                          egress_summary *ret)
 {
         egress_summary s;
         if (gate_summary(gate, offset, &s) < 0)
                 return;
+        *ret = s;
         buffer names = {};
         for (size_t i = 0; i < s.n_denied_names; i++)
                 (void) buffer_printf(&names, "%s%s", i ? ", " : "", s.denied_names[i]);
@@ -364,11 +366,15 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         long long log_offset = 0;
         if (net.gate.name)
                 (void) gate_log_offset(&net.gate, &log_offset);
+        _cleanup_(harness_bridge_done) harness_bridge bridge = {};
+        r = harness_bridge_prepare(ctx, p, &bridge, err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "bridging pi's configuration");
         _cleanup_json_ json_object *body = NULL;
-        r = container_create_body(p, &net, tag, name, io->terminal, false, &body);
+        r = container_create_body(p, &net, &bridge, tag, name, io->terminal, false, &body);
         _cleanup_json_ json_object *shown = NULL;
         if (r >= 0 && ctx->dry_run_fn)
-                r = container_create_body(p, &net, tag, name, io->terminal, true, &shown);
+                r = container_create_body(p, &net, &bridge, tag, name, io->terminal, true, &shown);
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
         const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
@@ -442,7 +448,11 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
 out:
         http_stream_done(&stream);
         (void) remove_container(ctx, id);
+        egress_summary egress = {};
         if (net.gate.name && !ctx->dry_run_fn)
-                report_egress(ctx, &net.gate, log_offset);
+                report_egress(ctx, &net.gate, log_offset, &egress);
+        if (!ctx->dry_run_fn)
+                (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code,
+                                          net.gate.name ? &egress : NULL);
         return r;
 }

@@ -52,6 +52,7 @@ trap cleanup EXIT
 {
   echo "base-image = ${AISB_E2E_BASE:-bootstrap:debian:trixie}"
   echo "net = none"
+  echo "node-source = npm"
   for c in /usr/local/share/ca-certificates/*.crt; do
     [ -r "$c" ] && echo "ca-cert = $c"
   done

@@ -10,7 +10,7 @@ static json_object *body_for(aisb_policy *p, bool redact)
         json_object *o = NULL;
         sandbox_network net = {};
         ck_assert_int_eq(sandbox_network_resolve(NULL, p, &net, NULL), 0);
-        ck_assert_int_eq(container_create_body(p, &net, "localhost/aisb:x", "aisb-t-1", false, redact, &o), 0);
+        ck_assert_int_eq(container_create_body(p, &net, NULL, "localhost/aisb:x", "aisb-t-1", false, redact, &o), 0);
         sandbox_network_done(&net);
         return o;
 }

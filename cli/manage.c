@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/* "aisb ps", "aisb clean", "aisb log": what runs, what is left, what ran. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "commands.h"
+#include "options.h"
+
+/* A context connected the usual way: the API socket, or a transient service. */
+static int open_ctx(aisb_ctx **ret)
+{
+        aisb_error *err = NULL;
+        if (aisb_ctx_new(ret, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        static bool quiet;
+        aisb_ctx_set_log_fn(*ret, cli_log, &quiet);
+        return 0;
+}
+
+static void age(long long created, char *buf, size_t size)
+{
+        long long s = (long long) time(NULL) - created;
+        if (s < 0)
+                s = 0;
+        if (s < 120)
+                snprintf(buf, size, "%llds", s);
+        else if (s < 7200)
+                snprintf(buf, size, "%lldm", s / 60);
+        else if (s < 172800)
+                snprintf(buf, size, "%lldh", s / 3600);
+        else
+                snprintf(buf, size, "%lldd", s / 86400);
+}
+
+static void print_entry(const aisb_list_entry *e, void *userdata)
+{
+        bool json = *(bool *) userdata;
+        if (json) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "name", json_object_new_string(e->name));
+                json_object_object_add(o, "kind", json_object_new_string(e->kind));
+                json_object_object_add(o, "project", e->project ? json_object_new_string(e->project) : NULL);
+                json_object_object_add(o, "net", e->net ? json_object_new_string(e->net) : NULL);
+                json_object_object_add(o, "policy", e->policy ? json_object_new_string(e->policy) : NULL);
+                json_object_object_add(o, "image", json_object_new_string(e->image));
+                json_object_object_add(o, "state", json_object_new_string(e->state));
+                json_object_object_add(o, "created", json_object_new_int64(e->created));
+                json_object_object_add(o, "orphaned", json_object_new_boolean(e->orphaned));
+                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(o);
+                return;
+        }
+        char a[32];
+        age(e->created, a, sizeof a);
+        printf("%-32s %-7s %-8s %-5s %-16s %-5s %s\n", e->name, e->kind,
+               e->orphaned ? "orphaned" : e->state, e->net ? e->net : "-",
+               e->policy ? e->policy : "-", a, e->project && *e->project ? e->project : "-");
+}
+
+int command_ps(int argc, char **argv)
+{
+        bool json = false;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "--json") == 0)
+                        json = true;
+                else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        printf("Usage: aisb ps [--json]\n\nSandboxes and gates of this user: name, kind, state,\n"
+                               "net mode, policy hash, age, project directory.\n");
+                        return 0;
+                } else {
+                        fprintf(stderr, "aisb: ps takes only --json (got %s)\n", argv[i]);
+                        return EXIT_USAGE;
+                }
+        }
+        aisb_ctx *ctx = NULL;
+        int code = open_ctx(&ctx);
+        if (code)
+                return code;
+        if (!json)
+                printf("%-32s %-7s %-8s %-5s %-16s %-5s %s\n", "NAME", "KIND", "STATE", "NET", "POLICY",
+                       "AGE", "PROJECT");
+        aisb_error *err = NULL;
+        if (aisb_list(ctx, print_entry, &json, &err) < 0)
+                code = cli_fail(err, EXIT_AISB_FAILED);
+        aisb_ctx_free(ctx);
+        return code;
+}
+
+static void print_removed(const char *kind, const char *name, void *userdata)
+{
+        bool dry = *(bool *) userdata;
+        printf("%s %s %s\n", dry ? "would remove" : "removed", kind, name);
+}
+
+int command_clean(int argc, char **argv)
+{
+        unsigned flags = 0;
+        const char *glob = NULL;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "--all") == 0)
+                        flags |= AISB_CLEAN_ALL;
+                else if (strcmp(argv[i], "--dry-run") == 0)
+                        flags |= AISB_CLEAN_DRY_RUN;
+                else if (strcmp(argv[i], "--volumes") == 0)
+                        flags |= AISB_CLEAN_VOLUMES;
+                else if (strncmp(argv[i], "--volumes=", 10) == 0) {
+                        flags |= AISB_CLEAN_VOLUMES;
+                        glob = argv[i] + 10;
+                } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        printf("Usage: aisb clean [--all] [--volumes[=GLOB]] [--dry-run]\n\n"
+                               "Remove stopped sandboxes, sandboxes whose aisb is gone, stopped gates and\n"
+                               "aisb images nothing uses. --all: running gates and the bootstrap bases too.\n"
+                               "--volumes: aisb-* volumes no container uses (GLOB narrows by name).\n"
+                               "Nothing outside aisb's namespace is touched.\n");
+                        return 0;
+                } else {
+                        fprintf(stderr, "aisb: unknown clean option %s (see aisb clean --help)\n", argv[i]);
+                        return EXIT_USAGE;
+                }
+        }
+        aisb_ctx *ctx = NULL;
+        int code = open_ctx(&ctx);
+        if (code)
+                return code;
+        bool dry = flags & AISB_CLEAN_DRY_RUN;
+        aisb_error *err = NULL;
+        /* The image the configured policy runs is not stale: keep it. */
+        aisb_policy *policy = NULL;
+        char *keep = NULL;
+        if (aisb_policy_new(&policy, NULL) == 0 && cli_load_config(policy, NULL) == 0)
+                (void) aisb_image_tag(policy, &keep, NULL);
+        aisb_policy_free(policy);
+        if (aisb_clean(ctx, flags, glob, keep, print_removed, &dry, &err) < 0)
+                code = cli_fail(err, EXIT_AISB_FAILED);
+        free(keep);
+        aisb_ctx_free(ctx);
+        return code;
+}
+
+int command_log(int argc, char **argv)
+{
+        long lines = 20;
+        bool json = false;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+                        char *end;
+                        lines = strtol(argv[++i], &end, 10);
+                        if (*end || lines <= 0 || lines > 1000000) {
+                                fprintf(stderr, "aisb: -n takes a number of records\n");
+                                return EXIT_USAGE;
+                        }
+                } else if (strcmp(argv[i], "--json") == 0)
+                        json = true;
+                else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        printf("Usage: aisb log [-n N] [--json]\n\nThe last N runs (default 20): time, exit code,\n"
+                               "net mode, egress, project, policy hash, image. Never a secret value.\n");
+                        return 0;
+                } else {
+                        fprintf(stderr, "aisb: unknown log option %s (see aisb log --help)\n", argv[i]);
+                        return EXIT_USAGE;
+                }
+        }
+        aisb_error *err = NULL;
+        char *path = NULL;
+        if (aisb_session_log_path(&path, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        FILE *f = fopen(path, "re");
+        free(path);
+        if (!f)
+                return errno == ENOENT ? 0 : EXIT_AISB_FAILED;
+        char **ring = calloc((size_t) lines, sizeof *ring);
+        char *line = NULL;
+        size_t allocated = 0;
+        long n = 0;
+        while (ring && getline(&line, &allocated, f) > 0) {
+                free(ring[n % lines]);
+                ring[n % lines] = strdup(line);
+                n++;
+        }
+        fclose(f);
+        free(line);
+        for (long i = n > lines ? n - lines : 0; ring && i < n; i++) {
+                char *l = ring[i % lines];
+                json_object *o = json ? NULL : json_tokener_parse(l);
+                if (json || !o) {
+                        fputs(l, stdout);
+                } else {
+                        json_object *v, *egress;
+                        time_t t = json_object_object_get_ex(o, "time", &v) ? (time_t) json_object_get_int64(v) : 0;
+                        char when[32];
+                        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
+                        char egress_text[96] = "-";
+                        if (json_object_object_get_ex(o, "egress", &egress)) {
+                                json_object *a, *d;
+                                json_object_object_get_ex(egress, "allowed", &a);
+                                json_object_object_get_ex(egress, "denied", &d);
+                                snprintf(egress_text, sizeof egress_text, "%lld/%lld",
+                                         (long long) json_object_get_int64(a), (long long) json_object_get_int64(d));
+                        }
+                        json_object *exit_code, *net, *project, *policy;
+                        json_object_object_get_ex(o, "exit", &exit_code);
+                        json_object_object_get_ex(o, "net", &net);
+                        json_object_object_get_ex(o, "project", &project);
+                        json_object_object_get_ex(o, "policy", &policy);
+                        printf("%s exit=%d net=%s egress=%s policy=%s %s\n", when,
+                               json_object_get_int(exit_code), json_object_get_string(net), egress_text,
+                               json_object_get_string(policy), json_object_get_string(project));
+                }
+                json_object_put(o);
+                free(l);
+        }
+        free(ring);
+        return 0;
+}

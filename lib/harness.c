@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The harness feels like the user's own: before a run of pi, the host's pi configuration is
+ * bridged into the sandbox's home (settings merged per key against what aisb last wrote,
+ * models with literal keys turned into variable references, auth.json never), and the
+ * reasoning level is re-applied as policy, so one run cannot lower it for the next.
+ *
+ * The sandbox's home is a volume the agent writes: everything there is opened relative to a
+ * directory descriptor with O_NOFOLLOW, so a planted symlink can neither make us read a host
+ * file into the sandbox nor overwrite one. The merge base lives on the host, out of reach.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "aisb-private.h"
+#include "pibridge.h"
+
+#define PI_AGENT_DIR ".pi/agent"
+
+void harness_bridge_done(harness_bridge *b)
+{
+        if (b->temp_dir) {
+                /* An ephemeral home's bridged files: gone with the run. */
+                _cleanup_free_ char *s = NULL, *m = NULL;
+                if (asprintf(&s, "%s/settings.json", b->temp_dir) >= 0)
+                        (void) unlink(s);
+                if (asprintf(&m, "%s/models.json", b->temp_dir) >= 0)
+                        (void) unlink(m);
+                (void) rmdir(b->temp_dir);
+        }
+        free(b->temp_dir);
+        free(b->agents_dir);
+        *b = (harness_bridge) {};
+}
+
+bool harness_bridge_applies(const aisb_policy *p)
+{
+        const char *const *cmd = policy_command(p);
+        if (p->no_pi_config || p->shell || !cmd[0])
+                return false;
+        const char *slash = strrchr(cmd[0], '/');
+        return streq(slash ? slash + 1 : cmd[0], "pi");
+}
+
+/* Open (creating) dir/sub/... one component at a time, never following a symlink. */
+static int open_dir_nofollow(int dirfd, const char *path, bool create)
+{
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (create && mkdirat(fd, c, 0700) < 0 && errno != EEXIST) {
+                        int r = -errno;
+                        close(fd);
+                        return r;
+                }
+                int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int saved = errno;
+                close(fd);
+                if (next < 0)
+                        return -saved;
+                fd = next;
+        }
+        return fd;
+}
+
+/* Read dirfd/name as JSON. 0 with *ret NULL when absent. */
+static int read_json_at(int dirfd, const char *name, const char *origin, json_object **ret,
+                        aisb_error **err)
+{
+        *ret = NULL;
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                if (errno == EACCES)
+                        return aisb_error_set(err, -EACCES, "cannot read %s: permission denied (chmod u+r %s)",
+                                              origin, origin);
+                return aisb_error_set(err, -errno, "cannot open %s: %s", origin, strerror(errno));
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return aisb_error_set(err, -EINVAL, "%s is not a regular file", origin);
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        int r = read_full_fd(fd, PIBRIDGE_JSON_MAX, &text, &size);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot read %s: %s", origin, strerror(-r));
+        return pibridge_parse_json(text, size, origin, ret, err);
+}
+
+/* Write JSON to dirfd/name through a new file and a rename: a symlink planted at name is
+ * replaced, never followed. */
+static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error **err)
+{
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, ".%s.aisb-%ld", name, (long) getpid()) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        (void) unlinkat(dirfd, tmp, 0);
+        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "cannot write %s: %s", name, strerror(errno));
+        int r = write_all(fd, text, strlen(text));
+        if (r >= 0)
+                r = write_all(fd, "\n", 1);
+        if (r < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
+                r = r < 0 ? r : -errno;
+                (void) unlinkat(dirfd, tmp, 0);
+                return aisb_error_set(err, r, "cannot write %s: %s", name, strerror(-r));
+        }
+        return 0;
+}
+
+/* The host directory that holds the sandbox's home (the volume's mount point). */
+static int volume_mountpoint(aisb_ctx *ctx, const char *volume, char **ret, aisb_error **err)
+{
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "/libpod/volumes/%s/json", volume) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_object *o = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
+        json_object *mp;
+        if (!o || !json_object_object_get_ex(o, "Mountpoint", &mp)) {
+                r = aisb_error_set(err, -EIO, "inspecting volume %s: %s", volume, http_error_message(&resp));
+                http_response_done(&resp);
+                return r;
+        }
+        http_response_done(&resp);
+        *ret = strdup(json_object_get_string(mp));
+        return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+}
+
+static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const char *base_dir,
+                     aisb_error **err)
+{
+        /* Where pi itself looks: $PI_CODING_AGENT_DIR, else ~/.pi/agent. */
+        const char *home = getenv("HOME");
+        const char *agent_dir = getenv("PI_CODING_AGENT_DIR");
+        _cleanup_free_ char *host_path = NULL;
+        if (agent_dir && *agent_dir)
+                host_path = strdup(agent_dir);
+        else if (home && asprintf(&host_path, "%s/" PI_AGENT_DIR, home) < 0)
+                host_path = NULL;
+        if (!host_path)
+                return aisb_error_set(err, -ENOENT, "HOME is not set: cannot find ~/.pi/agent");
+        _cleanup_close_ int host_dir = open(host_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *host_settings_name = NULL, *host_models_name = NULL;
+        if (asprintf(&host_settings_name, "%s/settings.json", host_path) < 0 ||
+            asprintf(&host_models_name, "%s/models.json", host_path) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        _cleanup_json_ json_object *host = NULL, *sandbox = NULL, *base = NULL, *merged = NULL;
+        int r = 0;
+        if (host_dir >= 0)
+                r = read_json_at(host_dir, "settings.json", host_settings_name, &host, err);
+        if (r < 0)
+                return r;
+        aisb_error *e = NULL;
+        if (read_json_at(sandbox_dir, "settings.json", "the sandbox's settings.json", &sandbox, &e) < 0) {
+                aisb_log(ctx, AISB_LOG_WARNING, "%s: taking the host's settings afresh",
+                         aisb_error_message(e));
+                aisb_error_free(e);
+                sandbox = NULL;
+        }
+        _cleanup_close_ int base_fd = base_dir ? open(base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (base_fd >= 0 && read_json_at(base_fd, "settings.base.json", "settings.base.json", &base, NULL) < 0)
+                base = NULL;
+
+        r = pibridge_merge_settings(base, host, sandbox, &merged, err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "merging pi's settings");
+        if (!streq(p->thinking, "host")) {
+                r = pibridge_apply_thinking(merged, p->thinking, err);
+                if (r < 0)
+                        return r;
+        }
+        r = write_json_at(sandbox_dir, "settings.json", merged, err);
+        if (r >= 0 && base_fd >= 0)
+                r = write_json_at(base_fd, "settings.base.json", merged, err);
+        if (r < 0)
+                return r;
+
+        /* models.json: the host's, with every literal key turned into a variable the run must
+         * pass; the literal itself never leaves the host. */
+        _cleanup_json_ json_object *models = NULL, *rewritten = NULL;
+        if (host_dir >= 0)
+                r = read_json_at(host_dir, "models.json", host_models_name, &models, err);
+        if (r < 0 || !models)
+                return r;
+        pibridge_key *keys = NULL;
+        size_t n_keys = 0;
+        r = pibridge_rewrite_models(models, &rewritten, &keys, &n_keys, err);
+        if (r >= 0)
+                r = pibridge_keys_check(keys, n_keys, p->env, p->n_env, err);
+        pibridge_keys_free(keys, n_keys);
+        if (r < 0)
+                return r;
+        return write_json_at(sandbox_dir, "models.json", rewritten, err);
+}
+
+int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, harness_bridge *ret,
+                           aisb_error **err)
+{
+        harness_bridge b = {};
+        int r = 0;
+        if (!p->no_agents) {
+                const char *home = getenv("HOME");
+                if (p->agents_dir)
+                        b.agents_dir = strdup(p->agents_dir);
+                else if (home && asprintf(&b.agents_dir, "%s/.agents", home) < 0)
+                        b.agents_dir = NULL;
+                struct stat st;
+                if (b.agents_dir && (stat(b.agents_dir, &st) < 0 || !S_ISDIR(st.st_mode))) {
+                        free(b.agents_dir);
+                        b.agents_dir = NULL;
+                }
+        }
+        if (!harness_bridge_applies(p) || ctx->dry_run_fn) {
+                *ret = b;
+                return 0;
+        }
+
+        _cleanup_close_ int sandbox_dir = -1;
+        _cleanup_free_ char *base_dir = NULL;
+        if (p->ephemeral_home) {
+                /* A fresh home: the bridged files go in a directory of ours, mounted there. */
+                const char *runtime = getenv("XDG_RUNTIME_DIR");
+                if (asprintf(&b.temp_dir, "%s/aisb-pi-XXXXXX", runtime && *runtime ? runtime : "/tmp") < 0 ||
+                    !mkdtemp(b.temp_dir)) {
+                        free(b.temp_dir);
+                        b.temp_dir = NULL;
+                        return aisb_error_set(err, -errno, "cannot create a directory for pi's settings");
+                }
+                sandbox_dir = open(b.temp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        } else {
+                _cleanup_free_ char *mountpoint = NULL, *sub = NULL;
+                r = volume_mountpoint(ctx, p->home_volume, &mountpoint, err);
+                if (r < 0)
+                        goto fail;
+                _cleanup_close_ int root = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (root < 0) {
+                        r = aisb_error_set(err, -errno, "cannot open the home volume at %s: %s",
+                                           mountpoint, strerror(errno));
+                        goto fail;
+                }
+                sandbox_dir = open_dir_nofollow(root, PI_AGENT_DIR, true);
+                if (asprintf(&sub, "pi/%s", p->home_volume) < 0) {
+                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        goto fail;
+                }
+                r = state_dir(sub, &base_dir, err);
+                if (r < 0)
+                        goto fail;
+        }
+        if (sandbox_dir < 0) {
+                r = aisb_error_set(err, sandbox_dir < 0 ? sandbox_dir : -EIO,
+                                   "cannot open ~/.pi/agent in the sandbox's home (a symlink there is refused)");
+                goto fail;
+        }
+        r = bridge_pi(ctx, p, sandbox_dir, base_dir, err);
+        if (r < 0)
+                goto fail;
+        *ret = b;
+        return 0;
+fail:
+        harness_bridge_done(&b);
+        return r;
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Living with sandboxes: what is running (ps), what is left over (clean), and what ran (the
+ * session log). Everything here is scoped to aisb's own namespace: containers and volumes
+ * carrying the aisb.managed label, volumes named aisb-*, images in localhost/aisb*. Nothing
+ * else is listed, and nothing else is ever removed.
+ */
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <time.h>
+
+#include "aisb-private.h"
+
+#define SESSION_LOG "sessions.log"
+
+static int get_json(aisb_ctx *ctx, const char *path, json_object **ret, aisb_error **err)
+{
+        http_response resp = {};
+        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
+        if (r < 0)
+                return r;
+        json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
+        if (!o) {
+                r = aisb_error_set(err, -EIO, "GET %s: %s", path, http_error_message(&resp));
+                http_response_done(&resp);
+                return r;
+        }
+        http_response_done(&resp);
+        *ret = o;
+        return 0;
+}
+
+static const char *label(json_object *labels, const char *key)
+{
+        json_object *v;
+        return labels && json_object_object_get_ex(labels, key, &v) ? json_object_get_string(v) : NULL;
+}
+
+/* libpod lists "Created" as RFC 3339 text; older services as a number. */
+static long long parse_time(json_object *v)
+{
+        if (json_object_is_type(v, json_type_int))
+                return json_object_get_int64(v);
+        struct tm tm = {};
+        const char *s = json_object_get_string(v);
+        if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+                return 0;
+        return (long long) timegm(&tm);
+}
+
+static int list_managed(aisb_ctx *ctx, json_object **ret, aisb_error **err)
+{
+        _cleanup_free_ char *filters = http_escape("{\"label\":[\"" AISB_LABEL_PREFIX "managed=true\"]}");
+        _cleanup_free_ char *path = NULL;
+        if (!filters || asprintf(&path, "/libpod/containers/json?all=true&filters=%s", filters) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return get_json(ctx, path, ret, err);
+}
+
+/* A sandbox whose aisb process is gone (killed with -9) is an orphan, running or not. */
+static bool orphaned(json_object *labels)
+{
+        const char *pid = label(labels, AISB_LABEL_PREFIX "pid");
+        if (!pid)
+                return false;
+        long n = strtol(pid, NULL, 10);
+        return n > 0 && kill((pid_t) n, 0) < 0 && errno == ESRCH;
+}
+
+int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
+{
+        int r = aisb_ctx_connect(ctx, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_object *list = NULL;
+        r = list_managed(ctx, &list, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i), *labels = NULL, *v;
+                json_object_object_get_ex(c, "Labels", &labels);
+                const char *name = json_object_object_get_ex(c, "Names", &v)
+                                           ? json_object_get_string(json_object_array_get_idx(v, 0))
+                                           : "";
+                bool gate = label(labels, AISB_LABEL_PREFIX "gate.port") != NULL;
+                aisb_list_entry e = {
+                        .name = name,
+                        .kind = gate ? "gate" : "sandbox",
+                        .project = label(labels, AISB_LABEL_PREFIX "project"),
+                        .net = gate ? "host" : label(labels, AISB_LABEL_PREFIX "net"),
+                        .policy = gate ? label(labels, AISB_LABEL_PREFIX "gate")
+                                       : label(labels, AISB_LABEL_PREFIX "policy"),
+                        .image = json_object_object_get_ex(c, "Image", &v) ? json_object_get_string(v) : "",
+                        .state = json_object_object_get_ex(c, "State", &v) ? json_object_get_string(v) : "",
+                        .created = json_object_object_get_ex(c, "Created", &v) ? parse_time(v) : 0,
+                        .orphaned = !gate && orphaned(labels),
+                };
+                fn(&e, userdata);
+        }
+        return 0;
+}
+
+static int delete(aisb_ctx *ctx, const char *what, const char *name, const char *query,
+                  aisb_error **err)
+{
+        _cleanup_free_ char *escaped = http_escape(name);
+        _cleanup_free_ char *path = NULL;
+        if (!escaped || asprintf(&path, "/libpod/%s/%s%s", what, escaped, query) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = http_send(ctx, &(http_request) { .method = "DELETE", .path = path }, &resp, err);
+        if (r >= 0 && resp.status >= 300 && resp.status != 404)
+                r = aisb_error_set(err, -EIO, "removing %s: %s", name, http_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
+int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
+               aisb_clean_fn fn, void *userdata, aisb_error **err)
+{
+        bool all = flags & AISB_CLEAN_ALL, dry = flags & AISB_CLEAN_DRY_RUN;
+        bool volumes = flags & AISB_CLEAN_VOLUMES;
+        int r = aisb_ctx_connect(ctx, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_object *list = NULL;
+        r = list_managed(ctx, &list, err);
+        if (r < 0)
+                return r;
+
+        /* Containers: stopped ones and orphans; with all, running gates too. A sandbox whose
+         * aisb still runs is never touched. */
+        _cleanup_strv_free_ char **kept_images = NULL, **kept_volumes = NULL;
+        if (keep_image && !all && strv_push(&kept_images, keep_image) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i), *labels = NULL, *v;
+                json_object_object_get_ex(c, "Labels", &labels);
+                const char *name = json_object_object_get_ex(c, "Names", &v)
+                                           ? json_object_get_string(json_object_array_get_idx(v, 0))
+                                           : NULL;
+                const char *state = json_object_object_get_ex(c, "State", &v) ? json_object_get_string(v) : "";
+                const char *image = json_object_object_get_ex(c, "Image", &v) ? json_object_get_string(v) : "";
+                bool gate = label(labels, AISB_LABEL_PREFIX "gate.port") != NULL;
+                bool running = streq(state, "running");
+                bool remove = !running || (!gate && orphaned(labels)) || (gate && all);
+                if (!name)
+                        continue;
+                if (!remove) {
+                        (void) strv_push(&kept_images, image);
+                        json_object *mounts;
+                        if (json_object_object_get_ex(c, "Mounts", &mounts))
+                                for (size_t k = 0; k < json_object_array_length(mounts); k++)
+                                        (void) strv_push(&kept_volumes,
+                                                         json_object_get_string(json_object_array_get_idx(mounts, k)));
+                        continue;
+                }
+                fn(gate ? "gate" : "sandbox", name, userdata);
+                if (!dry) {
+                        r = delete(ctx, "containers", name, "?force=true&timeout=0&ignore=true", err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        /* Images of ours that nothing kept uses: the next run rebuilds what it needs. */
+        _cleanup_json_ json_object *images = NULL;
+        r = get_json(ctx, "/libpod/images/json", &images, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < json_object_array_length(images); i++) {
+                json_object *img = json_object_array_get_idx(images, i), *names;
+                if (!json_object_object_get_ex(img, "Names", &names) || !json_object_is_type(names, json_type_array))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(names); k++) {
+                        const char *ref = json_object_get_string(json_object_array_get_idx(names, k));
+                        bool ours = startswith(ref, "localhost/aisb:") || startswith(ref, "localhost/aisb-gate:") ||
+                                    (all && startswith(ref, "localhost/aisb-base:"));
+                        bool used = false;
+                        for (size_t j = 0; kept_images && kept_images[j]; j++)
+                                used |= streq(kept_images[j], ref);
+                        if (!ours || used)
+                                continue;
+                        fn("image", ref, userdata);
+                        if (!dry) {
+                                aisb_error *e = NULL;
+                                /* In use by a container of someone else's: leave it. */
+                                if (delete(ctx, "images", ref, "", &e) < 0)
+                                        aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+                                aisb_error_free(e);
+                        }
+                }
+        }
+        if (!volumes)
+                return 0;
+
+        _cleanup_json_ json_object *vols = NULL;
+        r = get_json(ctx, "/libpod/volumes/json", &vols, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < json_object_array_length(vols); i++) {
+                json_object *vol = json_object_array_get_idx(vols, i), *v;
+                const char *name = json_object_object_get_ex(vol, "Name", &v) ? json_object_get_string(v) : "";
+                if (!startswith(name, "aisb-"))
+                        continue;
+                if (volume_glob && fnmatch(volume_glob, name, 0) != 0)
+                        continue;
+                bool used = false;
+                for (size_t j = 0; kept_volumes && kept_volumes[j]; j++)
+                        used |= streq(kept_volumes[j], name);
+                if (used)
+                        continue;
+                fn("volume", name, userdata);
+                if (!dry) {
+                        aisb_error *e = NULL;
+                        /* 409: a container outside our namespace uses it; that is not ours to end. */
+                        if (delete(ctx, "volumes", name, "", &e) < 0)
+                                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+                        aisb_error_free(e);
+                }
+        }
+        return 0;
+}
+
+/* ---- the session log: one JSON line per run ---- */
+
+int session_log_append(const aisb_policy *p, const char *image, int exit_code,
+                       const egress_summary *egress)
+{
+        _cleanup_free_ char *dir = NULL, *path = NULL, *hash = NULL;
+        if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" SESSION_LOG, dir) < 0)
+                return -ENOMEM;
+        (void) policy_hash(p, &hash);
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object_object_add(o, "time", json_object_new_int64((int64_t) time(NULL)));
+        json_object_object_add(o, "project", json_object_new_string(p->project ? p->project : ""));
+        json_object_object_add(o, "policy", json_object_new_string(hash ? hash : ""));
+        json_object_object_add(o, "image", json_object_new_string(image ? image : ""));
+        json_object_object_add(o, "net", json_object_new_string(
+                p->net == SANDBOX_NET_FULL ? "full" : p->net == SANDBOX_NET_NONE ? "none" : "allow"));
+        json_object_object_add(o, "exit", json_object_new_int(exit_code));
+        /* Names of what was passed, never values. */
+        json_object *env = json_object_new_array();
+        for (size_t i = 0; i < p->n_env; i++)
+                json_object_array_add(env, json_object_new_string(p->env[i].name));
+        json_object_object_add(o, "env", env);
+        if (egress) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "allowed", json_object_new_int64((int64_t) egress->allowed));
+                json_object_object_add(e, "denied", json_object_new_int64((int64_t) egress->denied));
+                json_object *names = json_object_new_array();
+                for (size_t i = 0; i < egress->n_denied_names; i++)
+                        json_object_array_add(names, json_object_new_string(egress->denied_names[i]));
+                json_object_object_add(e, "denied_names", names);
+                json_object_object_add(o, "egress", e);
+        }
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        /* One write of a whole line: concurrent runs never interleave within a record. */
+        _cleanup_free_ char *line = NULL;
+        if (asprintf(&line, "%s\n", text) < 0)
+                return -ENOMEM;
+        return write_all(fd, line, strlen(line));
+}
+
+int aisb_session_log_path(char **ret_path, aisb_error **err)
+{
+        _cleanup_free_ char *dir = NULL;
+        int r = state_dir(NULL, &dir, err);
+        if (r < 0)
+                return r;
+        if (asprintf(ret_path, "%s/" SESSION_LOG, dir) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}

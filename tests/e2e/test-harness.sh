@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# pi, the default harness, for real: it runs in the sandbox as the user, talks to a stub
+# chat-completions server through the gate with the token bridged from the host's
+# models.json, and its settings are merged across runs with the reasoning level as policy.
+. "$(dirname "$0")/lib.sh"
+
+out=$("$AISB" run --no-pi-config -- sh -c 'id -u; pi --version' 2>/dev/null)
+expect_eq "pi runs as the invoking user" "$(id -u)" "$(printf '%s\n' "$out" | head -1)"
+printf '%s\n' "$out" | tail -1 | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+' || fail "pi --version printed '$out'"
+pass "pi --version answers ($(printf '%s\n' "$out" | tail -1))"
+
+answer=STUB-ANSWER-$$
+python3 "$AISB_SRC/tests/e2e/stub-openai.py" "$E2E_TMP/stub.log" "$answer" > "$E2E_TMP/stub.port" &
+stub=$!
+trap 'kill $stub 2>/dev/null; cleanup' EXIT
+for _ in $(seq 50); do [ -s "$E2E_TMP/stub.port" ] && break; sleep 0.1; done
+port=$(cat "$E2E_TMP/stub.port")
+[ -n "$port" ] || cannot_run "the stub server did not start"
+
+# The host's pi configuration, as a user would have it: a literal key in models.json.
+export PI_CODING_AGENT_DIR=$E2E_TMP/pi-agent
+mkdir -p "$PI_CODING_AGENT_DIR"
+cat > "$PI_CODING_AGENT_DIR/models.json" <<JSON
+{"providers": {"stub": {"baseUrl": "http://stub.test:$port/v1", "api": "openai-completions",
+  "apiKey": "sk-literal-e2e-$$",
+  "models": [{"id": "stub-model", "name": "Stub", "reasoning": true, "input": ["text"],
+              "contextWindow": 8192, "maxTokens": 1024,
+              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]}}}
+JSON
+cat > "$PI_CODING_AGENT_DIR/settings.json" <<JSON
+{"defaultProvider": "stub", "defaultModel": "stub-model", "defaultThinkingLevel": "low",
+ "theme": "dark", "quietStartup": false}
+JSON
+echo '{"stub": {"type": "api_key", "key": "sk-from-auth-json"}}' > "$PI_CODING_AGENT_DIR/auth.json"
+net="--net allow --allow stub.test:$port --gate-add-host stub.test:127.0.0.1"
+
+set +e
+err=$("$AISB" run $net -- pi -p "say hi" 2>&1); rc=$?
+set -e
+expect_eq "a bridged run without its token variable is refused" 2 "$rc"
+expect_contains "naming the --env to add" "--env AISB_PI_KEY_STUB" "$err"
+
+export AISB_PI_KEY_STUB=sk-literal-e2e-$$
+out=$("$AISB" run $net --env AISB_PI_KEY_STUB -- pi -p "say hi" 2>"$E2E_TMP/err") ||
+  { cat "$E2E_TMP/err" >&2; fail "pi -p failed"; }
+expect_contains "pi prints the stub's answer" "$answer" "$out"
+request=$(tail -1 "$E2E_TMP/stub.log")
+auth=$(printf '%s' "$request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["authorization"])')
+expect_eq "the stub saw the bridged token" "Bearer sk-literal-e2e-$$" "$auth"
+effort=$(printf '%s' "$request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["body"].get("reasoning_effort"))')
+# xhigh is the policy; pi sends it as "high" to models without an xhigh tier.
+expect_eq "the forced thinking level reached the request" high "$effort"
+
+inside=$("$AISB" run -- sh -c 'cat ~/.pi/agent/models.json; ls ~/.pi/agent')
+expect_absent "the literal key is not in the sandbox" "sk-literal-e2e" "$inside"
+expect_contains "models.json references the variable" '"AISB_PI_KEY_STUB"' "$inside"
+expect_absent "auth.json is never copied" "auth.json" "$inside"
+
+setting() { "$AISB" run -- python3 -c "import json,os; print(json.load(open(os.path.expanduser('~/.pi/agent/settings.json'))).get('$1'))"; }
+edit() { "$AISB" run -- python3 -c "import json,os; p=os.path.expanduser('~/.pi/agent/settings.json'); d=json.load(open(p)); d['$1']=$2; json.dump(d,open(p,'w'))"; }
+bridge() { "$AISB" run $net --env AISB_PI_KEY_STUB -- pi --version >/dev/null 2>&1; }
+
+expect_eq "the thinking level is forced to xhigh" xhigh "$(setting defaultThinkingLevel)"
+edit theme '"light"'
+bridge
+expect_eq "a setting changed in the sandbox persists" light "$(setting theme)"
+python3 - "$PI_CODING_AGENT_DIR/settings.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["quietStartup"] = True; json.dump(d, open(sys.argv[1], "w"))
+PY
+bridge
+expect_eq "a host change to an untouched key arrives" True "$(setting quietStartup)"
+edit defaultThinkingLevel '"off"'
+bridge
+expect_eq "a run that set thinking off gets xhigh back" xhigh "$(setting defaultThinkingLevel)"
+"$AISB" run $net --env AISB_PI_KEY_STUB --thinking medium -- pi --version >/dev/null 2>&1
+expect_eq "--thinking sets the level" medium "$(setting defaultThinkingLevel)"
+set +e
+err=$("$AISB" run --thinking extreme -- true 2>&1); rc=$?
+set -e
+expect_eq "an unknown level is refused" 2 "$rc"
+expect_contains "with the list to pick from" "xhigh" "$err"
+
+export AISB_HOME_VOLUME=aisb-e2e-home-fresh-$$
+"$AISB" run --no-pi-config $net -- pi --version >/dev/null 2>&1
+out=$("$AISB" run -- sh -c 'ls -A ~/.pi/agent 2>/dev/null | wc -l')
+podman volume rm -f "$AISB_HOME_VOLUME" >/dev/null
+expect_eq "--no-pi-config writes nothing" 0 "$out"
+
+# Skills: read-only, or absent.
+mkdir -p "$E2E_TMP/agents/skills" && echo "skill text" > "$E2E_TMP/agents/skills/one.md"
+out=$("$AISB" run --agents-dir "$E2E_TMP/agents" -- sh -c \
+  'cat ~/.agents/skills/one.md; touch ~/.agents/new 2>/dev/null && echo writable || echo read-only; rm ~/.agents/skills/one.md 2>/dev/null && echo deleted || echo kept')
+expect_eq "~/.agents is mounted read-only" "skill text
+read-only
+kept" "$out"
+out=$("$AISB" run --agents-dir "$E2E_TMP/agents" --insecure-keep-root -- sh -c \
+  'touch ~/.agents/new 2>/dev/null && echo writable || echo read-only')
+expect_eq "read-only even under --insecure-keep-root" read-only "$out"
+out=$("$AISB" run --agents-dir "$E2E_TMP/agents" --no-agents -- sh -c 'test -e ~/.agents && echo present || echo absent')
+expect_eq "--no-agents leaves it out" absent "$out"
+podman rm -f "aisb-gate-$("$AISB" run $net --print-policy | sed -n 's/^gate=//p')" >/dev/null 2>&1 || true
