@@ -8,3 +8,6 @@ int command_gate(int argc, char **argv);
 int command_ps(int argc, char **argv);
 int command_clean(int argc, char **argv);
 int command_log(int argc, char **argv);
+int command_inspect(int argc, char **argv);
+int command_doctor(int argc, char **argv);
+int command_alias(int argc, char **argv);

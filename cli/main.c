@@ -20,6 +20,9 @@ static const command commands[] = {
         { "ps", command_ps, "list sandboxes and gates" },
         { "clean", command_clean, "remove what aisb left behind (only aisb's own)" },
         { "log", command_log, "the session log: one record per run" },
+        { "inspect", command_inspect, "what a run would be: policy, mounts, allowlist, bridge" },
+        { "doctor", command_doctor, "check this host, with the fix for each problem" },
+        { "alias", command_alias, "print (or --install) alias pi='aisb run'" },
         {},
 };
 

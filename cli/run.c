@@ -113,7 +113,7 @@ static int on_control(int fd, unsigned short *rows, unsigned short *cols, void *
         return AISB_CONTROL_STOP;
 }
 
-static int sandbox_command(int argc, char **argv, bool for_build)
+static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
 {
         aisb_error *err = NULL;
         aisb_policy *policy = NULL;
@@ -125,7 +125,7 @@ static int sandbox_command(int argc, char **argv, bool for_build)
         int code;
 
         if (aisb_policy_new(&policy, &err) < 0)
-                return cli_fail(err, EXIT_AISB_FAILED);
+                return cli_fail(err, aisb_error_code(err) == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
         /* A broken config must not hide --help: report it only after the flags. */
         int config_code = cli_load_config(policy, find_config_flag(argc, argv));
         code = cli_parse_options(argc, argv, for_build, policy, &flags, &rest, &dashdash);
@@ -153,9 +153,10 @@ static int sandbox_command(int argc, char **argv, bool for_build)
                 }
         }
         if (flags.print_policy || flags.print_containerfile || flags.print_ruleset ||
-            flags.print_entrypoint) {
+            flags.print_entrypoint || inspect) {
                 char *text = NULL;
-                int r = flags.print_policy ? aisb_policy_format(policy, &text, &err)
+                int r = inspect ? aisb_policy_inspect(policy, &text, &err)
+                        : flags.print_policy ? aisb_policy_format(policy, &text, &err)
                         : flags.print_containerfile ? aisb_policy_containerfile(policy, &text, &err)
                         : flags.print_ruleset ? aisb_policy_ruleset(policy, &text, &err)
                                               : aisb_policy_entrypoint_plan(policy, &text, &err);
@@ -254,10 +255,22 @@ out:
 
 int command_run(int argc, char **argv)
 {
-        return sandbox_command(argc, argv, false);
+        return sandbox_command(argc, argv, false, false);
 }
 
 int command_build(int argc, char **argv)
 {
-        return sandbox_command(argc, argv, true);
+        return sandbox_command(argc, argv, true, false);
+}
+
+int command_inspect(int argc, char **argv)
+{
+        if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+                printf("Usage: aisb inspect [OPTIONS] [-- COMMAND...]\n\n"
+                       "What \"aisb run\" with these options would do: the policy, image, mounts,\n"
+                       "environment names (never values), the allowlist with each entry's origin,\n"
+                       "and what would be bridged into the harness. OPTIONS are aisb run's.\n");
+                return 0;
+        }
+        return sandbox_command(argc, argv, false, true);
 }

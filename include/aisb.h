@@ -42,8 +42,8 @@ AISB_PUBLIC void aisb_error_free(aisb_error *error);
 
 typedef struct aisb_policy aisb_policy;
 
-/* A policy with the defaults: project = the current directory, net = none, the default
- * base image and caps. */
+/* A policy with the defaults: project = the current directory, net = allow, the default
+ * base image and caps, the harness pi. -EINVAL when $AISB_THINKING names no level. */
 AISB_PUBLIC int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err);
 AISB_PUBLIC void aisb_policy_free(aisb_policy *policy);
 
@@ -225,6 +225,27 @@ AISB_PUBLIC int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glo
 /* The session log: one JSON object a line per run (time, project, policy, image, net,
  * exit, env names, egress), never a value. */
 AISB_PUBLIC int aisb_session_log_path(char **ret_path, aisb_error **err);
+
+/* ---- aisb doctor ---- */
+
+typedef enum aisb_check_status {
+        AISB_CHECK_OK = 0,
+        AISB_CHECK_WARN = 1, /* works, but weaker or slower than it should */
+        AISB_CHECK_FAIL = 2, /* blocks a run */
+} aisb_check_status;
+/* One check: its name, result, what was found, and the fix (NULL when none is needed). */
+typedef void (*aisb_doctor_fn)(const char *check, aisb_check_status status, const char *detail,
+                               const char *fix, void *userdata);
+/* Check this host for running policy's sandboxes; deep runs real ones (the ruleset, an
+ * allowlisted request through the gate, a refused one). Returns the number of failed checks,
+ * or a negative errno when the checks themselves could not run. */
+AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, int deep,
+                            aisb_doctor_fn fn, void *userdata, aisb_error **err);
+
+/* What a run of this policy would be, for review: the policy, the mounts, environment
+ * names (never values), the allowlist with where each entry came from, and what would be
+ * bridged into the harness. */
+AISB_PUBLIC int aisb_policy_inspect(const aisb_policy *policy, char **ret_text, aisb_error **err);
 
 AISB_PUBLIC const char *aisb_version(void);
 

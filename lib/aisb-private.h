@@ -70,6 +70,7 @@ struct aisb_policy {
         char **env_files; /* for print-policy: where values came from */
         mount_entry *mounts;
         size_t n_mounts;
+        unsigned long generation; /* bumped by every change: lets a context cache the tag */
         char **command; /* NULL: the harness */
         char **harness_args;    /* arguments for the harness (flags aisb did not know) */
         char **harness_command; /* harness + harness_args, kept in step with both */
@@ -103,6 +104,11 @@ struct aisb_ctx {
         aisb_request_fn dry_run_fn;
         void *dry_run_userdata;
         pid_t service_pid; /* transient service we started, 0 if none */
+        /* The last image this context made sure of: the run after "aisb_image_ensure" needs
+         * neither a second pack and hash of the context nor a second request. */
+        const aisb_policy *ensured_policy;
+        unsigned long ensured_generation;
+        char *ensured_tag;
 };
 
 struct aisb_io {
@@ -169,7 +175,9 @@ int policy_env_file_parse(const char *text, size_t size, const char *origin,
 void env_entries_free(env_entry *e, size_t n);
 int policy_image_net_hash(const aisb_policy *p, char **ret);
 const char *const *policy_command(const aisb_policy *p);
-int policy_hash(const aisb_policy *p, char **ret_hex);
+/* The policy's hash, over its formatted text with the image tag already known. */
+int policy_hash(const aisb_policy *p, const char *image, char **ret_hex);
+int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err);
 
 /* ---- image.c ---- */
 bool harness_known(const char *name);

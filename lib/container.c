@@ -55,10 +55,10 @@ static json_object *tmpfs_mount(const char *destination, unsigned long long size
         return mount_object("tmpfs", "tmpfs", destination, options);
 }
 
-int policy_hash(const aisb_policy *p, char **ret_hex)
+int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
 {
         _cleanup_free_ char *text = NULL;
-        int r = aisb_policy_format(p, &text, NULL);
+        int r = policy_format(p, image, &text, NULL);
         if (r < 0)
                 return r;
         unsigned char digest[EVP_MAX_MD_SIZE];
@@ -199,7 +199,7 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
 
         json_object *labels = json_object_new_object();
         _cleanup_free_ char *hash = NULL;
-        r |= policy_hash(p, &hash);
+        r |= policy_hash(p, image, &hash);
         r |= add_string(labels, AISB_LABEL_PREFIX "managed", "true");
         r |= add_string(labels, AISB_LABEL_PREFIX "version", AISB_VERSION);
         r |= add_string(labels, AISB_LABEL_PREFIX "project", p->project ? p->project : "");

@@ -56,6 +56,7 @@ void aisb_ctx_free(aisb_ctx *ctx)
                 curl_easy_cleanup(ctx->curl);
         free(ctx->socket_path);
         free(ctx->podman_version);
+        free(ctx->ensured_tag);
         free(ctx);
 }
 

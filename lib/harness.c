@@ -275,3 +275,75 @@ fail:
         harness_bridge_done(&b);
         return r;
 }
+
+static int describe_bridge(const aisb_policy *p, const char *home, buffer *b)
+{
+        const char *agent_dir = getenv("PI_CODING_AGENT_DIR");
+        _cleanup_free_ char *host_path = agent_dir && *agent_dir ? strdup(agent_dir) : NULL;
+        if (!host_path && home && asprintf(&host_path, "%s/" PI_AGENT_DIR, home) < 0)
+                host_path = NULL;
+        int r = buffer_printf(b, "bridge=pi from %s\n", host_path ? host_path : "(no HOME)");
+        _cleanup_close_ int dir = host_path ? open(host_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        _cleanup_json_ json_object *settings = NULL, *models = NULL, *rewritten = NULL;
+        if (dir >= 0)
+                (void) read_json_at(dir, "settings.json", "settings.json", &settings, NULL);
+        if (settings) {
+                r |= buffer_printf(b, "bridge-settings=");
+                bool first = true;
+                json_object_object_foreach(settings, key, value) {
+                        (void) value;
+                        r |= buffer_printf(b, "%s%s", first ? "" : ",", key);
+                        first = false;
+                }
+                r |= buffer_printf(b, " (merged per key)\n");
+        } else
+                r |= buffer_printf(b, "bridge-settings=none on the host\n");
+        r |= buffer_printf(b, "bridge-thinking=%s\n", p->thinking);
+        if (dir >= 0)
+                (void) read_json_at(dir, "models.json", "models.json", &models, NULL);
+        pibridge_key *keys = NULL;
+        size_t n_keys = 0;
+        if (models && pibridge_rewrite_models(models, &rewritten, &keys, &n_keys, NULL) >= 0) {
+                for (size_t i = 0; i < n_keys; i++) {
+                        bool passed = false;
+                        for (size_t k = 0; k < p->n_env; k++)
+                                passed |= streq(p->env[k].name, keys[i].variable) && p->env[k].value[0];
+                        r |= buffer_printf(b, "bridge-key=%s for provider %s (%s)\n", keys[i].variable,
+                                           keys[i].provider, passed ? "passed" : "missing: add --env");
+                }
+                pibridge_keys_free(keys, n_keys);
+        } else
+                r |= buffer_printf(b, "bridge-models=none on the host\n");
+        r |= buffer_printf(b, "bridge-auth=never copied\n");
+        return r;
+}
+
+int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
+{
+        _cleanup_free_ char *policy = NULL;
+        int r = aisb_policy_format(p, &policy, err);
+        if (r < 0)
+                return r;
+        buffer b = {};
+        r = buffer_printf(&b, "%s", policy);
+        /* The agents directory is decided the same way a run decides it. */
+        const char *home = getenv("HOME");
+        _cleanup_free_ char *agents = p->agents_dir ? strdup(p->agents_dir) : NULL;
+        if (!agents && home && asprintf(&agents, "%s/.agents", home) < 0)
+                agents = NULL;
+        struct stat st;
+        if (p->no_agents || !agents || stat(agents, &st) < 0 || !S_ISDIR(st.st_mode))
+                r |= buffer_printf(&b, "agents=none\n");
+        else
+                r |= buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);
+        if (harness_bridge_applies(p))
+                r |= describe_bridge(p, home, &b);
+        else
+                r |= buffer_printf(&b, "bridge=none\n");
+        if (r < 0) {
+                buffer_free(&b);
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+        *ret_text = buffer_steal(&b);
+        return 0;
+}

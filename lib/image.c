@@ -548,10 +548,28 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
+        if (ctx->ensured_tag && ctx->ensured_policy == p && ctx->ensured_generation == p->generation &&
+            !ctx->dry_run_fn) {
+                if (ret_built)
+                        *ret_built = 0;
+                if (ret_tag && !(*ret_tag = strdup(ctx->ensured_tag)))
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                return 0;
+        }
         _cleanup_free_ void *tar = NULL;
+        _cleanup_free_ char *tag = NULL;
         size_t size;
         r = image_context_tar(p, &tar, &size, err);
         if (r < 0)
                 return r;
-        return image_ensure_context(ctx, p, IMAGE_REPO, tar, size, ret_tag, ret_built, err);
+        r = image_ensure_context(ctx, p, IMAGE_REPO, tar, size, &tag, ret_built, err);
+        if (r < 0)
+                return r;
+        free(ctx->ensured_tag);
+        ctx->ensured_tag = strdup(tag);
+        ctx->ensured_policy = p;
+        ctx->ensured_generation = p->generation;
+        if (ret_tag)
+                *ret_tag = steal_pointer(&tag);
+        return 0;
 }

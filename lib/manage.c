@@ -232,7 +232,7 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code,
         _cleanup_free_ char *dir = NULL, *path = NULL, *hash = NULL;
         if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" SESSION_LOG, dir) < 0)
                 return -ENOMEM;
-        (void) policy_hash(p, &hash);
+        (void) policy_hash(p, image ? image : "", &hash);
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object_object_add(o, "time", json_object_new_int64((int64_t) time(NULL)));
         json_object_object_add(o, "project", json_object_new_string(p->project ? p->project : ""));

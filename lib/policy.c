@@ -119,7 +119,12 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
                                                             : AISB_DEFAULT_HOME_VOLUME);
         p->harness = strdup("pi");
         const char *thinking = getenv("AISB_THINKING");
-        p->thinking = strdup(thinking && pibridge_thinking_level_valid(thinking) ? thinking : "xhigh");
+        if (thinking && *thinking && !pibridge_thinking_level_valid(thinking)) {
+                aisb_policy_free(p);
+                return aisb_error_set(err, -EINVAL, "AISB_THINKING: '%s' is not a level (use one of: %s)",
+                                      thinking, pibridge_thinking_levels());
+        }
+        p->thinking = strdup(thinking && *thinking ? thinking : "xhigh");
         const char *entrypoint = getenv("AISB_ENTRYPOINT");
         p->entrypoint = strdup(entrypoint && *entrypoint ? entrypoint
                                                          : AISB_LIBEXECDIR "/aisb-entrypoint");
@@ -434,6 +439,7 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
         int r;
         if (!p || !key)
                 return aisb_error_set(err, -EINVAL, "no key given");
+        p->generation++;
 
         /* Booleans may come without a value (a bare flag). */
         if (streq(key, "read-only"))
@@ -661,6 +667,7 @@ int aisb_policy_load_config(aisb_policy *p, const char *path, int optional, aisb
 
 int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error **err)
 {
+        p->generation++;
         char **copy = NULL;
         if (argv && argv[0]) {
                 copy = strv_copy(argv);
@@ -687,6 +694,7 @@ static int rebuild_harness_command(aisb_policy *p)
 
 int aisb_policy_set_harness_args(aisb_policy *p, const char *const *argv, aisb_error **err)
 {
+        p->generation++;
         char **copy = NULL;
         if (argv && argv[0] && !(copy = strv_copy(argv)))
                 return aisb_error_set(err, -ENOMEM, "out of memory");
@@ -721,12 +729,17 @@ static int format_size(buffer *b, const char *key, unsigned long long v)
 
 int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
-        buffer b = {};
-        int r = 0;
         _cleanup_free_ char *tag = NULL;
-        r = aisb_image_tag(p, &tag, err);
+        int r = aisb_image_tag(p, &tag, err);
         if (r < 0)
                 return r;
+        return policy_format(p, tag, ret_text, err);
+}
+
+int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err)
+{
+        buffer b = {};
+        int r = 0;
         r |= buffer_printf(&b, "project=%s\n", p->project ? p->project : "");
         r |= buffer_printf(&b, "image=%s\n", tag);
         r |= buffer_printf(&b, "base-image=%s\n", p->base_image);
