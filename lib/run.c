@@ -178,8 +178,8 @@ static int remove_container(aisb_ctx *ctx, const char *id)
         aisb_error *e = NULL;
         int r = http_send(ctx, &(http_request) { .method = "DELETE", .path = path }, &resp, &e);
         if (r < 0)
-                aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s: %s", id,
-                         aisb_error_message(e));
+                aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s (\"aisb clean\" will): %s",
+                         id, aisb_error_message(e));
         aisb_error_free(e);
         http_response_done(&resp);
         return r;
@@ -445,6 +445,8 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
                         goto out;
         }
         r = wait_exit(ctx, id, ret_exit_code, err);
+        if (r == -ECONNREFUSED || r == -EIO)
+                aisb_error_wrap(err, r, "lost the podman service during the run");
 out:
         http_stream_done(&stream);
         (void) remove_container(ctx, id);
