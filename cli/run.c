@@ -90,6 +90,15 @@ static const char *find_config_flag(int argc, char **argv)
         return NULL;
 }
 
+/* While the terminal is raw, a newline no longer returns the carriage: end lines with both. */
+static void raw_log(aisb_log_level level, const char *message, void *userdata)
+{
+        const bool *quiet = userdata;
+        if (level == AISB_LOG_DEBUG || (level == AISB_LOG_INFO && *quiet))
+                return;
+        fprintf(stderr, "aisb: %s%s\r\n", level == AISB_LOG_WARNING ? "warning: " : "", message);
+}
+
 typedef struct run_state {
         int signal_fd;
         int stop_signal;
@@ -228,6 +237,8 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                 struct termios t = saved;
                 cfmakeraw(&t);
                 raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
+                if (raw)
+                        aisb_ctx_set_log_fn(ctx, raw_log, &flags.quiet);
         }
         int exit_code = 0;
         r = aisb_run(ctx, policy, io, &exit_code, &err);
