@@ -285,6 +285,55 @@ START_TEST(test_sizes)
 }
 END_TEST
 
+START_TEST(test_shipped_examples)
+{
+        /* config/ ships examples: they must say only what aisb accepts. */
+        const char *src = getenv("AISB_SRC");
+        ck_assert_ptr_nonnull(src);
+        char path[4096];
+        aisb_policy *p = new_policy();
+        snprintf(path, sizeof path, "%s/config/config.example", src);
+        aisb_error *err = NULL;
+        int r = aisb_policy_load_config(p, path, 0, &err);
+        ck_assert_msg(r == 0, "%s", aisb_error_message(err));
+        /* Uncommented, every line must be a key aisb knows (values aside). */
+        FILE *f = fopen(path, "re");
+        ck_assert_ptr_nonnull(f);
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+                char key[64];
+                int matched = 0;
+                if (sscanf(line, "# %63[a-z-] =%n", key, &matched) == 1 && matched > 0) {
+                        aisb_error *e = NULL;
+                        aisb_policy_set(p, key, "x", &e);
+                        ck_assert_msg(!e || !strstr(aisb_error_message(e), "unknown key"),
+                                      "config.example names unknown key %s", key);
+                        aisb_error_free(e);
+                }
+        }
+        fclose(f);
+        snprintf(path, sizeof path, "%s/config/allow.example", src);
+        allowlist l = {};
+        r = allowlist_load_file(&l, path, false, &err);
+        ck_assert_msg(r == 0, "%s", aisb_error_message(err));
+        ck_assert_uint_eq(l.n, 1);
+        /* And each example entry in its comments parses. */
+        f = fopen(path, "re");
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof line, f)) {
+                char entry[256];
+                if (sscanf(line, "#   %255s", entry) == 1 && !strchr(entry, '-')) {
+                        aisb_error *e = NULL;
+                        ck_assert_msg(allowlist_add(&l, entry, "example", &e) == 0, "%s: %s", entry,
+                                      aisb_error_message(e));
+                }
+        }
+        fclose(f);
+        allowlist_done(&l);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static Suite *policy_suite(void)
 {
         Suite *s = suite_create("policy");
@@ -303,6 +352,7 @@ static Suite *policy_suite(void)
         suite_add_tcase(s, env);
         TCase *config = tcase_create("config");
         tcase_add_test(config, test_config_file);
+        tcase_add_test(config, test_shipped_examples);
         suite_add_tcase(s, config);
         return s;
 }
