@@ -330,7 +330,7 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
 static int wait_exit(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
 {
         _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s/wait?condition=exited&condition=stopped", id) < 0)
+        if (asprintf(&path, "/libpod/containers/%s/wait?condition=exited&condition=stopped&interval=20ms", id) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         http_response resp = {};
         int r = post_simple(ctx, path, &resp, err);
