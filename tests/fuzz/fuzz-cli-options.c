@@ -63,8 +63,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         FUZZ_CHECK(rest == argc || dashdash);
         } else {
                 FUZZ_CHECK(r == EXIT_USAGE);
-                FUZZ_CHECK(said_size > 7 && strncmp(said, "aisb: ", 6) == 0 &&
-                           said[said_size - 1] == '\n' && memchr(said, '\n', said_size) == said + said_size - 1);
+                bool one_line = said_size > 7 && strncmp(said, "aisb: ", 6) == 0 &&
+                                said[said_size - 1] == '\n' &&
+                                memchr(said, '\n', said_size) == said + said_size - 1;
+                if (!one_line)
+                        fprintf(real_stderr, "said: [%s]\n", said);
+                FUZZ_CHECK(one_line);
         }
         free(said);
         aisb_policy_free(p);

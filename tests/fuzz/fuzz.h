@@ -43,15 +43,14 @@ static inline bool fuzz_one_line(const char *message)
 }
 
 /* Split a NUL-terminated copy of size bytes in place at every newline and NUL byte into at
- * most max pieces (the last one keeps the rest, newlines included); returns how many. */
+ * most max pieces, none holding a newline (what follows the max-th piece is dropped);
+ * returns how many. */
 static inline size_t fuzz_split_lines(char *s, size_t size, char **pieces, size_t max)
 {
         size_t n = 0;
         char *end = s + size;
         while (n < max) {
                 pieces[n++] = s;
-                if (n == max)
-                        break;
                 char *p = s;
                 while (p < end && *p != '\n' && *p != 0)
                         p++;
