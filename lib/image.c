@@ -339,6 +339,8 @@ typedef struct build_state {
         aisb_ctx *ctx;
         char *error;
         char *last_id;
+        char last_line[256]; /* the step's own last words explain a failed step best */
+        bool no_space;        /* a full disk shows only in the step's output */
 } build_state;
 
 static bool is_image_id(const char *s)
@@ -371,6 +373,11 @@ static int build_line(const char *line, size_t size, void *userdata)
                         *nl = 0;
                 if (*s && st->ctx->build_fn)
                         st->ctx->build_fn(AISB_LOG_INFO, s, st->ctx->build_userdata);
+                if (strlen(s) >= 12 && !startswith(s, "STEP ") && !startswith(s, "--> ") &&
+                    !startswith(s, "time=\""))
+                        snprintf(st->last_line, sizeof st->last_line, "%s", s);
+                if (strcasestr(s, "no space left on device"))
+                        st->no_space = true;
         }
         return 0;
 }
@@ -405,8 +412,18 @@ static int build_image(aisb_ctx *ctx, const char *tag, const void *tar, size_t s
         if (r >= 0 && resp.status != 200)
                 r = aisb_error_set(err, -EIO, "the service refused the build (%ld): %s",
                                    resp.status, http_error_message(&resp));
-        else if (r >= 0 && st.error)
-                r = aisb_error_set(err, -EIO, "%s", st.error);
+        else if (r >= 0 && st.error) {
+                /* One line: the service ends its message with a newline. */
+                st.error[strcspn(st.error, "\r\n")] = 0;
+                if (st.no_space)
+                        r = aisb_error_set(err, -ENOSPC,
+                                           "%s: no space left on device (free space where podman stores images, or run \"aisb clean\")",
+                                           st.error);
+                else
+                        r = aisb_error_set(err, -EIO, "%s%s%s%s", st.error,
+                                           st.last_line[0] ? " (last output: " : "", st.last_line,
+                                           st.last_line[0] ? ")" : "");
+        }
         http_response_done(&resp);
         free(st.error);
         free(st.last_id);
