@@ -60,23 +60,11 @@ int command_doctor(int argc, char **argv)
         aisb_error *err = NULL;
         aisb_policy *policy = NULL;
         aisb_ctx *ctx = NULL;
-        cli_flags flags = { .strict_args = true };
-        int rest = 0, code;
-        bool dashdash = false;
-        if (aisb_policy_new(&policy, &err) < 0)
-                return cli_fail(err, EXIT_USAGE);
-        code = cli_load_config(policy, NULL);
+        cli_flags flags = { .quiet = true };
+        int code = cli_policy_options_only(argc - i, argv + i, "doctor", &policy, &flags);
         if (!code)
-                code = cli_parse_options(argc - i, argv + i, false, policy, &flags, &rest, &dashdash);
-        if (!code && (rest < argc - i || dashdash)) {
-                fprintf(stderr, "aisb: doctor takes options only\n");
-                code = EXIT_USAGE;
-        }
-        if (!code && aisb_ctx_new(&ctx, &err) < 0)
-                code = cli_fail(err, EXIT_AISB_FAILED);
+                code = cli_ctx_for(&flags, &ctx);
         if (!code) {
-                bool quiet = true;
-                aisb_ctx_set_log_fn(ctx, cli_log, &quiet);
                 int failures = aisb_doctor(ctx, policy, deep, print_check, &json, &err);
                 if (failures < 0)
                         code = cli_fail(err, EXIT_AISB_FAILED);

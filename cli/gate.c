@@ -82,25 +82,12 @@ int command_gate(int argc, char **argv)
         aisb_error *err = NULL;
         aisb_policy *policy = NULL;
         aisb_ctx *ctx = NULL;
-        cli_flags flags = { .strict_args = true };
-        int rest = 0, code;
-        bool dashdash = false;
-        if (aisb_policy_new(&policy, &err) < 0)
-                return cli_fail(err, EXIT_AISB_FAILED);
-        code = cli_load_config(policy, NULL);
+        cli_flags flags = {};
+        char what[32];
+        snprintf(what, sizeof what, "gate %s", verb);
+        int code = cli_policy_options_only(argc - i, argv + i, what, &policy, &flags);
         if (!code)
-                code = cli_parse_options(argc - i, argv + i, false, policy, &flags, &rest, &dashdash);
-        if (!code && (rest < argc - i || dashdash)) {
-                fprintf(stderr, "aisb: gate %s takes options only\n", verb);
-                code = EXIT_USAGE;
-        }
-        if (!code && aisb_ctx_new(&ctx, &err) < 0)
-                code = cli_fail(err, EXIT_AISB_FAILED);
-        if (!code) {
-                aisb_ctx_set_log_fn(ctx, cli_log, &flags.quiet);
-                if (flags.socket && aisb_ctx_set_socket(ctx, flags.socket, &err) < 0)
-                        code = cli_fail(err, EXIT_AISB_FAILED);
-        }
+                code = cli_ctx_for(&flags, &ctx);
         if (code)
                 goto out;
 

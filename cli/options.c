@@ -222,3 +222,43 @@ int cli_load_config(aisb_policy *policy, const char *explicit_path)
                 return cli_fail(err, EXIT_USAGE);
         return 0;
 }
+
+int cli_policy_options_only(int argc, char **argv, const char *command, aisb_policy **ret_policy,
+                            cli_flags *flags)
+{
+        aisb_error *err = NULL;
+        aisb_policy *policy = NULL;
+        int rest = 0;
+        bool dashdash = false;
+        if (aisb_policy_new(&policy, &err) < 0)
+                return cli_fail(err, EXIT_USAGE);
+        flags->strict_args = true;
+        int code = cli_load_config(policy, NULL);
+        if (!code)
+                code = cli_parse_options(argc, argv, false, policy, flags, &rest, &dashdash);
+        if (!code && (rest < argc || dashdash)) {
+                fprintf(stderr, "aisb: %s takes options only\n", command);
+                code = EXIT_USAGE;
+        }
+        if (code) {
+                aisb_policy_free(policy);
+                return code;
+        }
+        *ret_policy = policy;
+        return 0;
+}
+
+int cli_ctx_for(const cli_flags *flags, aisb_ctx **ret_ctx)
+{
+        aisb_error *err = NULL;
+        aisb_ctx *ctx = NULL;
+        if (aisb_ctx_new(&ctx, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        aisb_ctx_set_log_fn(ctx, cli_log, (void *) &flags->quiet);
+        if (flags->socket && aisb_ctx_set_socket(ctx, flags->socket, &err) < 0) {
+                aisb_ctx_free(ctx);
+                return cli_fail(err, EXIT_AISB_FAILED);
+        }
+        *ret_ctx = ctx;
+        return 0;
+}

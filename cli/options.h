@@ -55,6 +55,13 @@ void cli_print_options(FILE *out, bool for_build);
  * on failure, 0 otherwise. */
 int cli_load_config(aisb_policy *policy, const char *explicit_path);
 
+/* For commands that take sandbox options and nothing else (gate, doctor): a policy from the
+ * config and argv, strict. Prints and returns an exit code on failure, 0 otherwise. */
+int cli_policy_options_only(int argc, char **argv, const char *command, aisb_policy **ret_policy,
+                            cli_flags *flags);
+/* A context logging through cli_log, on flags->socket when given. */
+int cli_ctx_for(const cli_flags *flags, aisb_ctx **ret_ctx);
+
 /* Print "aisb: message" for err and return code. */
 int cli_fail(aisb_error *err, int code);
 void cli_log(aisb_log_level level, const char *message, void *userdata);

@@ -154,6 +154,8 @@ int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_e
 /* The error message of a libpod JSON error body, or the body itself. */
 const char *http_error_message(const http_response *r);
 char *http_escape(const char *s);
+/* GET /libpod/KIND/NAME/exists: 1 exists, 0 does not, negative on error. */
+int http_exists(aisb_ctx *ctx, const char *kind, const char *name, aisb_error **err);
 
 /* A hijacked connection (attach). */
 typedef struct http_stream {

@@ -358,3 +358,22 @@ int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **
         *ret = s;
         return 0;
 }
+
+int http_exists(aisb_ctx *ctx, const char *kind, const char *name, aisb_error **err)
+{
+        _cleanup_free_ char *escaped = http_escape(name);
+        _cleanup_free_ char *path = NULL;
+        if (!escaped || asprintf(&path, "/libpod/%s/%s/exists", kind, escaped) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
+        if (r < 0)
+                return r;
+        long status = resp.status;
+        http_response_done(&resp);
+        if (status == 204)
+                return 1;
+        if (status == 404)
+                return 0;
+        return aisb_error_set(err, -EIO, "checking %s %s: the service answered %ld", kind, name, status);
+}

@@ -282,25 +282,9 @@ int aisb_image_tag(const aisb_policy *p, char **ret_tag, aisb_error **err)
         return 0;
 }
 
-/* 1 exists, 0 does not, negative on error. */
 static int image_exists(aisb_ctx *ctx, const char *ref, aisb_error **err)
 {
-        _cleanup_free_ char *escaped = http_escape(ref);
-        _cleanup_free_ char *path = NULL;
-        if (!escaped || asprintf(&path, "/libpod/images/%s/exists", escaped) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
-        if (r < 0)
-                return r;
-        long status = resp.status;
-        http_response_done(&resp);
-        if (status == 204)
-                return 1;
-        if (status == 404)
-                return 0;
-        return aisb_error_set(err, -EIO, "checking image %s: the service answered %ld", ref,
-                              status);
+        return http_exists(ctx, "images", ref, err);
 }
 
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error)

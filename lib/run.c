@@ -132,17 +132,11 @@ static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **
 {
         if (p->ephemeral_home)
                 return 0;
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/volumes/%s/exists", p->home_volume) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+        int r = http_exists(ctx, "volumes", p->home_volume, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
-        if (r < 0)
-                return r;
-        long status = resp.status;
-        http_response_done(&resp);
-        if (status == 204)
-                return 0;
+        long status;
         /* Created here rather than implicitly, so it carries our label and "aisb clean" can
          * tell it from the user's own volumes. */
         _cleanup_json_ json_object *body = json_object_new_object();
