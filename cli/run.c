@@ -73,9 +73,8 @@ static void print_help(bool for_build)
         cli_print_options(stdout, false);
         printf("\nExit status: the command's own; %d for bad options or config, or a policy that\n"
                "cannot run; %d when aisb or podman failed; 128+N when stopped by signal N; 77 when\n"
-               "the sandbox's ruleset or\n"
-               "privilege drop could not be put in force (nothing ran); 78 when the entrypoint\n"
-               "refused its policy.\n",
+               "the sandbox's ruleset or privilege drop could not be put in force (nothing ran);\n"
+               "78 when the entrypoint refused its policy.\n",
                EXIT_USAGE, EXIT_AISB_FAILED);
 }
 
