@@ -154,6 +154,9 @@ int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_e
 /* The error message of a libpod JSON error body, or the body itself. */
 const char *http_error_message(const http_response *r);
 char *http_escape(const char *s);
+/* POST a JSON body (Content-Type set); wipe: overwrite its text once sent. */
+int http_post_json(aisb_ctx *ctx, const char *path, json_object *body, const char *dry_run_body,
+                   bool wipe, http_response *ret, aisb_error **err);
 /* GET /libpod/KIND/NAME/exists: 1 exists, 0 does not, negative on error. */
 int http_exists(aisb_ctx *ctx, const char *kind, const char *name, aisb_error **err);
 

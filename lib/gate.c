@@ -287,15 +287,8 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
 
         aisb_log(ctx, AISB_LOG_INFO, "starting the gate %s on 127.0.0.1:%u", g->name, g->port);
         _cleanup_json_ json_object *body = gate_create_body(g->name, image, g->dir, g->hash, g->port);
-        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         http_response resp = {};
-        r = http_send(ctx,
-                      &(http_request) { .method = "POST",
-                                        .path = "/libpod/containers/create",
-                                        .content_type = "application/json",
-                                        .body = text,
-                                        .body_size = strlen(text) },
-                      &resp, err);
+        r = http_post_json(ctx, "/libpod/containers/create", body, NULL, false, &resp, err);
         if (r >= 0 && resp.status != 201)
                 r = aisb_error_set(err, -EIO, "creating the gate: %s", http_error_message(&resp));
         http_response_done(&resp);

@@ -377,3 +377,23 @@ int http_exists(aisb_ctx *ctx, const char *kind, const char *name, aisb_error **
                 return 0;
         return aisb_error_set(err, -EIO, "checking %s %s: the service answered %ld", kind, name, status);
 }
+
+int http_post_json(aisb_ctx *ctx, const char *path, json_object *body, const char *dry_run_body,
+                   bool wipe, http_response *ret, aisb_error **err)
+{
+        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        if (!text)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        int r = http_send(ctx,
+                          &(http_request) { .method = "POST",
+                                            .path = path,
+                                            .content_type = "application/json",
+                                            .body = text,
+                                            .body_size = strlen(text),
+                                            .dry_run_body = dry_run_body },
+                          ret, err);
+        /* A body that held secret values is wiped once sent (json-c keeps this text). */
+        if (wipe)
+                explicit_bzero((char *) text, strlen(text));
+        return r;
+}

@@ -144,14 +144,7 @@ static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **
         json_object_object_add(labels, AISB_LABEL_PREFIX "managed", json_object_new_string("true"));
         json_object_object_add(body, "Name", json_object_new_string(p->home_volume));
         json_object_object_add(body, "Labels", labels);
-        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-        r = http_send(ctx,
-                      &(http_request) { .method = "POST",
-                                        .path = "/libpod/volumes/create",
-                                        .content_type = "application/json",
-                                        .body = text,
-                                        .body_size = strlen(text) },
-                      &resp, err);
+        r = http_post_json(ctx, "/libpod/volumes/create", body, NULL, false, &resp, err);
         if (r < 0)
                 return r;
         status = resp.status;
@@ -371,21 +364,12 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
                 r = container_create_body(p, &net, &bridge, tag, name, io->terminal, true, &shown);
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
-        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         const char *shown_text = shown ? json_object_to_json_string_ext(
                                                  shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)
                                        : NULL;
         http_response resp = {};
-        r = http_send(ctx,
-                      &(http_request) { .method = "POST",
-                                        .path = "/libpod/containers/create",
-                                        .content_type = "application/json",
-                                        .body = text,
-                                        .body_size = strlen(text),
-                                        .dry_run_body = shown_text },
-                      &resp, err);
-        /* The body held every secret value: wipe it now that it has been sent. */
-        explicit_bzero((char *) text, strlen(text));
+        /* The body holds every secret value: wiped once sent. */
+        r = http_post_json(ctx, "/libpod/containers/create", body, shown_text, true, &resp, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the sandbox");
         _cleanup_free_ char *id = NULL;
