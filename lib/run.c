@@ -369,7 +369,17 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
                                        : NULL;
         http_response resp = {};
         /* The body holds every secret value: wiped once sent. */
-        r = http_post_json(ctx, "/libpod/containers/create", body, shown_text, true, &resp, err);
+        for (int attempt = 0;; attempt++) {
+                r = http_post_json(ctx, "/libpod/containers/create", body, shown_text, true, &resp, err);
+                /* Podman 4.3 sometimes fails a keep-id create under concurrent starts with a
+                 * spurious "requires additional UIDs" (seen in 1 of 8 parallel runs): the same
+                 * request succeeds when sent again. */
+                if (r < 0 || resp.status != 500 || !resp.body ||
+                    !strstr(resp.body, "keep-id requires additional") || attempt >= 4)
+                        break;
+                http_response_done(&resp);
+                nanosleep(&(struct timespec) { 0, (attempt + 1) * 100 * 1000 * 1000 }, NULL);
+        }
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the sandbox");
         _cleanup_free_ char *id = NULL;

@@ -371,6 +371,26 @@ START_TEST(test_run_create_refused)
 }
 END_TEST
 
+START_TEST(test_run_create_retried_on_keep_id_race)
+{
+        /* Podman's transient keep-id refusal under concurrency: sent again, it succeeds. */
+        fake_podman_route(fp, "POST", "/containers/create", 500, "application/json",
+                          "{\"cause\":\"x\",\"message\":\"keep-id requires additional UIDs or GIDs defined in "
+                          "/etc/subuid and /etc/subgid to function correctly: %!w(<nil>)\",\"response\":500}",
+                          FAKE_NORMAL, 1);
+        route_run(4);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);
+        output o = {};
+        int code = -1;
+        ck_assert_int_eq(run_with_stdin("", &o, &code, NULL), 0);
+        ck_assert_int_eq(code, 4);
+        size_t creates = 0;
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                creates += strstr(fake_podman_request_path(fp, i), "/containers/create") != NULL;
+        ck_assert_uint_eq(creates, 2);
+}
+END_TEST
+
 START_TEST(test_run_start_refused)
 {
         fake_podman_route(fp, "POST", "/containers/c0ffee/start", 500, "application/json",
@@ -521,6 +541,7 @@ static Suite *run_suite(void)
         tcase_add_test(tc, test_run_attach_refused);
         tcase_add_test(tc, test_run_create_refused);
         tcase_add_test(tc, test_run_start_refused);
+        tcase_add_test(tc, test_run_create_retried_on_keep_id_race);
         tcase_add_test(tc, test_volume_created_with_label);
         tcase_add_test(tc, test_dry_run);
         suite_add_tcase(s, tc);
