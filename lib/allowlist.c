@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -695,17 +694,7 @@ int allowlist_gate_hash(const allowlist *l, const char *const *add_hosts, char *
         if (r < 0)
                 return -ENOMEM;
 
-        unsigned char digest[EVP_MAX_MD_SIZE];
-        unsigned int size = 0;
-        if (EVP_Digest(b.data, b.size, digest, &size, EVP_sha256(), NULL) != 1)
-                return -EIO;
-        char *hex = malloc(17);
-        if (!hex)
-                return -ENOMEM;
-        for (int i = 0; i < 8; i++)
-                snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        *ret_hex = hex;
-        return 0;
+        return sha256_hex(b.data, b.size, 16, ret_hex);
 }
 
 /* A path squid.conf reads as one token meaning exactly this file. */

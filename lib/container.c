@@ -4,7 +4,6 @@
  * do. Pure (no I/O), so unit tests check it key by key and a dry run prints it exactly,
  * with environment values redacted.
  */
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include "aisb-private.h"
@@ -61,17 +60,7 @@ int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
         int r = policy_format(p, image, &text, NULL);
         if (r < 0)
                 return r;
-        unsigned char digest[EVP_MAX_MD_SIZE];
-        unsigned int n = 0;
-        if (EVP_Digest(text, strlen(text), digest, &n, EVP_sha256(), NULL) != 1)
-                return -EIO;
-        char *hex = malloc(17);
-        if (!hex)
-                return -ENOMEM;
-        for (int i = 0; i < 8; i++)
-                snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        *ret_hex = hex;
-        return 0;
+        return sha256_hex(text, strlen(text), 16, ret_hex);
 }
 
 int container_create_body(const aisb_policy *p, const sandbox_network *net,

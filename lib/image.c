@@ -9,7 +9,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -259,13 +258,10 @@ int image_gate_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_siz
 
 int image_tag_for_context(const char *repo, const void *tar, size_t size, char **ret_tag)
 {
-        unsigned char digest[EVP_MAX_MD_SIZE];
-        unsigned int digest_size = 0;
-        if (EVP_Digest(tar, size, digest, &digest_size, EVP_sha256(), NULL) != 1)
-                return -EIO;
-        char hex[TAG_HEX_LENGTH + 1];
-        for (size_t i = 0; i < TAG_HEX_LENGTH / 2; i++)
-                snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+        _cleanup_free_ char *hex = NULL;
+        int r = sha256_hex(tar, size, TAG_HEX_LENGTH, &hex);
+        if (r < 0)
+                return r;
         return asprintf(ret_tag, "%s:%s", repo, hex) < 0 ? -ENOMEM : 0;
 }
 

@@ -117,6 +117,15 @@ static int delete(aisb_ctx *ctx, const char *what, const char *name, const char 
         return r;
 }
 
+/* For what another owner may still use: a refusal is a warning, not the end of the clean. */
+static void delete_or_warn(aisb_ctx *ctx, const char *what, const char *name)
+{
+        aisb_error *e = NULL;
+        if (delete(ctx, what, name, "", &e) < 0)
+                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+        aisb_error_free(e);
+}
+
 int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
                aisb_clean_fn fn, void *userdata, aisb_error **err)
 {
@@ -184,13 +193,9 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                         if (!ours || used)
                                 continue;
                         fn("image", ref, userdata);
-                        if (!dry) {
-                                aisb_error *e = NULL;
-                                /* In use by a container of someone else's: leave it. */
-                                if (delete(ctx, "images", ref, "", &e) < 0)
-                                        aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
-                                aisb_error_free(e);
-                        }
+                        /* In use by a container of someone else's: leave it. */
+                        if (!dry)
+                                delete_or_warn(ctx, "images", ref);
                 }
         }
         if (!volumes)
@@ -213,13 +218,9 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                 if (used)
                         continue;
                 fn("volume", name, userdata);
-                if (!dry) {
-                        aisb_error *e = NULL;
-                        /* 409: a container outside our namespace uses it; that is not ours to end. */
-                        if (delete(ctx, "volumes", name, "", &e) < 0)
-                                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
-                        aisb_error_free(e);
-                }
+                /* 409: a container outside our namespace uses it; that is not ours to end. */
+                if (!dry)
+                        delete_or_warn(ctx, "volumes", name);
         }
         return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <strings.h>
@@ -207,5 +208,21 @@ int parse_size(const char *s, unsigned long long *ret)
         if (r < 0)
                 return r;
         *ret = v << shift;
+        return 0;
+}
+
+int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret)
+{
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        if (hex_chars > 64 || hex_chars % 2 || EVP_Digest(data, size, digest, &n, EVP_sha256(), NULL) != 1)
+                return -EIO;
+        char *hex = malloc(hex_chars + 1);
+        if (!hex)
+                return -ENOMEM;
+        for (size_t i = 0; i < hex_chars / 2; i++)
+                snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+        hex[hex_chars] = 0;
+        *ret = hex;
         return 0;
 }

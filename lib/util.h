@@ -95,3 +95,6 @@ int parse_bool(const char *s);
 /* Sizes such as "512m", "4g", "1024" (bytes); -EINVAL / -ERANGE. */
 int parse_size(const char *s, unsigned long long *ret);
 int parse_uint(const char *s, unsigned long long max, unsigned long long *ret);
+
+/* The first hex_chars (even, at most 64) hex digits of data's SHA-256. */
+int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret);
