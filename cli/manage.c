@@ -81,10 +81,16 @@ int command_ps(int argc, char **argv)
         int code = open_ctx(&ctx);
         if (code)
                 return code;
+        aisb_error *err = NULL;
+        /* No table head above an error. */
+        if (aisb_ctx_connect(ctx, &err) < 0) {
+                code = cli_fail(err, EXIT_AISB_FAILED);
+                aisb_ctx_free(ctx);
+                return code;
+        }
         if (!json)
                 printf("%-32s %-7s %-8s %-5s %-16s %-5s %s\n", "NAME", "KIND", "STATE", "NET", "POLICY",
                        "AGE", "PROJECT");
-        aisb_error *err = NULL;
         if (aisb_list(ctx, print_entry, &json, &err) < 0)
                 code = cli_fail(err, EXIT_AISB_FAILED);
         aisb_ctx_free(ctx);

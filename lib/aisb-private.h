@@ -172,6 +172,7 @@ void http_stream_done(http_stream *s);
 /* ---- connect.c ---- */
 int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor);
 int socket_candidates(char ***ret, uid_t uid);
+int service_log_reason(const char *log, char **ret);
 
 /* ---- policy.c ---- */
 int env_name_valid(const char *name);

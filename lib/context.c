@@ -181,14 +181,87 @@ static int mkdir_parents(const char *path, mode_t mode)
         return 0;
 }
 
+/* Why a podman that would not serve said so: the message of the last error or fatal line of
+ * its log ("time=... level=error msg=\"...\"", or "Error: ..."), unquoted. NULL when the log
+ * holds none. */
+int service_log_reason(const char *log, char **ret)
+{
+        *ret = NULL;
+        _cleanup_free_ char *last = NULL;
+        for (const char *line = log; line && *line;) {
+                const char *end = strchr(line, '\n');
+                size_t n = end ? (size_t) (end - line) : strlen(line);
+                _cleanup_free_ char *l = strndup(line, n);
+                if (!l)
+                        return -ENOMEM;
+                line += n + (end ? 1 : 0);
+                const char *msg = strstr(l, " msg=");
+                if (msg && (strstr(l, "level=error") || strstr(l, "level=fatal"))) {
+                        msg += strlen(" msg=");
+                        /* logrus quotes the message Go-style: \" and \\ inside "...". */
+                        char *o = l;
+                        if (*msg == '"') {
+                                for (msg++; *msg && *msg != '"'; msg++) {
+                                        if (*msg == '\\' && msg[1])
+                                                msg++;
+                                        *o++ = *msg;
+                                }
+                                *o = 0;
+                        } else
+                                memmove(l, msg, strlen(msg) + 1);
+                } else if (startswith(l, "Error: "))
+                        memmove(l, l + strlen("Error: "), n - strlen("Error: ") + 1);
+                else
+                        continue;
+                free(last);
+                last = steal_pointer(&l);
+        }
+        *ret = steal_pointer(&last);
+        return 0;
+}
+
+/* A process we cannot wait for (it is not our child) has exited: gone, or a zombie left to
+ * whoever reaps it. */
+static bool process_gone(pid_t pid)
+{
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+                return true;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "/proc/%d/stat", (int) pid) < 0)
+                return false;
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char buf[512];
+        if (!f || !fgets(buf, sizeof buf, f))
+                return !f && errno == ENOENT;
+        const char *paren = strrchr(buf, ')');
+        return paren && paren[1] == ' ' && paren[2] == 'Z';
+}
+
+static int service_failed(const char *path, const char *log_path, bool exited, aisb_error **err)
+{
+        _cleanup_close_ int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ char *log = NULL, *reason = NULL;
+        size_t size;
+        if (fd >= 0 && read_full_fd(fd, 1024 * 1024, &log, &size) == 0)
+                (void) service_log_reason(log, &reason);
+        if (reason)
+                return aisb_error_set(err, -ECONNREFUSED,
+                                      "\"podman system service\" on %s %s: %s (log: %s)", path,
+                                      exited ? "exited" : "did not answer", reason, log_path);
+        return aisb_error_set(err, exited ? -ECONNREFUSED : -ETIMEDOUT,
+                              "\"podman system service\" on %s %s; check that \"podman info\" works (log: %s)",
+                              path, exited ? "exited at once" : "did not answer", log_path);
+}
+
 static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
         int r = mkdir_parents(path, 0700);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot create the directory of %s: %s", path,
                                       strerror(-r));
-        _cleanup_free_ char *lock_path = NULL;
-        if (asprintf(&lock_path, "%s.aisb-lock", path) < 0)
+        _cleanup_free_ char *lock_path = NULL, *log_path = NULL;
+        if (asprintf(&lock_path, "%s.aisb-lock", path) < 0 ||
+            asprintf(&log_path, "%s.aisb-log", path) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (lock < 0)
@@ -207,6 +280,17 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         _cleanup_free_ char *uri = NULL;
         if (asprintf(&uri, "unix://%s", path) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
+        /* What the service says goes to a log beside the socket, kept for its lifetime and
+         * read back if it will not serve. */
+        _cleanup_close_ int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                                       0600);
+        if (log < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", log_path, strerror(errno));
+        /* The intermediate child tells us the service's pid, to notice it exiting early. */
+        int pids[2];
+        if (pipe2(pids, O_CLOEXEC) < 0)
+                return aisb_error_set(err, -errno, "pipe: %s", strerror(errno));
+        _cleanup_close_ int pid_read = pids[0], pid_write = pids[1];
         (void) unlink(path);
         pid_t pid = fork();
         if (pid < 0)
@@ -221,37 +305,43 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                 if (chdir("/") < 0)
                         _exit(1);
                 pid_t again = fork();
-                if (again != 0)
+                if (again != 0) {
+                        if (again > 0)
+                                (void) !write(pid_write, &again, sizeof again);
                         _exit(again < 0 ? 1 : 0);
-                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (devnull >= 0) {
-                        (void) dup2(devnull, STDIN_FILENO);
-                        (void) dup2(devnull, STDOUT_FILENO);
-                        (void) dup2(devnull, STDERR_FILENO);
                 }
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (devnull >= 0)
+                        (void) dup2(devnull, STDIN_FILENO);
+                (void) dup2(log, STDOUT_FILENO);
+                (void) dup2(log, STDERR_FILENO);
                 (void) close_range(3, ~0U, 0);
                 sigset_t all;
                 sigemptyset(&all);
                 (void) sigprocmask(SIG_SETMASK, &all, NULL);
                 execlp("podman", "podman", "system", "service", "--time=" SERVICE_IDLE_SECONDS,
                        uri, (char *) NULL);
+                fprintf(stderr, "Error: cannot run podman: %s\n", strerror(errno));
                 _exit(127);
         }
+        (void) close(steal_fd(&pid_write));
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
+        pid_t service = 0;
+        if (read(pid_read, &service, sizeof service) != sizeof service)
+                service = 0;
         struct timespec delay = { 0, 20 * 1000 * 1000 };
         for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
                 aisb_error *e = NULL;
                 if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
                         return 0;
                 aisb_error_free(e);
+                if (service > 0 && process_gone(service))
+                        return service_failed(path, log_path, true, err);
                 nanosleep(&delay, NULL);
         }
-        return aisb_error_set(err, -ETIMEDOUT,
-                              "started \"podman system service\" on %s but it did not answer; "
-                              "check that podman is installed and \"podman info\" works",
-                              path);
+        return service_failed(path, log_path, false, err);
 }
 
 int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)

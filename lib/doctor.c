@@ -265,8 +265,11 @@ int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn
         doctor d = { .fn = fn, .userdata = userdata };
         aisb_error *e = NULL;
         if (aisb_ctx_connect(ctx, &e) < 0) {
-                report(&d, "podman", AISB_CHECK_FAIL, aisb_error_message(e),
-                       "install podman 4.3 or newer; \"podman info\" must work as you");
+                const char *m = aisb_error_message(e);
+                report(&d, "podman", AISB_CHECK_FAIL, m,
+                       strstr(m, "system migrate")
+                               ? "run \"podman system migrate\": containers of yours were killed without podman knowing"
+                               : "install podman 4.3 or newer; \"podman info\" must work as you");
                 aisb_error_free(e);
                 return d.failures;
         }

@@ -7,6 +7,8 @@
 #include <check.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "aisb-private.h"
 #include "fake-podman.h"
@@ -98,6 +100,78 @@ START_TEST(test_ping_refused)
         fake_podman_route(fp, "GET", "/_ping", 500, "text/plain", "down", FAKE_NORMAL, 0);
         aisb_error *err = NULL;
         expect_error(aisb_ctx_connect(ctx, &err), &err, "500");
+}
+END_TEST
+
+START_TEST(test_service_log_reason)
+{
+        char *reason = NULL;
+        ck_assert_int_eq(service_log_reason(
+                "time=\"t\" level=warning msg=\"\\\"/\\\" is not a shared mount\"\n"
+                "time=\"t\" level=error msg=\"invalid internal status, try resetting the pause process "
+                "with \\\"podman system migrate\\\": could not find any running process\"\n"
+                "time=\"t\" level=info msg=\"bye\"\n", &reason), 0);
+        ck_assert_str_eq(reason, "invalid internal status, try resetting the pause process with "
+                                 "\"podman system migrate\": could not find any running process");
+        free(reason);
+        ck_assert_int_eq(service_log_reason("Error: unrecognized command `podman system`", &reason), 0);
+        ck_assert_str_eq(reason, "unrecognized command `podman system`");
+        free(reason);
+        ck_assert_int_eq(service_log_reason("level=warning msg=\"only a warning\"\n\n", &reason), 0);
+        ck_assert_ptr_null(reason);
+        ck_assert_int_eq(service_log_reason("level=error msg=unquoted words", &reason), 0);
+        ck_assert_str_eq(reason, "unquoted words");
+        free(reason);
+        ck_assert_int_eq(service_log_reason("level=error msg=\"cut \\", &reason), 0);
+        ck_assert_str_eq(reason, "cut \\");
+        free(reason);
+}
+END_TEST
+
+/* No socket answers and the podman we start refuses to serve, as podman does when killed
+ * processes left its state inconsistent: its reason comes back at once, not a timeout. */
+START_TEST(test_service_refuses_to_start)
+{
+        char dir[] = "/tmp/aisb-unit-service.XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char path[512], run[512], bin[600];
+        snprintf(path, sizeof path, "%s/bin", dir);
+        snprintf(run, sizeof run, "%s/run", dir);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        ck_assert_int_eq(mkdir(run, 0700), 0);
+        snprintf(bin, sizeof bin, "%s/podman", path);
+        FILE *f = fopen(bin, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs("#!/bin/sh\n"
+              "echo 'time=\"t\" level=error msg=\"invalid internal status, try resetting the pause "
+              "process with \\\"podman system migrate\\\": could not find any running process\"' >&2\n"
+              "exit 1\n", f);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(bin, 0755), 0);
+        char *old_path = strdup(getenv("PATH"));
+        char new_path[4096];
+        snprintf(new_path, sizeof new_path, "%s:%s", path, old_path);
+        setenv("PATH", new_path, 1);
+        setenv("XDG_RUNTIME_DIR", run, 1);
+        unsetenv("CONTAINER_HOST");
+
+        aisb_ctx *other = NULL;
+        ck_assert_int_eq(aisb_ctx_new(&other, NULL), 0);
+        aisb_error *err = NULL;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        expect_error(aisb_ctx_connect(other, &err), &err,
+                     "exited: invalid internal status, try resetting the pause process with "
+                     "\"podman system migrate\"");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* Not a timing assertion: the 20 s start timeout must not be what ended the wait. */
+        ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 15);
+        aisb_ctx_free(other);
+        setenv("PATH", old_path, 1);
+        free(old_path);
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -521,6 +595,8 @@ static Suite *run_suite(void)
         tcase_add_test(tc, test_connect_too_old);
         tcase_add_test(tc, test_connect_nothing_there);
         tcase_add_test(tc, test_ping_refused);
+        tcase_add_test(tc, test_service_log_reason);
+        tcase_add_test(tc, test_service_refuses_to_start);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("image");
