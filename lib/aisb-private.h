@@ -193,14 +193,25 @@ typedef struct context_file {
         size_t size;
         mode_t mode;
 } context_file;
-int image_pack(const char *containerfile, const context_file *files, size_t n_files,
-               void **ret_tar, size_t *ret_size, aisb_error **err);
-int image_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, aisb_error **err);
-int image_gate_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, aisb_error **err);
-int image_tag_for_context(const char *repo, const void *tar, size_t size, char **ret_tag);
+/* A build context before packing: its Containerfile and files (CA certificates, the
+ * entrypoint), owning what it read. */
+typedef struct build_context {
+        char *containerfile;
+        context_file *files;
+        size_t n_files;
+        char (*names)[64];
+        void *entrypoint;
+} build_context;
+void build_context_done(build_context *c);
+int image_context(const aisb_policy *p, build_context *ret, aisb_error **err);
+int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err);
+/* repo:<SHA-256 of the entries, truncated>: what names the image. */
+int image_context_tag(const char *repo, const build_context *c, char **ret_tag);
+/* The deterministic tar podman builds from (libarchive, loaded on first use). */
+int image_pack(const build_context *c, void **ret_tar, size_t *ret_size, aisb_error **err);
 /* Reuse the image named by the context's hash in repo, or build it (bootstrap base first). */
-int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo, const void *tar,
-                         size_t size, char **ret_tag, int *ret_built, aisb_error **err);
+int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
+                         const build_context *c, char **ret_tag, int *ret_built, aisb_error **err);
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);
 
 /* ---- attach.c: the multiplexed attach stream ---- */

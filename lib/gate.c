@@ -257,7 +257,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                 return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
         _cleanup_free_ char *conf = NULL, *hosts = NULL, *cache_log = NULL, *image = NULL;
         _cleanup_free_ char *start = NULL;
-        _cleanup_free_ void *tar = NULL;
+        _cleanup_(build_context_done) build_context context = {};
         squid_options so = {
                 .port = g->port,
                 .hosts_file = GATE_DIR_INSIDE "/hosts",
@@ -277,11 +277,10 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         if (asprintf(&cache_log, "%s/cache.log", g->dir) >= 0)
                 (void) truncate(cache_log, 0);
 
-        size_t size = 0;
-        r = image_gate_context_tar(p, &tar, &size, err);
+        r = image_gate_context(p, &context, err);
         if (r < 0)
                 return r;
-        r = image_ensure_context(ctx, p, "localhost/aisb-gate", tar, size, &image, NULL, err);
+        r = image_ensure_context(ctx, p, "localhost/aisb-gate", &context, &image, NULL, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "the gate's image");
 

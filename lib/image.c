@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sandbox image: a generated Containerfile and its build context, packed as a
- * deterministic tar (libarchive) whose SHA-256 (OpenSSL) names the image. The same inputs
- * always give the same tag, so a run reuses an image exactly when nothing that goes into
- * the build changed. A "bootstrap:debian:SUITE" base is built locally with mmdebstrap and
+ * The sandbox image: a generated Containerfile and its build context. The SHA-256 (OpenSSL)
+ * of the context's entries, each name, mode, size and content, names the image, so a run
+ * reuses an image exactly when nothing that goes into the build changed. Only a build packs
+ * the context, as a deterministic tar (libarchive, loaded then: archive-dl.c). A "bootstrap:debian:SUITE" base is built locally with mmdebstrap and
  * imported, for machines that reach no registry.
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "aisb-private.h"
+#include "archive-dl.h"
 #include "config.h"
 
 #define IMAGE_REPO "localhost/aisb"
@@ -145,26 +144,44 @@ int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error 
         return 0;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_write_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive_entry *, archive_entry_free)
+void build_context_done(build_context *c)
+{
+        free(c->containerfile);
+        free(c->files);
+        free(c->names);
+        free(c->entrypoint);
+        *c = (build_context) {};
+}
+
+static void archive_write_freep(struct archive **a)
+{
+        if (*a)
+                archive_dl.write_free(*a);
+}
+
+static void archive_entry_freep(struct archive_entry **e)
+{
+        if (*e)
+                archive_dl.entry_free(*e);
+}
 
 static int tar_add(struct archive *a, const char *name, const void *data, size_t size,
                    mode_t mode)
 {
-        _cleanup_(archive_entry_freep) struct archive_entry *e = archive_entry_new();
+        _cleanup_(archive_entry_freep) struct archive_entry *e = archive_dl.entry_new();
         if (!e)
                 return -ENOMEM;
-        archive_entry_set_pathname(e, name);
-        archive_entry_set_size(e, (la_int64_t) size);
-        archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_perm(e, mode);
+        archive_dl.entry_set_pathname(e, name);
+        archive_dl.entry_set_size(e, (la_int64_t) size);
+        archive_dl.entry_set_filetype(e, AE_IFREG);
+        archive_dl.entry_set_perm(e, mode);
         /* Fixed metadata: only content may change the hash. */
-        archive_entry_set_mtime(e, 0, 0);
-        archive_entry_set_uid(e, 0);
-        archive_entry_set_gid(e, 0);
-        if (archive_write_header(a, e) != ARCHIVE_OK)
+        archive_dl.entry_set_mtime(e, 0, 0);
+        archive_dl.entry_set_uid(e, 0);
+        archive_dl.entry_set_gid(e, 0);
+        if (archive_dl.write_header(a, e) != ARCHIVE_OK)
                 return -EIO;
-        if (size && archive_write_data(a, data, size) != (la_ssize_t) size)
+        if (size && archive_dl.write_data(a, data, size) != (la_ssize_t) size)
                 return -EIO;
         return 0;
 }
@@ -174,21 +191,24 @@ static la_ssize_t tar_write(struct archive *a, void *userdata, const void *data,
         return buffer_append(userdata, data, size) < 0 ? -1 : (la_ssize_t) size;
 }
 
-int image_pack(const char *containerfile, const context_file *files, size_t n_files,
-               void **ret_tar, size_t *ret_size, aisb_error **err)
+int image_pack(const build_context *c, void **ret_tar, size_t *ret_size, aisb_error **err)
 {
+        const char *why;
+        if (archive_dl_load(&why) < 0)
+                return aisb_error_set(err, -ELIBACC,
+                                      "cannot load libarchive, which packs the build context: %s", why);
         buffer out = {};
-        _cleanup_(archive_write_freep) struct archive *a = archive_write_new();
-        if (!a || archive_write_set_format_ustar(a) != ARCHIVE_OK ||
-            archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-            archive_write_open(a, &out, NULL, tar_write, NULL) != ARCHIVE_OK) {
+        _cleanup_(archive_write_freep) struct archive *a = archive_dl.write_new();
+        if (!a || archive_dl.write_set_format_ustar(a) != ARCHIVE_OK ||
+            archive_dl.write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+            archive_dl.write_open(a, &out, NULL, tar_write, NULL) != ARCHIVE_OK) {
                 buffer_free(&out);
                 return aisb_error_set(err, -EIO, "cannot create the build context archive");
         }
-        int r = tar_add(a, "Containerfile", containerfile, strlen(containerfile), 0644);
-        for (size_t i = 0; r >= 0 && i < n_files; i++)
-                r = tar_add(a, files[i].name, files[i].data, files[i].size, files[i].mode);
-        if (r < 0 || archive_write_close(a) != ARCHIVE_OK) {
+        int r = tar_add(a, "Containerfile", c->containerfile, strlen(c->containerfile), 0644);
+        for (size_t i = 0; r >= 0 && i < c->n_files; i++)
+                r = tar_add(a, c->files[i].name, c->files[i].data, c->files[i].size, c->files[i].mode);
+        if (r < 0 || archive_dl.write_close(a) != ARCHIVE_OK) {
                 buffer_free(&out);
                 return aisb_error_set(err, -EIO, "cannot write the build context archive");
         }
@@ -197,38 +217,43 @@ int image_pack(const char *containerfile, const context_file *files, size_t n_fi
         return 0;
 }
 
-/* The CA certificates of a policy as context files, names matching the COPY line. */
-static int ca_files(const aisb_policy *p, context_file *files, char names[][64])
+/* The CA certificates of a policy as context files, names matching the COPY line; room for
+ * extra more files after them. */
+static int context_ca_files(const aisb_policy *p, build_context *c, size_t extra)
 {
+        c->files = calloc(p->n_ca_certs + extra, sizeof *c->files);
+        c->names = calloc(p->n_ca_certs + extra, sizeof *c->names);
+        if (!c->files || !c->names)
+                return -ENOMEM;
         for (size_t i = 0; i < p->n_ca_certs; i++) {
-                snprintf(names[i], 64, "ca-certificates/aisb-%zu.crt", i);
-                files[i] = (context_file) { names[i], p->ca_certs[i].pem, p->ca_certs[i].size, 0644 };
+                snprintf(c->names[i], sizeof c->names[i], "ca-certificates/aisb-%zu.crt", i);
+                c->files[i] = (context_file) { c->names[i], p->ca_certs[i].pem, p->ca_certs[i].size, 0644 };
         }
-        return (int) p->n_ca_certs;
+        c->n_files = p->n_ca_certs;
+        return 0;
 }
 
-int image_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, aisb_error **err)
+int image_context(const aisb_policy *p, build_context *ret, aisb_error **err)
 {
-        _cleanup_free_ char *containerfile = NULL;
-        int r = aisb_policy_containerfile(p, &containerfile, err);
+        _cleanup_(build_context_done) build_context c = {};
+        int r = aisb_policy_containerfile(p, &c.containerfile, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ void *entrypoint = NULL;
         size_t entrypoint_size = 0;
-        r = entrypoint_read(p, &entrypoint, &entrypoint_size, err);
+        r = entrypoint_read(p, &c.entrypoint, &entrypoint_size, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ context_file *files = calloc(p->n_ca_certs + 1, sizeof *files);
-        _cleanup_free_ char (*names)[64] = calloc(p->n_ca_certs + 1, 64);
-        if (!files || !names)
+        if (context_ca_files(p, &c, 1) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        int n = ca_files(p, files, names);
-        files[n++] = (context_file) { "aisb-entrypoint", entrypoint, entrypoint_size, 0755 };
-        return image_pack(containerfile, files, (size_t) n, ret_tar, ret_size, err);
+        c.files[c.n_files++] = (context_file) { "aisb-entrypoint", c.entrypoint, entrypoint_size, 0755 };
+        *ret = c;
+        c = (build_context) {};
+        return 0;
 }
 
-int image_gate_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_size, aisb_error **err)
+int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err)
 {
+        _cleanup_(build_context_done) build_context c = {};
         _cleanup_free_ char *base = NULL;
         if (base_reference(p, &base) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
@@ -240,26 +265,34 @@ int image_gate_context_tar(const aisb_policy *p, void **ret_tar, size_t *ret_siz
         r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends"
                                " squid ca-certificates \\\n && update-ca-certificates \\\n"
                                " && rm -rf /var/lib/apt/lists/*\n");
-        if (r < 0) {
-                buffer_free(&b);
+        c.containerfile = buffer_steal(&b);
+        if (r < 0 || !c.containerfile || context_ca_files(p, &c, 0) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        }
-        _cleanup_free_ context_file *files = calloc(p->n_ca_certs + 1, sizeof *files);
-        _cleanup_free_ char (*names)[64] = calloc(p->n_ca_certs + 1, 64);
-        if (!files || !names) {
-                buffer_free(&b);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        }
-        int n = ca_files(p, files, names);
-        r = image_pack(b.data, files, (size_t) n, ret_tar, ret_size, err);
-        buffer_free(&b);
-        return r;
+        *ret = c;
+        c = (build_context) {};
+        return 0;
 }
 
-int image_tag_for_context(const char *repo, const void *tar, size_t size, char **ret_tag)
+int image_context_tag(const char *repo, const build_context *c, char **ret_tag)
 {
+        /* Each entry as it is packed: its name, then its mode and size as "%o %zu" (each
+         * NUL-terminated), then its content. The tar's fixed metadata needs no hashing. */
+        size_t n = c->n_files + 1;
+        _cleanup_free_ struct iovec *parts = calloc(3 * n, sizeof *parts);
+        _cleanup_free_ char (*heads)[48] = calloc(n, sizeof *heads);
+        if (!parts || !heads)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                context_file f = i == 0 ? (context_file) { "Containerfile", c->containerfile,
+                                                           strlen(c->containerfile), 0644 }
+                                        : c->files[i - 1];
+                int len = snprintf(heads[i], sizeof heads[i], "%o %zu", (unsigned) f.mode, f.size);
+                parts[3 * i] = (struct iovec) { (void *) f.name, strlen(f.name) + 1 };
+                parts[3 * i + 1] = (struct iovec) { heads[i], (size_t) len + 1 };
+                parts[3 * i + 2] = (struct iovec) { (void *) f.data, f.size };
+        }
         _cleanup_free_ char *hex = NULL;
-        int r = sha256_hex(tar, size, TAG_HEX_LENGTH, &hex);
+        int r = sha256_hex_iov(parts, 3 * n, TAG_HEX_LENGTH, &hex);
         if (r < 0)
                 return r;
         return asprintf(ret_tag, "%s:%s", repo, hex) < 0 ? -ENOMEM : 0;
@@ -267,12 +300,11 @@ int image_tag_for_context(const char *repo, const void *tar, size_t size, char *
 
 int aisb_image_tag(const aisb_policy *p, char **ret_tag, aisb_error **err)
 {
-        _cleanup_free_ void *tar = NULL;
-        size_t size;
-        int r = image_context_tar(p, &tar, &size, err);
+        _cleanup_(build_context_done) build_context c = {};
+        int r = image_context(p, &c, err);
         if (r < 0)
                 return r;
-        r = image_tag_for_context(IMAGE_REPO, tar, size, ret_tag);
+        r = image_context_tag(IMAGE_REPO, &c, ret_tag);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the build context");
         return 0;
@@ -375,7 +407,7 @@ static int build_image(aisb_ctx *ctx, const char *tag, const void *tar, size_t s
                      escaped) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         _cleanup_free_ char *shown = NULL;
-        if (asprintf(&shown, "(build context: tar, %zu bytes, sha256 named %s)", size, tag) < 0)
+        if (asprintf(&shown, "(build context: tar, %zu bytes, for %s)", size, tag) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         build_state st = { .ctx = ctx };
         http_response resp = {};
@@ -503,11 +535,11 @@ static int bootstrap_base(aisb_ctx *ctx, const char *suite, const char *ref, ais
         return r;
 }
 
-int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo, const void *tar,
-                         size_t size, char **ret_tag, int *ret_built, aisb_error **err)
+int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
+                         const build_context *c, char **ret_tag, int *ret_built, aisb_error **err)
 {
         _cleanup_free_ char *tag = NULL;
-        int r = image_tag_for_context(repo, tar, size, &tag);
+        int r = image_context_tag(repo, c, &tag);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the build context");
         r = image_exists(ctx, tag, err);
@@ -527,6 +559,11 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo, 
                                 return aisb_error_wrap(err, r, "bootstrapping the base image");
                 }
                 aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
+                _cleanup_free_ void *tar = NULL;
+                size_t size = 0;
+                r = image_pack(c, &tar, &size, err);
+                if (r < 0)
+                        return r;
                 r = build_image(ctx, tag, tar, size, err);
                 if (r < 0)
                         return aisb_error_wrap(err, r, "building image %s", tag);
@@ -553,13 +590,12 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
                         return aisb_error_set(err, -ENOMEM, "out of memory");
                 return 0;
         }
-        _cleanup_free_ void *tar = NULL;
+        _cleanup_(build_context_done) build_context c = {};
         _cleanup_free_ char *tag = NULL;
-        size_t size;
-        r = image_context_tar(p, &tar, &size, err);
+        r = image_context(p, &c, err);
         if (r < 0)
                 return r;
-        r = image_ensure_context(ctx, p, IMAGE_REPO, tar, size, &tag, ret_built, err);
+        r = image_ensure_context(ctx, p, IMAGE_REPO, &c, &tag, ret_built, err);
         if (r < 0)
                 return r;
         free(ctx->ensured_tag);

@@ -212,7 +212,11 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
         }
         char in_buf[65536];
         size_t in_size = 0, in_off = 0;
-        static char out_buf[256 * 1024];
+        /* Per call, never static: runs in two threads of one process each have their own. */
+        const size_t out_size = 256 * 1024;
+        _cleanup_free_ char *out_buf = malloc(out_size);
+        if (!out_buf)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
         bool cancelled = false;
 
         for (;;) {
@@ -275,7 +279,7 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                         }
                 }
                 if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        ssize_t got = recv(s->fd, out_buf, sizeof out_buf, 0);
+                        ssize_t got = recv(s->fd, out_buf, out_size, 0);
                         if (got < 0) {
                                 if (errno == EAGAIN || errno == EINTR)
                                         continue;

@@ -211,11 +211,21 @@ int parse_size(const char *s, unsigned long long *ret)
         return 0;
 }
 
-int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret)
+int sha256_hex_iov(const struct iovec *parts, size_t n, size_t hex_chars, char **ret)
 {
+        if (hex_chars > 64 || hex_chars % 2)
+                return -EINVAL;
+        EVP_MD_CTX *md = EVP_MD_CTX_new();
+        if (!md)
+                return -ENOMEM;
         unsigned char digest[EVP_MAX_MD_SIZE];
-        unsigned int n = 0;
-        if (hex_chars > 64 || hex_chars % 2 || EVP_Digest(data, size, digest, &n, EVP_sha256(), NULL) != 1)
+        unsigned int len = 0;
+        bool ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+        for (size_t i = 0; ok && i < n; i++)
+                ok = EVP_DigestUpdate(md, parts[i].iov_base, parts[i].iov_len) == 1;
+        ok = ok && EVP_DigestFinal_ex(md, digest, &len) == 1;
+        EVP_MD_CTX_free(md);
+        if (!ok)
                 return -EIO;
         char *hex = malloc(hex_chars + 1);
         if (!hex)
@@ -225,4 +235,9 @@ int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret)
         hex[hex_chars] = 0;
         *ret = hex;
         return 0;
+}
+
+int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret)
+{
+        return sha256_hex_iov(&(struct iovec) { (void *) data, size }, 1, hex_chars, ret);
 }

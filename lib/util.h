@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -98,3 +99,5 @@ int parse_uint(const char *s, unsigned long long max, unsigned long long *ret);
 
 /* The first hex_chars (even, at most 64) hex digits of data's SHA-256. */
 int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret);
+/* The same over parts, hashed in order as if concatenated. */
+int sha256_hex_iov(const struct iovec *parts, size_t n, size_t hex_chars, char **ret);

@@ -90,7 +90,10 @@ START_TEST(test_context_holds_ca_certificates)
 
         void *tar = NULL;
         size_t size = 0;
-        ck_assert_int_eq(image_context_tar(p, &tar, &size, NULL), 0);
+        build_context c = {};
+        ck_assert_int_eq(image_context(p, &c, NULL), 0);
+        ck_assert_int_eq(image_pack(&c, &tar, &size, NULL), 0);
+        build_context_done(&c);
         struct archive *a = archive_read_new();
         archive_read_support_format_tar(a);
         ck_assert_int_eq(archive_read_open_memory(a, tar, size), ARCHIVE_OK);
@@ -128,6 +131,69 @@ START_TEST(test_context_holds_ca_certificates)
 }
 END_TEST
 
+/* The tag is SHA-256 over each entry's name, "mode size" and content, in packing order:
+ * checked against the same bytes hashed in one piece, and against a change in each field. */
+START_TEST(test_tag_is_entries_hash)
+{
+        context_file files[] = { { "a", "xy", 2, 0644 }, { "aisb-entrypoint", "\x7f" "ELF", 4, 0755 } };
+        build_context c = { .containerfile = (char *) "FROM x\n", .files = files, .n_files = 2 };
+        char *tag = NULL;
+        ck_assert_int_eq(image_context_tag("r", &c, &tag), 0);
+        static const char flat[] = "Containerfile\0" "644 7\0" "FROM x\n"
+                                   "a\0" "644 2\0" "xy"
+                                   "aisb-entrypoint\0" "755 4\0" "\x7f" "ELF";
+        char *hex = NULL;
+        ck_assert_int_eq(sha256_hex(flat, sizeof flat - 1, 32, &hex), 0);
+        ck_assert_str_eq(tag + 2, hex);
+        ck_assert(startswith(tag, "r:"));
+        free(hex);
+
+        char *other = NULL;
+        files[0].mode = 0755;
+        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
+        ck_assert_str_ne(tag, other);
+        free(other);
+        files[0].mode = 0644;
+        files[0].name = "b";
+        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
+        ck_assert_str_ne(tag, other);
+        free(other);
+        files[0].name = "a";
+        files[0].data = "xz";
+        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
+        ck_assert_str_ne(tag, other);
+        free(other);
+        /* Content moving across the boundary of two entries is a change too. */
+        files[0].data = "xyz";
+        files[0].size = 3;
+        c.containerfile = (char *) "FROM x";
+        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
+        ck_assert_str_ne(tag, other);
+        free(other);
+        free(tag);
+}
+END_TEST
+
+/* Packing is deterministic: the same context gives the same bytes. */
+START_TEST(test_pack_deterministic)
+{
+        aisb_policy *p = new_policy();
+        build_context c = {};
+        ck_assert_int_eq(image_context(p, &c, NULL), 0);
+        void *t1 = NULL, *t2 = NULL;
+        size_t s1 = 0, s2 = 0;
+        ck_assert_int_eq(image_pack(&c, &t1, &s1, NULL), 0);
+        ck_assert_int_eq(image_pack(&c, &t2, &s2, NULL), 0);
+        ck_assert_uint_eq(s1, s2);
+        ck_assert_int_eq(memcmp(t1, t2, s1), 0);
+        ck_assert_uint_gt(s1, c.files[c.n_files - 1].size);
+        free(t1);
+        free(t2);
+        build_context_done(&c);
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_build_lines)
 {
         char *stream, *error;
@@ -157,6 +223,8 @@ static Suite *image_suite(void)
         tcase_add_test(tc, test_containerfile);
         tcase_add_test(tc, test_tag_follows_content);
         tcase_add_test(tc, test_context_holds_ca_certificates);
+        tcase_add_test(tc, test_tag_is_entries_hash);
+        tcase_add_test(tc, test_pack_deterministic);
         tcase_add_test(tc, test_build_lines);
         suite_add_tcase(s, tc);
         return s;

@@ -194,6 +194,19 @@ static const char build_ok[] =
         "{\"stream\":\"partial \"}\n{\"stream\":\"line\\n\"}\n"
         "{\"stream\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\\n\"}\n";
 
+/* Whether libarchive is in this process (each test is its own fork). */
+static bool libarchive_mapped(void)
+{
+        FILE *f = fopen("/proc/self/maps", "re");
+        ck_assert_ptr_nonnull(f);
+        char line[1024];
+        bool found = false;
+        while (!found && fgets(line, sizeof line, f))
+                found = strstr(line, "/libarchive.so") != NULL;
+        fclose(f);
+        return found;
+}
+
 static void test_build_with(fake_mode mode)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
@@ -207,6 +220,7 @@ static void test_build_with(fake_mode mode)
         ck_assert_int_eq(aisb_image_ensure(ctx, p, &tag, &built, NULL), 0);
         ck_assert_int_eq(built, 1);
         ck_assert(startswith(tag, "localhost/aisb:"));
+        ck_assert_msg(libarchive_mapped(), "a build packed a tar without loading libarchive?");
         ck_assert_ptr_nonnull(strstr(l.text, "STEP 2/3: RUN apt-get\n"));
         ck_assert_ptr_nonnull(strstr(l.text, "partial line\n") ? strstr(l.text, "partial line\n")
                                                                 : strstr(l.text, "partial \nline\n"));
@@ -243,6 +257,10 @@ START_TEST(test_build_reused)
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, &built, NULL), 0);
         ck_assert_int_eq(built, 0);
         ck_assert_int_lt(find_request("POST", "/build"), 0);
+        /* Naming the image needs no tar: libarchive is loaded only to build. */
+        const char *fork_mode = getenv("CK_FORK");
+        if (!fork_mode || !streq(fork_mode, "no"))
+                ck_assert_msg(!libarchive_mapped(), "libarchive loaded with the image present");
         aisb_policy_free(p);
 }
 END_TEST
