@@ -189,18 +189,18 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
 bool harness_known(const char *name);
 typedef struct context_file {
         const char *name;
-        const void *data;
+        const void *data; /* NULL: the content is the first size bytes of fd */
         size_t size;
         mode_t mode;
+        int fd;
 } context_file;
 /* A build context before packing: its Containerfile and files (CA certificates, the
- * entrypoint), owning what it read. */
+ * entrypoint), owning the Containerfile, the arrays and the files it opened. */
 typedef struct build_context {
         char *containerfile;
         context_file *files;
         size_t n_files;
         char (*names)[64];
-        void *entrypoint;
 } build_context;
 void build_context_done(build_context *c);
 int image_context(const aisb_policy *p, build_context *ret, aisb_error **err);
@@ -286,7 +286,8 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code,
 extern const char *const entrypoint_capabilities[];
 /* The entrypoint's argv for this policy and network, up to and including "--". */
 int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***ret);
-int entrypoint_read(const aisb_policy *p, void **ret_data, size_t *ret_size, aisb_error **err);
+/* The entrypoint file, open, and its size. */
+int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err);
 
 /* ---- container.c ---- */
 int container_create_body(const aisb_policy *p, const sandbox_network *net,

@@ -43,20 +43,21 @@ int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***re
         return 0;
 }
 
-int entrypoint_read(const aisb_policy *p, void **ret_data, size_t *ret_size, aisb_error **err)
+int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err)
 {
         _cleanup_close_ int fd = open(p->entrypoint, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return aisb_error_set(err, -errno,
                                       "aisb-entrypoint not found at %s (%s): reinstall aisb or set AISB_ENTRYPOINT",
                                       p->entrypoint, strerror(errno));
-        char *data = NULL;
-        size_t size = 0;
-        int r = read_full_fd(fd, 64 * 1024 * 1024, &data, &size);
-        if (r < 0)
-                return aisb_error_set(err, r, "cannot read %s: %s", p->entrypoint, strerror(-r));
-        *ret_data = data;
-        *ret_size = size;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return aisb_error_set(err, -errno, "cannot stat %s: %s", p->entrypoint, strerror(errno));
+        if (!S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
+                return aisb_error_set(err, -EINVAL, "%s is not a regular file of at most 64 MiB",
+                                      p->entrypoint);
+        *ret_size = (size_t) st.st_size;
+        *ret_fd = steal_fd(&fd);
         return 0;
 }
 

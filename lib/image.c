@@ -147,9 +147,11 @@ int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error 
 void build_context_done(build_context *c)
 {
         free(c->containerfile);
+        for (size_t i = 0; i < c->n_files; i++)
+                if (!c->files[i].data)
+                        (void) close(c->files[i].fd);
         free(c->files);
         free(c->names);
-        free(c->entrypoint);
         *c = (build_context) {};
 }
 
@@ -206,8 +208,19 @@ int image_pack(const build_context *c, void **ret_tar, size_t *ret_size, aisb_er
                 return aisb_error_set(err, -EIO, "cannot create the build context archive");
         }
         int r = tar_add(a, "Containerfile", c->containerfile, strlen(c->containerfile), 0644);
-        for (size_t i = 0; r >= 0 && i < c->n_files; i++)
-                r = tar_add(a, c->files[i].name, c->files[i].data, c->files[i].size, c->files[i].mode);
+        for (size_t i = 0; r >= 0 && i < c->n_files; i++) {
+                const context_file *f = &c->files[i];
+                _cleanup_free_ char *content = NULL;
+                if (!f->data) {
+                        content = malloc(f->size ? f->size : 1);
+                        if (!content)
+                                r = -ENOMEM;
+                        else if (pread(f->fd, content, f->size, 0) != (ssize_t) f->size)
+                                r = -EIO; /* changed since it was hashed */
+                }
+                if (r >= 0)
+                        r = tar_add(a, f->name, f->data ? f->data : content, f->size, f->mode);
+        }
         if (r < 0 || archive_dl.write_close(a) != ARCHIVE_OK) {
                 buffer_free(&out);
                 return aisb_error_set(err, -EIO, "cannot write the build context archive");
@@ -227,7 +240,8 @@ static int context_ca_files(const aisb_policy *p, build_context *c, size_t extra
                 return -ENOMEM;
         for (size_t i = 0; i < p->n_ca_certs; i++) {
                 snprintf(c->names[i], sizeof c->names[i], "ca-certificates/aisb-%zu.crt", i);
-                c->files[i] = (context_file) { c->names[i], p->ca_certs[i].pem, p->ca_certs[i].size, 0644 };
+                c->files[i] = (context_file) { .name = c->names[i], .data = p->ca_certs[i].pem,
+                                               .size = p->ca_certs[i].size, .mode = 0644 };
         }
         c->n_files = p->n_ca_certs;
         return 0;
@@ -239,13 +253,17 @@ int image_context(const aisb_policy *p, build_context *ret, aisb_error **err)
         int r = aisb_policy_containerfile(p, &c.containerfile, err);
         if (r < 0)
                 return r;
-        size_t entrypoint_size = 0;
-        r = entrypoint_read(p, &c.entrypoint, &entrypoint_size, err);
-        if (r < 0)
-                return r;
+        /* The entrypoint (a megabyte) is hashed, and packed for a build, from the file: it
+         * is never held in memory to name an image. */
         if (context_ca_files(p, &c, 1) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        c.files[c.n_files++] = (context_file) { "aisb-entrypoint", c.entrypoint, entrypoint_size, 0755 };
+        int fd;
+        size_t size;
+        r = entrypoint_open(p, &fd, &size, err);
+        if (r < 0)
+                return r;
+        c.files[c.n_files++] = (context_file) { .name = "aisb-entrypoint", .size = size,
+                                                .mode = 0755, .fd = fd };
         *ret = c;
         c = (build_context) {};
         return 0;
@@ -277,22 +295,25 @@ int image_context_tag(const char *repo, const build_context *c, char **ret_tag)
 {
         /* Each entry as it is packed: its name, then its mode and size as "%o %zu" (each
          * NUL-terminated), then its content. The tar's fixed metadata needs no hashing. */
-        size_t n = c->n_files + 1;
-        _cleanup_free_ struct iovec *parts = calloc(3 * n, sizeof *parts);
-        _cleanup_free_ char (*heads)[48] = calloc(n, sizeof *heads);
-        if (!parts || !heads)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                context_file f = i == 0 ? (context_file) { "Containerfile", c->containerfile,
-                                                           strlen(c->containerfile), 0644 }
+        _cleanup_(digest_freep) digest *s = NULL;
+        int r = digest_new(&s);
+        for (size_t i = 0; r >= 0 && i <= c->n_files; i++) {
+                context_file f = i == 0 ? (context_file) { .name = "Containerfile",
+                                                           .data = c->containerfile,
+                                                           .size = strlen(c->containerfile),
+                                                           .mode = 0644 }
                                         : c->files[i - 1];
-                int len = snprintf(heads[i], sizeof heads[i], "%o %zu", (unsigned) f.mode, f.size);
-                parts[3 * i] = (struct iovec) { (void *) f.name, strlen(f.name) + 1 };
-                parts[3 * i + 1] = (struct iovec) { heads[i], (size_t) len + 1 };
-                parts[3 * i + 2] = (struct iovec) { (void *) f.data, f.size };
+                char head[48];
+                int len = snprintf(head, sizeof head, "%o %zu", (unsigned) f.mode, f.size);
+                r = digest_update(s, f.name, strlen(f.name) + 1);
+                if (r >= 0)
+                        r = digest_update(s, head, (size_t) len + 1);
+                if (r >= 0)
+                        r = f.data ? digest_update(s, f.data, f.size) : digest_update_fd(s, f.fd, f.size);
         }
         _cleanup_free_ char *hex = NULL;
-        int r = sha256_hex_iov(parts, 3 * n, TAG_HEX_LENGTH, &hex);
+        if (r >= 0)
+                r = digest_end_hex(s, TAG_HEX_LENGTH, &hex);
         if (r < 0)
                 return r;
         return asprintf(ret_tag, "%s:%s", repo, hex) < 0 ? -ENOMEM : 0;

@@ -3,7 +3,7 @@
 
 #include <ctype.h>
 #include <limits.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <strings.h>
@@ -211,33 +211,71 @@ int parse_size(const char *s, unsigned long long *ret)
         return 0;
 }
 
-int sha256_hex_iov(const struct iovec *parts, size_t n, size_t hex_chars, char **ret)
+struct digest {
+        struct sha256_ctx nettle;
+};
+
+int digest_new(digest **ret)
 {
-        if (hex_chars > 64 || hex_chars % 2)
-                return -EINVAL;
-        EVP_MD_CTX *md = EVP_MD_CTX_new();
-        if (!md)
+        digest *s = malloc(sizeof *s);
+        if (!s)
                 return -ENOMEM;
-        unsigned char digest[EVP_MAX_MD_SIZE];
-        unsigned int len = 0;
-        bool ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
-        for (size_t i = 0; ok && i < n; i++)
-                ok = EVP_DigestUpdate(md, parts[i].iov_base, parts[i].iov_len) == 1;
-        ok = ok && EVP_DigestFinal_ex(md, digest, &len) == 1;
-        EVP_MD_CTX_free(md);
-        if (!ok)
-                return -EIO;
+        nettle_sha256_init(&s->nettle);
+        *ret = s;
+        return 0;
+}
+
+int digest_update(digest *s, const void *data, size_t size)
+{
+        nettle_sha256_update(&s->nettle, size, data);
+        return 0;
+}
+
+int digest_update_fd(digest *s, int fd, uint64_t size)
+{
+        uint8_t buf[64 * 1024];
+        for (uint64_t off = 0; off < size;) {
+                size_t want = size - off < sizeof buf ? (size_t) (size - off) : sizeof buf;
+                ssize_t n = pread(fd, buf, want, (off_t) off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ENODATA; /* shorter than it was */
+                nettle_sha256_update(&s->nettle, (size_t) n, buf);
+                off += (uint64_t) n;
+        }
+        return 0;
+}
+
+int digest_end_hex(digest *s, size_t hex_chars, char **ret)
+{
+        uint8_t sum[SHA256_DIGEST_SIZE];
+        if (hex_chars > 2 * SHA256_DIGEST_SIZE || hex_chars % 2)
+                return -EINVAL;
+        nettle_sha256_digest(&s->nettle, sizeof sum, sum);
         char *hex = malloc(hex_chars + 1);
         if (!hex)
                 return -ENOMEM;
         for (size_t i = 0; i < hex_chars / 2; i++)
-                snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+                snprintf(hex + 2 * i, 3, "%02x", sum[i]);
         hex[hex_chars] = 0;
         *ret = hex;
         return 0;
 }
 
+void digest_free(digest *s)
+{
+        free(s);
+}
+
 int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret)
 {
-        return sha256_hex_iov(&(struct iovec) { (void *) data, size }, 1, hex_chars, ret);
+        _cleanup_(digest_freep) digest *s = NULL;
+        int r = digest_new(&s);
+        if (r < 0)
+                return r;
+        r = digest_update(s, data, size);
+        return r < 0 ? r : digest_end_hex(s, hex_chars, ret);
 }

@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -99,5 +99,12 @@ int parse_uint(const char *s, unsigned long long max, unsigned long long *ret);
 
 /* The first hex_chars (even, at most 64) hex digits of data's SHA-256. */
 int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret);
-/* The same over parts, hashed in order as if concatenated. */
-int sha256_hex_iov(const struct iovec *parts, size_t n, size_t hex_chars, char **ret);
+/* SHA-256 in pieces: memory, or size bytes of a file read in small chunks (a file that
+ * turns out shorter gives -ENODATA). */
+typedef struct digest digest;
+int digest_new(digest **ret);
+int digest_update(digest *s, const void *data, size_t size);
+int digest_update_fd(digest *s, int fd, uint64_t size);
+int digest_end_hex(digest *s, size_t hex_chars, char **ret);
+void digest_free(digest *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(digest *, digest_free)

@@ -143,10 +143,31 @@ START_TEST(test_tag_is_entries_hash)
                                    "a\0" "644 2\0" "xy"
                                    "aisb-entrypoint\0" "755 4\0" "\x7f" "ELF";
         char *hex = NULL;
+        /* The digest itself, against FIPS 180-2's example. */
+        ck_assert_int_eq(sha256_hex("abc", 3, 64, &hex), 0);
+        ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        free(hex);
         ck_assert_int_eq(sha256_hex(flat, sizeof flat - 1, 32, &hex), 0);
         ck_assert_str_eq(tag + 2, hex);
         ck_assert(startswith(tag, "r:"));
         free(hex);
+
+        /* Content read from a file hashes as the same bytes in memory would. */
+        char path[] = "/tmp/aisb-unit-entry.XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_all(fd, "\x7f" "ELF", 4), 0);
+        unlink(path);
+        files[1] = (context_file) { .name = "aisb-entrypoint", .size = 4, .mode = 0755, .fd = fd };
+        char *from_file = NULL;
+        ck_assert_int_eq(image_context_tag("r", &c, &from_file), 0);
+        ck_assert_str_eq(tag, from_file);
+        free(from_file);
+        /* A file shorter than its recorded size is an error, not a different hash. */
+        files[1].size = 5;
+        ck_assert_int_eq(image_context_tag("r", &c, &from_file), -ENODATA);
+        close(fd);
+        files[1] = (context_file) { "aisb-entrypoint", "\x7f" "ELF", 4, 0755 };
 
         char *other = NULL;
         files[0].mode = 0755;
