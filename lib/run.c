@@ -106,6 +106,49 @@ static int deliver_cb(int stream, const void *data, size_t size, void *userdata)
         return deliver(userdata, stream, data, size);
 }
 
+/* Output to our own stdout/stderr, gathered: the frames of one read (podman sends 8 KiB
+ * each) leave in one writev per run of the same stream, not one write per frame. Holds
+ * pointers into the read buffer until batch_flush(). */
+typedef struct out_batch {
+        int stream;
+        size_t n;
+        struct iovec iov[256];
+} out_batch;
+
+static int batch_flush(out_batch *b)
+{
+        if (b->n == 0)
+                return 0;
+        int r = writev_all(b->stream == AISB_STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO, b->iov, b->n);
+        b->n = 0;
+        return r;
+}
+
+static int batch_add(int stream, const void *data, size_t size, void *userdata)
+{
+        out_batch *b = userdata;
+        if (b->n > 0 && (b->stream != stream || b->n == ELEMENTSOF(b->iov))) {
+                int r = batch_flush(b);
+                if (r < 0)
+                        return r;
+        }
+        b->stream = stream;
+        b->iov[b->n++] = (struct iovec) { (void *) data, size };
+        return 0;
+}
+
+/* One read of the attach stream to wherever output goes. */
+static int deliver_read(aisb_io *io, demux *d, out_batch *batch, const void *data, size_t size)
+{
+        if (io->terminal)
+                return deliver(io, AISB_STREAM_STDOUT, data, size);
+        if (io->output_fn)
+                return demux_feed(d, data, size, deliver_cb, io);
+        int r = demux_feed(d, data, size, batch_add, batch);
+        int f = batch_flush(batch);
+        return r < 0 ? r : f;
+}
+
 static int container_name(const aisb_policy *p, char **ret)
 {
         char base[33] = "scratch";
@@ -197,10 +240,10 @@ static int resize(aisb_ctx *ctx, const char *id, unsigned short rows, unsigned s
 static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb_error **err)
 {
         demux d = {};
+        out_batch batch = {};
         int r;
         if (s->leftover.size > 0) {
-                r = io->terminal ? deliver(io, AISB_STREAM_STDOUT, s->leftover.data, s->leftover.size)
-                                 : demux_feed(&d, s->leftover.data, s->leftover.size, deliver_cb, io);
+                r = deliver_read(io, &d, &batch, s->leftover.data, s->leftover.size);
                 if (r < 0)
                         return aisb_error_set(err, r, "attach stream: %s", strerror(-r));
         }
@@ -288,8 +331,7 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                         }
                         if (got == 0)
                                 break;
-                        r = io->terminal ? deliver(io, AISB_STREAM_STDOUT, out_buf, (size_t) got)
-                                         : demux_feed(&d, out_buf, (size_t) got, deliver_cb, io);
+                        r = deliver_read(io, &d, &batch, out_buf, (size_t) got);
                         if (r == -EBADMSG)
                                 return aisb_error_set(err, r, "attach stream: malformed frame from the service");
                         if (r < 0)

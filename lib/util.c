@@ -156,6 +156,29 @@ int write_all(int fd, const void *data, size_t size)
         return 0;
 }
 
+int writev_all(int fd, struct iovec *iov, size_t n)
+{
+        while (n > 0) {
+                ssize_t w = writev(fd, iov, (int) (n < IOV_MAX ? n : IOV_MAX));
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                /* Skip what was written, resuming inside a partly written piece. */
+                while (n > 0 && (size_t) w >= iov->iov_len) {
+                        w -= (ssize_t) iov->iov_len;
+                        iov++;
+                        n--;
+                }
+                if (n > 0) {
+                        iov->iov_base = (char *) iov->iov_base + w;
+                        iov->iov_len -= (size_t) w;
+                }
+        }
+        return 0;
+}
+
 int parse_bool(const char *s)
 {
         static const char *const yes[] = { "1", "yes", "true", "on" };

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -90,6 +91,8 @@ char *buffer_steal(buffer *b);
 /* Read a whole file (at most max bytes) into a NUL-terminated string. */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
 int write_all(int fd, const void *data, size_t size);
+/* All of the pieces, in order, across partial writes; the iovecs are consumed. */
+int writev_all(int fd, struct iovec *iov, size_t n);
 
 /* "yes"/"true"/"1"/"on" and their opposites; -EINVAL otherwise. */
 int parse_bool(const char *s);

@@ -416,6 +416,64 @@ START_TEST(test_run_whole)
 }
 END_TEST
 
+/* With no output callback the frames go to our own fds 1 and 2, gathered into writev
+ * batches: order within and across streams kept, more frames than one batch holds. */
+START_TEST(test_run_default_output)
+{
+        route_run(0);
+        size_t cap = 600 * (8 + 8) + 64;
+        uint8_t *frames = malloc(cap);
+        ck_assert_ptr_nonnull(frames);
+        size_t n = frame(frames, 1, "first\n");
+        n += frame(frames + n, 2, "err1\n");
+        char expect[600 * 8 + 64] = "first\n";
+        for (int i = 0; i < 600; i++) {
+                char text[16];
+                snprintf(text, sizeof text, "%06d\n", i);
+                n += frame(frames + n, 1, text);
+                strcat(expect, text);
+        }
+        n += frame(frames + n, 2, "err2\n");
+        n += frame(frames + n, 1, "last\n");
+        strcat(expect, "last\n");
+        ck_assert_uint_le(n, cap);
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n,
+                                FAKE_HIJACK, 1);
+        char out_path[] = "/tmp/aisb-unit-out.XXXXXX", err_path[] = "/tmp/aisb-unit-err.XXXXXX";
+        int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
+        ck_assert(out_fd >= 0 && err_fd >= 0);
+        unlink(out_path);
+        unlink(err_path);
+        int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+        ck_assert_int_ge(dup2(out_fd, STDOUT_FILENO), 0);
+        ck_assert_int_ge(dup2(err_fd, STDERR_FILENO), 0);
+
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_policy *p = new_policy();
+        int code = -1;
+        int r = aisb_run(ctx, p, io, &code, NULL);
+        dup2(saved_out, STDOUT_FILENO);
+        dup2(saved_err, STDERR_FILENO);
+        ck_assert_int_eq(r, 0);
+        ck_assert_int_eq(code, 0);
+
+        char got[sizeof expect] = "";
+        ck_assert_int_eq(pread(out_fd, got, sizeof got - 1, 0), (ssize_t) strlen(expect));
+        ck_assert_str_eq(got, expect);
+        char err_got[64] = "";
+        ck_assert_int_eq(pread(err_fd, err_got, sizeof err_got - 1, 0), 10);
+        ck_assert_str_eq(err_got, "err1\nerr2\n");
+        close(out_fd);
+        close(err_fd);
+        close(saved_out);
+        close(saved_err);
+        aisb_policy_free(p);
+        aisb_io_free(io);
+        free(frames);
+}
+END_TEST
+
 START_TEST(test_run_service_dies_mid_frame)
 {
         route_run(0);
@@ -631,6 +689,7 @@ static Suite *run_suite(void)
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_run_whole);
+        tcase_add_test(tc, test_run_default_output);
         tcase_add_test(tc, test_run_service_dies_mid_frame);
         tcase_add_test(tc, test_run_attach_refused);
         tcase_add_test(tc, test_run_create_refused);
