@@ -415,9 +415,29 @@ static int build_line(const char *line, size_t size, void *userdata)
         return 0;
 }
 
-static int build_image(aisb_ctx *ctx, const char *tag, const void *tar, size_t size,
-                       aisb_error **err)
+/* The build request, whose body a dry run shows as the list of the context's files: a dry
+ * run packs nothing (and loads no libarchive). */
+static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, aisb_error **err)
 {
+        _cleanup_free_ void *tar = NULL;
+        size_t size = 0;
+        buffer shown = {};
+        int r = 0;
+        if (ctx->dry_run_fn) {
+                r = buffer_printf(&shown, "(build context for %s: a tar of Containerfile", tag);
+                for (size_t i = 0; r >= 0 && i < c->n_files; i++)
+                        r = buffer_printf(&shown, ", %s (%zu bytes)", c->files[i].name, c->files[i].size);
+                r = r < 0 ? r : buffer_printf(&shown, ")");
+                if (r < 0) {
+                        buffer_free(&shown);
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                }
+        } else {
+                r = image_pack(c, &tar, &size, err);
+                if (r < 0)
+                        return r;
+        }
+        _cleanup_free_ char *shown_text = buffer_steal(&shown);
         _cleanup_free_ char *escaped = http_escape(tag);
         _cleanup_free_ char *path = NULL;
         /* layers=1 with an OCI output format is what turns the layer cache on for the libpod
@@ -427,18 +447,15 @@ static int build_image(aisb_ctx *ctx, const char *tag, const void *tar, size_t s
                             "&outputformat=application%%2Fvnd.oci.image.manifest.v1%%2Bjson",
                      escaped) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        _cleanup_free_ char *shown = NULL;
-        if (asprintf(&shown, "(build context: tar, %zu bytes, for %s)", size, tag) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
         build_state st = { .ctx = ctx };
         http_response resp = {};
-        int r = http_send(ctx,
+        r = http_send(ctx,
                           &(http_request) { .method = "POST",
                                             .path = path,
                                             .content_type = "application/x-tar",
                                             .body = tar,
                                             .body_size = size,
-                                            .dry_run_body = shown,
+                                            .dry_run_body = shown_text,
                                             .line_fn = build_line,
                                             .line_userdata = &st },
                           &resp, err);
@@ -580,12 +597,7 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                                 return aisb_error_wrap(err, r, "bootstrapping the base image");
                 }
                 aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
-                _cleanup_free_ void *tar = NULL;
-                size_t size = 0;
-                r = image_pack(c, &tar, &size, err);
-                if (r < 0)
-                        return r;
-                r = build_image(ctx, tag, tar, size, err);
+                r = build_image(ctx, tag, c, err);
                 if (r < 0)
                         return aisb_error_wrap(err, r, "building image %s", tag);
                 built = true;

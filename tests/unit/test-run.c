@@ -597,9 +597,14 @@ START_TEST(test_dry_run)
                 "GET /v4.0.0/libpod/images/", "POST /v4.0.0/libpod/build?t=",
                 "POST /v4.0.0/libpod/containers/create", "\"TOKEN\": \"<redacted>\"",
                 "/attach?stream=true", "/start", "/wait", "DELETE /v4.0.0/libpod/containers/",
+                ": a tar of Containerfile, aisb-entrypoint (",
         };
         for (size_t i = 0; i < ELEMENTSOF(expected); i++)
                 ck_assert_msg(strstr(shown.data, expected[i]), "dry run lacks %s", expected[i]);
+        /* A dry run lists the context; it packs nothing. */
+        const char *fork_mode = getenv("CK_FORK");
+        if (!fork_mode || !streq(fork_mode, "no"))
+                ck_assert_msg(!libarchive_mapped(), "a dry run loaded libarchive");
         /* Nothing reached the service. */
         ck_assert_uint_eq(fake_podman_request_count(fp), 0);
         buffer_free(&shown);
