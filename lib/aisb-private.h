@@ -207,8 +207,10 @@ int image_context(const aisb_policy *p, build_context *ret, aisb_error **err);
 int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err);
 /* repo:<SHA-256 of the entries, truncated>: what names the image. */
 int image_context_tag(const char *repo, const build_context *c, char **ret_tag);
-/* The deterministic tar podman builds from (libarchive, loaded on first use). */
-int image_pack(const build_context *c, void **ret_tar, size_t *ret_size, aisb_error **err);
+/* The deterministic tar podman builds from (libarchive, loaded on first use). With a tag,
+ * what is packed is hashed again and must still be what the tag names (-ESTALE if not). */
+int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *ret_size,
+               aisb_error **err);
 /* Reuse the image named by the context's hash in repo, or build it (bootstrap base first). */
 int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                          const build_context *c, char **ret_tag, int *ret_built, aisb_error **err);

@@ -184,6 +184,48 @@ static int mkdir_parents(const char *path, mode_t mode)
 /* Why a podman that would not serve said so: the message of the last error or fatal line of
  * its log ("time=... level=error msg=\"...\"", or "Error: ..."), unquoted. NULL when the log
  * holds none. */
+/* The value of logrus field key= in line (quoted Go-style or bare), unescaped, or NULL. Only
+ * a field: " key=" after a space, so text inside another field's quotes can still match,
+ * which is why callers look at level= first, the field logrus writes before the message. */
+static char *logfmt_field(const char *line, const char *key)
+{
+        size_t klen = strlen(key);
+        const char *v = NULL;
+        for (const char *p = line; (p = strstr(p, key)); p += klen)
+                if ((p == line || p[-1] == ' ') && p[klen] == '=') {
+                        v = p + klen + 1;
+                        break;
+                }
+        if (!v)
+                return NULL;
+        char *out = malloc(strlen(v) + 1), *o = out;
+        if (!out)
+                return NULL;
+        if (*v != '"') {
+                size_t n = strcspn(v, " ");
+                memcpy(out, v, n);
+                out[n] = 0;
+                return out;
+        }
+        for (v++; *v && *v != '"'; v++) {
+                if (*v == '\\' && v[1]) {
+                        v++;
+                        if (*v == 'n' || *v == 't' || *v == 'r')
+                                *o++ = ' '; /* the error is one line */
+                        else if (*v == '"' || *v == '\\')
+                                *o++ = *v;
+                        else { /* \uXXXX and the like, kept as written */
+                                *o++ = '\\';
+                                *o++ = *v;
+                        }
+                        continue;
+                }
+                *o++ = *v;
+        }
+        *o = 0;
+        return out;
+}
+
 int service_log_reason(const char *log, char **ret)
 {
         *ret = NULL;
@@ -195,26 +237,26 @@ int service_log_reason(const char *log, char **ret)
                 if (!l)
                         return -ENOMEM;
                 line += n + (end ? 1 : 0);
-                const char *msg = strstr(l, " msg=");
-                if (msg && (strstr(l, "level=error") || strstr(l, "level=fatal"))) {
-                        msg += strlen(" msg=");
-                        /* logrus quotes the message Go-style: \" and \\ inside "...". */
-                        char *o = l;
-                        if (*msg == '"') {
-                                for (msg++; *msg && *msg != '"'; msg++) {
-                                        if (*msg == '\\' && msg[1])
-                                                msg++;
-                                        *o++ = *msg;
-                                }
-                                *o = 0;
-                        } else
-                                memmove(l, msg, strlen(msg) + 1);
-                } else if (startswith(l, "Error: "))
-                        memmove(l, l + strlen("Error: "), n - strlen("Error: ") + 1);
-                else
+                char *reason = NULL;
+                _cleanup_free_ char *level = logfmt_field(l, "level");
+                if (level && (streq(level, "error") || streq(level, "fatal"))) {
+                        _cleanup_free_ char *msg = logfmt_field(l, "msg");
+                        _cleanup_free_ char *cause = logfmt_field(l, "error");
+                        if (!msg)
+                                continue;
+                        /* logrus puts the underlying error in its own field. */
+                        if (cause && asprintf(&reason, "%s: %s", msg, cause) < 0)
+                                return -ENOMEM;
+                        if (!cause)
+                                reason = steal_pointer(&msg);
+                } else if (startswith(l, "Error: ")) {
+                        reason = strdup(l + strlen("Error: "));
+                        if (!reason)
+                                return -ENOMEM;
+                } else
                         continue;
                 free(last);
-                last = steal_pointer(&l);
+                last = reason;
         }
         *ret = steal_pointer(&last);
         return 0;
@@ -242,10 +284,14 @@ static int service_failed(const char *path, const char *log_path, bool exited, a
         _cleanup_close_ int fd = open(log_path, O_RDONLY | O_CLOEXEC);
         _cleanup_free_ char *log = NULL, *reason = NULL;
         size_t size;
-        if (fd >= 0 && read_full_fd(fd, 1024 * 1024, &log, &size) == 0)
+        /* The last 64 KiB: a chatty service's log may be long, its reason is at the end. */
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 65536)
+                (void) lseek(fd, st.st_size - 65536, SEEK_SET);
+        if (fd >= 0 && read_full_fd(fd, 65536, &log, &size) == 0)
                 (void) service_log_reason(log, &reason);
         if (reason)
-                return aisb_error_set(err, -ECONNREFUSED,
+                return aisb_error_set(err, exited ? -ECONNREFUSED : -ETIMEDOUT,
                                       "\"podman system service\" on %s %s: %s (log: %s)", path,
                                       exited ? "exited" : "did not answer", reason, log_path);
         return aisb_error_set(err, exited ? -ECONNREFUSED : -ETIMEDOUT,
@@ -282,7 +328,9 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         /* What the service says goes to a log beside the socket, kept for its lifetime and
          * read back if it will not serve. */
-        _cleanup_close_ int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+        /* O_APPEND: a writer still holding the old file writes at the end, not into a hole. */
+        _cleanup_close_ int log = open(log_path,
+                                       O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
                                        0600);
         if (log < 0)
                 return aisb_error_set(err, -errno, "cannot open %s: %s", log_path, strerror(errno));
@@ -321,13 +369,17 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                 (void) sigprocmask(SIG_SETMASK, &all, NULL);
                 execlp("podman", "podman", "system", "service", "--time=" SERVICE_IDLE_SECONDS,
                        uri, (char *) NULL);
-                fprintf(stderr, "Error: cannot run podman: %s\n", strerror(errno));
+                /* After fork in a possibly threaded caller: write(2) only, no stdio. */
+                static const char msg[] = "Error: cannot run podman (is it installed and in PATH?)\n";
+                (void) !write(STDERR_FILENO, msg, sizeof msg - 1);
                 _exit(127);
         }
         (void) close(steal_fd(&pid_write));
-        int status;
+        int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return aisb_error_set(err, -EAGAIN, "cannot start \"podman system service\": fork failed");
         pid_t service = 0;
         if (read(pid_read, &service, sizeof service) != sizeof service)
                 service = 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sandbox image: a generated Containerfile and its build context. The SHA-256 (OpenSSL)
+ * The sandbox image: a generated Containerfile and its build context. The SHA-256 (nettle)
  * of the context's entries, each name, mode, size and content, names the image, so a run
  * reuses an image exactly when nothing that goes into the build changed. Only a build packs
  * the context, as a deterministic tar (libarchive, loaded then: archive-dl.c). A "bootstrap:debian:SUITE" base is built locally with mmdebstrap and
@@ -155,12 +155,6 @@ void build_context_done(build_context *c)
         *c = (build_context) {};
 }
 
-static void archive_write_freep(struct archive **a)
-{
-        if (*a)
-                archive_dl.write_free(*a);
-}
-
 static void archive_entry_freep(struct archive_entry **e)
 {
         if (*e)
@@ -193,37 +187,79 @@ static la_ssize_t tar_write(struct archive *a, void *userdata, const void *data,
         return buffer_append(userdata, data, size) < 0 ? -1 : (la_ssize_t) size;
 }
 
-int image_pack(const build_context *c, void **ret_tar, size_t *ret_size, aisb_error **err)
+/* size bytes of fd from its start; -ESTALE if it is shorter now. */
+static int read_exactly(int fd, void *buf, size_t size)
+{
+        for (size_t off = 0; off < size;) {
+                ssize_t n = pread(fd, (char *) buf + off, size - off, (off_t) off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ESTALE;
+                off += (size_t) n;
+        }
+        return 0;
+}
+
+int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *ret_size,
+               aisb_error **err)
 {
         const char *why;
         if (archive_dl_load(&why) < 0)
                 return aisb_error_set(err, -ELIBACC,
                                       "cannot load libarchive, which packs the build context: %s", why);
-        buffer out = {};
-        _cleanup_(archive_write_freep) struct archive *a = archive_dl.write_new();
-        if (!a || archive_dl.write_set_format_ustar(a) != ARCHIVE_OK ||
-            archive_dl.write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-            archive_dl.write_open(a, &out, NULL, tar_write, NULL) != ARCHIVE_OK) {
-                buffer_free(&out);
-                return aisb_error_set(err, -EIO, "cannot create the build context archive");
-        }
-        int r = tar_add(a, "Containerfile", c->containerfile, strlen(c->containerfile), 0644);
+        /* Every file into memory first, and the whole hashed again: what is packed must be
+         * what the tag names, even if a file (the entrypoint) was rewritten since. */
+        build_context m = { .containerfile = c->containerfile, .n_files = c->n_files };
+        _cleanup_free_ context_file *files = calloc(c->n_files + 1, sizeof *files);
+        _cleanup_free_ void **owned = calloc(c->n_files + 1, sizeof *owned);
+        if (!files || !owned)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        m.files = files;
+        int r = 0;
         for (size_t i = 0; r >= 0 && i < c->n_files; i++) {
-                const context_file *f = &c->files[i];
-                _cleanup_free_ char *content = NULL;
-                if (!f->data) {
-                        content = malloc(f->size ? f->size : 1);
-                        if (!content)
-                                r = -ENOMEM;
-                        else if (pread(f->fd, content, f->size, 0) != (ssize_t) f->size)
-                                r = -EIO; /* changed since it was hashed */
-                }
-                if (r >= 0)
-                        r = tar_add(a, f->name, f->data ? f->data : content, f->size, f->mode);
+                files[i] = c->files[i];
+                if (files[i].data)
+                        continue;
+                owned[i] = malloc(files[i].size + 1);
+                r = owned[i] ? read_exactly(files[i].fd, owned[i], files[i].size) : -ENOMEM;
+                files[i].data = owned[i];
         }
-        if (r < 0 || archive_dl.write_close(a) != ARCHIVE_OK) {
+        _cleanup_free_ char *check = NULL;
+        const char *colon = tag ? strrchr(tag, ':') : NULL;
+        if (r >= 0 && colon) {
+                _cleanup_free_ char *repo = strndup(tag, (size_t) (colon - tag));
+                r = repo ? image_context_tag(repo, &m, &check) : -ENOMEM;
+                if (r >= 0 && !streq(check, tag))
+                        r = -ESTALE;
+        }
+        buffer out = {};
+        struct archive *a = NULL;
+        if (r >= 0) {
+                a = archive_dl.write_new();
+                if (!a || archive_dl.write_set_format_ustar(a) != ARCHIVE_OK ||
+                    archive_dl.write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+                    archive_dl.write_open(a, &out, NULL, tar_write, NULL) != ARCHIVE_OK)
+                        r = -EIO;
+        }
+        if (r >= 0)
+                r = tar_add(a, "Containerfile", m.containerfile, strlen(m.containerfile), 0644);
+        for (size_t i = 0; r >= 0 && i < m.n_files; i++)
+                r = tar_add(a, files[i].name, files[i].data, files[i].size, files[i].mode);
+        if (r >= 0 && archive_dl.write_close(a) != ARCHIVE_OK)
+                r = -EIO;
+        if (a)
+                archive_dl.write_free(a);
+        for (size_t i = 0; i < c->n_files; i++)
+                free(owned[i]);
+        if (r == -ESTALE)
+                return aisb_error_set(err, r, "a file of the build context changed while aisb read it "
+                                              "(was aisb-entrypoint being reinstalled?); run again");
+        if (r < 0) {
                 buffer_free(&out);
-                return aisb_error_set(err, -EIO, "cannot write the build context archive");
+                return aisb_error_set(err, r, "cannot write the build context archive: %s", strerror(-r));
         }
         *ret_size = out.size;
         *ret_tar = buffer_steal(&out);
@@ -234,8 +270,9 @@ int image_pack(const build_context *c, void **ret_tar, size_t *ret_size, aisb_er
  * extra more files after them. */
 static int context_ca_files(const aisb_policy *p, build_context *c, size_t extra)
 {
-        c->files = calloc(p->n_ca_certs + extra, sizeof *c->files);
-        c->names = calloc(p->n_ca_certs + extra, sizeof *c->names);
+        /* + 1: never calloc(0), which may return NULL. */
+        c->files = calloc(p->n_ca_certs + extra + 1, sizeof *c->files);
+        c->names = calloc(p->n_ca_certs + extra + 1, sizeof *c->names);
         if (!c->files || !c->names)
                 return -ENOMEM;
         for (size_t i = 0; i < p->n_ca_certs; i++) {
@@ -433,7 +470,7 @@ static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, a
                         return aisb_error_set(err, -ENOMEM, "out of memory");
                 }
         } else {
-                r = image_pack(c, &tar, &size, err);
+                r = image_pack(c, tag, &tar, &size, err);
                 if (r < 0)
                         return r;
         }

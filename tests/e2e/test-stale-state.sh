@@ -24,7 +24,6 @@ command -v cc >/dev/null || cannot_run "no C compiler (run scripts/setup)"
 
 user=aisbstale
 "$AISB_SRC/scripts/host-fixes" "$user" >/dev/null
-uid=$(id -u "$user")
 as_stale() { AISB_USER=$user "$AISB_SRC/scripts/as-user" "$@"; }
 runuser -u "$user" -- test -x "$AISB_BUILD/cli/aisb" ||
   cannot_run "$user cannot run $AISB_BUILD/cli/aisb (the build tree must be world-readable)"
@@ -52,7 +51,10 @@ pkill -9 -u "$user"
 for _ in $(seq 50); do pgrep -u "$user" >/dev/null || break; sleep 0.1; done
 pgrep -u "$user" >/dev/null && fail "$user still has processes"
 if as_stale podman info >/dev/null 2>&1; then
-  cannot_run "this podman recovers from killed processes by itself: nothing to reproduce"
+  # A podman that recovers by itself (a newer one may): then aisb must simply work.
+  as_stale "$AISB_BUILD/cli/aisb" ps >/dev/null || fail "podman recovered, yet aisb ps fails"
+  pass "this podman recovers from killed processes by itself, and aisb works"
+  exit 0
 fi
 
 status=0

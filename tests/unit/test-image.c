@@ -92,7 +92,7 @@ START_TEST(test_context_holds_ca_certificates)
         size_t size = 0;
         build_context c = {};
         ck_assert_int_eq(image_context(p, &c, NULL), 0);
-        ck_assert_int_eq(image_pack(&c, &tar, &size, NULL), 0);
+        ck_assert_int_eq(image_pack(&c, NULL, &tar, &size, NULL), 0);
         build_context_done(&c);
         struct archive *a = archive_read_new();
         archive_read_support_format_tar(a);
@@ -203,11 +203,25 @@ START_TEST(test_pack_deterministic)
         ck_assert_int_eq(image_context(p, &c, NULL), 0);
         void *t1 = NULL, *t2 = NULL;
         size_t s1 = 0, s2 = 0;
-        ck_assert_int_eq(image_pack(&c, &t1, &s1, NULL), 0);
-        ck_assert_int_eq(image_pack(&c, &t2, &s2, NULL), 0);
+        ck_assert_int_eq(image_pack(&c, NULL, &t1, &s1, NULL), 0);
+        ck_assert_int_eq(image_pack(&c, NULL, &t2, &s2, NULL), 0);
         ck_assert_uint_eq(s1, s2);
         ck_assert_int_eq(memcmp(t1, t2, s1), 0);
         ck_assert_uint_gt(s1, c.files[c.n_files - 1].size);
+        /* Packing for a tag re-hashes what it read: the right tag packs, another is refused. */
+        char *tag = NULL;
+        ck_assert_int_eq(image_context_tag("localhost/aisb", &c, &tag), 0);
+        void *t3 = NULL;
+        size_t s3 = 0;
+        ck_assert_int_eq(image_pack(&c, tag, &t3, &s3, NULL), 0);
+        ck_assert_uint_eq(s3, s1);
+        free(t3);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(image_pack(&c, "localhost/aisb:00000000000000000000000000000000", &t3, &s3, &err),
+                         -ESTALE);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "changed while aisb read it"));
+        aisb_error_free(err);
+        free(tag);
         free(t1);
         free(t2);
         build_context_done(&c);

@@ -119,9 +119,18 @@ START_TEST(test_service_log_reason)
         free(reason);
         ck_assert_int_eq(service_log_reason("level=warning msg=\"only a warning\"\n\n", &reason), 0);
         ck_assert_ptr_null(reason);
-        ck_assert_int_eq(service_log_reason("level=error msg=unquoted words", &reason), 0);
-        ck_assert_str_eq(reason, "unquoted words");
+        ck_assert_int_eq(service_log_reason("level=error msg=bare other=x", &reason), 0);
+        ck_assert_str_eq(reason, "bare");
         free(reason);
+        /* logrus's error= field is the cause; escapes come out as text on one line. */
+        ck_assert_int_eq(service_log_reason("time=\"t\" level=fatal msg=\"cannot set up\" "
+                                            "error=\"open /x: denied\\nline two \\u00e9\"\n",
+                                            &reason), 0);
+        ck_assert_str_eq(reason, "cannot set up: open /x: denied line two \\u00e9");
+        free(reason);
+        /* A warning that quotes "level=error" in its message is still a warning. */
+        ck_assert_int_eq(service_log_reason("level=warning msg=\"saw level=error msg=x\"\n", &reason), 0);
+        ck_assert_ptr_null(reason);
         ck_assert_int_eq(service_log_reason("level=error msg=\"cut \\", &reason), 0);
         ck_assert_str_eq(reason, "cut \\");
         free(reason);
