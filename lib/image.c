@@ -187,22 +187,6 @@ static la_ssize_t tar_write(struct archive *a, void *userdata, const void *data,
         return buffer_append(userdata, data, size) < 0 ? -1 : (la_ssize_t) size;
 }
 
-/* size bytes of fd from its start; -ESTALE if it is shorter now. */
-static int read_exactly(int fd, void *buf, size_t size)
-{
-        for (size_t off = 0; off < size;) {
-                ssize_t n = pread(fd, (char *) buf + off, size - off, (off_t) off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        return -ESTALE;
-                off += (size_t) n;
-        }
-        return 0;
-}
-
 int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *ret_size,
                aisb_error **err)
 {
@@ -224,7 +208,9 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
                 if (files[i].data)
                         continue;
                 owned[i] = malloc(files[i].size + 1);
-                r = owned[i] ? read_exactly(files[i].fd, owned[i], files[i].size) : -ENOMEM;
+                r = owned[i] ? pread_exactly(files[i].fd, owned[i], files[i].size, 0) : -ENOMEM;
+                if (r == -ENODATA)
+                        r = -ESTALE; /* shorter than when it was hashed */
                 files[i].data = owned[i];
         }
         _cleanup_free_ char *check = NULL;

@@ -142,16 +142,20 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size)
 
 int write_all(int fd, const void *data, size_t size)
 {
-        const char *p = data;
-        while (size > 0) {
-                ssize_t n = write(fd, p, size);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
+        return writev_all(fd, &(struct iovec) { (void *) data, size }, 1);
+}
+
+int pread_exactly(int fd, void *buf, size_t size, uint64_t offset)
+{
+        for (size_t done = 0; done < size;) {
+                ssize_t n = pread(fd, (char *) buf + done, size - done, (off_t) (offset + done));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
                         return -errno;
-                }
-                p += n;
-                size -= (size_t) n;
+                if (n == 0)
+                        return -ENODATA; /* the file ends sooner */
+                done += (size_t) n;
         }
         return 0;
 }
@@ -259,15 +263,11 @@ int digest_update_fd(digest *s, int fd, uint64_t size)
         uint8_t buf[64 * 1024];
         for (uint64_t off = 0; off < size;) {
                 size_t want = size - off < sizeof buf ? (size_t) (size - off) : sizeof buf;
-                ssize_t n = pread(fd, buf, want, (off_t) off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        return -ENODATA; /* shorter than it was */
-                nettle_sha256_update(&s->nettle, (size_t) n, buf);
-                off += (uint64_t) n;
+                int r = pread_exactly(fd, buf, want, off);
+                if (r < 0)
+                        return r;
+                nettle_sha256_update(&s->nettle, want, buf);
+                off += want;
         }
         return 0;
 }

@@ -93,6 +93,8 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
 int write_all(int fd, const void *data, size_t size);
 /* All of the pieces, in order, across partial writes; the iovecs are consumed. */
 int writev_all(int fd, struct iovec *iov, size_t n);
+/* size bytes at offset, across short reads; -ENODATA if the file ends sooner. */
+int pread_exactly(int fd, void *buf, size_t size, uint64_t offset);
 
 /* "yes"/"true"/"1"/"on" and their opposites; -EINVAL otherwise. */
 int parse_bool(const char *s);

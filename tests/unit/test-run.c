@@ -216,6 +216,14 @@ static bool libarchive_mapped(void)
         return found;
 }
 
+/* That libarchive is not loaded; unknowable without forking (an earlier test loaded it). */
+static void expect_no_libarchive(const char *why)
+{
+        const char *fork_mode = getenv("CK_FORK");
+        if (!fork_mode || !streq(fork_mode, "no"))
+                ck_assert_msg(!libarchive_mapped(), "%s", why);
+}
+
 static void test_build_with(fake_mode mode)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
@@ -267,9 +275,7 @@ START_TEST(test_build_reused)
         ck_assert_int_eq(built, 0);
         ck_assert_int_lt(find_request("POST", "/build"), 0);
         /* Naming the image needs no tar: libarchive is loaded only to build. */
-        const char *fork_mode = getenv("CK_FORK");
-        if (!fork_mode || !streq(fork_mode, "no"))
-                ck_assert_msg(!libarchive_mapped(), "libarchive loaded with the image present");
+        expect_no_libarchive("libarchive loaded with the image present");
         aisb_policy_free(p);
 }
 END_TEST
@@ -611,9 +617,7 @@ START_TEST(test_dry_run)
         for (size_t i = 0; i < ELEMENTSOF(expected); i++)
                 ck_assert_msg(strstr(shown.data, expected[i]), "dry run lacks %s", expected[i]);
         /* A dry run lists the context; it packs nothing. */
-        const char *fork_mode = getenv("CK_FORK");
-        if (!fork_mode || !streq(fork_mode, "no"))
-                ck_assert_msg(!libarchive_mapped(), "a dry run loaded libarchive");
+        expect_no_libarchive("a dry run loaded libarchive");
         /* Nothing reached the service. */
         ck_assert_uint_eq(fake_podman_request_count(fp), 0);
         buffer_free(&shown);
