@@ -193,15 +193,15 @@ AISB_PUBLIC int aisb_gate_log_path(const aisb_policy *policy, char **ret_path, a
 
 /* ---- what is running, what is left over, what ran ---- */
 
-/* One sandbox or gate of this user (strings valid during the callback only). */
+/* One sandbox, gate or home volume of this user (strings valid during the callback only). */
 typedef struct aisb_list_entry {
         const char *name;
-        const char *kind;    /* "sandbox" or "gate" */
-        const char *project; /* sandboxes: the mounted project directory (may be NULL) */
+        const char *kind;    /* "sandbox", "gate" or "volume" (a home volume aisb made) */
+        const char *project; /* sandboxes and volumes: the project directory (may be NULL or "") */
         const char *net;     /* "allow", "none", "full"; "host" for gates */
         const char *policy;  /* policy hash (sandboxes) or allowlist hash (gates) */
         const char *image;
-        const char *state;   /* podman's: "running", "exited", ... */
+        const char *state;   /* podman's: "running", "exited", ...; volumes: "in-use", "unused" */
         long long created;   /* Unix time */
         int orphaned;        /* a sandbox whose aisb process is gone */
 } aisb_list_entry;

@@ -16,7 +16,7 @@
 
 #define AISB_API_PREFIX "/v4.0.0"
 #define AISB_DEFAULT_BASE_IMAGE "docker.io/library/ubuntu:24.04"
-#define AISB_DEFAULT_HOME_VOLUME "aisb-home"
+#define AISB_HOME_VOLUME_PREFIX "aisb-home-"
 #define AISB_SANDBOX_HOME "/home/sandbox"
 #define AISB_PROJECT_DIR "/project"
 #define AISB_LABEL_PREFIX "aisb."
@@ -65,6 +65,7 @@ struct aisb_policy {
         bool ephemeral_home;
         bool shell;
         char *home_volume;
+        bool home_volume_chosen; /* named by the user; otherwise derived from the project */
         env_entry *env;
         size_t n_env;
         char **env_files; /* for print-policy: where values came from */
@@ -88,6 +89,7 @@ struct aisb_policy {
         char *agents_dir;     /* mounted read-only at ~/.agents; NULL: the user's ~/.agents */
         bool allow_unenforced;
         bool keep_root;
+        bool project_read_only; /* internal (doctor): the project mounted read-only, no settings copy */
 };
 
 struct aisb_ctx {
@@ -175,6 +177,12 @@ int socket_candidates(char ***ret, uid_t uid);
 int service_log_reason(const char *log, char **ret);
 
 /* ---- policy.c ---- */
+/* The project directory's last component, lower-cased and cut to [a-z0-9_-] (or "scratch"
+ * without a project): readable in container and volume names. */
+void project_short_name(const char *project, char *buf, size_t size);
+/* A fresh policy (defaults otherwise) that builds the same image as src: its base, packages,
+ * CA certificates, harness, Node source and entrypoint. For aisb's own sandboxes (doctor). */
+int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error **err);
 int env_name_valid(const char *name);
 int policy_env_file_parse(const char *text, size_t size, const char *origin,
                           env_entry **entries, size_t *n, aisb_error **err);
@@ -262,10 +270,15 @@ typedef struct sandbox_network {
         gate_info gate;        /* when a gate serves this run */
 } sandbox_network;
 void sandbox_network_done(sandbox_network *n);
-int policy_allowlist(const aisb_policy *p, allowlist *ret, aisb_error **err);
+struct project_settings;
+/* The merged allowlist: --allow entries, the project's file (from settings, the run's
+ * snapshot of .ai-sandbox; NULL: read it now, the same way), the user's file. */
+int policy_allowlist(const aisb_policy *p, const struct project_settings *settings, allowlist *ret,
+                     aisb_error **err);
 /* Work out the network; with ctx NULL nothing is started (printing, dry runs) and the gate
  * port is shown as a placeholder. */
-int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, sandbox_network *ret,
+int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p,
+                            const struct project_settings *settings, sandbox_network *ret,
                             aisb_error **err);
 
 /* ---- harness.c: pi's host configuration, bridged ---- */
@@ -292,6 +305,8 @@ int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***re
 int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err);
 
 /* ---- container.c ---- */
+/* settings_copy: the host directory holding this run's copy of the project's .ai-sandbox,
+ * mounted read-only over it (NULL: none). */
 int container_create_body(const aisb_policy *p, const sandbox_network *net,
-                          const harness_bridge *bridge, const char *image, const char *name,
-                          bool terminal, bool redact, json_object **ret);
+                          const harness_bridge *bridge, const char *settings_copy, const char *image,
+                          const char *name, bool terminal, bool redact, json_object **ret);

@@ -4,9 +4,8 @@
  * do. Pure (no I/O), so unit tests check it key by key and a dry run prints it exactly,
  * with environment values redacted.
  */
-#include <sys/stat.h>
-
 #include "aisb-private.h"
+#include "project.h"
 #include "config.h"
 
 #define REDACTED "<redacted>"
@@ -64,8 +63,8 @@ int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
 }
 
 int container_create_body(const aisb_policy *p, const sandbox_network *net,
-                          const harness_bridge *bridge, const char *image, const char *name,
-                          bool terminal, bool redact, json_object **ret)
+                          const harness_bridge *bridge, const char *settings_copy, const char *image,
+                          const char *name, bool terminal, bool redact, json_object **ret)
 {
         _cleanup_json_ json_object *o = json_object_new_object();
         if (!o)
@@ -109,21 +108,17 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
 
         json_object *mounts = json_object_new_array();
         if (p->project) {
-                static const char *const rw[] = { "rbind", "rw", NULL };
-                r |= json_object_array_add(mounts, mount_object("bind", p->project, AISB_PROJECT_DIR, rw));
+                static const char *const rw[] = { "rbind", "rw", NULL }, *const ro[] = { "rbind", "ro", NULL };
+                r |= json_object_array_add(mounts, mount_object("bind", p->project, AISB_PROJECT_DIR,
+                                                                p->project_read_only ? ro : rw));
         }
-        if (p->project) {
-                /* The project's allowlist decides what the next run may reach: the sandbox
-                 * may read it, never change it. */
-                _cleanup_free_ char *settings = NULL;
-                struct stat st;
-                if (asprintf(&settings, "%s/.ai-sandbox", p->project) < 0)
-                        return -ENOMEM;
-                if (lstat(settings, &st) == 0 && S_ISDIR(st.st_mode)) {
-                        static const char *const ro[] = { "rbind", "ro", NULL };
-                        r |= json_object_array_add(mounts, mount_object("bind", settings,
-                                                                        AISB_PROJECT_DIR "/.ai-sandbox", ro));
-                }
+        if (p->project && settings_copy) {
+                /* The project's settings decide what the next run may reach: the sandbox
+                 * reads the copy this run took of them, and can neither change them nor
+                 * create them where there were none. */
+                static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
+                r |= json_object_array_add(mounts, mount_object("bind", settings_copy,
+                                                                AISB_PROJECT_DIR "/" PROJECT_SETTINGS_DIR, ro));
         }
         for (size_t i = 0; i < p->n_mounts; i++) {
                 const char *const opts[] = { "rbind", p->mounts[i].read_only ? "ro" : "rw", NULL };

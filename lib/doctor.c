@@ -119,37 +119,90 @@ static void check_host(doctor *d, json_object *info)
         report(d, "security-modules", AISB_CHECK_OK, lsm, NULL);
 }
 
-static void check_project(doctor *d, const aisb_policy *p)
+static int capture(int stream, const void *data, size_t size, void *userdata)
+{
+        return stream == AISB_STREAM_STDOUT ? buffer_append(userdata, data, size) : 0;
+}
+
+/* Run q's command in a sandbox, its stdout gathered in out, stdin closed. */
+static int run_captured(aisb_ctx *ctx, const aisb_policy *q, buffer *out, int *ret_code, aisb_error **err)
+{
+        aisb_io *io = NULL;
+        int r = aisb_io_new(&io, err);
+        if (r < 0)
+                return r;
+        aisb_io_set_stdin(io, -1);
+        aisb_io_set_output_fn(io, capture, out);
+        r = aisb_run(ctx, q, io, ret_code, err);
+        aisb_io_free(io);
+        return r;
+}
+
+/* Whether the project has uncommitted changes, asked of git inside a sandbox. The repository
+ * is the agent's to configure, and git runs what its configuration names (core.fsmonitor,
+ * hooks, filter drivers in .gitattributes, included files, a .git file pointing at another
+ * git directory): on the host, "git status" would run the agent's commands as the user.
+ * In a sandbox with no network, the project read-only and a throwaway home, whatever the
+ * repository makes git run stays there. Without --deep this uses the user's image only if it
+ * is built already (doctor builds nothing unasked). */
+static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int deep)
 {
         if (!p->project)
                 return;
-        int pipefd[2];
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return;
-        pid_t pid = fork();
-        if (pid == 0) {
-                (void) dup2(pipefd[1], STDOUT_FILENO);
-                int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-                if (devnull >= 0)
-                        (void) dup2(devnull, STDERR_FILENO);
-                execlp("git", "git", "-C", p->project, "status", "--porcelain", (char *) NULL);
-                _exit(127);
+        aisb_policy *q = NULL;
+        aisb_error *e = NULL;
+        buffer out = {};
+        static const char *const git[] = { "git", "--no-optional-locks", "-C", AISB_PROJECT_DIR,
+                                           "status", "--porcelain", NULL };
+        int r = policy_new_for_image(p, &q, &e);
+        if (r >= 0)
+                r = aisb_policy_set(q, "project", p->project, &e);
+        if (r >= 0)
+                r = aisb_policy_set(q, "net", "none", &e);
+        if (r >= 0)
+                r = aisb_policy_set(q, "ephemeral-home", "true", &e);
+        if (r >= 0)
+                r = aisb_policy_set(q, "no-pi-config", "true", &e);
+        if (r >= 0)
+                r = aisb_policy_set(q, "no-agents", "true", &e);
+        if (r >= 0)
+                r = aisb_policy_set_command(q, git, &e);
+        if (r < 0) {
+                report(d, "project", AISB_CHECK_WARN, aisb_error_message(e), NULL);
+                goto out;
         }
-        close(pipefd[1]);
-        char buf[256];
-        ssize_t n = pid > 0 ? read(pipefd[0], buf, sizeof buf) : -1;
-        close(pipefd[0]);
-        int status = 0;
-        if (pid > 0)
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
-        if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                report(d, "project", AISB_CHECK_OK, "not a git work tree (changes by the agent cannot be reviewed with git)", NULL);
-        else if (n > 0)
+        q->project_read_only = true;
+        if (!deep) {
+                _cleanup_free_ char *tag = NULL;
+                r = aisb_image_tag(q, &tag, &e);
+                r = r < 0 ? r : http_exists(ctx, "images", tag, &e);
+                if (r <= 0) {
+                        report(d, "project", AISB_CHECK_WARN,
+                               r < 0 ? aisb_error_message(e)
+                                     : "not checked: git runs only inside a sandbox, and its image is not built yet",
+                               "run \"aisb build\" (or \"aisb doctor --deep\"), then doctor again");
+                        goto out;
+                }
+        }
+        int code = -1;
+        r = run_captured(ctx, q, &out, &code, &e);
+        if (r < 0)
+                report(d, "project", AISB_CHECK_WARN, aisb_error_message(e), "see the checks above");
+        else if (code == 128)
+                report(d, "project", AISB_CHECK_OK,
+                       "not a git work tree (changes by the agent cannot be reviewed with git)", NULL);
+        else if (code != 0)
+                report(d, "project", AISB_CHECK_WARN, "git status failed in the sandbox",
+                       "run git status yourself once you trust the repository's configuration");
+        else if (out.size > 0)
                 report(d, "project", AISB_CHECK_WARN, "the project has uncommitted changes",
                        "commit or stash them first, so what the agent changes is what git shows");
         else
                 report(d, "project", AISB_CHECK_OK, "git work tree is clean", NULL);
+out:
+        aisb_error_free(e);
+        buffer_free(&out);
+        aisb_policy_free(q);
 }
 
 /* --deep: a one-request HTTP server on the loopback for the gate to reach. */
@@ -174,21 +227,10 @@ static void *serve(void *userdata)
         }
 }
 
-static int capture(int stream, const void *data, size_t size, void *userdata)
-{
-        return stream == AISB_STREAM_STDOUT ? buffer_append(userdata, data, size) : 0;
-}
-
 static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
 {
         /* A sandbox at all: the entrypoint installs its ruleset, drops, execs. */
-        aisb_io *io = NULL;
-        if (aisb_io_new(&io, NULL) < 0)
-                return;
-        aisb_io_set_stdin(io, -1);
         buffer out = {};
-        aisb_io_set_output_fn(io, capture, &out);
-
         tiny_server s = { .fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) };
         struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t len = sizeof a;
@@ -200,11 +242,7 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
         }
         s.port = ntohs(a.sin_port);
 
-        aisb_policy *p = NULL;
-        if (aisb_policy_new(&p, NULL) < 0)
-                goto stop;
-        /* The user's image settings (base, certificates, Node source), a test allowlist. */
-        p->node_source_npm = base_policy->node_source_npm;
+        /* The user's image, a test allowlist. */
         char allow[64], add_host[64], script[512];
         snprintf(allow, sizeof allow, "aisb-doctor.test:%u", s.port);
         snprintf(add_host, sizeof add_host, "aisb-doctor.test:127.0.0.1");
@@ -212,12 +250,9 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
                  "curl -s -o /dev/null -m 10 -w '%%{http_code} ' http://aisb-doctor.test:%u/; "
                  "curl -s -o /dev/null -m 10 -w '%%{http_code}' http://aisb-denied.test:%u/", s.port, s.port);
         const char *const cmd[] = { "sh", "-c", script, NULL };
+        aisb_policy *p = NULL;
         aisb_error *e = NULL;
-        int r = aisb_policy_set(p, "base-image", base_policy->base_image, &e);
-        for (size_t i = 0; r >= 0 && i < base_policy->n_ca_certs; i++)
-                r = aisb_policy_set(p, "ca-cert", base_policy->ca_certs[i].path, &e);
-        if (r >= 0)
-                r = aisb_policy_set(p, "entrypoint", base_policy->entrypoint, &e);
+        int r = policy_new_for_image(base_policy, &p, &e);
         if (r >= 0)
                 r = aisb_policy_set(p, "allow", allow, &e);
         if (r >= 0)
@@ -230,7 +265,7 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
                 r = aisb_policy_set_command(p, cmd, &e);
         int code = -1;
         if (r >= 0)
-                r = aisb_run(ctx, p, io, &code, &e);
+                r = run_captured(ctx, p, &out, &code, &e);
         if (r < 0)
                 report(d, "sandbox", AISB_CHECK_FAIL, aisb_error_message(e), "see the checks above");
         else if (code == 77)
@@ -247,16 +282,15 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
         }
         aisb_error_free(e);
         /* Leave no gate behind for the test allowlist. */
-        (void) aisb_gate_down(ctx, p, NULL);
+        if (p)
+                (void) aisb_gate_down(ctx, p, NULL);
         aisb_policy_free(p);
-stop:
         shutdown(s.fd, SHUT_RDWR);
         pthread_join(s.thread, NULL);
 out:
         if (s.fd >= 0)
                 close(s.fd);
         buffer_free(&out);
-        aisb_io_free(io);
 }
 
 int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn, void *userdata,
@@ -287,8 +321,9 @@ int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn
         if (!info)
                 return aisb_error_set(err, -EIO, "GET /libpod/info gave no answer");
         check_host(&d, info);
-        check_project(&d, p);
         if (deep && d.failures == 0)
                 check_deep(ctx, &d, p);
+        /* After --deep, whose run builds the image this check needs. */
+        check_project(ctx, &d, p, deep && d.failures == 0);
         return d.failures;
 }

@@ -66,7 +66,7 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
                           char **ret_text, aisb_error **err)
 {
         sandbox_network net = {};
-        int r = sandbox_network_resolve(NULL, p, &net, err);
+        int r = sandbox_network_resolve(NULL, p, NULL, &net, err);
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **argv = NULL;

@@ -442,7 +442,7 @@ int egress_count_line(egress_summary *s, const char *line)
 
 static int policy_gate(const aisb_policy *p, allowlist *l, char **ret_hash, aisb_error **err)
 {
-        int r = policy_allowlist(p, l, err);
+        int r = policy_allowlist(p, NULL, l, err);
         if (r < 0)
                 return r;
         if (allowlist_count_domains(l) == 0) {

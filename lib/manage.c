@@ -69,6 +69,71 @@ static bool orphaned(json_object *labels)
         return n > 0 && kill((pid_t) n, 0) < 0 && errno == ESRCH;
 }
 
+/* Whether a container, running or not, mounts the volume, not counting those named in
+ * except (which a clean removes). The container list names only mount destinations, so ask
+ * podman with its volume filter. */
+static int volume_in_use(aisb_ctx *ctx, const char *name, char *const *except, bool *ret,
+                         aisb_error **err)
+{
+        _cleanup_json_ json_object *filter = json_object_new_object();
+        json_object *names = json_object_new_array();
+        if (!filter || !names || json_object_object_add(filter, "volume", names) < 0 ||
+            json_object_array_add(names, json_object_new_string(name)) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        _cleanup_free_ char *escaped = http_escape(json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN));
+        _cleanup_free_ char *path = NULL;
+        if (!escaped || asprintf(&path, "/libpod/containers/json?all=true&filters=%s", escaped) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        _cleanup_json_ json_object *users = NULL;
+        int r = get_json(ctx, path, &users, err);
+        if (r < 0)
+                return r;
+        *ret = false;
+        for (size_t i = 0; json_object_is_type(users, json_type_array) && i < json_object_array_length(users); i++) {
+                json_object *v;
+                const char *user = json_object_object_get_ex(json_object_array_get_idx(users, i), "Names", &v)
+                                           ? json_object_get_string(json_object_array_get_idx(v, 0))
+                                           : NULL;
+                bool excepted = false;
+                for (size_t k = 0; user && except && except[k]; k++)
+                        excepted |= streq(except[k], user);
+                *ret |= !excepted;
+        }
+        return 0;
+}
+
+/* The home volumes aisb made (one per project by default). */
+static int list_homes(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
+{
+        _cleanup_free_ char *filters = http_escape("{\"label\":[\"" AISB_LABEL_PREFIX "managed=true\"]}");
+        _cleanup_free_ char *path = NULL;
+        if (!filters || asprintf(&path, "/libpod/volumes/json?filters=%s", filters) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        _cleanup_json_ json_object *vols = NULL;
+        int r = get_json(ctx, path, &vols, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < json_object_array_length(vols); i++) {
+                json_object *vol = json_object_array_get_idx(vols, i), *labels = NULL, *v;
+                json_object_object_get_ex(vol, "Labels", &labels);
+                const char *name = json_object_object_get_ex(vol, "Name", &v) ? json_object_get_string(v) : "";
+                bool used = false;
+                r = volume_in_use(ctx, name, NULL, &used, err);
+                if (r < 0)
+                        return r;
+                aisb_list_entry e = {
+                        .name = name,
+                        .kind = "volume",
+                        .project = label(labels, AISB_LABEL_PREFIX "project"),
+                        .image = "",
+                        .state = used ? "in-use" : "unused",
+                        .created = json_object_object_get_ex(vol, "CreatedAt", &v) ? parse_time(v) : 0,
+                };
+                fn(&e, userdata);
+        }
+        return 0;
+}
+
 int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
 {
         int r = aisb_ctx_connect(ctx, err);
@@ -99,7 +164,7 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
                 };
                 fn(&e, userdata);
         }
-        return 0;
+        return list_homes(ctx, fn, userdata, err);
 }
 
 static int delete(aisb_ctx *ctx, const char *what, const char *name, const char *query,
@@ -141,7 +206,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
 
         /* Containers: stopped ones and orphans; with all, running gates too. A sandbox whose
          * aisb still runs is never touched. */
-        _cleanup_strv_free_ char **kept_images = NULL, **kept_volumes = NULL;
+        _cleanup_strv_free_ char **kept_images = NULL, **removed = NULL;
         if (keep_image && !all && strv_push(&kept_images, keep_image) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         for (size_t i = 0; i < json_object_array_length(list); i++) {
@@ -159,14 +224,11 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                         continue;
                 if (!remove) {
                         (void) strv_push(&kept_images, image);
-                        json_object *mounts;
-                        if (json_object_object_get_ex(c, "Mounts", &mounts))
-                                for (size_t k = 0; k < json_object_array_length(mounts); k++)
-                                        (void) strv_push(&kept_volumes,
-                                                         json_object_get_string(json_object_array_get_idx(mounts, k)));
                         continue;
                 }
                 fn(gate ? "gate" : "sandbox", name, userdata);
+                if (strv_push(&removed, name) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
                 if (!dry) {
                         r = delete(ctx, "containers", name, "?force=true&timeout=0&ignore=true", err);
                         if (r < 0)
@@ -212,9 +274,11 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                         continue;
                 if (volume_glob && fnmatch(volume_glob, name, 0) != 0)
                         continue;
+                /* What the containers removed above mounted is free (in a dry run: would be). */
                 bool used = false;
-                for (size_t j = 0; kept_volumes && kept_volumes[j]; j++)
-                        used |= streq(kept_volumes[j], name);
+                r = volume_in_use(ctx, name, removed, &used, err);
+                if (r < 0)
+                        return r;
                 if (used)
                         continue;
                 fn("volume", name, userdata);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "aisb-private.h"
+#include "project.h"
 
 /* Shown in printed rulesets when no gate is running yet: the real port is picked at start. */
 #define PLACEHOLDER_GATE_PORT 3128
@@ -61,7 +62,8 @@ static char *user_allowlist_path(const aisb_policy *p)
         return path;
 }
 
-int policy_allowlist(const aisb_policy *p, allowlist *ret, aisb_error **err)
+int policy_allowlist(const aisb_policy *p, const project_settings *settings, allowlist *ret,
+                     aisb_error **err)
 {
         allowlist l = {};
         int r = 0;
@@ -72,17 +74,23 @@ int policy_allowlist(const aisb_policy *p, allowlist *ret, aisb_error **err)
                 return aisb_error_set(err, r, "out of memory");
         }
         /* The project's file first, then the user's: the first origin of a duplicate is the
-         * one reported. The project's must be a plain file in the project: the sandbox can
-         * write the project, so a symlink there could point anywhere. */
+         * one reported. The project's comes from the run's snapshot of .ai-sandbox (read
+         * without following links), or is read the same way here. */
         if (p->project) {
-                _cleanup_free_ char *project = NULL;
-                struct stat st;
-                if (asprintf(&project, "%s/.ai-sandbox/allow", p->project) < 0)
+                project_settings own = {};
+                if (!settings) {
+                        r = project_settings_read(p->project, &own, err);
+                        settings = &own;
+                }
+                const project_file *f = r >= 0 ? project_settings_find(settings, "allow") : NULL;
+                _cleanup_free_ char *origin = NULL;
+                if (f && asprintf(&origin, "%s/" PROJECT_SETTINGS_DIR "/allow", p->project) < 0)
                         r = aisb_error_set(err, -ENOMEM, "out of memory");
-                else if (lstat(project, &st) == 0 && !S_ISREG(st.st_mode))
-                        r = aisb_error_set(err, -EINVAL, "%s must be a regular file, not a link", project);
-                else
-                        r = allowlist_load_file(&l, project, true, err);
+                else if (f && memchr(f->data, 0, f->size))
+                        r = aisb_error_set(err, -EINVAL, "%s: a NUL byte: not a text file", origin);
+                else if (f)
+                        r = allowlist_parse_text(&l, f->data, f->size, origin, err);
+                project_settings_done(&own);
         }
         _cleanup_free_ char *user = user_allowlist_path(p);
         if (r >= 0 && user)
@@ -221,8 +229,8 @@ static int resolve_proxy(const char *spec, char **ret_host, unsigned *ret_port, 
         return *ret_host ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
 }
 
-int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, sandbox_network *ret,
-                            aisb_error **err)
+int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, const project_settings *settings,
+                            sandbox_network *ret, aisb_error **err)
 {
         sandbox_network n = { .nsmode = "none" };
         int r = 0;
@@ -240,7 +248,7 @@ int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, sandbox_network
                 goto done;
         }
 
-        r = policy_allowlist(p, &n.list, err);
+        r = policy_allowlist(p, settings, &n.list, err);
         if (r < 0)
                 goto fail;
         r = strv_push(&n.entrypoint_args, "--net");

@@ -101,6 +101,47 @@ int policy_env_file_parse(const char *text, size_t size, const char *origin,
         return 0;
 }
 
+void project_short_name(const char *project, char *buf, size_t size)
+{
+        size_t n = 0;
+        if (!project) {
+                snprintf(buf, size, "scratch");
+                return;
+        }
+        const char *slash = strrchr(project, '/');
+        const char *b = slash && slash[1] ? slash + 1 : "root";
+        for (; *b && n + 1 < size; b++)
+                if ((*b >= 'a' && *b <= 'z') || (*b >= '0' && *b <= '9') || *b == '-' || *b == '_')
+                        buf[n++] = *b;
+                else if (*b >= 'A' && *b <= 'Z')
+                        buf[n++] = (char) (*b - 'A' + 'a');
+        buf[n] = 0;
+        if (n == 0)
+                snprintf(buf, size, "project");
+}
+
+/* The default home: one volume per project, named from its path, so that what one project's
+ * agent plants in its home (~/.bashrc, ~/.gitconfig, ~/.npmrc) never runs in another
+ * project's sandbox. Scratch sandboxes (no project) share one of their own. */
+static int derive_home_volume(aisb_policy *p)
+{
+        if (p->home_volume_chosen)
+                return 0;
+        char base[33];
+        _cleanup_free_ char *hash = NULL;
+        char *name = NULL;
+        if (p->project) {
+                project_short_name(p->project, base, sizeof base);
+                if (sha256_hex(p->project, strlen(p->project), 12, &hash) < 0 ||
+                    asprintf(&name, AISB_HOME_VOLUME_PREFIX "%s-%s", base, hash) < 0)
+                        return -ENOMEM;
+        } else if (!(name = strdup(AISB_HOME_VOLUME_PREFIX "scratch")))
+                return -ENOMEM;
+        free(p->home_volume);
+        p->home_volume = name;
+        return 0;
+}
+
 int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
 {
         aisb_policy *p = calloc(1, sizeof *p);
@@ -115,8 +156,11 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
         }
         p->base_image = strdup(AISB_DEFAULT_BASE_IMAGE);
         const char *home_volume = getenv("AISB_HOME_VOLUME");
-        p->home_volume = strdup(home_volume && *home_volume ? home_volume
-                                                            : AISB_DEFAULT_HOME_VOLUME);
+        if (home_volume && *home_volume) {
+                p->home_volume = strdup(home_volume);
+                p->home_volume_chosen = true;
+        } else if (derive_home_volume(p) < 0)
+                p->home_volume = NULL;
         p->harness = strdup("pi");
         const char *thinking = getenv("AISB_THINKING");
         if (thinking && *thinking && !pibridge_thinking_level_valid(thinking)) {
@@ -342,6 +386,73 @@ static bool container_path_valid(const char *s)
         return true;
 }
 
+/* Whether path lies strictly below dir (both canonical). */
+static bool path_below(const char *path, const char *dir)
+{
+        size_t n = strlen(dir);
+        if (n == 1 && dir[0] == '/')
+                return path[0] == '/' && path[1] != 0;
+        return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+/* Resolve a --mount source the way the kernel would, refusing what the agent could have
+ * chosen: a symbolic link inside the project (the sandbox writes the project, so the link's
+ * target is the agent's pick), and any source inside the project (it is at /project
+ * already, and the sandbox could swap a directory there for a link between this check and
+ * podman's mount). */
+static int mount_source_resolve(const char *project, const char *source, char **ret,
+                                aisb_error **err)
+{
+        _cleanup_free_ char *current = NULL;
+        if (source[0] == '/')
+                current = strdup("/");
+        else
+                current = getcwd(NULL, 0);
+        _cleanup_free_ char *copy = strdup(source);
+        if (!current || !copy)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (streq(c, "."))
+                        continue;
+                if (streq(c, "..")) {
+                        char *slash = strrchr(current, '/');
+                        if (slash)
+                                slash[slash == current ? 1 : 0] = 0;
+                        continue;
+                }
+                _cleanup_free_ char *next = NULL;
+                if (asprintf(&next, "%s%s%s", current, streq(current, "/") ? "" : "/", c) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                struct stat st;
+                if (lstat(next, &st) < 0)
+                        return aisb_error_set(err, -errno, "mount: source %s: %s", source, strerror(errno));
+                if (S_ISLNK(st.st_mode)) {
+                        if (project && (streq(next, project) || path_below(next, project)))
+                                return aisb_error_set(err, -EPERM,
+                                                      "mount: source %s goes through the symbolic link %s in the project, "
+                                                      "which the sandbox can rewrite; give the real path",
+                                                      source, next);
+                        char *real = realpath(next, NULL);
+                        if (!real)
+                                return aisb_error_set(err, -errno, "mount: source %s: %s", source,
+                                                      strerror(errno));
+                        free(next);
+                        next = real;
+                }
+                free(current);
+                current = steal_pointer(&next);
+        }
+        if (project && path_below(current, project))
+                return aisb_error_set(err, -EPERM,
+                                      "mount: source %s is inside the project, which is at " AISB_PROJECT_DIR
+                                      " already and which the sandbox could swap for a link before it is mounted; "
+                                      "mount a path outside the project",
+                                      source);
+        *ret = steal_pointer(&current);
+        return 0;
+}
+
 static int add_mount(aisb_policy *p, const char *spec, aisb_error **err)
 {
         _cleanup_free_ char *copy = strdup(spec);
@@ -368,9 +479,9 @@ static int add_mount(aisb_policy *p, const char *spec, aisb_error **err)
                                       "mount: '%s': the destination must be an absolute, normalised path",
                                       spec);
         _cleanup_free_ char *abs = NULL;
-        int r = absolute_path(source, &abs);
+        int r = mount_source_resolve(p->project, source, &abs, err);
         if (r < 0)
-                return aisb_error_set(err, r, "mount: source %s: %s", source, strerror(-r));
+                return r;
         mount_entry *n = realloc(p->mounts, (p->n_mounts + 1) * sizeof *n);
         if (!n)
                 return -ENOMEM;
@@ -467,7 +578,7 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                         free(p->project);
                         p->project = NULL;
                 }
-                return 0;
+                return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
         }
         if (!value)
                 return aisb_error_set(err, -EINVAL, "%s: a value is required", key);
@@ -481,9 +592,14 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode))
                         return aisb_error_set(err, -ENOTDIR, "project: %s is not a directory",
                                               value);
+                for (size_t i = 0; i < p->n_mounts; i++)
+                        if (path_below(p->mounts[i].source, abs))
+                                return aisb_error_set(err, -EPERM,
+                                                      "project: the mount source %s is inside %s; mount a path outside the project",
+                                                      p->mounts[i].source, abs);
                 free(p->project);
                 p->project = steal_pointer(&abs);
-                return 0;
+                return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
         }
         if (streq(key, "base-image")) {
                 if (!image_ref_valid(value))
@@ -544,7 +660,10 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                         return aisb_error_set(err, -EINVAL,
                                               "home-volume: '%s' is not a volume name (letters, digits, _ . -)",
                                               value);
-                return set_string(&p->home_volume, value) < 0 ? -ENOMEM : 0;
+                if (set_string(&p->home_volume, value) < 0)
+                        return -ENOMEM;
+                p->home_volume_chosen = true;
+                return 0;
         }
         if (streq(key, "env"))
                 return add_env(p, value, err);
@@ -612,6 +731,31 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return 0;
         }
         return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
+}
+
+int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error **err)
+{
+        aisb_policy *p = NULL;
+        int r = aisb_policy_new(&p, err);
+        if (r < 0)
+                return r;
+        r = aisb_policy_set(p, "base-image", src->base_image, err);
+        for (size_t i = 0; r >= 0 && src->install && src->install[i]; i++)
+                r = aisb_policy_set(p, "install", src->install[i], err);
+        for (size_t i = 0; r >= 0 && i < src->n_ca_certs; i++)
+                r = aisb_policy_set(p, "ca-cert", src->ca_certs[i].path, err);
+        if (r >= 0)
+                r = aisb_policy_set(p, "harness", src->harness, err);
+        if (r >= 0)
+                r = aisb_policy_set(p, "node-source", src->node_source_npm ? "npm" : "official", err);
+        if (r >= 0)
+                r = aisb_policy_set(p, "entrypoint", src->entrypoint, err);
+        if (r < 0) {
+                aisb_policy_free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
 }
 
 int aisb_policy_load_config(aisb_policy *p, const char *path, int optional, aisb_error **err)
@@ -758,7 +902,7 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
                 /* Every entry with where it came from: flags, the user's and the project's file. */
                 allowlist merged = {};
                 aisb_error *e = NULL;
-                if (policy_allowlist(p, &merged, &e) < 0) {
+                if (policy_allowlist(p, NULL, &merged, &e) < 0) {
                         buffer_free(&b);
                         if (err && !*err)
                                 *err = e;

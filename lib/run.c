@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "aisb-private.h"
+#include "project.h"
 
 int aisb_io_new(aisb_io **ret_io, aisb_error **err)
 {
@@ -151,20 +152,8 @@ static int deliver_read(aisb_io *io, demux *d, out_batch *batch, const void *dat
 
 static int container_name(const aisb_policy *p, char **ret)
 {
-        char base[33] = "scratch";
-        if (p->project) {
-                const char *slash = strrchr(p->project, '/');
-                const char *b = slash && slash[1] ? slash + 1 : "root";
-                size_t n = 0;
-                for (; *b && n < sizeof base - 1; b++)
-                        if ((*b >= 'a' && *b <= 'z') || (*b >= '0' && *b <= '9') || *b == '-' || *b == '_')
-                                base[n++] = *b;
-                        else if (*b >= 'A' && *b <= 'Z')
-                                base[n++] = (char) (*b - 'A' + 'a');
-                base[n] = 0;
-                if (n == 0)
-                        strcpy(base, "project");
-        }
+        char base[33];
+        project_short_name(p->project, base, sizeof base);
         uint32_t random = 0;
         if (getrandom(&random, sizeof random, 0) != sizeof random)
                 random = (uint32_t) getpid() ^ (uint32_t) time(NULL);
@@ -185,6 +174,10 @@ static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **
         _cleanup_json_ json_object *body = json_object_new_object();
         json_object *labels = json_object_new_object();
         json_object_object_add(labels, AISB_LABEL_PREFIX "managed", json_object_new_string("true"));
+        json_object_object_add(labels, AISB_LABEL_PREFIX "home", json_object_new_string("true"));
+        /* Which project the home belongs to, for ps and clean (empty: shared or scratch). */
+        json_object_object_add(labels, AISB_LABEL_PREFIX "project",
+                               json_object_new_string(p->home_volume_chosen || !p->project ? "" : p->project));
         json_object_object_add(body, "Name", json_object_new_string(p->home_volume));
         json_object_object_add(body, "Labels", labels);
         r = http_post_json(ctx, "/libpod/volumes/create", body, NULL, false, &resp, err);
@@ -392,8 +385,22 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         _cleanup_free_ char *name = NULL;
         if (container_name(p, &name) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
+        /* The project's settings, read once without trusting the project: the allowlist
+         * comes from this snapshot, and the sandbox sees a read-only copy of it. */
+        _cleanup_(project_settings_done) project_settings settings = {};
+        _cleanup_(run_dir_remove) run_dir rd = RUN_DIR_NULL;
+        _cleanup_free_ char *settings_copy = NULL;
+        if (p->project && !p->project_read_only) {
+                r = project_settings_read(p->project, &settings, err);
+                if (r >= 0)
+                        r = run_dir_create(&rd, err);
+                if (r >= 0)
+                        r = run_dir_write_settings(&rd, "ai-sandbox", &settings, &settings_copy, err);
+                if (r < 0)
+                        return r;
+        }
         _cleanup_(sandbox_network_done) sandbox_network net = {};
-        r = sandbox_network_resolve(ctx, p, &net, err);
+        r = sandbox_network_resolve(ctx, p, &settings, &net, err);
         if (r < 0)
                 return r;
         long long log_offset = 0;
@@ -404,10 +411,10 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         if (r < 0)
                 return aisb_error_wrap(err, r, "bridging pi's configuration");
         _cleanup_json_ json_object *body = NULL;
-        r = container_create_body(p, &net, &bridge, tag, name, io->terminal, false, &body);
+        r = container_create_body(p, &net, &bridge, settings_copy, tag, name, io->terminal, false, &body);
         _cleanup_json_ json_object *shown = NULL;
         if (r >= 0 && ctx->dry_run_fn)
-                r = container_create_body(p, &net, &bridge, tag, name, io->terminal, true, &shown);
+                r = container_create_body(p, &net, &bridge, settings_copy, tag, name, io->terminal, true, &shown);
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
         const char *shown_text = shown ? json_object_to_json_string_ext(
@@ -484,6 +491,10 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
 out:
         http_stream_done(&stream);
         (void) remove_container(ctx, id);
+        /* Where the project had no settings, the runtime made the mount point: take it away
+         * again (only an empty directory goes; a link or anything else stays as it is). */
+        if (settings_copy && !settings.present)
+                (void) project_remove_empty_settings_dir(p->project);
         egress_summary egress = {};
         if (net.gate.name && !ctx->dry_run_fn)
                 report_egress(ctx, &net.gate, log_offset, &egress);

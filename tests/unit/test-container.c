@@ -5,14 +5,21 @@
 
 #include "aisb-private.h"
 
-static json_object *body_for(aisb_policy *p, bool redact)
+static json_object *body_with(aisb_policy *p, const char *settings_copy, bool redact)
 {
         json_object *o = NULL;
         sandbox_network net = {};
-        ck_assert_int_eq(sandbox_network_resolve(NULL, p, &net, NULL), 0);
-        ck_assert_int_eq(container_create_body(p, &net, NULL, "localhost/aisb:x", "aisb-t-1", false, redact, &o), 0);
+        ck_assert_int_eq(sandbox_network_resolve(NULL, p, NULL, &net, NULL), 0);
+        ck_assert_int_eq(container_create_body(p, &net, NULL, settings_copy, "localhost/aisb:x", "aisb-t-1",
+                                               false, redact, &o),
+                         0);
         sandbox_network_done(&net);
         return o;
+}
+
+static json_object *body_for(aisb_policy *p, bool redact)
+{
+        return body_with(p, NULL, redact);
 }
 
 static json_object *get(json_object *o, const char *key)
@@ -74,7 +81,8 @@ START_TEST(test_confinement)
         /* Only the project, the tmpfs and the home: nothing else of the host. */
         ck_assert_uint_eq(json_object_array_length(get(o, "mounts")), 4);
         json_object *volume = json_object_array_get_idx(get(o, "volumes"), 0);
-        ck_assert_str_eq(json_object_get_string(get(volume, "Name")), "aisb-home");
+        ck_assert_str_eq(json_object_get_string(get(volume, "Name")), p->home_volume);
+        ck_assert(startswith(p->home_volume, "aisb-home-"));
         ck_assert_str_eq(json_object_get_string(get(volume, "Dest")), "/home/sandbox");
 
         json_object *limits = get(o, "resource_limits");
@@ -132,6 +140,34 @@ START_TEST(test_redaction)
 }
 END_TEST
 
+/* The project's .ai-sandbox is never handed to podman by its path in the project (the
+ * sandbox could swap it for a link): the run's private copy is mounted over it, read-only. */
+START_TEST(test_project_settings_copy)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
+        json_object *o = body_with(p, "/run/user/1/aisb-run-x/ai-sandbox", false);
+        json_object *m = find_mount(o, "/project/.ai-sandbox");
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(json_object_get_string(get(m, "source")), "/run/user/1/aisb-run-x/ai-sandbox");
+        ck_assert(strstr(json_object_to_json_string(get(m, "options")), "\"ro\""));
+        const char *text = json_object_to_json_string(get(o, "mounts"));
+        char in_project[4200];
+        snprintf(in_project, sizeof in_project, "%s/.ai-sandbox", p->project);
+        ck_assert_ptr_null(strstr(text, in_project));
+        json_object_put(o);
+
+        /* The doctor's read-only look at the project: no copy, the project itself read-only. */
+        p->project_read_only = true;
+        o = body_with(p, NULL, false);
+        ck_assert_ptr_null(find_mount(o, "/project/.ai-sandbox"));
+        ck_assert(strstr(json_object_to_json_string(get(find_mount(o, "/project"), "options")), "\"ro\""));
+        json_object_put(o);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static Suite *container_suite(void)
 {
         Suite *s = suite_create("container");
@@ -139,6 +175,7 @@ static Suite *container_suite(void)
         tcase_add_test(tc, test_confinement);
         tcase_add_test(tc, test_options_change_spec);
         tcase_add_test(tc, test_redaction);
+        tcase_add_test(tc, test_project_settings_copy);
         suite_add_tcase(s, tc);
         return s;
 }

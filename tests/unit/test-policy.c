@@ -213,6 +213,86 @@ START_TEST(test_mounts)
 }
 END_TEST
 
+/* A --mount source the agent could have chosen: a link it planted in the project, or any
+ * path inside the project (which it could swap for a link before podman mounts it). */
+START_TEST(test_mount_sources_in_project)
+{
+        char dir[] = "/tmp/aisb-test-mounts-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char project[256], outside[256], link[256], sub[256], spec[600];
+        snprintf(project, sizeof project, "%s/project", dir);
+        snprintf(outside, sizeof outside, "%s/outside", dir);
+        snprintf(link, sizeof link, "%s/project/data", dir);
+        snprintf(sub, sizeof sub, "%s/project/sub", dir);
+        ck_assert_int_eq(mkdir(project, 0700), 0);
+        ck_assert_int_eq(mkdir(outside, 0700), 0);
+        ck_assert_int_eq(mkdir(sub, 0700), 0);
+        ck_assert_int_eq(symlink(outside, link), 0);
+
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
+        snprintf(spec, sizeof spec, "%s:/data", link);
+        expect_refused(p, "mount", spec, "symbolic link");
+        snprintf(spec, sizeof spec, "%s/../data/:/data", sub);
+        expect_refused(p, "mount", spec, "symbolic link");
+        snprintf(spec, sizeof spec, "%s:/sub", sub);
+        expect_refused(p, "mount", spec, "inside the project");
+        ck_assert_uint_eq(p->n_mounts, 0);
+        /* The real path outside is fine, and so is a link outside the project. */
+        snprintf(spec, sizeof spec, "%s:/data:ro", outside);
+        ck_assert_int_eq(aisb_policy_set(p, "mount", spec, NULL), 0);
+        ck_assert_str_eq(p->mounts[0].source, outside);
+        char outer_link[256];
+        snprintf(outer_link, sizeof outer_link, "%s/outer-link", dir);
+        ck_assert_int_eq(symlink(outside, outer_link), 0);
+        snprintf(spec, sizeof spec, "%s:/data2", outer_link);
+        ck_assert_int_eq(aisb_policy_set(p, "mount", spec, NULL), 0);
+        ck_assert_str_eq(p->mounts[1].source, outside);
+        /* The project itself is no link the agent made. */
+        snprintf(spec, sizeof spec, "%s:/again:ro", project);
+        ck_assert_int_eq(aisb_policy_set(p, "mount", spec, NULL), 0);
+        /* Moving the project over a mounted path is refused too. */
+        expect_refused(p, "project", dir, "inside");
+        aisb_policy_free(p);
+
+        (void) unlink(outer_link);
+        (void) unlink(link);
+        (void) rmdir(sub);
+        (void) rmdir(project);
+        (void) rmdir(outside);
+        (void) rmdir(dir);
+}
+END_TEST
+
+/* One home volume per project by default, so one project's agent cannot plant ~/.bashrc for
+ * another's; a named volume (or AISB_HOME_VOLUME) is the explicit choice to share. */
+START_TEST(test_home_volume_per_project)
+{
+        unsetenv("AISB_HOME_VOLUME");
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "project", "/tmp", NULL), 0);
+        ck_assert(startswith(p->home_volume, "aisb-home-tmp-"));
+        _cleanup_free_ char *tmp_volume = strdup(p->home_volume);
+        ck_assert_int_eq(aisb_policy_set(p, "project", "/", NULL), 0);
+        ck_assert(startswith(p->home_volume, "aisb-home-root-"));
+        ck_assert_str_ne(p->home_volume, tmp_volume);
+        ck_assert_int_eq(aisb_policy_set(p, "project", "/tmp", NULL), 0);
+        ck_assert_str_eq(p->home_volume, tmp_volume);
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", NULL, NULL), 0);
+        ck_assert_str_eq(p->home_volume, "aisb-home-scratch");
+        ck_assert_int_eq(aisb_policy_set(p, "home-volume", "shared-home", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "project", "/tmp", NULL), 0);
+        ck_assert_str_eq(p->home_volume, "shared-home");
+        aisb_policy_free(p);
+
+        setenv("AISB_HOME_VOLUME", "from-env", 1);
+        p = new_policy();
+        ck_assert_str_eq(p->home_volume, "from-env");
+        aisb_policy_free(p);
+        unsetenv("AISB_HOME_VOLUME");
+}
+END_TEST
+
 START_TEST(test_config_file)
 {
         aisb_policy *p = new_policy();
@@ -343,6 +423,8 @@ static Suite *policy_suite(void)
         tcase_add_test(keys, test_defaults);
         tcase_add_test(keys, test_values_checked);
         tcase_add_test(keys, test_mounts);
+        tcase_add_test(keys, test_mount_sources_in_project);
+        tcase_add_test(keys, test_home_volume_per_project);
         tcase_add_test(keys, test_command);
         tcase_add_test(keys, test_sizes);
         suite_add_tcase(s, keys);

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* The project's settings read without trusting the project, and a run's private directory
+ * (project.h says why). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "aisb-private.h"
+#include "project.h"
+
+void project_settings_done(project_settings *s)
+{
+        for (size_t i = 0; i < s->n_files; i++) {
+                free(s->files[i].name);
+                free(s->files[i].data);
+        }
+        free(s->files);
+        *s = (project_settings) {};
+}
+
+const project_file *project_settings_find(const project_settings *s, const char *name)
+{
+        for (size_t i = 0; i < s->n_files; i++)
+                if (streq(s->files[i].name, name))
+                        return &s->files[i];
+        return NULL;
+}
+
+/* One entry of the settings directory: 1 read, 0 not a regular file (left out). */
+static int read_entry(int dir, const char *name, const char *shown, project_file *ret,
+                      aisb_error **err)
+{
+        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ELOOP || errno == ENXIO || errno == EOPNOTSUPP)
+                        return 0; /* a link, or a socket */
+                return aisb_error_set(err, -errno, "%s/%s: %s", shown, name, strerror(errno));
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return aisb_error_set(err, -errno, "%s/%s: %s", shown, name, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return 0;
+        if (st.st_size > PROJECT_SETTINGS_MAX_FILE)
+                return aisb_error_set(err, -EFBIG, "%s/%s: larger than %d KiB, not a settings file",
+                                      shown, name, PROJECT_SETTINGS_MAX_FILE / 1024);
+        _cleanup_free_ char *data = NULL;
+        size_t size = 0;
+        int r = read_full_fd(fd, PROJECT_SETTINGS_MAX_FILE, &data, &size);
+        if (r < 0)
+                return aisb_error_set(err, r, "%s/%s: %s", shown, name,
+                                      r == -EFBIG ? "grew past its bound while read" : strerror(-r));
+        char *copy = strdup(name);
+        if (!copy)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        *ret = (project_file) { .name = copy, .data = steal_pointer(&data), .size = size };
+        return 1;
+}
+
+int project_settings_read(const char *project, project_settings *ret, aisb_error **err)
+{
+        *ret = (project_settings) {};
+        _cleanup_free_ char *shown = NULL;
+        if (asprintf(&shown, "%s/" PROJECT_SETTINGS_DIR, project) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        _cleanup_close_ int top = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return aisb_error_set(err, -errno, "cannot open the project %s: %s", project, strerror(errno));
+        int fd = openat(top, PROJECT_SETTINGS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                if (errno == ELOOP || errno == ENOTDIR)
+                        return aisb_error_set(err, -EINVAL,
+                                              "%s is not a directory (a symbolic link or a file): the project's "
+                                              "settings are read only from a real directory; remove or replace it",
+                                              shown);
+                return aisb_error_set(err, -errno, "cannot open %s: %s", shown, strerror(errno));
+        }
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return aisb_error_set(err, r, "cannot read %s: %s", shown, strerror(-r));
+        }
+        project_settings s = { .present = true };
+        int r = 0;
+        size_t entries = 0;
+        for (struct dirent *e; r >= 0 && (errno = 0, e = readdir(d));) {
+                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                        continue;
+                if (++entries > PROJECT_SETTINGS_MAX_FILES) {
+                        r = aisb_error_set(err, -E2BIG, "%s holds more than %d entries: not settings",
+                                           shown, PROJECT_SETTINGS_MAX_FILES);
+                        break;
+                }
+                project_file f = {};
+                r = read_entry(dirfd(d), e->d_name, shown, &f, err);
+                if (r == 0 && streq(e->d_name, "allow"))
+                        r = aisb_error_set(err, -EINVAL,
+                                           "%s/allow must be a regular file, not a link or a special file", shown);
+                if (r <= 0)
+                        continue;
+                project_file *grown = realloc(s.files, (s.n_files + 1) * sizeof *grown);
+                if (!grown) {
+                        free(f.name);
+                        free(f.data);
+                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        break;
+                }
+                s.files = grown;
+                s.files[s.n_files++] = f;
+        }
+        if (r >= 0 && errno != 0)
+                r = aisb_error_set(err, -errno, "cannot read %s: %s", shown, strerror(errno));
+        closedir(d);
+        if (r < 0) {
+                project_settings_done(&s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+int project_remove_empty_settings_dir(const char *project)
+{
+        _cleanup_close_ int top = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0 || unlinkat(top, PROJECT_SETTINGS_DIR, AT_REMOVEDIR) < 0)
+                return -errno;
+        return 0;
+}
+
+/* $XDG_RUNTIME_DIR when it is a private directory of ours, else /tmp (mkdtemp's 0700 makes
+ * the run directory private there too). */
+static const char *run_dir_base(void)
+{
+        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        struct stat st;
+        if (runtime && runtime[0] == '/' && lstat(runtime, &st) == 0 && S_ISDIR(st.st_mode) &&
+            st.st_uid == geteuid() && (st.st_mode & 0077) == 0)
+                return runtime;
+        return "/tmp";
+}
+
+int run_dir_create(run_dir *ret, aisb_error **err)
+{
+        *ret = RUN_DIR_NULL;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/aisb-run-XXXXXX", run_dir_base()) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        if (!mkdtemp(path))
+                return aisb_error_set(err, -errno, "cannot create a directory for the run in %s: %s",
+                                      run_dir_base(), strerror(errno));
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                int r = -errno;
+                (void) rmdir(path);
+                return aisb_error_set(err, r, "cannot open %s: %s", path, strerror(-r));
+        }
+        *ret = (run_dir) { .path = steal_pointer(&path), .fd = fd };
+        return 0;
+}
+
+int run_dir_write_settings(run_dir *d, const char *sub, const project_settings *s, char **ret_path,
+                           aisb_error **err)
+{
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", d->path, sub) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        if (mkdirat(d->fd, sub, 0755) < 0)
+                return aisb_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
+        _cleanup_close_ int dir = openat(d->fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
+        for (size_t i = 0; i < s->n_files; i++) {
+                _cleanup_close_ int fd = openat(dir, s->files[i].name,
+                                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                int r = fd < 0 ? -errno : write_all(fd, s->files[i].data, s->files[i].size);
+                if (r < 0)
+                        return aisb_error_set(err, r, "cannot write %s/%s: %s", path, s->files[i].name,
+                                              strerror(-r));
+        }
+        *ret_path = steal_pointer(&path);
+        return 0;
+}
+
+/* Everything below dir, depth levels at most; links are removed, never followed. */
+static void remove_below(int dir, int depth)
+{
+        int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        for (struct dirent *e; (e = readdir(d));) {
+                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                        continue;
+                if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
+                        continue;
+                if (depth > 1) {
+                        _cleanup_close_ int sub = openat(dirfd(d), e->d_name,
+                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                remove_below(sub, depth - 1);
+                }
+                (void) unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
+void run_dir_remove(run_dir *d)
+{
+        if (d->fd >= 0 && d->path) {
+                remove_below(d->fd, 3);
+                (void) rmdir(d->path);
+        }
+        if (d->fd >= 0)
+                close(d->fd);
+        free(d->path);
+        *d = RUN_DIR_NULL;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* What the host reads of the project's .ai-sandbox, and a run's private directory: links,
+ * FIFOs and oversized files planted by the agent are never followed, waited on or swallowed. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "aisb-private.h"
+#include "project.h"
+
+static char project[64];
+static char settings[128];
+
+static void setup(void)
+{
+        snprintf(project, sizeof project, "/tmp/aisb-test-project-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(project));
+        snprintf(settings, sizeof settings, "%s/.ai-sandbox", project);
+}
+
+static void teardown(void)
+{
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", project);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+static void put(const char *name, const char *text)
+{
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", settings, name);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+        close(fd);
+}
+
+static void expect_refused(const char *needle)
+{
+        project_settings s = {};
+        aisb_error *err = NULL;
+        ck_assert_int_lt(project_settings_read(project, &s, &err), 0);
+        ck_assert_msg(strstr(aisb_error_message(err), needle), "'%s' lacks '%s'", aisb_error_message(err), needle);
+        ck_assert_uint_eq(s.n_files, 0);
+        aisb_error_free(err);
+}
+
+START_TEST(test_absent_and_plain)
+{
+        project_settings s = {};
+        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        ck_assert(!s.present);
+        ck_assert_ptr_null(project_settings_find(&s, "allow"));
+
+        ck_assert_int_eq(mkdir(settings, 0755), 0);
+        put("allow", "example.com\n");
+        put("notes", "anything\n");
+        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        ck_assert(s.present);
+        ck_assert_uint_eq(s.n_files, 2);
+        const project_file *f = project_settings_find(&s, "allow");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_str_eq(f->data, "example.com\n");
+        project_settings_done(&s);
+}
+END_TEST
+
+/* A symlinked .ai-sandbox would make the host read (and mount) whatever it points at. */
+START_TEST(test_settings_link_refused)
+{
+        char target[128];
+        snprintf(target, sizeof target, "%s/elsewhere", project);
+        ck_assert_int_eq(mkdir(target, 0755), 0);
+        ck_assert_int_eq(symlink(target, settings), 0);
+        expect_refused("not a directory");
+        ck_assert_int_eq(unlink(settings), 0);
+        ck_assert_int_eq(mkdir(settings, 0755), 0);
+        char allow[160];
+        snprintf(allow, sizeof allow, "%s/allow", settings);
+        ck_assert_int_eq(symlink("/etc/hostname", allow), 0);
+        expect_refused("must be a regular file");
+}
+END_TEST
+
+/* A FIFO must not hang the host: open is non-blocking and only regular files are read. A
+ * FIFO named allow is refused; under any other name it is left out. */
+START_TEST(test_fifo_never_waited_on)
+{
+        ck_assert_int_eq(mkdir(settings, 0755), 0);
+        char path[160];
+        snprintf(path, sizeof path, "%s/other", settings);
+        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        put("allow", "example.com\n");
+        project_settings s = {};
+        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        ck_assert_uint_eq(s.n_files, 1);
+        ck_assert_ptr_null(project_settings_find(&s, "other"));
+        project_settings_done(&s);
+        snprintf(path, sizeof path, "%s/allow", settings);
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        expect_refused("must be a regular file");
+}
+END_TEST
+
+START_TEST(test_bounds)
+{
+        ck_assert_int_eq(mkdir(settings, 0755), 0);
+        char path[160];
+        snprintf(path, sizeof path, "%s/allow", settings);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, PROJECT_SETTINGS_MAX_FILE + 1), 0);
+        close(fd);
+        expect_refused("larger than");
+        ck_assert_int_eq(unlink(path), 0);
+        for (int i = 0; i <= PROJECT_SETTINGS_MAX_FILES; i++) {
+                char name[32];
+                snprintf(name, sizeof name, "f%d", i);
+                put(name, "x");
+        }
+        expect_refused("more than");
+}
+END_TEST
+
+/* The run's copy is private, holds exactly the snapshot, and goes with the run. */
+START_TEST(test_run_dir)
+{
+        ck_assert_int_eq(mkdir(settings, 0755), 0);
+        put("allow", "example.com\n");
+        project_settings s = {};
+        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        put("allow", "changed.example\n"); /* after the snapshot: not what the run uses */
+
+        run_dir d = RUN_DIR_NULL;
+        char *copy = NULL;
+        ck_assert_int_eq(run_dir_create(&d, NULL), 0);
+        struct stat st;
+        ck_assert_int_eq(lstat(d.path, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 0777, 0700);
+        ck_assert_int_eq(run_dir_write_settings(&d, "ai-sandbox", &s, &copy, NULL), 0);
+        char path[512], text[64] = "";
+        snprintf(path, sizeof path, "%s/allow", copy);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_gt(read(fd, text, sizeof text - 1), 0);
+        close(fd);
+        ck_assert_str_eq(text, "example.com\n");
+        char *path_copy = strdup(d.path);
+        run_dir_remove(&d);
+        ck_assert_int_lt(lstat(path_copy, &st), 0);
+        run_dir_remove(&d);
+        free(path_copy);
+        free(copy);
+        project_settings_done(&s);
+}
+END_TEST
+
+/* Only an empty mount point made by the runtime is taken away. */
+START_TEST(test_remove_empty_settings_dir)
+{
+        ck_assert_int_eq(mkdir(settings, 0755), 0);
+        put("allow", "example.com\n");
+        ck_assert_int_lt(project_remove_empty_settings_dir(project), 0);
+        char path[160];
+        snprintf(path, sizeof path, "%s/allow", settings);
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(project_remove_empty_settings_dir(project), 0);
+        ck_assert_int_eq(symlink("/tmp", settings), 0);
+        ck_assert_int_lt(project_remove_empty_settings_dir(project), 0);
+        struct stat st;
+        ck_assert_int_eq(lstat("/tmp", &st), 0);
+}
+END_TEST
+
+static Suite *project_suite(void)
+{
+        Suite *s = suite_create("project");
+        TCase *read = tcase_create("settings");
+        tcase_add_checked_fixture(read, setup, teardown);
+        tcase_add_test(read, test_absent_and_plain);
+        tcase_add_test(read, test_settings_link_refused);
+        tcase_add_test(read, test_fifo_never_waited_on);
+        tcase_add_test(read, test_bounds);
+        tcase_add_test(read, test_remove_empty_settings_dir);
+        suite_add_tcase(s, read);
+        TCase *run = tcase_create("run-dir");
+        tcase_add_checked_fixture(run, setup, teardown);
+        tcase_add_test(run, test_run_dir);
+        suite_add_tcase(s, run);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(project_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
