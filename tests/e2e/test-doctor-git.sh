@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# A repository is the agent's to configure, and git runs what its configuration names. Each
+# way of making "git status" execute is planted from inside a real sandbox; then "aisb
+# doctor" and "aisb doctor --deep" run on the host, and the planted command must not have
+# run on the host. Each marker is a host path that does not exist inside a sandbox, so only
+# an execution on the host can create it. A control then runs plain git on the host and sees
+# each marker appear: the vectors are live, and the test can see a breach.
+. "$(dirname "$0")/lib.sh"
+
+markers=$E2E_TMP/markers
+mkdir -p "$markers"
+# doctor looks at the project with the user's image: build it first, so the check runs.
+"$AISB" build --quiet >/dev/null
+
+# plant NAME SCRIPT: a fresh project with one commit and a tracked file whose timestamp is
+# stale (so "git status" refreshes the index and re-reads the file), then SCRIPT, all inside
+# a sandbox of that project.
+plant() {
+  local name=$1 script=$2
+  mkdir -p "$E2E_TMP/$name"
+  (cd "$E2E_TMP/$name" && "$AISB" run --quiet -- sh -c "
+    set -e
+    git init -q . && git config user.email a@b.invalid && git config user.name agent
+    echo data > file.txt && git add file.txt && git commit -q -m one
+    $script
+    touch -d '2001-01-01' file.txt")
+}
+
+m() { printf '%s/%s' "$markers" "$1"; }
+plant fsmonitor "git config core.fsmonitor 'touch $(m fsmonitor); false'"
+plant include "printf '[core]\\n\\tfsmonitor = \"touch $(m include); false\"\\n' > evil.gitconfig
+  git config include.path ../evil.gitconfig"
+plant hook "printf '#!/bin/sh\\ntouch $(m hook)\\n' > .git/hooks/post-index-change
+  chmod +x .git/hooks/post-index-change"
+plant filter "echo '*.txt filter=evil' > .gitattributes && git add .gitattributes && git commit -q -m attrs
+  git config filter.evil.clean 'sh -c \"touch $(m filter); cat\"'"
+plant gitfile "mv .git .evil-gitdir && echo 'gitdir: .evil-gitdir' > .git
+  git config core.fsmonitor 'touch $(m gitfile); false'"
+[ -z "$(ls "$markers")" ] || fail "planting itself left a marker on the host: $(ls "$markers")"
+
+for name in fsmonitor include hook filter gitfile; do
+  out=$(cd "$E2E_TMP/$name" && "$AISB" doctor 2>&1) || true
+  case "$out" in
+    *"git work tree is clean"* | *"uncommitted changes"*) pass "$name: doctor checked the project" ;;
+    *) fail "$name: the project check gave no answer: $out" ;;
+  esac
+  [ ! -e "$(m "$name")" ] || fail "$name: aisb doctor ran the repository's command on the host"
+  pass "$name: aisb doctor ran nothing of the repository on the host"
+  out=$(cd "$E2E_TMP/$name" && "$AISB" doctor --deep 2>&1) || true
+  case "$out" in
+    *"git work tree is clean"* | *"uncommitted changes"*) pass "$name: doctor --deep checked it too" ;;
+    *) fail "$name: the project check of --deep gave no answer: $out" ;;
+  esac
+  [ ! -e "$(m "$name")" ] || fail "$name: aisb doctor --deep ran the repository's command on the host"
+  pass "$name: aisb doctor --deep ran nothing of the repository on the host"
+done
+
+# The check still answers: a tree changed inside the sandbox is reported as such.
+(cd "$E2E_TMP/fsmonitor" && "$AISB" run --quiet -- sh -c 'echo changed > file.txt')
+expect_contains "uncommitted changes are still reported" "uncommitted changes" \
+  "$(cd "$E2E_TMP/fsmonitor" && "$AISB" doctor 2>&1 || true)"
+
+# Control: the same "git status" on the host runs every planted command.
+for name in fsmonitor include hook filter gitfile; do
+  (cd "$E2E_TMP/$name" && git status --porcelain >/dev/null 2>&1) || true
+  [ -e "$(m "$name")" ] || fail "control: plain git status on the host did not run the $name vector; the test proves nothing"
+  pass "control: plain git status on the host runs the $name vector"
+done
