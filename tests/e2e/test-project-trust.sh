@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# What the agent writes in the project and its home cannot make the host follow a path,
+# widen the next run, or reach into another project: .ai-sandbox swapped for a link (also
+# while runs start, from a concurrent sandbox), created where there was none, a --mount
+# source through a planted link, and one project's home planting for another's.
+. "$(dirname "$0")/lib.sh"
+
+secret=$E2E_TMP/host-secret
+mkdir -p "$secret" && echo "HOST-SECRET-$$" > "$secret/token"
+mkdir -p .ai-sandbox && echo legit > .ai-sandbox/token
+
+# A .ai-sandbox that is a link is refused before anything starts.
+mv .ai-sandbox .ai-sandbox.real && ln -s "$secret" .ai-sandbox
+set +e
+out=$("$AISB" run -- cat /project/.ai-sandbox/token 2>"$E2E_TMP/err"); rc=$?
+set -e
+rm .ai-sandbox && mv .ai-sandbox.real .ai-sandbox
+expect_eq "a symlinked .ai-sandbox refuses the run" 2 "$rc"
+expect_contains "and says why" ".ai-sandbox is not a directory" "$(cat "$E2E_TMP/err")"
+expect_absent "nothing of the link's target was read" "HOST-SECRET" "$out"
+
+# The sandbox sees the settings read-only, and cannot create them where there were none.
+expect_eq "the settings are visible inside" legit "$("$AISB" run -- cat /project/.ai-sandbox/token)"
+mkdir -p "$E2E_TMP/bare" && cd "$E2E_TMP/bare"
+out=$("$AISB" run -- sh -c 'mkdir -p /project/.ai-sandbox 2>/dev/null; echo evil.test > /project/.ai-sandbox/allow 2>/dev/null && echo written || echo refused')
+expect_eq "a sandbox cannot create the project's allowlist" refused "$out"
+[ ! -e .ai-sandbox ] || fail "a .ai-sandbox was left in a project that had none: $(ls -la .ai-sandbox)"
+pass "and no .ai-sandbox is left behind"
+cd "$E2E_TMP/project"
+
+# The race: a sandbox that can write the project's parent swaps .ai-sandbox with a link to a
+# host directory as fast as it can, while runs on the project start one after the other.
+cat > "$E2E_TMP/swap.py" <<PY
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+d = b"/parent/project/"
+os.symlink("$secret", d + b".ai-sandbox.link")
+open("/parent/swapping", "w").close()
+n, end = 0, time.time() + 25
+while time.time() < end and not os.path.exists("/parent/stop"):
+    if libc.renameat2(AT_FDCWD, d + b".ai-sandbox", AT_FDCWD, d + b".ai-sandbox.link", RENAME_EXCHANGE) == 0:
+        n += 1
+if os.path.islink(d + b".ai-sandbox"):
+    libc.renameat2(AT_FDCWD, d + b".ai-sandbox", AT_FDCWD, d + b".ai-sandbox.link", RENAME_EXCHANGE)
+os.unlink(d + b".ai-sandbox.link")
+print(n)
+PY
+"$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 /parent/swap.py > "$E2E_TMP/swaps" 2>&1 &
+swapper=$!
+for _ in $(seq 100); do [ -e "$E2E_TMP/swapping" ] && break; sleep 0.1; done
+[ -e "$E2E_TMP/swapping" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/swaps")"
+# Whatever a run sees of its settings while the link changes under it (the real ones, a
+# refusal, the runtime giving up mounting the copy, nothing), it must never see the link's
+# target.
+seen=0 other=0
+for i in $(seq 14); do
+  set +e
+  out=$("$AISB" run -- cat /project/.ai-sandbox/token 2>"$E2E_TMP/err.$i"); rc=$?
+  set -e
+  case "$out $(cat "$E2E_TMP/err.$i")" in *HOST-SECRET*) fail "run $i read the host directory the link points at" ;; esac
+  if [ "$rc" -eq 0 ] && [ "$out" = legit ]; then seen=$((seen + 1)); else other=$((other + 1)); fi
+done
+touch "$E2E_TMP/stop"
+wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps")"
+swaps=$(tail -1 "$E2E_TMP/swaps")
+[ "$swaps" -gt 100 ] 2>/dev/null || fail "the swapper swapped only '$swaps' times: no race was tried"
+pass "14 runs during $swaps swaps: $seen saw the real settings, $other did not; none read the host"
+[ -d .ai-sandbox ] && [ ! -L .ai-sandbox ] || fail "the settings directory was not restored"
+
+# --mount through a link the agent planted in the project, or of a path inside it: refused.
+"$AISB" run -- sh -c "ln -s '$secret' /project/data; mkdir -p /project/sub"
+set +e
+err=$("$AISB" run --mount ./data:/data -- cat /data/token 2>&1); rc=$?
+set -e
+expect_eq "a --mount source through a planted link is refused" 2 "$rc"
+expect_contains "naming the link" "symbolic link" "$err"
+expect_absent "and reading nothing through it" "HOST-SECRET" "$err"
+set +e
+err=$("$AISB" run --mount ./sub:/sub -- true 2>&1); rc=$?
+set -e
+expect_eq "a --mount source inside the project is refused" 2 "$rc"
+expect_contains "saying why" "inside the project" "$err"
+
+# One home per project: what one project's agent plants in its home (~/.bashrc) does not
+# run in another project's sandbox. A named volume is the explicit way to share one.
+mkdir -p "$E2E_TMP/one" "$E2E_TMP/two"
+default_home() { env -u AISB_HOME_VOLUME "$AISB" "$@"; }
+(cd "$E2E_TMP/one" && default_home run -- sh -c 'echo "echo PLANTED-BY-ONE" >> ~/.bashrc; echo planted > ~/.planted')
+out=$(cd "$E2E_TMP/two" && default_home run -- bash -ic 'cat ~/.planted 2>/dev/null || echo absent' 2>/dev/null)
+expect_eq "another project's home does not have what the first planted" absent "$out"
+out=$(cd "$E2E_TMP/one" && default_home run -- cat /home/sandbox/.planted)
+expect_eq "a project's own home persists across its runs" planted "$out"
+volumes=$("$AISB" ps --json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    if e["kind"] == "volume" and (e["project"] or "").startswith(sys.argv[1]):
+        print(e["name"], e["project"])' "$E2E_TMP/")
+expect_contains "aisb ps lists the first project's home" "$E2E_TMP/one" "$volumes"
+expect_contains "and the second's" "$E2E_TMP/two" "$volumes"
+for v in $(printf '%s\n' "$volumes" | awk '{print $1}'); do podman volume rm -f "$v" >/dev/null; done
+(cd "$E2E_TMP/one" && "$AISB" run --home-volume "aisb-e2e-shared-$$" -- sh -c 'echo shared > ~/.note')
+out=$(cd "$E2E_TMP/two" && "$AISB" run --home-volume "aisb-e2e-shared-$$" -- cat /home/sandbox/.note)
+podman volume rm -f "aisb-e2e-shared-$$" >/dev/null
+expect_eq "a named home volume is shared on purpose" shared "$out"
