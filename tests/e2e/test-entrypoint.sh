@@ -46,11 +46,11 @@ expect_eq "the ruleset's table cannot be deleted" refused "$("$AISB" run -- pyth
 
 for ns in -n -U -m -p; do
   set +e
-  "$AISB" run -- unshare "$ns" true 2>/dev/null
+  err=$("$AISB" run -- sh -c "unshare $ns true || exit 42" 2>&1)
   rc=$?
   set -e
-  [ "$rc" -ne 0 ] || fail "unshare $ns succeeded"
-  pass "unshare $ns fails"
+  expect_eq "unshare $ns fails" 42 "$rc"
+  expect_contains "unshare $ns is refused by the kernel" "Operation not permitted" "$err"
 done
 
 cat > raw.py <<'PY'

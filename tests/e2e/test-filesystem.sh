@@ -19,11 +19,11 @@ out=$("$AISB" run -- sh -c "test -e '$AISB_SRC' && echo present || echo absent")
 expect_eq "the source tree path does not exist inside" "absent" "$out"
 
 set +e
-"$AISB" run -- sh -c 'touch /usr/evil' 2>/dev/null
+err=$("$AISB" run -- sh -c 'touch /usr/evil || exit 42' 2>&1)
 rc=$?
 set -e
-[ "$rc" -ne 0 ] || fail "wrote into the root filesystem"
-pass "the root filesystem is read-only"
+expect_eq "the root filesystem is read-only" 42 "$rc"
+expect_contains "the kernel says why" "Read-only file system" "$err"
 
 # The home volume persists across runs; --ephemeral-home does not touch it.
 "$AISB" run -- sh -c 'echo kept > ~/note'

@@ -25,11 +25,11 @@ out=$("$AISB" run -- sh -c 'cat; echo after-eof' < /dev/null)
 expect_eq "stdin at EOF when ours is /dev/null" "after-eof" "$out"
 
 set +e
-"$AISB" run -- /no/such/command 2>/dev/null
+err=$("$AISB" run -- /no/such/command 2>&1)
 rc=$?
 set -e
-[ "$rc" -ne 0 ] || fail "a missing command exited 0"
-pass "a missing command fails ($rc)"
+expect_eq "a missing command exits 127" 127 "$rc"
+expect_contains "and the entrypoint says so" "/no/such/command: command not found" "$err"
 
 leftover=$(our_containers)
 expect_eq "no container is left after the runs" "" "$leftover"

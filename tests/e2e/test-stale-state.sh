@@ -51,10 +51,9 @@ pkill -9 -u "$user"
 for _ in $(seq 50); do pgrep -u "$user" >/dev/null || break; sleep 0.1; done
 pgrep -u "$user" >/dev/null && fail "$user still has processes"
 if as_stale podman info >/dev/null 2>&1; then
-  # A podman that recovers by itself (a newer one may): then aisb must simply work.
-  as_stale "$AISB_BUILD/cli/aisb" ps >/dev/null || fail "podman recovered, yet aisb ps fails"
-  pass "this podman recovers from killed processes by itself, and aisb works"
-  exit 0
+  # Then the refusal this test is about cannot be made here: say so, never pass.
+  cannot_run "podman $(podman --version | awk '{print $3}') recovered by itself from its killed processes," \
+    "so the stale state whose report this test checks could not be produced"
 fi
 
 status=0
