@@ -23,6 +23,7 @@
 #include "netpolicy.h"
 #include "nft.h"
 #include "sandbox-seccomp.h"
+#include "seed.h"
 
 #define PREFIX "aisb-entrypoint: "
 
@@ -234,6 +235,10 @@ int main(int argc, char **argv)
         if (p->keep_root)
                 say("--keep-root: the command runs as uid 0, with no capabilities, the ruleset and seccomp");
         drop_privileges(p);
+
+        /* As the user now, so the copy can do nothing the user could not. */
+        if (p->seed_source[0] && seed_copy(p->seed_source, p->seed_dest, err, sizeof(err)) < 0)
+                die(EP_EXIT_BAD_POLICY, "seeding %s: %s", p->seed_dest, err);
 
         r = seccomp_load(filter);
         if (r < 0)

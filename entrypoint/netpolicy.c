@@ -235,7 +235,8 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                 name[n] = '\0';
 
                 bool takes_value = streq_safe(name, "--uid") || streq_safe(name, "--gid") ||
-                                   streq_safe(name, "--net") || streq_safe(name, "--allow");
+                                   streq_safe(name, "--net") || streq_safe(name, "--allow") ||
+                                   streq_safe(name, "--seed");
                 if (takes_value) {
                         if (eq)
                                 val = eq + 1;
@@ -277,6 +278,19 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                         if (netpolicy_parse_allow(val, &p.allow[p.n_allow], err, errlen) < 0)
                                 return -EINVAL;
                         p.n_allow++;
+                } else if (streq_safe(name, "--seed")) {
+                        if (p.seed_source[0])
+                                return ERR("--seed given twice");
+                        const char *colon = strchr(val, ':');
+                        size_t source_len = colon ? (size_t) (colon - val) : 0;
+                        if (!colon || val[0] != '/' || colon[1] != '/' || strchr(colon + 1, ':') ||
+                            strstr(val, "/.."))
+                                return ERR("--seed %s: must be SRC:DEST, two absolute paths", val);
+                        if (source_len >= sizeof(p.seed_source) || strlen(colon + 1) >= sizeof(p.seed_dest))
+                                return ERR("--seed: a path is longer than %d bytes", NETPOLICY_SEED_PATH_MAX - 1);
+                        memcpy(p.seed_source, val, source_len);
+                        p.seed_source[source_len] = '\0';
+                        memcpy(p.seed_dest, colon + 1, strlen(colon + 1) + 1);
                 } else if (streq_safe(name, "--allow-dns")) {
                         p.allow_dns = true;
                 } else if (streq_safe(name, "--allow-unenforced")) {
@@ -483,6 +497,9 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                 fprintf(f, "setresgid(--gid); setresuid(--uid); ");
         fprintf(f, "capset: effective, permitted, inheritable empty; clear ambient; "
                    "PR_SET_NO_NEW_PRIVS; check all of it; failure exits %d\n", EP_EXIT_UNENFORCED);
+        if (p->seed_source[0])
+                fprintf(f, "     then, as that user: copy the regular files of %s into %s (created, mode 0700); "
+                           "failure exits %d\n", p->seed_source, p->seed_dest, EP_EXIT_BAD_POLICY);
         fprintf(f, "  4. seccomp: load the filter last (default allow, native architecture only, "
                    "other architectures kill the process):\n");
         for (size_t i = 0; i < netpolicy_n_syscall_denials; i++) {

@@ -26,6 +26,7 @@
 #define NETPOLICY_MAX_ALLOW 64
 
 #define NETPOLICY_TABLE "aisb"
+#define NETPOLICY_SEED_PATH_MAX 256
 
 enum net_mode {
         NET_NONE,
@@ -45,6 +46,10 @@ struct netpolicy {
         struct allow_dest allow[NETPOLICY_MAX_ALLOW];
         size_t n_allow;
         bool allow_dns;
+        /* --seed SRC:DEST: after the drop, copy SRC's regular files into DEST (created) as the
+         * user. Both absolute, or empty for none. */
+        char seed_source[NETPOLICY_SEED_PATH_MAX];
+        char seed_dest[NETPOLICY_SEED_PATH_MAX];
         bool allow_unenforced;
         bool keep_root;
         bool print_ruleset;

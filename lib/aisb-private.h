@@ -282,13 +282,18 @@ int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p,
                             aisb_error **err);
 
 /* ---- harness.c: pi's host configuration, bridged ---- */
+/* Where an ephemeral home's bridged files are mounted read-only, and where the entrypoint
+ * copies them (after the drop, as the user). */
+#define AISB_SEED_IN_SANDBOX "/run/aisb/pi-seed"
+#define AISB_PI_AGENT_IN_SANDBOX AISB_SANDBOX_HOME "/.pi/agent"
 typedef struct harness_bridge {
-        char *temp_dir;   /* ephemeral home: the bridged files, mounted at ~/.pi/agent */
+        char *seed_dir;   /* ephemeral home: the bridged files, in the run directory */
         char *agents_dir; /* mounted read-only at ~/.agents, or NULL */
 } harness_bridge;
 bool harness_bridge_applies(const aisb_policy *p);
-int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, harness_bridge *ret,
-                           aisb_error **err);
+struct run_dir;
+int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, struct run_dir *rd,
+                           harness_bridge *ret, aisb_error **err);
 void harness_bridge_done(harness_bridge *b);
 
 /* ---- manage.c ---- */
@@ -299,8 +304,10 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code,
 #define AISB_ENTRYPOINT_IN_IMAGE "/usr/local/libexec/aisb/aisb-entrypoint"
 /* The capabilities the container starts with; the entrypoint drops them all. */
 extern const char *const entrypoint_capabilities[];
-/* The entrypoint's argv for this policy and network, up to and including "--". */
-int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***ret);
+/* The entrypoint's argv for this policy, network and bridge (NULL: none), up to and
+ * including "--". */
+int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const harness_bridge *bridge,
+                    char ***ret);
 /* The entrypoint file, open, and its size. */
 int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err);
 

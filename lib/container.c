@@ -73,7 +73,7 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
         r |= add_string(o, "name", name);
         r |= add_string(o, "image", image);
         _cleanup_strv_free_ char **entrypoint = NULL;
-        if (entrypoint_argv(p, net, &entrypoint) < 0)
+        if (entrypoint_argv(p, net, bridge, &entrypoint) < 0)
                 return -ENOMEM;
         r |= json_object_object_add(o, "entrypoint", string_array((const char *const *) entrypoint));
         r |= json_object_object_add(o, "command", string_array(policy_command(p)));
@@ -132,10 +132,10 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
         r |= json_object_array_add(mounts, tmpfs_mount("/run", 64ULL << 20, "755"));
         if (p->ephemeral_home)
                 r |= json_object_array_add(mounts, tmpfs_mount(AISB_SANDBOX_HOME, p->tmp_size, "1777"));
-        if (bridge && bridge->temp_dir) {
-                static const char *const rw[] = { "rbind", "rw", NULL };
-                r |= json_object_array_add(mounts, mount_object("bind", bridge->temp_dir,
-                                                                AISB_SANDBOX_HOME "/.pi/agent", rw));
+        if (bridge && bridge->seed_dir) {
+                static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
+                r |= json_object_array_add(mounts, mount_object("bind", bridge->seed_dir,
+                                                                AISB_SEED_IN_SANDBOX, ro));
         }
         if (bridge && bridge->agents_dir) {
                 /* Skills are read, never rewritten, by any run: read-only even for

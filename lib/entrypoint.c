@@ -17,7 +17,8 @@
 const char *const entrypoint_capabilities[] = { "CAP_NET_ADMIN", "CAP_SETUID", "CAP_SETGID",
                                                 "CAP_SETPCAP", NULL };
 
-int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***ret)
+int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const harness_bridge *bridge,
+                    char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
         char uid[32], gid[32];
@@ -36,6 +37,10 @@ int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, char ***re
                 r = strv_push(&v, net->entrypoint_args[i]);
         if (r >= 0 && p->allow_unenforced)
                 r = strv_push(&v, "--allow-unenforced");
+        if (r >= 0 && bridge && bridge->seed_dir) {
+                r = strv_push(&v, "--seed");
+                r = r < 0 ? r : strv_push(&v, AISB_SEED_IN_SANDBOX ":" AISB_PI_AGENT_IN_SANDBOX);
+        }
         r = r < 0 ? r : strv_push(&v, "--");
         if (r < 0)
                 return r;
@@ -70,7 +75,7 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **argv = NULL;
-        r = entrypoint_argv(p, &net, &argv);
+        r = entrypoint_argv(p, &net, NULL, &argv);
         sandbox_network_done(&net);
         if (r < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");

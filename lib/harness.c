@@ -14,21 +14,14 @@
 
 #include "aisb-private.h"
 #include "pibridge.h"
+#include "project.h"
 
 #define PI_AGENT_DIR ".pi/agent"
 
 void harness_bridge_done(harness_bridge *b)
 {
-        if (b->temp_dir) {
-                /* An ephemeral home's bridged files: gone with the run. */
-                _cleanup_free_ char *s = NULL, *m = NULL;
-                if (asprintf(&s, "%s/settings.json", b->temp_dir) >= 0)
-                        (void) unlink(s);
-                if (asprintf(&m, "%s/models.json", b->temp_dir) >= 0)
-                        (void) unlink(m);
-                (void) rmdir(b->temp_dir);
-        }
-        free(b->temp_dir);
+        /* The seed directory is the run directory's, removed with it. */
+        free(b->seed_dir);
         free(b->agents_dir);
         *b = (harness_bridge) {};
 }
@@ -207,7 +200,7 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         return write_json_at(sandbox_dir, "models.json", rewritten, err);
 }
 
-int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, harness_bridge *ret,
+int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, harness_bridge *ret,
                            aisb_error **err)
 {
         harness_bridge b = {};
@@ -232,15 +225,19 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, harness_bridge *
         _cleanup_close_ int sandbox_dir = -1;
         _cleanup_free_ char *base_dir = NULL;
         if (p->ephemeral_home) {
-                /* A fresh home: the bridged files go in a directory of ours, mounted there. */
-                const char *runtime = getenv("XDG_RUNTIME_DIR");
-                if (asprintf(&b.temp_dir, "%s/aisb-pi-XXXXXX", runtime && *runtime ? runtime : "/tmp") < 0 ||
-                    !mkdtemp(b.temp_dir)) {
-                        free(b.temp_dir);
-                        b.temp_dir = NULL;
-                        return aisb_error_set(err, -errno, "cannot create a directory for pi's settings");
+                /* A fresh home is a sized tmpfs that exists only once the sandbox starts: the
+                 * bridged files wait in the run's own directory, mounted read-only, and the
+                 * entrypoint copies them into ~/.pi/agent as the user. Nothing the sandbox
+                 * writes lands on the host. */
+                if (asprintf(&b.seed_dir, "%s/pi-agent", rd->path) < 0) {
+                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        goto fail;
                 }
-                sandbox_dir = open(b.temp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (mkdirat(rd->fd, "pi-agent", 0700) < 0) {
+                        r = aisb_error_set(err, -errno, "cannot create %s: %s", b.seed_dir, strerror(errno));
+                        goto fail;
+                }
+                sandbox_dir = openat(rd->fd, "pi-agent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         } else {
                 _cleanup_free_ char *mountpoint = NULL, *sub = NULL;
                 r = volume_mountpoint(ctx, p->home_volume, &mountpoint, err);

@@ -390,15 +390,14 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         _cleanup_(project_settings_done) project_settings settings = {};
         _cleanup_(run_dir_remove) run_dir rd = RUN_DIR_NULL;
         _cleanup_free_ char *settings_copy = NULL;
-        if (p->project && !p->project_read_only) {
+        r = run_dir_create(&rd, err);
+        if (r >= 0 && p->project && !p->project_read_only) {
                 r = project_settings_read(p->project, &settings, err);
                 if (r >= 0)
-                        r = run_dir_create(&rd, err);
-                if (r >= 0)
                         r = run_dir_write_settings(&rd, "ai-sandbox", &settings, &settings_copy, err);
-                if (r < 0)
-                        return r;
         }
+        if (r < 0)
+                return r;
         _cleanup_(sandbox_network_done) sandbox_network net = {};
         r = sandbox_network_resolve(ctx, p, &settings, &net, err);
         if (r < 0)
@@ -407,7 +406,7 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         if (net.gate.name)
                 (void) gate_log_offset(&net.gate, &log_offset);
         _cleanup_(harness_bridge_done) harness_bridge bridge = {};
-        r = harness_bridge_prepare(ctx, p, &bridge, err);
+        r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "bridging pi's configuration");
         _cleanup_json_ json_object *body = NULL;

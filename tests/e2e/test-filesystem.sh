@@ -33,6 +33,24 @@ expect_eq "--ephemeral-home starts empty" "fresh" "$out"
 out=$("$AISB" run -- sh -c 'test -e ~/eph && echo leaked || echo clean')
 expect_eq "--ephemeral-home leaves nothing behind" "clean" "$out"
 
+# An ephemeral home with the pi bridge: the bridged files are there, what the sandbox writes
+# into ~/.pi/agent is capped by the home's size and lands nowhere on the host, and nothing of
+# the run is left in the runtime directory. (The bridge applies to a command named pi.)
+mkdir -p "$E2E_TMP/project/bin"
+cat > "$E2E_TMP/project/bin/pi" <<'SH'
+#!/bin/sh
+grep -o '"defaultThinkingLevel": *"[a-z]*"' ~/.pi/agent/settings.json | tr -d ' '
+dd if=/dev/zero of="$HOME/.pi/agent/big" bs=1M count=200 2>&1 | grep -o 'No space left on device' | head -1
+touch ~/.pi/agent/sessions-written && echo writable
+SH
+chmod +x "$E2E_TMP/project/bin/pi"
+before=$(ls "$XDG_RUNTIME_DIR")
+out=$(PI_CODING_AGENT_DIR=$E2E_TMP/no-pi-config "$AISB" run --ephemeral-home --tmp-size 64m -- /project/bin/pi)
+expect_contains "the bridged settings are in the ephemeral home" '"defaultThinkingLevel":"xhigh"' "$out"
+expect_contains "writing into ~/.pi/agent is capped by the home's size" "No space left on device" "$out"
+expect_contains "and pi can write there" "writable" "$out"
+expect_eq "nothing of the run is left in the runtime directory" "$before" "$(ls "$XDG_RUNTIME_DIR")"
+
 # --mount: opt-in, read-only honoured, missing source refused before anything starts.
 mkdir -p "$E2E_TMP/data" && echo payload > "$E2E_TMP/data/file"
 out=$("$AISB" run --mount "$E2E_TMP/data:/data:ro" -- sh -c 'cat /data/file; touch /data/x 2>/dev/null && echo writable || echo readonly')

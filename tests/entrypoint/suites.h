@@ -7,3 +7,4 @@
 Suite *netpolicy_suite(void);
 Suite *nft_batch_suite(void);
 Suite *seccomp_suite(void);
+Suite *seed_suite(void);

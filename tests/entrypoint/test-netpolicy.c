@@ -116,6 +116,12 @@ START_TEST(options_good)
         ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--", "--net", "full", NULL), 0);
         ck_assert_int_eq(p.net, NET_NONE);
         ck_assert_str_eq(p.command[0], "--net");
+        ck_assert_str_eq(p.seed_source, "");
+
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--seed",
+                               "/run/aisb/pi-seed:/home/sandbox/.pi/agent", "--", "pi", NULL), 0);
+        ck_assert_str_eq(p.seed_source, "/run/aisb/pi-seed");
+        ck_assert_str_eq(p.seed_dest, "/home/sandbox/.pi/agent");
 }
 END_TEST
 
@@ -149,6 +155,12 @@ START_TEST(options_hostile)
                 { "--uid", "1", "--gid", "1", "-u", "--", "sh", NULL },
                 { "--print-ruleset", "--print-plan", NULL },
                 { "--uid", "1", "--gid", "1", "--keep-rootx", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--seed", "/a", "--", "sh", NULL },           /* no DEST */
+                { "--uid", "1", "--gid", "1", "--seed", "a:/b", "--", "sh", NULL },         /* relative */
+                { "--uid", "1", "--gid", "1", "--seed", "/a:b", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--seed", "/a:/b:/c", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--seed", "/a:/b/../etc", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--seed", "/a:/b", "--seed", "/c:/d", "--", "sh", NULL },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 const char *argv[16] = { "aisb-entrypoint" };
