@@ -69,8 +69,8 @@ int command_ps(int argc, char **argv)
                 if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        printf("Usage: aisb ps [--json]\n\nSandboxes and gates of this user: name, kind, state,\n"
-                               "net mode, policy hash, age, project directory.\n");
+                        printf("Usage: aisb ps [--json]\n\nSandboxes, gates and home volumes of this user: name,\n"
+                               "kind, state, net mode, policy hash, age, project directory.\n");
                         return 0;
                 } else {
                         fprintf(stderr, "aisb: ps takes only --json (got %s)\n", argv[i]);
