@@ -36,6 +36,6 @@ set -e
 expect_eq "a broken config is a usage error" 2 "$rc"
 expect_contains "with file and line" "config:" "$err"
 
-"$AISB" --version | grep -q '^aisb ' || fail "--version"
-"$AISB" run --help | grep -q -- '--strict-args' || fail "run --help lists options"
+expect_contains "--version" 'aisb ' "$("$AISB" --version)"
+expect_contains "run --help lists options" '--strict-args' "$("$AISB" run --help)"
 pass "--version and --help"
