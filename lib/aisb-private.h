@@ -79,6 +79,9 @@ struct aisb_policy {
         allowlist allow;   /* --allow entries; the files are merged in at run time */
         char **add_hosts;  /* --gate-add-host NAME:IP */
         bool no_gate;
+        /* Address entries may reach the host itself (allowlist_check_host_ranges). Set only by
+         * the user: flags and the user's config, never anything in the project. */
+        bool insecure_allow_host_ranges;
         char *proxy;       /* HOST:PORT of the user's own proxy */
         char *user_allowlist; /* the user's allowlist file, "" for none */
         bool node_source_npm; /* Node from the npm registry instead of the official tarball */
@@ -262,6 +265,8 @@ typedef struct sandbox_network {
         gate_info gate;        /* when a gate serves this run */
 } sandbox_network;
 void sandbox_network_done(sandbox_network *n);
+/* Every address of this host's interfaces, as text (the gate refuses them); NULL for none. */
+int host_own_addresses(char ***ret);
 int policy_allowlist(const aisb_policy *p, allowlist *ret, aisb_error **err);
 /* Work out the network; with ctx NULL nothing is started (printing, dry runs) and the gate
  * port is shown as a placeholder. */

@@ -258,10 +258,16 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         _cleanup_free_ char *conf = NULL, *hosts = NULL, *cache_log = NULL, *image = NULL;
         _cleanup_free_ char *start = NULL;
         _cleanup_(build_context_done) build_context context = {};
+        _cleanup_strv_free_ char **host_addresses = NULL;
+        r = host_own_addresses(&host_addresses);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot list the host's addresses for the gate: %s",
+                                      strerror(-r));
         squid_options so = {
                 .port = g->port,
                 .hosts_file = GATE_DIR_INSIDE "/hosts",
                 .add_hosts = (const char *const *) p->add_hosts,
+                .host_addresses = (const char *const *) host_addresses,
                 .access_log = GATE_DIR_INSIDE "/access.log",
                 .cache_log = GATE_DIR_INSIDE "/cache.log",
         };
