@@ -240,8 +240,11 @@ typedef struct gate_info {
 } gate_info;
 typedef struct egress_summary {
         unsigned long allowed, denied;
+        unsigned long failed; /* let through by the gate, not completed (egress_count_line) */
         char denied_names[8][128];
         size_t n_denied_names;
+        char failed_names[8][128];
+        size_t n_failed_names;
 } egress_summary;
 void gate_info_done(gate_info *g);
 int state_dir(const char *sub, char **ret, aisb_error **err);

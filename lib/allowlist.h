@@ -30,11 +30,13 @@
 #define ALLOWLIST_GATE_VERSION "aisb-gate 2"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
- *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES URL
- * e.g. "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 example.com:443".
- * A request the gate refused has STATUS 403 and SQUID_STATUS TCP_DENIED; HOST is "-" when
- * squid could not parse the request. */
-#define ALLOWLIST_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %ru"
+ *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
+ * e.g. "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 - example.com:443".
+ * A request the gate refused has SQUID_STATUS TCP_DENIED (STATUS 403, ERROR
+ * ERR_ACCESS_DENIED); ERROR names squid's own error page (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...)
+ * and is "-" when the answer came from the destination; STATUS is 0 when the client left
+ * before an answer; HOST is "-" when squid could not parse the request. */
+#define ALLOWLIST_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru"
 
 typedef enum allow_kind {
         ALLOW_DOMAIN,

@@ -731,6 +731,117 @@ START_TEST(test_squid_config_refused)
 }
 END_TEST
 
+/* ---- the gate's access log, counted ---- */
+
+/* Real lines, written by Debian's squid 5.7 and 6.13 with this logformat, for the same
+ * requests: a liveness probe; a refused name (GET and CONNECT); a listed name over GET and
+ * CONNECT; a listed name on a port nothing listens on (GET, CONNECT); a listed name that does
+ * not resolve (GET, CONNECT); the client gone before the answer and in the middle of it; a
+ * tunnel the client closed; the origin's own 503; another probe; a request squid could not
+ * parse. */
+static const char *const squid_logs[] = {
+                "1796136537.564 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136537.571 127.0.0.1 GET denied.test:80 403 TCP_DENIED 1550 ERR_ACCESS_DENIED http://denied.test/\n"
+                "1796136537.578 127.0.0.1 GET ok.test:41441 200 TCP_MISS 6211 - http://ok.test:41441/\n"
+                "1796136537.584 127.0.0.1 CONNECT ok.test:41441 200 TCP_TUNNEL 6153 - ok.test:41441\n"
+                "1796136537.589 127.0.0.1 GET ok.test:41442 503 TCP_MISS 1573 ERR_CONNECT_FAIL http://ok.test:41442/\n"
+                "1796136537.597 127.0.0.1 CONNECT ok.test:41442 503 NONE_NONE 0 ERR_CONNECT_FAIL ok.test:41442\n"
+                "1796136537.603 127.0.0.1 GET nodns.aisb.test:41441 502 TCP_MISS 1559 ERR_READ_ERROR http://nodns.aisb.test:41441/\n"
+                "1796136537.611 127.0.0.1 CONNECT nodns.aisb.test:41441 500 NONE_NONE 0 ERR_CANNOT_FORWARD nodns.aisb.test:41441\n"
+                "1796136538.618 127.0.0.1 GET ok.test:41441 0 TCP_MISS_ABORTED 0 ERR_CLIENT_GONE http://ok.test:41441/slow\n"
+                "1796136539.627 127.0.0.1 GET ok.test:41441 200 TCP_MISS_ABORTED 311 ERR_CLIENT_GONE http://ok.test:41441/half\n"
+                "1796136540.637 127.0.0.1 CONNECT ok.test:41441 200 TCP_TUNNEL 39 - ok.test:41441\n"
+                "1796136540.645 127.0.0.1 CONNECT denied.test:443 403 TCP_DENIED 1554 ERR_ACCESS_DENIED denied.test:443\n"
+                "1796136540.654 127.0.0.1 GET ok.test:41441 503 TCP_MISS 225 - http://ok.test:41441/err503\n"
+                "1796136540.655 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136540.676 127.0.0.1 garbage -:- 400 NONE_NONE 1519 - error:invalid-request\n",
+                "1796136550.224 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136550.231 127.0.0.1 GET denied.test:80 403 TCP_DENIED 3338 ERR_ACCESS_DENIED http://denied.test/\n"
+                "1796136550.273 127.0.0.1 GET ok.test:41741 200 TCP_MISS 6179 - http://ok.test:41741/\n"
+                "1796136550.283 127.0.0.1 CONNECT ok.test:41741 200 TCP_TUNNEL 6153 - ok.test:41741\n"
+                "1796136550.293 127.0.0.1 GET ok.test:41742 503 TCP_MISS_ABORTED 3377 ERR_CONNECT_FAIL http://ok.test:41742/\n"
+                "1796136550.300 127.0.0.1 CONNECT ok.test:41742 503 TCP_TUNNEL 0 ERR_CONNECT_FAIL ok.test:41742\n"
+                "1796136550.343 127.0.0.1 GET nodns.aisb.test:41741 503 TCP_MISS_ABORTED 3515 ERR_DNS_FAIL http://nodns.aisb.test:41741/\n"
+                "1796136550.391 127.0.0.1 CONNECT nodns.aisb.test:41741 503 TCP_TUNNEL 0 ERR_DNS_FAIL nodns.aisb.test:41741\n"
+                "1796136551.415 127.0.0.1 GET ok.test:41741 0 TCP_MISS_ABORTED 0 ERR_CLIENT_GONE http://ok.test:41741/slow\n"
+                "1796136552.422 127.0.0.1 GET ok.test:41741 200 TCP_MISS_ABORTED 279 ERR_CLIENT_GONE http://ok.test:41741/half\n"
+                "1796136553.432 127.0.0.1 CONNECT ok.test:41741 200 TCP_TUNNEL 39 - ok.test:41741\n"
+                "1796136553.442 127.0.0.1 CONNECT denied.test:443 403 TCP_DENIED 3342 ERR_ACCESS_DENIED denied.test:443\n"
+                "1796136553.456 127.0.0.1 GET ok.test:41741 503 TCP_MISS 193 - http://ok.test:41741/err503\n"
+                "1796136553.461 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136553.533 127.0.0.1 - -:- 400 NONE_NONE 3307 ERR_PROTOCOL_UNKNOWN error:invalid-request\n",
+};
+
+START_TEST(test_egress_real_lines)
+{
+        const char *log = squid_logs[_i];
+        egress_summary s = {};
+        for (const char *line = log; *line;) {
+                const char *nl = strchr(line, '\n');
+                char *one = strndup(line, (size_t) (nl - line + 1));
+                ck_assert_int_eq(egress_count_line(&s, one), 0);
+                free(one);
+                line = nl + 1;
+        }
+        /* The listed name, the tunnel the client closed and the origin's 503 reached their
+         * destination; the refusals are the gate's; the rest was let through and failed. */
+        ck_assert_uint_eq(s.allowed, 4);
+        ck_assert_uint_eq(s.denied, 2);
+        ck_assert_uint_eq(s.failed, 7);
+        ck_assert_uint_eq(s.n_denied_names, 1);
+        ck_assert_str_eq(s.denied_names[0], "denied.test");
+        ck_assert_uint_eq(s.n_failed_names, 2);
+        ck_assert_str_eq(s.failed_names[0], "ok.test");
+        ck_assert_str_eq(s.failed_names[1], "nodns.aisb.test");
+}
+END_TEST
+
+START_TEST(test_egress_classes)
+{
+        static const struct {
+                const char *line;
+                int counted; /* 'a'llowed, 'd'enied, 'f'ailed, 0 for not counted, 'x' for refused */
+        } cases[] = {
+                /* squid 6.13, before the ERROR field: a refused CONNECT whose client left at once */
+                { "1796136396.463 127.0.0.1 CONNECT denied.test:443 403 TCP_DENIED_ABORTED 288 denied.test:443\n", 'd' },
+                /* the same format: a plain success, an origin's 403 (its answer, not the gate's) */
+                { "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 example.com:443\n", 'a' },
+                { "1718000000.123 127.0.0.1 GET example.com:80 403 TCP_MISS 120 - http://example.com/\n", 'a' },
+                { "1718000000.123 127.0.0.1 GET example.com:80 403 TCP_MISS 120 http://example.com/\n", 'a' },
+                /* squid 4's tag for nothing forwarded, a timeout, a read error page */
+                { "1 127.0.0.1 CONNECT a.test:443 503 TAG_NONE 0 - a.test:443\n", 'f' },
+                { "1 127.0.0.1 GET a.test:80 504 TCP_MISS_TIMEDOUT 0 - http://a.test/\n", 'f' },
+                { "1 127.0.0.1 GET a.test:80 502 TCP_MISS 10 ERR_READ_ERROR http://a.test/\n", 'f' },
+                { "1 127.0.0.1 GET a.test:80 000 TCP_MISS 0 - http://a.test/\n", 'f' },
+                /* a CONNECT that got no tunnel, whatever its tag */
+                { "1 127.0.0.1 CONNECT a.test:443 502 TCP_TUNNEL 0 - a.test:443\n", 'f' },
+                /* a connection that sent nothing is no egress; one that sent garbage is */
+                { "1 127.0.0.1 - -:- 000 NONE 0 - error:transaction-end-before-headers\n", 0 },
+                { "1 127.0.0.1 - -:- 400 NONE_NONE 3307 ERR_PROTOCOL_UNKNOWN error:invalid-request\n", 'f' },
+                /* too short to say anything */
+                { "1 127.0.0.1 GET a.test:80 200\n", 'x' },
+                { "\n", 'x' },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                egress_summary s = {};
+                int r = egress_count_line(&s, cases[i].line);
+                int got = r < 0 ? 'x' : s.allowed ? 'a' : s.denied ? 'd' : s.failed ? 'f' : 0;
+                ck_assert_msg(got == cases[i].counted, "%s counted as '%c', not '%c'", cases[i].line,
+                              got ? got : '0', cases[i].counted ? cases[i].counted : '0');
+                ck_assert_uint_le(s.allowed + s.denied + s.failed, 1);
+        }
+
+        /* A field longer than any buffer does not shift the fields after it. */
+        char *line = NULL;
+        ck_assert_int_ge(asprintf(&line, "1 127.0.0.1 %0300d a.test:80 403 TCP_DENIED 0 ERR_ACCESS_DENIED x\n", 7), 0);
+        egress_summary s = {};
+        ck_assert_int_eq(egress_count_line(&s, line), 0);
+        ck_assert_uint_eq(s.denied, 1);
+        ck_assert_str_eq(s.denied_names[0], "a.test");
+        free(line);
+}
+END_TEST
+
 /* ---- gate hash ---- */
 
 static char *hash_of(const char *const *entries, const char *const *add_hosts)
@@ -1328,6 +1439,8 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_squid_config_long_acl);
         tcase_add_test(tc, test_squid_config_refused);
         tcase_add_test(tc, test_gate_hash);
+        tcase_add_loop_test(tc, test_egress_real_lines, 0, ELEMENTSOF(squid_logs));
+        tcase_add_test(tc, test_egress_classes);
         suite_add_tcase(s, tc);
         tc = tcase_create("host ranges");
         tcase_add_loop_test(tc, test_host_ranges, 0, ELEMENTSOF(host_range_cases));
