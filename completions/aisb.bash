@@ -8,7 +8,7 @@ _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --pr
   --gate-add-host --env --env-file --mount --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
   --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root
-  --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
+  --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
   --print-entrypoint --config --socket --quiet --help'
 
 # The options "aisb build" accepts: those that decide the image, and the output flags.

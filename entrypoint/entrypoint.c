@@ -8,6 +8,7 @@
  * It is linked statically (libc, libnftnl, libmnl, libseccomp) so that it runs in any image,
  * bind-mounted read-only from the host. All its messages go to stderr, prefixed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -178,6 +180,53 @@ static void install_ruleset(const struct netpolicy *p)
         say("WARNING: ****************************************************************");
 }
 
+/* --allow-dns: the nameservers podman wrote into /etc/resolv.conf, read before the ruleset is
+ * built and long before the command runs. The root filesystem is read-only and the file is
+ * podman's, but it is read as if it were not: no symlink, nothing that blocks, a regular file,
+ * bounded. Anything wrong means no DNS rule, said on stderr: closed, never open to all. */
+static void read_resolvers(struct netpolicy *p)
+{
+        const char *path = NETPOLICY_RESOLV_CONF;
+        struct stat st;
+        char *buf = NULL;
+        size_t size = 0;
+        int fd;
+
+        p->resolvers_read = true;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+                say("cannot read %s (%s): no DNS rule, names resolve only through the loopback", path,
+                    strerror(errno));
+                return;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > NETPOLICY_RESOLV_CONF_MAX ||
+            !(buf = malloc(NETPOLICY_RESOLV_CONF_MAX + 1))) {
+                say("%s is not a regular file of at most %d KiB: no DNS rule", path,
+                    NETPOLICY_RESOLV_CONF_MAX / 1024);
+                (void) close(fd);
+                return;
+        }
+        /* One byte past the bound tells a file that grew since fstat from one that did not. */
+        while (size <= NETPOLICY_RESOLV_CONF_MAX) {
+                ssize_t n = read(fd, buf + size, NETPOLICY_RESOLV_CONF_MAX + 1 - size);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                size += (size_t) n;
+        }
+        (void) close(fd);
+        if (size > NETPOLICY_RESOLV_CONF_MAX) {
+                say("%s is larger than %d KiB: no DNS rule", path, NETPOLICY_RESOLV_CONF_MAX / 1024);
+                free(buf);
+                return;
+        }
+        netpolicy_parse_resolv_conf(buf, size, &p->resolvers);
+        free(buf);
+        if (p->resolvers.n == 0 && p->resolvers.n_local == 0)
+                say("no nameserver in %s: no DNS rule, names do not resolve", path);
+}
+
 /* execvp reports EACCES when any PATH entry was unreadable, even if the command exists
  * nowhere; a shell says "not found" (127) then, and so do we. */
 static bool found_in_path(const char *name)
@@ -225,6 +274,8 @@ int main(int argc, char **argv)
                 return fflush(stdout) == 0 ? 0 : 1;
         }
 
+        if (p->net == NET_ALLOW && p->allow_dns)
+                read_resolvers(p);
         install_ruleset(p);
 
         /* Build the filter while allocation is still unconstrained; load it last. */

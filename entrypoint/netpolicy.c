@@ -199,6 +199,80 @@ int netpolicy_parse_allow(const char *s, struct allow_dest *ret, char *err, size
         return 0;
 }
 
+/* An address this host answers itself: over lo, which every ruleset accepts. */
+static bool address_is_local(const struct allow_dest *d)
+{
+        static const uint8_t v6_loopback[16] = { [15] = 1 }, v6_any[16] = {},
+                             v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+        if (d->family == AF_INET)
+                return d->addr[0] == 127 || (d->addr[0] | d->addr[1] | d->addr[2] | d->addr[3]) == 0;
+        return memcmp(d->addr, v6_loopback, 16) == 0 || memcmp(d->addr, v6_any, 16) == 0 ||
+               (memcmp(d->addr, v4_mapped, 12) == 0 && d->addr[12] == 127);
+}
+
+void netpolicy_parse_resolv_conf(const char *text, size_t size, struct resolvers *ret)
+{
+        static const char keyword[] = "nameserver";
+        const size_t keyword_len = sizeof(keyword) - 1;
+        size_t valid = 0;
+
+        memset(ret, 0, sizeof(*ret));
+        for (size_t pos = 0; pos < size && valid < NETPOLICY_MAX_RESOLVERS;) {
+                const char *line = text + pos;
+                const char *nl = memchr(line, '\n', size - pos);
+                size_t len = nl ? (size_t) (nl - line) : size - pos;
+                pos += len + 1;
+
+                /* glibc: the keyword at the very start of the line, then a blank. */
+                if (len <= keyword_len || memcmp(line, keyword, keyword_len) != 0 ||
+                    (line[keyword_len] != ' ' && line[keyword_len] != '\t'))
+                        continue;
+                size_t i = keyword_len;
+                while (i < len && (line[i] == ' ' || line[i] == '\t'))
+                        i++;
+                /* The address ends at a blank, a comment or the line's end (glibc cuts there). */
+                char token[64];
+                size_t n = 0;
+                while (i < len && !strchr(";# \t", line[i]) && line[i] != '\0' && n < sizeof(token) - 1)
+                        token[n++] = line[i++];
+                if (n == 0 || n == sizeof(token) - 1)
+                        continue;
+                token[n] = '\0';
+                /* Other whitespace (\r, \v, \f) makes glibc's exact parse refuse the line. */
+                bool blank_inside = false;
+                for (size_t k = 0; k < n; k++)
+                        blank_inside |= token[k] == '\r' || token[k] == '\v' || token[k] == '\f';
+                if (blank_inside)
+                        continue;
+
+                struct allow_dest d = {};
+                struct in_addr a4;
+                if (inet_aton(token, &a4)) {
+                        d.family = AF_INET;
+                        d.prefix = 32;
+                        memcpy(d.addr, &a4, 4);
+                } else {
+                        char *scope = strchr(token, '%'); /* an interface: means nothing to a rule */
+                        if (scope)
+                                *scope = '\0';
+                        if (inet_pton(AF_INET6, token, d.addr) != 1)
+                                continue;
+                        d.family = AF_INET6;
+                        d.prefix = 128;
+                }
+                valid++;
+                if (address_is_local(&d)) {
+                        ret->n_local++;
+                        continue;
+                }
+                bool seen = false;
+                for (size_t k = 0; k < ret->n && !seen; k++)
+                        seen = ret->addr[k].family == d.family && memcmp(ret->addr[k].addr, d.addr, 16) == 0;
+                if (!seen)
+                        ret->addr[ret->n++] = d;
+        }
+}
+
 static int parse_id(const char *opt, const char *s, unsigned *ret, char *err, size_t errlen)
 {
         unsigned long long v;
@@ -372,9 +446,16 @@ void netpolicy_ruleset(const struct netpolicy *p, struct netruleset *ret)
                         add_rule(out, r);
                 }
         }
-        if (p->allow_dns) {
-                add_rule(out, (struct netrule) { .kind = RULE_DEST, .l4proto = IPPROTO_UDP, .port = 53 });
-                add_rule(out, (struct netrule) { .kind = RULE_DEST, .l4proto = IPPROTO_TCP, .port = 53 });
+        /* DNS only to the resolvers the sandbox was given: port 53 anywhere would be a plain
+         * TCP tunnel to any host that listens there. */
+        for (size_t i = 0; p->allow_dns && p->resolvers_read && i < p->resolvers.n; i++) {
+                const struct allow_dest *d = &p->resolvers.addr[i];
+                struct netrule r = { .kind = RULE_DEST, .family = d->family, .prefix = d->prefix,
+                                     .l4proto = IPPROTO_UDP, .port = 53 };
+                memcpy(r.addr, d->addr, sizeof(r.addr));
+                add_rule(out, r);
+                r.l4proto = IPPROTO_TCP;
+                add_rule(out, r);
         }
 }
 
@@ -436,6 +517,10 @@ void netpolicy_print_ruleset(const struct netpolicy *p, FILE *f)
                         (void) netrule_format(&ch->rules[i], ch->is_input, line, sizeof(line));
                         fprintf(f, "\t\t%s\n", line);
                 }
+                /* Not yet known to whoever prints: the entrypoint reads them at start. */
+                if (ch->hook == NF_INET_LOCAL_OUT && p->net == NET_ALLOW && p->allow_dns && !p->resolvers_read)
+                        fprintf(f, "\t\t# udp/tcp dport 53 to each nameserver of %s, read at start "
+                                   "(loopback ones need no rule)\n", NETPOLICY_RESOLV_CONF);
                 fprintf(f, "\t}\n");
         }
         fprintf(f, "}\n");
@@ -479,9 +564,18 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                 fprintf(f, "  1. network: --net full: no ruleset (warning on stderr)\n");
                 fprintf(f, "  2. verify: nothing to verify\n");
         } else {
-                fprintf(f, "  1. network: install table inet %s as one netlink batch: %zu chains "
-                           "(policy drop), %zu rules; failure exits %d%s\n",
-                        NETPOLICY_TABLE, rs->n_chains, nrules, EP_EXIT_UNENFORCED,
+                fprintf(f, "  1. network: ");
+                if (p->net == NET_ALLOW && p->allow_dns && !p->resolvers_read)
+                        fprintf(f, "read %s (a regular file, no symlink, at most %d KiB) to allow "
+                                   "udp/tcp dport 53 to each nameserver of %s, loopback ones needing no "
+                                   "rule (none, or no such file: no DNS rule, said on stderr); ",
+                                NETPOLICY_RESOLV_CONF, NETPOLICY_RESOLV_CONF_MAX / 1024, NETPOLICY_RESOLV_CONF);
+                fprintf(f, "install table inet %s as one netlink batch: %zu chains "
+                           "(policy drop), %zu rules%s; failure exits %d%s\n",
+                        NETPOLICY_TABLE, rs->n_chains, nrules,
+                        p->net == NET_ALLOW && p->allow_dns && !p->resolvers_read
+                                ? ", plus two for each nameserver" : "",
+                        EP_EXIT_UNENFORCED,
                         p->allow_unenforced ? " unless --allow-unenforced (then a warning)" : "");
                 fprintf(f, "  2. verify: read table, chains (hook, priority, policy) and every rule back "
                            "over netlink and compare; a difference exits %d%s\n",

@@ -41,15 +41,35 @@ struct allow_dest {
         uint16_t port;        /* host order; 0 = any TCP or UDP port */
 };
 
+/* glibc asks at most three nameservers (MAXNS) and ignores the lines after them. */
+#define NETPOLICY_MAX_RESOLVERS 3
+/* /etc/resolv.conf is a few lines that podman writes; more than this is not one of those. */
+#define NETPOLICY_RESOLV_CONF_MAX (64 * 1024)
+#define NETPOLICY_RESOLV_CONF "/etc/resolv.conf"
+
+/* The nameservers of a resolv.conf, as glibc reads them: the first NETPOLICY_MAX_RESOLVERS
+ * valid "nameserver ADDR" lines. Those that are this host (loopback, unspecified) are counted
+ * apart: they are reached over lo, which the ruleset accepts anyway. */
+struct resolvers {
+        struct allow_dest addr[NETPOLICY_MAX_RESOLVERS]; /* /32 or /128, port 0; no repeats */
+        size_t n;
+        size_t n_local;
+};
+
 struct netpolicy {
         enum net_mode net;
         struct allow_dest allow[NETPOLICY_MAX_ALLOW];
         size_t n_allow;
+        /* --allow-dns: UDP and TCP port 53 to each of resolvers, which the entrypoint reads from
+         * /etc/resolv.conf before it builds the ruleset (resolvers_read). The printers, which
+         * read nothing, describe that instead of listing addresses. */
         bool allow_dns;
         /* --seed SRC:DEST: after the drop, copy SRC's regular files into DEST (created) as the
          * user. Both absolute, or empty for none. */
         char seed_source[NETPOLICY_SEED_PATH_MAX];
         char seed_dest[NETPOLICY_SEED_PATH_MAX];
+        struct resolvers resolvers;
+        bool resolvers_read;
         bool allow_unenforced;
         bool keep_root;
         bool print_ruleset;
@@ -66,6 +86,12 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
 
 /* Parse one --allow value. Exposed for the tests and for libaisb's own validation. */
 int netpolicy_parse_allow(const char *s, struct allow_dest *ret, char *err, size_t errlen);
+
+/* Parse resolv.conf text (size bytes, not NUL-terminated) the way glibc's resolver does:
+ * "nameserver" at the start of a line, blanks, an address (IPv4 as inet_aton reads it, IPv6
+ * with an optional %scope, which is dropped), anything after it ignored; comment lines (# or
+ * ;) and everything else skipped. Pure: no I/O, no allocation, any input. */
+void netpolicy_parse_resolv_conf(const char *text, size_t size, struct resolvers *ret);
 
 /* The abstract ruleset: what every chain of table inet aisb holds. */
 enum netrule_kind {

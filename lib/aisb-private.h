@@ -80,6 +80,9 @@ struct aisb_policy {
         allowlist allow;   /* --allow entries; the files are merged in at run time */
         char **add_hosts;  /* --gate-add-host NAME:IP */
         bool no_gate;
+        /* Address entries may reach the host itself (allowlist_check_host_ranges). Set only by
+         * the user: flags and the user's config, never anything in the project. */
+        bool insecure_allow_host_ranges;
         char *proxy;       /* HOST:PORT of the user's own proxy */
         char *user_allowlist; /* the user's allowlist file, "" for none */
         bool node_source_npm; /* Node from the npm registry instead of the official tarball */
@@ -245,8 +248,11 @@ typedef struct gate_info {
 } gate_info;
 typedef struct egress_summary {
         unsigned long allowed, denied;
+        unsigned long failed; /* let through by the gate, not completed (egress_count_line) */
         char denied_names[8][128];
         size_t n_denied_names;
+        char failed_names[8][128];
+        size_t n_failed_names;
 } egress_summary;
 void gate_info_done(gate_info *g);
 int state_dir(const char *sub, char **ret, aisb_error **err);
@@ -270,6 +276,8 @@ typedef struct sandbox_network {
         gate_info gate;        /* when a gate serves this run */
 } sandbox_network;
 void sandbox_network_done(sandbox_network *n);
+/* Every address of this host's interfaces, as text (the gate refuses them); NULL for none. */
+int host_own_addresses(char ***ret);
 struct project_settings;
 /* The merged allowlist: --allow entries, the project's file (from settings, the run's
  * snapshot of .ai-sandbox; NULL: read it now, the same way), the user's file. */

@@ -223,6 +223,7 @@ static int parse_address(int family, const char *addr_text, const char *prefix_t
                 return -ENOMEM;
         e->kind = ALLOW_ADDRESS;
         e->family = family;
+        memcpy(e->addr, network, sizeof e->addr);
         e->prefix = prefix;
         e->port = port;
         return 0;
@@ -367,7 +368,7 @@ static size_t capacity_for(size_t n)
 }
 
 static int add_trimmed(allowlist *l, const char *text, size_t len, const char *origin,
-                       aisb_error **err)
+                       unsigned flags, aisb_error **err)
 {
         char shown[SHOWN_MAX];
         show_entry(text, len, shown);
@@ -395,6 +396,11 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
                                       shown, why);
         }
         _cleanup_free_ char *host = e.host;
+        if (e.kind == ALLOW_ADDRESS && (flags & ALLOWLIST_FILE_DOMAINS_ONLY))
+                return aisb_error_set(err, -EINVAL,
+                                      "%s: '%s' is an address, and a project's allowlist may name "
+                                      "domains only: put it in --allow or ~/.config/ai-sandbox/allow",
+                                      origin, shown);
 
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *o = &l->entries[i];
@@ -435,11 +441,11 @@ int allowlist_add(allowlist *l, const char *text, const char *origin, aisb_error
                 text++, len--;
         while (len > 0 && is_space(text[len - 1]))
                 len--;
-        return add_trimmed(l, text, len, origin, err);
+        return add_trimmed(l, text, len, origin, 0, err);
 }
 
-int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char *origin,
-                         aisb_error **err)
+static int parse_text(allowlist *l, const char *text, size_t size, const char *origin,
+                      unsigned flags, aisb_error **err)
 {
         const char *end = text + size;
         /* A UTF-8 byte order mark from an editor is harmless at the start, and only there. */
@@ -470,11 +476,17 @@ int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char
                 _cleanup_free_ char *where = NULL;
                 if (asprintf(&where, "%s:%u", origin, line_no) < 0)
                         return aisb_error_set(err, -ENOMEM, "out of memory");
-                int r = add_trimmed(l, p, (size_t) (q - p), where, err);
+                int r = add_trimmed(l, p, (size_t) (q - p), where, flags, err);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char *origin,
+                         unsigned flags, aisb_error **err)
+{
+        return parse_text(l, text, size, origin, flags & ALLOWLIST_FILE_DOMAINS_ONLY, err);
 }
 
 /* The path as a message shows it: $HOME as "~", like the documentation writes it. */
@@ -489,7 +501,7 @@ static char *display_path(const char *path)
         return strdup(path);
 }
 
-int allowlist_load_file(allowlist *l, const char *path, bool optional, aisb_error **err)
+int allowlist_load_file(allowlist *l, const char *path, unsigned flags, aisb_error **err)
 {
         _cleanup_free_ char *shown = display_path(path);
         if (!shown)
@@ -498,7 +510,7 @@ int allowlist_load_file(allowlist *l, const char *path, bool optional, aisb_erro
         /* O_NONBLOCK: a FIFO planted where the file should be must not hang us. */
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
-                if (errno == ENOENT && optional)
+                if (errno == ENOENT && (flags & ALLOWLIST_FILE_OPTIONAL))
                         return 0;
                 int r = -errno;
                 return aisb_error_set(err, r, "%s: cannot open the allowlist: %s", shown,
@@ -532,7 +544,7 @@ int allowlist_load_file(allowlist *l, const char *path, bool optional, aisb_erro
                 return aisb_error_set(err, -EINVAL, "%s:%u: a NUL byte: not a text file", shown,
                                       line_no);
         }
-        return allowlist_parse_text(l, text, size, shown, err);
+        return parse_text(l, text, size, shown, flags, err);
 }
 
 static bool port_matches(const allow_entry *e, unsigned port)
@@ -583,6 +595,86 @@ int allowlist_entrypoint_arg(const allow_entry *e, char **ret)
         if (n < 0)
                 return -ENOMEM;
         *ret = r;
+        return 0;
+}
+
+/*
+ * The ranges through which a sandbox reaches the host itself rather than a destination, in
+ * the network modes aisb uses: a direct rule to any of them opens every service the user runs
+ * on the host's loopback, or the cloud's metadata service. 10.0.2.2 is also the address aisb
+ * gives pasta's --map-host-loopback, so the table holds for podman 5 as well.
+ */
+static const struct host_range {
+        int family;
+        uint8_t addr[16];
+        unsigned prefix;
+        const char *what;
+} host_ranges[] = {
+        { AF_INET, { 127 }, 8, "127.0.0.0/8, the host's loopback" },
+        { AF_INET, { 0 }, 8, "0.0.0.0/8, which Linux connects to the local host" },
+        { AF_INET, { 169, 254 }, 16,
+          "169.254.0.0/16, link-local: cloud metadata, pasta's host 169.254.1.2 and resolver 169.254.1.1" },
+        { AF_INET, { 10, 0, 2 }, 24,
+          "10.0.2.0/24, slirp4netns: the host's loopback at 10.0.2.2, its resolver at 10.0.2.3" },
+        { AF_INET6, { [15] = 1 }, 128, "::1, the host's loopback" },
+        { AF_INET6, { 0 }, 128, "::, which Linux connects to the local host" },
+        { AF_INET6, { 0xfe, 0x80 }, 10, "fe80::/10, link-local" },
+};
+
+/* Wider blocks than these are catch-alls, not destinations: no single network holds more than
+ * an IPv4 /8 (the old class A, the unit IANA hands to the registries) or an IPv6 /16 (the
+ * registries' own blocks are /12; the largest allocations to one network are /19 or so). */
+#define CATCH_ALL_IPV4_PREFIX 8
+#define CATCH_ALL_IPV6_PREFIX 16
+
+/* Two blocks overlap when they agree on the bits of the shorter prefix. */
+static bool blocks_overlap(const uint8_t *a, unsigned a_prefix, const uint8_t *b, unsigned b_prefix)
+{
+        unsigned bits = a_prefix < b_prefix ? a_prefix : b_prefix;
+        for (unsigned i = 0; i < bits; i++) {
+                uint8_t mask = (uint8_t) (0x80u >> (i % 8));
+                if ((a[i / 8] & mask) != (b[i / 8] & mask))
+                        return false;
+        }
+        return true;
+}
+
+const char *allowlist_host_range(int family, const uint8_t addr[static 16], unsigned prefix)
+{
+        for (size_t i = 0; i < ELEMENTSOF(host_ranges); i++) {
+                const struct host_range *h = &host_ranges[i];
+                if (h->family == family && blocks_overlap(addr, prefix, h->addr, h->prefix))
+                        return h->what;
+        }
+        return NULL;
+}
+
+int allowlist_check_host_ranges(const allowlist *l, bool insecure_allow_host_ranges,
+                                aisb_error **err)
+{
+        if (insecure_allow_host_ranges)
+                return 0;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_ADDRESS)
+                        continue;
+                _cleanup_free_ char *text = NULL;
+                if (allowlist_entrypoint_arg(e, &text) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                unsigned widest = e->family == AF_INET ? CATCH_ALL_IPV4_PREFIX : CATCH_ALL_IPV6_PREFIX;
+                if (e->prefix < widest)
+                        return aisb_error_set(err, -EINVAL,
+                                              "%s: '%s' is a catch-all (wider than /%u), which opens "
+                                              "the host itself with everything else: name the "
+                                              "networks you need, or add --insecure-allow-host-ranges",
+                                              e->origin, text, widest);
+                const char *what = allowlist_host_range(e->family, e->addr, e->prefix);
+                if (what)
+                        return aisb_error_set(err, -EINVAL,
+                                              "%s: '%s' reaches the host itself (%s): refused unless "
+                                              "--insecure-allow-host-ranges",
+                                              e->origin, text, what);
+        }
         return 0;
 }
 
@@ -755,6 +847,30 @@ static int acl_lines(buffer *b, const char *name, const char *type, const char *
         return r;
 }
 
+/* The destinations the gate refuses for every name not mapped on purpose (aisb_local_dst):
+ * the host itself (loopback, "this host", the unspecified address), link-local (cloud
+ * metadata), and the private and shared ranges (the host's network neighbours, its container
+ * bridges, a VPN, a carrier's NAT). The gate runs on the host's network, so to it these are
+ * the host's surroundings, never the internet a listed name is meant to reach. */
+static const struct gate_local_range {
+        int family;
+        uint8_t addr[16];
+        unsigned prefix;
+        const char *text;
+} gate_local_ranges[] = {
+        { AF_INET, { 0 }, 8, "0.0.0.0/8" },
+        { AF_INET, { 127 }, 8, "127.0.0.0/8" },
+        { AF_INET, { 169, 254 }, 16, "169.254.0.0/16" },
+        { AF_INET, { 10 }, 8, "10.0.0.0/8" },
+        { AF_INET, { 172, 16 }, 12, "172.16.0.0/12" },
+        { AF_INET, { 192, 168 }, 16, "192.168.0.0/16" },
+        { AF_INET, { 100, 64 }, 10, "100.64.0.0/10" },
+        { AF_INET6, { 0 }, 128, "::/128" },
+        { AF_INET6, { [15] = 1 }, 128, "::1" },
+        { AF_INET6, { 0xfe, 0x80 }, 10, "fe80::/10" },
+        { AF_INET6, { 0xfc }, 7, "fc00::/7" },
+};
+
 int allowlist_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
                            aisb_error **err)
 {
@@ -772,6 +888,37 @@ int allowlist_squid_config(const allowlist *l, const squid_options *o, char **re
                                               "gate path '%s': must be absolute and use only "
                                               "letters, digits and /._-+", shown);
                 }
+
+        /* The local ranges, then the host's own addresses, each checked and written
+         * canonically: no text reaches squid.conf unchecked. One inside a range is left out,
+         * as is a repeat: squid would warn about both. */
+        _cleanup_strv_free_ char **local_dst = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(gate_local_ranges); i++)
+                if (strv_push(&local_dst, gate_local_ranges[i].text) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; o->host_addresses && o->host_addresses[i]; i++) {
+                const char *text = o->host_addresses[i];
+                uint8_t addr[16];
+                int family = strchr(text, ':') ? AF_INET6 : AF_INET;
+                char canonical[INET6_ADDRSTRLEN];
+                if (strlen(text) >= sizeof canonical ||
+                    (family == AF_INET ? !parse_ipv4(text, addr) : !parse_ipv6(text, addr))) {
+                        char shown[SHOWN_MAX];
+                        show_entry(text, strlen(text), shown);
+                        return aisb_error_set(err, -EINVAL, "host address '%s': not an IPv4 or IPv6 address",
+                                              shown);
+                }
+                (void) inet_ntop(family, addr, canonical, sizeof canonical);
+                bool seen = false;
+                for (size_t j = 0; j < ELEMENTSOF(gate_local_ranges) && !seen; j++)
+                        seen = gate_local_ranges[j].family == family &&
+                               blocks_overlap(addr, family == AF_INET ? 32 : 128,
+                                              gate_local_ranges[j].addr, gate_local_ranges[j].prefix);
+                for (size_t j = ELEMENTSOF(gate_local_ranges); local_dst[j] && !seen; j++)
+                        seen = streq(local_dst[j], canonical);
+                if (!seen && strv_push(&local_dst, canonical) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
 
         _cleanup_strv_free_ char **local_names = NULL;
         for (size_t i = 0; o->add_hosts && o->add_hosts[i]; i++) {
@@ -848,8 +995,8 @@ int allowlist_squid_config(const allowlist *l, const squid_options *o, char **re
                 "acl aisb_clients src 127.0.0.0/8 ::1\n"
                 "acl aisb_connect method CONNECT\n"
                 "acl aisb_schemes proto HTTP HTTPS\n"
-                "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n"
-                "acl aisb_local_dst dst 0.0.0.0/8 127.0.0.0/8 169.254.0.0/16 ::/128 ::1 fe80::/10\n");
+                "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n");
+        r |= acl_lines(&b, "aisb_local_dst", "dst", "", local_dst);
         if (local_names)
                 r |= acl_lines(&b, "aisb_local_names", "dstdomain -n", "", local_names) < 0 ? -ENOMEM : 0;
 
@@ -902,9 +1049,10 @@ int allowlist_squid_config(const allowlist *l, const squid_options *o, char **re
                 "http_access deny !aisb_connect !aisb_schemes\n");
         if (any)
                 r |= buffer_printf(&b, "http_access deny !aisb_ports\n");
-        /* The gate shares the host's network: a listed name that resolves to loopback or
-         * link-local (cloud metadata) would reach the host itself. Only --gate-add-host names,
-         * mapped on purpose, may. */
+        /* The gate shares the host's network: a listed name that resolves to loopback,
+         * link-local (cloud metadata), a private or shared range (the host's neighbours, its
+         * containers, a VPN) or one of the host's own addresses would reach the host or its
+         * network rather than the internet. Only --gate-add-host names, mapped on purpose, may. */
         r |= buffer_printf(&b, "http_access deny aisb_local_dst%s\n",
                            local_names ? " !aisb_local_names" : "");
         for (size_t i = 0; rules && rules[i]; i++)

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -26,14 +27,16 @@
 
 /* Bumped whenever the generated squid configuration changes meaning, so that a gate named by
  * allowlist_gate_hash() under an older generator is never reused. */
-#define ALLOWLIST_GATE_VERSION "aisb-gate 1"
+#define ALLOWLIST_GATE_VERSION "aisb-gate 2"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
- *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES URL
- * e.g. "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 example.com:443".
- * A request the gate refused has STATUS 403 and SQUID_STATUS TCP_DENIED; HOST is "-" when
- * squid could not parse the request. */
-#define ALLOWLIST_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %ru"
+ *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
+ * e.g. "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 - example.com:443".
+ * A request the gate refused has SQUID_STATUS TCP_DENIED (STATUS 403, ERROR
+ * ERR_ACCESS_DENIED); ERROR names squid's own error page (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...)
+ * and is "-" when the answer came from the destination; STATUS is 0 when the client left
+ * before an answer; HOST is "-" when squid could not parse the request. */
+#define ALLOWLIST_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru"
 
 typedef enum allow_kind {
         ALLOW_DOMAIN,
@@ -46,6 +49,7 @@ typedef struct allow_entry {
          * Address: canonical text "10.0.0.0/8", "2001:db8::/32", "192.0.2.1" (no /32 or /128). */
         char *host;
         int family;      /* AF_INET/AF_INET6 for addresses, 0 for domains */
+        uint8_t addr[16]; /* addresses: the network, host bits zero; unused for domains */
         unsigned prefix; /* addresses: 0..32 or 0..128; 0 for domains */
         unsigned port;   /* 0 = default: domains 80 and 443, addresses any TCP or UDP port */
         char *origin;    /* "--allow", or "PATH:LINE"; the first one for merged duplicates */
@@ -65,13 +69,34 @@ int allowlist_add(allowlist *l, const char *text, const char *origin, aisb_error
 
 /* Parse a whole allowlist text: one entry a line, '#' comments (whole line, or after
  * whitespace), blank lines, CRLF, a leading UTF-8 BOM. Errors name "ORIGIN:LINE". On failure
- * the entries of earlier lines may already have been added: callers refuse the run anyway. */
+ * the entries of earlier lines may already have been added: callers refuse the run anyway.
+ * flags: ALLOWLIST_FILE_DOMAINS_ONLY (below), or 0. */
 int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char *origin,
-                         aisb_error **err);
+                         unsigned flags, aisb_error **err);
 
-/* Read and parse an allowlist file (at most ALLOWLIST_FILE_MAX bytes, no NUL bytes). A missing
- * file is no error when optional is set. Errors name the path with $HOME shown as "~". */
-int allowlist_load_file(allowlist *l, const char *path, bool optional, aisb_error **err);
+/* allowlist_load_file's flags (and allowlist_parse_text's DOMAINS_ONLY). */
+#define ALLOWLIST_FILE_OPTIONAL (1u << 0)     /* a missing file is no error */
+/* Address entries are refused: for the project's file, which whoever wrote the repository
+ * (and the agent) wrote. Names go through the gate, which checks where they resolve;
+ * addresses become direct rules of the ruleset, which would check nothing. */
+#define ALLOWLIST_FILE_DOMAINS_ONLY (1u << 1)
+
+/* Read and parse an allowlist file (at most ALLOWLIST_FILE_MAX bytes, no NUL bytes). Errors
+ * name the path with $HOME shown as "~". */
+int allowlist_load_file(allowlist *l, const char *path, unsigned flags, aisb_error **err);
+
+/* The address ranges through which a sandbox reaches the host itself in some network mode
+ * aisb uses (slirp4netns, pasta, the host's loopback, link-local and cloud metadata). If
+ * the block family/addr/prefix overlaps one, returns that range's description ("127.0.0.0/8,
+ * the host's loopback"); otherwise NULL. */
+const char *allowlist_host_range(int family, const uint8_t addr[static 16], unsigned prefix);
+
+/* Refuse, with one line naming the entry's origin, every address entry that overlaps a range
+ * of allowlist_host_range() or is a catch-all (an IPv4 prefix shorter than /8, IPv6 shorter
+ * than /16): unless insecure_allow_host_ranges (--insecure-allow-host-ranges) says so.
+ * -EINVAL. */
+int allowlist_check_host_ranges(const allowlist *l, bool insecure_allow_host_ranges,
+                                aisb_error **err);
 
 size_t allowlist_count_domains(const allowlist *l);
 size_t allowlist_count_addresses(const allowlist *l);
@@ -100,9 +125,14 @@ int allowlist_gate_hash(const allowlist *l, const char *const *add_hosts, char *
 typedef struct squid_options {
         unsigned port;          /* listen on 127.0.0.1:port, 1..65535 */
         const char *hosts_file; /* path inside the gate container, or NULL */
-        /* "NAME:IP" entries the hosts file maps; only these names may reach loopback and
-         * link-local addresses through the gate. NULL for none. */
+        /* "NAME:IP" entries the hosts file maps; only these names may reach the local
+         * destinations (loopback, link-local, private and shared ranges, the host's own
+         * addresses) through the gate. NULL for none. */
         const char *const *add_hosts;
+        /* The host's own addresses (IPv4 or IPv6, as getifaddrs() lists them when the gate
+         * starts): the gate shares the host's network, so a listed name resolving to one of
+         * them would reach the host's services. NULL for none. */
+        const char *const *host_addresses;
         const char *access_log; /* NULL: /var/log/squid/access.log */
         const char *cache_log;  /* NULL: /var/log/squid/cache.log */
 } squid_options;

@@ -8,6 +8,7 @@
  * log is read straight from the host for each run's egress summary.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -258,10 +259,16 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         _cleanup_free_ char *conf = NULL, *hosts = NULL, *cache_log = NULL, *image = NULL;
         _cleanup_free_ char *start = NULL;
         _cleanup_(build_context_done) build_context context = {};
+        _cleanup_strv_free_ char **host_addresses = NULL;
+        r = host_own_addresses(&host_addresses);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot list the host's addresses for the gate: %s",
+                                      strerror(-r));
         squid_options so = {
                 .port = g->port,
                 .hosts_file = GATE_DIR_INSIDE "/hosts",
                 .add_hosts = (const char *const *) p->add_hosts,
+                .host_addresses = (const char *const *) host_addresses,
                 .access_log = GATE_DIR_INSIDE "/access.log",
                 .cache_log = GATE_DIR_INSIDE "/cache.log",
         };
@@ -412,29 +419,77 @@ int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
         return 0;
 }
 
-/* One access log line in ALLOWLIST_SQUID_LOGFORMAT: TIME CLIENT METHOD HOST:PORT STATUS ... */
+/* One access log line in ALLOWLIST_SQUID_LOGFORMAT:
+ *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
+ * counted as squid 5 and 6 log them (docs/allowlist.md has real lines): denied is the gate's
+ * own refusal (TCP_DENIED, also TCP_DENIED_ABORTED when the client left at once); failed is a
+ * request the gate let through that did not complete: status 0 (the client left first), an
+ * _ABORTED or _TIMEDOUT tag, NONE_NONE/TAG_NONE (squid 5 logs a failed CONNECT so, 6 as
+ * TCP_TUNNEL/503), an error page of squid's own (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...), or a
+ * CONNECT that got no tunnel. Everything else reached its destination and got an answer,
+ * whatever the status (a 503 of the origin's own is allowed egress). Fields are split on
+ * blanks by hand: a field too long for a buffer must not shift the ones after it. */
 int egress_count_line(egress_summary *s, const char *line)
 {
-        char method[32], host[300], status[8];
-        if (sscanf(line, "%*s %*s %31s %299s %7s", method, host, status) != 3)
+        const char *field[9] = {};
+        size_t len[9] = {}, n = 0;
+        for (const char *p = line; n < ELEMENTSOF(field);) {
+                while (*p && isspace((unsigned char) *p))
+                        p++;
+                if (!*p)
+                        break;
+                field[n] = p;
+                while (*p && !isspace((unsigned char) *p))
+                        p++;
+                len[n] = (size_t) (p - field[n]);
+                n++;
+        }
+#define FIELD_IS(i, text) (len[i] == strlen(text) && strncmp(field[i], text, len[i]) == 0)
+#define FIELD_STARTS(i, text) (len[i] >= strlen(text) && strncmp(field[i], text, strlen(text)) == 0)
+#define FIELD_HAS(i, text) (memmem(field[i], len[i], text, strlen(text)) != NULL)
+        enum { METHOD = 2, HOST = 3, STATUS = 4, TAG = 5, ERROR = 7 };
+        if (n <= TAG)
                 return -EBADMSG;
+        bool no_status = FIELD_IS(STATUS, "0") || FIELD_IS(STATUS, "000");
         /* A connection that sent no request (aisb's own liveness probe) is no egress. */
-        if (streq(method, "-"))
+        if (FIELD_IS(METHOD, "-") && no_status)
                 return 0;
-        if (streq(status, "403") || streq(status, "000")) {
+        /* Older lines (no ERROR field) hold the URL there, which never starts with ERR_. */
+        bool has_error = n > ERROR && FIELD_STARTS(ERROR, "ERR_");
+        char (*names)[sizeof s->denied_names[0]];
+        size_t *n_names;
+        if (FIELD_STARTS(TAG, "TCP_DENIED") || (has_error && FIELD_IS(ERROR, "ERR_ACCESS_DENIED"))) {
                 s->denied++;
-                char *colon = strrchr(host, ':');
-                if (colon && colon != host)
-                        *colon = 0;
-                host[sizeof s->denied_names[0] - 1] = 0; /* as stored, or repeats never match */
-                bool seen = false;
-                for (size_t i = 0; i < s->n_denied_names; i++)
-                        seen |= streq(s->denied_names[i], host);
-                if (!seen && s->n_denied_names < ELEMENTSOF(s->denied_names))
-                        snprintf(s->denied_names[s->n_denied_names++], sizeof s->denied_names[0],
-                                 "%.127s", host);
-        } else
+                names = s->denied_names;
+                n_names = &s->n_denied_names;
+        } else if (no_status || FIELD_HAS(TAG, "_ABORTED") || FIELD_HAS(TAG, "_TIMEDOUT") ||
+                   FIELD_STARTS(TAG, "NONE") || FIELD_STARTS(TAG, "TAG_NONE") || has_error ||
+                   (FIELD_IS(METHOD, "CONNECT") && !FIELD_IS(STATUS, "200"))) {
+                s->failed++;
+                names = s->failed_names;
+                n_names = &s->n_failed_names;
+        } else {
                 s->allowed++;
+                return 0;
+        }
+#undef FIELD_IS
+#undef FIELD_STARTS
+#undef FIELD_HAS
+        /* The name without its port, cut as stored, or repeats never match. */
+        char host[sizeof s->denied_names[0]];
+        size_t host_len = len[HOST];
+        const char *colon = memrchr(field[HOST], ':', host_len);
+        if (colon && colon != field[HOST])
+                host_len = (size_t) (colon - field[HOST]);
+        snprintf(host, sizeof host, "%.*s", (int) (host_len < sizeof host ? host_len : sizeof host - 1),
+                 field[HOST]);
+        if (streq(host, "-")) /* squid could not parse the request: nothing to name */
+                return 0;
+        for (size_t i = 0; i < *n_names; i++)
+                if (streq(names[i], host))
+                        return 0;
+        if (*n_names < ELEMENTSOF(s->denied_names))
+                memcpy(names[(*n_names)++], host, sizeof host);
         return 0;
 }
 

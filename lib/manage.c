@@ -319,6 +319,11 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code,
                 for (size_t i = 0; i < egress->n_denied_names; i++)
                         json_object_array_add(names, json_object_new_string(egress->denied_names[i]));
                 json_object_object_add(e, "denied_names", names);
+                json_object_object_add(e, "failed", json_object_new_int64((int64_t) egress->failed));
+                names = json_object_new_array();
+                for (size_t i = 0; i < egress->n_failed_names; i++)
+                        json_object_array_add(names, json_object_new_string(egress->failed_names[i]));
+                json_object_object_add(e, "failed_names", names);
                 json_object_object_add(o, "egress", e);
         }
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |

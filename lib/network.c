@@ -7,6 +7,7 @@
  * entrypoint's default-drop ruleset admits exactly those destinations and nothing else.
  */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -75,7 +76,9 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
         }
         /* The project's file first, then the user's: the first origin of a duplicate is the
          * one reported. The project's comes from the run's snapshot of .ai-sandbox (read
-         * without following links), or is read the same way here. */
+         * without following links), or is read the same way here. It may name domains
+         * only: whoever wrote the repository (or the agent, for the next run) wrote it, and an
+         * address becomes a direct rule that nothing checks, where a name still meets the gate. */
         if (p->project) {
                 project_settings own = {};
                 if (!settings) {
@@ -89,17 +92,45 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
                 else if (f && memchr(f->data, 0, f->size))
                         r = aisb_error_set(err, -EINVAL, "%s: a NUL byte: not a text file", origin);
                 else if (f)
-                        r = allowlist_parse_text(&l, f->data, f->size, origin, err);
+                        r = allowlist_parse_text(&l, f->data, f->size, origin,
+                                                 ALLOWLIST_FILE_DOMAINS_ONLY, err);
                 project_settings_done(&own);
         }
         _cleanup_free_ char *user = user_allowlist_path(p);
         if (r >= 0 && user)
-                r = allowlist_load_file(&l, user, true, err);
+                r = allowlist_load_file(&l, user, ALLOWLIST_FILE_OPTIONAL, err);
+        /* After the merge: the flag may come after the entries it concerns. */
+        if (r >= 0)
+                r = allowlist_check_host_ranges(&l, p->insecure_allow_host_ranges, err);
         if (r < 0) {
                 allowlist_done(&l);
                 return r;
         }
         *ret = l;
+        return 0;
+}
+
+int host_own_addresses(char ***ret)
+{
+        struct ifaddrs *list = NULL;
+        if (getifaddrs(&list) < 0)
+                return -errno;
+        _cleanup_strv_free_ char **addresses = NULL;
+        int r = 0;
+        for (struct ifaddrs *i = list; i && r >= 0; i = i->ifa_next) {
+                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                char text[INET6_ADDRSTRLEN];
+                const void *addr = i->ifa_addr->sa_family == AF_INET
+                                           ? (const void *) &((struct sockaddr_in *) i->ifa_addr)->sin_addr
+                                           : (const void *) &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr;
+                if (inet_ntop(i->ifa_addr->sa_family, addr, text, sizeof text))
+                        r = strv_push(&addresses, text);
+        }
+        freeifaddrs(list);
+        if (r < 0)
+                return r;
+        *ret = steal_pointer(&addresses);
         return 0;
 }
 
@@ -154,8 +185,10 @@ static int set_proxy_env(sandbox_network *n, const char *host, unsigned port)
         return 0;
 }
 
-/* --no-gate: each name resolved here, now, and pinned as address rules. */
-static int pin_domains(sandbox_network *n, aisb_error **err)
+/* --no-gate: each name resolved here, now, and pinned as address rules. A name is no way
+ * around the host ranges an address entry may not cover: whoever owns a name (the project's
+ * file names some) chooses what it resolves to. */
+static int pin_domains(sandbox_network *n, bool insecure_allow_host_ranges, aisb_error **err)
 {
         for (size_t i = 0; i < n->list.n; i++) {
                 const allow_entry *e = &n->list.entries[i];
@@ -174,6 +207,18 @@ static int pin_domains(sandbox_network *n, aisb_error **err)
                                                    : (const void *) &((struct sockaddr_in6 *) a->ai_addr)->sin6_addr;
                         if (!inet_ntop(a->ai_family, addr, ip, sizeof ip))
                                 continue;
+                        uint8_t bytes[16] = {};
+                        memcpy(bytes, addr, a->ai_family == AF_INET ? 4 : 16);
+                        const char *what = allowlist_host_range(a->ai_family, bytes,
+                                                                a->ai_family == AF_INET ? 32 : 128);
+                        if (what && !insecure_allow_host_ranges) {
+                                freeaddrinfo(res);
+                                return aisb_error_set(err, -EINVAL,
+                                                      "--no-gate: %s (%s) resolves to %s, which reaches the "
+                                                      "host itself (%s): refused unless "
+                                                      "--insecure-allow-host-ranges",
+                                                      e->host, e->origin, ip, what);
+                        }
                         const unsigned ports[] = { e->port ? e->port : 80, e->port ? 0 : 443 };
                         for (size_t k = 0; k < ELEMENTSOF(ports); k++) {
                                 if (!ports[k])
@@ -275,7 +320,7 @@ int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, const project_s
                 goto fail;
         }
         if (p->no_gate) {
-                r = pin_domains(&n, err);
+                r = pin_domains(&n, p->insecure_allow_host_ranges, err);
                 if (r < 0)
                         goto fail;
                 r = push_address_entries(&n);

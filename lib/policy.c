@@ -561,6 +561,8 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return set_bool(&p->shell, key, value, err);
         if (streq(key, "no-gate"))
                 return set_bool(&p->no_gate, key, value, err);
+        if (streq(key, "insecure-allow-host-ranges"))
+                return set_bool(&p->insecure_allow_host_ranges, key, value, err);
         if (streq(key, "no-pi-config"))
                 return set_bool(&p->no_pi_config, key, value, err);
         if (streq(key, "no-agents"))
@@ -895,6 +897,8 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
         if (p->net == SANDBOX_NET_ALLOW) {
                 if (p->no_gate)
                         r |= buffer_printf(&b, "no-gate=true\n");
+                if (p->insecure_allow_host_ranges)
+                        r |= buffer_printf(&b, "insecure-allow-host-ranges=true\n");
                 if (p->proxy)
                         r |= buffer_printf(&b, "proxy=%s\n", p->proxy);
                 for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++)

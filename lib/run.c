@@ -344,12 +344,16 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
         if (gate_summary(gate, offset, &s) < 0)
                 return;
         *ret = s;
+        /* "(denied: a, b; failed: c)": the names behind each count that is not zero. */
         buffer names = {};
         for (size_t i = 0; i < s.n_denied_names; i++)
-                (void) buffer_printf(&names, "%s%s", i ? ", " : "", s.denied_names[i]);
+                (void) buffer_printf(&names, "%s%s", i ? ", " : " (denied: ", s.denied_names[i]);
+        for (size_t i = 0; i < s.n_failed_names; i++)
+                (void) buffer_printf(&names, "%s%s", i ? ", " : s.n_denied_names ? "; failed: " : " (failed: ",
+                                     s.failed_names[i]);
         aisb_log(ctx, s.denied ? AISB_LOG_WARNING : AISB_LOG_INFO,
-                 "egress: %lu allowed, %lu denied%s%s%s", s.allowed, s.denied,
-                 s.denied ? " (" : "", s.denied ? names.data : "", s.denied ? ")" : "");
+                 "egress: %lu allowed, %lu denied, %lu failed%s%s", s.allowed, s.denied, s.failed,
+                 names.data ? names.data : "", names.data ? ")" : "");
         buffer_free(&names);
 }
 

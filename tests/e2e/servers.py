@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 # Test servers for the network e2e tests, all on this machine: each answers "server:NAME"
 # over HTTP (or HTTPS with the given certificate). Prints "NAME PORT" lines once listening,
-# then serves until killed or for at most 15 minutes.
+# then serves until killed or for at most 15 minutes. With a third argument, a file that
+# gets one line per request ("NAME PATH"): what reached the host.
 import http.server, socketserver, ssl, sys, threading, time
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if len(sys.argv) > 3:
+            with open(sys.argv[3], "a") as log:
+                log.write("%s %s\n" % (self.server.name, self.path))
         body = ("server:%s\n" % self.server.name).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))

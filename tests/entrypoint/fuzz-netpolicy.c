@@ -2,6 +2,8 @@
 /* Fuzz harness for the entrypoint's option parser, the part that reads argv the library
  * builds from user configuration. The input is split at NUL and newline bytes into argv
  * entries; whatever parses is also rendered as both texts, which must not crash either.
+ * The same bytes are also read as /etc/resolv.conf (netpolicy_parse_resolv_conf, given the
+ * exact size: no read past it), and the nameservers found go into the policy's ruleset.
  *
  * With libFuzzer (clang):
  *   clang -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ientrypoint \
@@ -40,6 +42,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         argv[argc] = NULL;
 
+        /* resolv.conf: at most three, each a whole address of its family, none of this host,
+         * no repeats. */
+        struct resolvers rv;
+        netpolicy_parse_resolv_conf((const char *) data, size, &rv);
+        if (rv.n + rv.n_local > NETPOLICY_MAX_RESOLVERS)
+                abort();
+        for (size_t i = 0; i < rv.n; i++) {
+                const struct allow_dest *a = &rv.addr[i];
+                if (!((a->family == 2 && a->prefix == 32) || (a->family == 10 && a->prefix == 128)) ||
+                    a->port != 0 || (a->family == 2 && a->addr[0] == 127))
+                        abort();
+                for (size_t j = 0; j < i; j++)
+                        if (rv.addr[j].family == a->family && memcmp(rv.addr[j].addr, a->addr, 16) == 0)
+                                abort();
+        }
+
         int r = netpolicy_parse(argc, argv, &p, err, sizeof(err));
         if (r != 0 && r != -EINVAL)
                 abort();
@@ -48,8 +66,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (f) {
                         netpolicy_print_ruleset(&p, f);
                         netpolicy_print_plan(&p, f);
+                        p.resolvers = rv;
+                        p.resolvers_read = true;
+                        netpolicy_print_ruleset(&p, f);
+                        netpolicy_print_plan(&p, f);
                         fclose(f);
                 }
+                /* Every nameserver found costs two rules, and all of them fit. */
+                static struct netruleset rs;
+                netpolicy_ruleset(&p, &rs);
+                size_t want = p.net == NET_FULL ? 0 : p.net == NET_NONE ? 1 : 2 + 2 * p.n_allow;
+                if (p.net == NET_ALLOW) {
+                        for (size_t i = 0; i < p.n_allow; i++)
+                                want -= p.allow[i].port != 0;
+                        if (p.allow_dns)
+                                want += 2 * rv.n;
+                }
+                if (rs.n_chains && rs.chains[2].n_rules != want)
+                        abort();
         } else if (strlen(err) == 0 || strchr(err, '\n')) {
                 abort(); /* every refusal is one non-empty line */
         }
@@ -69,6 +103,9 @@ static const char *const seeds[] = {
         "--print-plan\n--keep-root\n--net=full",
         "--uid=1\n--gid=1\n--net=allow\n--allow=[fd00::1]:443\n--allow=10.1.2.3/32:5432\n--\nsh\n-c\nx",
         "10.0.2.2:3128", "[fd00::]/8:22", "fd00::1/64",
+        "--keep-root\n--net\nallow\n--allow-dns\n--allow\n10.0.2.2:3128\n--\nx\nnameserver 10.0.2.3",
+        "# podman\nnameserver 10.0.2.3\nnameserver 10.255.255.53\nnameserver fd00::3%tap0\n",
+        "nameserver\t127.1 # x\n;nameserver 1.2.3.4\nnameserver fe80::1%\nnameserver 0x0a000203",
 };
 
 int main(int argc, char **argv)

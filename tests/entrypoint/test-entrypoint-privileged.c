@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,8 +24,15 @@
 
 static const char *entrypoint, *probe;
 
+/* What the test's /etc/resolv.conf is: text, or one of these. The child sees a directory of
+ * the test's own as /etc (a mount namespace), so the entrypoint reads that, never the host's. */
+#define RESOLV_SYMLINK "@symlink"
+#define RESOLV_FIFO "@fifo"
+#define RESOLV_MISSING "@missing"
+
 struct run {
         char dir[64];
+        char etc[80];   /* bound over /etc in the child; "" to leave /etc alone */
         int exit_code;
         char *out;      /* probe's stdout */
         char *err;      /* entrypoint's stderr */
@@ -92,6 +100,9 @@ static void child(struct run *r, const char *const *opts, enum sabotage s, const
 {
         if (unshare(CLONE_NEWNET) < 0)
                 _exit(201);
+        if (r->etc[0] && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                          mount(r->etc, "/etc", NULL, MS_BIND, NULL) < 0))
+                _exit(207);
         static const int drop[] = { [SABOTAGE_NO_NET_ADMIN] = CAP_NET_ADMIN, [SABOTAGE_NO_SETPCAP] = CAP_SETPCAP,
                                     [SABOTAGE_NO_SETUID] = CAP_SETUID, [SABOTAGE_NO_SETGID] = CAP_SETGID };
         if (s == SABOTAGE_TABLE_EXISTS)
@@ -152,7 +163,9 @@ static void child(struct run *r, const char *const *opts, enum sabotage s, const
         _exit(WEXITSTATUS(status));
 }
 
-static struct run *run(const char *const *opts, enum sabotage s, bool check_state)
+/* resolv: the text of the child's /etc/resolv.conf, RESOLV_* for something else there, or
+ * NULL to leave the host's /etc as it is. */
+static struct run *run_with(const char *const *opts, enum sabotage s, bool check_state, const char *resolv)
 {
         struct run *r = calloc(1, sizeof(*r));
         struct netpolicy plan;
@@ -161,6 +174,20 @@ static struct run *run(const char *const *opts, enum sabotage s, bool check_stat
         ck_assert_ptr_nonnull(mkdtemp(r->dir));
         /* The probe runs as nobody and must be able to leave its marker. */
         ck_assert_int_eq(chmod(r->dir, 0777), 0);
+        if (resolv) {
+                char path[128];
+                snprintf(r->etc, sizeof(r->etc), "%s/etc", r->dir);
+                ck_assert_int_eq(mkdir(r->etc, 0755), 0);
+                snprintf(path, sizeof(path), "%s/resolv.conf", r->etc);
+                if (strcmp(resolv, RESOLV_SYMLINK) == 0) {
+                        write_in(r->etc, "real.conf", "nameserver 192.0.2.53\n");
+                        ck_assert_int_eq(symlink("real.conf", path), 0);
+                } else if (strcmp(resolv, RESOLV_FIFO) == 0) {
+                        ck_assert_int_eq(mkfifo(path, 0644), 0);
+                } else if (strcmp(resolv, RESOLV_MISSING) != 0) {
+                        write_in(r->etc, "resolv.conf", resolv);
+                }
+        }
 
         if (check_state) {
                 const char *argv[64] = { "aisb-entrypoint", "--print-ruleset" };
@@ -168,6 +195,13 @@ static struct run *run(const char *const *opts, enum sabotage s, bool check_stat
                 for (; opts[argc - 2]; argc++)
                         argv[argc] = opts[argc - 2];
                 ck_assert_msg(netpolicy_parse(argc, (char *const *) argv, &plan, err, sizeof(err)) == 0, "%s", err);
+                /* The plan holds what the entrypoint should have read: the same text. */
+                if (plan.allow_dns) {
+                        ck_assert_msg(resolv, "--allow-dns without a resolv.conf of the test's own");
+                        bool text = resolv[0] != '@';
+                        netpolicy_parse_resolv_conf(text ? resolv : "", text ? strlen(resolv) : 0, &plan.resolvers);
+                        plan.resolvers_read = true;
+                }
         }
 
         pid_t pid = fork();
@@ -201,13 +235,20 @@ static struct run *run(const char *const *opts, enum sabotage s, bool check_stat
         return r;
 }
 
+static struct run *run(const char *const *opts, enum sabotage s, bool check_state)
+{
+        return run_with(opts, s, check_state, NULL);
+}
+
 static void run_free(struct run *r)
 {
-        static const char *const names[] = { "out", "err", "state", "nft", "marker" };
+        static const char *const names[] = { "out", "err", "state", "nft", "marker", "etc/resolv.conf",
+                                             "etc/real.conf", "etc" };
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 char path[128];
                 snprintf(path, sizeof(path), "%s/%s", r->dir, names[i]);
-                unlink(path);
+                if (unlink(path) < 0)
+                        rmdir(path);
         }
         rmdir(r->dir);
         free(r->out);
@@ -252,10 +293,87 @@ START_TEST(enforced_allow)
         const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "10.0.2.2:3128",
                                "--allow", "192.168.0.0/16", "--allow", "[fd00::]/8", "--allow", "[fd00::1]:443",
                                "--allow-dns", NULL };
-        struct run *r = run(opts, SABOTAGE_NONE, true);
+        struct run *r = run_with(opts, SABOTAGE_NONE, true, "nameserver 10.0.2.3\n");
         check_confined(r, "65534");
         ck_assert_str_eq(r->state, "ok");
         ck_assert_str_eq(r->err, ""); /* nothing to say when all went well */
+        run_free(r);
+}
+END_TEST
+
+/* --allow-dns opens port 53 to the nameservers of /etc/resolv.conf and nowhere else: the
+ * kernel's table, read back by the entrypoint and listed by nft, holds those addresses only. */
+START_TEST(dns_to_resolvers_only)
+{
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "192.0.2.1:443",
+                               "--allow-dns", NULL };
+        static const char resolv[] = "# Generated by podman\nsearch example\nnameserver 10.0.2.3\n"
+                                     "nameserver 127.0.0.53\nnameserver fd00::3\n";
+        struct run *r = run_with(opts, SABOTAGE_NONE, true, resolv);
+        check_confined(r, "65534");
+        /* The kernel's table is the plan, rule for rule ... */
+        ck_assert_str_eq(r->state, "ok");
+        /* ... and in the plan, port 53 goes to those two addresses only. */
+        const char *argv[16] = { "aisb-entrypoint", "--print-ruleset" };
+        int argc = 2;
+        for (; opts[argc - 2]; argc++)
+                argv[argc] = opts[argc - 2];
+        struct netpolicy plan;
+        char err[256];
+        ck_assert_int_eq(netpolicy_parse(argc, (char *const *) argv, &plan, err, sizeof(err)), 0);
+        netpolicy_parse_resolv_conf(resolv, sizeof(resolv) - 1, &plan.resolvers);
+        plan.resolvers_read = true;
+        static struct netruleset rs;
+        netpolicy_ruleset(&plan, &rs);
+        size_t dns = 0;
+        for (size_t i = 0; i < rs.chains[2].n_rules; i++) {
+                const struct netrule *rule = &rs.chains[2].rules[i];
+                char text[256];
+                if (rule->kind != RULE_DEST || rule->port != 53)
+                        continue;
+                dns++;
+                (void) netrule_format(rule, false, text, sizeof(text));
+                ck_assert_msg(strstr(text, "ip daddr 10.0.2.3 ") || strstr(text, "ip6 daddr fd00::3 "), "%s", text);
+        }
+        ck_assert_uint_eq(dns, 4);
+        ck_assert_str_eq(r->err, "");
+        if (r->nft_text) {
+                HAS(r->nft_text, "\t\tip daddr 10.0.2.3 udp dport 53 accept\n\t\tip daddr 10.0.2.3 tcp dport 53 accept\n"
+                                 "\t\tip6 daddr fd00::3 udp dport 53 accept\n\t\tip6 daddr fd00::3 tcp dport 53 accept\n");
+                /* Six mentions of port 53 in all: those four rules and nothing else. */
+                size_t n = 0;
+                for (const char *p = r->nft_text; (p = strstr(p, "dport 53 ")); p++)
+                        n++;
+                ck_assert_uint_eq(n, 4);
+                ck_assert_ptr_null(strstr(r->nft_text, "127.0.0.53"));
+        }
+        run_free(r);
+}
+END_TEST
+
+/* Nothing usable in /etc/resolv.conf: no DNS rule at all, one line saying so, and the command
+ * still runs (names do not resolve; nothing else changes). */
+START_TEST(dns_without_resolvers)
+{
+        static const struct { const char *resolv, *says; } cases[] = {
+                { "search example\n# nameserver 192.0.2.9\n", "aisb-entrypoint: no nameserver in /etc/resolv.conf: "
+                                                              "no DNS rule, names do not resolve\n" },
+                { RESOLV_MISSING, "aisb-entrypoint: cannot read /etc/resolv.conf (No such file or directory): no "
+                                  "DNS rule" },
+                { RESOLV_SYMLINK, "aisb-entrypoint: cannot read /etc/resolv.conf (Too many levels of symbolic "
+                                  "links): no DNS rule" },
+                { RESOLV_FIFO, "aisb-entrypoint: /etc/resolv.conf is not a regular file of at most 64 KiB: no DNS "
+                               "rule\n" },
+        };
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "192.0.2.1:443",
+                               "--allow-dns", NULL };
+        struct run *r = run_with(opts, SABOTAGE_NONE, true, cases[_i].resolv);
+        check_confined(r, "65534");
+        ck_assert_str_eq(r->state, "ok");
+        HAS(r->err, cases[_i].says);
+        ck_assert_msg(strchr(r->err, '\n') == r->err + strlen(r->err) - 1, "not one line: %s", r->err);
+        if (r->nft_text)
+                ck_assert_ptr_null(strstr(r->nft_text, "dport 53"));
         run_free(r);
 }
 END_TEST
@@ -393,6 +511,8 @@ static Suite *privileged_suite(void)
         TCase *tc = tcase_create("enforced");
         tcase_add_test(tc, enforced_allow);
         tcase_add_test(tc, enforced_none);
+        tcase_add_test(tc, dns_to_resolvers_only);
+        tcase_add_loop_test(tc, dns_without_resolvers, 0, 4);
         tcase_add_test(tc, keep_root);
         tcase_add_test(tc, net_full);
         suite_add_tcase(s, tc);

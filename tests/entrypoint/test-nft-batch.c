@@ -46,7 +46,16 @@
         "0x00000000 0x00000000 0x00000000 0x00000000 ]\n"                                             \
         "[ cmp eq reg 1 0x000000fd 0x00000000 0x00000000 0x00000000 ]\n"                              \
         "[ meta load l4proto => reg 1 ]\n[ cmp eq reg 1 " proto " ]\n[ immediate reg 0 accept ]\n"
-#define RULE_DNS(proto) /* udp|tcp dport 53 accept */                                                \
+#define RULE_DNS(proto) /* ip daddr 10.0.2.3 udp|tcp dport 53 accept */                              \
+        "[ meta load nfproto => reg 1 ]\n[ cmp eq reg 1 0x00000002 ]\n"                               \
+        "[ payload load 4b @ network header + 16 => reg 1 ]\n[ cmp eq reg 1 0x0302000a ]\n"            \
+        "[ meta load l4proto => reg 1 ]\n[ cmp eq reg 1 " proto " ]\n"                                \
+        "[ payload load 2b @ transport header + 2 => reg 1 ]\n[ cmp eq reg 1 0x00003500 ]\n"           \
+        "[ immediate reg 0 accept ]\n"
+#define RULE_DNS6(proto) /* ip6 daddr fd00::3 udp|tcp dport 53 accept */                              \
+        "[ meta load nfproto => reg 1 ]\n[ cmp eq reg 1 0x0000000a ]\n"                               \
+        "[ payload load 16b @ network header + 24 => reg 1 ]\n"                                       \
+        "[ cmp eq reg 1 0x000000fd 0x00000000 0x00000000 0x03000000 ]\n"                              \
         "[ meta load l4proto => reg 1 ]\n[ cmp eq reg 1 " proto " ]\n"                                \
         "[ payload load 2b @ transport header + 2 => reg 1 ]\n[ cmp eq reg 1 0x00003500 ]\n"           \
         "[ immediate reg 0 accept ]\n"
@@ -59,7 +68,15 @@ struct decoded {
         struct nft_state state;
 };
 
+static struct decoded *decode_with(const char *const *opts, const char *resolv_conf);
+
 static struct decoded *decode(const char *const *opts)
+{
+        return decode_with(opts, NULL);
+}
+
+/* resolv_conf: what the entrypoint would have read from /etc/resolv.conf, or NULL. */
+static struct decoded *decode_with(const char *const *opts, const char *resolv_conf)
 {
         const char *argv[2 * NETPOLICY_MAX_ALLOW + 8] = { "aisb-entrypoint", "--print-ruleset" };
         int argc = 2;
@@ -70,6 +87,10 @@ static struct decoded *decode(const char *const *opts)
         for (; opts[argc - 2]; argc++)
                 argv[argc] = opts[argc - 2];
         ck_assert_msg(netpolicy_parse(argc, (char *const *) argv, &p, err, sizeof(err)) == 0, "%s", err);
+        if (resolv_conf) {
+                netpolicy_parse_resolv_conf(resolv_conf, strlen(resolv_conf), &p.resolvers);
+                p.resolvers_read = true;
+        }
         netpolicy_ruleset(&p, &d->rs);
         ck_assert_int_eq(nft_batch_build(&d->rs, 1000, &d->batch), 0);
         ck_assert_msg(nft_batch_decode(&d->batch, &d->state, err, sizeof(err)) == 0, "decode: %s", err);
@@ -162,18 +183,32 @@ START_TEST(policy_allow)
 }
 END_TEST
 
+/* DNS goes to the resolvers of resolv.conf and nowhere else: no "dport 53" without an
+ * address, which would be a tunnel to any host listening on 53. */
 START_TEST(policy_allow_dns_only)
 {
-        struct decoded *d = decode((const char *[]) { "--net", "allow", "--allow-dns", NULL });
+        struct decoded *d = decode_with((const char *[]) { "--net", "allow", "--allow-dns", NULL },
+                                        "# podman\nnameserver 10.0.2.3\nnameserver 127.0.0.53\n"
+                                        "nameserver fd00::3%tap0\nnameserver 10.0.2.3\n");
         check_base_chains(&d->state);
         const struct nft_chain_state *out = chain(&d->state, "output");
-        ck_assert_uint_eq(out->n_rules, 4);
-        ck_assert_str_eq(out->rules[0], RULE_LO_OUT);
-        ck_assert_str_eq(out->rules[1], RULE_CT);
-        ck_assert_str_eq(out->rules[2], RULE_DNS(UDP));
-        ck_assert_str_eq(out->rules[3], RULE_DNS(TCP));
+        static const char *const want[] = { RULE_LO_OUT, RULE_CT, RULE_DNS(UDP), RULE_DNS(TCP),
+                                            RULE_DNS6(UDP), RULE_DNS6(TCP) };
+        ck_assert_uint_eq(out->n_rules, sizeof(want) / sizeof(want[0]));
+        for (size_t i = 0; i < out->n_rules; i++)
+                ck_assert_msg(strcmp(out->rules[i], want[i]) == 0, "output rule %zu:\n%s\nexpected:\n%s", i,
+                              out->rules[i], want[i]);
+        ck_assert_str_eq(d->batch.what[9], "chain output rule 3 (ip daddr 10.0.2.3 udp dport 53 accept)");
         check_against_expected(d);
         decoded_free(d);
+
+        /* Only a loopback resolver, no resolver, or resolv.conf not read yet: no DNS rule. */
+        static const char *const none[] = { "nameserver 127.0.0.53\n", "search example\n", NULL };
+        for (size_t i = 0; i < 3; i++) {
+                d = decode_with((const char *[]) { "--net", "allow", "--allow-dns", NULL }, none[i]);
+                ck_assert_uint_eq(chain(&d->state, "output")->n_rules, 2);
+                decoded_free(d);
+        }
 }
 END_TEST
 

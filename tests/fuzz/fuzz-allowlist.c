@@ -62,7 +62,8 @@ static void check_entry(const allow_entry *e)
                 struct allow_dest d;
                 char why[256];
                 FUZZ_CHECK(netpolicy_parse_allow(text, &d, why, sizeof why) == 0);
-                FUZZ_CHECK(d.family == e->family && d.prefix == e->prefix && d.port == e->port);
+                FUZZ_CHECK(d.family == e->family && d.prefix == e->prefix && d.port == e->port &&
+                           memcmp(d.addr, e->addr, sizeof d.addr) == 0);
         }
         free(text);
 }
@@ -76,13 +77,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!text)
                 abort();
         memcpy(text, data, size);
-        int r = allowlist_parse_text(&l, text, size, "fuzz", &err);
+        int r = allowlist_parse_text(&l, text, size, "fuzz", 0, &err);
         free(text);
         if (r < 0) {
                 FUZZ_CHECK(r == -EINVAL || r == -E2BIG);
                 FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)) &&
                            printable_line(aisb_error_message(err)));
                 aisb_error_free(err);
+                err = NULL;
         } else {
                 FUZZ_CHECK(!err);
         }
@@ -97,6 +99,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                      l.entries[i].port == l.entries[j].port &&
                                      streq(l.entries[i].host, l.entries[j].host)));
         }
+
+        /* The host-range check refuses exactly the entries that reach the host or catch all,
+         * in one printable line, and the flag lets everything through. */
+        bool reaches_host = false;
+        for (size_t i = 0; i < l.n; i++) {
+                const allow_entry *e = &l.entries[i];
+                if (e->kind == ALLOW_ADDRESS)
+                        reaches_host |= e->prefix < (e->family == AF_INET ? 8u : 16u) ||
+                                        allowlist_host_range(e->family, e->addr, e->prefix);
+        }
+        r = allowlist_check_host_ranges(&l, false, &err);
+        FUZZ_CHECK(r == (reaches_host ? -EINVAL : 0));
+        if (r < 0) {
+                FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)) &&
+                           printable_line(aisb_error_message(err)));
+                aisb_error_free(err);
+                err = NULL;
+        }
+        FUZZ_CHECK(allowlist_check_host_ranges(&l, true, NULL) == 0);
 
         char *hash = NULL;
         FUZZ_CHECK(allowlist_gate_hash(&l, NULL, &hash) == 0 && strlen(hash) == 16);

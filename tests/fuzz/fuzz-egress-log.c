@@ -4,8 +4,9 @@
  * sandbox tried to reach. Every field of a line comes from the sandbox's own requests (the
  * host name, the method), so it is hostile input. The input is a log, one line per '\n',
  * counted into one summary as gate_summary() does.
- * Checked: a line is counted once or refused; the counters add up; the denied names are
- * bounded, terminated, free of whitespace and not repeated.
+ * Checked: a line is counted once (allowed, denied or failed) or refused; the counters add
+ * up; the denied and the failed names are bounded, terminated, free of whitespace and not
+ * repeated.
  */
 #include <ctype.h>
 
@@ -30,23 +31,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort();
                 memcpy(with_newline, line, len);
                 memcpy(with_newline + len, "\n", 2);
-                unsigned long before = s.allowed + s.denied;
+                unsigned long before = s.allowed + s.denied + s.failed;
                 int r = egress_count_line(&s, with_newline);
                 free(with_newline);
                 FUZZ_CHECK(r == 0 || r == -EBADMSG);
-                FUZZ_CHECK(s.allowed + s.denied - before <= (r == 0 ? 1u : 0u));
-                counted += s.allowed + s.denied - before;
+                FUZZ_CHECK(s.allowed + s.denied + s.failed - before <= (r == 0 ? 1u : 0u));
+                counted += s.allowed + s.denied + s.failed - before;
         }
-        FUZZ_CHECK(s.allowed + s.denied == counted);
-        FUZZ_CHECK(s.n_denied_names <= ELEMENTSOF(s.denied_names));
-        FUZZ_CHECK(s.n_denied_names <= s.denied);
-        for (size_t i = 0; i < s.n_denied_names; i++) {
-                const char *name = s.denied_names[i];
-                FUZZ_CHECK(memchr(name, 0, sizeof s.denied_names[i]) && *name);
-                for (const char *c = name; *c; c++)
-                        FUZZ_CHECK(!isspace((unsigned char) *c));
-                for (size_t j = 0; j < i; j++)
-                        FUZZ_CHECK(!streq(name, s.denied_names[j]));
+        FUZZ_CHECK(s.allowed + s.denied + s.failed == counted);
+        FUZZ_CHECK(s.n_denied_names <= ELEMENTSOF(s.denied_names) && s.n_denied_names <= s.denied);
+        FUZZ_CHECK(s.n_failed_names <= ELEMENTSOF(s.failed_names) && s.n_failed_names <= s.failed);
+        for (int kind = 0; kind < 2; kind++) {
+                char (*names)[sizeof s.denied_names[0]] = kind ? s.failed_names : s.denied_names;
+                size_t n = kind ? s.n_failed_names : s.n_denied_names;
+                for (size_t i = 0; i < n; i++) {
+                        const char *name = names[i];
+                        FUZZ_CHECK(memchr(name, 0, sizeof names[i]) && *name);
+                        for (const char *c = name; *c; c++)
+                                FUZZ_CHECK(!isspace((unsigned char) *c));
+                        for (size_t j = 0; j < i; j++)
+                                FUZZ_CHECK(!streq(name, names[j]));
+                }
         }
         free(log);
         return 0;

@@ -4,10 +4,14 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include "aisb-private.h"
 #include "allowlist.h"
 
 /* The real parser of aisb-entrypoint, so the --allow arguments are checked against what the
@@ -364,7 +368,7 @@ START_TEST(test_file_syntax)
                                    "10.1.0.0/16#not-a-comment-but-refused\n";
         allowlist l = {};
         aisb_error *err = NULL;
-        ck_assert_int_lt(allowlist_parse_text(&l, text, sizeof text - 1, "allow", &err), 0);
+        ck_assert_int_lt(allowlist_parse_text(&l, text, sizeof text - 1, "allow", 0, &err), 0);
         ck_assert_str_eq(aisb_error_message(err),
                          "allow:7: '10.1.0.0/16#not-a-comment-but-refused' is not a domain, IP or "
                          "CIDR (the prefix length must be a number from 0 to 32)");
@@ -380,15 +384,15 @@ START_TEST(test_file_syntax)
         /* A BOM anywhere but the start is a non-ASCII character like any other. */
         static const char bom_inside[] = "example.com\n\xef\xbb\xbf" "example.org\n";
         err = NULL;
-        ck_assert_int_lt(allowlist_parse_text(&l, bom_inside, sizeof bom_inside - 1, "f", &err), 0);
+        ck_assert_int_lt(allowlist_parse_text(&l, bom_inside, sizeof bom_inside - 1, "f", 0, &err), 0);
         ck_assert(startswith(aisb_error_message(err), "f:2: '\\xef\\xbb\\xbfexample.org'"));
         aisb_error_free(err);
         allowlist_done(&l);
 
         /* No final newline, only comments, empty. */
-        ck_assert_int_eq(allowlist_parse_text(&l, "a.example", 9, "f", NULL), 0);
-        ck_assert_int_eq(allowlist_parse_text(&l, "# x\n#y", 6, "f", NULL), 0);
-        ck_assert_int_eq(allowlist_parse_text(&l, "", 0, "f", NULL), 0);
+        ck_assert_int_eq(allowlist_parse_text(&l, "a.example", 9, "f", 0, NULL), 0);
+        ck_assert_int_eq(allowlist_parse_text(&l, "# x\n#y", 6, "f", 0, NULL), 0);
+        ck_assert_int_eq(allowlist_parse_text(&l, "", 0, "f", 0, NULL), 0);
         ck_assert_uint_eq(l.n, 1);
         allowlist_done(&l);
 }
@@ -400,7 +404,7 @@ START_TEST(test_file_load)
         char *path = write_temp(text, sizeof text - 1);
         allowlist l = {};
         aisb_error *err = NULL;
-        ck_assert_int_eq(allowlist_load_file(&l, path, false, &err), -EINVAL);
+        ck_assert_int_eq(allowlist_load_file(&l, path, 0, &err), -EINVAL);
         char *want = NULL;
         ck_assert_int_ge(asprintf(&want, "%s:3: 'bad entry' is not a domain, IP or CIDR "
                                          "(whitespace inside the entry)", path), 0);
@@ -412,7 +416,7 @@ START_TEST(test_file_load)
         /* $HOME is shown as ~, as the documentation writes the user's file. */
         char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
         setenv("HOME", "/tmp", 1);
-        ck_assert_int_eq(allowlist_load_file(&l, path, false, &err), -EINVAL);
+        ck_assert_int_eq(allowlist_load_file(&l, path, 0, &err), -EINVAL);
         ck_assert_msg(startswith(aisb_error_message(err), "~/aisb-allow-"), "%s",
                       aisb_error_message(err));
         aisb_error_free(err);
@@ -425,15 +429,15 @@ START_TEST(test_file_load)
         allowlist_done(&l);
 
         /* Missing: fine when optional, an error otherwise. */
-        ck_assert_int_eq(allowlist_load_file(&l, "/nonexistent/aisb/allow", true, NULL), 0);
-        ck_assert_int_eq(allowlist_load_file(&l, "/nonexistent/aisb/allow", false, &err), -ENOENT);
+        ck_assert_int_eq(allowlist_load_file(&l, "/nonexistent/aisb/allow", ALLOWLIST_FILE_OPTIONAL, NULL), 0);
+        ck_assert_int_eq(allowlist_load_file(&l, "/nonexistent/aisb/allow", 0, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "/nonexistent/aisb/allow"));
         aisb_error_free(err);
         err = NULL;
 
         /* NUL bytes: refused with the line they are on. */
         path = write_temp("example.com\nexa\0mple.org\n", 25);
-        ck_assert_int_eq(allowlist_load_file(&l, path, false, &err), -EINVAL);
+        ck_assert_int_eq(allowlist_load_file(&l, path, 0, &err), -EINVAL);
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), ":2: a NUL byte"));
         aisb_error_free(err);
         err = NULL;
@@ -447,7 +451,7 @@ START_TEST(test_file_load)
                 big[i] = (i % 16 == 15) ? '\n' : 'a';
         path = write_temp(big, size);
         free(big);
-        ck_assert_int_eq(allowlist_load_file(&l, path, false, &err), -EFBIG);
+        ck_assert_int_eq(allowlist_load_file(&l, path, 0, &err), -EFBIG);
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "larger than 1024 KiB"));
         aisb_error_free(err);
         err = NULL;
@@ -455,7 +459,7 @@ START_TEST(test_file_load)
         free(path);
 
         /* Not a regular file: a directory, a FIFO (which must not block us). */
-        ck_assert_int_eq(allowlist_load_file(&l, "/tmp", false, &err), -EINVAL);
+        ck_assert_int_eq(allowlist_load_file(&l, "/tmp", 0, &err), -EINVAL);
         aisb_error_free(err);
         err = NULL;
         char fifo[] = "/tmp/aisb-allow-fifo-XXXXXX";
@@ -463,7 +467,7 @@ START_TEST(test_file_load)
         char fifo_path[64];
         snprintf(fifo_path, sizeof fifo_path, "%s/allow", fifo);
         ck_assert_int_eq(mkfifo(fifo_path, 0600), 0);
-        ck_assert_int_eq(allowlist_load_file(&l, fifo_path, true, &err), -EINVAL);
+        ck_assert_int_eq(allowlist_load_file(&l, fifo_path, ALLOWLIST_FILE_OPTIONAL, &err), -EINVAL);
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "not a regular file"));
         aisb_error_free(err);
         unlink(fifo_path);
@@ -579,6 +583,85 @@ START_TEST(test_squid_config)
 }
 END_TEST
 
+
+/* The values of every "acl NAME TYPE ..." line, in order, as one space-separated string. */
+static char *acl_values(const char *text, const char *name_and_type)
+{
+        buffer b = {};
+        char *prefix = NULL;
+        ck_assert_int_ge(asprintf(&prefix, "acl %s ", name_and_type), 0);
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n');
+                ck_assert_ptr_nonnull(nl);
+                if (startswith(p, prefix))
+                        ck_assert_int_ge(buffer_printf(&b, "%s%.*s", b.size ? " " : "",
+                                                       (int) (nl - p - strlen(prefix)), p + strlen(prefix)), 0);
+                p = nl + 1;
+        }
+        free(prefix);
+        return b.data ? buffer_steal(&b) : strdup("");
+}
+
+/* What a listed name may not resolve to through the gate: the host and its surroundings,
+ * and the host's own addresses; only --gate-add-host names are exempt. */
+START_TEST(test_squid_config_local_dst)
+{
+        static const char *const entries[] = { "example.com", NULL };
+        static const char *const add_hosts[] = { "allowed.test:127.0.0.1", NULL };
+        static const char *const host_addresses[] = {
+                "192.0.2.2", "2001:DB8:0::7", "127.0.0.1", "::1", "fe80::fc:ff:fe00:1",
+                "10.1.2.3", "192.168.1.5", "100.64.0.9", "fd00::2", "192.0.2.2", "198.51.100.1", NULL
+        };
+        squid_options o = { .port = 3128, .add_hosts = add_hosts, .host_addresses = host_addresses };
+        char *text = squid_config(entries, &o);
+        char *values = acl_values(text, "aisb_local_dst dst");
+        /* The ranges, then each host address not inside one, once, canonical. */
+        ck_assert_str_eq(values, "0.0.0.0/8 127.0.0.0/8 169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 "
+                                 "192.168.0.0/16 100.64.0.0/10 ::/128 ::1 fe80::/10 fc00::/7 "
+                                 "192.0.2.2 2001:db8::7 198.51.100.1");
+        free(values);
+        char **rules = http_access_lines(text);
+        ck_assert_str_eq(rules[4], "http_access deny aisb_local_dst !aisb_local_names");
+        ck_assert_str_eq(rules[5], "http_access allow aisb_dst_web aisb_port_web");
+        strv_free(rules);
+        values = acl_values(text, "aisb_local_names dstdomain -n");
+        ck_assert_str_eq(values, "allowed.test");
+        free(values);
+        free(text);
+
+        /* Without add-host names nothing is exempt; without host addresses the ranges remain. */
+        squid_options bare = { .port = 3128 };
+        text = squid_config(entries, &bare);
+        rules = http_access_lines(text);
+        ck_assert_str_eq(rules[4], "http_access deny aisb_local_dst");
+        strv_free(rules);
+        values = acl_values(text, "aisb_local_dst dst");
+        ck_assert(startswith(values, "0.0.0.0/8 127.0.0.0/8 169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 "));
+        ck_assert_ptr_nonnull(strstr(values, " fc00::/7"));
+        ck_assert_ptr_null(strstr(values, "192.0.2.2"));
+        free(values);
+        free(text);
+
+        /* A host address is checked like every other value of squid.conf. */
+        static const char *const bad[] = { "192.0.2.256", "010.0.0.1", "fe80::1%eth0", "1.2.3.4 all",
+                                           "x", "", "1.2.3.4\nhttp_access allow all" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                allowlist l = {};
+                ck_assert_int_eq(allowlist_add(&l, "example.com", "--allow", NULL), 0);
+                const char *const one[] = { bad[i], NULL };
+                squid_options so = { .port = 3128, .host_addresses = one };
+                char *out = NULL;
+                aisb_error *err = NULL;
+                ck_assert_msg(allowlist_squid_config(&l, &so, &out, &err) == -EINVAL, "'%s' accepted", bad[i]);
+                ck_assert_ptr_null(out);
+                ck_assert(startswith(aisb_error_message(err), "host address '"));
+                ck_assert(!strchr(aisb_error_message(err), '\n'));
+                aisb_error_free(err);
+                allowlist_done(&l);
+        }
+}
+END_TEST
+
 START_TEST(test_squid_config_empty)
 {
         static const char *const entries[] = { "10.0.0.0/8", NULL };
@@ -645,6 +728,117 @@ START_TEST(test_squid_config_refused)
                 aisb_error_free(err);
         }
         allowlist_done(&l);
+}
+END_TEST
+
+/* ---- the gate's access log, counted ---- */
+
+/* Real lines, written by Debian's squid 5.7 and 6.13 with this logformat, for the same
+ * requests: a liveness probe; a refused name (GET and CONNECT); a listed name over GET and
+ * CONNECT; a listed name on a port nothing listens on (GET, CONNECT); a listed name that does
+ * not resolve (GET, CONNECT); the client gone before the answer and in the middle of it; a
+ * tunnel the client closed; the origin's own 503; another probe; a request squid could not
+ * parse. */
+static const char *const squid_logs[] = {
+                "1796136537.564 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136537.571 127.0.0.1 GET denied.test:80 403 TCP_DENIED 1550 ERR_ACCESS_DENIED http://denied.test/\n"
+                "1796136537.578 127.0.0.1 GET ok.test:41441 200 TCP_MISS 6211 - http://ok.test:41441/\n"
+                "1796136537.584 127.0.0.1 CONNECT ok.test:41441 200 TCP_TUNNEL 6153 - ok.test:41441\n"
+                "1796136537.589 127.0.0.1 GET ok.test:41442 503 TCP_MISS 1573 ERR_CONNECT_FAIL http://ok.test:41442/\n"
+                "1796136537.597 127.0.0.1 CONNECT ok.test:41442 503 NONE_NONE 0 ERR_CONNECT_FAIL ok.test:41442\n"
+                "1796136537.603 127.0.0.1 GET nodns.aisb.test:41441 502 TCP_MISS 1559 ERR_READ_ERROR http://nodns.aisb.test:41441/\n"
+                "1796136537.611 127.0.0.1 CONNECT nodns.aisb.test:41441 500 NONE_NONE 0 ERR_CANNOT_FORWARD nodns.aisb.test:41441\n"
+                "1796136538.618 127.0.0.1 GET ok.test:41441 0 TCP_MISS_ABORTED 0 ERR_CLIENT_GONE http://ok.test:41441/slow\n"
+                "1796136539.627 127.0.0.1 GET ok.test:41441 200 TCP_MISS_ABORTED 311 ERR_CLIENT_GONE http://ok.test:41441/half\n"
+                "1796136540.637 127.0.0.1 CONNECT ok.test:41441 200 TCP_TUNNEL 39 - ok.test:41441\n"
+                "1796136540.645 127.0.0.1 CONNECT denied.test:443 403 TCP_DENIED 1554 ERR_ACCESS_DENIED denied.test:443\n"
+                "1796136540.654 127.0.0.1 GET ok.test:41441 503 TCP_MISS 225 - http://ok.test:41441/err503\n"
+                "1796136540.655 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136540.676 127.0.0.1 garbage -:- 400 NONE_NONE 1519 - error:invalid-request\n",
+                "1796136550.224 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136550.231 127.0.0.1 GET denied.test:80 403 TCP_DENIED 3338 ERR_ACCESS_DENIED http://denied.test/\n"
+                "1796136550.273 127.0.0.1 GET ok.test:41741 200 TCP_MISS 6179 - http://ok.test:41741/\n"
+                "1796136550.283 127.0.0.1 CONNECT ok.test:41741 200 TCP_TUNNEL 6153 - ok.test:41741\n"
+                "1796136550.293 127.0.0.1 GET ok.test:41742 503 TCP_MISS_ABORTED 3377 ERR_CONNECT_FAIL http://ok.test:41742/\n"
+                "1796136550.300 127.0.0.1 CONNECT ok.test:41742 503 TCP_TUNNEL 0 ERR_CONNECT_FAIL ok.test:41742\n"
+                "1796136550.343 127.0.0.1 GET nodns.aisb.test:41741 503 TCP_MISS_ABORTED 3515 ERR_DNS_FAIL http://nodns.aisb.test:41741/\n"
+                "1796136550.391 127.0.0.1 CONNECT nodns.aisb.test:41741 503 TCP_TUNNEL 0 ERR_DNS_FAIL nodns.aisb.test:41741\n"
+                "1796136551.415 127.0.0.1 GET ok.test:41741 0 TCP_MISS_ABORTED 0 ERR_CLIENT_GONE http://ok.test:41741/slow\n"
+                "1796136552.422 127.0.0.1 GET ok.test:41741 200 TCP_MISS_ABORTED 279 ERR_CLIENT_GONE http://ok.test:41741/half\n"
+                "1796136553.432 127.0.0.1 CONNECT ok.test:41741 200 TCP_TUNNEL 39 - ok.test:41741\n"
+                "1796136553.442 127.0.0.1 CONNECT denied.test:443 403 TCP_DENIED 3342 ERR_ACCESS_DENIED denied.test:443\n"
+                "1796136553.456 127.0.0.1 GET ok.test:41741 503 TCP_MISS 193 - http://ok.test:41741/err503\n"
+                "1796136553.461 127.0.0.1 - -:- 0 NONE_NONE 0 ERR_CLIENT_GONE error:transaction-end-before-headers\n"
+                "1796136553.533 127.0.0.1 - -:- 400 NONE_NONE 3307 ERR_PROTOCOL_UNKNOWN error:invalid-request\n",
+};
+
+START_TEST(test_egress_real_lines)
+{
+        const char *log = squid_logs[_i];
+        egress_summary s = {};
+        for (const char *line = log; *line;) {
+                const char *nl = strchr(line, '\n');
+                char *one = strndup(line, (size_t) (nl - line + 1));
+                ck_assert_int_eq(egress_count_line(&s, one), 0);
+                free(one);
+                line = nl + 1;
+        }
+        /* The listed name, the tunnel the client closed and the origin's 503 reached their
+         * destination; the refusals are the gate's; the rest was let through and failed. */
+        ck_assert_uint_eq(s.allowed, 4);
+        ck_assert_uint_eq(s.denied, 2);
+        ck_assert_uint_eq(s.failed, 7);
+        ck_assert_uint_eq(s.n_denied_names, 1);
+        ck_assert_str_eq(s.denied_names[0], "denied.test");
+        ck_assert_uint_eq(s.n_failed_names, 2);
+        ck_assert_str_eq(s.failed_names[0], "ok.test");
+        ck_assert_str_eq(s.failed_names[1], "nodns.aisb.test");
+}
+END_TEST
+
+START_TEST(test_egress_classes)
+{
+        static const struct {
+                const char *line;
+                int counted; /* 'a'llowed, 'd'enied, 'f'ailed, 0 for not counted, 'x' for refused */
+        } cases[] = {
+                /* squid 6.13, before the ERROR field: a refused CONNECT whose client left at once */
+                { "1796136396.463 127.0.0.1 CONNECT denied.test:443 403 TCP_DENIED_ABORTED 288 denied.test:443\n", 'd' },
+                /* the same format: a plain success, an origin's 403 (its answer, not the gate's) */
+                { "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 example.com:443\n", 'a' },
+                { "1718000000.123 127.0.0.1 GET example.com:80 403 TCP_MISS 120 - http://example.com/\n", 'a' },
+                { "1718000000.123 127.0.0.1 GET example.com:80 403 TCP_MISS 120 http://example.com/\n", 'a' },
+                /* squid 4's tag for nothing forwarded, a timeout, a read error page */
+                { "1 127.0.0.1 CONNECT a.test:443 503 TAG_NONE 0 - a.test:443\n", 'f' },
+                { "1 127.0.0.1 GET a.test:80 504 TCP_MISS_TIMEDOUT 0 - http://a.test/\n", 'f' },
+                { "1 127.0.0.1 GET a.test:80 502 TCP_MISS 10 ERR_READ_ERROR http://a.test/\n", 'f' },
+                { "1 127.0.0.1 GET a.test:80 000 TCP_MISS 0 - http://a.test/\n", 'f' },
+                /* a CONNECT that got no tunnel, whatever its tag */
+                { "1 127.0.0.1 CONNECT a.test:443 502 TCP_TUNNEL 0 - a.test:443\n", 'f' },
+                /* a connection that sent nothing is no egress; one that sent garbage is */
+                { "1 127.0.0.1 - -:- 000 NONE 0 - error:transaction-end-before-headers\n", 0 },
+                { "1 127.0.0.1 - -:- 400 NONE_NONE 3307 ERR_PROTOCOL_UNKNOWN error:invalid-request\n", 'f' },
+                /* too short to say anything */
+                { "1 127.0.0.1 GET a.test:80 200\n", 'x' },
+                { "\n", 'x' },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                egress_summary s = {};
+                int r = egress_count_line(&s, cases[i].line);
+                int got = r < 0 ? 'x' : s.allowed ? 'a' : s.denied ? 'd' : s.failed ? 'f' : 0;
+                ck_assert_msg(got == cases[i].counted, "%s counted as '%c', not '%c'", cases[i].line,
+                              got ? got : '0', cases[i].counted ? cases[i].counted : '0');
+                ck_assert_uint_le(s.allowed + s.denied + s.failed, 1);
+        }
+
+        /* A field longer than any buffer does not shift the fields after it. */
+        char *line = NULL;
+        ck_assert_int_ge(asprintf(&line, "1 127.0.0.1 %0300d a.test:80 403 TCP_DENIED 0 ERR_ACCESS_DENIED x\n", 7), 0);
+        egress_summary s = {};
+        ck_assert_int_eq(egress_count_line(&s, line), 0);
+        ck_assert_uint_eq(s.denied, 1);
+        ck_assert_str_eq(s.denied_names[0], "a.test");
+        free(line);
 }
 END_TEST
 
@@ -810,6 +1004,416 @@ START_TEST(test_add_host)
 }
 END_TEST
 
+
+/* ---- host ranges: what an address entry may not reach ---- */
+
+/* Each row of the table, and the catch-all bounds, from inside, on the edge and just outside.
+ * what: a piece of the refusal, or NULL for an entry that must pass. */
+static const struct {
+        const char *entry;
+        const char *what;
+} host_range_cases[] = {
+        /* 127.0.0.0/8 */
+        { "127.0.0.1", "127.0.0.0/8, the host's loopback" },
+        { "127.0.0.0/8", "127.0.0.0/8" },
+        { "127.255.255.255:22", "127.0.0.0/8" },
+        { "127.1.0.0/16:80", "127.0.0.0/8" },
+        { "126.255.255.255", NULL },
+        { "128.0.0.0", NULL },
+        /* 0.0.0.0/8 */
+        { "0.0.0.0", "0.0.0.0/8" },
+        { "0.1.2.3:5432", "0.0.0.0/8" },
+        { "1.0.0.0/8", NULL },
+        /* 169.254.0.0/16: link-local, metadata, pasta */
+        { "169.254.169.254", "169.254.0.0/16, link-local: cloud metadata" },
+        { "169.254.169.254:80", "169.254.0.0/16" },
+        { "169.254.1.2", "169.254.0.0/16" },
+        { "169.254.1.1:53", "169.254.0.0/16" },
+        { "169.254.0.0/16", "169.254.0.0/16" },
+        { "169.0.0.0/8", "169.254.0.0/16" }, /* overlaps: contains it */
+        { "169.253.255.255", NULL },
+        { "169.255.0.0/16", NULL },
+        /* 10.0.2.0/24: slirp4netns (and aisb's pasta mapping) */
+        { "10.0.2.2", "10.0.2.0/24, slirp4netns: the host's loopback at 10.0.2.2" },
+        { "10.0.2.2:8080", "10.0.2.0/24" },
+        { "10.0.2.3", "10.0.2.0/24" },
+        { "10.0.2.128/25", "10.0.2.0/24" },
+        { "10.0.2.0/24:443", "10.0.2.0/24" },
+        { "10.0.0.0/16", "10.0.2.0/24" },
+        { "10.0.0.0/8", "10.0.2.0/24" },
+        { "10.0.0.0/8:5432", "10.0.2.0/24" },
+        { "10.0.1.255", NULL },
+        { "10.0.3.0/24", NULL },
+        { "10.1.0.0/16", NULL },
+        /* ::1 and :: */
+        { "::1", "::1, the host's loopback" },
+        { "[::1]:22", "::1" },
+        { "::", "::, which Linux connects to the local host" },
+        { "::/128", "::," },
+        { "::2", NULL },
+        /* fe80::/10 */
+        { "fe80::1", "fe80::/10, link-local" },
+        { "[fe80::]/64:22", "fe80::/10" },
+        { "febf:ffff::1", "fe80::/10" },
+        { "fe80::/16", "fe80::/10" },
+        { "fe7f:ffff::1", NULL },
+        { "fec0::/16", NULL },
+        /* catch-alls: wider than /8 and /16 */
+        { "0.0.0.0/0", "is a catch-all (wider than /8)" },
+        { "0.0.0.0/0:5432", "is a catch-all (wider than /8)" },
+        { "128.0.0.0/1", "is a catch-all" },
+        { "192.0.0.0/2", "is a catch-all" },
+        { "64.0.0.0/7", "is a catch-all" },
+        { "8.0.0.0/8", NULL },
+        { "::/0", "is a catch-all (wider than /16)" },
+        { "[::]/0:443", "is a catch-all (wider than /16)" },
+        { "2000::/3", "is a catch-all" },
+        { "2000::/15", "is a catch-all" },
+        { "2001::/16", NULL },
+        /* ordinary destinations */
+        { "192.168.0.0/16", NULL },
+        { "172.16.0.0/12:5432", NULL },
+        { "192.0.2.2", NULL },
+        { "2001:db8::/32", NULL },
+        { "[2001:db8::1]:443", NULL },
+};
+
+START_TEST(test_host_ranges)
+{
+        const char *entry = host_range_cases[_i].entry, *what = host_range_cases[_i].what;
+        allowlist l = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(allowlist_add(&l, "example.com", "--allow", NULL) == 0, "domain");
+        ck_assert_msg(allowlist_add(&l, entry, "--allow", &err) == 0, "%s: %s", entry,
+                      aisb_error_message(err));
+        int r = allowlist_check_host_ranges(&l, false, &err);
+        if (what) {
+                ck_assert_msg(r == -EINVAL, "'%s' was let through", entry);
+                const char *m = aisb_error_message(err);
+                ck_assert_msg(startswith(m, "--allow: '"), "'%s' lacks the origin", m);
+                ck_assert_msg(!strchr(m, '\n'), "'%s' is more than one line", m);
+                ck_assert_msg(strstr(m, what), "'%s' lacks '%s'", m, what);
+                ck_assert_msg(strstr(m, "--insecure-allow-host-ranges"), "'%s' does not name the flag", m);
+                /* The one-address form agrees with the table for the entry's own block. */
+                if (!strstr(what, "catch-all"))
+                        ck_assert_ptr_nonnull(allowlist_host_range(l.entries[1].family, l.entries[1].addr,
+                                                                   l.entries[1].prefix));
+        } else {
+                ck_assert_msg(r == 0, "'%s' refused: %s", entry, aisb_error_message(err));
+                ck_assert_ptr_null(allowlist_host_range(l.entries[1].family, l.entries[1].addr,
+                                                        l.entries[1].prefix));
+        }
+        aisb_error_free(err);
+        err = NULL;
+        /* The flag lets every one of them through, and says nothing. */
+        ck_assert_int_eq(allowlist_check_host_ranges(&l, true, &err), 0);
+        ck_assert_ptr_null(err);
+        allowlist_done(&l);
+}
+END_TEST
+
+START_TEST(test_host_range_lookup)
+{
+        uint8_t a[16] = {};
+        ck_assert_int_eq(inet_pton(AF_INET, "10.0.2.2", a), 1);
+        ck_assert_ptr_nonnull(strstr(allowlist_host_range(AF_INET, a, 32), "10.0.2.0/24"));
+        memset(a, 0, sizeof a);
+        ck_assert_int_eq(inet_pton(AF_INET, "169.254.1.2", a), 1);
+        ck_assert_ptr_nonnull(strstr(allowlist_host_range(AF_INET, a, 32), "169.254.0.0/16"));
+        memset(a, 0, sizeof a);
+        ck_assert_int_eq(inet_pton(AF_INET, "93.184.215.14", a), 1);
+        ck_assert_ptr_null(allowlist_host_range(AF_INET, a, 32));
+        ck_assert_int_eq(inet_pton(AF_INET6, "::1", a), 1);
+        ck_assert_ptr_nonnull(allowlist_host_range(AF_INET6, a, 128));
+        /* The same bytes in the other family are another address (254.128.0.0). */
+        ck_assert_int_eq(inet_pton(AF_INET6, "fe80::1", a), 1);
+        ck_assert_ptr_nonnull(allowlist_host_range(AF_INET6, a, 128));
+        ck_assert_ptr_null(allowlist_host_range(AF_INET, a, 32));
+        ck_assert_int_eq(inet_pton(AF_INET6, "2606:2800::1", a), 1);
+        ck_assert_ptr_null(allowlist_host_range(AF_INET6, a, 128));
+}
+END_TEST
+
+/* The refusal names the entry's file and line when it came from one. */
+START_TEST(test_host_ranges_origin)
+{
+        static const char text[] = "example.com\n# metadata\n169.254.169.254:80\n";
+        char *path = write_temp(text, sizeof text - 1);
+        allowlist l = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(allowlist_load_file(&l, path, 0, NULL), 0);
+        ck_assert_int_eq(allowlist_check_host_ranges(&l, false, &err), -EINVAL);
+        char *want = NULL;
+        ck_assert_int_ge(asprintf(&want, "%s:3: '169.254.169.254:80' reaches the host itself "
+                                         "(169.254.0.0/16, link-local: cloud metadata, pasta's host "
+                                         "169.254.1.2 and resolver 169.254.1.1): refused unless "
+                                         "--insecure-allow-host-ranges", path), 0);
+        ck_assert_str_eq(aisb_error_message(err), want);
+        free(want);
+        aisb_error_free(err);
+        allowlist_done(&l);
+        unlink(path);
+        free(path);
+}
+END_TEST
+
+/* The project's file: names only, with or without a port; any address refuses the run. */
+START_TEST(test_domains_only)
+{
+        static const char *const refused[] = { "10.0.2.2", "0.0.0.0/0", "10.0.2.2:8080", "192.0.2.1",
+                                               "2001:db8::/32", "[::1]:22" };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                char *text = NULL;
+                ck_assert_int_ge(asprintf(&text, "example.com\napi.example.org:8443\n%s  # a note\n",
+                                          refused[i]), 0);
+                char *path = write_temp(text, strlen(text));
+                allowlist l = {};
+                aisb_error *err = NULL;
+                ck_assert_int_eq(allowlist_load_file(&l, path, ALLOWLIST_FILE_DOMAINS_ONLY, &err), -EINVAL);
+                char *want = NULL;
+                ck_assert_int_ge(asprintf(&want, "%s:3: '%s' is an address, and a project's allowlist "
+                                                 "may name domains only: put it in --allow or "
+                                                 "~/.config/ai-sandbox/allow", path, refused[i]), 0);
+                ck_assert_str_eq(aisb_error_message(err), want);
+                free(want);
+                aisb_error_free(err);
+                err = NULL;
+                /* The same file is fine where addresses may be. */
+                allowlist_done(&l);
+                ck_assert_int_eq(allowlist_load_file(&l, path, 0, &err), 0);
+                ck_assert_uint_eq(allowlist_count_addresses(&l), 1);
+                allowlist_done(&l);
+                unlink(path);
+                free(path);
+                free(text);
+        }
+
+        static const char names[] = "example.com\nexample.org:8443\n*.example.net\n";
+        char *path = write_temp(names, sizeof names - 1);
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_load_file(&l, path, ALLOWLIST_FILE_DOMAINS_ONLY, NULL), 0);
+        ck_assert_uint_eq(l.n, 3);
+        allowlist_done(&l);
+        unlink(path);
+        free(path);
+
+        /* A broken entry still says what is wrong with it. */
+        path = write_temp("10.0.2.02\n", 10);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(allowlist_load_file(&l, path, ALLOWLIST_FILE_DOMAINS_ONLY, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "is not a domain, IP or CIDR"));
+        aisb_error_free(err);
+        unlink(path);
+        free(path);
+}
+END_TEST
+
+/* The three sources through the policy, as a run merges them: a project's address refuses
+ * the run even with the flag; the flag lets --allow and the user's file reach the host;
+ * aisb's own rules (the gate, a loopback --proxy) stay 10.0.2.2 without it. */
+static char *make_project(const char *allow_text)
+{
+        char *dir = strdup("/tmp/aisb-project-XXXXXX"), *sub = NULL, *file = NULL;
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_ge(asprintf(&sub, "%s/.ai-sandbox", dir), 0);
+        ck_assert_int_eq(mkdir(sub, 0755), 0);
+        ck_assert_int_ge(asprintf(&file, "%s/allow", sub), 0);
+        int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_all(fd, allow_text, strlen(allow_text)), 0);
+        close(fd);
+        free(sub);
+        free(file);
+        return dir;
+}
+
+static void remove_project(char *dir)
+{
+        char *file = NULL, *sub = NULL;
+        ck_assert_int_ge(asprintf(&sub, "%s/.ai-sandbox", dir), 0);
+        ck_assert_int_ge(asprintf(&file, "%s/allow", sub), 0);
+        unlink(file);
+        rmdir(sub);
+        rmdir(dir);
+        free(file);
+        free(sub);
+        free(dir);
+}
+
+static aisb_policy *policy_for(const char *project, const char *user_allowlist)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "user-allowlist", user_allowlist, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
+        return p;
+}
+
+static char *network_args(aisb_policy *p)
+{
+        sandbox_network net = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(sandbox_network_resolve(NULL, p, NULL, &net, &err) == 0, "%s", aisb_error_message(err));
+        buffer b = {};
+        for (size_t i = 0; net.entrypoint_args[i]; i++)
+                ck_assert_int_ge(buffer_printf(&b, "%s%s", i ? " " : "", net.entrypoint_args[i]), 0);
+        sandbox_network_done(&net);
+        return buffer_steal(&b);
+}
+
+START_TEST(test_sources)
+{
+        static const char *const attacks[] = { "10.0.2.2", "0.0.0.0/0", "10.0.2.2:8080" };
+        for (size_t i = 0; i < ELEMENTSOF(attacks); i++) {
+                char *text = NULL;
+                ck_assert_int_ge(asprintf(&text, "example.com\n%s\n", attacks[i]), 0);
+                char *project = make_project(text);
+                aisb_policy *p = policy_for(project, "");
+                for (int flag = 0; flag < 2; flag++) {
+                        if (flag)
+                                ck_assert_int_eq(aisb_policy_set(p, "insecure-allow-host-ranges", NULL, NULL), 0);
+                        allowlist l = {};
+                        aisb_error *err = NULL;
+                        ck_assert_int_eq(policy_allowlist(p, NULL, &l, &err), -EINVAL);
+                        char *want = NULL;
+                        ck_assert_int_ge(asprintf(&want, "%s/.ai-sandbox/allow:2: '%s' is an address, and "
+                                                         "a project's allowlist may name domains only: put "
+                                                         "it in --allow or ~/.config/ai-sandbox/allow",
+                                                  project, attacks[i]), 0);
+                        ck_assert_str_eq(aisb_error_message(err), want);
+                        free(want);
+                        aisb_error_free(err);
+                        /* The printers refuse the same way: nothing shows a policy that would not run. */
+                        char *out = NULL;
+                        err = NULL;
+                        ck_assert_int_eq(aisb_policy_ruleset(p, &out, &err), -EINVAL);
+                        ck_assert_ptr_null(out);
+                        aisb_error_free(err);
+                }
+                aisb_policy_free(p);
+                remove_project(project);
+                free(text);
+        }
+
+        /* --allow and the user's file: refused without the flag, direct rules with it. */
+        char *project = make_project("example.com\n");
+        char *user = write_temp("10.0.2.2:8080\n", 14);
+        aisb_policy *p = policy_for(project, user);
+        allowlist l = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(policy_allowlist(p, NULL, &l, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), ":1: '10.0.2.2:8080' reaches the host itself"));
+        aisb_error_free(err);
+        err = NULL;
+        ck_assert_int_eq(aisb_policy_set(p, "allow", "0.0.0.0/0", NULL), 0);
+        ck_assert_int_eq(policy_allowlist(p, NULL, &l, &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err),
+                         "--allow: '0.0.0.0/0' is a catch-all (wider than /8), which opens the host "
+                         "itself with everything else: name the networks you need, or add "
+                         "--insecure-allow-host-ranges");
+        aisb_error_free(err);
+        err = NULL;
+        ck_assert_int_eq(aisb_policy_set(p, "insecure-allow-host-ranges", "true", NULL), 0);
+        char *args = network_args(p);
+        ck_assert_msg(strstr(args, "--allow 0.0.0.0/0") && strstr(args, "--allow 10.0.2.2:8080"), "%s", args);
+        free(args);
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_format(p, &text, NULL), 0);
+        ck_assert(has_line(text, "insecure-allow-host-ranges=true"));
+        free(text);
+        ck_assert_int_eq(aisb_policy_set(p, "insecure-allow-host-ranges", "false", NULL), 0);
+        aisb_policy_free(p);
+        unlink(user);
+        free(user);
+
+        /* aisb's own rules are not allowlist entries: the gate's port and a loopback proxy. */
+        p = policy_for(project, "");
+        args = network_args(p);
+        ck_assert_msg(strstr(args, "--net allow --allow 10.0.2.2:3128"), "%s", args);
+        free(args);
+        ck_assert_int_eq(aisb_policy_set(p, "proxy", "127.0.0.1:8888", NULL), 0);
+        args = network_args(p);
+        ck_assert_msg(strstr(args, "--net allow --allow 10.0.2.2:8888"), "%s", args);
+        free(args);
+        aisb_policy_free(p);
+        remove_project(project);
+}
+END_TEST
+
+/* --no-gate pins what the names resolve to on the host; a name is no way around the host
+ * ranges. The names resolve through a hosts file of the test's own, bound over /etc/hosts in
+ * a mount namespace of a child (a user namespace too when not root). */
+static int pinned_child(const char *hosts)
+{
+        if (geteuid() != 0 && unshare(CLONE_NEWUSER) < 0)
+                return 77;
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount(hosts, "/etc/hosts", NULL, MS_BIND, NULL) < 0)
+                return 77;
+        static const struct {
+                const char *name;
+                const char *refused; /* NULL: pinned */
+        } cases[] = {
+                { "loop.aisb.test", "--no-gate: loop.aisb.test (--allow) resolves to 127.0.0.1, which "
+                                    "reaches the host itself (127.0.0.0/8, the host's loopback): "
+                                    "refused unless --insecure-allow-host-ranges" },
+                { "metadata.aisb.test", "resolves to 169.254.169.254, which reaches the host itself "
+                                        "(169.254.0.0/16, link-local: cloud metadata" },
+                { "slirp.aisb.test", "resolves to 10.0.2.2, which reaches the host itself (10.0.2.0/24" },
+                { "fine.aisb.test", NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                for (int flag = 0; flag < 2; flag++) {
+                        aisb_policy *p = policy_for("/tmp", "");
+                        if (aisb_policy_set(p, "no-gate", NULL, NULL) < 0 ||
+                            aisb_policy_set(p, "allow", cases[i].name, NULL) < 0 ||
+                            (flag && aisb_policy_set(p, "insecure-allow-host-ranges", NULL, NULL) < 0))
+                                return 1;
+                        sandbox_network net = {};
+                        aisb_error *err = NULL;
+                        int r = sandbox_network_resolve(NULL, p, NULL, &net, &err);
+                        if (cases[i].refused && !flag) {
+                                if (r != -EINVAL || !strstr(aisb_error_message(err), cases[i].refused)) {
+                                        fprintf(stderr, "%s: %d %s\n", cases[i].name, r, aisb_error_message(err));
+                                        return 1;
+                                }
+                        } else if (r < 0 || !net.entrypoint_args[3] ||
+                                   !streq(net.entrypoint_args[2], "--allow")) {
+                                fprintf(stderr, "%s: not pinned: %s\n", cases[i].name, aisb_error_message(err));
+                                return 1;
+                        }
+                        aisb_error_free(err);
+                        sandbox_network_done(&net);
+                        aisb_policy_free(p);
+                }
+        }
+        return 0;
+}
+
+START_TEST(test_pinned_host_ranges)
+{
+        static const char hosts[] = "127.0.0.1 loop.aisb.test\n169.254.169.254 metadata.aisb.test\n"
+                                    "10.0.2.2 slirp.aisb.test\n192.0.2.10 fine.aisb.test\n";
+        char *path = write_temp(hosts, sizeof hosts - 1);
+        ck_assert_int_eq(chmod(path, 0644), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(pinned_child(path));
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        unlink(path);
+        free(path);
+        ck_assert(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77) {
+                fprintf(stderr, "test_pinned_host_ranges: no mount namespace here, not checked\n");
+                return;
+        }
+        ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
 static Suite *allowlist_suite(void)
 {
         Suite *s = suite_create("allowlist");
@@ -830,10 +1434,21 @@ static Suite *allowlist_suite(void)
         suite_add_tcase(s, tc);
         tc = tcase_create("squid");
         tcase_add_test(tc, test_squid_config);
+        tcase_add_test(tc, test_squid_config_local_dst);
         tcase_add_test(tc, test_squid_config_empty);
         tcase_add_test(tc, test_squid_config_long_acl);
         tcase_add_test(tc, test_squid_config_refused);
         tcase_add_test(tc, test_gate_hash);
+        tcase_add_loop_test(tc, test_egress_real_lines, 0, ELEMENTSOF(squid_logs));
+        tcase_add_test(tc, test_egress_classes);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("host ranges");
+        tcase_add_loop_test(tc, test_host_ranges, 0, ELEMENTSOF(host_range_cases));
+        tcase_add_test(tc, test_host_range_lookup);
+        tcase_add_test(tc, test_host_ranges_origin);
+        tcase_add_test(tc, test_domains_only);
+        tcase_add_test(tc, test_sources);
+        tcase_add_test(tc, test_pinned_host_ranges);
         suite_add_tcase(s, tc);
         tc = tcase_create("outputs");
         tcase_add_test(tc, test_entrypoint_args);

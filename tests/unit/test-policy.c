@@ -394,7 +394,7 @@ START_TEST(test_shipped_examples)
         fclose(f);
         snprintf(path, sizeof path, "%s/config/allow.example", src);
         allowlist l = {};
-        r = allowlist_load_file(&l, path, false, &err);
+        r = allowlist_load_file(&l, path, 0, &err);
         ck_assert_msg(r == 0, "%s", aisb_error_message(err));
         ck_assert_uint_eq(l.n, 1);
         /* And each example entry in its comments parses. */
