@@ -528,7 +528,8 @@ static void run_filtered(unsigned streams, bool terminal, const void *attach, si
         }
         aisb_policy *p = new_policy();
         int code = -1;
-        int r = aisb_run(ctx, p, io, &code, NULL);
+        aisb_error *err = NULL;
+        int r = aisb_run(ctx, p, io, &code, &err);
         if (c) {
                 dup2(saved_out, STDOUT_FILENO);
                 dup2(saved_err, STDERR_FILENO);
@@ -540,7 +541,7 @@ static void run_filtered(unsigned streams, bool terminal, const void *attach, si
                 close(out_fd);
                 close(err_fd);
         }
-        ck_assert_int_eq(r, 0);
+        ck_assert_msg(r == 0, "run failed: %s", err ? aisb_error_message(err) : "?");
         ck_assert_int_eq(code, 0);
         aisb_policy_free(p);
         aisb_io_free(io);
