@@ -157,12 +157,13 @@ enum aisb_control {
 typedef int (*aisb_control_fn)(int fd, unsigned short *rows, unsigned short *cols,
                                void *userdata);
 
-/* Defaults: stdin 0, stdout 1, stderr 2, no terminal, no control fd. */
+/* Defaults: stdin 0, stdout 1, stderr 2, no terminal, no control fd, no output filter. */
 AISB_PUBLIC int aisb_io_new(aisb_io **ret_io, aisb_error **err);
 AISB_PUBLIC void aisb_io_free(aisb_io *io);
 /* in_fd -1: the command's stdin is at EOF from the start. */
 AISB_PUBLIC void aisb_io_set_stdin(aisb_io *io, int in_fd);
-/* Replace writing to fds 1 and 2 with fn. */
+/* Replace writing to fds 1 and 2 with fn. fn gets what the output filter let pass, when one
+ * is set (aisb_io_set_output_filter). */
 AISB_PUBLIC void aisb_io_set_output_fn(aisb_io *io, aisb_output_fn fn, void *userdata);
 /*
  * Take the terminal's control strings out of these streams' output before it is written, or
