@@ -53,6 +53,7 @@ const cli_option cli_options[] = {
         { "config", "FILE", F, "read this config file instead of ~/.config/ai-sandbox/config", true },
         { "socket", "PATH", F, "use this podman API socket", true },
         { "quiet", NULL, F, "no progress messages", true },
+        { "unfiltered-output", NULL, F, "let the sandbox's control strings reach this terminal: OSC (title, clipboard write and read, links, files), DCS (tmux passthrough, queries), SOS, PM, APC, ESC k", false },
         { "help", NULL, F, "show this help", true },
         {},
 };
@@ -83,6 +84,8 @@ static void set_flag(cli_flags *flags, const char *name, const char *value)
                 flags->help = true;
         else if (strcmp(name, "quiet") == 0)
                 flags->quiet = true;
+        else if (strcmp(name, "unfiltered-output") == 0)
+                flags->unfiltered_output = true;
         else if (strcmp(name, "config") == 0)
                 flags->config = value;
         else if (strcmp(name, "socket") == 0)

@@ -213,6 +213,11 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                 code = cli_fail(err, EXIT_AISB_FAILED);
                 goto out;
         }
+        /* What reaches a terminal of ours loses the control strings that would let the agent
+         * set its title, use its clipboard or make it type into the sandbox. */
+        if (!flags.unfiltered_output)
+                aisb_io_set_output_filter(io, (isatty(STDOUT_FILENO) ? AISB_STREAM_STDOUT : 0) |
+                                                      (isatty(STDERR_FILENO) ? AISB_STREAM_STDERR : 0));
         /* From create to remove, signals arrive through a signalfd, so a ^C or a SIGTERM
          * removes the sandbox instead of killing aisb and leaving it behind. */
         sigset_t mask;

@@ -9,7 +9,7 @@ _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --pr
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
   --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
-  --print-entrypoint --config --socket --quiet --help'
+  --print-entrypoint --config --socket --quiet --unfiltered-output --help'
 
 # The options "aisb build" accepts: those that decide the image, and the output flags.
 _aisb_build_options='--base-image --install --ca-cert --harness --node-source --strict-args

@@ -157,13 +157,28 @@ enum aisb_control {
 typedef int (*aisb_control_fn)(int fd, unsigned short *rows, unsigned short *cols,
                                void *userdata);
 
-/* Defaults: stdin 0, stdout 1, stderr 2, no terminal, no control fd. */
+/* Defaults: stdin 0, stdout 1, stderr 2, no terminal, no control fd, no output filter. */
 AISB_PUBLIC int aisb_io_new(aisb_io **ret_io, aisb_error **err);
 AISB_PUBLIC void aisb_io_free(aisb_io *io);
 /* in_fd -1: the command's stdin is at EOF from the start. */
 AISB_PUBLIC void aisb_io_set_stdin(aisb_io *io, int in_fd);
-/* Replace writing to fds 1 and 2 with fn. */
+/* Replace writing to fds 1 and 2 with fn. fn gets what the output filter let pass, when one
+ * is set (aisb_io_set_output_filter). */
 AISB_PUBLIC void aisb_io_set_output_fn(aisb_io *io, aisb_output_fn fn, void *userdata);
+/*
+ * Take the terminal's control strings out of these streams' output before it is written, or
+ * before it is passed to the output callback: streams is a bitwise OR of AISB_STREAM_STDOUT
+ * and AISB_STREAM_STDERR, or 0 (the default) for none. Set it for each stream that reaches a
+ * terminal, where these strings let the command set the window title, write the clipboard or
+ * have the terminal type the clipboard into its stdin (OSC 52), send files, or talk past tmux
+ * to the terminal behind it. Removed whole: OSC (ESC ]), DCS (ESC P), SOS (ESC X), PM (ESC ^),
+ * APC (ESC _), screen's and tmux's title (ESC k), and the UTF-8 forms of the C1 introducers
+ * (U+0090, U+0098, U+009D, U+009E, U+009F); every OSC, hyperlinks (OSC 8) too, whose text
+ * stays. Everything else passes byte for byte, CSI and SGR included. In terminal mode the
+ * sandbox's terminal is the AISB_STREAM_STDOUT stream. A stream without its bit set is not
+ * looked at.
+ */
+AISB_PUBLIC void aisb_io_set_output_filter(aisb_io *io, unsigned streams);
 /* Terminal mode: the sandbox gets a pty of rows x cols; the caller owns raw mode. */
 AISB_PUBLIC void aisb_io_set_terminal(aisb_io *io, unsigned short rows, unsigned short cols);
 AISB_PUBLIC void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, void *userdata);

@@ -120,6 +120,7 @@ struct aisb_io {
         int in_fd;
         aisb_output_fn output_fn;
         void *output_userdata;
+        unsigned filter_streams; /* AISB_STREAM_* whose terminal control strings go */
         bool terminal;
         unsigned short rows, cols;
         int control_fd;

@@ -13,6 +13,7 @@
 
 #include "aisb-private.h"
 #include "project.h"
+#include "termfilter.h"
 
 int aisb_io_new(aisb_io **ret_io, aisb_error **err)
 {
@@ -39,6 +40,11 @@ void aisb_io_set_output_fn(aisb_io *io, aisb_output_fn fn, void *userdata)
 {
         io->output_fn = fn;
         io->output_userdata = userdata;
+}
+
+void aisb_io_set_output_filter(aisb_io *io, unsigned streams)
+{
+        io->filter_streams = streams & (AISB_STREAM_STDOUT | AISB_STREAM_STDERR);
 }
 
 void aisb_io_set_terminal(aisb_io *io, unsigned short rows, unsigned short cols)
@@ -138,9 +144,46 @@ static int batch_add(int stream, const void *data, size_t size, void *userdata)
         return 0;
 }
 
-/* One read of the attach stream to wherever output goes. */
-static int deliver_read(aisb_io *io, demux *d, out_batch *batch, const void *data, size_t size)
+/* Output on its way through the terminal filters (aisb_io_set_output_filter): what passes
+ * goes where the stream would have gone, into the batch or to the output callback. */
+typedef struct filtered {
+        aisb_io *io;
+        out_batch *batch;     /* NULL: to the output callback */
+        termfilter *filters;  /* stdout's, stderr's: the state of one run */
+        int stream;
+} filtered;
+
+static int filtered_piece(const void *data, size_t size, void *userdata)
 {
+        filtered *t = userdata;
+        if (t->batch)
+                return batch_add(t->stream, data, size, t->batch);
+        return t->io->output_fn(t->stream, data, size, t->io->output_userdata);
+}
+
+static int filtered_frame(int stream, const void *data, size_t size, void *userdata)
+{
+        filtered *t = userdata;
+        if (!(t->io->filter_streams & stream))
+                return t->batch ? batch_add(stream, data, size, t->batch)
+                                : deliver(t->io, stream, data, size);
+        t->stream = stream;
+        return termfilter_feed(&t->filters[stream == AISB_STREAM_STDERR], data, size,
+                               filtered_piece, t);
+}
+
+/* One read of the attach stream to wherever output goes. Unfiltered output takes the paths
+ * it always took (a file gets writev batches untouched by the filter). */
+static int deliver_read(aisb_io *io, demux *d, out_batch *batch, termfilter filters[2],
+                        const void *data, size_t size)
+{
+        if (io->filter_streams) {
+                filtered t = { .io = io, .batch = io->output_fn ? NULL : batch, .filters = filters };
+                int r = io->terminal ? filtered_frame(AISB_STREAM_STDOUT, data, size, &t)
+                                     : demux_feed(d, data, size, filtered_frame, &t);
+                int f = batch_flush(batch);
+                return r < 0 ? r : f;
+        }
         if (io->terminal)
                 return deliver(io, AISB_STREAM_STDOUT, data, size);
         if (io->output_fn)
@@ -234,9 +277,10 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
 {
         demux d = {};
         out_batch batch = {};
+        termfilter filters[2] = {};
         int r;
         if (s->leftover.size > 0) {
-                r = deliver_read(io, &d, &batch, s->leftover.data, s->leftover.size);
+                r = deliver_read(io, &d, &batch, filters, s->leftover.data, s->leftover.size);
                 if (r < 0)
                         return aisb_error_set(err, r, "attach stream: %s", strerror(-r));
         }
@@ -324,7 +368,7 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                         }
                         if (got == 0)
                                 break;
-                        r = deliver_read(io, &d, &batch, out_buf, (size_t) got);
+                        r = deliver_read(io, &d, &batch, filters, out_buf, (size_t) got);
                         if (r == -EBADMSG)
                                 return aisb_error_set(err, r, "attach stream: malformed frame from the service");
                         if (r < 0)

@@ -1,12 +1,105 @@
 #!/usr/bin/env bash
-# On a terminal: the sandbox gets a pty of the terminal's size, keys reach the command
-# (raw mode: ^C interrupts the command, not aisb), and a resize follows SIGWINCH.
+# On a terminal: the sandbox's control strings (title, clipboard, window name) do not reach
+# it unless --unfiltered-output says so; the sandbox gets a pty of the terminal's size, keys
+# reach the command (raw mode: ^C interrupts the command, not aisb), and a resize follows
+# SIGWINCH.
 . "$(dirname "$0")/lib.sh"
 command -v tmux >/dev/null || cannot_run "tmux is not installed (scripts/setup installs it)"
 
 "$AISB" build >/dev/null 2>&1
-session=aisb-e2e-$$
 export TMUX_TMPDIR=$E2E_TMP
+
+# ---- the agent's control strings do not reach the user's terminal ----
+# The attacker is the command in the sandbox, writing to aisb's terminal. tmux is set to
+# honour what it would use: OSC 0/2 set the pane title, ESC k renames the window
+# (allow-rename), and with set-clipboard on an OSC 52 write makes a paste buffer and an
+# OSC 52 query is answered with the newest buffer, typed into the pane: into the sandbox when
+# it has the terminal. A buffer of the "host" holds a secret before the sandbox starts.
+# Each case runs in a tmux server of its own, and starts only once the secret is in place.
+cat > "$E2E_TMP/tmux.conf" <<'CONF'
+set -g set-clipboard on
+set -g allow-rename on
+set -g automatic-rename off
+set -g set-titles on
+CONF
+# With a terminal: read the clipboard first (the reply is typed into our stdin), then write
+# the title, the window name and the clipboard.
+cat > "$E2E_TMP/project/attack-tty.sh" <<'SH'
+stty -icanon -echo
+printf '\033]52;c;?\007'
+IFS= read -r -t 3 -d "$(printf '\007')" reply || true
+stty icanon echo
+printf 'got-clipboard=[%s]\n' "$(printf %s "${reply##*;}" | base64 -d 2>/dev/null)"
+printf '\033]2;pwned-title\007\033kpwned-window\033\\'
+printf '\033]52;c;%s\007' "$(printf pwned-clip | base64)"
+echo wrote
+SH
+# Without one: the title on stdout, the window name and the clipboard on stderr.
+cat > "$E2E_TMP/project/attack-pipe.sh" <<'SH'
+printf '\033]0;pwned-title\007'
+printf '\033kpwned-window\033\\' >&2
+printf '\033]52;c;%s\007' "$(printf pwned-clip | base64)" >&2
+echo wrote
+SH
+servers=()
+trap 'for s in "${servers[@]}"; do tmux -L "$s" kill-server 2>/dev/null || true; done; cleanup' EXIT
+secret=host-secret-$$
+
+# attack NAME COMMAND: run COMMAND (an aisb run) in a pane of server NAME, wait for it.
+attack() {
+  local name=$1 command=$2
+  servers+=("$name")
+  tmux -L "$name" -f "$E2E_TMP/tmux.conf" new-session -d -s attack -n start -x 100 -y 30 \
+    "tmux wait-for go; cd '$E2E_TMP/project' && AISB_ENTRYPOINT='$AISB_ENTRYPOINT' XDG_CONFIG_HOME='$XDG_CONFIG_HOME' AISB_HOME_VOLUME='$AISB_HOME_VOLUME' $command; echo aisb-exit-\$?; sleep 60"
+  tmux -L "$name" set-buffer -b host "$secret"
+  tmux -L "$name" wait-for -S go
+  for _ in $(seq 300); do
+    tmux -L "$name" capture-pane -p -t attack -S -50 | grep -q aisb-exit- && break
+    sleep 0.1
+  done
+  pane=$(tmux -L "$name" capture-pane -p -t attack -S -50)
+  expect_contains "$name: the sandbox ran" "aisb-exit-0" "$pane"
+  title=$(tmux -L "$name" display -p -t attack '#{pane_title}')
+  window=$(tmux -L "$name" display -p -t attack '#{window_name}')
+  buffers=$(tmux -L "$name" list-buffers -F '#{buffer_name}=#{buffer_sample}')
+  tmux -L "$name" kill-server
+}
+held() {
+  expect_contains "$1: the text around the strings passed" wrote "$pane"
+  expect_absent "$1: the pane title stays" pwned "$title"
+  expect_eq "$1: the window name stays" start "$window"
+  expect_absent "$1: no clipboard write" pwned-clip "$buffers"
+  expect_contains "$1: the host's clipboard is intact" "host=$secret" "$buffers"
+}
+attacked() {
+  expect_contains "$1: the sandbox printed" wrote "$pane"
+  expect_eq "$1: the title changed (the test sees the attack)" pwned-title "$title"
+  expect_eq "$1: the window was renamed" pwned-window "$window"
+  expect_contains "$1: the clipboard was written" pwned-clip "$buffers"
+}
+
+attack tty "'$AISB' run -- bash /project/attack-tty.sh"
+held tty
+expect_contains "tty: the clipboard read went unanswered" "got-clipboard=[]" "$pane"
+attack tty-unfiltered "'$AISB' run --unfiltered-output -- bash /project/attack-tty.sh"
+attacked tty-unfiltered
+expect_contains "tty-unfiltered: the sandbox read the host's clipboard" "got-clipboard=[$secret]" "$pane"
+
+# stdin a pipe, stdout and stderr the terminal: no pty, both streams filtered.
+attack pipe "echo | '$AISB' run -- bash /project/attack-pipe.sh"
+held pipe
+attack pipe-unfiltered "echo | '$AISB' run --unfiltered-output -- bash /project/attack-pipe.sh"
+attacked pipe-unfiltered
+
+# stdout to a file: never filtered, byte for byte; stderr still the terminal, filtered.
+attack file "echo | '$AISB' run -- bash /project/attack-pipe.sh > '$E2E_TMP/out'"
+expect_eq "file: a file gets the output byte for byte" \
+  "$(printf '\033]0;pwned-title\007wrote\n' | od -An -c)" "$(od -An -c < "$E2E_TMP/out")"
+expect_eq "file: the window name stays" start "$window"
+expect_absent "file: no clipboard write" pwned-clip "$buffers"
+
+# ---- the sandbox's terminal ----
+session=aisb-e2e-$$
 cat > "$E2E_TMP/project/tty.sh" <<'SH'
 trap 'echo "winch $(stty size)"' WINCH
 echo "tty $(test -t 0 && echo yes || echo no) size $(stty size)"

@@ -489,6 +489,131 @@ START_TEST(test_run_default_output)
 }
 END_TEST
 
+/* ---- the terminal filter on the way out ---- */
+
+/* Raw output bytes, as a capture of fds 1 and 2. */
+typedef struct captured {
+        char out[256];
+        char err[256];
+} captured;
+
+/* One run with this output filter, its frames (or in terminal mode its raw bytes) served
+ * on the attach stream; output to collect_output when o, else to fds 1 and 2 captured in c. */
+static void run_filtered(unsigned streams, bool terminal, const void *attach, size_t attach_size,
+                         output *o, captured *c)
+{
+        route_run(0);
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, attach,
+                                attach_size, terminal ? FAKE_HIJACK_NO_WAIT : FAKE_HIJACK, 1);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        aisb_io_set_output_filter(io, streams);
+        if (terminal)
+                aisb_io_set_terminal(io, 0, 0);
+        if (o)
+                aisb_io_set_output_fn(io, collect_output, o);
+        int out_fd = -1, err_fd = -1, saved_out = -1, saved_err = -1;
+        if (c) {
+                char out_path[] = "/tmp/aisb-unit-out.XXXXXX", err_path[] = "/tmp/aisb-unit-err.XXXXXX";
+                out_fd = mkstemp(out_path);
+                err_fd = mkstemp(err_path);
+                ck_assert(out_fd >= 0 && err_fd >= 0);
+                unlink(out_path);
+                unlink(err_path);
+                saved_out = dup(STDOUT_FILENO);
+                saved_err = dup(STDERR_FILENO);
+                ck_assert_int_ge(dup2(out_fd, STDOUT_FILENO), 0);
+                ck_assert_int_ge(dup2(err_fd, STDERR_FILENO), 0);
+        }
+        aisb_policy *p = new_policy();
+        int code = -1;
+        aisb_error *err = NULL;
+        int r = aisb_run(ctx, p, io, &code, &err);
+        if (c) {
+                dup2(saved_out, STDOUT_FILENO);
+                dup2(saved_err, STDERR_FILENO);
+                close(saved_out);
+                close(saved_err);
+                *c = (captured) {};
+                ck_assert_int_ge(pread(out_fd, c->out, sizeof c->out - 1, 0), 0);
+                ck_assert_int_ge(pread(err_fd, c->err, sizeof c->err - 1, 0), 0);
+                close(out_fd);
+                close(err_fd);
+        }
+        ck_assert_msg(r == 0, "run failed: %s", err ? aisb_error_message(err) : "?");
+        ck_assert_int_eq(code, 0);
+        aisb_policy_free(p);
+        aisb_io_free(io);
+}
+
+/* A title, a clipboard write split across frames with the other stream between its pieces,
+ * a clipboard read query, a tmux passthrough and a hyperlink on stderr. */
+static size_t hostile_frames(uint8_t *buf)
+{
+        size_t n = frame(buf, 1, "one\033]0;title\007 two\033]52;c;cHd");
+        n += frame(buf + n, 2, "err\033Ptmux;\033\033]52;c;?\007\033\\");
+        n += frame(buf + n, 1, "uZWQ=\007 three\033[31m red\033[0m\033");
+        n += frame(buf + n, 2, " \033]8;;http://evil.example/\033\\link\033]8;;\033\\");
+        n += frame(buf + n, 1, "]52;c;?\033\\ four\xc2\x9d" "2;c1 title\xc2\x9c\n");
+        return n;
+}
+
+START_TEST(test_run_filter_callback)
+{
+        uint8_t frames[512];
+        size_t n = hostile_frames(frames);
+        output o = {};
+        run_filtered(AISB_STREAM_STDOUT | AISB_STREAM_STDERR, false, frames, n, &o, NULL);
+        ck_assert_str_eq(o.out, "one two three\033[31m red\033[0m four\n");
+        ck_assert_str_eq(o.err, "err\033\\ link");
+
+        /* Only stdout's bit: stderr passes as it came. */
+        o = (output) {};
+        run_filtered(AISB_STREAM_STDOUT, false, frames, n, &o, NULL);
+        ck_assert_str_eq(o.out, "one two three\033[31m red\033[0m four\n");
+        ck_assert_str_eq(o.err, "err\033Ptmux;\033\033]52;c;?\007\033\\ \033]8;;http://evil.example/\033\\link\033]8;;\033\\");
+
+        /* No filter: everything, the control that the frames do hold the strings. */
+        o = (output) {};
+        run_filtered(0, false, frames, n, &o, NULL);
+        ck_assert_str_eq(o.out, "one\033]0;title\007 two\033]52;c;cHduZWQ=\007 three\033[31m red\033[0m\033]52;c;?\033\\ four\xc2\x9d" "2;c1 title\xc2\x9c\n");
+}
+END_TEST
+
+START_TEST(test_run_filter_default_output)
+{
+        /* To fds 1 and 2 through the writev batches: stdout filtered, stderr not. */
+        uint8_t frames[512];
+        size_t n = hostile_frames(frames);
+        captured c;
+        run_filtered(AISB_STREAM_STDOUT, false, frames, n, NULL, &c);
+        ck_assert_str_eq(c.out, "one two three\033[31m red\033[0m four\n");
+        ck_assert_str_eq(c.err, "err\033Ptmux;\033\033]52;c;?\007\033\\ \033]8;;http://evil.example/\033\\link\033]8;;\033\\");
+        run_filtered(AISB_STREAM_STDERR, false, frames, n, NULL, &c);
+        ck_assert_str_eq(c.err, "err\033\\ link");
+}
+END_TEST
+
+START_TEST(test_run_filter_terminal)
+{
+        /* With a terminal the stream is raw bytes, filtered as stdout. */
+        static const char raw[] = "$ \033]2;pwned\007\033]52;c;?\007\033P+q544e\033\\ok\033[1mbold\033[m\r\n";
+        output o = {};
+        run_filtered(AISB_STREAM_STDOUT, true, raw, sizeof raw - 1, &o, NULL);
+        ck_assert_str_eq(o.out, "$ ok\033[1mbold\033[m\r\n");
+        ck_assert_str_eq(o.err, "");
+        captured c;
+        run_filtered(AISB_STREAM_STDOUT | AISB_STREAM_STDERR, true, raw, sizeof raw - 1, NULL, &c);
+        ck_assert_str_eq(c.out, "$ ok\033[1mbold\033[m\r\n");
+        ck_assert_str_eq(c.err, "");
+        /* stderr's bit alone leaves the terminal's stream alone. */
+        o = (output) {};
+        run_filtered(AISB_STREAM_STDERR, true, raw, sizeof raw - 1, &o, NULL);
+        ck_assert_str_eq(o.out, raw);
+}
+END_TEST
+
 START_TEST(test_run_service_dies_mid_frame)
 {
         route_run(0);
@@ -708,6 +833,9 @@ static Suite *run_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_run_whole);
         tcase_add_test(tc, test_run_default_output);
+        tcase_add_test(tc, test_run_filter_callback);
+        tcase_add_test(tc, test_run_filter_default_output);
+        tcase_add_test(tc, test_run_filter_terminal);
         tcase_add_test(tc, test_run_service_dies_mid_frame);
         tcase_add_test(tc, test_run_attach_refused);
         tcase_add_test(tc, test_run_create_refused);
