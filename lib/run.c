@@ -266,6 +266,8 @@ static int resize(aisb_ctx *ctx, const char *id, unsigned short rows, unsigned s
         http_response resp = {};
         aisb_error *e = NULL;
         int r = post_simple(ctx, path, &resp, &e);
+        if (r >= 0 && resp.status != 200 && resp.status != 201 && resp.status != 204)
+                r = -EBUSY;
         aisb_error_free(e);
         http_response_done(&resp);
         return r;
@@ -512,6 +514,9 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         r = http_hijack(ctx, path, &stream, err);
         if (r < 0)
                 goto out;
+        /* The attach made the container (and its pty): sized now, the command's first look
+         * at its terminal already sees the user's size, and no late SIGWINCH interrupts it. */
+        bool sized = io->terminal && resize(ctx, id, io->rows, io->cols) == 0;
         free(path);
         path = NULL;
         if (asprintf(&path, "/libpod/containers/%s/start", id) < 0) {
@@ -525,7 +530,7 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         http_response_done(&resp);
         if (r < 0)
                 goto out;
-        if (io->terminal)
+        if (io->terminal && !sized)
                 (void) resize(ctx, id, io->rows, io->cols);
         if (!ctx->dry_run_fn) {
                 r = pump(ctx, io, id, &stream, err);
