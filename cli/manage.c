@@ -16,8 +16,8 @@ static int open_ctx(aisb_ctx **ret)
         aisb_error *err = NULL;
         if (aisb_ctx_new(ret, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
-        static bool quiet;
-        aisb_ctx_set_log_fn(*ret, cli_log, &quiet);
+        static const cli_flags flags;
+        aisb_ctx_set_log_fn(*ret, cli_log, (void *) &flags);
         return 0;
 }
 

@@ -23,6 +23,7 @@ const cli_option cli_options[] = {
         { "no-gate", NULL, P, "no proxy: pin the allowlisted names' addresses at start (DNS stays open to the resolvers)", false },
         { "proxy", "HOST:PORT", P, "send egress through your own proxy; only it is reachable", false },
         { "gate-add-host", "NAME:IP", P, "a name the gate resolves to IP (repeatable)", false },
+        { "network-backend", "NAME", P, "how podman networks the sandbox: auto (default: pasta on podman 5, slirp4netns before), pasta or slirp4netns", false },
         { "env", "NAME[=VALUE]", P, "pass a variable (bare NAME: from this environment; repeatable)", false },
         { "env-file", "FILE", P, "pass NAME=VALUE lines from FILE (must be yours, mode 0600)", false },
         { "mount", "SRC:DST[:ro]", P, "bind-mount a host path (repeatable)", false },
@@ -53,6 +54,7 @@ const cli_option cli_options[] = {
         { "config", "FILE", F, "read this config file instead of ~/.config/ai-sandbox/config", true },
         { "socket", "PATH", F, "use this podman API socket", true },
         { "quiet", NULL, F, "no progress messages", true },
+        { "verbose", NULL, F, "also what the host says on every run (podman's warnings about it)", true },
         { "unfiltered-output", NULL, F, "let the sandbox's control strings reach this terminal: OSC (title, clipboard write and read, links, files), DCS (tmux passthrough, queries), SOS, PM, APC, ESC k", false },
         { "help", NULL, F, "show this help", true },
         {},
@@ -84,6 +86,8 @@ static void set_flag(cli_flags *flags, const char *name, const char *value)
                 flags->help = true;
         else if (strcmp(name, "quiet") == 0)
                 flags->quiet = true;
+        else if (strcmp(name, "verbose") == 0)
+                flags->verbose = true;
         else if (strcmp(name, "unfiltered-output") == 0)
                 flags->unfiltered_output = true;
         else if (strcmp(name, "config") == 0)
@@ -189,8 +193,9 @@ bool cli_color(int fd)
 
 void cli_log(aisb_log_level level, const char *message, void *userdata)
 {
-        const bool *quiet = userdata;
-        if (level == AISB_LOG_DEBUG || (level == AISB_LOG_INFO && quiet && *quiet))
+        const cli_flags *flags = userdata;
+        if ((level == AISB_LOG_DEBUG && !(flags && flags->verbose)) ||
+            (level == AISB_LOG_INFO && flags && flags->quiet))
                 return;
         if (level == AISB_LOG_WARNING)
                 fprintf(stderr, cli_color(STDERR_FILENO) ? "aisb: \033[33mwarning:\033[0m %s\n"
@@ -258,7 +263,7 @@ int cli_ctx_for(const cli_flags *flags, aisb_ctx **ret_ctx)
         aisb_ctx *ctx = NULL;
         if (aisb_ctx_new(&ctx, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
-        aisb_ctx_set_log_fn(ctx, cli_log, (void *) &flags->quiet);
+        aisb_ctx_set_log_fn(ctx, cli_log, (void *) flags);
         if (flags->socket && aisb_ctx_set_socket(ctx, flags->socket, &err) < 0) {
                 aisb_ctx_free(ctx);
                 return cli_fail(err, EXIT_AISB_FAILED);

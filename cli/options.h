@@ -34,6 +34,7 @@ typedef struct cli_flags {
         bool print_entrypoint;
         bool help;
         bool quiet;
+        bool verbose; /* log level debug too: host facts podman repeats on every run */
         bool unfiltered_output; /* no terminal filter on the sandbox's output */
         const char *config;
         const char *socket;

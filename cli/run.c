@@ -93,8 +93,8 @@ static const char *find_config_flag(int argc, char **argv)
 /* While the terminal is raw, a newline no longer returns the carriage: end lines with both. */
 static void raw_log(aisb_log_level level, const char *message, void *userdata)
 {
-        const bool *quiet = userdata;
-        if (level == AISB_LOG_DEBUG || (level == AISB_LOG_INFO && *quiet))
+        const cli_flags *flags = userdata;
+        if ((level == AISB_LOG_DEBUG && !flags->verbose) || (level == AISB_LOG_INFO && flags->quiet))
                 return;
         fprintf(stderr, "aisb: %s%s\r\n", level == AISB_LOG_WARNING ? "warning: " : "", message);
 }
@@ -182,7 +182,7 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                 code = cli_fail(err, EXIT_AISB_FAILED);
                 goto out;
         }
-        aisb_ctx_set_log_fn(ctx, cli_log, &flags.quiet);
+        aisb_ctx_set_log_fn(ctx, cli_log, &flags);
         build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags.quiet };
         aisb_ctx_set_build_fn(ctx, on_build_line, &display);
         if (flags.dry_run)
@@ -243,7 +243,7 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                 cfmakeraw(&t);
                 raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
                 if (raw)
-                        aisb_ctx_set_log_fn(ctx, raw_log, &flags.quiet);
+                        aisb_ctx_set_log_fn(ctx, raw_log, &flags);
         }
         int exit_code = 0;
         r = aisb_run(ctx, policy, io, &exit_code, &err);

@@ -5,15 +5,15 @@
 # shellcheck disable=SC2207
 
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
-  --gate-add-host --env --env-file --mount --no-cwd --memory --cpus --pids-limit --tmp-size
+  --gate-add-host --network-backend --env --env-file --mount --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
   --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
-  --print-entrypoint --config --socket --quiet --unfiltered-output --help'
+  --print-entrypoint --config --socket --quiet --verbose --unfiltered-output --help'
 
 # The options "aisb build" accepts: those that decide the image, and the output flags.
 _aisb_build_options='--base-image --install --ca-cert --harness --node-source --strict-args
-  --dry-run --print-policy --print-containerfile --config --socket --quiet --help'
+  --dry-run --print-policy --print-containerfile --config --socket --quiet --verbose --help'
 
 # Complete the value of option $1 into COMPREPLY; fails when $1 takes no value we know.
 _aisb_value()
@@ -21,6 +21,7 @@ _aisb_value()
     local option=$1 cur=$2
     case $option in
         --net) COMPREPLY=($(compgen -W 'allow none full' -- "$cur")) ;;
+        --network-backend) COMPREPLY=($(compgen -W 'auto pasta slirp4netns' -- "$cur")) ;;
         --harness) COMPREPLY=($(compgen -W 'pi codex claude' -- "$cur")) ;;
         --node-source) COMPREPLY=($(compgen -W 'official npm' -- "$cur")) ;;
         --thinking) COMPREPLY=($(compgen -W 'off minimal low medium high xhigh host' -- "$cur")) ;;

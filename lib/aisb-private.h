@@ -33,6 +33,13 @@ typedef enum sandbox_net {
         SANDBOX_NET_FULL,
 } sandbox_net;
 
+/* How rootless podman gives the sandbox a network (network.c). */
+typedef enum network_backend_id {
+        NETWORK_BACKEND_AUTO, /* pasta on podman 5, slirp4netns before */
+        NETWORK_BACKEND_SLIRP4NETNS,
+        NETWORK_BACKEND_PASTA,
+} network_backend_id;
+
 typedef struct env_entry {
         char *name;
         char *value; /* secret: wiped on free */
@@ -93,6 +100,7 @@ struct aisb_policy {
         bool allow_unenforced;
         bool keep_root;
         bool project_read_only; /* internal (doctor): the project mounted read-only, no settings copy */
+        network_backend_id network_backend;
 };
 
 struct aisb_ctx {
@@ -266,11 +274,23 @@ int gate_summary(const gate_info *g, long long offset, egress_summary *ret);
 int egress_count_line(egress_summary *s, const char *line);
 
 /* ---- network.c: how a sandbox reaches the outside for its policy ---- */
-/* The address the sandbox reaches the host's loopback at (slirp4netns allow_host_loopback). */
+/* The address the sandbox reaches the host's loopback at, whichever the backend:
+ * slirp4netns's allow_host_loopback puts it there, pasta's --map-host-loopback is told to. */
 #define SANDBOX_HOST_LOOPBACK "10.0.2.2"
+
+/* How rootless podman gives the sandbox a network: what aisb asks for and what the sandbox
+ * then sees (docs/host.md has the table). */
+typedef struct network_backend {
+        network_backend_id id;
+        const char *name;          /* podman's nsmode */
+        const char *host_address;  /* where the host's own (non-loopback) addresses are reached */
+} network_backend;
+/* The backend for this policy on this service (ctx NULL or not connected: as podman 4). */
+const network_backend *network_backend_for(const aisb_ctx *ctx, const aisb_policy *p);
 typedef struct sandbox_network {
-        const char *nsmode;    /* "none", "slirp4netns" */
-        bool host_loopback;    /* slirp4netns allow_host_loopback */
+        const char *nsmode;    /* "none", or the backend's name */
+        const network_backend *backend; /* NULL with --net none */
+        bool host_loopback;    /* the host's loopback mapped at SANDBOX_HOST_LOOPBACK */
         char **entrypoint_args; /* --net MODE [--allow DEST]... [--allow-dns] */
         char **env;            /* NAME=VALUE: the proxy variables */
         allowlist list;        /* the merged allowlist */

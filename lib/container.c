@@ -105,6 +105,10 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
         r |= json_object_object_add(o, "cap_add", string_array(entrypoint_capabilities));
         r |= json_object_object_add(o, "no_new_privileges", json_object_new_boolean(1));
         r |= json_object_object_add(o, "read_only_filesystem", json_object_new_boolean(p->read_only));
+        /* From podman 4.4 a read-only root also makes /dev, /dev/shm and /dev/mqueue read-only
+         * unless this says otherwise (podman 5 defaults it to false); 4.3 ignores the field
+         * and leaves them writable. Shared memory must work in the sandbox. */
+        r |= json_object_object_add(o, "read_write_tmpfs", json_object_new_boolean(1));
 
         json_object *mounts = json_object_new_array();
         if (p->project) {
@@ -160,11 +164,15 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
         r |= add_string(netns, "nsmode", net->nsmode);
         r |= json_object_object_add(o, "netns", netns);
         if (net->host_loopback) {
-                /* The gate listens on the host's loopback; slirp4netns maps it to 10.0.2.2,
-                 * and the entrypoint's ruleset admits only the gate's port there. */
+                /* The gate listens on the host's loopback; both backends map it to
+                 * SANDBOX_HOST_LOOPBACK, and the entrypoint's ruleset admits only the gate's
+                 * port there. */
                 json_object *options = json_object_new_object();
                 static const char *const slirp[] = { "allow_host_loopback=true", NULL };
-                r |= json_object_object_add(options, "slirp4netns", string_array(slirp));
+                static const char *const pasta[] = { "--map-host-loopback", SANDBOX_HOST_LOOPBACK, NULL };
+                bool is_pasta = net->backend && net->backend->id == NETWORK_BACKEND_PASTA;
+                r |= json_object_object_add(options, is_pasta ? "pasta" : "slirp4netns",
+                                            string_array(is_pasta ? pasta : slirp));
                 r |= json_object_object_add(o, "network_options", options);
         }
 

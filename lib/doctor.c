@@ -73,17 +73,10 @@ static void check_host(doctor *d, json_object *info)
                 report(d, "subuid", AISB_CHECK_FAIL, "no range in /etc/subuid or /etc/subgid: no user namespace",
                        "sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER");
 
-        /* The sandbox's network is slirp4netns on every podman (docs/networking.md). */
-        if (access("/usr/bin/slirp4netns", X_OK) == 0 || access("/usr/local/bin/slirp4netns", X_OK) == 0)
-                report(d, "network", AISB_CHECK_OK, "slirp4netns is installed", NULL);
-        else
-                report(d, "network", AISB_CHECK_FAIL, "slirp4netns is missing: no sandbox network",
-                       "install slirp4netns (apt-get install slirp4netns, dnf install slirp4netns)");
-
         if (access("/dev/net/tun", R_OK | W_OK) == 0)
                 report(d, "tun", AISB_CHECK_OK, "/dev/net/tun is usable", NULL);
         else
-                report(d, "tun", AISB_CHECK_FAIL, "/dev/net/tun cannot be opened: slirp4netns fails",
+                report(d, "tun", AISB_CHECK_FAIL, "/dev/net/tun cannot be opened: pasta and slirp4netns fail",
                        "sudo chmod 666 /dev/net/tun");
 
         const char *cgroup = json_object_get_string(path_get(info, "host", "cgroupVersion", NULL));
@@ -92,7 +85,8 @@ static void check_host(doctor *d, json_object *info)
                 report(d, "cgroups", AISB_CHECK_OK, "cgroup v2: memory, CPU and process caps can be enforced", NULL);
         else
                 report(d, "cgroups", AISB_CHECK_WARN,
-                       "cgroup v1: memory, CPU and process caps are accepted and silently ignored",
+                       "cgroup v1: memory, CPU and process caps are accepted and not enforced (podman says so "
+                       "on every run; aisb shows that only with --verbose)",
                        "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2) and delegate controllers");
 
         const char *runtime = json_object_get_string(path_get(info, "host", "ociRuntime", "name"));
@@ -145,6 +139,67 @@ static int run_captured(aisb_ctx *ctx, const aisb_policy *q, buffer *out, int *r
  * In a sandbox with no network, the project read-only and a throwaway home, whatever the
  * repository makes git run stays there. Without --deep this uses the user's image only if it
  * is built already (doctor builds nothing unasked). */
+/* Whether this pasta knows --map-host-loopback, which maps the gate (on the host's loopback)
+ * into the sandbox; passt added it in 2024. Asks the binary podman named. */
+static bool pasta_maps_host_loopback(const char *pasta)
+{
+        int out[2];
+        if (pipe2(out, O_CLOEXEC) < 0)
+                return false;
+        pid_t pid = fork();
+        if (pid == 0) {
+                (void) dup2(out[1], STDOUT_FILENO);
+                (void) dup2(out[1], STDERR_FILENO);
+                execl(pasta, "pasta", "--help", (char *) NULL);
+                _exit(127);
+        }
+        close(out[1]);
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        bool found = pid > 0 && read_full_fd(out[0], 256 * 1024, &text, &size) >= 0 &&
+                     strstr(text, "--map-host-loopback");
+        close(out[0]);
+        while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return found;
+}
+
+/* The first line of a version text podman reports ("pasta 2025_05_12...\n..."). */
+static void first_line(const char *text, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s", text ? text : "unknown version");
+        buf[strcspn(buf, "\n")] = 0;
+}
+
+/* The backend a run would use, and whether it can: pasta on podman 5 (with the option the
+ * gate needs), slirp4netns before. */
+static void check_network(aisb_ctx *ctx, doctor *d, const aisb_policy *p, json_object *info)
+{
+        const network_backend *backend = network_backend_for(ctx, p);
+        bool pasta = backend->id == NETWORK_BACKEND_PASTA;
+        const char *exe = json_object_get_string(path_get(info, "host", backend->name, "executable"));
+        const char *version = json_object_get_string(path_get(info, "host", backend->name, "version"));
+        char detail[256], line[128];
+        first_line(version, line, sizeof line);
+        if (!pasta && (!exe || !*exe) && access("/usr/bin/slirp4netns", X_OK) == 0)
+                exe = "/usr/bin/slirp4netns"; /* podman 4.3 names it only once used */
+        if (!exe || !*exe || access(exe, X_OK) < 0) {
+                snprintf(detail, sizeof detail, "%s is missing: no sandbox network", backend->name);
+                report(d, "network", AISB_CHECK_FAIL, detail,
+                       pasta ? "install passt (apt-get install passt, dnf install passt), or set network-backend = slirp4netns"
+                             : "install slirp4netns (apt-get install slirp4netns, dnf install slirp4netns)");
+        } else if (pasta && !pasta_maps_host_loopback(exe)) {
+                snprintf(detail, sizeof detail,
+                         "%s (%s) has no --map-host-loopback: the sandbox could not reach the gate", exe, line);
+                report(d, "network", AISB_CHECK_FAIL, detail,
+                       "install passt from 2024 or later, or set network-backend = slirp4netns");
+        } else {
+                snprintf(detail, sizeof detail, "%s%s: %s", backend->name,
+                         p->network_backend == NETWORK_BACKEND_AUTO ? " (podman's default)" : " (chosen)", line);
+                report(d, "network", AISB_CHECK_OK, detail, NULL);
+        }
+}
+
 static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int deep)
 {
         if (!p->project)
@@ -321,6 +376,7 @@ int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn
         if (!info)
                 return aisb_error_set(err, -EIO, "GET /libpod/info gave no answer");
         check_host(&d, info);
+        check_network(ctx, &d, p, info);
         if (deep && d.failures == 0)
                 check_deep(ctx, &d, p);
         /* After --deep, whose run builds the image this check needs. */

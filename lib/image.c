@@ -440,6 +440,19 @@ static int build_line(const char *line, size_t size, void *userdata)
 
 /* The build request, whose body a dry run shows as the list of the context's files: a dry
  * run packs nothing (and loads no libarchive). */
+/* Whether a build failed because the base image's registry did not answer (what podman
+ * says when it cannot pull): then the way forward is a bootstrapped base. */
+static bool registry_unreachable(const char *message)
+{
+        static const char *const signs[] = { "pinging container registry", "initializing source docker://",
+                                             "no such host", "dial tcp", "connection refused",
+                                             "i/o timeout", "TLS handshake timeout" };
+        for (size_t i = 0; message && i < ELEMENTSOF(signs); i++)
+                if (strstr(message, signs[i]))
+                        return true;
+        return false;
+}
+
 static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, aisb_error **err)
 {
         _cleanup_free_ void *tar = NULL;
@@ -621,6 +634,16 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                 }
                 aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
                 r = build_image(ctx, tag, c, err);
+                if (r < 0 && !is_bootstrap(p->base_image, &suite) && err && *err &&
+                    registry_unreachable(aisb_error_message(*err))) {
+                        _cleanup_free_ char *why = strdup(aisb_error_message(*err));
+                        aisb_error_free(steal_pointer(err));
+                        return aisb_error_set(err, r,
+                                              "building image %s: no registry answered for the base image %s (%s): "
+                                              "use --base-image bootstrap:debian:trixie (a base built from a Debian mirror) "
+                                              "or a registry you can reach",
+                                              tag, p->base_image, why ? why : "");
+                }
                 if (r < 0)
                         return aisb_error_wrap(err, r, "building image %s", tag);
                 built = true;

@@ -165,8 +165,11 @@ static int set_proxy_env(sandbox_network *n, const char *host, unsigned port)
                 if (asprintf(&kv, "%s=%s", names[i], url) < 0 || strv_push(&n->env, kv) < 0)
                         return -ENOMEM;
         }
-        /* Node ignores the proxy variables unless told (pi, codex and claude run on it). */
-        if (strv_push(&n->env, "NODE_USE_ENV_PROXY=1") < 0)
+        /* Node ignores the proxy variables unless told (pi, codex and claude run on it), and
+         * then warns on every start that the agent doing it is experimental: the command's
+         * output stays the command's. A NODE_OPTIONS of the user's (--env) replaces this. */
+        if (strv_push(&n->env, "NODE_USE_ENV_PROXY=1") < 0 ||
+            strv_push(&n->env, "NODE_OPTIONS=--disable-warning=UNDICI-EHPA") < 0)
                 return -ENOMEM;
         /* Pinned addresses are reached directly, not through the proxy. */
         buffer no_proxy = {};
@@ -245,9 +248,38 @@ static int pin_domains(sandbox_network *n, bool insecure_allow_host_ranges, aisb
         return 0;
 }
 
-/* --proxy HOST:PORT, with a loopback host translated to the sandbox's view of it. */
-static int resolve_proxy(const char *spec, char **ret_host, unsigned *ret_port, bool *ret_loopback,
-                         aisb_error **err)
+static const network_backend backends[] = {
+        /* slirp4netns NATs the sandbox's connections to the host's own addresses to the host. */
+        { NETWORK_BACKEND_SLIRP4NETNS, "slirp4netns", NULL },
+        /* pasta gives the sandbox the host's own address, so that address is the sandbox's;
+         * podman maps the host at 169.254.1.2 (host.containers.internal). */
+        { NETWORK_BACKEND_PASTA, "pasta", "169.254.1.2" },
+};
+
+const network_backend *network_backend_for(const aisb_ctx *ctx, const aisb_policy *p)
+{
+        network_backend_id id = p->network_backend;
+        if (id == NETWORK_BACKEND_AUTO)
+                id = ctx && ctx->connected && ctx->version_major >= 5 ? NETWORK_BACKEND_PASTA
+                                                                       : NETWORK_BACKEND_SLIRP4NETNS;
+        return &backends[id == NETWORK_BACKEND_PASTA ? 1 : 0];
+}
+
+/* Whether ip (text) is one of this host's own addresses. */
+static bool host_own_address(const char *ip)
+{
+        _cleanup_strv_free_ char **own = NULL;
+        if (host_own_addresses(&own) < 0)
+                return false;
+        for (size_t i = 0; own && own[i]; i++)
+                if (streq(own[i], ip))
+                        return true;
+        return false;
+}
+
+/* --proxy HOST:PORT, with a host address translated to the sandbox's view of it. */
+static int resolve_proxy(const char *spec, const network_backend *backend, char **ret_host,
+                         unsigned *ret_port, bool *ret_loopback, aisb_error **err)
 {
         const char *colon = strrchr(spec, ':');
         unsigned long long port;
@@ -268,7 +300,9 @@ static int resolve_proxy(const char *spec, char **ret_host, unsigned *ret_port, 
         bool loopback = (ntohl(addr.s_addr) >> 24) == 127;
         if (!inet_ntop(AF_INET, &addr, ip, sizeof ip))
                 return aisb_error_set(err, -EINVAL, "proxy: bad address for %s", host);
-        *ret_host = strdup(loopback ? SANDBOX_HOST_LOOPBACK : ip);
+        *ret_host = strdup(loopback ? SANDBOX_HOST_LOOPBACK
+                           : backend->host_address && host_own_address(ip) ? backend->host_address
+                                                                          : ip);
         *ret_port = (unsigned) port;
         *ret_loopback = loopback;
         return *ret_host ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
@@ -284,7 +318,8 @@ int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, const project_s
                 r = r < 0 ? r : strv_push(&n.entrypoint_args, "none");
                 goto done;
         }
-        n.nsmode = "slirp4netns";
+        n.backend = network_backend_for(ctx, p);
+        n.nsmode = n.backend->name;
         if (p->net == SANDBOX_NET_FULL) {
                 if (ctx)
                         aisb_log(ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");
@@ -304,7 +339,7 @@ int sandbox_network_resolve(aisb_ctx *ctx, const aisb_policy *p, const project_s
         if (p->proxy) {
                 _cleanup_free_ char *host = NULL;
                 unsigned port = 0;
-                r = resolve_proxy(p->proxy, &host, &port, &n.host_loopback, err);
+                r = resolve_proxy(p->proxy, n.backend, &host, &port, &n.host_loopback, err);
                 if (r < 0)
                         goto fail;
                 _cleanup_free_ char *dest = NULL;

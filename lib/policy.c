@@ -710,6 +710,19 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                         return -ENOMEM;
                 return 0;
         }
+        if (streq(key, "network-backend")) {
+                if (streq(value, "auto"))
+                        p->network_backend = NETWORK_BACKEND_AUTO;
+                else if (streq(value, "pasta"))
+                        p->network_backend = NETWORK_BACKEND_PASTA;
+                else if (streq(value, "slirp4netns"))
+                        p->network_backend = NETWORK_BACKEND_SLIRP4NETNS;
+                else
+                        return aisb_error_set(err, -EINVAL,
+                                              "network-backend: '%s' is not a backend (use auto, pasta or slirp4netns)",
+                                              value);
+                return 0;
+        }
         if (streq(key, "node-source")) {
                 if (!streq(value, "official") && !streq(value, "npm"))
                         return aisb_error_set(err, -EINVAL,
@@ -750,8 +763,9 @@ int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error *
                 r = aisb_policy_set(p, "harness", src->harness, err);
         if (r >= 0)
                 r = aisb_policy_set(p, "node-source", src->node_source_npm ? "npm" : "official", err);
-        if (r >= 0)
-                r = aisb_policy_set(p, "entrypoint", src->entrypoint, err);
+        /* As it is: a missing entrypoint is the run's error to report, not this copy's. */
+        if (r >= 0 && set_string(&p->entrypoint, src->entrypoint) < 0)
+                r = aisb_error_set(err, -ENOMEM, "out of memory");
         if (r < 0) {
                 aisb_policy_free(p);
                 return r;
@@ -894,6 +908,9 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
         for (size_t i = 0; i < p->n_ca_certs; i++)
                 r |= buffer_printf(&b, "ca-cert=%s\n", p->ca_certs[i].path);
         r |= buffer_printf(&b, "net=%s\n", net_mode_name(p->net));
+        if (p->network_backend != NETWORK_BACKEND_AUTO)
+                r |= buffer_printf(&b, "network-backend=%s\n",
+                                   p->network_backend == NETWORK_BACKEND_PASTA ? "pasta" : "slirp4netns");
         if (p->net == SANDBOX_NET_ALLOW) {
                 if (p->no_gate)
                         r |= buffer_printf(&b, "no-gate=true\n");

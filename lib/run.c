@@ -490,9 +490,12 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
                 json_object *v;
                 if (resp.status == 201 && reply && json_object_object_get_ex(reply, "Id", &v))
                         id = strdup(json_object_get_string(v));
+                /* Podman's warnings here are facts about the host (caps not enforced on
+                 * cgroup v1), the same on every run: doctor says them once; a run only when
+                 * asked (debug). */
                 if (reply && json_object_object_get_ex(reply, "Warnings", &v))
                         for (size_t i = 0; i < json_object_array_length(v); i++)
-                                aisb_log(ctx, AISB_LOG_WARNING, "podman: %s",
+                                aisb_log(ctx, AISB_LOG_DEBUG, "podman: %s",
                                          json_object_get_string(json_object_array_get_idx(v, i)));
         }
         if (!id) {

@@ -53,6 +53,8 @@ trap cleanup EXIT
   echo "base-image = ${AISB_E2E_BASE:-bootstrap:debian:trixie}"
   echo "net = none"
   echo "node-source = npm"
+  # The podman 5 suite runs twice: with its default (pasta) and forcing slirp4netns.
+  [ -z "${AISB_E2E_BACKEND:-}" ] || echo "network-backend = $AISB_E2E_BACKEND"
   for c in /usr/local/share/ca-certificates/*.crt; do
     [ -r "$c" ] && echo "ca-cert = $c"
   done

@@ -23,6 +23,14 @@ set -e
 expect_eq "a bad value is a usage error" 2 "$rc"
 expect_eq "on one line" 1 "$(printf '%s\n' "$err" | wc -l)"
 
+# No registry answers for a base image: the error says what to use instead (.invalid never
+# resolves, on any machine).
+set +e
+err=$("$AISB" build --quiet --base-image registry.invalid/aisb/none:1 2>&1); rc=$?
+set -e
+expect_eq "an unreachable registry fails the build" 125 "$rc"
+expect_contains "and names the bootstrapped base as the way forward" "use --base-image bootstrap:debian:trixie" "$err"
+
 echo "memory = 3g" > "$XDG_CONFIG_HOME/ai-sandbox/config.extra"
 cat "$XDG_CONFIG_HOME/ai-sandbox/config" >> "$XDG_CONFIG_HOME/ai-sandbox/config.extra"
 pol=$("$AISB" run --config "$XDG_CONFIG_HOME/ai-sandbox/config.extra" --print-policy -- true)

@@ -25,6 +25,13 @@ set -e
 expect_eq "the root filesystem is read-only" 42 "$rc"
 expect_contains "the kernel says why" "Read-only file system" "$err"
 
+# Shared memory works under the read-only root (podman 5 makes /dev/shm read-only with it
+# unless told otherwise).
+out=$("$AISB" run -- sh -c 'echo x > /dev/shm/probe && cat /dev/shm/probe && python3 -c "
+from multiprocessing import shared_memory as s; m = s.SharedMemory(create=True, size=64); m.close(); m.unlink(); print(\"shm ok\")"')
+expect_eq "/dev/shm is writable and POSIX shared memory works" "x
+shm ok" "$out"
+
 # The home volume persists across runs; --ephemeral-home does not touch it.
 "$AISB" run -- sh -c 'echo kept > ~/note'
 expect_eq "home persists across runs" "kept" "$("$AISB" run -- cat /home/sandbox/note)"

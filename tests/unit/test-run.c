@@ -431,6 +431,106 @@ START_TEST(test_run_whole)
 }
 END_TEST
 
+/* The create body a run sends to a service answering as podman `version`, with the
+ * backend chosen by `backend` (NULL: auto), for a policy whose proxy is on the host's
+ * loopback (so the host's loopback must be mapped into the sandbox). */
+static json_object *create_body_for(const char *version, const char *backend)
+{
+        fake_podman_set_version(fp, version);
+        route_run(0);
+        uint8_t frames[64];
+        size_t n = frame(frames, 1, "ok\n");
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n, FAKE_HIJACK, 1);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "proxy", "127.0.0.1:3128", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "user-allowlist", "", NULL), 0);
+        if (backend)
+                ck_assert_int_eq(aisb_policy_set(p, "network-backend", backend, NULL), 0);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        output o = {};
+        aisb_io_set_output_fn(io, collect_output, &o);
+        int code = -1;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_run(ctx, p, io, &code, &err) == 0, "%s", aisb_error_message(err));
+        aisb_io_free(io);
+        aisb_policy_free(p);
+        ssize_t create = find_request("POST", "/containers/create");
+        ck_assert_int_ge(create, 0);
+        json_object *body = json_tokener_parse(fake_podman_request_body(fp, (size_t) create));
+        ck_assert_ptr_nonnull(body);
+        return body;
+}
+
+static const char *network_option(json_object *body, const char *backend, size_t i)
+{
+        json_object *options, *list;
+        if (!json_object_object_get_ex(body, "network_options", &options) ||
+            !json_object_object_get_ex(options, backend, &list))
+                return NULL;
+        return json_object_get_string(json_object_array_get_idx(list, i));
+}
+
+static const char *proxy_env(json_object *body)
+{
+        json_object *env, *v;
+        ck_assert(json_object_object_get_ex(body, "env", &env));
+        ck_assert(json_object_object_get_ex(env, "https_proxy", &v));
+        return json_object_get_string(v);
+}
+
+static const char *nsmode(json_object *body)
+{
+        json_object *netns, *mode;
+        ck_assert(json_object_object_get_ex(body, "netns", &netns));
+        ck_assert(json_object_object_get_ex(netns, "nsmode", &mode));
+        return json_object_get_string(mode);
+}
+
+/* Podman 4.3: slirp4netns, its host-loopback option; the tmpfs flag that keeps /dev/shm
+ * writable under a read-only root (ignored by 4.3, needed by 5). */
+START_TEST(test_backend_podman4)
+{
+        json_object *body = create_body_for("4.3.1", NULL);
+        ck_assert_str_eq(nsmode(body), "slirp4netns");
+        ck_assert_str_eq(network_option(body, "slirp4netns", 0), "allow_host_loopback=true");
+        ck_assert_ptr_null(network_option(body, "pasta", 0));
+        json_object *v;
+        ck_assert(json_object_object_get_ex(body, "read_only_filesystem", &v) && json_object_get_boolean(v));
+        ck_assert(json_object_object_get_ex(body, "read_write_tmpfs", &v) && json_object_get_boolean(v));
+        /* The proxy on the host's loopback is reached at the same address either way. */
+        ck_assert_str_eq(proxy_env(body), "http://10.0.2.2:3128");
+        json_object_put(body);
+}
+END_TEST
+
+/* Podman 5.4: pasta, told to map the host's loopback where slirp4netns has it. */
+START_TEST(test_backend_podman5)
+{
+        json_object *body = create_body_for("5.4.2", NULL);
+        ck_assert_str_eq(nsmode(body), "pasta");
+        ck_assert_str_eq(network_option(body, "pasta", 0), "--map-host-loopback");
+        ck_assert_str_eq(network_option(body, "pasta", 1), "10.0.2.2");
+        ck_assert_ptr_null(network_option(body, "slirp4netns", 0));
+        json_object *v;
+        ck_assert(json_object_object_get_ex(body, "read_write_tmpfs", &v) && json_object_get_boolean(v));
+        ck_assert_str_eq(proxy_env(body), "http://10.0.2.2:3128");
+        json_object_put(body);
+}
+END_TEST
+
+/* network-backend forces either one, whatever the version. */
+START_TEST(test_backend_forced)
+{
+        json_object *body = create_body_for("5.4.2", "slirp4netns");
+        ck_assert_str_eq(nsmode(body), "slirp4netns");
+        ck_assert_str_eq(network_option(body, "slirp4netns", 0), "allow_host_loopback=true");
+        json_object_put(body);
+}
+END_TEST
+
 /* With no output callback the frames go to our own fds 1 and 2, gathered into writev
  * batches: order within and across streams kept, more frames than one batch holds. */
 START_TEST(test_run_default_output)
@@ -832,6 +932,9 @@ static Suite *run_suite(void)
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_run_whole);
+        tcase_add_test(tc, test_backend_podman4);
+        tcase_add_test(tc, test_backend_podman5);
+        tcase_add_test(tc, test_backend_forced);
         tcase_add_test(tc, test_run_default_output);
         tcase_add_test(tc, test_run_filter_callback);
         tcase_add_test(tc, test_run_filter_default_output);
