@@ -4,9 +4,11 @@
 #include <ctype.h>
 #include <limits.h>
 #include <nettle/sha2.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 size_t strv_length(const char *const *v)
 {
@@ -181,6 +183,101 @@ int writev_all(int fd, struct iovec *iov, size_t n)
                 }
         }
         return 0;
+}
+
+/* "uid 1005 (eve)", or "uid 1005" for a uid with no name. */
+static void describe_uid(uid_t uid, char *buf, size_t size)
+{
+        struct passwd pw, *found = NULL;
+        char names[1024];
+        if (getpwuid_r(uid, &pw, names, sizeof names, &found) == 0 && found)
+                snprintf(buf, size, "uid %u (%s)", (unsigned) uid, found->pw_name);
+        else
+                snprintf(buf, size, "uid %u", (unsigned) uid);
+}
+
+/* One component, as lstat saw it. A socket's own mode bits say who may connect, not who may
+ * replace it: only directories are checked for writers. */
+static int check_component(const char *path, const struct stat *st, uid_t uid, char *reason,
+                           size_t size)
+{
+        if (st->st_uid != uid && st->st_uid != 0) {
+                char owner[300];
+                describe_uid(st->st_uid, owner, sizeof owner);
+                snprintf(reason, size, "%s belongs to %s", path, owner);
+                return -EPERM;
+        }
+        if (!S_ISDIR(st->st_mode))
+                return 0;
+        bool others = (st->st_mode & S_IWOTH) || ((st->st_mode & S_IWGRP) && st->st_gid != 0);
+        /* /tmp: anyone may add names, only an entry's owner (or root) may replace it, and the
+         * entry's own owner is checked next. */
+        if (!others || (st->st_uid == 0 && (st->st_mode & S_ISVTX)))
+                return 0;
+        snprintf(reason, size, "%s is writable by others (mode %04o)", path,
+                 (unsigned) (st->st_mode & 07777));
+        return -EPERM;
+}
+
+static int check_path_trusted(const char *path, uid_t uid, unsigned depth, char *reason,
+                              size_t size)
+{
+        if (path[0] != '/') {
+                snprintf(reason, size, "%s is not an absolute path", path);
+                return -EINVAL;
+        }
+        _cleanup_free_ char *prefix = malloc(strlen(path) + 2);
+        if (!prefix)
+                return -ENOMEM;
+        strcpy(prefix, "/");
+        size_t len = 1;
+        for (const char *p = path;;) {
+                struct stat st;
+                if (lstat(prefix, &st) < 0) {
+                        int r = -errno;
+                        snprintf(reason, size, "%s: %s", prefix, strerror(errno));
+                        return r;
+                }
+                int r = check_component(prefix, &st, uid, reason, size);
+                if (r < 0)
+                        return r;
+                if (S_ISLNK(st.st_mode)) {
+                        /* Its directory and owner passed; now where it leads, as a whole. */
+                        if (depth >= 8) {
+                                snprintf(reason, size, "%s: too many levels of symbolic links", path);
+                                return -ELOOP;
+                        }
+                        _cleanup_free_ char *canonical = realpath(path, NULL);
+                        if (!canonical) {
+                                r = -errno;
+                                snprintf(reason, size, "%s: %s", path, strerror(errno));
+                                return r;
+                        }
+                        return check_path_trusted(canonical, uid, depth + 1, reason, size);
+                }
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        return 0;
+                size_t n = strcspn(p, "/");
+                if (len > 1)
+                        prefix[len++] = '/';
+                memcpy(prefix + len, p, n);
+                len += n;
+                prefix[len] = 0;
+                p += n;
+        }
+}
+
+int path_check_trusted(const char *path, uid_t uid, char *reason, size_t reason_size)
+{
+        char ignored[1];
+        if (!reason || reason_size == 0) {
+                reason = ignored;
+                reason_size = sizeof ignored;
+        }
+        reason[0] = 0;
+        return check_path_trusted(path, uid, 0, reason, reason_size);
 }
 
 int parse_bool(const char *s)
