@@ -232,7 +232,7 @@ int demux_feed(demux *d, const void *data, size_t size,
 typedef struct gate_info {
         char *name;
         char *hash;
-        char *dir; /* state directory: squid.conf, hosts, access.log */
+        char *dir; /* state directory: config/ (squid.conf, hosts), logs/ (access.log, cache.log) */
         unsigned port;
 } gate_info;
 typedef struct egress_summary {
@@ -242,7 +242,19 @@ typedef struct egress_summary {
 } egress_summary;
 void gate_info_done(gate_info *g);
 int state_dir(const char *sub, char **ret, aisb_error **err);
-bool gate_port_answers(unsigned port);
+/* Who listens on a loopback port, from /proc/net/tcp and tcp6 text. */
+typedef struct port_owners {
+        bool ours;      /* a LISTEN socket of the user bound to 127.0.0.1:port */
+        bool stranger;  /* another uid's LISTEN socket there, or on a wildcard address */
+        uid_t stranger_uid;
+} port_owners;
+/* 1 when the line is a LISTEN socket on port bound to 127.0.0.1 (*ret_exact) or a wildcard
+ * (0.0.0.0, ::, ::ffff:0.0.0.0; in tcp6 also ::ffff:127.0.0.1), with its owner; 0 for any
+ * other line. */
+int proc_net_tcp_line(const char *line, unsigned port, uid_t *ret_uid, bool *ret_exact);
+/* Every line of a table's text, added to owners for the user uid. */
+int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners *owners);
+bool gate_port_ours(unsigned port);
 int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_info *ret,
                 aisb_error **err);
 int gate_stop(aisb_ctx *ctx, const char *name, aisb_error **err);

@@ -24,9 +24,10 @@
 /* Longest entry text: a 253-character domain with "*." and ":65535" fits. */
 #define ALLOWLIST_ENTRY_MAX 270
 
-/* Bumped whenever the generated squid configuration changes meaning, so that a gate named by
- * allowlist_gate_hash() under an older generator is never reused. */
-#define ALLOWLIST_GATE_VERSION "aisb-gate 1"
+/* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
+ * (2: config/ read-only, logs/ apart), so that a gate named by allowlist_gate_hash() under an
+ * older generator is never reused. */
+#define ALLOWLIST_GATE_VERSION "aisb-gate 2"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES URL

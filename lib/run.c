@@ -348,8 +348,13 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
                           egress_summary *ret)
 {
         egress_summary s;
-        if (gate_summary(gate, offset, &s) < 0)
+        int r = gate_summary(gate, offset, &s);
+        if (r < 0) {
+                aisb_log(ctx, AISB_LOG_WARNING, "egress: no summary: the gate's access log %s",
+                         r == -EBADFD ? "is not a regular file (removed when the gate next starts)"
+                                      : strerror(-r));
                 return;
+        }
         *ret = s;
         buffer names = {};
         for (size_t i = 0; i < s.n_denied_names; i++)

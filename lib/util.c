@@ -142,6 +142,53 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size)
         return *ret ? 0 : -ENOMEM;
 }
 
+int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *userdata),
+               void *userdata)
+{
+        _cleanup_free_ char *buf = malloc(line_max + 1);
+        if (!buf)
+                return -ENOMEM;
+        size_t have = 0, total = 0;
+        bool skipping = false; /* inside a line longer than line_max */
+        for (;;) {
+                size_t want = line_max - have;
+                if (want > max - total)
+                        want = max - total;
+                ssize_t n = want ? read(fd, buf + have, want) : 0;
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                total += (size_t) n;
+                have += (size_t) n;
+                size_t start = 0;
+                for (char *nl; (nl = memchr(buf + start, '\n', have - start));) {
+                        *nl = 0;
+                        if (!skipping) {
+                                int r = fn(buf + start, userdata);
+                                if (r != 0)
+                                        return r;
+                        }
+                        skipping = false;
+                        start = (size_t) (nl - buf) + 1;
+                }
+                memmove(buf, buf + start, have - start);
+                have -= start;
+                if (n == 0) {
+                        /* The end, or the cap: a last line without its newline still counts,
+                         * unless the cap cut it. */
+                        buf[have] = 0;
+                        if (have && !skipping && total < max)
+                                return fn(buf, userdata);
+                        return 0;
+                }
+                if (have == line_max) {
+                        skipping = true;
+                        have = 0;
+                }
+        }
+}
+
 int write_all(int fd, const void *data, size_t size)
 {
         return writev_all(fd, &(struct iovec) { (void *) data, size }, 1);

@@ -91,6 +91,12 @@ char *buffer_steal(buffer *b);
 
 /* Read a whole file (at most max bytes) into a NUL-terminated string. */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
+/* Each line of fd from where it stands, without its newline, to fn (which may change it); at
+ * most max bytes are read, and a line longer than line_max is skipped whole. Stops when fn
+ * returns nonzero and passes that on; 0 at the end (or the cap), negative errno on a read
+ * error. */
+int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *userdata),
+               void *userdata);
 int write_all(int fd, const void *data, size_t size);
 /* All of the pieces, in order, across partial writes; the iovecs are consumed. */
 int writev_all(int fd, struct iovec *iov, size_t n);

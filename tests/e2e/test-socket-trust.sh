@@ -75,13 +75,13 @@ export user home work secret AISB AISB_BUILD AISB_ENTRYPOINT
 # The aisb user without a runtime directory: /run/user is an empty tmpfs in this mount
 # namespace only, and XDG_RUNTIME_DIR is unset, as after a login without systemd.
 set +e
-out=$(cd "$work/project" && timeout 60 unshare --mount --propagation private bash -c '
+out=$(cd "$work/project" && timeout -k 5 60 unshare --mount --propagation private bash -c '
   mount -t tmpfs -o mode=0755,size=1m tmpfs /run/user || exit 99
   as_victim "$AISB" run --net none --env SECRET_X -- true' 2>&1)
 rc=$?
 set -e
 [ "$rc" -ne 99 ] || cannot_run "cannot mount a tmpfs over /run/user in a private namespace"
-[ "$rc" -ne 124 ] || fail "aisb hung: $out"
+case $rc in 124|137) fail "aisb hung: $out" ;; esac
 received=$(cat "$work/evil/log" 2>/dev/null || true)
 expect_absent "the other user's socket never saw the secret" "$secret" "$received"
 expect_eq "nor any connection" "" "$received"
@@ -97,10 +97,10 @@ for how in container-host socket; do
   set +e
   if [ $how = container-host ]; then
     out=$(cd "$work/project" && as_victim env CONTAINER_HOST="unix://$sock" XDG_RUNTIME_DIR="/run/user/$uid" \
-      timeout 60 "$AISB" run --net none --env SECRET_X -- true 2>&1)
+      timeout -k 5 60 "$AISB" run --net none --env SECRET_X -- true 2>&1)
   else
     out=$(cd "$work/project" && as_victim env XDG_RUNTIME_DIR="/run/user/$uid" \
-      timeout 60 "$AISB" run --socket "$sock" --net none --env SECRET_X -- true 2>&1)
+      timeout -k 5 60 "$AISB" run --socket "$sock" --net none --env SECRET_X -- true 2>&1)
   fi
   rc=$?
   set -e

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the host trusts on a shared machine: a podman socket's path (path_check_trusted) with
- * real directories, modes, symlinks and, as root, real owners; and who listens on the gate's
- * port, from /proc/net/tcp text.
+ * real directories, modes, symlinks and, as root, real owners; who listens on the gate's
+ * port, from /proc/net/tcp text; lines read bounded.
  *
  * Run with --as-root, the cases that need other owners (chown) run instead; without root they
  * cannot, and the program exits 77 saying so.
  */
+#include <arpa/inet.h>
 #include <check.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -168,6 +169,178 @@ START_TEST(test_named_socket_refused)
 }
 END_TEST
 
+/* ---- who listens on the gate's port: /proc/net/tcp and tcp6 text ---- */
+
+#define PORT 41485 /* A20D */
+
+/* The address words as this host's kernel prints them (each 32-bit word in host order). */
+static char lo4[9], any4[9], mapped_lo6[33], any6[33], lo6[33];
+
+static void addresses(void)
+{
+        snprintf(lo4, sizeof lo4, "%08X", (unsigned) htonl(INADDR_LOOPBACK));
+        snprintf(any4, sizeof any4, "%08X", 0u);
+        snprintf(mapped_lo6, sizeof mapped_lo6, "%08X%08X%08X%08X", 0u, 0u, (unsigned) htonl(0xffff),
+                 (unsigned) htonl(INADDR_LOOPBACK));
+        snprintf(any6, sizeof any6, "%032X", 0u);
+        snprintf(lo6, sizeof lo6, "%08X%08X%08X%08X", 0u, 0u, 0u, (unsigned) htonl(1));
+}
+
+/* One line of the table, as the kernel formats it. */
+static char *row(int sl, const char *address, unsigned port, unsigned state, unsigned uid)
+{
+        char *line = NULL;
+        ck_assert_int_ge(asprintf(&line, "%4d: %s:%04X %s:0000 %02X 00000000:00000000 00:00000000 00000000 %5u        0 374893 1 00000000737a1fec 100 0 0 10 0",
+                                  sl, address, port, strlen(address) == 8 ? "00000000" : "00000000000000000000000000000000",
+                                  state, uid), 0);
+        return line;
+}
+
+static port_owners owners_of(const char *const *lines)
+{
+        buffer b = {};
+        ck_assert_int_eq(buffer_printf(&b, "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"), 0);
+        for (size_t i = 0; lines[i]; i++)
+                ck_assert_int_eq(buffer_printf(&b, "%s\n", lines[i]), 0);
+        port_owners o = {};
+        ck_assert_int_eq(proc_net_tcp_owners(b.data, PORT, 1001, &o), 0);
+        buffer_free(&b);
+        return o;
+}
+
+START_TEST(test_listener_ours)
+{
+        addresses();
+        /* The real table of a host with the gate up (other sockets around it). */
+        char *ssh = row(0, any4, 2024, 0x0A, 0), *gate = row(1, lo4, PORT, 0x0A, 1001);
+        char *conn = row(2, lo4, PORT, 0x01, 1001); /* an established connection to it */
+        port_owners o = owners_of((const char *const[]) { ssh, gate, conn, NULL });
+        ck_assert(o.ours);
+        ck_assert(!o.stranger);
+        uid_t uid = 0;
+        bool exact = false;
+        ck_assert_int_eq(proc_net_tcp_line(gate, PORT, &uid, &exact), 1);
+        ck_assert_int_eq(uid, 1001);
+        ck_assert(exact);
+        ck_assert_int_eq(proc_net_tcp_line(gate, PORT + 1, &uid, &exact), 0);
+        ck_assert_int_eq(proc_net_tcp_line(conn, PORT, &uid, &exact), 0);
+        free(ssh), free(gate), free(conn);
+}
+END_TEST
+
+START_TEST(test_listener_stranger)
+{
+        addresses();
+        /* Another user's listener on the gate's address and port: connecting works, and it
+         * is not the gate. */
+        char *theirs = row(0, lo4, PORT, 0x0A, 1005);
+        port_owners o = owners_of((const char *const[]) { theirs, NULL });
+        ck_assert(!o.ours);
+        ck_assert(o.stranger);
+        ck_assert_int_eq(o.stranger_uid, 1005);
+        /* On the wildcard address: it takes 127.0.0.1 connections when nothing more exact
+         * listens. */
+        char *wild = row(0, any4, PORT, 0x0A, 1005);
+        o = owners_of((const char *const[]) { wild, NULL });
+        ck_assert(!o.ours && o.stranger);
+        /* Ours on the wildcard is not the gate either: squid binds 127.0.0.1. */
+        char *our_wild = row(0, any4, PORT, 0x0A, 1001);
+        o = owners_of((const char *const[]) { our_wild, NULL });
+        ck_assert(!o.ours && !o.stranger);
+        /* Nothing on the port at all. */
+        char *other_port = row(0, lo4, PORT + 1, 0x0A, 1001);
+        o = owners_of((const char *const[]) { other_port, NULL });
+        ck_assert(!o.ours && !o.stranger);
+        free(theirs), free(wild), free(our_wild), free(other_port);
+}
+END_TEST
+
+START_TEST(test_listener_ipv6)
+{
+        addresses();
+        /* tcp6 only: another user on [::] (dual-stack: it would take 127.0.0.1 too). */
+        char *any = row(0, any6, PORT, 0x0A, 1005);
+        port_owners o = owners_of((const char *const[]) { any, NULL });
+        ck_assert(!o.ours && o.stranger);
+        /* A v4-mapped bind of 127.0.0.1 is a bind of 127.0.0.1. */
+        char *mapped = row(0, mapped_lo6, PORT, 0x0A, 1001);
+        o = owners_of((const char *const[]) { mapped, NULL });
+        ck_assert(o.ours && !o.stranger);
+        char *mapped_theirs = row(0, mapped_lo6, PORT, 0x0A, 1005);
+        o = owners_of((const char *const[]) { mapped_theirs, NULL });
+        ck_assert(!o.ours && o.stranger);
+        /* ::1 is not where the sandboxes connect. */
+        char *loopback6 = row(0, lo6, PORT, 0x0A, 1005);
+        o = owners_of((const char *const[]) { loopback6, NULL });
+        ck_assert(!o.ours && !o.stranger);
+        free(any), free(mapped), free(mapped_theirs), free(loopback6);
+}
+END_TEST
+
+START_TEST(test_listener_malformed)
+{
+        uid_t uid = 0;
+        bool exact = false;
+        static const char *const bad[] = {
+                "",
+                "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid",
+                "   0: 0100007F:A20D 00000000:0000 0A",
+                "   0: 0100007F0:A20D 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1001 0 1",
+                "   0: 0100007:A20D 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1001 0 1",
+                "   0: 0100007F:A20D 00000000:0000 0A 00000000:00000000 00:00000000 00000000  uid 0 1",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ck_assert_msg(proc_net_tcp_line(bad[i], PORT, &uid, &exact) == 0, "accepted: %s", bad[i]);
+}
+END_TEST
+
+/* ---- read_lines: bounded, for logs another party writes ---- */
+
+typedef struct collected {
+        char text[4096];
+        int count;
+} collected;
+
+static int collect(char *line, void *userdata)
+{
+        collected *c = userdata;
+        strncat(c->text, line, sizeof c->text - strlen(c->text) - 2);
+        strcat(c->text, "|");
+        c->count++;
+        return 0;
+}
+
+static collected lines_of(const char *data, size_t size, size_t max, size_t line_max)
+{
+        char path[] = "/tmp/aisb-unit-lines.XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(write_all(fd, data, size), 0);
+        ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+        collected c = {};
+        ck_assert_int_eq(read_lines(fd, max, line_max, collect, &c), 0);
+        close(fd);
+        return c;
+}
+
+START_TEST(test_read_lines)
+{
+        collected c = lines_of("a\nbb\n\nccc", 10, 1000, 16);
+        ck_assert_str_eq(c.text, "a|bb||ccc|");
+        /* A line longer than line_max is skipped whole; the next one still counts. */
+        char big[200];
+        memset(big, 'x', sizeof big);
+        big[150] = '\n';
+        memcpy(big + 151, "after\n", 7);
+        c = lines_of(big, 157, 1000, 16);
+        ck_assert_str_eq(c.text, "after|");
+        /* Only max bytes are read: a line the cap cuts is not counted. */
+        c = lines_of("one\ntwo\nthree\n", 15, 10, 16);
+        ck_assert_str_eq(c.text, "one|two|");
+}
+END_TEST
+
 /* ---- as root: other owners ---- */
 
 static void own(const char *path, uid_t uid, gid_t gid)
@@ -285,6 +458,15 @@ static Suite *trust_suite(bool as_root)
                 tcase_add_test(tc, test_named_socket_refused);
         }
         suite_add_tcase(s, tc);
+        if (!as_root) {
+                tc = tcase_create("listeners");
+                tcase_add_test(tc, test_listener_ours);
+                tcase_add_test(tc, test_listener_stranger);
+                tcase_add_test(tc, test_listener_ipv6);
+                tcase_add_test(tc, test_listener_malformed);
+                tcase_add_test(tc, test_read_lines);
+                suite_add_tcase(s, tc);
+        }
         return s;
 }
 
