@@ -36,6 +36,7 @@ typedef struct cli_flags {
         bool quiet;
         const char *config;
         const char *socket;
+        bool env_value_warned; /* said once that --env NAME=VALUE shows the value */
 } cli_flags;
 
 extern const cli_option cli_options[];
