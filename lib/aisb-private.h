@@ -104,6 +104,11 @@ struct aisb_ctx {
         aisb_request_fn dry_run_fn;
         void *dry_run_userdata;
         pid_t service_pid; /* transient service we started, 0 if none */
+        /* While a run prepares, before its sandbox exists: the run's io, whose control fd is
+         * polled between steps and during requests, so a stop (a signal) is not held off
+         * until the sandbox runs. Once stopping, requests (the cleanup's) run to the end. */
+        aisb_io *stop_io;
+        bool stopping;
         /* The last image this context made sure of: the run after "aisb_image_ensure" needs
          * neither a second pack and hash of the context nor a second request. */
         const aisb_policy *ensured_policy;
@@ -123,6 +128,11 @@ struct aisb_io {
 };
 
 void aisb_log(aisb_ctx *ctx, aisb_log_level level, const char *fmt, ...) _printf_(3, 4);
+
+/* ---- run.c ---- */
+/* Whether the run being prepared was asked to stop: polls its control fd without blocking
+ * (a resize read meanwhile is kept for the start). False when no run is being prepared. */
+bool run_stopping(aisb_ctx *ctx);
 
 /* ---- http.c: requests over the unix socket ---- */
 

@@ -423,6 +423,8 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                 service = 0;
         struct timespec delay = { 0, 20 * 1000 * 1000 };
         for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
+                if (run_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while the podman service started");
                 aisb_error *e = NULL;
                 if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
                         return 0;

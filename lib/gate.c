@@ -478,6 +478,10 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
 
         struct timespec delay = { 0, 50 * 1000 * 1000 };
         for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
+                if (run_stopping(ctx)) {
+                        (void) remove_named(ctx, g->name, NULL);
+                        return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
+                }
                 port_owners owners;
                 if (port_owners_read(g->port, &owners) == 0 && owners.ours)
                         return 0;
@@ -536,10 +540,18 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
                 g = (gate_info) {};
                 return 0;
         }
-        /* Held until we return: a concurrent run waits here, then finds the gate running. */
+        /* Held until we return: a concurrent run waits here, then finds the gate running.
+         * Polled, so that a stop is noticed while another run starts the gate. */
         _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (lock < 0 || flock(lock, LOCK_EX) < 0)
-                return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path, strerror(errno));
+        if (lock < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", lock_path, strerror(errno));
+        while (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+                if (errno != EWOULDBLOCK && errno != EINTR)
+                        return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path, strerror(errno));
+                if (run_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while waiting for the gate");
+                nanosleep(&(struct timespec) { 0, 50 * 1000 * 1000 }, NULL);
+        }
 
         r = gate_inspect(ctx, g.name, &running, &g.port, err);
         if (r < 0)
