@@ -473,8 +473,13 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         if (r >= 0 && resp.status != 204 && resp.status != 304)
                 r = aisb_error_set(err, -EIO, "starting the gate: %s", http_error_message(&resp));
         http_response_done(&resp);
-        if (r < 0 || ctx->dry_run_fn)
+        if (r < 0) {
+                /* Not started (or the run was stopped meanwhile): no half-made gate stays. */
+                (void) remove_named(ctx, g->name, NULL);
                 return r;
+        }
+        if (ctx->dry_run_fn)
+                return 0;
 
         struct timespec delay = { 0, 50 * 1000 * 1000 };
         for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {

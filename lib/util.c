@@ -266,7 +266,11 @@ static int check_component(const char *path, const struct stat *st, uid_t uid, c
         return -EPERM;
 }
 
-static int check_path_trusted(const char *path, uid_t uid, unsigned depth, char *reason,
+/* Walk path from / one component at a time, checking each as lstat sees it. A symlink is
+ * replaced by its target in place and the walk starts over on the result, so every symlink
+ * on the way is checked where it stands: one another user could swap later must not pass
+ * because it points somewhere good now. */
+static int check_path_trusted(const char *path, uid_t uid, unsigned links, char *reason,
                               size_t size)
 {
         if (path[0] != '/') {
@@ -289,18 +293,27 @@ static int check_path_trusted(const char *path, uid_t uid, unsigned depth, char 
                 if (r < 0)
                         return r;
                 if (S_ISLNK(st.st_mode)) {
-                        /* Its directory and owner passed; now where it leads, as a whole. */
-                        if (depth >= 8) {
+                        /* Like the kernel's limit: a loop ends here. */
+                        if (links >= 40) {
                                 snprintf(reason, size, "%s: too many levels of symbolic links", path);
                                 return -ELOOP;
                         }
-                        _cleanup_free_ char *canonical = realpath(path, NULL);
-                        if (!canonical) {
+                        char target[PATH_MAX];
+                        ssize_t n = readlink(prefix, target, sizeof target - 1);
+                        if (n < 0) {
                                 r = -errno;
-                                snprintf(reason, size, "%s: %s", path, strerror(errno));
+                                snprintf(reason, size, "%s: %s", prefix, strerror(errno));
                                 return r;
                         }
-                        return check_path_trusted(canonical, uid, depth + 1, reason, size);
+                        target[n] = 0;
+                        /* target, relative to the symlink's directory, then the rest. */
+                        char *slash = strrchr(prefix, '/');
+                        slash[slash == prefix ? 1 : 0] = 0;
+                        _cleanup_free_ char *next = NULL;
+                        if (asprintf(&next, "%s%s%s%s", target[0] == '/' ? "" : prefix,
+                                     target[0] == '/' || streq(prefix, "/") ? "" : "/", target, p) < 0)
+                                return -ENOMEM;
+                        return check_path_trusted(next, uid, links + 1, reason, size);
                 }
                 while (*p == '/')
                         p++;

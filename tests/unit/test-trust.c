@@ -436,6 +436,15 @@ START_TEST(test_symlink_owner)
         /* A stranger's symlink, even to a good place, is not followed. */
         own(at("link"), STRANGER_UID, STRANGER_UID);
         expect_untrusted(at("link/podman.sock"), USER_UID, -EPERM, "link belongs to uid 65534");
+        /* Nor when the user's own symlink leads through it, in a /tmp-like directory where the
+         * stranger could point it elsewhere later: every link on the way counts. */
+        own(base, 0, 0);
+        ck_assert_int_eq(chmod(base, 01777), 0);
+        ck_assert_int_eq(symlink("link", at("mine")), 0);
+        own(at("mine"), USER_UID, USER_UID);
+        expect_untrusted(at("mine/podman.sock"), USER_UID, -EPERM, "link belongs to uid 65534");
+        own(at("link"), USER_UID, USER_UID);
+        expect_trusted(at("mine/podman.sock"), USER_UID);
         remove_base();
 }
 END_TEST
