@@ -95,6 +95,13 @@ case $rc in 124|137) fail "aisb hung on a FIFO at the gate's access log" ;; esac
 expect_eq "a FIFO at the access log: the run ends" 0 "$rc"
 expect_eq "and works" server:http "$out"
 expect_contains "saying there is no summary" "egress: no summary: the gate's access log is not a regular file" "$(cat "$E2E_TMP/err")"
+set +e
+err=$(timeout -k 5 30 "$AISB" gate logs $allow 2>&1 >/dev/null)
+rc=$?
+set -e
+case $rc in 124|137) fail "aisb gate logs hung on the FIFO" ;; esac
+expect_eq "aisb gate logs refuses the FIFO" 125 "$rc"
+expect_contains "saying why" "not a regular file" "$err"
 
 # Symlinks to a file of the user's at every name the host writes or truncates there, then a
 # run that starts the gate again.
