@@ -109,7 +109,8 @@ static int gate_log_open(const gate_info *g, const char *name, struct stat *ret_
         _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_LOGS_DIR);
         if (dir < 0)
                 return dir;
-        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = openat(dir, name,
+                                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return errno == ELOOP ? -EBADFD : -errno;
         if (fstat(fd, ret_st) < 0)
@@ -133,7 +134,8 @@ static void gate_log_reset(int logs, const char *name, bool empty)
         }
         if (!empty)
                 return;
-        _cleanup_close_ int fd = openat(logs, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = openat(logs, name,
+                                        O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
                 (void) ftruncate(fd, 0);
 }
@@ -146,7 +148,8 @@ static int write_config(int config, const char *name, const char *text, aisb_err
         if (asprintf(&tmp, ".%s.tmp", name) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         (void) unlinkat(config, tmp, 0);
-        _cleanup_close_ int fd = openat(config, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int fd = openat(config, tmp,
+                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return aisb_error_set(err, -errno, "cannot write the gate's %s: %s", tmp, strerror(errno));
         int r = write_all(fd, text, strlen(text));
@@ -440,9 +443,11 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                 return r;
         _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
         _cleanup_close_ int logs = gate_subdir_open(g->dir, GATE_LOGS_DIR);
-        if (config < 0 || logs < 0)
-                return aisb_error_set(err, config < 0 ? config : logs, "cannot open the gate's directories in %s: %s",
-                                      g->dir, strerror(-(config < 0 ? config : logs)));
+        if (config < 0 || logs < 0) {
+                r = config < 0 ? config : logs;
+                return aisb_error_set(err, r, "cannot open the gate's directories in %s: %s", g->dir,
+                                      strerror(-r));
+        }
         r = write_config(config, "squid.conf", conf, err);
         if (r >= 0)
                 r = write_config(config, "hosts", hosts, err);

@@ -75,7 +75,8 @@ static int read_json_at(int dirfd, const char *name, const char *origin, json_ob
                         aisb_error **err)
 {
         *ret = NULL;
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = openat(dirfd, name,
+                                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;
@@ -109,7 +110,10 @@ static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error
         if (asprintf(&tmp, ".%s.aisb-%ld", name, (long) getpid()) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         (void) unlinkat(dirfd, tmp, 0);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+        _cleanup_close_ int fd = openat(dirfd, tmp,
+                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
+                                                O_CLOEXEC | O_NOCTTY,
+                                        0600);
         if (fd < 0)
                 return aisb_error_set(err, -errno, "cannot write %s: %s", name, strerror(errno));
         int r = write_all(fd, text, strlen(text));
