@@ -2,8 +2,10 @@
 /* "aisb gate up|status|logs|down [OPTIONS]": the egress gate of the policy these options
  * (and the config) make, or of every policy for status. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -20,12 +22,33 @@ static void print_gate(const char *name, const char *hash, unsigned port, int an
                 printf("%-28s 127.0.0.1:%-6u %s\n", name, port, answering ? "up" : "down");
 }
 
+/* The log's last 16 MiB at most: squid writes that directory, and so may whoever controls
+ * squid; a symlink or a FIFO there is refused, not followed or waited on. */
+#define LOG_TAIL_MAX (16 * 1024 * 1024)
+
 static int print_log(const char *path, long lines)
 {
-        FILE *f = fopen(path, "re");
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 && errno == ENOENT)
+                return 0;
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+                close(fd);
+                fd = -1;
+                errno = EBADFD;
+        }
+        if (fd < 0) {
+                fprintf(stderr, "aisb: cannot read %s: %s\n", path,
+                        errno == ELOOP || errno == EBADFD ? "not a regular file (remove it; the gate makes a new one)"
+                                                           : strerror(errno));
+                return EXIT_AISB_FAILED;
+        }
+        bool cut = st.st_size > LOG_TAIL_MAX;
+        if (cut)
+                (void) lseek(fd, st.st_size - LOG_TAIL_MAX, SEEK_SET);
+        FILE *f = fdopen(fd, "re");
         if (!f) {
-                if (errno == ENOENT)
-                        return 0;
+                close(fd);
                 fprintf(stderr, "aisb: cannot read %s: %s\n", path, strerror(errno));
                 return EXIT_AISB_FAILED;
         }
@@ -34,6 +57,9 @@ static int print_log(const char *path, long lines)
         size_t allocated = 0;
         char *line = NULL;
         long n = 0;
+        /* Started mid-file: the first line is a piece of one. */
+        if (cut && getline(&line, &allocated, f) < 0)
+                n = 0;
         while (ring && getline(&line, &allocated, f) > 0) {
                 free(ring[n % lines]);
                 ring[n % lines] = strdup(line);

@@ -2,6 +2,8 @@
 /* aisb: a command table over libaisb. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include "aisb.h"
 #include "commands.h"
@@ -35,8 +37,24 @@ static void usage(FILE *out)
                      "  --version  print the version\n");
 }
 
+/* aisb holds secrets: --env values, the create request that carries them. Another process of
+ * the same user must not read them out of its memory or environment (ptrace, /proc/PID/mem,
+ * /proc/PID/environ), and a crash must not write them to a core file. Process-wide, so here
+ * and not in the library. A program that execs (the podman service aisb may start) is
+ * dumpable again; the soft core limit of 0 it inherits is most systems' default anyway. */
+static void protect_secrets(void)
+{
+        (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        struct rlimit core;
+        if (getrlimit(RLIMIT_CORE, &core) == 0) {
+                core.rlim_cur = 0;
+                (void) setrlimit(RLIMIT_CORE, &core);
+        }
+}
+
 int main(int argc, char **argv)
 {
+        protect_secrets();
         if (argc < 2) {
                 usage(stderr);
                 return EXIT_USAGE;

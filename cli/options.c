@@ -157,6 +157,18 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
                         set_flag(flags, o->name, value);
                         continue;
                 }
+                if (strcmp(o->name, "env") == 0 && value && strchr(value, '=') &&
+                    !flags->env_value_warned) {
+                        /* Every local user reads our argv (ps); the value is never repeated. */
+                        char line[256];
+                        int name_len = (int) (strchr(value, '=') - value);
+                        snprintf(line, sizeof line,
+                                 "--env %.*s=... shows the value to every local user (ps): export %.*s and pass --env %.*s, or use --env-file",
+                                 name_len > 64 ? 64 : name_len, value, name_len > 64 ? 64 : name_len, value,
+                                 name_len > 64 ? 64 : name_len, value);
+                        cli_log(AISB_LOG_WARNING, line, NULL);
+                        flags->env_value_warned = true;
+                }
                 aisb_error *err = NULL;
                 if (aisb_policy_set(policy, o->name, value, &err) < 0)
                         return cli_fail(err, EXIT_USAGE);

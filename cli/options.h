@@ -38,6 +38,7 @@ typedef struct cli_flags {
         bool unfiltered_output; /* no terminal filter on the sandbox's output */
         const char *config;
         const char *socket;
+        bool env_value_warned; /* said once that --env NAME=VALUE shows the value */
 } cli_flags;
 
 extern const cli_option cli_options[];

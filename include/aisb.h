@@ -108,7 +108,10 @@ AISB_PUBLIC void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userda
 /* Build output, one line at a time, as the service streams it. */
 AISB_PUBLIC void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
 
-/* Use this API socket instead of discovering one. No transient service is started then. */
+/* Use this API socket instead of discovering one. No transient service is started then.
+ * Connecting refuses it (-EPERM) unless the user or root owns it and every directory above
+ * it, and no one else can write those directories (a root-owned sticky one like /tmp
+ * aside): everything sent there, secret values included, goes to whoever put it there. */
 AISB_PUBLIC int aisb_ctx_set_socket(aisb_ctx *ctx, const char *path, aisb_error **err);
 
 /* Dry run: every request is passed to fn as text (method, path, body with secret values
@@ -118,7 +121,9 @@ AISB_PUBLIC void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *u
 
 /* Find the API socket (CONTAINER_HOST, $XDG_RUNTIME_DIR, /run/user/UID, podman 4.x's /tmp
  * fallback), start a transient "podman system service" when none answers, and check the
- * version (podman >= 4.3). Called implicitly by the calls below. */
+ * version (podman >= 4.3). Called implicitly by the calls below. A found socket that another
+ * user could have put there is skipped with a warning (log callback); CONTAINER_HOST naming
+ * one is refused (-EPERM), and so is starting a service in another user's directory. */
 AISB_PUBLIC int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err);
 
 /* After a successful connect: the service's version ("4.3.1") and socket path. */
@@ -186,8 +191,11 @@ AISB_PUBLIC void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, vo
 /*
  * Build or reuse the image, create the sandbox, attach, start, stream until the command
  * ends, and remove the sandbox. *ret_exit_code is the command's exit status. When the
- * control callback asks to stop, the sandbox is removed and -ECANCELED returned. Nothing of
- * the run is left behind, on success or failure.
+ * control callback asks to stop, the sandbox is removed and -ECANCELED returned. Before the
+ * sandbox exists the control fd is polled too (between steps, during each request to the
+ * service, while the gate starts), so a stop then ends the run at once with -ECANCELED; a
+ * resize read meanwhile is applied when the sandbox starts. Nothing of the run is left
+ * behind, on success or failure.
  */
 AISB_PUBLIC int aisb_run(aisb_ctx *ctx, const aisb_policy *policy, aisb_io *io,
                          int *ret_exit_code, aisb_error **err);

@@ -117,6 +117,11 @@ struct aisb_ctx {
         aisb_request_fn dry_run_fn;
         void *dry_run_userdata;
         pid_t service_pid; /* transient service we started, 0 if none */
+        /* While a run prepares, before its sandbox exists: the run's io, whose control fd is
+         * polled between steps and during requests, so a stop (a signal) is not held off
+         * until the sandbox runs. Once stopping, requests (the cleanup's) run to the end. */
+        aisb_io *stop_io;
+        bool stopping;
         /* The last image this context made sure of: the run after "aisb_image_ensure" needs
          * neither a second pack and hash of the context nor a second request. */
         const aisb_policy *ensured_policy;
@@ -137,6 +142,11 @@ struct aisb_io {
 };
 
 void aisb_log(aisb_ctx *ctx, aisb_log_level level, const char *fmt, ...) _printf_(3, 4);
+
+/* ---- run.c ---- */
+/* Whether the run being prepared was asked to stop: polls its control fd without blocking
+ * (a resize read meanwhile is kept for the start). False when no run is being prepared. */
+bool run_stopping(aisb_ctx *ctx);
 
 /* ---- http.c: requests over the unix socket ---- */
 
@@ -252,7 +262,7 @@ int demux_feed(demux *d, const void *data, size_t size,
 typedef struct gate_info {
         char *name;
         char *hash;
-        char *dir; /* state directory: squid.conf, hosts, access.log */
+        char *dir; /* state directory: config/ (squid.conf, hosts), logs/ (access.log, cache.log) */
         unsigned port;
 } gate_info;
 typedef struct egress_summary {
@@ -265,7 +275,19 @@ typedef struct egress_summary {
 } egress_summary;
 void gate_info_done(gate_info *g);
 int state_dir(const char *sub, char **ret, aisb_error **err);
-bool gate_port_answers(unsigned port);
+/* Who listens on a loopback port, from /proc/net/tcp and tcp6 text. */
+typedef struct port_owners {
+        bool ours;      /* a LISTEN socket of the user bound to 127.0.0.1:port */
+        bool stranger;  /* another uid's LISTEN socket there, or on a wildcard address */
+        uid_t stranger_uid;
+} port_owners;
+/* 1 when the line is a LISTEN socket on port bound to 127.0.0.1 (*ret_exact) or a wildcard
+ * (0.0.0.0, ::, ::ffff:0.0.0.0; in tcp6 also ::ffff:127.0.0.1), with its owner; 0 for any
+ * other line. */
+int proc_net_tcp_line(const char *line, unsigned port, uid_t *ret_uid, bool *ret_exact);
+/* Every line of a table's text, added to owners for the user uid. */
+int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners *owners);
+bool gate_port_ours(unsigned port);
 int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_info *ret,
                 aisb_error **err);
 int gate_stop(aisb_ctx *ctx, const char *name, aisb_error **err);

@@ -25,9 +25,11 @@
 /* Longest entry text: a 253-character domain with "*." and ":65535" fits. */
 #define ALLOWLIST_ENTRY_MAX 270
 
-/* Bumped whenever the generated squid configuration changes meaning, so that a gate named by
- * allowlist_gate_hash() under an older generator is never reused. */
-#define ALLOWLIST_GATE_VERSION "aisb-gate 2"
+/* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
+ * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
+ * %err_code logged), so that a gate named by allowlist_gate_hash() under an older generator is
+ * never reused. */
+#define ALLOWLIST_GATE_VERSION "aisb-gate 3"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL

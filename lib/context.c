@@ -111,7 +111,8 @@ int connect_parse_version(const char *version, unsigned *ret_major, unsigned *re
 }
 
 /* Where podman itself would listen, in its order. The first entry is where a transient
- * service is started. */
+ * service is started: like podman, /tmp/podman-run-UID only when the user has no runtime
+ * directory at all. */
 int socket_candidates(char ***ret, uid_t uid)
 {
         _cleanup_strv_free_ char **v = NULL;
@@ -122,10 +123,17 @@ int socket_candidates(char ***ret, uid_t uid)
                         goto oom;
                 free(steal_pointer(&s));
         }
-        if (asprintf(&s, "/run/user/%u/podman/podman.sock", (unsigned) uid) < 0 ||
-            strv_push(&v, s) < 0)
+        if (asprintf(&s, "/run/user/%u", (unsigned) uid) < 0)
                 goto oom;
+        struct stat st;
+        bool have_run_user = stat(s, &st) == 0 && S_ISDIR(st.st_mode);
         free(steal_pointer(&s));
+        if (have_run_user) {
+                if (asprintf(&s, "/run/user/%u/podman/podman.sock", (unsigned) uid) < 0 ||
+                    strv_push(&v, s) < 0)
+                        goto oom;
+                free(steal_pointer(&s));
+        }
         if (asprintf(&s, "/tmp/podman-run-%u/podman/podman.sock", (unsigned) uid) < 0 ||
             strv_push(&v, s) < 0)
                 goto oom;
@@ -299,12 +307,42 @@ static int service_failed(const char *path, const char *log_path, bool exited, a
                               path, exited ? "exited at once" : "did not answer", log_path);
 }
 
+/* Where we start a service, the service's directory must be ours (or root's) all the way
+ * up, before we create what is missing and after: another user's directory there would let
+ * them put their own socket in its place. */
+static int service_dir_check(const char *path, bool created, aisb_error **err)
+{
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir)
+                *slash = 0;
+        char why[512];
+        int r = path_check_trusted(dir, getuid(), why, sizeof why);
+        if (r == -ENOENT && !created)
+                return 0;
+        if (r == -EPERM)
+                return aisb_error_set(err, r,
+                                      "will not start a podman service at %s: %s; remove it, or set XDG_RUNTIME_DIR to a directory only you can write",
+                                      path, why);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot check the directory of %s: %s", path, why);
+        return 0;
+}
+
 static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
-        int r = mkdir_parents(path, 0700);
+        int r = service_dir_check(path, false, err);
+        if (r < 0)
+                return r;
+        r = mkdir_parents(path, 0700);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot create the directory of %s: %s", path,
                                       strerror(-r));
+        r = service_dir_check(path, true, err);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *lock_path = NULL, *log_path = NULL;
         if (asprintf(&lock_path, "%s.aisb-lock", path) < 0 ||
             asprintf(&log_path, "%s.aisb-log", path) < 0)
@@ -385,6 +423,8 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                 service = 0;
         struct timespec delay = { 0, 20 * 1000 * 1000 };
         for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
+                if (run_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while the podman service started");
                 aisb_error *e = NULL;
                 if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
                         return 0;
@@ -396,6 +436,26 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         return service_failed(path, log_path, false, err);
 }
 
+/* A socket the caller named (--socket, CONTAINER_HOST): used only when no one but the user
+ * or root could have put it there, since everything aisb sends, secrets included, goes to
+ * it. what names where it came from, for the message. */
+static int ping_named(aisb_ctx *ctx, const char *path, const char *what, aisb_error **err)
+{
+        char why[512];
+        int r = path_check_trusted(path, getuid(), why, sizeof why);
+        if (r == -EPERM)
+                return aisb_error_set(err, r,
+                                      "%s %s is not safe to use: %s; use a socket in a directory that only you (or root) can write",
+                                      what, path, why);
+        if (r == -ENOENT)
+                return aisb_error_set(err, -ECONNREFUSED,
+                                      "%s %s does not exist: %s (is the podman service running?)",
+                                      what, path, why);
+        if (r < 0)
+                return aisb_error_set(err, r, "%s %s: %s", what, path, why);
+        return ping(ctx, path, err);
+}
+
 int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
 {
         if (ctx->connected || ctx->dry_run_fn)
@@ -405,7 +465,7 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                 _cleanup_free_ char *path = strdup(ctx->socket_path);
                 if (!path)
                         return aisb_error_set(err, -ENOMEM, "out of memory");
-                r = ping(ctx, path, err);
+                r = ping_named(ctx, path, "the podman socket", err);
                 if (r < 0)
                         return aisb_error_wrap(err, r, "podman service");
         } else {
@@ -415,7 +475,7 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                                 return aisb_error_set(err, -EPROTONOSUPPORT,
                                                       "CONTAINER_HOST=%s: only unix:// sockets are supported",
                                                       host);
-                        r = ping(ctx, host + strlen("unix://"), err);
+                        r = ping_named(ctx, host + strlen("unix://"), "the socket", err);
                         if (r < 0)
                                 return aisb_error_wrap(err, r, "CONTAINER_HOST");
                 } else {
@@ -426,6 +486,17 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                         for (size_t i = 0; candidates[i] && r < 0; i++) {
                                 if (access(candidates[i], F_OK) < 0)
                                         continue;
+                                /* Another user may have made podman's /tmp fallback first
+                                 * and be listening there for our secrets. */
+                                char why[512];
+                                int t = path_check_trusted(candidates[i], getuid(), why, sizeof why);
+                                if (t < 0) {
+                                        if (t != -ENOENT)
+                                                aisb_log(ctx, AISB_LOG_WARNING,
+                                                         "not using the podman socket %s: %s",
+                                                         candidates[i], why);
+                                        continue;
+                                }
                                 aisb_error *e = NULL;
                                 r = ping(ctx, candidates[i], &e);
                                 aisb_error_free(e);

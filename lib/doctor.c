@@ -333,7 +333,7 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
                                "an allowlisted request passed the gate, a listed-out one was refused", NULL);
                 else
                         report(d, "egress", AISB_CHECK_FAIL, out.data ? out.data : "no answer",
-                               "aisb gate logs, and the gate's cache.log in ~/.local/state/ai-sandbox/gates");
+                               "aisb gate logs, and the gate's logs/cache.log in ~/.local/state/ai-sandbox/gates");
         }
         aisb_error_free(e);
         /* Leave no gate behind for the test allowlist. */

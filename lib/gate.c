@@ -4,8 +4,16 @@
  * port chosen when it starts, resolving names itself and refusing anything its allowlist
  * does not name. One gate per allowlist (named by its hash), shared by every run with that
  * allowlist; a lock in the state directory makes sure concurrent runs never start it twice.
- * Its configuration and logs live in the state directory, bind-mounted in, so the access
- * log is read straight from the host for each run's egress summary.
+ *
+ * Its state directory holds two directories, bind-mounted in: config/ (squid.conf, hosts),
+ * read-only, written only by the host; and logs/, which squid writes. squid is reachable by
+ * every sandbox's traffic, so logs/ is treated as planted by an attacker: the host opens
+ * what is there only through the directory, never following a symlink, never blocking on a
+ * FIFO, only regular files, reading a bounded amount (the access log for each run's egress
+ * summary, cache.log's tail when squid will not start).
+ *
+ * Another local user can bind a port on the loopback too: a gate counts as up only while the
+ * listening socket on its port is the user's own.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -20,8 +28,16 @@
 #include "aisb-private.h"
 #include "allowlist.h"
 
-#define GATE_DIR_INSIDE "/aisb-gate"
+#define GATE_CONFIG_DIR "config"
+#define GATE_LOGS_DIR "logs"
+#define GATE_CONFIG_INSIDE "/aisb-gate/" GATE_CONFIG_DIR
+#define GATE_LOGS_INSIDE "/aisb-gate/" GATE_LOGS_DIR
 #define GATE_START_TIMEOUT_MS 20000
+/* Read of the access log per run, past where the run started: far above any real run's. */
+#define GATE_LOG_READ_MAX (16 * 1024 * 1024)
+#define GATE_LOG_LINE_MAX 4096
+/* /proc/net/tcp of a very busy host stays far below this (a line is 150 bytes). */
+#define PROC_NET_TCP_MAX (64 * 1024 * 1024)
 
 void gate_info_done(gate_info *g)
 {
@@ -75,17 +91,75 @@ int state_dir(const char *sub, char **ret, aisb_error **err)
         return 0;
 }
 
-static int write_file(const char *dir, const char *name, const char *text, aisb_error **err)
+/* dir/sub, created when absent, opened without following a symlink. */
+static int gate_subdir_open(const char *dir, const char *sub)
 {
-        _cleanup_free_ char *path = NULL, *tmp = NULL;
-        if (asprintf(&path, "%s/%s", dir, name) < 0 || asprintf(&tmp, "%s/.%s.tmp", dir, name) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return aisb_error_set(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
+                return -errno;
+        if (mkdirat(fd, sub, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        int sub_fd = openat(fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return sub_fd < 0 ? -errno : sub_fd;
+}
+
+/* A file in a directory squid writes, for reading: only a regular file, opened without
+ * following a symlink or waiting for a FIFO's writer. -EBADFD for anything else there. */
+static int gate_log_open(const gate_info *g, const char *name, struct stat *ret_st)
+{
+        _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_LOGS_DIR);
+        if (dir < 0)
+                return dir;
+        _cleanup_close_ int fd = openat(dir, name,
+                                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ELOOP ? -EBADFD : -errno;
+        if (fstat(fd, ret_st) < 0)
+                return -errno;
+        if (!S_ISREG(ret_st->st_mode))
+                return -EBADFD;
+        return steal_fd(&fd);
+}
+
+/* Before squid starts: whatever is at name in logs/ that squid did not make as a regular
+ * file (a symlink, a FIFO) goes, unfollowed; cache.log is emptied, so the tail read when the
+ * start fails is this start's. */
+static void gate_log_reset(int logs, const char *name, bool empty)
+{
+        struct stat st;
+        if (fstatat(logs, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        if (!S_ISREG(st.st_mode)) {
+                (void) unlinkat(logs, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+                return;
+        }
+        if (!empty)
+                return;
+        _cleanup_close_ int fd = openat(logs, name,
+                                        O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                (void) ftruncate(fd, 0);
+}
+
+/* The configuration, written only by the host into config/ (mounted read-only): a fresh file
+ * beside it, then a rename over it. 0600: squid runs as the user. */
+static int write_config(int config, const char *name, const char *text, aisb_error **err)
+{
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, ".%s.tmp", name) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        (void) unlinkat(config, tmp, 0);
+        _cleanup_close_ int fd = openat(config, tmp,
+                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "cannot write the gate's %s: %s", tmp, strerror(errno));
         int r = write_all(fd, text, strlen(text));
-        if (r < 0 || rename(tmp, path) < 0)
-                return aisb_error_set(err, r < 0 ? r : -errno, "cannot write %s", path);
+        if (r >= 0 && renameat(config, tmp, config, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlinkat(config, tmp, 0);
+                return aisb_error_set(err, r, "cannot write the gate's %s: %s", name, strerror(-r));
+        }
         return 0;
 }
 
@@ -104,25 +178,116 @@ static int free_port(unsigned *ret)
         return 0;
 }
 
-/* Whether something accepts TCP on 127.0.0.1:port. */
-bool gate_port_answers(unsigned port)
+int proc_net_tcp_line(const char *line, unsigned port, uid_t *ret_uid, bool *ret_exact)
 {
-        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return false;
-        struct sockaddr_in a = { .sin_family = AF_INET,
-                                 .sin_port = htons((uint16_t) port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        if (connect(fd, (struct sockaddr *) &a, sizeof a) == 0)
-                return true;
-        if (errno != EINPROGRESS)
-                return false;
-        struct pollfd p = { .fd = fd, .events = POLLOUT };
-        if (poll(&p, 1, 1000) != 1)
-                return false;
-        int so_error = 0;
-        socklen_t len = sizeof so_error;
-        return getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) == 0 && so_error == 0;
+        char address[40];
+        unsigned local_port, state, uid;
+        if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %u", address,
+                   &local_port, &state, &uid) != 4)
+                return 0;
+        if (local_port != port || state != 0x0A /* TCP_LISTEN */)
+                return 0;
+        /* The kernel prints each 32-bit word of the address as the number its bytes make in
+         * this host's order: compare with the same words in memory. */
+        uint32_t words[4] = {};
+        size_t n_words = strlen(address) / 8;
+        if (strlen(address) % 8 || (n_words != 1 && n_words != 4))
+                return 0;
+        for (size_t i = 0; i < n_words; i++) {
+                char word[9];
+                memcpy(word, address + 8 * i, 8);
+                word[8] = 0;
+                words[i] = (uint32_t) strtoul(word, NULL, 16);
+        }
+        uint32_t v4;
+        if (n_words == 1)
+                v4 = words[0];
+        else if (words[0] == 0 && words[1] == 0 && words[2] == htonl(0xffff))
+                v4 = words[3]; /* ::ffff:a.b.c.d */
+        else if (words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0)
+                v4 = htonl(INADDR_ANY); /* ::, which may take IPv4 connections too */
+        else
+                return 0;
+        if (v4 != htonl(INADDR_LOOPBACK) && v4 != htonl(INADDR_ANY))
+                return 0;
+        *ret_uid = (uid_t) uid;
+        *ret_exact = v4 == htonl(INADDR_LOOPBACK);
+        return 1;
+}
+
+static void port_owners_add(port_owners *o, uid_t owner, bool exact, uid_t uid)
+{
+        if (owner == uid && exact)
+                o->ours = true;
+        else if (owner != uid && !o->stranger) {
+                o->stranger = true;
+                o->stranger_uid = owner;
+        }
+}
+
+int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners *owners)
+{
+        for (const char *line = text; line && *line;) {
+                const char *end = strchr(line, '\n');
+                size_t n = end ? (size_t) (end - line) : strlen(line);
+                _cleanup_free_ char *l = strndup(line, n);
+                if (!l)
+                        return -ENOMEM;
+                uid_t owner;
+                bool exact;
+                if (proc_net_tcp_line(l, port, &owner, &exact) == 1)
+                        port_owners_add(owners, owner, exact, uid);
+                line += n + (end ? 1 : 0);
+        }
+        return 0;
+}
+
+typedef struct owners_reading {
+        unsigned port;
+        uid_t uid;
+        port_owners *owners;
+} owners_reading;
+
+static int owners_line(char *line, void *userdata)
+{
+        owners_reading *o = userdata;
+        uid_t owner;
+        bool exact;
+        if (proc_net_tcp_line(line, o->port, &owner, &exact) == 1)
+                port_owners_add(o->owners, owner, exact, o->uid);
+        return 0;
+}
+
+/* Who listens where a connection to 127.0.0.1:port goes, from the kernel's socket tables. */
+static int port_owners_read(unsigned port, port_owners *ret)
+{
+        *ret = (port_owners) {};
+        owners_reading o = { .port = port, .uid = getuid(), .owners = ret };
+        static const char *const tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(tables); i++) {
+                _cleanup_close_ int fd = open(tables[i], O_RDONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        /* No IPv6 in this kernel: nothing listens there. */
+                        if (errno != ENOENT || i == 0)
+                                r = -errno;
+                        continue;
+                }
+                int k = read_lines(fd, PROC_NET_TCP_MAX, 512, owners_line, &o);
+                if (k < 0)
+                        r = k;
+        }
+        return r;
+}
+
+/* Whether the gate's port is up and ours: a listening socket of this user bound to
+ * 127.0.0.1:port. Connecting proves less: another local user's listener there (taken while
+ * the gate was down, or before squid could bind it) accepts just as well, and would then see
+ * all the sandboxes' traffic. */
+bool gate_port_ours(unsigned port)
+{
+        port_owners o;
+        return port > 0 && port_owners_read(port, &o) == 0 && o.ours;
 }
 
 /* State of the named gate container: 0 absent, 1 present; *ret_running, *ret_port. */
@@ -170,6 +335,19 @@ static int remove_named(aisb_ctx *ctx, const char *name, aisb_error **err)
         return r;
 }
 
+static json_object *bind_mount(const char *source, const char *destination, const char *mode)
+{
+        json_object *m = json_object_new_object();
+        json_object_object_add(m, "type", json_object_new_string("bind"));
+        json_object_object_add(m, "source", json_object_new_string(source));
+        json_object_object_add(m, "destination", json_object_new_string(destination));
+        json_object *opts = json_object_new_array();
+        json_object_array_add(opts, json_object_new_string("rbind"));
+        json_object_array_add(opts, json_object_new_string(mode));
+        json_object_object_add(m, "options", opts);
+        return m;
+}
+
 static json_object *gate_create_body(const char *name, const char *image, const char *dir,
                                      const char *hash, unsigned port)
 {
@@ -180,7 +358,7 @@ static json_object *gate_create_body(const char *name, const char *image, const 
         json_object_object_add(o, "name", json_object_new_string(name));
         json_object_object_add(o, "image", json_object_new_string(image));
         json_object *command = json_object_new_array();
-        static const char *const argv[] = { "squid", "-N", "-f", GATE_DIR_INSIDE "/squid.conf" };
+        static const char *const argv[] = { "squid", "-N", "-f", GATE_CONFIG_INSIDE "/squid.conf" };
         for (size_t i = 0; i < ELEMENTSOF(argv); i++)
                 json_object_array_add(command, json_object_new_string(argv[i]));
         json_object_object_add(o, "command", command);
@@ -198,15 +376,11 @@ static json_object *gate_create_body(const char *name, const char *image, const 
         json_object_object_add(o, "no_new_privileges", json_object_new_boolean(1));
         json_object_object_add(o, "read_only_filesystem", json_object_new_boolean(1));
         json_object *mounts = json_object_new_array();
-        json_object *m = json_object_new_object();
-        json_object_object_add(m, "type", json_object_new_string("bind"));
-        json_object_object_add(m, "source", json_object_new_string(dir));
-        json_object_object_add(m, "destination", json_object_new_string(GATE_DIR_INSIDE));
-        json_object *opts = json_object_new_array();
-        json_object_array_add(opts, json_object_new_string("rbind"));
-        json_object_array_add(opts, json_object_new_string("rw"));
-        json_object_object_add(m, "options", opts);
-        json_object_array_add(mounts, m);
+        char config[PATH_MAX], logs[PATH_MAX];
+        snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, dir);
+        snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, dir);
+        json_object_array_add(mounts, bind_mount(config, GATE_CONFIG_INSIDE, "ro"));
+        json_object_array_add(mounts, bind_mount(logs, GATE_LOGS_INSIDE, "rw"));
         static const char *const tmpfs[] = { "/run", "/tmp", "/var/tmp", "/var/spool/squid",
                                              "/var/log/squid", "/var/cache/squid" };
         for (size_t i = 0; i < ELEMENTSOF(tmpfs); i++) {
@@ -230,17 +404,14 @@ static json_object *gate_create_body(const char *name, const char *image, const 
         return o;
 }
 
-static void tail_of_file(const char *dir, const char *name, char *buf, size_t size)
+static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t size)
 {
-        _cleanup_free_ char *path = NULL;
         buf[0] = 0;
-        if (asprintf(&path, "%s/%s", dir, name) < 0)
-                return;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        _cleanup_close_ int fd = gate_log_open(g, name, &st);
         if (fd < 0)
                 return;
-        off_t end = lseek(fd, 0, SEEK_END);
-        off_t start = end > (off_t) size - 1 ? end - (off_t) size + 1 : 0;
+        off_t start = st.st_size > (off_t) size - 1 ? st.st_size - (off_t) size + 1 : 0;
         ssize_t n = pread(fd, buf, size - 1, start);
         buf[n > 0 ? n : 0] = 0;
         for (char *c = buf; *c; c++)
@@ -256,7 +427,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         int r = free_port(&g->port);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
-        _cleanup_free_ char *conf = NULL, *hosts = NULL, *cache_log = NULL, *image = NULL;
+        _cleanup_free_ char *conf = NULL, *hosts = NULL, *image = NULL;
         _cleanup_free_ char *start = NULL;
         _cleanup_(build_context_done) build_context context = {};
         _cleanup_strv_free_ char **host_addresses = NULL;
@@ -266,23 +437,31 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                                       strerror(-r));
         squid_options so = {
                 .port = g->port,
-                .hosts_file = GATE_DIR_INSIDE "/hosts",
+                .hosts_file = GATE_CONFIG_INSIDE "/hosts",
                 .add_hosts = (const char *const *) p->add_hosts,
                 .host_addresses = (const char *const *) host_addresses,
-                .access_log = GATE_DIR_INSIDE "/access.log",
-                .cache_log = GATE_DIR_INSIDE "/cache.log",
+                .access_log = GATE_LOGS_INSIDE "/access.log",
+                .cache_log = GATE_LOGS_INSIDE "/cache.log",
         };
         r = allowlist_squid_config(l, &so, &conf, err);
         if (r >= 0)
                 r = allowlist_hosts_file((const char *const *) p->add_hosts, &hosts, err);
-        if (r >= 0)
-                r = write_file(g->dir, "squid.conf", conf, err);
-        if (r >= 0)
-                r = write_file(g->dir, "hosts", hosts, err);
         if (r < 0)
                 return r;
-        if (asprintf(&cache_log, "%s/cache.log", g->dir) >= 0)
-                (void) truncate(cache_log, 0);
+        _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
+        _cleanup_close_ int logs = gate_subdir_open(g->dir, GATE_LOGS_DIR);
+        if (config < 0 || logs < 0) {
+                r = config < 0 ? config : logs;
+                return aisb_error_set(err, r, "cannot open the gate's directories in %s: %s", g->dir,
+                                      strerror(-r));
+        }
+        r = write_config(config, "squid.conf", conf, err);
+        if (r >= 0)
+                r = write_config(config, "hosts", hosts, err);
+        if (r < 0)
+                return r;
+        gate_log_reset(logs, "cache.log", true);
+        gate_log_reset(logs, "access.log", false);
 
         r = image_gate_context(p, &context, err);
         if (r < 0)
@@ -306,13 +485,33 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         if (r >= 0 && resp.status != 204 && resp.status != 304)
                 r = aisb_error_set(err, -EIO, "starting the gate: %s", http_error_message(&resp));
         http_response_done(&resp);
-        if (r < 0 || ctx->dry_run_fn)
+        if (r < 0) {
+                /* Not started (or the run was stopped meanwhile): no half-made gate stays. */
+                (void) remove_named(ctx, g->name, NULL);
                 return r;
+        }
+        if (ctx->dry_run_fn)
+                return 0;
 
         struct timespec delay = { 0, 50 * 1000 * 1000 };
         for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
-                if (gate_port_answers(g->port))
+                if (run_stopping(ctx)) {
+                        (void) remove_named(ctx, g->name, NULL);
+                        return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
+                }
+                port_owners owners;
+                if (port_owners_read(g->port, &owners) == 0 && owners.ours)
                         return 0;
+                /* Taken between our choosing it and squid binding it: squid cannot listen
+                 * there, and another user's listener must never pass for the gate. A retry
+                 * would only give whoever races us a second try; the next run picks anew. */
+                if (owners.stranger) {
+                        r = aisb_error_set(err, -EADDRINUSE,
+                                           "another user (uid %u) took 127.0.0.1:%u before the gate could listen on it; run again to use another port",
+                                           (unsigned) owners.stranger_uid, g->port);
+                        (void) remove_named(ctx, g->name, NULL);
+                        return r;
+                }
                 if (waited % 1000 == 0) {
                         bool running = false;
                         unsigned ignored;
@@ -325,7 +524,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                 nanosleep(&delay, NULL);
         }
         char why[400];
-        tail_of_file(g->dir, "cache.log", why, sizeof why);
+        tail_of_log(g, "cache.log", why, sizeof why);
         r = aisb_error_set(err, -EIO, "the gate did not start listening on 127.0.0.1:%u: %s",
                            g->port, why[0] ? why : "(no log)");
         (void) remove_named(ctx, g->name, NULL);
@@ -353,20 +552,28 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
         r = gate_inspect(ctx, g.name, &running, &g.port, err);
         if (r < 0)
                 return r;
-        if (r == 1 && running && g.port && gate_port_answers(g.port)) {
+        if (r == 1 && running && gate_port_ours(g.port)) {
                 *ret = g;
                 g = (gate_info) {};
                 return 0;
         }
-        /* Held until we return: a concurrent run waits here, then finds the gate running. */
+        /* Held until we return: a concurrent run waits here, then finds the gate running.
+         * Polled, so that a stop is noticed while another run starts the gate. */
         _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (lock < 0 || flock(lock, LOCK_EX) < 0)
-                return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path, strerror(errno));
+        if (lock < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", lock_path, strerror(errno));
+        while (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+                if (errno != EWOULDBLOCK && errno != EINTR)
+                        return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path, strerror(errno));
+                if (run_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while waiting for the gate");
+                nanosleep(&(struct timespec) { 0, 50 * 1000 * 1000 }, NULL);
+        }
 
         r = gate_inspect(ctx, g.name, &running, &g.port, err);
         if (r < 0)
                 return r;
-        if (r == 1 && running && g.port && gate_port_answers(g.port)) {
+        if (r == 1 && running && gate_port_ours(g.port)) {
                 *ret = g;
                 g = (gate_info) {};
                 return 0;
@@ -393,30 +600,33 @@ int gate_stop(aisb_ctx *ctx, const char *name, aisb_error **err)
 
 int gate_log_offset(const gate_info *g, long long *ret)
 {
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "%s/access.log", g->dir) < 0)
-                return -ENOMEM;
         struct stat st;
-        *ret = stat(path, &st) == 0 ? (long long) st.st_size : 0;
+        _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
+        *ret = fd >= 0 ? (long long) st.st_size : 0;
+        return 0;
+}
+
+static int count_line(char *line, void *userdata)
+{
+        (void) egress_count_line(userdata, line);
         return 0;
 }
 
 int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
 {
         *ret = (egress_summary) {};
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "%s/access.log", g->dir) < 0)
-                return -ENOMEM;
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
+        struct stat st;
+        _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
+        if (fd == -ENOENT)
                 return 0;
-        if (fseeko(f, (off_t) offset, SEEK_SET) < 0)
+        if (fd < 0)
+                return fd;
+        /* A log that shrank was replaced: then it is all this run's. */
+        if (offset > (long long) st.st_size)
+                offset = 0;
+        if (lseek(fd, (off_t) offset, SEEK_SET) < 0)
                 return -errno;
-        _cleanup_free_ char *line = NULL;
-        size_t allocated = 0;
-        while (getline(&line, &allocated, f) > 0)
-                (void) egress_count_line(ret, line);
-        return 0;
+        return read_lines(fd, GATE_LOG_READ_MAX, GATE_LOG_LINE_MAX, count_line, ret);
 }
 
 /* One access log line in ALLOWLIST_SQUID_LOGFORMAT:
@@ -550,7 +760,7 @@ int aisb_gate_log_path(const aisb_policy *p, char **ret_path, aisb_error **err)
         r = state_dir(sub, &dir, err);
         if (r < 0)
                 return r;
-        if (asprintf(ret_path, "%s/access.log", dir) < 0)
+        if (asprintf(ret_path, "%s/" GATE_LOGS_DIR "/access.log", dir) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         return 0;
 }
@@ -591,7 +801,7 @@ int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **
                 bool running = json_object_object_get_ex(c, "State", &state) &&
                                streq(json_object_get_string(state), "running");
                 if (name && hash)
-                        fn(name, hash, port, running && gate_port_answers(port), userdata);
+                        fn(name, hash, port, running && gate_port_ours(port), userdata);
         }
         return 0;
 }

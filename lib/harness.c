@@ -51,7 +51,7 @@ static int open_dir_nofollow(int dirfd, const char *path, bool create)
                         close(fd);
                         return r;
                 }
-                int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
                 int saved = errno;
                 close(fd);
                 if (next < 0)
@@ -61,23 +61,30 @@ static int open_dir_nofollow(int dirfd, const char *path, bool create)
         return fd;
 }
 
-/* Read dirfd/name as JSON. 0 with *ret NULL when absent. */
+/* Read dirfd/name as JSON. 0 with *ret NULL when absent. Never waits: a FIFO (or anything
+ * but a regular file) planted there is refused at once, not opened for a writer that never
+ * comes. */
 static int read_json_at(int dirfd, const char *name, const char *origin, json_object **ret,
                         aisb_error **err)
 {
         *ret = NULL;
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = openat(dirfd, name,
+                                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;
                 if (errno == EACCES)
                         return aisb_error_set(err, -EACCES, "cannot read %s: permission denied (chmod u+r %s)",
                                               origin, origin);
+                if (errno == ELOOP)
+                        return aisb_error_set(err, -EINVAL, "%s is a symlink, which is not followed", origin);
                 return aisb_error_set(err, -errno, "cannot open %s: %s", origin, strerror(errno));
         }
         struct stat st;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return aisb_error_set(err, -EINVAL, "%s is not a regular file", origin);
+        if (st.st_size > (off_t) PIBRIDGE_JSON_MAX)
+                return aisb_error_set(err, -EFBIG, "%s is larger than %u bytes", origin, PIBRIDGE_JSON_MAX);
         _cleanup_free_ char *text = NULL;
         size_t size = 0;
         int r = read_full_fd(fd, PIBRIDGE_JSON_MAX, &text, &size);
@@ -96,7 +103,10 @@ static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error
         if (asprintf(&tmp, ".%s.aisb-%ld", name, (long) getpid()) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         (void) unlinkat(dirfd, tmp, 0);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int fd = openat(dirfd, tmp,
+                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
+                                                O_CLOEXEC | O_NOCTTY,
+                                        0600);
         if (fd < 0)
                 return aisb_error_set(err, -errno, "cannot write %s: %s", name, strerror(errno));
         int r = write_all(fd, text, strlen(text));

@@ -105,6 +105,19 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
         return n;
 }
 
+/* libcurl calls this about once a second while a request waits, and as data moves: a run
+ * being prepared that is asked to stop aborts the request in progress. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+        aisb_ctx *ctx = userdata;
+        (void) dltotal, (void) dlnow, (void) ultotal, (void) ulnow;
+        /* Already stopping: this request is the cleanup's. */
+        if (ctx->stopping)
+                return 0;
+        return run_stopping(ctx) ? 1 : 0;
+}
+
 static int dry_run_send(aisb_ctx *ctx, const http_request *req, http_response *ret)
 {
         buffer b = {};
@@ -207,6 +220,11 @@ int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_e
         }
         if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0)
                 curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+        if (ctx->stop_io && !ctx->stopping) {
+                curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+                curl_easy_setopt(c, CURLOPT_XFERINFODATA, ctx);
+                curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        }
 
         CURLcode cr = curl_easy_perform(c);
         if (cr == CURLE_OK && req->line_fn && st.pending.size > 0 && !st.callback_error) {
@@ -220,6 +238,11 @@ int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_e
                 free(st.api_version);
                 return aisb_error_set(err, st.callback_error, "%s %s: %s", req->method, req->path,
                                       strerror(-st.callback_error));
+        }
+        if (cr == CURLE_ABORTED_BY_CALLBACK && ctx->stopping) {
+                buffer_free(&st.body);
+                free(st.api_version);
+                return aisb_error_set(err, -ECANCELED, "%s %s: stopped", req->method, req->path);
         }
         if (cr != CURLE_OK) {
                 buffer_free(&st.body);

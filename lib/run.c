@@ -235,6 +235,42 @@ static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **
         return r;
 }
 
+bool run_stopping(aisb_ctx *ctx)
+{
+        aisb_io *io = ctx->stop_io;
+        if (ctx->stopping)
+                return true;
+        if (!io || io->control_fd < 0 || !io->control_fn)
+                return false;
+        /* A few events at most per look: a callback that consumes nothing cannot spin us. */
+        for (int i = 0; i < 16; i++) {
+                struct pollfd p = { .fd = io->control_fd, .events = POLLIN };
+                if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+                        break;
+                unsigned short rows = 0, cols = 0;
+                int c = io->control_fn(io->control_fd, &rows, &cols, io->control_userdata);
+                if (c == AISB_CONTROL_STOP) {
+                        ctx->stopping = true;
+                        break;
+                }
+                if (c == AISB_CONTROL_RESIZE) {
+                        /* The newest size, applied once the sandbox starts. */
+                        io->rows = rows;
+                        io->cols = cols;
+                }
+        }
+        return ctx->stopping;
+}
+
+/* Ends the watch for a stop when the run leaves the preparation (every return). */
+static void stop_watch_end(aisb_ctx **ctx)
+{
+        if (*ctx) {
+                (*ctx)->stop_io = NULL;
+                (*ctx)->stopping = false;
+        }
+}
+
 static int remove_container(aisb_ctx *ctx, const char *id)
 {
         _cleanup_free_ char *path = NULL;
@@ -387,8 +423,13 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
                           egress_summary *ret)
 {
         egress_summary s;
-        if (gate_summary(gate, offset, &s) < 0)
+        int r = gate_summary(gate, offset, &s);
+        if (r < 0) {
+                aisb_log(ctx, AISB_LOG_WARNING, "egress: no summary: the gate's access log %s",
+                         r == -EBADFD ? "is not a regular file (removed when the gate next starts)"
+                                      : strerror(-r));
                 return;
+        }
         *ret = s;
         /* "(denied: a, b; failed: c)": the names behind each count that is not zero. */
         buffer names = {};
@@ -422,14 +463,27 @@ static int wait_exit(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **
         return r;
 }
 
+/* A step of the preparation ended: -ECANCELED when a stop came meanwhile, whatever the step
+ * made of its aborted request. */
+static int step_done(aisb_ctx *ctx, int r, aisb_error **err)
+{
+        if (run_stopping(ctx))
+                return aisb_error_set(err, -ECANCELED, "stopped before the sandbox started");
+        return r;
+}
+
 int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code,
              aisb_error **err)
 {
+        /* Until the create request, a stop ends the run at once: nothing to remove yet. */
+        _cleanup_(stop_watch_end) aisb_ctx *watching = ctx;
+        ctx->stop_io = io;
+        ctx->stopping = false;
         _cleanup_free_ char *tag = NULL;
-        int r = aisb_image_ensure(ctx, p, &tag, NULL, err);
+        int r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
         if (r < 0)
                 return r;
-        r = ensure_home_volume(ctx, p, err);
+        r = step_done(ctx, ensure_home_volume(ctx, p, err), err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *name = NULL;
@@ -449,7 +503,7 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         if (r < 0)
                 return r;
         _cleanup_(sandbox_network_done) sandbox_network net = {};
-        r = sandbox_network_resolve(ctx, p, &settings, &net, err);
+        r = step_done(ctx, sandbox_network_resolve(ctx, p, &settings, &net, err), err);
         if (r < 0)
                 return r;
         long long log_offset = 0;
@@ -458,7 +512,10 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         _cleanup_(harness_bridge_done) harness_bridge bridge = {};
         r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
         if (r < 0)
-                return aisb_error_wrap(err, r, "bridging pi's configuration");
+                aisb_error_wrap(err, r, "bridging pi's configuration");
+        r = step_done(ctx, r, err);
+        if (r < 0)
+                return r;
         _cleanup_json_ json_object *body = NULL;
         r = container_create_body(p, &net, &bridge, settings_copy, tag, name, io->terminal, false, &body);
         _cleanup_json_ json_object *shown = NULL;
@@ -469,6 +526,12 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         const char *shown_text = shown ? json_object_to_json_string_ext(
                                                  shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)
                                        : NULL;
+        r = step_done(ctx, 0, err);
+        if (r < 0)
+                return r;
+        /* From the create request on, the sandbox may exist: no request is cut short, and a
+         * stop removes the sandbox (pump). */
+        ctx->stop_io = NULL;
         http_response resp = {};
         /* The body holds every secret value: wiped once sent. */
         for (int attempt = 0;; attempt++) {

@@ -4,9 +4,11 @@
 #include <ctype.h>
 #include <limits.h>
 #include <nettle/sha2.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 size_t strv_length(const char *const *v)
 {
@@ -140,6 +142,53 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size)
         return *ret ? 0 : -ENOMEM;
 }
 
+int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *userdata),
+               void *userdata)
+{
+        _cleanup_free_ char *buf = malloc(line_max + 1);
+        if (!buf)
+                return -ENOMEM;
+        size_t have = 0, total = 0;
+        bool skipping = false; /* inside a line longer than line_max */
+        for (;;) {
+                size_t want = line_max - have;
+                if (want > max - total)
+                        want = max - total;
+                ssize_t n = want ? read(fd, buf + have, want) : 0;
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                total += (size_t) n;
+                have += (size_t) n;
+                size_t start = 0;
+                for (char *nl; (nl = memchr(buf + start, '\n', have - start));) {
+                        *nl = 0;
+                        if (!skipping) {
+                                int r = fn(buf + start, userdata);
+                                if (r != 0)
+                                        return r;
+                        }
+                        skipping = false;
+                        start = (size_t) (nl - buf) + 1;
+                }
+                memmove(buf, buf + start, have - start);
+                have -= start;
+                if (n == 0) {
+                        /* The end, or the cap: a last line without its newline still counts,
+                         * unless the cap cut it. */
+                        buf[have] = 0;
+                        if (have && !skipping && total < max)
+                                return fn(buf, userdata);
+                        return 0;
+                }
+                if (have == line_max) {
+                        skipping = true;
+                        have = 0;
+                }
+        }
+}
+
 int write_all(int fd, const void *data, size_t size)
 {
         return writev_all(fd, &(struct iovec) { (void *) data, size }, 1);
@@ -181,6 +230,114 @@ int writev_all(int fd, struct iovec *iov, size_t n)
                 }
         }
         return 0;
+}
+
+/* "uid 1005 (eve)", or "uid 1005" for a uid with no name. */
+static void describe_uid(uid_t uid, char *buf, size_t size)
+{
+        struct passwd pw, *found = NULL;
+        char names[1024];
+        if (getpwuid_r(uid, &pw, names, sizeof names, &found) == 0 && found)
+                snprintf(buf, size, "uid %u (%s)", (unsigned) uid, found->pw_name);
+        else
+                snprintf(buf, size, "uid %u", (unsigned) uid);
+}
+
+/* One component, as lstat saw it. A socket's own mode bits say who may connect, not who may
+ * replace it: only directories are checked for writers. */
+static int check_component(const char *path, const struct stat *st, uid_t uid, char *reason,
+                           size_t size)
+{
+        if (st->st_uid != uid && st->st_uid != 0) {
+                char owner[300];
+                describe_uid(st->st_uid, owner, sizeof owner);
+                snprintf(reason, size, "%s belongs to %s", path, owner);
+                return -EPERM;
+        }
+        if (!S_ISDIR(st->st_mode))
+                return 0;
+        bool others = (st->st_mode & S_IWOTH) || ((st->st_mode & S_IWGRP) && st->st_gid != 0);
+        /* /tmp: anyone may add names, only an entry's owner (or root) may replace it, and the
+         * entry's own owner is checked next. */
+        if (!others || (st->st_uid == 0 && (st->st_mode & S_ISVTX)))
+                return 0;
+        snprintf(reason, size, "%s is writable by others (mode %04o)", path,
+                 (unsigned) (st->st_mode & 07777));
+        return -EPERM;
+}
+
+/* Walk path from / one component at a time, checking each as lstat sees it. A symlink is
+ * replaced by its target in place and the walk starts over on the result, so every symlink
+ * on the way is checked where it stands: one another user could swap later must not pass
+ * because it points somewhere good now. */
+static int check_path_trusted(const char *path, uid_t uid, unsigned links, char *reason,
+                              size_t size)
+{
+        if (path[0] != '/') {
+                snprintf(reason, size, "%s is not an absolute path", path);
+                return -EINVAL;
+        }
+        _cleanup_free_ char *prefix = malloc(strlen(path) + 2);
+        if (!prefix)
+                return -ENOMEM;
+        strcpy(prefix, "/");
+        size_t len = 1;
+        for (const char *p = path;;) {
+                struct stat st;
+                if (lstat(prefix, &st) < 0) {
+                        int r = -errno;
+                        snprintf(reason, size, "%s: %s", prefix, strerror(errno));
+                        return r;
+                }
+                int r = check_component(prefix, &st, uid, reason, size);
+                if (r < 0)
+                        return r;
+                if (S_ISLNK(st.st_mode)) {
+                        /* Like the kernel's limit: a loop ends here. */
+                        if (links >= 40) {
+                                snprintf(reason, size, "%s: too many levels of symbolic links", path);
+                                return -ELOOP;
+                        }
+                        char target[PATH_MAX];
+                        ssize_t n = readlink(prefix, target, sizeof target - 1);
+                        if (n < 0) {
+                                r = -errno;
+                                snprintf(reason, size, "%s: %s", prefix, strerror(errno));
+                                return r;
+                        }
+                        target[n] = 0;
+                        /* target, relative to the symlink's directory, then the rest. */
+                        char *slash = strrchr(prefix, '/');
+                        slash[slash == prefix ? 1 : 0] = 0;
+                        _cleanup_free_ char *next = NULL;
+                        if (asprintf(&next, "%s%s%s%s", target[0] == '/' ? "" : prefix,
+                                     target[0] == '/' || streq(prefix, "/") ? "" : "/", target, p) < 0)
+                                return -ENOMEM;
+                        return check_path_trusted(next, uid, links + 1, reason, size);
+                }
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        return 0;
+                size_t n = strcspn(p, "/");
+                if (len > 1)
+                        prefix[len++] = '/';
+                memcpy(prefix + len, p, n);
+                len += n;
+                prefix[len] = 0;
+                p += n;
+        }
+}
+
+int path_check_trusted(const char *path, uid_t uid, char *reason, size_t reason_size)
+{
+        char ignored[1];
+        if (!reason || reason_size == 0) {
+                reason = ignored;
+                reason_size = sizeof ignored;
+        }
+        reason[0] = 0;
+        return check_path_trusted(path, uid, 0, reason, reason_size);
 }
 
 int parse_bool(const char *s)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -90,11 +91,28 @@ char *buffer_steal(buffer *b);
 
 /* Read a whole file (at most max bytes) into a NUL-terminated string. */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
+/* Each line of fd from where it stands, without its newline, to fn (which may change it); at
+ * most max bytes are read, and a line longer than line_max is skipped whole. Stops when fn
+ * returns nonzero and passes that on; 0 at the end (or the cap), negative errno on a read
+ * error. */
+int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *userdata),
+               void *userdata);
 int write_all(int fd, const void *data, size_t size);
 /* All of the pieces, in order, across partial writes; the iovecs are consumed. */
 int writev_all(int fd, struct iovec *iov, size_t n);
 /* size bytes at offset, across short reads; -ENODATA if the file ends sooner. */
 int pread_exactly(int fd, void *buf, size_t size, uint64_t offset);
+
+/* Whether uid can trust what lives at path, absolute: a podman socket there is the one uid or
+ * root put there and no one else can swap it. Every component from / down must belong to uid
+ * or root, and no directory may be writable by anyone else (group root counts as root), except
+ * a root-owned sticky directory such as /tmp, whose entries only their owners can replace. A
+ * symlink passes only when uid or root owns it, and then the path it leads to must pass as a
+ * whole. 0 when trusted; -EPERM when not, with why ("/tmp/x belongs to uid 1005 (eve)") in
+ * reason; -ENOENT when a component is missing (everything above it passed, but mind that a
+ * sticky directory lets anyone create the missing name); another negative errno when a
+ * component cannot be examined, or -EINVAL for a relative path. */
+int path_check_trusted(const char *path, uid_t uid, char *reason, size_t reason_size);
 
 /* "yes"/"true"/"1"/"on" and their opposites; -EINVAL otherwise. */
 int parse_bool(const char *s);

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -531,6 +532,141 @@ START_TEST(test_backend_forced)
 }
 END_TEST
 
+/* ---- stopping before the sandbox exists ---- */
+
+/* The caller's control: one byte per event on a pipe, 'S' stop, 'R' a resize to 40x100. */
+static int on_test_control(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+{
+        int *events = userdata;
+        char c;
+        if (read(fd, &c, 1) != 1)
+                return AISB_CONTROL_NONE;
+        (*events)++;
+        if (c == 'R') {
+                *rows = 40;
+                *cols = 100;
+                return AISB_CONTROL_RESIZE;
+        }
+        return c == 'S' ? AISB_CONTROL_STOP : AISB_CONTROL_NONE;
+}
+
+typedef struct delayed_write {
+        int fd;
+        char byte;
+        long delay_ms;
+} delayed_write;
+
+static void *write_later(void *userdata)
+{
+        delayed_write *w = userdata;
+        nanosleep(&(struct timespec) { w->delay_ms / 1000, (w->delay_ms % 1000) * 1000000L }, NULL);
+        ck_assert_int_eq(write(w->fd, &w->byte, 1), 1);
+        return NULL;
+}
+
+/* A stop that is already there when the run starts: nothing is created. */
+START_TEST(test_run_stopped_while_preparing)
+{
+        route_run(0);
+        int control[2];
+        ck_assert_int_eq(pipe2(control, O_CLOEXEC), 0);
+        ck_assert_int_eq(write(control[1], "S", 1), 1);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        int events = 0;
+        aisb_io_set_control(io, control[0], on_test_control, &events);
+        aisb_policy *p = new_policy();
+        int code = -1;
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_run(ctx, p, io, &code, &err), -ECANCELED);
+        aisb_error_free(err);
+        ck_assert_int_eq(events, 1);
+        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
+        ck_assert_int_eq(find_request("DELETE", "/containers/"), -1);
+        aisb_policy_free(p);
+        aisb_io_free(io);
+        close(control[0]);
+        close(control[1]);
+}
+END_TEST
+
+/* A stop while a request is in progress (an answer that takes more than ten seconds to
+ * arrive): the request is cut short, the run ends at once, nothing is created. */
+START_TEST(test_run_stopped_during_request)
+{
+        size_t size = 64 * 1024;
+        char *slow = malloc(size + 1);
+        memset(slow, ' ', size);
+        slow[size] = 0;
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/volumes/*/exists", 200, "text/plain", slow, FAKE_TRICKLE, 0);
+        free(slow);
+        int control[2];
+        ck_assert_int_eq(pipe2(control, O_CLOEXEC), 0);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        int events = 0;
+        aisb_io_set_control(io, control[0], on_test_control, &events);
+        aisb_policy *p = new_policy();
+        /* The image first, as the CLI does, so the stop lands in the run's own request. */
+        char *tag = NULL;
+        ck_assert_int_eq(aisb_image_ensure(ctx, p, &tag, NULL, NULL), 0);
+        free(tag);
+        pthread_t writer;
+        delayed_write w = { .fd = control[1], .byte = 'S', .delay_ms = 300 };
+        ck_assert_int_eq(pthread_create(&writer, NULL, write_later, &w), 0);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int code = -1;
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_run(ctx, p, io, &code, &err), -ECANCELED);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        aisb_error_free(err);
+        pthread_join(writer, NULL);
+        /* The answer alone would take over ten seconds. */
+        ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 5);
+        ck_assert_int_ge(find_request("GET", "/volumes/"), 0);
+        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
+        aisb_policy_free(p);
+        aisb_io_free(io);
+        close(control[0]);
+        close(control[1]);
+}
+END_TEST
+
+/* A resize before the sandbox starts is not lost: the size sent after start is the newest. */
+START_TEST(test_run_resize_before_start_kept)
+{
+        route_run(0);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "hi", FAKE_HIJACK_NO_WAIT, 1);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/resize", 200, "application/json", "{}", FAKE_NORMAL, 0);
+        int control[2];
+        ck_assert_int_eq(pipe2(control, O_CLOEXEC), 0);
+        ck_assert_int_eq(write(control[1], "R", 1), 1);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        aisb_io_set_terminal(io, 24, 80);
+        output o = {};
+        aisb_io_set_output_fn(io, collect_output, &o);
+        int events = 0;
+        aisb_io_set_control(io, control[0], on_test_control, &events);
+        aisb_policy *p = new_policy();
+        int code = -1;
+        ck_assert_int_eq(aisb_run(ctx, p, io, &code, NULL), 0);
+        ck_assert_int_eq(events, 1);
+        ssize_t resize = find_request("POST", "/resize");
+        ck_assert_int_ge(resize, 0);
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) resize), "h=40&w=100"));
+        aisb_policy_free(p);
+        aisb_io_free(io);
+        close(control[0]);
+        close(control[1]);
+}
+END_TEST
+
 /* With no output callback the frames go to our own fds 1 and 2, gathered into writev
  * batches: order within and across streams kept, more frames than one batch holds. */
 START_TEST(test_run_default_output)
@@ -946,6 +1082,9 @@ static Suite *run_suite(void)
         tcase_add_test(tc, test_run_create_retried_on_keep_id_race);
         tcase_add_test(tc, test_volume_created_with_label);
         tcase_add_test(tc, test_dry_run);
+        tcase_add_test(tc, test_run_stopped_while_preparing);
+        tcase_add_test(tc, test_run_stopped_during_request);
+        tcase_add_test(tc, test_run_resize_before_start_kept);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("demux");
