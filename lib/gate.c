@@ -375,6 +375,9 @@ static json_object *gate_create_body(const char *name, const char *image, const 
         json_object_object_add(o, "cap_drop", drop);
         json_object_object_add(o, "no_new_privileges", json_object_new_boolean(1));
         json_object_object_add(o, "read_only_filesystem", json_object_new_boolean(1));
+        /* squid keeps its shared memory in /dev/shm: podman 5 would make it read-only with
+         * the root (4.3 ignores the field). */
+        json_object_object_add(o, "read_write_tmpfs", json_object_new_boolean(1));
         json_object *mounts = json_object_new_array();
         char config[PATH_MAX], logs[PATH_MAX];
         snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, dir);
