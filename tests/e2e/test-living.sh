@@ -8,7 +8,7 @@ set -e
 expect_eq "doctor finds nothing that blocks a run here" 0 "$rc"
 expect_contains "it names the podman service" "podman $(podman version --format '{{.Server.Version}}' 2>/dev/null || podman --version | awk '{print $3}')" "$out"
 if [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
-  expect_contains "it warns that caps are ignored on cgroup v1" "caps are accepted and silently ignored" "$out"
+  expect_contains "it warns that caps are ignored on cgroup v1" "caps are accepted and not enforced" "$out"
   expect_contains "with the fix" "systemd.unified_cgroup_hierarchy=1" "$out"
 fi
 json=$("$AISB" doctor --json)
