@@ -62,6 +62,21 @@ trap cleanup EXIT
 
 cd "$E2E_TMP/project"
 
+# Where a sandbox reaches the host's own address (test servers bound to 0.0.0.0):
+# slirp4netns NATs the host's address; pasta gives that very address to the sandbox and maps
+# the host at 169.254.1.2 (podman's host.containers.internal). The backend is the suite's
+# (AISB_E2E_BACKEND), or podman's default: pasta from podman 5.
+E2E_BACKEND=${AISB_E2E_BACKEND:-}
+if [ -z "$E2E_BACKEND" ]; then
+  case "$(podman version --format '{{.Client.Version}}' 2>/dev/null)" in
+    [0-4].*) E2E_BACKEND=slirp4netns ;;
+    *) E2E_BACKEND=pasta ;;
+  esac
+fi
+if [ "$E2E_BACKEND" = pasta ]; then HOST_INSIDE=169.254.1.2; else HOST_INSIDE=$(hostname -I | awk '{print $1}'); fi
+# 169.254.1.2 is a host range: pinning it needs the user's explicit flag.
+HOST_INSIDE_FLAG=$([ "$E2E_BACKEND" = pasta ] && echo --insecure-allow-host-ranges || true)
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 

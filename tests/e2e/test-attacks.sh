@@ -12,7 +12,6 @@ trap 'kill $servers 2>/dev/null; rm -rf "$HOME/.ssh/$sentinel" "$HOME/.aws/$sent
 for _ in $(seq 50); do grep -q '^ready' "$E2E_TMP/ports" 2>/dev/null && break; sleep 0.1; done
 ports=$(awk '$1!="ready"{printf "%s\"%s\": %s", (n++ ? ", " : "{"), $1, $2} END {print "}"}' "$E2E_TMP/ports")
 http=$(awk '$1=="http"{print $2}' "$E2E_TMP/ports")
-HOSTIP=$(hostname -I | awk '{print $1}')
 
 # Things of the host's the sandbox must not see or change.
 sentinel=aisb-attack-sentinel-$$
@@ -26,7 +25,7 @@ cp "$AISB_SRC/tests/e2e/attacks.py" "$E2E_TMP/project/attacks.py"
 
 out=$("$AISB" run --net allow --gate-add-host allowed.test:127.0.0.1 --gate-add-host denied.test:127.0.0.1 \
   --gate-add-host badallowed.test:127.0.0.1 --agents-dir "$E2E_TMP/agents" --tmp-size 64m \
-  -- python3 /project/attacks.py "$ports" "$HOSTIP" "$sentinel" AISB_E2E_HOSTSECRET 2>"$E2E_TMP/err") || true
+  -- python3 /project/attacks.py "$ports" "$HOST_INSIDE" "$sentinel" AISB_E2E_HOSTSECRET 2>"$E2E_TMP/err") || true
 count=0
 while read -r id verdict rest; do
   [ -n "$id" ] || continue
@@ -39,7 +38,7 @@ pass "$count attacks tried, all held"
 
 # A control: the same probe in a sandbox with --net full reaches the host's address, so the
 # probes can see a breach when there is one.
-control=$("$AISB" run --net full -- python3 /project/attacks.py "$ports" "$HOSTIP" "$sentinel" AISB_E2E_HOSTSECRET 2>/dev/null || true)
+control=$("$AISB" run --net full -- python3 /project/attacks.py "$ports" "$HOST_INSIDE" "$sentinel" AISB_E2E_HOSTSECRET 2>/dev/null || true)
 expect_contains "control: the probe reports a breach when the network is open" "A38 BREACH" "$control"
 
 # The host's side: nothing changed, nothing was read out.

@@ -33,7 +33,7 @@ echo "connect-other-port \$(curl -s -o /dev/null -m 5 -w '%{http_connect}' -p ht
 echo "ip-literal \$(code -x http://10.0.2.2:\$(echo \$http_proxy | sed 's/.*://') http://$HOSTIP:$WIDE/)"
 echo "direct \$(curl -s -m 5 --noproxy '*' http://10.0.2.2:$HTTP/ || echo failed)"
 echo "direct-other \$(curl -s -m 5 --noproxy '*' http://10.0.2.2:$OTHER/ || echo failed)"
-echo "direct-hostip \$(curl -s -m 5 --noproxy '*' http://$HOSTIP:$WIDE/ || echo failed)"
+echo "direct-hostip \$(curl -s -m 5 --noproxy '*' http://$HOST_INSIDE:$WIDE/ || echo failed)"
 PROBE
 cp "$E2E_TMP/cert.pem" "$E2E_TMP/project/cert.pem"
 
@@ -55,7 +55,7 @@ expect_contains "and names what was denied" "denied.test" "$(cat "$E2E_TMP/err")
 
 # Everything that is not TCP to the gate: UDP, ICMP, IPv6, DNS to any resolver.
 cat > "$E2E_TMP/project/lowlevel.py" <<'PY'
-import socket, struct
+import socket, struct, sys
 def attempt(name, fn):
     try:
         fn()
@@ -86,7 +86,8 @@ def ipv6():
 attempt("dns-udp-slirp", udp("10.0.2.3"))
 attempt("dns-tcp-slirp", tcp("10.0.2.3", 53))
 attempt("dns-udp-host", udp("10.0.2.2"))
-attempt("dns-udp-public", udp("192.0.2.2"))
+attempt("dns-udp-public", udp(sys.argv[1]))
+attempt("dns-udp-pasta", udp("169.254.1.1"))
 attempt("icmp", icmp)
 attempt("ipv6", ipv6)
 attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
@@ -96,20 +97,20 @@ try:
 except OSError:
     print("resolver blocked")
 PY
-out=$("$AISB" run $allow -- python3 /project/lowlevel.py 2>/dev/null)
-for probe in dns-udp-slirp dns-tcp-slirp dns-udp-host dns-udp-public icmp ipv6 raw resolver; do
+out=$("$AISB" run $allow -- python3 /project/lowlevel.py "$HOST_INSIDE" 2>/dev/null)
+for probe in dns-udp-slirp dns-tcp-slirp dns-udp-host dns-udp-public dns-udp-pasta icmp ipv6 raw resolver; do
   expect_eq "$probe is blocked" blocked "$(result "$probe")"
 done
 
 # --net full reaches the server directly; --net none has only loopback.
-out=$("$AISB" run --net full -- curl -s -m 5 "http://$HOSTIP:$WIDE/" 2>/dev/null)
+out=$("$AISB" run --net full -- curl -s -m 5 "http://$HOST_INSIDE:$WIDE/" 2>/dev/null)
 expect_eq "--net full reaches the test server directly" "server:wide" "$out"
 out=$("$AISB" run --net none -- ls /sys/class/net)
 expect_eq "--net none has only loopback" lo "$out"
 
 # --no-gate: a pinned address entry and nothing else.
-out=$("$AISB" run --net allow --no-gate --allow "$HOSTIP:$WIDE" -- sh -c \
-  "curl -s -m 5 http://$HOSTIP:$WIDE/; curl -s -m 5 http://$HOSTIP:$WIDE2/ || echo failed; env | grep -ci proxy || true" 2>/dev/null)
+out=$("$AISB" run --net allow --no-gate --allow "$HOST_INSIDE:$WIDE" $HOST_INSIDE_FLAG -- sh -c \
+  "curl -s -m 5 http://$HOST_INSIDE:$WIDE/; curl -s -m 5 http://$HOST_INSIDE:$WIDE2/ || echo failed; env | grep -ci proxy || true" 2>/dev/null)
 expect_eq "--no-gate reaches the pinned entry, nothing else, with no proxy set" "server:wide
 failed
 0" "$out"

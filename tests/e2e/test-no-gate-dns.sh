@@ -96,7 +96,7 @@ PY
 result() { printf '%s\n' "$out" | awk -v k="$1" '$1==k{ $1=""; sub(/^ /,""); print }'; }
 
 # The pinned name is deb.debian.org, which this machine's resolver answers.
-out=$("$AISB" run --net allow --no-gate --allow deb.debian.org -- python3 /project/dns.py "$HOSTIP" 2>"$E2E_TMP/err")
+out=$("$AISB" run --net allow --no-gate --allow deb.debian.org -- python3 /project/dns.py "$HOST_INSIDE" 2>"$E2E_TMP/err")
 expect_eq "TCP to the host's address port 53 is dropped (times out, no RST from the host)" \
   timeout "$(result tcp-host-53)"
 expect_eq "UDP to the host's address port 53 is dropped before it leaves" send-EPERM "$(result udp-host-53)"
