@@ -124,6 +124,15 @@ int termfilter_feed(termfilter *f, const void *data, size_t size, termfilter_emi
                                         return r;
                                 run = held = i++;
                                 f->state = byte == ESC ? ESCAPE : ESCAPE_LEAD;
+                        } else if (f->state == ESCAPE && (byte < 0x20 || byte == 0x7f) && byte != 0x18 &&
+                                   byte != 0x1a) {
+                                /* A terminal executes a C0 control (and ignores DEL) in the
+                                 * middle of an escape sequence and stays in it, so "ESC NUL ]"
+                                 * is an OSC there. Dropped, and the ESC still held. */
+                                if (held > run && (r = emit(p + run, held - run, userdata)) < 0)
+                                        return r;
+                                f->held_escapes += i - held;
+                                run = held = ++i;
                         } else {
                                 /* Begins no string: the held bytes and this one pass. Held
                                  * bytes of an earlier call come first (the run then starts

@@ -26,18 +26,19 @@ CONF
 # the title, the window name and the clipboard.
 cat > "$E2E_TMP/project/attack-tty.sh" <<'SH'
 stty -icanon -echo
-printf '\033]52;c;?\007'
+printf '\033\000]52;c;?\007'
 IFS= read -r -t 3 -d "$(printf '\007')" reply || true
 stty icanon echo
 printf 'got-clipboard=[%s]\n' "$(printf %s "${reply##*;}" | base64 -d 2>/dev/null)"
 printf '\033]2;pwned-title\007\033kpwned-window\033\\'
-printf '\033]52;c;%s\007' "$(printf pwned-clip | base64)"
+printf '\033\000]2;pwned-title-nul\007\033\177kpwned-window-del\033\\'
+printf '\033\005]52;c;%s\007' "$(printf pwned-clip | base64)"
 echo wrote
 SH
 # Without one: the title on stdout, the window name and the clipboard on stderr.
 cat > "$E2E_TMP/project/attack-pipe.sh" <<'SH'
-printf '\033]0;pwned-title\007'
-printf '\033kpwned-window\033\\' >&2
+printf '\033]0;pwned-title\007\033\000]0;pwned-title-nul\007'
+printf '\033kpwned-window\033\\\033\177kpwned-window-del\033\\' >&2
 printf '\033]52;c;%s\007' "$(printf pwned-clip | base64)" >&2
 echo wrote
 SH
@@ -73,8 +74,8 @@ held() {
 }
 attacked() {
   expect_contains "$1: the sandbox printed" wrote "$pane"
-  expect_eq "$1: the title changed (the test sees the attack)" pwned-title "$title"
-  expect_eq "$1: the window was renamed" pwned-window "$window"
+  expect_contains "$1: the title changed (the test sees the attack)" pwned-title "$title"
+  expect_contains "$1: the window was renamed" pwned-window "$window"
   expect_contains "$1: the clipboard was written" pwned-clip "$buffers"
 }
 
@@ -94,7 +95,7 @@ attacked pipe-unfiltered
 # stdout to a file: never filtered, byte for byte; stderr still the terminal, filtered.
 attack file "echo | '$AISB' run -- bash /project/attack-pipe.sh > '$E2E_TMP/out'"
 expect_eq "file: a file gets the output byte for byte" \
-  "$(printf '\033]0;pwned-title\007wrote\n' | od -An -c)" "$(od -An -c < "$E2E_TMP/out")"
+  "$(printf '\033]0;pwned-title\007\033\000]0;pwned-title-nul\007wrote\n' | od -An -c)" "$(od -An -c < "$E2E_TMP/out")"
 expect_eq "file: the window name stays" start "$window"
 expect_absent "file: no clipboard write" pwned-clip "$buffers"
 

@@ -4,6 +4,7 @@
  * user's terminal, so hostile input by definition. The first byte seeds the chunking; the
  * rest is the stream.
  * Checked: the output holds no introducer of a control string (ESC followed by ] P X ^ _ k,
+ * with any C0 controls or DEL between, which a terminal executes without leaving the escape,
  * or C2 followed by 90 98 9D 9E 9F) and no call's output ends in ESC or C2, so joining it
  * with anything written next cannot make one; fed in random pieces the filter emits exactly
  * what it emits for the stream whole; the output is the input with parts left out (never
@@ -52,12 +53,23 @@ static void feed(termfilter *f, sink *s, const uint8_t *data, size_t size)
         FUZZ_CHECK(s->size == before || (s->data[s->size - 1] != 0x1b && s->data[s->size - 1] != 0xc2));
 }
 
+/* What a terminal executes or ignores inside an escape sequence without leaving it. */
+static bool escape_transparent(uint8_t b)
+{
+        return (b < 0x20 && b != 0x18 && b != 0x1a && b != 0x1b) || b == 0x7f;
+}
+
 static bool has_introducer(const uint8_t *p, size_t n)
 {
         for (size_t i = 0; i + 1 < n; i++) {
-                uint8_t a = p[i], b = p[i + 1];
+                uint8_t a = p[i];
+                size_t j = i + 1;
+                while (a == 0x1b && j + 1 < n && escape_transparent(p[j]))
+                        j++;
+                uint8_t b = p[j];
                 if (a == 0x1b && (b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_' || b == 'k'))
                         return true;
+                b = p[i + 1];
                 if (a == 0xc2 && (b == 0x90 || b == 0x98 || b == 0x9d || b == 0x9e || b == 0x9f))
                         return true;
         }

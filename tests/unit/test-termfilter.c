@@ -120,6 +120,26 @@ START_TEST(test_osc)
 }
 END_TEST
 
+/* A terminal executes C0 controls (and ignores DEL) inside an escape sequence and stays in
+ * it: "ESC NUL ]" is an OSC to it. The control goes, the string goes with its introducer. */
+START_TEST(test_c0_inside_escape)
+{
+        expect_filtered_n("a\033\000]2;NULBYPASS\007b", 17, "ab", 2);
+        expect_filtered("a\033\005]52;c;ZWNobyBDMEJZUEFTUwo=\007b", "ab");
+        expect_filtered("a\033\177]2;DELBYPASS\007b", "ab");
+        expect_filtered("a\033\r\n\177\001]52;c;?\007b", "ab");
+        expect_filtered("a\033\033\001P+q544e\033\\b", "ab");
+        /* Inside a string, an ESC ends it and begins the next sequence the same way. */
+        expect_filtered("\033]0;x\033\001]2;y\007z", "z");
+        /* A sequence that begins no string still passes, without the control. */
+        expect_filtered("a\033\001[31mb", "a\033[31mb");
+        expect_filtered("a\033\177Ab", "a\033Ab");
+        /* CAN and SUB cancel the sequence: they pass, and what follows is text. */
+        expect_unchanged("a\033\030]b");
+        expect_unchanged("a\033\032]b");
+}
+END_TEST
+
 START_TEST(test_dcs_sos_pm_apc)
 {
         /* tmux passthrough: the inner ESCs are doubled. A VT100-family parser ends the DCS
@@ -325,6 +345,7 @@ static Suite *termfilter_suite(void)
         Suite *s = suite_create("termfilter");
         TCase *tc = tcase_create("strings");
         tcase_add_test(tc, test_osc);
+        tcase_add_test(tc, test_c0_inside_escape);
         tcase_add_test(tc, test_dcs_sos_pm_apc);
         tcase_add_test(tc, test_c1_forms);
         tcase_add_test(tc, test_string_ends);
