@@ -28,10 +28,14 @@ static void print_check(const char *check, aisb_check_status status, const char 
         }
         bool color = cli_color(STDOUT_FILENO);
         static const char *const colors[] = { "\033[32m", "\033[33m", "\033[31m" };
-        printf("%s%-4s%s %-16s %s\n", color ? colors[status] : "", words[status], color ? "\033[0m" : "",
-               check, detail ? detail : "");
-        if (fix && status != AISB_CHECK_OK)
-                printf("     %-16s fix: %s\n", "", fix);
+        printf("%s%-4s%s %-16s ", color ? colors[status] : "", words[status], color ? "\033[0m" : "", check);
+        cli_put(stdout, detail);
+        putchar('\n');
+        if (fix && status != AISB_CHECK_OK) {
+                printf("     %-16s fix: ", "");
+                cli_put(stdout, fix);
+                putchar('\n');
+        }
 }
 
 int command_doctor(int argc, char **argv)

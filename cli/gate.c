@@ -66,7 +66,14 @@ static int print_log(const char *path, long lines)
                 n++;
         }
         for (long i = n > lines ? n - lines : 0; ring && i < n; i++) {
-                fputs(ring[i % lines], stdout);
+                /* squid writes this file, and logs what the sandbox asked for. */
+                size_t len = strlen(ring[i % lines]);
+                bool newline = len > 0 && ring[i % lines][len - 1] == '\n';
+                if (newline)
+                        ring[i % lines][len - 1] = 0;
+                cli_put(stdout, ring[i % lines]);
+                if (newline)
+                        putchar('\n');
                 free(ring[i % lines]);
         }
         free(ring);

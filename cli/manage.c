@@ -57,9 +57,11 @@ static void print_entry(const aisb_list_entry *e, void *userdata)
         }
         char a[32];
         age(e->created, a, sizeof a);
-        printf("%-32s %-7s %-8s %-5s %-16s %-5s %s\n", e->name, e->kind,
+        printf("%-32s %-7s %-8s %-5s %-16s %-5s ", e->name, e->kind,
                e->orphaned ? "orphaned" : e->state, e->net ? e->net : "-",
-               e->policy ? e->policy : "-", a, e->project && *e->project ? e->project : "-");
+               e->policy ? e->policy : "-", a);
+        cli_put(stdout, e->project && *e->project ? e->project : "-");
+        putchar('\n');
 }
 
 int command_ps(int argc, char **argv)

@@ -190,9 +190,25 @@ void cli_print_options(FILE *out, bool for_build)
         }
 }
 
+void cli_put(FILE *out, const char *s)
+{
+        for (const unsigned char *c = (const unsigned char *) (s ? s : ""); *c; c++) {
+                /* C0 and DEL; and the C1 controls as UTF-8 writes them (C2 80..9F). */
+                if (*c < 0x20 || *c == 0x7f)
+                        fprintf(out, "\\x%02x", *c);
+                else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
+                        fprintf(out, "\\xc2\\x%02x", c[1]);
+                        c++;
+                } else
+                        putc(*c, out);
+        }
+}
+
 int cli_fail(aisb_error *err, int code)
 {
-        fprintf(stderr, "aisb: %s\n", aisb_error_message(err));
+        fputs("aisb: ", stderr);
+        cli_put(stderr, aisb_error_message(err));
+        putc('\n', stderr);
         aisb_error_free(err);
         return code;
 }
@@ -210,11 +226,11 @@ void cli_log(aisb_log_level level, const char *message, void *userdata)
             (level == AISB_LOG_INFO && flags && flags->quiet))
                 return;
         if (level == AISB_LOG_WARNING)
-                fprintf(stderr, cli_color(STDERR_FILENO) ? "aisb: \033[33mwarning:\033[0m %s\n"
-                                                         : "aisb: warning: %s\n",
-                        message);
+                fputs(cli_color(STDERR_FILENO) ? "aisb: \033[33mwarning:\033[0m " : "aisb: warning: ", stderr);
         else
-                fprintf(stderr, "aisb: %s\n", message);
+                fputs("aisb: ", stderr);
+        cli_put(stderr, message);
+        putc('\n', stderr);
 }
 
 int cli_load_config(aisb_policy *policy, const char *explicit_path)

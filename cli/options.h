@@ -68,4 +68,8 @@ int cli_ctx_for(const cli_flags *flags, aisb_ctx **ret_ctx);
 /* Print "aisb: message" for err and return code. */
 int cli_fail(aisb_error *err, int code);
 void cli_log(aisb_log_level level, const char *message, void *userdata);
+/* Write s with every control character (C0, DEL, and C1 in UTF-8) shown as \xNN: what the
+ * library says can carry names from places the agent writes (a file name in .ai-sandbox, a
+ * host name it asked the gate for), and none of it may reach the terminal as a control. */
+void cli_put(FILE *out, const char *s);
 bool cli_color(int fd);

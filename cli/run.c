@@ -96,7 +96,9 @@ static void raw_log(aisb_log_level level, const char *message, void *userdata)
         const cli_flags *flags = userdata;
         if ((level == AISB_LOG_DEBUG && !flags->verbose) || (level == AISB_LOG_INFO && flags->quiet))
                 return;
-        fprintf(stderr, "aisb: %s%s\r\n", level == AISB_LOG_WARNING ? "warning: " : "", message);
+        fprintf(stderr, "aisb: %s", level == AISB_LOG_WARNING ? "warning: " : "");
+        cli_put(stderr, message);
+        fputs("\r\n", stderr);
 }
 
 typedef struct run_state {

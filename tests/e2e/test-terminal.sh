@@ -99,6 +99,21 @@ expect_eq "file: a file gets the output byte for byte" \
 expect_eq "file: the window name stays" start "$window"
 expect_absent "file: no clipboard write" pwned-clip "$buffers"
 
+# aisb's own messages: a cloned repository names a file in .ai-sandbox with control strings
+# and makes it too big, so aisb refuses the run naming it, before any sandbox exists.
+mkdir -p "$E2E_TMP/cloned/.ai-sandbox"
+head -c 1100000 /dev/zero > "$E2E_TMP/cloned/.ai-sandbox/$(printf 'x\033]2;pwned-by-name\007\033]52;c;cHduZWQ=\007')"
+name=message; servers+=("$name")
+tmux -L "$name" -f "$E2E_TMP/tmux.conf" new-session -d -s attack -n start -x 100 -y 30 \
+  "cd '$E2E_TMP/cloned' && AISB_ENTRYPOINT='$AISB_ENTRYPOINT' XDG_CONFIG_HOME='$XDG_CONFIG_HOME' '$AISB' run -- true; echo aisb-exit-\$?; sleep 60"
+for _ in $(seq 100); do tmux -L "$name" capture-pane -p -t attack | grep -q aisb-exit- && break; sleep 0.1; done
+pane=$(tmux -L "$name" capture-pane -p -t attack -S -50)
+expect_contains "message: aisb refused the run" "aisb-exit-125" "$pane"
+expect_contains "message: naming the file, its controls shown as text" '\x1b]2;pwned-by-name\x07' "$pane"
+expect_absent "message: the pane title stays" pwned "$(tmux -L "$name" display -p -t attack '#{pane_title}')"
+expect_absent "message: no clipboard write" "pwned" "$(tmux -L "$name" list-buffers -F '#{buffer_sample}' 2>/dev/null)"
+tmux -L "$name" kill-server
+
 # ---- the sandbox's terminal ----
 session=aisb-e2e-$$
 cat > "$E2E_TMP/project/tty.sh" <<'SH'
