@@ -82,7 +82,7 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
         if (p->project) {
                 project_settings own = {};
                 if (!settings) {
-                        r = project_settings_read(p->project, &own, err);
+                        r = project_settings_read(p->project, false, &own, err);
                         settings = &own;
                 }
                 const project_file *f = r >= 0 ? project_settings_find(settings, "allow") : NULL;

@@ -57,7 +57,7 @@ static int read_entry(int dir, const char *name, const char *shown, project_file
         return 1;
 }
 
-int project_settings_read(const char *project, project_settings *ret, aisb_error **err)
+int project_settings_read(const char *project, bool create, project_settings *ret, aisb_error **err)
 {
         *ret = (project_settings) {};
         _cleanup_free_ char *shown = NULL;
@@ -67,6 +67,14 @@ int project_settings_read(const char *project, project_settings *ret, aisb_error
         if (top < 0)
                 return aisb_error_set(err, -errno, "cannot open the project %s: %s", project, strerror(errno));
         int fd = openat(top, PROJECT_SETTINGS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && create) {
+                /* Where there is none, an empty one of the user's: the run's read-only copy is
+                 * mounted over it, so no sandbox can create the file for a later run. It stays:
+                 * removing a directory detaches what another run mounted on it. */
+                if (mkdirat(top, PROJECT_SETTINGS_DIR, 0755) < 0 && errno != EEXIST)
+                        return aisb_error_set(err, -errno, "cannot create %s: %s", shown, strerror(errno));
+                fd = openat(top, PROJECT_SETTINGS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        }
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;
@@ -119,14 +127,6 @@ int project_settings_read(const char *project, project_settings *ret, aisb_error
                 return r;
         }
         *ret = s;
-        return 0;
-}
-
-int project_remove_empty_settings_dir(const char *project)
-{
-        _cleanup_close_ int top = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (top < 0 || unlinkat(top, PROJECT_SETTINGS_DIR, AT_REMOVEDIR) < 0)
-                return -errno;
         return 0;
 }
 

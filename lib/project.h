@@ -38,16 +38,13 @@ typedef struct project_settings {
 } project_settings;
 
 /* Read PROJECT/.ai-sandbox's regular files (top level only; anything else in it is left
- * out). Absent: present = false, no error. A .ai-sandbox that is a symbolic link or not a
- * directory, an `allow` that is not a regular file, or more than the bounds: -EINVAL with one
- * line. */
-int project_settings_read(const char *project, project_settings *ret, aisb_error **err);
+ * out). Absent: created empty with create (a run, which mounts its copy over it), otherwise
+ * present = false, no error. A .ai-sandbox that is a symbolic link or not a directory, an
+ * `allow` that is not a regular file, or more than the bounds: -EINVAL with one line. */
+int project_settings_read(const char *project, bool create, project_settings *ret, aisb_error **err);
 void project_settings_done(project_settings *s);
 /* The file called name, or NULL. */
 const project_file *project_settings_find(const project_settings *s, const char *name);
-
-/* rmdir PROJECT/.ai-sandbox: only an empty directory goes, never through a link. */
-int project_remove_empty_settings_dir(const char *project);
 
 typedef struct run_dir {
         char *path;

@@ -496,7 +496,7 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         _cleanup_free_ char *settings_copy = NULL;
         r = run_dir_create(&rd, err);
         if (r >= 0 && p->project && !p->project_read_only) {
-                r = project_settings_read(p->project, &settings, err);
+                r = project_settings_read(p->project, true, &settings, err);
                 if (r >= 0)
                         r = run_dir_write_settings(&rd, "ai-sandbox", &settings, &settings_copy, err);
         }
@@ -609,10 +609,6 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
 out:
         http_stream_done(&stream);
         (void) remove_container(ctx, id);
-        /* Where the project had no settings, the runtime made the mount point: take it away
-         * again (only an empty directory goes; a link or anything else stays as it is). */
-        if (settings_copy && !settings.present)
-                (void) project_remove_empty_settings_dir(p->project);
         egress_summary egress = {};
         if (net.gate.name && !ctx->dry_run_fn)
                 report_egress(ctx, &net.gate, log_offset, &egress);

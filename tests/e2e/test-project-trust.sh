@@ -25,8 +25,21 @@ expect_eq "the settings are visible inside" legit "$("$AISB" run -- cat /project
 mkdir -p "$E2E_TMP/bare" && cd "$E2E_TMP/bare"
 out=$("$AISB" run -- sh -c 'mkdir -p /project/.ai-sandbox 2>/dev/null; echo evil.test > /project/.ai-sandbox/allow 2>/dev/null && echo written || echo refused')
 expect_eq "a sandbox cannot create the project's allowlist" refused "$out"
-[ ! -e .ai-sandbox ] || fail "a .ai-sandbox was left in a project that had none: $(ls -la .ai-sandbox)"
-pass "and no .ai-sandbox is left behind"
+[ -d .ai-sandbox ] && [ ! -L .ai-sandbox ] && [ -z "$(ls -A .ai-sandbox)" ] && [ "$(stat -c %u .ai-sandbox)" = "$(id -u)" ] ||
+  fail "the project got no empty .ai-sandbox of the user's: $(ls -la .ai-sandbox 2>&1)"
+pass "aisb made an empty .ai-sandbox of the user's where there was none"
+
+# Two runs of such a project overlapping: when the first ends, the second's read-only copy
+# must stay (removing the directory the first run made would detach it in the second).
+mkdir -p "$E2E_TMP/bare2" && cd "$E2E_TMP/bare2"
+"$AISB" run -- sleep 6 &
+first=$!
+sleep 2
+out=$("$AISB" run -- sh -c 'for i in $(seq 12); do echo evil.test > /project/.ai-sandbox/allow 2>/dev/null && { echo written; break; }; sleep 1; done; echo tried')
+wait "$first"
+expect_eq "a run that outlives another of the same project still cannot write the settings" tried "$out"
+[ ! -e .ai-sandbox/allow ] || fail "the second run created .ai-sandbox/allow: $(cat .ai-sandbox/allow)"
+pass "and nothing reached the host"
 cd "$E2E_TMP/project"
 
 # The race: a sandbox that can write the project's parent swaps .ai-sandbox with a link to a

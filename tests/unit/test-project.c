@@ -40,7 +40,7 @@ static void expect_refused(const char *needle)
 {
         project_settings s = {};
         aisb_error *err = NULL;
-        ck_assert_int_lt(project_settings_read(project, &s, &err), 0);
+        ck_assert_int_lt(project_settings_read(project, false, &s, &err), 0);
         ck_assert_msg(strstr(aisb_error_message(err), needle), "'%s' lacks '%s'", aisb_error_message(err), needle);
         ck_assert_uint_eq(s.n_files, 0);
         aisb_error_free(err);
@@ -49,14 +49,14 @@ static void expect_refused(const char *needle)
 START_TEST(test_absent_and_plain)
 {
         project_settings s = {};
-        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        ck_assert_int_eq(project_settings_read(project, false, &s, NULL), 0);
         ck_assert(!s.present);
         ck_assert_ptr_null(project_settings_find(&s, "allow"));
 
         ck_assert_int_eq(mkdir(settings, 0755), 0);
         put("allow", "example.com\n");
         put("notes", "anything\n");
-        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        ck_assert_int_eq(project_settings_read(project, false, &s, NULL), 0);
         ck_assert(s.present);
         ck_assert_uint_eq(s.n_files, 2);
         const project_file *f = project_settings_find(&s, "allow");
@@ -93,7 +93,7 @@ START_TEST(test_fifo_never_waited_on)
         ck_assert_int_eq(mkfifo(path, 0644), 0);
         put("allow", "example.com\n");
         project_settings s = {};
-        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        ck_assert_int_eq(project_settings_read(project, false, &s, NULL), 0);
         ck_assert_uint_eq(s.n_files, 1);
         ck_assert_ptr_null(project_settings_find(&s, "other"));
         project_settings_done(&s);
@@ -130,7 +130,7 @@ START_TEST(test_run_dir)
         ck_assert_int_eq(mkdir(settings, 0755), 0);
         put("allow", "example.com\n");
         project_settings s = {};
-        ck_assert_int_eq(project_settings_read(project, &s, NULL), 0);
+        ck_assert_int_eq(project_settings_read(project, false, &s, NULL), 0);
         put("allow", "changed.example\n"); /* after the snapshot: not what the run uses */
 
         run_dir d = RUN_DIR_NULL;
@@ -157,20 +157,27 @@ START_TEST(test_run_dir)
 }
 END_TEST
 
-/* Only an empty mount point made by the runtime is taken away. */
-START_TEST(test_remove_empty_settings_dir)
+/* A run creates the directory where there is none (its copy is mounted over it, so no
+ * sandbox can create one), and never follows a link to do so. */
+START_TEST(test_created_for_a_run)
 {
-        ck_assert_int_eq(mkdir(settings, 0755), 0);
-        put("allow", "example.com\n");
-        ck_assert_int_lt(project_remove_empty_settings_dir(project), 0);
-        char path[160];
-        snprintf(path, sizeof path, "%s/allow", settings);
-        ck_assert_int_eq(unlink(path), 0);
-        ck_assert_int_eq(project_remove_empty_settings_dir(project), 0);
-        ck_assert_int_eq(symlink("/tmp", settings), 0);
-        ck_assert_int_lt(project_remove_empty_settings_dir(project), 0);
+        project_settings s = {};
+        ck_assert_int_eq(project_settings_read(project, true, &s, NULL), 0);
+        ck_assert(s.present);
+        ck_assert_uint_eq(s.n_files, 0);
         struct stat st;
-        ck_assert_int_eq(lstat("/tmp", &st), 0);
+        ck_assert_int_eq(lstat(settings, &st), 0);
+        ck_assert(S_ISDIR(st.st_mode));
+        ck_assert_int_eq(st.st_uid, geteuid());
+        ck_assert_int_eq(rmdir(settings), 0);
+        char target[128];
+        snprintf(target, sizeof target, "%s/elsewhere", project);
+        ck_assert_int_eq(symlink(target, settings), 0); /* dangling: mkdir must not make it */
+        aisb_error *err = NULL;
+        ck_assert_int_lt(project_settings_read(project, true, &s, &err), 0);
+        ck_assert(strstr(aisb_error_message(err), "not a directory"));
+        aisb_error_free(err);
+        ck_assert_int_lt(lstat(target, &st), 0);
 }
 END_TEST
 
@@ -183,7 +190,7 @@ static Suite *project_suite(void)
         tcase_add_test(read, test_settings_link_refused);
         tcase_add_test(read, test_fifo_never_waited_on);
         tcase_add_test(read, test_bounds);
-        tcase_add_test(read, test_remove_empty_settings_dir);
+        tcase_add_test(read, test_created_for_a_run);
         suite_add_tcase(s, read);
         TCase *run = tcase_create("run-dir");
         tcase_add_checked_fixture(run, setup, teardown);
