@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -272,6 +273,18 @@ int main(int argc, char **argv)
         if (p->print_plan) {
                 netpolicy_print_plan(p, stdout);
                 return fflush(stdout) == 0 ? 0 : 1;
+        }
+
+        for (size_t i = 0; i < p->n_expect; i++) {
+                struct stat st;
+                if (lstat(p->expect[i].path, &st) < 0)
+                        die(EP_EXIT_UNENFORCED, "%s: %s; nothing was run", p->expect[i].path, strerror(errno));
+                if ((unsigned long long) st.st_dev != p->expect[i].dev ||
+                    (unsigned long long) st.st_ino != p->expect[i].ino)
+                        die(EP_EXIT_UNENFORCED,
+                            "%s is not what aisb chose to mount (it was swapped for a link while the "
+                            "container started); nothing was run",
+                            p->expect[i].path);
         }
 
         if (p->net == NET_ALLOW && p->allow_dns)

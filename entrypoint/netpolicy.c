@@ -310,7 +310,7 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
 
                 bool takes_value = streq_safe(name, "--uid") || streq_safe(name, "--gid") ||
                                    streq_safe(name, "--net") || streq_safe(name, "--allow") ||
-                                   streq_safe(name, "--seed");
+                                   streq_safe(name, "--seed") || streq_safe(name, "--expect-mount");
                 if (takes_value) {
                         if (eq)
                                 val = eq + 1;
@@ -352,6 +352,26 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                         if (netpolicy_parse_allow(val, &p.allow[p.n_allow], err, errlen) < 0)
                                 return -EINVAL;
                         p.n_allow++;
+                } else if (streq_safe(name, "--expect-mount")) {
+                        if (p.n_expect >= NETPOLICY_MAX_EXPECT)
+                                return ERR("too many --expect-mount (at most %d)", NETPOLICY_MAX_EXPECT);
+                        struct expect_mount *e = &p.expect[p.n_expect];
+                        const char *ino = strrchr(val, ':');
+                        const char *dev = NULL;
+                        for (const char *c = val; ino && c < ino; c++)
+                                if (*c == ':')
+                                        dev = c;
+                        size_t len = dev ? (size_t) (dev - val) : 0;
+                        char number[32];
+                        if (!dev || val[0] != '/' || len >= sizeof(e->path) || (size_t) (ino - dev - 1) >= sizeof(number))
+                                return ERR("--expect-mount %s: must be PATH:DEV:INO", val);
+                        memcpy(e->path, val, len);
+                        e->path[len] = '\0';
+                        memcpy(number, dev + 1, (size_t) (ino - dev - 1));
+                        number[ino - dev - 1] = '\0';
+                        if (parse_number(number, ~0ULL, &e->dev) < 0 || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
+                                return ERR("--expect-mount %s: DEV and INO must be numbers", val);
+                        p.n_expect++;
                 } else if (streq_safe(name, "--seed")) {
                         if (p.seed_source[0])
                                 return ERR("--seed given twice");
@@ -560,6 +580,10 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                 fprintf(f, "  %-14s %s\n", netpolicy_needed_capabilities[i].name,
                         netpolicy_needed_capabilities[i].why);
         fprintf(f, "steps:\n");
+        for (size_t i = 0; i < p->n_expect; i++)
+                fprintf(f, "  0. %s must be the file aisb chose (device %llu, inode %llu): one swapped for "
+                           "a link while the container started exits %d\n",
+                        p->expect[i].path, p->expect[i].dev, p->expect[i].ino, EP_EXIT_UNENFORCED);
         if (rs->n_chains == 0) {
                 fprintf(f, "  1. network: --net full: no ruleset (warning on stderr)\n");
                 fprintf(f, "  2. verify: nothing to verify\n");

@@ -27,6 +27,15 @@
 
 #define NETPOLICY_TABLE "aisb"
 #define NETPOLICY_SEED_PATH_MAX 256
+#define NETPOLICY_MAX_EXPECT 16
+
+/* --expect-mount PATH:DEV:INO: PATH inside the container must be that very file (device and
+ * inode as the host saw them), or nothing runs: a path podman resolved after aisb chose it
+ * could have been swapped for a link in between. */
+struct expect_mount {
+        char path[NETPOLICY_SEED_PATH_MAX];
+        unsigned long long dev, ino;
+};
 
 enum net_mode {
         NET_NONE,
@@ -68,6 +77,8 @@ struct netpolicy {
          * user. Both absolute, or empty for none. */
         char seed_source[NETPOLICY_SEED_PATH_MAX];
         char seed_dest[NETPOLICY_SEED_PATH_MAX];
+        struct expect_mount expect[NETPOLICY_MAX_EXPECT];
+        size_t n_expect;
         struct resolvers resolvers;
         bool resolvers_read;
         bool allow_unenforced;

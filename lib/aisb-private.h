@@ -49,6 +49,8 @@ typedef struct mount_entry {
         char *source; /* absolute host path */
         char *destination;
         bool read_only;
+        /* What source was when it was named: the entrypoint refuses a mount that is not it. */
+        unsigned long long dev, ino;
 } mount_entry;
 
 typedef struct ca_cert {
@@ -59,6 +61,7 @@ typedef struct ca_cert {
 
 struct aisb_policy {
         char *project; /* absolute; NULL with no-cwd */
+        bool project_is_cwd; /* the working directory (the default), not a path set later */
         char *base_image;
         char **install;
         ca_cert *ca_certs;
@@ -347,6 +350,15 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, struct run_dir *
                            harness_bridge *ret, aisb_error **err);
 void harness_bridge_done(harness_bridge *b);
 
+/* What a run mounts beyond the policy: the host directory holding its copy of the project's
+ * .ai-sandbox (mounted read-only over it; NULL: none), and what the project directory was
+ * when the run began (the entrypoint refuses a /project that is not it). */
+typedef struct run_mounts {
+        const char *settings_copy;
+        bool have_project_id;
+        unsigned long long project_dev, project_ino;
+} run_mounts;
+
 /* ---- manage.c ---- */
 int session_log_append(const aisb_policy *p, const char *image, int exit_code,
                        const egress_summary *egress);
@@ -358,13 +370,11 @@ extern const char *const entrypoint_capabilities[];
 /* The entrypoint's argv for this policy, network and bridge (NULL: none), up to and
  * including "--". */
 int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const harness_bridge *bridge,
-                    char ***ret);
+                    const run_mounts *rm, char ***ret);
 /* The entrypoint file, open, and its size. */
 int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err);
 
 /* ---- container.c ---- */
-/* settings_copy: the host directory holding this run's copy of the project's .ai-sandbox,
- * mounted read-only over it (NULL: none). */
 int container_create_body(const aisb_policy *p, const sandbox_network *net,
-                          const harness_bridge *bridge, const char *settings_copy, const char *image,
+                          const harness_bridge *bridge, const run_mounts *rm, const char *image,
                           const char *name, bool terminal, bool redact, json_object **ret);

@@ -63,7 +63,7 @@ int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
 }
 
 int container_create_body(const aisb_policy *p, const sandbox_network *net,
-                          const harness_bridge *bridge, const char *settings_copy, const char *image,
+                          const harness_bridge *bridge, const run_mounts *rm, const char *image,
                           const char *name, bool terminal, bool redact, json_object **ret)
 {
         _cleanup_json_ json_object *o = json_object_new_object();
@@ -73,7 +73,8 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
         r |= add_string(o, "name", name);
         r |= add_string(o, "image", image);
         _cleanup_strv_free_ char **entrypoint = NULL;
-        if (entrypoint_argv(p, net, bridge, &entrypoint) < 0)
+        const char *settings_copy = rm ? rm->settings_copy : NULL;
+        if (entrypoint_argv(p, net, bridge, rm, &entrypoint) < 0)
                 return -ENOMEM;
         r |= json_object_object_add(o, "entrypoint", string_array((const char *const *) entrypoint));
         r |= json_object_object_add(o, "command", string_array(policy_command(p)));

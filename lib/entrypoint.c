@@ -17,8 +17,17 @@
 const char *const entrypoint_capabilities[] = { "CAP_NET_ADMIN", "CAP_SETUID", "CAP_SETGID",
                                                 "CAP_SETPCAP", NULL };
 
+static int push_expect(char ***v, const char *path, unsigned long long dev, unsigned long long ino)
+{
+        _cleanup_free_ char *arg = NULL;
+        if (asprintf(&arg, "%s:%llu:%llu", path, dev, ino) < 0)
+                return -ENOMEM;
+        int r = strv_push(v, "--expect-mount");
+        return r < 0 ? r : strv_push(v, arg);
+}
+
 int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const harness_bridge *bridge,
-                    char ***ret)
+                    const run_mounts *rm, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
         char uid[32], gid[32];
@@ -37,6 +46,11 @@ int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const harn
                 r = strv_push(&v, net->entrypoint_args[i]);
         if (r >= 0 && p->allow_unenforced)
                 r = strv_push(&v, "--allow-unenforced");
+        /* Every bind mount the host named by a path someone else might swap meanwhile. */
+        if (r >= 0 && rm && rm->have_project_id && p->project)
+                r = push_expect(&v, AISB_PROJECT_DIR, rm->project_dev, rm->project_ino);
+        for (size_t i = 0; r >= 0 && i < p->n_mounts; i++)
+                r = push_expect(&v, p->mounts[i].destination, p->mounts[i].dev, p->mounts[i].ino);
         if (r >= 0 && bridge && bridge->seed_dir) {
                 r = strv_push(&v, "--seed");
                 r = r < 0 ? r : strv_push(&v, AISB_SEED_IN_SANDBOX ":" AISB_PI_AGENT_IN_SANDBOX);
@@ -75,7 +89,7 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **argv = NULL;
-        r = entrypoint_argv(p, &net, NULL, &argv);
+        r = entrypoint_argv(p, &net, NULL, NULL, &argv);
         sandbox_network_done(&net);
         if (r < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");

@@ -148,6 +148,7 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
         if (!p)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         p->project = getcwd(NULL, 0);
+        p->project_is_cwd = true;
         if (!p->project) {
                 int r = -errno;
                 free(p);
@@ -482,6 +483,9 @@ static int add_mount(aisb_policy *p, const char *spec, aisb_error **err)
         int r = mount_source_resolve(p->project, source, &abs, err);
         if (r < 0)
                 return r;
+        struct stat st;
+        if (stat(abs, &st) < 0)
+                return aisb_error_set(err, -errno, "mount: source %s: %s", source, strerror(errno));
         mount_entry *n = realloc(p->mounts, (p->n_mounts + 1) * sizeof *n);
         if (!n)
                 return -ENOMEM;
@@ -490,7 +494,8 @@ static int add_mount(aisb_policy *p, const char *spec, aisb_error **err)
         if (!dest_copy)
                 return -ENOMEM;
         p->mounts[p->n_mounts++] = (mount_entry) {
-                .source = steal_pointer(&abs), .destination = dest_copy, .read_only = read_only
+                .source = steal_pointer(&abs), .destination = dest_copy, .read_only = read_only,
+                .dev = (unsigned long long) st.st_dev, .ino = (unsigned long long) st.st_ino,
         };
         return 0;
 }
@@ -601,6 +606,7 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                                                       p->mounts[i].source, abs);
                 free(p->project);
                 p->project = steal_pointer(&abs);
+                p->project_is_cwd = false;
                 return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
         }
         if (streq(key, "base-image")) {

@@ -130,6 +130,63 @@ int project_settings_read(const char *project, bool create, project_settings *re
         return 0;
 }
 
+/* Whether dir or a directory above it holds .ai-sandbox. */
+static bool inside_aisb_project(const char *dir)
+{
+        _cleanup_free_ char *d = strdup(dir);
+        while (d && *d) {
+                _cleanup_free_ char *marker = NULL;
+                struct stat st;
+                if (asprintf(&marker, "%s/" PROJECT_SETTINGS_DIR, streq(d, "/") ? "" : d) < 0)
+                        return false;
+                if (lstat(marker, &st) == 0 && S_ISDIR(st.st_mode))
+                        return true;
+                char *slash = strrchr(d, '/');
+                if (!slash || streq(d, "/"))
+                        break;
+                slash[slash == d ? 1 : 0] = 0;
+        }
+        return false;
+}
+
+int project_check_reached(const char *project, aisb_error **err)
+{
+        const char *pwd = getenv("PWD");
+        if (!pwd || pwd[0] != '/' || streq(pwd, project))
+                return 0;
+        _cleanup_free_ char *real = realpath(pwd, NULL);
+        if (!real || !streq(real, project))
+                return 0; /* $PWD is not where we are: nothing to learn from it */
+        _cleanup_free_ char *copy = strdup(pwd), *current = strdup("/");
+        if (!copy || !current)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                _cleanup_free_ char *next = NULL;
+                if (asprintf(&next, "%s%s%s", current, streq(current, "/") ? "" : "/", c) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                struct stat st;
+                if (streq(c, "..") || streq(c, ".") || lstat(next, &st) < 0 || !S_ISLNK(st.st_mode)) {
+                        free(current);
+                        current = realpath(next, NULL);
+                        if (!current)
+                                return 0;
+                        continue;
+                }
+                if (inside_aisb_project(current))
+                        return aisb_error_set(err, -EINVAL,
+                                              "the current directory is reached through the symbolic link %s, inside an "
+                                              "aisb project whose sandboxes can write it: if %s is what you mean, cd there "
+                                              "(cd -P .) and run again",
+                                              next, project);
+                free(current);
+                current = realpath(next, NULL);
+                if (!current)
+                        return 0;
+        }
+        return 0;
+}
+
 /* $XDG_RUNTIME_DIR when it is a private directory of ours, else /tmp (mkdtemp's 0700 makes
  * the run directory private there too). */
 static const char *run_dir_base(void)

@@ -46,6 +46,12 @@ void project_settings_done(project_settings *s);
 /* The file called name, or NULL. */
 const project_file *project_settings_find(const project_settings *s, const char *name);
 
+/* Refuse a project the user reached through a symbolic link that a sandbox could have
+ * planted: the shell's logical path ($PWD) leads to project through a link that lies inside
+ * a directory holding .ai-sandbox (an aisb project, whose sandboxes write it). -EINVAL with one
+ * line naming the link; 0 otherwise (also when $PWD says nothing about project). */
+int project_check_reached(const char *project, aisb_error **err);
+
 typedef struct run_dir {
         char *path;
         int fd;

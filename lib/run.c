@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "aisb-private.h"
@@ -191,6 +192,21 @@ static int deliver_read(aisb_io *io, demux *d, out_batch *batch, termfilter filt
         int r = demux_feed(d, data, size, batch_add, batch);
         int f = batch_flush(batch);
         return r < 0 ? r : f;
+}
+
+/* What the project directory is: the working directory itself when the project is it (not
+ * what its path leads to by now: a sandbox may have swapped a directory on that path), else
+ * what the path set for it leads to. */
+static void project_identity(const aisb_policy *p, run_mounts *rm)
+{
+        if (!p->project)
+                return;
+        struct stat st;
+        if (stat(p->project_is_cwd ? "." : p->project, &st) < 0)
+                return;
+        rm->have_project_id = true;
+        rm->project_dev = (unsigned long long) st.st_dev;
+        rm->project_ino = (unsigned long long) st.st_ino;
 }
 
 static int container_name(const aisb_policy *p, char **ret)
@@ -479,6 +495,12 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         _cleanup_(stop_watch_end) aisb_ctx *watching = ctx;
         ctx->stop_io = io;
         ctx->stopping = false;
+        /* First, before anything is built or started for a project that is not what it seems. */
+        if (p->project && !p->project_read_only) {
+                int k = project_check_reached(p->project, err);
+                if (k < 0)
+                        return k;
+        }
         _cleanup_free_ char *tag = NULL;
         int r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
         if (r < 0)
@@ -517,10 +539,12 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         if (r < 0)
                 return r;
         _cleanup_json_ json_object *body = NULL;
-        r = container_create_body(p, &net, &bridge, settings_copy, tag, name, io->terminal, false, &body);
+        run_mounts rm = { .settings_copy = settings_copy };
+        project_identity(p, &rm);
+        r = container_create_body(p, &net, &bridge, &rm, tag, name, io->terminal, false, &body);
         _cleanup_json_ json_object *shown = NULL;
         if (r >= 0 && ctx->dry_run_fn)
-                r = container_create_body(p, &net, &bridge, settings_copy, tag, name, io->terminal, true, &shown);
+                r = container_create_body(p, &net, &bridge, &rm, tag, name, io->terminal, true, &shown);
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
         const char *shown_text = shown ? json_object_to_json_string_ext(

@@ -82,6 +82,59 @@ swaps=$(tail -1 "$E2E_TMP/swaps")
 pass "14 runs during $swaps swaps: $seen saw the real settings, $other did not; none read the host"
 [ -d .ai-sandbox ] && [ ! -L .ai-sandbox ] || fail "the settings directory was not restored"
 
+# A directory inside a project that a sandbox replaced with a link to a host directory: the
+# user who cd's into it (the shell shows the project's path) must not get the link's target
+# mounted as the project.
+mkdir -p "$E2E_TMP/victim" && echo VICTIM > "$E2E_TMP/victim/marker"
+"$AISB" run -- sh -c "ln -s '$E2E_TMP/victim' /project/packages-web"
+set +e
+out=$(cd "$E2E_TMP/project/packages-web" && "$AISB" run -- cat /project/marker 2>"$E2E_TMP/err"); rc=$?
+set -e
+expect_eq "a project reached through a link a sandbox planted is refused" 2 "$rc"
+expect_contains "naming the link" "symbolic link $E2E_TMP/project/packages-web" "$(cat "$E2E_TMP/err")"
+expect_absent "and mounting nothing of its target" VICTIM "$out"
+rm "$E2E_TMP/project/packages-web"
+
+# The same swap while runs start, from a sandbox of the parent: the runs start in the real
+# directory (their working directory never moves), and must never get the link's target as
+# /project: the entrypoint checks /project is the directory aisb started in.
+mkdir -p "$E2E_TMP/parent2/pkg" && echo legit > "$E2E_TMP/parent2/pkg/marker"
+cat > "$E2E_TMP/swap2.py" <<PY
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+d = b"/parent/parent2/"
+os.symlink("$E2E_TMP/victim", d + b"pkg.link")
+open("/parent/swapping2", "w").close()
+n, end = 0, time.time() + 25
+while time.time() < end and not os.path.exists("/parent/stop2"):
+    if libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE) == 0:
+        n += 1
+if os.path.islink(d + b"pkg"):
+    libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE)
+os.unlink(d + b"pkg.link")
+print(n)
+PY
+cd "$E2E_TMP/parent2/pkg"
+"$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 /parent/swap2.py > "$E2E_TMP/swaps2" 2>&1 &
+swapper=$!
+for _ in $(seq 100); do [ -e "$E2E_TMP/swapping2" ] && break; sleep 0.1; done
+[ -e "$E2E_TMP/swapping2" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/swaps2")"
+legit=0 refused=0 other=0
+for i in $(seq 14); do
+  set +e
+  out=$("$AISB" run -- cat /project/marker 2>"$E2E_TMP/err2.$i"); rc=$?
+  set -e
+  case "$out" in *VICTIM*) fail "run $i got the link's target as its project" ;; esac
+  if [ "$rc" -eq 0 ] && [ "$out" = legit ]; then legit=$((legit + 1))
+  elif [ "$rc" -eq 77 ] && grep -q "/project is not what aisb chose to mount" "$E2E_TMP/err2.$i"; then refused=$((refused + 1))
+  else other=$((other + 1)); fi
+done
+touch "$E2E_TMP/stop2"
+wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps2")"
+cd "$E2E_TMP/project"
+pass "14 runs in a directory swapped $(tail -1 "$E2E_TMP/swaps2") times: $legit ran in it, $refused were refused by the entrypoint, $other failed otherwise; none got the target"
+
 # --mount through a link the agent planted in the project, or of a path inside it: refused.
 "$AISB" run -- sh -c "ln -s '$secret' /project/data; mkdir -p /project/sub"
 set +e

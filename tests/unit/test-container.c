@@ -2,6 +2,7 @@
 /* The container specification, key by key: what the sandbox may see and do. */
 #include <check.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "aisb-private.h"
 
@@ -10,7 +11,8 @@ static json_object *body_with(aisb_policy *p, const char *settings_copy, bool re
         json_object *o = NULL;
         sandbox_network net = {};
         ck_assert_int_eq(sandbox_network_resolve(NULL, p, NULL, &net, NULL), 0);
-        ck_assert_int_eq(container_create_body(p, &net, NULL, settings_copy, "localhost/aisb:x", "aisb-t-1",
+        run_mounts rm = { .settings_copy = settings_copy, .have_project_id = true, .project_dev = 7, .project_ino = 42 };
+        ck_assert_int_eq(container_create_body(p, &net, NULL, &rm, "localhost/aisb:x", "aisb-t-1",
                                                false, redact, &o),
                          0);
         sandbox_network_done(&net);
@@ -58,7 +60,10 @@ START_TEST(test_confinement)
         snprintf(uid, sizeof uid, "\"--uid\",\"%u\"", getuid());
         ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(entrypoint, JSON_C_TO_STRING_PLAIN), uid));
         ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(entrypoint, JSON_C_TO_STRING_PLAIN),
-                                     "\"--net\",\"none\",\"--\""));
+                                     "\"--net\",\"none\","));
+        ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(
+                                 entrypoint, json_object_array_length(entrypoint) - 1)),
+                         "--");
         ck_assert(json_object_get_boolean(get(o, "no_new_privileges")));
         ck_assert(json_object_get_boolean(get(o, "read_only_filesystem")));
         ck_assert_str_eq(json_object_get_string(get(get(o, "userns"), "nsmode")), "keep-id");
@@ -168,6 +173,28 @@ START_TEST(test_project_settings_copy)
 }
 END_TEST
 
+/* Every bind mount named by a path is checked inside against what the host saw: the project
+ * (as the run began) and each --mount source (as it was named). */
+START_TEST(test_mounts_identified)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data:ro", NULL), 0);
+        struct stat st;
+        ck_assert_int_eq(stat("/tmp", &st), 0);
+        json_object *o = body_for(p, false);
+        const char *entrypoint = json_object_to_json_string_ext(get(o, "entrypoint"), JSON_C_TO_STRING_PLAIN);
+        ck_assert_msg(strstr(entrypoint, "\"--expect-mount\",\"\\/project:7:42\""), "%s", entrypoint);
+        char want[128];
+        snprintf(want, sizeof want, "\"--expect-mount\",\"\\/data:%llu:%llu\"", (unsigned long long) st.st_dev,
+                 (unsigned long long) st.st_ino);
+        ck_assert_msg(strstr(entrypoint, want), "%s lacks %s", entrypoint, want);
+        json_object_put(o);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static Suite *container_suite(void)
 {
         Suite *s = suite_create("container");
@@ -176,6 +203,7 @@ static Suite *container_suite(void)
         tcase_add_test(tc, test_options_change_spec);
         tcase_add_test(tc, test_redaction);
         tcase_add_test(tc, test_project_settings_copy);
+        tcase_add_test(tc, test_mounts_identified);
         suite_add_tcase(s, tc);
         return s;
 }

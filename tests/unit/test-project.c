@@ -181,6 +181,38 @@ START_TEST(test_created_for_a_run)
 }
 END_TEST
 
+/* cd'ing into a link a sandbox planted in its project leads elsewhere: refused, naming it. */
+START_TEST(test_reached_through_a_planted_link)
+{
+        char outside[128], link[160], pwd[200];
+        snprintf(outside, sizeof outside, "%s/outside", project);
+        snprintf(link, sizeof link, "%s/inner/web", project);
+        ck_assert_int_eq(mkdir(outside, 0755), 0);
+        char inner[160];
+        snprintf(inner, sizeof inner, "%s/inner", project);
+        ck_assert_int_eq(mkdir(inner, 0755), 0);
+        ck_assert_int_eq(symlink(outside, link), 0);
+        ck_assert_int_eq(chdir(outside), 0);
+        char *real = realpath(outside, NULL);
+        snprintf(pwd, sizeof pwd, "%s", link);
+        setenv("PWD", pwd, 1);
+        /* No .ai-sandbox above the link: a link of the user's own, fine. */
+        ck_assert_int_eq(project_check_reached(real, NULL), 0);
+        ck_assert_int_eq(mkdir(settings, 0755), 0);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(project_check_reached(real, &err), -EINVAL);
+        ck_assert(strstr(aisb_error_message(err), link));
+        aisb_error_free(err);
+        /* The real path, or a $PWD that is not where we are: nothing to say. */
+        setenv("PWD", real, 1);
+        ck_assert_int_eq(project_check_reached(real, NULL), 0);
+        setenv("PWD", "/", 1);
+        ck_assert_int_eq(project_check_reached(real, NULL), 0);
+        ck_assert_int_eq(chdir("/"), 0);
+        free(real);
+}
+END_TEST
+
 static Suite *project_suite(void)
 {
         Suite *s = suite_create("project");
@@ -191,6 +223,7 @@ static Suite *project_suite(void)
         tcase_add_test(read, test_fifo_never_waited_on);
         tcase_add_test(read, test_bounds);
         tcase_add_test(read, test_created_for_a_run);
+        tcase_add_test(read, test_reached_through_a_planted_link);
         suite_add_tcase(s, read);
         TCase *run = tcase_create("run-dir");
         tcase_add_checked_fixture(run, setup, teardown);
