@@ -121,6 +121,7 @@ START_TEST(options_good)
         ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--seed",
                                "/run/aisb/pi-seed:/home/sandbox/.pi/agent", "--", "pi", NULL), 0);
         ck_assert_str_eq(p.seed_source, "/run/aisb/pi-seed");
+        ck_assert_str_eq(p.seed_dest, "/home/sandbox/.pi/agent");
 
         ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--expect-mount",
                                "/project:2049:12345", "--expect-mount=/a:b:7:18446744073709551615", "--", "pi", NULL), 0);
@@ -129,7 +130,6 @@ START_TEST(options_good)
         ck_assert(p.expect[0].dev == 2049 && p.expect[0].ino == 12345);
         ck_assert_str_eq(p.expect[1].path, "/a:b");
         ck_assert(p.expect[1].dev == 7 && p.expect[1].ino == 18446744073709551615ULL);
-        ck_assert_str_eq(p.seed_dest, "/home/sandbox/.pi/agent");
 }
 END_TEST
 
