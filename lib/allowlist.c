@@ -678,6 +678,33 @@ int allowlist_check_host_ranges(const allowlist *l, bool insecure_allow_host_ran
         return 0;
 }
 
+int allowlist_check_host_addresses(const allowlist *l, const char *const *host_addresses,
+                                   bool insecure_allow_host_ranges, aisb_error **err)
+{
+        if (insecure_allow_host_ranges)
+                return 0;
+        for (size_t k = 0; host_addresses && host_addresses[k]; k++) {
+                uint8_t addr[16] = {};
+                int family = parse_ipv4(host_addresses[k], addr) ? AF_INET
+                             : parse_ipv6(host_addresses[k], addr) ? AF_INET6
+                                                                    : 0;
+                for (size_t i = 0; family && i < l->n; i++) {
+                        const allow_entry *e = &l->entries[i];
+                        if (e->kind != ALLOW_ADDRESS || e->family != family ||
+                            !blocks_overlap(e->addr, e->prefix, addr, family == AF_INET ? 32 : 128))
+                                continue;
+                        _cleanup_free_ char *text = NULL;
+                        if (allowlist_entrypoint_arg(e, &text) < 0)
+                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return aisb_error_set(err, -EINVAL,
+                                              "%s: '%s' covers %s, one of this host's own addresses (its "
+                                              "services listen there): refused unless --insecure-allow-host-ranges",
+                                              e->origin, text, host_addresses[k]);
+                }
+        }
+        return 0;
+}
+
 int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, aisb_error **err)
 {
         char shown[SHOWN_MAX], why[WHY_MAX];
@@ -870,6 +897,16 @@ static const struct gate_local_range {
         { AF_INET6, { 0xfe, 0x80 }, 10, "fe80::/10" },
         { AF_INET6, { 0xfc }, 7, "fc00::/7" },
 };
+
+const char *allowlist_local_range(int family, const uint8_t addr[static 16])
+{
+        for (size_t i = 0; i < ELEMENTSOF(gate_local_ranges); i++) {
+                const struct gate_local_range *g = &gate_local_ranges[i];
+                if (g->family == family && blocks_overlap(addr, family == AF_INET ? 32 : 128, g->addr, g->prefix))
+                        return g->text;
+        }
+        return NULL;
+}
 
 int allowlist_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
                            aisb_error **err)

@@ -99,6 +99,14 @@ const char *allowlist_host_range(int family, const uint8_t addr[static 16], unsi
  * -EINVAL. */
 int allowlist_check_host_ranges(const allowlist *l, bool insecure_allow_host_ranges,
                                 aisb_error **err);
+/* The same for the host's own addresses (text, as host_own_addresses() gives them): an entry
+ * covering one reaches the host's services on it. NULL: none. */
+int allowlist_check_host_addresses(const allowlist *l, const char *const *host_addresses,
+                                   bool insecure_allow_host_ranges, aisb_error **err);
+/* Whether the address is one the gate refuses for a name not mapped on purpose: private and
+ * shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and the host ranges.
+ * Returns the range's text, or NULL. */
+const char *allowlist_local_range(int family, const uint8_t addr[static 16]);
 
 size_t allowlist_count_domains(const allowlist *l);
 size_t allowlist_count_addresses(const allowlist *l);

@@ -102,6 +102,13 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
         /* After the merge: the flag may come after the entries it concerns. */
         if (r >= 0)
                 r = allowlist_check_host_ranges(&l, p->insecure_allow_host_ranges, err);
+        if (r >= 0 && allowlist_count_addresses(&l) > 0 && !p->insecure_allow_host_ranges) {
+                _cleanup_strv_free_ char **own = NULL;
+                if (host_own_addresses(&own) < 0)
+                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                else
+                        r = allowlist_check_host_addresses(&l, (const char *const *) own, false, err);
+        }
         if (r < 0) {
                 allowlist_done(&l);
                 return r;
@@ -188,6 +195,18 @@ static int set_proxy_env(sandbox_network *n, const char *host, unsigned port)
         return 0;
 }
 
+/* Whether ip (text) is one of this host's own addresses. */
+static bool host_own_address(const char *ip)
+{
+        _cleanup_strv_free_ char **own = NULL;
+        if (host_own_addresses(&own) < 0)
+                return false;
+        for (size_t i = 0; own && own[i]; i++)
+                if (streq(own[i], ip))
+                        return true;
+        return false;
+}
+
 /* --no-gate: each name resolved here, now, and pinned as address rules. A name is no way
  * around the host ranges an address entry may not cover: whoever owns a name (the project's
  * file names some) chooses what it resolves to. */
@@ -221,6 +240,20 @@ static int pin_domains(sandbox_network *n, bool insecure_allow_host_ranges, aisb
                                                       "host itself (%s): refused unless "
                                                       "--insecure-allow-host-ranges",
                                                       e->host, e->origin, ip, what);
+                        }
+                        /* As the gate does: whoever controls a name's DNS chooses where it
+                         * points, so a name reaches only public addresses. The user's own
+                         * networks are named by address (--allow, or the user's file). */
+                        const char *local = allowlist_local_range(a->ai_family, bytes);
+                        if (!local && host_own_address(ip))
+                                local = "one of this host's own addresses";
+                        if (local && !insecure_allow_host_ranges) {
+                                freeaddrinfo(res);
+                                return aisb_error_set(err, -EINVAL,
+                                                      "--no-gate: %s (%s) resolves to %s (%s), where a name's owner "
+                                                      "could point it at your own networks: give the address itself "
+                                                      "with --allow, or use the gate",
+                                                      e->host, e->origin, ip, local);
                         }
                         const unsigned ports[] = { e->port ? e->port : 80, e->port ? 0 : 443 };
                         for (size_t k = 0; k < ELEMENTSOF(ports); k++) {
@@ -265,17 +298,6 @@ const network_backend *network_backend_for(const aisb_ctx *ctx, const aisb_polic
         return &backends[id == NETWORK_BACKEND_PASTA ? 1 : 0];
 }
 
-/* Whether ip (text) is one of this host's own addresses. */
-static bool host_own_address(const char *ip)
-{
-        _cleanup_strv_free_ char **own = NULL;
-        if (host_own_addresses(&own) < 0)
-                return false;
-        for (size_t i = 0; own && own[i]; i++)
-                if (streq(own[i], ip))
-                        return true;
-        return false;
-}
 
 /* --proxy HOST:PORT, with a host address translated to the sandbox's view of it. */
 static int resolve_proxy(const char *spec, const network_backend *backend, char **ret_host,

@@ -71,6 +71,13 @@ expect_contains "as the host's loopback" \
   "--allow: '10.0.2.2:$HTTP' reaches the host itself (10.0.2.0/24, slirp4netns: the host's loopback at 10.0.2.2, its resolver at 10.0.2.3): refused unless --insecure-allow-host-ranges" \
   "$err"
 expect_eq "and the host's server still received nothing" "" "$(cat "$E2E_TMP/requests")"
+# The host's own address (its LAN address here) is the host too.
+hostip=$(hostname -I | awk '{print $1}')
+set +e
+err=$("$AISB" run --net allow --no-gate --allow "$hostip:$HTTP" -- true 2>&1); rc=$?
+set -e
+expect_eq "--allow with the host's own address is refused" 2 "$rc"
+expect_contains "naming it" "covers $hostip, one of this host's own addresses" "$err"
 
 # The control: the same entry from the user, with the flag, reaches the server.
 out=$("$AISB" run --net allow $names --allow "allowed.test:$HTTP" --allow "10.0.2.2:$HTTP" \

@@ -1361,6 +1361,10 @@ static int pinned_child(const char *hosts)
                 { "metadata.aisb.test", "resolves to 169.254.169.254, which reaches the host itself "
                                         "(169.254.0.0/16, link-local: cloud metadata" },
                 { "slirp.aisb.test", "resolves to 10.0.2.2, which reaches the host itself (10.0.2.0/24" },
+                { "private.aisb.test", "--no-gate: private.aisb.test (--allow) resolves to 10.1.2.3 (10.0.0.0/8), "
+                                       "where a name's owner could point it at your own networks" },
+                { "shared.aisb.test", "resolves to 100.64.0.7 (100.64.0.0/10)" },
+                { "self.aisb.test", "(one of this host's own addresses)" },
                 { "fine.aisb.test", NULL },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -1393,9 +1397,23 @@ static int pinned_child(const char *hosts)
 
 START_TEST(test_pinned_host_ranges)
 {
-        static const char hosts[] = "127.0.0.1 loop.aisb.test\n169.254.169.254 metadata.aisb.test\n"
-                                    "10.0.2.2 slirp.aisb.test\n192.0.2.10 fine.aisb.test\n";
-        char *path = write_temp(hosts, sizeof hosts - 1);
+        /* self.aisb.test: one of this host's own addresses that no other rule refuses. */
+        char **own = NULL;
+        ck_assert_int_eq(host_own_addresses(&own), 0);
+        const char *self = NULL;
+        for (size_t i = 0; own && own[i] && !self; i++) {
+                uint8_t a[16] = {};
+                if (inet_pton(AF_INET, own[i], a) == 1 && !allowlist_local_range(AF_INET, a))
+                        self = own[i];
+        }
+        char hosts[512];
+        snprintf(hosts, sizeof hosts,
+                 "127.0.0.1 loop.aisb.test\n169.254.169.254 metadata.aisb.test\n10.0.2.2 slirp.aisb.test\n"
+                 "10.1.2.3 private.aisb.test\n100.64.0.7 shared.aisb.test\n%s self.aisb.test\n"
+                 "192.0.2.10 fine.aisb.test\n",
+                 self ? self : "100.64.0.7");
+        strv_free(own);
+        char *path = write_temp(hosts, strlen(hosts));
         ck_assert_int_eq(chmod(path, 0644), 0);
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
@@ -1411,6 +1429,33 @@ START_TEST(test_pinned_host_ranges)
                 return;
         }
         ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
+/* An address entry covering one of the host's own addresses reaches its services there. */
+START_TEST(test_host_own_addresses)
+{
+        static const char *const own[] = { "192.0.2.2", "fd00::2", NULL };
+        static const struct {
+                const char *entry;
+                bool refused;
+        } cases[] = {
+                { "192.0.2.2", true },     { "192.0.2.0/24", true }, { "192.0.2.2:8443", true },
+                { "192.0.0.0/16", true },  { "fd00::/64", true },    { "[fd00::2]:443", true },
+                { "192.0.2.3", false },    { "198.51.100.0/24", false }, { "fd01::/16", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                allowlist l = {};
+                ck_assert_int_eq(allowlist_add(&l, cases[i].entry, "--allow", NULL), 0);
+                aisb_error *err = NULL;
+                int r = allowlist_check_host_addresses(&l, own, false, &err);
+                ck_assert_msg((r == -EINVAL) == cases[i].refused, "%s: %d", cases[i].entry, r);
+                if (cases[i].refused)
+                        ck_assert(strstr(aisb_error_message(err), "one of this host's own addresses"));
+                ck_assert_int_eq(allowlist_check_host_addresses(&l, own, true, NULL), 0);
+                aisb_error_free(err);
+                allowlist_done(&l);
+        }
 }
 END_TEST
 
@@ -1449,6 +1494,7 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_domains_only);
         tcase_add_test(tc, test_sources);
         tcase_add_test(tc, test_pinned_host_ranges);
+        tcase_add_test(tc, test_host_own_addresses);
         suite_add_tcase(s, tc);
         tc = tcase_create("outputs");
         tcase_add_test(tc, test_entrypoint_args);
