@@ -56,6 +56,7 @@ int command_doctor(int argc, char **argv)
                                "--deep also runs real sandboxes: the egress ruleset installed, an\n"
                                "allowlisted request through the gate answered, a listed-out one refused.\n"
                                "OPTIONS are aisb run's (the base image and certificates --deep uses).\n"
+                               "Each sandbox doctor runs is stopped after 60 s ($AISB_DOCTOR_TIMEOUT).\n"
                                "Exit status 1 when something blocks a run.\n");
                         return 0;
                 } else

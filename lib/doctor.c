@@ -13,6 +13,8 @@
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 
 #include "aisb-private.h"
@@ -119,16 +121,46 @@ static int capture(int stream, const void *data, size_t size, void *userdata)
 }
 
 /* Run q's command in a sandbox, its stdout gathered in out, stdin closed. */
+/* A doctor's sandbox runs a bounded time: what the project configures (git's fsmonitor, a
+ * hook) may wait forever. The timer's expiry stops the run like a ^C would. Seconds, from
+ * $AISB_DOCTOR_TIMEOUT when that is a number from 1 to 3600. */
+#define DOCTOR_RUN_TIMEOUT_S 60
+
+static long doctor_timeout(void)
+{
+        unsigned long long v;
+        const char *e = getenv("AISB_DOCTOR_TIMEOUT");
+        return e && parse_uint(e, 3600, &v) >= 0 && v > 0 ? (long) v : DOCTOR_RUN_TIMEOUT_S;
+}
+
+static int on_timer(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+{
+        uint64_t expirations;
+        return read(fd, &expirations, sizeof expirations) == sizeof expirations ? AISB_CONTROL_STOP
+                                                                                 : AISB_CONTROL_NONE;
+}
+
+/* Run q's command in a sandbox, its stdout gathered in out, stdin closed, for at most
+ * doctor_timeout() seconds (then -ETIMEDOUT). */
 static int run_captured(aisb_ctx *ctx, const aisb_policy *q, buffer *out, int *ret_code, aisb_error **err)
 {
+        _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        long timeout = doctor_timeout();
+        struct itimerspec when = { .it_value = { .tv_sec = timeout } };
+        if (timer < 0 || timerfd_settime(timer, 0, &when, NULL) < 0)
+                return aisb_error_set(err, -errno, "timerfd: %s", strerror(errno));
         aisb_io *io = NULL;
         int r = aisb_io_new(&io, err);
         if (r < 0)
                 return r;
         aisb_io_set_stdin(io, -1);
         aisb_io_set_output_fn(io, capture, out);
+        aisb_io_set_control(io, timer, on_timer, NULL);
         r = aisb_run(ctx, q, io, ret_code, err);
         aisb_io_free(io);
+        if (r == -ECANCELED)
+                return aisb_error_set(err, -ETIMEDOUT, "the sandbox did not finish within %ld s, and was removed",
+                                      timeout);
         return r;
 }
 
@@ -274,6 +306,10 @@ static void *serve(void *userdata)
                 int c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
                 if (c < 0)
                         return NULL;
+                /* Any local user can connect to it too: nobody holds it for long. */
+                struct timeval limit = { .tv_sec = 2 };
+                (void) setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+                (void) setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
                 char buf[2048];
                 (void) read(c, buf, sizeof buf);
                 static const char reply[] = "HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n";

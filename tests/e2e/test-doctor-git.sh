@@ -67,3 +67,14 @@ for name in fsmonitor include hook filter gitfile; do
   [ -e "$(m "$name")" ] || fail "control: plain git status on the host did not run the $name vector; the test proves nothing"
   pass "control: plain git status on the host runs the $name vector"
 done
+
+# A repository whose configuration makes git wait forever cannot hang doctor: its sandbox is
+# stopped after the timeout, the check says so, and nothing is left running.
+plant waits "git config core.fsmonitor 'sleep 100000'"
+start=$(date +%s)
+out=$(cd "$E2E_TMP/waits" && AISB_DOCTOR_TIMEOUT=5 timeout 120 "$AISB" doctor 2>&1) || true
+took=$(( $(date +%s) - start ))
+expect_contains "a git that waits is stopped" "the sandbox did not finish within 5 s, and was removed" "$out"
+[ "$took" -lt 60 ] || fail "doctor took ${took}s"
+expect_eq "no sandbox of that project is left" "" \
+  "$(podman ps -a --filter "label=aisb.project=$E2E_TMP/waits" --format '{{.Names}}')"
