@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "aisb-private.h"
+#include "project.h"
 
 typedef struct doctor {
         aisb_doctor_fn fn;
@@ -236,6 +237,12 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
 {
         if (!p->project)
                 return;
+        aisb_error *home = NULL;
+        if (project_check_home(p->project, &home) < 0) {
+                report(d, "project", AISB_CHECK_WARN, aisb_error_message(home), NULL);
+                aisb_error_free(home);
+                return;
+        }
         aisb_policy *q = NULL;
         aisb_error *e = NULL;
         buffer out = {};

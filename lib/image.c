@@ -558,6 +558,9 @@ static int bootstrap_base(aisb_ctx *ctx, const char *suite, const char *ref, ais
                         (void) dup2(fd, STDOUT_FILENO);
                         /* libcurl's sockets are not close-on-exec: close everything else. */
                         (void) close_range(3, ~0U, 0);
+                        /* Not in the project: nothing of it is mmdebstrap's to read. */
+                        if (chdir("/") < 0)
+                                _exit(127);
                         execlp("mmdebstrap", "mmdebstrap", "--quiet", "--mode=unshare",
                                "--variant=apt", "--include=ca-certificates", "--format=tar",
                                suite, "-", (char *) NULL);

@@ -149,6 +149,23 @@ static bool inside_aisb_project(const char *dir)
         return false;
 }
 
+int project_check_home(const char *project, aisb_error **err)
+{
+        const char *home = getenv("HOME");
+        _cleanup_free_ char *real = home && home[0] == '/' ? realpath(home, NULL) : NULL;
+        if (!real)
+                return 0;
+        size_t n = strlen(project);
+        bool above = streq(project, "/") || (strncmp(real, project, n) == 0 && (real[n] == '/' || real[n] == 0));
+        if (!above)
+                return 0;
+        return aisb_error_set(err, -EINVAL,
+                              "the project would be %s, %s: everything in it (~/.ssh, ~/.config, aisb's own "
+                              "configuration) would be the sandbox's to read and change; cd into a project "
+                              "directory, or use --no-cwd",
+                              project, streq(real, project) ? "your home" : "above your home");
+}
+
 int project_check_reached(const char *project, aisb_error **err)
 {
         const char *pwd = getenv("PWD");

@@ -52,6 +52,10 @@ const project_file *project_settings_find(const project_settings *s, const char 
  * line naming the link; 0 otherwise (also when $PWD says nothing about project). */
 int project_check_reached(const char *project, aisb_error **err);
 
+/* Refuse a project that is the user's home or a directory above it: all of ~/.ssh, ~/.config
+ * (aisb's own configuration included) would be the sandbox's to read and write. -EINVAL. */
+int project_check_home(const char *project, aisb_error **err);
+
 typedef struct run_dir {
         char *path;
         int fd;

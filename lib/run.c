@@ -497,7 +497,9 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         ctx->stopping = false;
         /* First, before anything is built or started for a project that is not what it seems. */
         if (p->project && !p->project_read_only) {
-                int k = project_check_reached(p->project, err);
+                int k = project_check_home(p->project, err);
+                if (k >= 0)
+                        k = project_check_reached(p->project, err);
                 if (k < 0)
                         return k;
         }

@@ -31,6 +31,13 @@ set -e
 expect_eq "an unreachable registry fails the build" 125 "$rc"
 expect_contains "and names the bootstrapped base as the way forward" "use --base-image bootstrap:debian:trixie" "$err"
 
+# Run in the home directory: the whole home would be the sandbox's. Refused, saying what to do.
+set +e
+err=$(cd "$HOME" && "$AISB" run -- true 2>&1); rc=$?
+set -e
+expect_eq "a run whose project would be the home directory is refused" 2 "$rc"
+expect_contains "saying why and what to do" "the project would be $(cd "$HOME" && pwd -P), your home" "$err"
+
 echo "memory = 3g" > "$XDG_CONFIG_HOME/ai-sandbox/config.extra"
 cat "$XDG_CONFIG_HOME/ai-sandbox/config" >> "$XDG_CONFIG_HOME/ai-sandbox/config.extra"
 pol=$("$AISB" run --config "$XDG_CONFIG_HOME/ai-sandbox/config.extra" --print-policy -- true)

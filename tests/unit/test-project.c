@@ -213,6 +213,32 @@ START_TEST(test_reached_through_a_planted_link)
 }
 END_TEST
 
+START_TEST(test_home_is_no_project)
+{
+        char home[128];
+        snprintf(home, sizeof home, "%s/home", project);
+        ck_assert_int_eq(mkdir(home, 0755), 0);
+        setenv("HOME", home, 1);
+        char *real = realpath(home, NULL), *top = realpath(project, NULL);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(project_check_home(real, &err), -EINVAL);
+        ck_assert(strstr(aisb_error_message(err), "your home"));
+        aisb_error_free(err);
+        err = NULL;
+        ck_assert_int_eq(project_check_home(top, &err), -EINVAL);
+        ck_assert(strstr(aisb_error_message(err), "above your home"));
+        aisb_error_free(err);
+        ck_assert_int_eq(project_check_home("/", NULL), -EINVAL);
+        char below[200];
+        snprintf(below, sizeof below, "%s/src", real);
+        ck_assert_int_eq(project_check_home(below, NULL), 0);
+        snprintf(below, sizeof below, "%s2", real); /* a sibling whose name starts alike */
+        ck_assert_int_eq(project_check_home(below, NULL), 0);
+        free(real);
+        free(top);
+}
+END_TEST
+
 static Suite *project_suite(void)
 {
         Suite *s = suite_create("project");
@@ -224,6 +250,7 @@ static Suite *project_suite(void)
         tcase_add_test(read, test_bounds);
         tcase_add_test(read, test_created_for_a_run);
         tcase_add_test(read, test_reached_through_a_planted_link);
+        tcase_add_test(read, test_home_is_no_project);
         suite_add_tcase(s, read);
         TCase *run = tcase_create("run-dir");
         tcase_add_checked_fixture(run, setup, teardown);
