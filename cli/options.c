@@ -100,6 +100,7 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
                       cli_flags *flags, int *ret_rest, bool *ret_dashdash)
 {
         int i = 0;
+        const char *env_value = NULL; /* the first --env NAME=VALUE */
         *ret_dashdash = false;
         /* --strict-args changes how the rest is read, wherever it stands among the flags. */
         for (int j = 0; j < argc && strcmp(argv[j], "--") != 0; j++)
@@ -157,21 +158,24 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
                         set_flag(flags, o->name, value);
                         continue;
                 }
-                if (strcmp(o->name, "env") == 0 && value && strchr(value, '=') &&
-                    !flags->env_value_warned) {
-                        /* Every local user reads our argv (ps); the value is never repeated. */
-                        char line[256];
-                        int name_len = (int) (strchr(value, '=') - value);
-                        snprintf(line, sizeof line,
-                                 "--env %.*s=... shows the value to every local user (ps): export %.*s and pass --env %.*s, or use --env-file",
-                                 name_len > 64 ? 64 : name_len, value, name_len > 64 ? 64 : name_len, value,
-                                 name_len > 64 ? 64 : name_len, value);
-                        cli_log(AISB_LOG_WARNING, line, NULL);
-                        flags->env_value_warned = true;
-                }
                 aisb_error *err = NULL;
                 if (aisb_policy_set(policy, o->name, value, &err) < 0)
                         return cli_fail(err, EXIT_USAGE);
+                if (strcmp(o->name, "env") == 0 && value && strchr(value, '=') && !env_value)
+                        env_value = value;
+        }
+        /* Every local user reads our argv (ps): said once the options are all good (bad input
+         * is one line, the refusal), and never with the value. */
+        if (env_value && !flags->env_value_warned) {
+                char line[256];
+                int name_len = (int) (strchr(env_value, '=') - env_value);
+                if (name_len > 64)
+                        name_len = 64;
+                snprintf(line, sizeof line,
+                         "--env %.*s=... shows the value to every local user (ps): export %.*s and pass --env %.*s, or use --env-file",
+                         name_len, env_value, name_len, env_value, name_len, env_value);
+                cli_log(AISB_LOG_WARNING, line, NULL);
+                flags->env_value_warned = true;
         }
         *ret_rest = i;
         return 0;
