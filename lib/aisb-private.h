@@ -103,6 +103,9 @@ struct aisb_policy {
         bool allow_unenforced;
         bool keep_root;
         bool project_read_only; /* internal (doctor): the project mounted read-only, no settings copy */
+        char **devices;              /* --device SRC[:DST[:PERMS]] or a CDI name, as podman takes them */
+        char *create_patch_path;     /* --unsafe-create-patch FILE, for the policy's text */
+        json_object *create_patch;   /* its content, read once when named */
         network_backend_id network_backend;
 };
 
@@ -360,7 +363,8 @@ typedef struct run_mounts {
 } run_mounts;
 
 /* ---- manage.c ---- */
-int session_log_append(const aisb_policy *p, const char *image, int exit_code,
+/* patched: the fields --unsafe-create-patch changed (names only), or NULL. */
+int session_log_append(const aisb_policy *p, const char *image, int exit_code, const char *const *patched,
                        const egress_summary *egress);
 
 /* ---- entrypoint.c ---- */

@@ -150,6 +150,16 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
                                                                 AISB_SANDBOX_HOME "/.agents", ro));
         }
         r |= json_object_object_add(o, "mounts", mounts);
+        if (p->devices) {
+                /* Podman's own syntax: SRC[:DST[:PERMS]], or a CDI name it resolves. */
+                json_object *devices = json_object_new_array();
+                for (size_t i = 0; p->devices[i]; i++) {
+                        json_object *d = json_object_new_object();
+                        r |= add_string(d, "path", p->devices[i]);
+                        r |= json_object_array_add(devices, d);
+                }
+                r |= json_object_object_add(o, "devices", devices);
+        }
 
         if (!p->ephemeral_home) {
                 json_object *volumes = json_object_new_array();

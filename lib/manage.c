@@ -291,7 +291,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
 
 /* ---- the session log: one JSON line per run ---- */
 
-int session_log_append(const aisb_policy *p, const char *image, int exit_code,
+int session_log_append(const aisb_policy *p, const char *image, int exit_code, const char *const *patched,
                        const egress_summary *egress)
 {
         _cleanup_free_ char *dir = NULL, *path = NULL, *hash = NULL;
@@ -311,6 +311,12 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code,
         for (size_t i = 0; i < p->n_env; i++)
                 json_object_array_add(env, json_object_new_string(p->env[i].name));
         json_object_object_add(o, "env", env);
+        if (patched) {
+                json_object *fields = json_object_new_array();
+                for (size_t i = 0; patched[i]; i++)
+                        json_object_array_add(fields, json_object_new_string(patched[i]));
+                json_object_object_add(o, "create_patch", fields);
+        }
         if (egress) {
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "allowed", json_object_new_int64((int64_t) egress->allowed));

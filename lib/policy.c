@@ -14,6 +14,7 @@
 #include "aisb-private.h"
 #include "config.h"
 #include "pibridge.h"
+#include "createpatch.h"
 
 static int rebuild_harness_command(aisb_policy *p);
 
@@ -223,6 +224,10 @@ void aisb_policy_free(aisb_policy *p)
         free(p->entrypoint);
         allowlist_done(&p->allow);
         strv_free(p->add_hosts);
+        strv_free(p->devices);
+        free(p->create_patch_path);
+        if (p->create_patch)
+                json_object_put(p->create_patch);
         free(p->proxy);
         free(p->user_allowlist);
         free(p->thinking);
@@ -500,6 +505,36 @@ static int add_mount(aisb_policy *p, const char *spec, aisb_error **err)
         return 0;
 }
 
+/* --device: a host device node (SRC[:DST[:PERMS]], SRC under /dev) or a CDI name
+ * (vendor.example/class=name), as podman's specgen takes them. */
+static int add_device(aisb_policy *p, const char *spec, aisb_error **err)
+{
+        bool cdi = strchr(spec, '=') && strchr(spec, '/') && spec[0] != '/';
+        bool ok = cdi;
+        for (const char *c = spec; cdi && *c; c++)
+                ok &= isalnum((unsigned char) *c) || strchr("./=_-", *c);
+        if (!cdi) {
+                _cleanup_free_ char *copy = strdup(spec);
+                if (!copy)
+                        return -ENOMEM;
+                char *dst = strchr(copy, ':'), *perms = dst ? strchr(dst + 1, ':') : NULL;
+                if (dst)
+                        *dst++ = 0;
+                if (perms)
+                        *perms++ = 0;
+                ok = startswith(copy, "/dev/") && container_path_valid(copy) &&
+                     (!dst || container_path_valid(dst)) &&
+                     (!perms || (*perms && strspn(perms, "rwm") == strlen(perms)));
+                if (ok && access(copy, F_OK) < 0)
+                        return aisb_error_set(err, -errno, "device: %s: %s", copy, strerror(errno));
+        }
+        if (!ok)
+                return aisb_error_set(err, -EINVAL,
+                                      "device: '%s' is not /dev/NAME[:DEST[:rwm]] or a CDI name such as nvidia.com/gpu=all",
+                                      spec);
+        return strv_push(&p->devices, spec);
+}
+
 static int set_bool(bool *field, const char *key, const char *value, aisb_error **err)
 {
         int b = parse_bool(value ? value : "true");
@@ -714,6 +749,22 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                                               "harness: '%s' is not known (use pi, codex or claude)", value);
                 if (set_string(&p->harness, value) < 0 || rebuild_harness_command(p) < 0)
                         return -ENOMEM;
+                return 0;
+        }
+        if (streq(key, "device"))
+                return add_device(p, value, err);
+        if (streq(key, "unsafe-create-patch")) {
+                json_object *patch = NULL;
+                r = create_patch_load(value, p->project, &patch, err);
+                if (r < 0)
+                        return r;
+                if (set_string(&p->create_patch_path, value) < 0) {
+                        json_object_put(patch);
+                        return -ENOMEM;
+                }
+                if (p->create_patch)
+                        json_object_put(p->create_patch);
+                p->create_patch = patch;
                 return 0;
         }
         if (streq(key, "network-backend")) {
@@ -975,6 +1026,16 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
         for (size_t i = 0; i < p->n_mounts; i++)
                 r |= buffer_printf(&b, "mount=%s:%s:%s\n", p->mounts[i].source,
                                    p->mounts[i].destination, p->mounts[i].read_only ? "ro" : "rw");
+        for (size_t i = 0; p->devices && p->devices[i]; i++)
+                r |= buffer_printf(&b, "device=%s\n", p->devices[i]);
+        if (p->create_patch) {
+                /* The policy hash covers what the patch says, not only where it lives. */
+                _cleanup_free_ char *patch_hash = NULL;
+                const char *text = json_object_to_json_string_ext(p->create_patch, JSON_C_TO_STRING_PLAIN);
+                r |= sha256_hex(text, strlen(text), 16, &patch_hash);
+                r |= buffer_printf(&b, "unsafe-create-patch=%s (sha256 %s)\n", p->create_patch_path,
+                                   patch_hash ? patch_hash : "?");
+        }
         /* Names only: a value never leaves the policy except into the container. */
         for (size_t i = 0; i < p->n_env; i++)
                 r |= buffer_printf(&b, "env=%s\n", p->env[i].name);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "aisb-private.h"
+#include "createpatch.h"
 #include "project.h"
 #include "termfilter.h"
 
@@ -192,6 +193,45 @@ static int deliver_read(aisb_io *io, demux *d, out_batch *batch, termfilter filt
         int r = demux_feed(d, data, size, batch_add, batch);
         int f = batch_flush(batch);
         return r < 0 ? r : f;
+}
+
+/* --unsafe-create-patch: applied to the request (and to what a dry run shows, whose
+ * environment values stay redacted), and every field it changes named, with what that gives
+ * up, on every run. */
+static int apply_create_patch(aisb_ctx *ctx, const aisb_policy *p, json_object *body, json_object *shown,
+                              char ***ret_changed)
+{
+        int r = create_patch_apply(body, p->create_patch, ret_changed);
+        if (r >= 0 && shown) {
+                _cleanup_strv_free_ char **ignored = NULL;
+                r = create_patch_apply(shown, p->create_patch, &ignored);
+                json_object *env;
+                if (r >= 0 && json_object_object_get_ex(shown, "env", &env) && json_object_is_type(env, json_type_object)) {
+                        json_object_object_foreach(env, key, value) {
+                                (void) value;
+                                json_object_object_add(env, key, json_object_new_string("<redacted>"));
+                        }
+                }
+        }
+        if (r < 0)
+                return r;
+        buffer names = {}, rows = {};
+        for (size_t i = 0; *ret_changed && (*ret_changed)[i]; i++) {
+                const char *field = (*ret_changed)[i];
+                const char *gives_up = create_patch_gives_up(field);
+                r |= buffer_printf(&names, "%s%s", i ? ", " : "", field);
+                if (!gives_up)
+                        r |= buffer_printf(&rows, "; %s is unknown to aisb (podman ignores what it does not know: "
+                                                  "check it applied)", field);
+                else if (*gives_up && !strstr(rows.data ? rows.data : "", gives_up))
+                        r |= buffer_printf(&rows, "; gives up %s", gives_up);
+        }
+        if (r >= 0)
+                aisb_log(ctx, AISB_LOG_WARNING, "--unsafe-create-patch changes %s%s", names.data ? names.data : "nothing",
+                         rows.data ? rows.data : "");
+        buffer_free(&names);
+        buffer_free(&rows);
+        return r < 0 ? -ENOMEM : 0;
 }
 
 /* What the project directory is: the working directory itself when the project is it (not
@@ -549,6 +589,12 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
                 r = container_create_body(p, &net, &bridge, &rm, tag, name, io->terminal, true, &shown);
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
+        _cleanup_strv_free_ char **patched = NULL;
+        if (p->create_patch) {
+                r = apply_create_patch(ctx, p, body, shown, &patched);
+                if (r < 0)
+                        return aisb_error_set(err, r, "out of memory");
+        }
         const char *shown_text = shown ? json_object_to_json_string_ext(
                                                  shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)
                                        : NULL;
@@ -639,7 +685,7 @@ out:
         if (net.gate.name && !ctx->dry_run_fn)
                 report_egress(ctx, &net.gate, log_offset, &egress);
         if (!ctx->dry_run_fn)
-                (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code,
+                (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code, (const char *const *) patched,
                                           net.gate.name ? &egress : NULL);
         return r;
 }
