@@ -2,8 +2,9 @@
 /*
  * The harness feels like the user's own: before a run of pi, the host's pi configuration is
  * bridged into the sandbox's home (settings merged per key against what aisb last wrote,
- * models with literal keys turned into variable references, auth.json never), and the
- * reasoning level is re-applied as policy, so one run cannot lower it for the next.
+ * models with literal keys and header values turned into variable references, auth.json
+ * never), and the reasoning level is re-applied as policy, so one run cannot lower it for the
+ * next.
  *
  * The sandbox's home is a volume the agent writes: everything there is opened relative to a
  * directory descriptor with O_NOFOLLOW, so a planted symlink can neither make us read a host
@@ -192,8 +193,8 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         if (r < 0)
                 return r;
 
-        /* models.json: the host's, with every literal key turned into a variable the run must
-         * pass; the literal itself never leaves the host. */
+        /* models.json: the host's, with every literal key and header value turned into a
+         * variable the run must pass; the literal itself never leaves the host. */
         _cleanup_json_ json_object *models = NULL, *rewritten = NULL;
         if (host_dir >= 0)
                 r = read_json_at(host_dir, "models.json", host_models_name, &models, err);
@@ -310,13 +311,20 @@ static int describe_bridge(const aisb_policy *p, const char *home, buffer *b)
                 (void) read_json_at(dir, "models.json", "models.json", &models, NULL);
         pibridge_key *keys = NULL;
         size_t n_keys = 0;
-        if (models && pibridge_rewrite_models(models, &rewritten, &keys, &n_keys, NULL) >= 0) {
+        aisb_error *refused = NULL;
+        if (models && pibridge_rewrite_models(models, &rewritten, &keys, &n_keys, &refused) < 0) {
+                /* What a run would refuse with (names and types, never a value). */
+                r |= buffer_printf(b, "bridge-models=refused: %s\n", aisb_error_message(refused));
+                aisb_error_free(refused);
+        } else if (models) {
+                /* Names only: the variable and where models.json uses it, never a value. */
                 for (size_t i = 0; i < n_keys; i++) {
                         bool passed = false;
                         for (size_t k = 0; k < p->n_env; k++)
                                 passed |= streq(p->env[k].name, keys[i].variable) && p->env[k].value[0];
-                        r |= buffer_printf(b, "bridge-key=%s for provider %s (%s)\n", keys[i].variable,
-                                           keys[i].provider, passed ? "passed" : "missing: add --env");
+                        r |= buffer_printf(b, "bridge-key=%s for ", keys[i].variable);
+                        r |= pibridge_key_describe(&keys[i], b);
+                        r |= buffer_printf(b, " (%s)\n", passed ? "passed" : "missing: add --env");
                 }
                 pibridge_keys_free(keys, n_keys);
         } else

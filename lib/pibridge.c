@@ -425,16 +425,25 @@ int pibridge_apply_thinking(json_object *settings, const char *level, aisb_error
 /* ---- models.json ---- */
 
 #define KEY_VARIABLE_PREFIX "AISB_PI_KEY_"
+#define HEADER_VARIABLE_PREFIX "AISB_PI_HEADER_"
 #define VARIABLE_NAME_MAX 255
+/* Names longer than this are cut in messages; the rest of the line still says where. */
+#define NAME_SHOWN_MAX 64
 
 static bool ascii_upper(char c) { return c >= 'A' && c <= 'Z'; }
 static bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
 static bool ascii_lower(char c) { return c >= 'a' && c <= 'z'; }
 
-/* pi looks any apiKey up in the environment first (resolve-config-value.ts), so every string
- * is a reference to pi. aisb takes only the conventional spelling of one as a reference, an
- * upper-case name with an underscore and a letter, so that a key that happens to be one word
- * of letters and digits is still treated as the secret it probably is. */
+static int out_of_memory(aisb_error **err)
+{
+        return aisb_error_set(err, -ENOMEM, "out of memory");
+}
+
+/* pi looks every apiKey and header value up in the environment first
+ * (resolve-config-value.ts), so every string is a reference to pi. aisb takes only the
+ * conventional spelling of one as a reference, an upper-case name with an underscore and a
+ * letter, so that a value that happens to be one word of letters and digits is still treated
+ * as the secret it probably is. */
 static bool reference_name(const char *s, size_t len)
 {
         if (len == 0 || len > VARIABLE_NAME_MAX || strlen(s) != len)
@@ -453,19 +462,87 @@ static bool reference_name(const char *s, size_t len)
         return underscore && letter;
 }
 
-static int derived_variable(const char *provider, char **ret)
+/* Where a value sits while the copy is built: a pibridge_key before it is recorded. */
+typedef struct place {
+        pibridge_key_field field;
+        const char *provider;
+        const char *model;  /* MODEL_HEADER, OVERRIDE_HEADER */
+        const char *header; /* *_HEADER; NULL while the headers object itself is meant */
+} place;
+
+/* 'name', cut after NAME_SHOWN_MAX bytes (never inside a UTF-8 sequence). */
+static int put_name(buffer *b, const char *name)
 {
-        size_t n = strlen(provider);
-        if (n > VARIABLE_NAME_MAX - strlen(KEY_VARIABLE_PREFIX))
+        size_t len = strlen(name), n = MIN(len, (size_t) NAME_SHOWN_MAX);
+        while (n > 0 && n < len && ((unsigned char) name[n] & 0xc0) == 0x80)
+                n--;
+        return buffer_printf(b, "'%.*s%s'", (int) n, name, n < len ? "..." : "");
+}
+
+static int describe_place(const place *where, buffer *b)
+{
+        int r = 0;
+        if (where->field == PIBRIDGE_FIELD_API_KEY)
+                r |= buffer_printf(b, "the apiKey of ");
+        else if (!where->header)
+                r |= buffer_printf(b, "the headers of ");
+        else {
+                r |= buffer_printf(b, "header ");
+                r |= put_name(b, where->header);
+                r |= buffer_printf(b, " of ");
+        }
+        if (where->field == PIBRIDGE_FIELD_MODEL_HEADER ||
+            where->field == PIBRIDGE_FIELD_OVERRIDE_HEADER) {
+                r |= buffer_printf(b, where->field == PIBRIDGE_FIELD_MODEL_HEADER
+                                              ? "model "
+                                              : "modelOverrides ");
+                r |= put_name(b, where->model);
+                r |= buffer_printf(b, " of ");
+        }
+        r |= buffer_printf(b, "provider ");
+        r |= put_name(b, where->provider);
+        return r < 0 ? -ENOMEM : 0;
+}
+
+int pibridge_key_describe(const pibridge_key *k, buffer *b)
+{
+        place where = { k->field, k->provider, k->model, k->header };
+        return describe_place(&where, b);
+}
+
+/* The variable a literal or a command at where is replaced by: the prefix, then the
+ * provider, the model and the header's names, upper-cased, every byte other than an ASCII
+ * letter or digit turned into '_', joined by '_'. -ENAMETOOLONG past a variable name's
+ * 255 bytes. */
+static int derived_variable(const place *where, char **ret)
+{
+        const char *parts[3];
+        size_t n = 0;
+        parts[n++] = where->provider;
+        if (where->field == PIBRIDGE_FIELD_MODEL_HEADER ||
+            where->field == PIBRIDGE_FIELD_OVERRIDE_HEADER)
+                parts[n++] = where->model;
+        if (where->field != PIBRIDGE_FIELD_API_KEY)
+                parts[n++] = where->header;
+        const char *prefix = where->field == PIBRIDGE_FIELD_API_KEY ? KEY_VARIABLE_PREFIX
+                                                                     : HEADER_VARIABLE_PREFIX;
+        size_t len = strlen(prefix) + n - 1;
+        for (size_t i = 0; i < n; i++)
+                len += strlen(parts[i]);
+        if (len > VARIABLE_NAME_MAX)
                 return -ENAMETOOLONG;
-        char *v = malloc(strlen(KEY_VARIABLE_PREFIX) + n + 1);
+        char *v = malloc(len + 1);
         if (!v)
                 return -ENOMEM;
-        char *p = stpcpy(v, KEY_VARIABLE_PREFIX);
-        for (const char *c = provider; *c; c++)
-                *p++ = ascii_lower(*c) ? (char) (*c - 'a' + 'A')
-                       : (ascii_upper(*c) || ascii_digit(*c)) ? *c
-                                                              : '_';
+        char *p = stpcpy(v, prefix);
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        *p++ = '_';
+                for (const char *c = parts[i]; *c; c++)
+                        *p++ = ascii_lower(*c) ? (char) (*c - 'a' + 'A')
+                               : (ascii_upper(*c) || ascii_digit(*c)) ? *c
+                                                                      : '_';
+        }
         *p = 0;
         *ret = v;
         return 0;
@@ -475,6 +552,8 @@ void pibridge_keys_free(pibridge_key *keys, size_t n)
 {
         for (size_t i = 0; keys && i < n; i++) {
                 free(keys[i].provider);
+                free(keys[i].model);
+                free(keys[i].header);
                 free(keys[i].variable);
                 free(keys[i].command);
         }
@@ -493,58 +572,80 @@ static void key_list_done(key_list *l)
         json_object_put(l->seen);
 }
 
-/* Record provider's variable; a derived name shared with any other provider would make two
- * keys one variable, so it is refused. */
-static int key_list_add(key_list *l, const char *provider, const char *variable,
+static char *strdup_or_null(const char *s, bool *failed)
+{
+        char *d = s ? strdup(s) : NULL;
+        if (s && !d)
+                *failed = true;
+        return d;
+}
+
+/* Record the variable of the value at where; a derived name shared with any other value
+ * would make two secrets one variable, so it is refused. */
+static int key_list_add(key_list *l, const place *where, const char *variable,
                         pibridge_key_source source, const char *command, aisb_error **err)
 {
         bool derived = source != PIBRIDGE_KEY_REFERENCE;
         json_object *was;
         if (json_object_object_get_ex(l->seen, variable, &was)) {
                 if (derived || json_object_get_boolean(was)) {
-                        const char *other = NULL;
+                        _cleanup_(buffer_free) buffer both = {};
+                        const pibridge_key *other = NULL;
                         for (size_t i = 0; i < l->n && !other; i++)
                                 if (streq(l->keys[i].variable, variable))
-                                        other = l->keys[i].provider;
+                                        other = &l->keys[i];
+                        int r = other ? pibridge_key_describe(other, &both) : 0;
+                        if (r >= 0)
+                                r = buffer_printf(&both, " and ");
+                        if (r >= 0)
+                                r = describe_place(where, &both);
+                        if (r < 0)
+                                return out_of_memory(err);
                         return aisb_error_set(err, -EINVAL,
-                                              "models.json: providers '%s' and '%s' would both read their apiKey from %s; rename one, or set its apiKey to a variable name of your own (\"apiKey\": \"MY_KEY\")",
-                                              other ? other : "?", provider, variable);
+                                              "models.json: %s would both be read from %s; rename one, or set one of them to a variable name of your own (\"MY_KEY\") and pass it with --env",
+                                              both.data, variable);
                 }
         } else if (json_object_object_add(l->seen, variable, json_object_new_boolean(derived)) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return out_of_memory(err);
 
         pibridge_key *k = realloc(l->keys, (l->n + 1) * sizeof *k);
         if (!k)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return out_of_memory(err);
         l->keys = k;
         k = &l->keys[l->n];
+        bool failed = false;
         *k = (pibridge_key) {
-                .provider = strdup(provider),
-                .variable = strdup(variable),
+                .provider = strdup_or_null(where->provider, &failed),
+                .field = where->field,
+                .model = strdup_or_null(where->model, &failed),
+                .header = strdup_or_null(where->header, &failed),
+                .variable = strdup_or_null(variable, &failed),
                 .source = source,
-                .command = command ? strdup(command) : NULL,
+                .command = strdup_or_null(command, &failed),
         };
         l->n++;
-        if (!k->provider || !k->variable || (command && !k->command))
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        return 0;
+        return failed ? out_of_memory(err) : 0;
 }
 
-/* The provider's apiKey as it goes into the sandbox: a new string that is never the key. */
-static int rewrite_api_key(const char *provider, json_object *api_key, key_list *l,
-                           json_object **ret, aisb_error **err)
+/* The value at where as it goes into the sandbox: a new string that is never a literal or
+ * a command; the host's value is never copied, so no freed memory of ours holds it either. */
+static int rewrite_value(const place *where, json_object *value, key_list *l, json_object **ret,
+                         aisb_error **err)
 {
-        if (!json_object_is_type(api_key, json_type_string))
-                return aisb_error_set(err, -EINVAL,
-                                      "models.json: provider '%s': apiKey is %s; pi needs a string",
-                                      provider, json_type_to_name(json_object_get_type(api_key)));
-        const char *s = json_object_get_string(api_key);
-        size_t len = (size_t) json_object_get_string_len(api_key);
+        if (!json_object_is_type(value, json_type_string)) {
+                _cleanup_(buffer_free) buffer what = {};
+                if (describe_place(where, &what) < 0)
+                        return out_of_memory(err);
+                return aisb_error_set(err, -EINVAL, "models.json: %s is %s; pi needs a string",
+                                      what.data, json_type_to_name(json_object_get_type(value)));
+        }
+        const char *s = json_object_get_string(value);
+        size_t len = (size_t) json_object_get_string_len(value);
 
         if (len == 0) {
-                /* Nothing to hide; pi refuses an empty apiKey itself. */
+                /* Nothing to hide; pi refuses an empty apiKey and drops an empty header. */
                 *ret = json_object_new_string("");
-                return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+                return *ret ? 0 : out_of_memory(err);
         }
 
         _cleanup_free_ char *variable = NULL;
@@ -553,47 +654,178 @@ static int rewrite_api_key(const char *provider, json_object *api_key, key_list 
                 source = PIBRIDGE_KEY_REFERENCE;
                 variable = strdup(s);
                 if (!variable)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return out_of_memory(err);
         } else {
                 source = s[0] == '!' && strlen(s) == len ? PIBRIDGE_KEY_COMMAND
                                                           : PIBRIDGE_KEY_LITERAL;
-                int r = derived_variable(provider, &variable);
-                if (r == -ENAMETOOLONG)
+                int r = derived_variable(where, &variable);
+                if (r == -ENAMETOOLONG) {
+                        _cleanup_(buffer_free) buffer what = {};
+                        if (describe_place(where, &what) < 0)
+                                return out_of_memory(err);
                         return aisb_error_set(err, -EINVAL,
-                                              "models.json: provider name '%.40s...' is too long to name a variable after; set its apiKey to a variable name (\"apiKey\": \"MY_KEY\")",
-                                              provider);
+                                              "models.json: %s: the names are too long to name a variable after; write a variable name there instead (\"MY_KEY\") and pass it with --env",
+                                              what.data);
+                }
                 if (r < 0)
-                        return aisb_error_set(err, r, "out of memory");
+                        return out_of_memory(err);
         }
-        int r = key_list_add(l, provider, variable, source,
+        int r = key_list_add(l, where, variable, source,
                              source == PIBRIDGE_KEY_COMMAND ? s + 1 : NULL, err);
         if (r < 0)
                 return r;
         *ret = json_object_new_string(variable);
-        return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+        return *ret ? 0 : out_of_memory(err);
+}
+
+/* Add value under key, taking the reference, which json-c leaves with us on failure. */
+static int put(json_object *object, const char *key, json_object *value)
+{
+        if (json_object_object_add(object, key, value) < 0) {
+                json_object_put(value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A headers object (where.header unset), built header by header, each value rewritten. pi's
+ * schema takes only an object of strings; anything else here cannot be told from a secret. */
+static int rewrite_headers(place where, json_object *headers, key_list *l, json_object **ret,
+                           aisb_error **err)
+{
+        if (!json_object_is_type(headers, json_type_object)) {
+                _cleanup_(buffer_free) buffer what = {};
+                if (describe_place(&where, &what) < 0)
+                        return out_of_memory(err);
+                return aisb_error_set(err, -EINVAL,
+                                      "models.json: %s are %s; pi needs an object of strings",
+                                      what.data, json_type_to_name(json_object_get_type(headers)));
+        }
+        _cleanup_json_ json_object *copy = json_object_new_object();
+        if (!copy)
+                return out_of_memory(err);
+        json_object_object_foreach(headers, name, value) {
+                where.header = name;
+                json_object *rewritten = NULL;
+                int r = rewrite_value(&where, value, l, &rewritten, err);
+                if (r < 0)
+                        return r;
+                if (put(copy, name, rewritten) < 0)
+                        return out_of_memory(err);
+        }
+        *ret = steal_pointer(&copy);
+        return 0;
+}
+
+/* A model of "models" or an entry of "modelOverrides": copied field by field, its headers
+ * rewritten at where. */
+static int rewrite_model(const place *where, json_object *model, key_list *l, json_object **ret,
+                         aisb_error **err)
+{
+        _cleanup_json_ json_object *copy = json_object_new_object();
+        if (!copy)
+                return out_of_memory(err);
+        json_object_object_foreach(model, field, value) {
+                json_object *rewritten = NULL;
+                int r = streq(field, "headers") ? rewrite_headers(*where, value, l, &rewritten, err)
+                        : copy_value(value, &rewritten) < 0 ? out_of_memory(err)
+                                                            : 0;
+                if (r < 0)
+                        return r;
+                if (put(copy, field, rewritten) < 0)
+                        return out_of_memory(err);
+        }
+        *ret = steal_pointer(&copy);
+        return 0;
+}
+
+/* "models": an array of model definitions, each naming itself by "id". */
+static int rewrite_model_list(const char *provider, json_object *models, key_list *l,
+                              json_object **ret, aisb_error **err)
+{
+        size_t n = json_object_array_length(models);
+        _cleanup_json_ json_object *copy = json_object_new_array();
+        if (!copy)
+                return out_of_memory(err);
+        for (size_t i = 0; i < n; i++) {
+                json_object *model = json_object_array_get_idx(models, i), *rewritten = NULL;
+                int r;
+                if (json_object_is_type(model, json_type_object) &&
+                    json_object_object_get_ex(model, "headers", NULL)) {
+                        json_object *id = NULL;
+                        if (!json_object_object_get_ex(model, "id", &id) ||
+                            !json_object_is_type(id, json_type_string))
+                                return aisb_error_set(err, -EINVAL,
+                                                      "models.json: model %zu of provider '%s' has headers and its id is %s; pi needs a string id",
+                                                      i + 1, provider,
+                                                      json_type_to_name(json_object_get_type(id)));
+                        place where = { PIBRIDGE_FIELD_MODEL_HEADER, provider,
+                                        json_object_get_string(id), NULL };
+                        r = rewrite_model(&where, model, l, &rewritten, err);
+                } else /* no headers, or pi rejects it: nothing of ours to rewrite */
+                        r = copy_value(model, &rewritten) < 0 ? out_of_memory(err) : 0;
+                if (r < 0)
+                        return r;
+                if (json_object_array_add(copy, rewritten) < 0) {
+                        json_object_put(rewritten);
+                        return out_of_memory(err);
+                }
+        }
+        *ret = steal_pointer(&copy);
+        return 0;
+}
+
+/* "modelOverrides": model id -> override of a built-in model. */
+static int rewrite_overrides(const char *provider, json_object *overrides, key_list *l,
+                             json_object **ret, aisb_error **err)
+{
+        _cleanup_json_ json_object *copy = json_object_new_object();
+        if (!copy)
+                return out_of_memory(err);
+        json_object_object_foreach(overrides, id, override) {
+                json_object *rewritten = NULL;
+                int r;
+                if (json_object_is_type(override, json_type_object)) {
+                        place where = { PIBRIDGE_FIELD_OVERRIDE_HEADER, provider, id, NULL };
+                        r = rewrite_model(&where, override, l, &rewritten, err);
+                } else
+                        r = copy_value(override, &rewritten) < 0 ? out_of_memory(err) : 0;
+                if (r < 0)
+                        return r;
+                if (put(copy, id, rewritten) < 0)
+                        return out_of_memory(err);
+        }
+        *ret = steal_pointer(&copy);
+        return 0;
 }
 
 static int rewrite_provider(const char *provider, json_object *config, key_list *l,
                             json_object **ret, aisb_error **err)
 {
-        /* Copied field by field, so that the literal key is never duplicated. */
+        /* Copied field by field, so that no literal is ever duplicated. */
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return out_of_memory(err);
         json_object_object_foreach(config, field, value) {
-                if (!streq(field, "apiKey")) {
-                        if (put_copy(copy, field, value) < 0)
-                                return aisb_error_set(err, -ENOMEM, "out of memory");
-                        continue;
-                }
                 json_object *rewritten = NULL;
-                int r = rewrite_api_key(provider, value, l, &rewritten, err);
+                int r;
+                if (streq(field, "apiKey"))
+                        r = rewrite_value(&(place) { PIBRIDGE_FIELD_API_KEY, provider, NULL, NULL },
+                                          value, l, &rewritten, err);
+                else if (streq(field, "headers"))
+                        r = rewrite_headers((place) { PIBRIDGE_FIELD_HEADER, provider, NULL, NULL },
+                                            value, l, &rewritten, err);
+                else if (streq(field, "models") && json_object_is_type(value, json_type_array))
+                        r = rewrite_model_list(provider, value, l, &rewritten, err);
+                else if (streq(field, "modelOverrides") &&
+                         json_object_is_type(value, json_type_object))
+                        r = rewrite_overrides(provider, value, l, &rewritten, err);
+                else /* pi rejects a "models" or "modelOverrides" of another type */
+                        r = copy_value(value, &rewritten) < 0 ? out_of_memory(err) : 0;
                 if (r < 0)
                         return r;
-                if (json_object_object_add(copy, field, rewritten) < 0) {
-                        json_object_put(rewritten);
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
-                }
+                if (put(copy, field, rewritten) < 0)
+                        return out_of_memory(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -613,35 +845,31 @@ int pibridge_rewrite_models(json_object *models, json_object **ret_rewritten,
         _cleanup_(key_list_done) key_list l = { .seen = json_object_new_object() };
         _cleanup_json_ json_object *out = json_object_new_object();
         if (!l.seen || !out)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return out_of_memory(err);
 
         json_object_object_foreach(models, top, top_value) {
                 if (!streq(top, "providers") || !json_object_is_type(top_value, json_type_object)) {
                         if (put_copy(out, top, top_value) < 0)
-                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                                return out_of_memory(err);
                         continue;
                 }
                 _cleanup_json_ json_object *providers = json_object_new_object();
                 if (!providers)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return out_of_memory(err);
                 json_object_object_foreach(top_value, provider, config) {
                         json_object *copy = NULL;
                         int r;
                         if (json_object_is_type(config, json_type_object))
                                 r = rewrite_provider(provider, config, &l, &copy, err);
                         else /* pi rejects it; nothing of ours to rewrite */
-                                r = copy_value(config, &copy) < 0
-                                            ? aisb_error_set(err, -ENOMEM, "out of memory")
-                                            : 0;
+                                r = copy_value(config, &copy) < 0 ? out_of_memory(err) : 0;
                         if (r < 0)
                                 return r;
-                        if (json_object_object_add(providers, provider, copy) < 0) {
-                                json_object_put(copy);
-                                return aisb_error_set(err, -ENOMEM, "out of memory");
-                        }
+                        if (put(providers, provider, copy) < 0)
+                                return out_of_memory(err);
                 }
                 if (json_object_object_add(out, top, providers) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return out_of_memory(err);
                 providers = NULL; /* owned by out now */
         }
 
@@ -666,7 +894,8 @@ int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env
         _cleanup_(buffer_free) buffer missing = {};
         _cleanup_json_ json_object *reported = json_object_new_object();
         if (!reported)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return out_of_memory(err);
+        bool literal = false;
         for (size_t i = 0; i < n; i++) {
                 const pibridge_key *k = &keys[i];
                 const env_entry *e = env_find(env, n_env, k->variable);
@@ -675,32 +904,33 @@ int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env
                 if (json_object_object_get_ex(reported, k->variable, NULL))
                         continue;
                 if (json_object_object_add(reported, k->variable, NULL) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
-                const char *sep = missing.size ? "; " : "";
-                int r;
-                switch (k->source) {
-                case PIBRIDGE_KEY_REFERENCE:
-                        r = buffer_printf(&missing, "%s--env %s (provider '%s' reads its apiKey from it)",
-                                          sep, k->variable, k->provider);
-                        break;
-                case PIBRIDGE_KEY_COMMAND:
-                        r = buffer_printf(&missing,
-                                          "%s--env %s=\"$(%s)\" (provider '%s' gets its apiKey from a command, which does not run in the sandbox)",
-                                          sep, k->variable, k->command ? k->command : "...",
-                                          k->provider);
-                        break;
-                default:
-                        r = buffer_printf(&missing,
-                                          "%s--env %s=<key> (provider '%s' has a literal apiKey, which aisb does not copy into the sandbox; or set \"apiKey\": \"SOME_VARIABLE\" in ~/.pi/agent/models.json and pass --env SOME_VARIABLE)",
-                                          sep, k->variable, k->provider);
-                        break;
-                }
+                        return out_of_memory(err);
+                int r = buffer_printf(&missing, "%s--env %s", missing.size ? "; " : "", k->variable);
+                if (r >= 0 && k->source == PIBRIDGE_KEY_COMMAND)
+                        r = buffer_printf(&missing, "=\"$(%s)\"", k->command ? k->command : "...");
+                else if (r >= 0 && k->source == PIBRIDGE_KEY_LITERAL)
+                        r = buffer_printf(&missing, "=<%s>",
+                                          k->field == PIBRIDGE_FIELD_API_KEY ? "key" : "value");
+                if (r >= 0)
+                        r = buffer_printf(&missing, " (");
+                if (r >= 0)
+                        r = pibridge_key_describe(k, &missing);
+                if (r >= 0)
+                        r = buffer_printf(&missing, "%s",
+                                          k->source == PIBRIDGE_KEY_REFERENCE
+                                                  ? " is read from it)"
+                                          : k->source == PIBRIDGE_KEY_COMMAND
+                                                  ? " comes from a command, which does not run in the sandbox)"
+                                                  : " is a literal, which aisb does not copy into the sandbox)");
                 if (r < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return out_of_memory(err);
+                literal |= k->source == PIBRIDGE_KEY_LITERAL;
         }
         if (missing.size)
                 return aisb_error_set(err, -ENOKEY,
-                                      "pi's models.json needs API key variables this run does not set (or sets empty); add: %s",
-                                      missing.data);
+                                      "pi's models.json needs variables this run does not set (or sets empty); add: %s%s",
+                                      missing.data,
+                                      literal ? ". Or write a variable's name in place of a literal in ~/.pi/agent/models.json (\"apiKey\": \"MY_KEY\") and pass --env MY_KEY"
+                                              : "");
         return 0;
 }

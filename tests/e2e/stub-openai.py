@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # A tiny OpenAI-compatible chat-completions server on the host's loopback, streaming its
 # answer as server-sent events. Every request is appended to LOG as one JSON line with the
-# Authorization header and the body, for the test to check what the harness sent.
+# Authorization header, every header (names lower-cased) and the body, for the test to check
+# what the harness sent.
 # Prints its port once listening; serves until killed or for at most 15 minutes.
 import http.server, json, socketserver, sys, threading, time
 
@@ -28,6 +29,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             request = {"unparsed": raw.decode(errors="replace")}
         with open(LOG, "a") as f:
             f.write(json.dumps({"path": self.path, "authorization": self.headers.get("Authorization"),
+                                "headers": {k.lower(): v for k, v in self.headers.items()},
                                 "body": request}) + "\n")
         chunks = [{"role": "assistant", "content": ANSWER}, {}]
         self.send_response(200)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pi, the default harness, for real: it runs in the sandbox as the user, talks to a stub
-# chat-completions server through the gate with the token bridged from the host's
-# models.json, and its settings are merged across runs with the reasoning level as policy.
+# chat-completions server through the gate with the token and the secret headers bridged from
+# the host's models.json (as variables the run passes, never as literals in the sandbox's
+# home), and its settings are merged across runs with the reasoning level as policy.
 . "$(dirname "$0")/lib.sh"
 
 out=$("$AISB" run --no-pi-config -- sh -c 'id -u; pi --version 2>&1' 2>/dev/null)
@@ -17,16 +18,22 @@ for _ in $(seq 50); do [ -s "$E2E_TMP/stub.port" ] && break; sleep 0.1; done
 port=$(cat "$E2E_TMP/stub.port")
 [ -n "$port" ] || cannot_run "the stub server did not start"
 
-# The host's pi configuration, as a user would have it: a literal key in models.json.
+# The host's pi configuration, as a user would have it: a literal key in models.json, and
+# literal secrets in headers at provider and at model level (a gateway's key, as pi's own
+# docs/models.md shows them).
 export PI_CODING_AGENT_DIR=$E2E_TMP/pi-agent
 mkdir -p "$PI_CODING_AGENT_DIR"
 cat > "$PI_CODING_AGENT_DIR/models.json" <<JSON
 {"providers": {"stub": {"baseUrl": "http://stub.test:$port/v1", "api": "openai-completions",
   "apiKey": "sk-literal-e2e-$$",
+  "headers": {"x-portkey-api-key": "pk-literal-e2e-$$"},
   "models": [{"id": "stub-model", "name": "Stub", "reasoning": true, "input": ["text"],
               "contextWindow": 8192, "maxTokens": 1024,
+              "headers": {"X-Model-Secret": "ms-literal-e2e-$$"},
               "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]}}}
 JSON
+provider_header=AISB_PI_HEADER_STUB_X_PORTKEY_API_KEY
+model_header=AISB_PI_HEADER_STUB_STUB_MODEL_X_MODEL_SECRET
 cat > "$PI_CODING_AGENT_DIR/settings.json" <<JSON
 {"defaultProvider": "stub", "defaultModel": "stub-model", "defaultThinkingLevel": "low",
  "theme": "dark", "quietStartup": false}
@@ -39,27 +46,82 @@ err=$("$AISB" run $net -- pi -p "say hi" 2>&1); rc=$?
 set -e
 expect_eq "a bridged run without its token variable is refused" 2 "$rc"
 expect_contains "naming the --env to add" "--env AISB_PI_KEY_STUB" "$err"
+expect_contains "and the provider's literal header" \
+  "--env $provider_header=<value> (header 'x-portkey-api-key' of provider 'stub' is a literal, which aisb does not copy into the sandbox)" "$err"
+expect_contains "and the model's literal header" \
+  "--env $model_header=<value> (header 'X-Model-Secret' of model 'stub-model' of provider 'stub' is a literal" "$err"
+expect_absent "the refusal does not echo the header's value" "literal-e2e" "$err"
 
 export AISB_PI_KEY_STUB=sk-literal-e2e-$$
-out=$("$AISB" run $net --env AISB_PI_KEY_STUB -- pi -p "say hi" 2>"$E2E_TMP/err") ||
+set +e
+err=$("$AISB" run $net --env AISB_PI_KEY_STUB -- pi -p "say hi" 2>&1); rc=$?
+set -e
+expect_eq "the token alone is not enough: the headers' variables are missing" 2 "$rc"
+expect_contains "refused for the headers" "add: --env $provider_header=<value>" "$err"
+expect_absent "not for the token it has" "--env AISB_PI_KEY_STUB" "$err"
+
+out=$("$AISB" inspect $net --env AISB_PI_KEY_STUB)
+expect_contains "inspect lists the token's variable" \
+  "bridge-key=AISB_PI_KEY_STUB for the apiKey of provider 'stub' (passed)" "$out"
+expect_contains "and each header's, with what is missing" \
+  "bridge-key=$provider_header for header 'x-portkey-api-key' of provider 'stub' (missing: add --env)" "$out"
+expect_contains "at model level too" \
+  "bridge-key=$model_header for header 'X-Model-Secret' of model 'stub-model' of provider 'stub' (missing: add --env)" "$out"
+expect_absent "inspect names variables, never values" "literal-e2e" "$out"
+
+export $provider_header=pk-literal-e2e-$$ $model_header=ms-literal-e2e-$$
+keys="--env AISB_PI_KEY_STUB --env $provider_header --env $model_header"
+out=$("$AISB" run $net $keys -- pi -p "say hi" 2>"$E2E_TMP/err") ||
   { cat "$E2E_TMP/err" >&2; fail "pi -p failed"; }
 expect_contains "pi prints the stub's answer" "$answer" "$out"
 request=$(tail -1 "$E2E_TMP/stub.log")
 auth=$(printf '%s' "$request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["authorization"])')
 expect_eq "the stub saw the bridged token" "Bearer sk-literal-e2e-$$" "$auth"
+header() { printf '%s' "$request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["headers"].get(sys.argv[1]))' "$1"; }
+expect_eq "the stub saw the provider's header, resolved by pi from its variable" "pk-literal-e2e-$$" "$(header x-portkey-api-key)"
+expect_eq "and the model's" "ms-literal-e2e-$$" "$(header x-model-secret)"
 effort=$(printf '%s' "$request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["body"].get("reasoning_effort"))')
 # xhigh is the policy; pi sends it as "high" to models without an xhigh tier.
 expect_eq "the forced thinking level reached the request" high "$effort"
 
 inside=$("$AISB" run -- sh -c 'cat ~/.pi/agent/models.json; cat ~/.pi/agent/auth.json 2>/dev/null')
 expect_absent "the literal key is not in the sandbox" "sk-literal-e2e" "$inside"
+expect_absent "nor the provider's literal header" "pk-literal-e2e" "$inside"
+expect_absent "nor the model's" "ms-literal-e2e" "$inside"
 expect_contains "models.json references the variable" '"AISB_PI_KEY_STUB"' "$inside"
+headers=$("$AISB" run -- sh -c 'cat ~/.pi/agent/models.json' | python3 -c '
+import json, sys
+stub = json.load(sys.stdin)["providers"]["stub"]
+print(stub["headers"]["x-portkey-api-key"], stub["models"][0]["headers"]["X-Model-Secret"])')
+expect_eq "models.json names the headers' variables in their place" "$provider_header $model_header" "$headers"
+# Anywhere in the home volume, after pi ran there with the values in its environment (the
+# control: the same search finds the variable's name where it is).
+expect_eq "no file of the home holds a literal" "" \
+  "$("$AISB" run -- sh -c 'grep -rlaE "(sk|pk|ms)-literal-e2e" ~ 2>/dev/null; true')"
+expect_eq "control: the search does see the home" /home/sandbox/.pi/agent/models.json \
+  "$("$AISB" run -- sh -c "grep -rla $provider_header ~ 2>/dev/null; true")"
 # pi makes its own auth.json; the host's key must not be in it.
 expect_absent "the host's auth.json is never copied" "sk-from-auth-json" "$inside"
 
+# Headers pi would refuse, one of them perhaps the secret itself: refused before the run,
+# saying where, echoing nothing, writing nothing.
+bad=$E2E_TMP/pi-agent-bad
+mkdir -p "$bad" && cp "$PI_CODING_AGENT_DIR/settings.json" "$bad/"
+echo "{\"providers\": {\"stub\": {\"apiKey\": \"STUB_KEY\", \"headers\": \"x-portkey-api-key: pk-bad-e2e-$$\"}}}" > "$bad/models.json"
+set +e
+err=$(PI_CODING_AGENT_DIR=$bad "$AISB" run $net $keys -- pi --version 2>&1); rc=$?
+set -e
+expect_eq "headers that are not an object are refused" 2 "$rc"
+expect_contains "saying where" "models.json: the headers of provider 'stub' are string; pi needs an object of strings" "$err"
+expect_absent "without the value" "pk-bad-e2e" "$err"
+expect_contains "inspect says so too" "bridge-models=refused: models.json: the headers of provider 'stub' are string" \
+  "$(PI_CODING_AGENT_DIR=$bad "$AISB" inspect $net)"
+expect_absent "and the sandbox's models.json is not replaced by it" "pk-bad-e2e" \
+  "$("$AISB" run -- sh -c 'cat ~/.pi/agent/models.json')"
+
 setting() { "$AISB" run -- python3 -c "import json,os; print(json.load(open(os.path.expanduser('~/.pi/agent/settings.json'))).get('$1'))"; }
 edit() { "$AISB" run -- python3 -c "import json,os; p=os.path.expanduser('~/.pi/agent/settings.json'); d=json.load(open(p)); d['$1']=$2; json.dump(d,open(p,'w'))"; }
-bridge() { "$AISB" run $net --env AISB_PI_KEY_STUB -- pi --version >/dev/null 2>&1; }
+bridge() { "$AISB" run $net $keys -- pi --version >/dev/null 2>&1; }
 
 expect_eq "the thinking level is forced to xhigh" xhigh "$(setting defaultThinkingLevel)"
 edit theme '"light"'
@@ -74,7 +136,7 @@ expect_eq "a host change to an untouched key arrives" True "$(setting quietStart
 edit defaultThinkingLevel '"off"'
 bridge
 expect_eq "a run that set thinking off gets xhigh back" xhigh "$(setting defaultThinkingLevel)"
-"$AISB" run $net --env AISB_PI_KEY_STUB --thinking medium -- pi --version >/dev/null 2>&1
+"$AISB" run $net $keys --thinking medium -- pi --version >/dev/null 2>&1
 expect_eq "--thinking sets the level" medium "$(setting defaultThinkingLevel)"
 set +e
 err=$("$AISB" run --thinking extreme -- true 2>&1); rc=$?

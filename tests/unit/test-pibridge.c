@@ -582,15 +582,22 @@ typedef struct want_key {
         const char *provider, *variable;
         pibridge_key_source source;
         const char *command;
+        pibridge_key_field field; /* default: the apiKey */
+        const char *model, *header;
 } want_key;
+
+#define HEADER(p, h, v, s, c) { (p), (v), (s), (c), PIBRIDGE_FIELD_HEADER, NULL, (h) }
+#define MODEL_HEADER(p, m, h, v, s, c) { (p), (v), (s), (c), PIBRIDGE_FIELD_MODEL_HEADER, (m), (h) }
+#define OVERRIDE_HEADER(p, m, h, v, s, c) \
+        { (p), (v), (s), (c), PIBRIDGE_FIELD_OVERRIDE_HEADER, (m), (h) }
 
 typedef struct models_case {
         const char *name;
         const char *models;
         const char *want;             /* rewritten; NULL: an error */
         const char *needle;           /* in the error */
-        const char *const secrets[4]; /* must not appear in the output */
-        want_key keys[6];
+        const char *const secrets[6]; /* must not appear in the output */
+        want_key keys[8];
         size_t n_keys;
 } models_case;
 
@@ -606,9 +613,54 @@ static const models_case models_cases[] = {
           NULL, { NULL },
           { { "anthropic", "ANTHROPIC_API_KEY", PIBRIDGE_KEY_REFERENCE, NULL },
             { "x", "_MY_KEY2", PIBRIDGE_KEY_REFERENCE, NULL } }, 2 },
-        { "providers without apiKey untouched",
+        { "providers without apiKey: everything copied but header values",
           "{\"providers\":{\"anthropic\":{\"baseUrl\":\"https://proxy\"},\"o\":{\"models\":[{\"id\":\"a\",\"cost\":{\"input\":1.5}}],\"headers\":{\"x\":\"y\"}}}}",
-          "{\"providers\":{\"anthropic\":{\"baseUrl\":\"https://proxy\"},\"o\":{\"models\":[{\"id\":\"a\",\"cost\":{\"input\":1.5}}],\"headers\":{\"x\":\"y\"}}}}",
+          "{\"providers\":{\"anthropic\":{\"baseUrl\":\"https://proxy\"},\"o\":{\"models\":[{\"id\":\"a\",\"cost\":{\"input\":1.5}}],\"headers\":{\"x\":\"AISB_PI_HEADER_O_X\"}}}}",
+          NULL, { "\"y\"" }, { HEADER("o", "x", "AISB_PI_HEADER_O_X", PIBRIDGE_KEY_LITERAL, NULL) }, 1 },
+        { "provider headers: literals and commands rewritten, references kept, empty copied",
+          "{\"providers\":{\"portkey\":{\"baseUrl\":\"https://api.portkey.ai/v1\",\"apiKey\":\"PORTKEY_KEY\","
+          "\"headers\":{\"x-portkey-api-key\":\"pk-SECRET7\",\"X-Title\":\"pi\",\"x-portkey-virtual-key\":\"PORTKEY_VIRTUAL_KEY\","
+          "\"x-secret\":\"!op read 'op://v/h'\",\"x-empty\":\"\",\"x-shared\":\"PORTKEY_KEY\"}}}}",
+          "{\"providers\":{\"portkey\":{\"baseUrl\":\"https://api.portkey.ai/v1\",\"apiKey\":\"PORTKEY_KEY\","
+          "\"headers\":{\"x-portkey-api-key\":\"AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY\",\"X-Title\":\"AISB_PI_HEADER_PORTKEY_X_TITLE\","
+          "\"x-portkey-virtual-key\":\"PORTKEY_VIRTUAL_KEY\",\"x-secret\":\"AISB_PI_HEADER_PORTKEY_X_SECRET\",\"x-empty\":\"\",\"x-shared\":\"PORTKEY_KEY\"}}}}",
+          NULL, { "pk-SECRET7", "SECRET7", "\"pi\"", "op read" },
+          { { "portkey", "PORTKEY_KEY", PIBRIDGE_KEY_REFERENCE, NULL },
+            HEADER("portkey", "x-portkey-api-key", "AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY", PIBRIDGE_KEY_LITERAL, NULL),
+            HEADER("portkey", "X-Title", "AISB_PI_HEADER_PORTKEY_X_TITLE", PIBRIDGE_KEY_LITERAL, NULL),
+            HEADER("portkey", "x-portkey-virtual-key", "PORTKEY_VIRTUAL_KEY", PIBRIDGE_KEY_REFERENCE, NULL),
+            HEADER("portkey", "x-secret", "AISB_PI_HEADER_PORTKEY_X_SECRET", PIBRIDGE_KEY_COMMAND, "op read 'op://v/h'"),
+            HEADER("portkey", "x-shared", "PORTKEY_KEY", PIBRIDGE_KEY_REFERENCE, NULL) }, 6 },
+        { "model headers rewritten with the model's id, wherever the id stands",
+          "{\"providers\":{\"corp\":{\"apiKey\":\"CORP_KEY\",\"models\":[{\"id\":\"gpt-4o\",\"headers\":{\"x-secret\":\"s3cr3t-M1\",\"x-ref\":\"MODEL_REF\"}},"
+          "{\"headers\":{\"X-Key\":\"!pass k\"},\"id\":\"m2\"},{\"id\":\"plain\"},\"odd\",{\"id\":\"empty\",\"headers\":{}}],\"headers\":{\"x-secret\":\"s3cr3t-P1\"}}}}",
+          "{\"providers\":{\"corp\":{\"apiKey\":\"CORP_KEY\",\"models\":[{\"id\":\"gpt-4o\",\"headers\":{\"x-secret\":\"AISB_PI_HEADER_CORP_GPT_4O_X_SECRET\",\"x-ref\":\"MODEL_REF\"}},"
+          "{\"headers\":{\"X-Key\":\"AISB_PI_HEADER_CORP_M2_X_KEY\"},\"id\":\"m2\"},{\"id\":\"plain\"},\"odd\",{\"id\":\"empty\",\"headers\":{}}],\"headers\":{\"x-secret\":\"AISB_PI_HEADER_CORP_X_SECRET\"}}}}",
+          NULL, { "s3cr3t", "pass k" },
+          { { "corp", "CORP_KEY", PIBRIDGE_KEY_REFERENCE, NULL },
+            MODEL_HEADER("corp", "gpt-4o", "x-secret", "AISB_PI_HEADER_CORP_GPT_4O_X_SECRET", PIBRIDGE_KEY_LITERAL, NULL),
+            MODEL_HEADER("corp", "gpt-4o", "x-ref", "MODEL_REF", PIBRIDGE_KEY_REFERENCE, NULL),
+            MODEL_HEADER("corp", "m2", "X-Key", "AISB_PI_HEADER_CORP_M2_X_KEY", PIBRIDGE_KEY_COMMAND, "pass k"),
+            HEADER("corp", "x-secret", "AISB_PI_HEADER_CORP_X_SECRET", PIBRIDGE_KEY_LITERAL, NULL) }, 5 },
+        { "modelOverrides headers rewritten with the model's id",
+          "{\"providers\":{\"openrouter\":{\"modelOverrides\":{\"anthropic/claude-3.5\":{\"name\":\"C\",\"headers\":{\"HTTP-Referer\":\"https://me.example\",\"x-k\":\"or-SECRET8\"}},"
+          "\"o\":\"odd\",\"p\":{\"headers\":{\"x-k\":\"OR_KEY\"}}}}}}",
+          "{\"providers\":{\"openrouter\":{\"modelOverrides\":{\"anthropic/claude-3.5\":{\"name\":\"C\",\"headers\":{\"HTTP-Referer\":\"AISB_PI_HEADER_OPENROUTER_ANTHROPIC_CLAUDE_3_5_HTTP_REFERER\","
+          "\"x-k\":\"AISB_PI_HEADER_OPENROUTER_ANTHROPIC_CLAUDE_3_5_X_K\"}},\"o\":\"odd\",\"p\":{\"headers\":{\"x-k\":\"OR_KEY\"}}}}}}",
+          NULL, { "me.example", "SECRET8" },
+          { OVERRIDE_HEADER("openrouter", "anthropic/claude-3.5", "HTTP-Referer", "AISB_PI_HEADER_OPENROUTER_ANTHROPIC_CLAUDE_3_5_HTTP_REFERER", PIBRIDGE_KEY_LITERAL, NULL),
+            OVERRIDE_HEADER("openrouter", "anthropic/claude-3.5", "x-k", "AISB_PI_HEADER_OPENROUTER_ANTHROPIC_CLAUDE_3_5_X_K", PIBRIDGE_KEY_LITERAL, NULL),
+            OVERRIDE_HEADER("openrouter", "p", "x-k", "OR_KEY", PIBRIDGE_KEY_REFERENCE, NULL) }, 3 },
+        { "header values that look like names, or hold a NUL, are literals",
+          "{\"providers\":{\"h\":{\"headers\":{\"a\":\"ABCDEF0123\",\"b\":\"my_key\",\"c\":\"AB_C\\u0000hd-S9\"}}}}",
+          "{\"providers\":{\"h\":{\"headers\":{\"a\":\"AISB_PI_HEADER_H_A\",\"b\":\"AISB_PI_HEADER_H_B\",\"c\":\"AISB_PI_HEADER_H_C\"}}}}",
+          NULL, { "ABCDEF0123", "my_key", "hd-S9", "AB_C" },
+          { HEADER("h", "a", "AISB_PI_HEADER_H_A", PIBRIDGE_KEY_LITERAL, NULL),
+            HEADER("h", "b", "AISB_PI_HEADER_H_B", PIBRIDGE_KEY_LITERAL, NULL),
+            HEADER("h", "c", "AISB_PI_HEADER_H_C", PIBRIDGE_KEY_LITERAL, NULL) }, 3 },
+        { "headers where pi does not read them are copied",
+          "{\"headers\":{\"x\":\"top\"},\"providers\":{\"p\":{\"models\":{\"headers\":{\"x\":\"v\"}},\"modelOverrides\":[{\"headers\":{\"x\":\"v\"}}],\"compat\":{\"headers\":{\"x\":\"v\"}}}}}",
+          "{\"headers\":{\"x\":\"top\"},\"providers\":{\"p\":{\"models\":{\"headers\":{\"x\":\"v\"}},\"modelOverrides\":[{\"headers\":{\"x\":\"v\"}}],\"compat\":{\"headers\":{\"x\":\"v\"}}}}}",
           NULL, { NULL }, { { 0 } }, 0 },
         { "the ollama placeholder is a literal too",
           "{\"providers\":{\"ollama\":{\"apiKey\":\"ollama\",\"baseUrl\":\"http://localhost:11434/v1\"}}}",
@@ -654,24 +706,92 @@ static const models_case models_cases[] = {
 
 #define REFUSED(n, m, e) { .name = (n), .models = (m), .want = NULL, .needle = (e) }
         REFUSED("number apiKey refused", "{\"providers\":{\"p\":{\"apiKey\":12345}}}",
-                "provider 'p': apiKey is int; pi needs a string"),
+                "models.json: the apiKey of provider 'p' is int; pi needs a string"),
         REFUSED("null apiKey refused", "{\"providers\":{\"p\":{\"apiKey\":null}}}",
-                "apiKey is null"),
+                "apiKey of provider 'p' is null"),
         REFUSED("object apiKey refused", "{\"providers\":{\"p\":{\"apiKey\":{\"v\":\"sk\"}}}}",
-                "apiKey is object"),
+                "apiKey of provider 'p' is object"),
         REFUSED("array apiKey refused", "{\"providers\":{\"p\":{\"apiKey\":[\"sk\"]}}}",
-                "apiKey is array"),
+                "apiKey of provider 'p' is array"),
         REFUSED("boolean apiKey refused", "{\"providers\":{\"p\":{\"apiKey\":true}}}",
-                "apiKey is boolean"),
+                "apiKey of provider 'p' is boolean"),
         REFUSED("derived names collide",
                 "{\"providers\":{\"my-proxy\":{\"apiKey\":\"sk-1\"},\"my_proxy\":{\"apiKey\":\"sk-2\"}}}",
-                "providers 'my-proxy' and 'my_proxy' would both read their apiKey from AISB_PI_KEY_MY_PROXY"),
+                "models.json: the apiKey of provider 'my-proxy' and the apiKey of provider 'my_proxy' would both be read from AISB_PI_KEY_MY_PROXY; rename one"),
         REFUSED("derived name collides with a reference",
                 "{\"providers\":{\"y\":{\"apiKey\":\"AISB_PI_KEY_X\"},\"x\":{\"apiKey\":\"sk-1\"}}}",
-                "providers 'y' and 'x' would both"),
+                "the apiKey of provider 'y' and the apiKey of provider 'x' would both be read from AISB_PI_KEY_X"),
+        REFUSED("number header refused", "{\"providers\":{\"p\":{\"headers\":{\"x-a\":\"A_B\",\"x-n\":42}}}}",
+                "models.json: header 'x-n' of provider 'p' is int; pi needs a string"),
+        REFUSED("null model header refused",
+                "{\"providers\":{\"p\":{\"models\":[{\"id\":\"m\",\"headers\":{\"x\":null}}]}}}",
+                "header 'x' of model 'm' of provider 'p' is null; pi needs a string"),
+        REFUSED("object override header refused",
+                "{\"providers\":{\"p\":{\"modelOverrides\":{\"m\":{\"headers\":{\"x\":{\"v\":\"pk\"}}}}}}}",
+                "header 'x' of modelOverrides 'm' of provider 'p' is object"),
+        REFUSED("headers as a string refused (it may be the secret)",
+                "{\"providers\":{\"p\":{\"headers\":\"x-api-key: pk-1\"}}}",
+                "models.json: the headers of provider 'p' are string; pi needs an object of strings"),
+        REFUSED("model headers as an array refused",
+                "{\"providers\":{\"p\":{\"models\":[{\"id\":\"m\",\"headers\":[\"pk-1\"]}]}}}",
+                "the headers of model 'm' of provider 'p' are array"),
+        REFUSED("override headers null refused",
+                "{\"providers\":{\"p\":{\"modelOverrides\":{\"m\":{\"headers\":null}}}}}",
+                "the headers of modelOverrides 'm' of provider 'p' are null"),
+        REFUSED("a model with headers needs an id",
+                "{\"providers\":{\"p\":{\"models\":[{\"id\":\"a\"},{\"headers\":{\"x\":\"pk-1\"}}]}}}",
+                "models.json: model 2 of provider 'p' has headers and its id is null; pi needs a string id"),
+        REFUSED("a model with headers needs a string id",
+                "{\"providers\":{\"p\":{\"models\":[{\"id\":7,\"headers\":{\"x\":\"pk-1\"}}]}}}",
+                "model 1 of provider 'p' has headers and its id is int"),
+        REFUSED("header names that differ in case collide",
+                "{\"providers\":{\"p\":{\"headers\":{\"X-Key\":\"pk-1\",\"x-key\":\"pk-2\"}}}}",
+                "models.json: header 'X-Key' of provider 'p' and header 'x-key' of provider 'p' would both be read from AISB_PI_HEADER_P_X_KEY"),
+        REFUSED("a provider header and a model header collide",
+                "{\"providers\":{\"p\":{\"headers\":{\"m-x\":\"pk-1\"},\"models\":[{\"id\":\"m\",\"headers\":{\"x\":\"pk-2\"}}]}}}",
+                "header 'm-x' of provider 'p' and header 'x' of model 'm' of provider 'p' would both be read from AISB_PI_HEADER_P_M_X"),
+        REFUSED("a model and an override of one id collide",
+                "{\"providers\":{\"p\":{\"models\":[{\"id\":\"m\",\"headers\":{\"x\":\"pk-1\"}}],\"modelOverrides\":{\"m\":{\"headers\":{\"x\":\"pk-2\"}}}}}}",
+                "header 'x' of model 'm' of provider 'p' and header 'x' of modelOverrides 'm' of provider 'p' would both"),
+        REFUSED("a derived header name another provider uses as its apiKey",
+                "{\"providers\":{\"a\":{\"apiKey\":\"AISB_PI_HEADER_B_X\"},\"b\":{\"headers\":{\"x\":\"pk-1\"}}}}",
+                "the apiKey of provider 'a' and header 'x' of provider 'b' would both be read from AISB_PI_HEADER_B_X"),
+        REFUSED("a header that names a variable aisb derives for another",
+                "{\"providers\":{\"b\":{\"headers\":{\"x\":\"pk-1\"}},\"a\":{\"headers\":{\"y\":\"AISB_PI_HEADER_B_X\"}}}}",
+                "header 'x' of provider 'b' and header 'y' of provider 'a' would both be read from AISB_PI_HEADER_B_X"),
         REFUSED("not an object", "[]", "models.json is array, not a JSON object"),
 #undef REFUSED
 };
+
+static void assert_str_or_null(const char *got, const char *want)
+{
+        if (want)
+                ck_assert_str_eq(got, want);
+        else
+                ck_assert_ptr_null(got);
+}
+
+/* Overwrite every string inside o, at any depth. */
+static void scribble(json_object *o)
+{
+        if (json_object_is_type(o, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(o); i++) {
+                        json_object *v = json_object_array_get_idx(o, i);
+                        if (json_object_is_type(v, json_type_string))
+                                json_object_set_string(v, "scribble");
+                        else
+                                scribble(v);
+                }
+        } else if (json_object_is_type(o, json_type_object)) {
+                json_object_object_foreach(o, key, v) {
+                        (void) key;
+                        if (json_object_is_type(v, json_type_string))
+                                json_object_set_string(v, "scribble");
+                        else
+                                scribble(v);
+                }
+        }
+}
 
 static void check_models_case(const models_case *c)
 {
@@ -706,18 +826,13 @@ static void check_models_case(const models_case *c)
                                 ck_assert_str_eq(keys[i].command, c->keys[i].command);
                         else
                                 ck_assert_ptr_null(keys[i].command);
+                        ck_assert_int_eq(keys[i].field, c->keys[i].field);
+                        assert_str_or_null(keys[i].model, c->keys[i].model);
+                        assert_str_or_null(keys[i].header, c->keys[i].header);
                         ck_assert(variable_name(keys[i].variable));
                 }
                 /* The result shares nothing with the input. */
-                json_object *providers;
-                if (json_object_object_get_ex(out, "providers", &providers) &&
-                    json_object_is_type(providers, json_type_object)) {
-                        json_object_object_foreach(providers, p, v) {
-                                (void) p;
-                                if (json_object_is_type(v, json_type_object))
-                                        json_object_object_add(v, "apiKey", json_object_new_string("scribble"));
-                        }
-                }
+                scribble(out);
                 pibridge_keys_free(keys, n);
                 json_object_put(out);
         }
@@ -746,17 +861,33 @@ START_TEST(test_models_many_secrets)
                 json_object_object_add(p, "baseUrl", json_object_new_string("https://x/v1"));
                 json_object_object_add(p, "apiKey", json_object_new_string(i % 10 ? secret : "!pass show key"));
                 json_object_object_add(p, "authHeader", json_object_new_boolean(1));
+                /* The same secret under a header at each level pi reads one. */
+                json_object *headers = json_object_new_object();
+                json_object_object_add(headers, "x-api-key", json_object_new_string(secret));
+                json_object_object_add(p, "headers", json_object_get(headers));
+                json_object *model = json_object_new_object(), *list = json_object_new_array();
+                json_object_object_add(model, "id", json_object_new_string("m"));
+                json_object_object_add(model, "headers", json_object_get(headers));
+                json_object_array_add(list, model);
+                json_object_object_add(p, "models", list);
+                json_object *override = json_object_new_object(), *overrides = json_object_new_object();
+                json_object_object_add(override, "headers", headers);
+                json_object_object_add(overrides, "o", override);
+                json_object_object_add(p, "modelOverrides", overrides);
                 json_object_object_add(providers, name, p);
         }
         json_object *out = NULL;
         pibridge_key *keys = NULL;
         size_t n = 0;
         ck_assert_int_eq(pibridge_rewrite_models(models, &out, &keys, &n, NULL), 0);
-        ck_assert_uint_eq(n, N);
+        ck_assert_uint_eq(n, 4 * N);
         const char *text = json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY);
         ck_assert(!strstr(text, "secret"));
         ck_assert(!strstr(text, "sk-"));
         ck_assert(!strstr(text, "pass show"));
+        ck_assert_str_eq(keys[1].variable, "AISB_PI_HEADER_P0_X_API_KEY");
+        ck_assert_str_eq(keys[2].variable, "AISB_PI_HEADER_P0_M_X_API_KEY");
+        ck_assert_str_eq(keys[3].variable, "AISB_PI_HEADER_P0_O_X_API_KEY");
         for (size_t i = 0; i < n; i++)
                 ck_assert(strstr(text, keys[i].variable));
         pibridge_keys_free(keys, n);
@@ -783,6 +914,43 @@ START_TEST(test_models_limits)
         int r = pibridge_rewrite_models(models, &out, &keys, &n, &err);
         assert_error(err, r, -EINVAL, "too long to name a variable after");
         aisb_error_free(err);
+        json_object_put(models);
+
+        /* A header's variable takes the provider's, the model's and the header's names: each
+         * fits alone, together they do not. Shown cut, not whole. */
+        char model[100], header[250];
+        memset(model, 'm', sizeof model - 1);
+        model[sizeof model - 1] = 0;
+        memset(header, 'h', sizeof header - 1);
+        header[sizeof header - 1] = 0;
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *text = NULL;
+                ck_assert_int_ge(i == 0 ? asprintf(&text, "{\"providers\":{\"p\":{\"models\":[{\"id\":\"%s\",\"headers\":{\"%s\":\"pk-1\"}}]}}}", model, header)
+                                        : asprintf(&text, "{\"providers\":{\"p\":{\"modelOverrides\":{\"%s\":{\"headers\":{\"%s\":\"!pk\"}}}}}}", model, header),
+                                 0);
+                models = J(text);
+                err = NULL;
+                r = pibridge_rewrite_models(models, &out, &keys, &n, &err);
+                assert_error(err, r, -EINVAL, "too long to name a variable after");
+                ck_assert_msg(strstr(aisb_error_message(err), "hhhh...' of mode"), "%s", aisb_error_message(err));
+                ck_assert_msg(!strstr(aisb_error_message(err), header), "%s", aisb_error_message(err));
+                ck_assert_msg(!strstr(aisb_error_message(err), "pk"), "%s", aisb_error_message(err));
+                aisb_error_free(err);
+                json_object_put(models);
+        }
+        /* Just short enough: 255 bytes. */
+        header[255 - strlen("AISB_PI_HEADER_P_")] = 0;
+        models = J("{\"providers\":{\"p\":{}}}");
+        json_object *p_obj = json_object_object_get(json_object_object_get(models, "providers"), "p"),
+                    *headers = json_object_new_object();
+        json_object_object_add(headers, header, json_object_new_string("pk-1"));
+        json_object_object_add(p_obj, "headers", headers);
+        ck_assert_int_eq(pibridge_rewrite_models(models, &out, &keys, &n, NULL), 0);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_uint_eq(strlen(keys[0].variable), 255);
+        ck_assert(variable_name(keys[0].variable));
+        pibridge_keys_free(keys, n);
+        json_object_put(out);
         json_object_put(models);
 
         /* Nested too deep (built in memory). */
@@ -813,30 +981,65 @@ START_TEST(test_keys_check)
                   .source = PIBRIDGE_KEY_COMMAND, .command = (char *) "op read x" },
                 { .provider = (char *) "other", .variable = (char *) "ANTHROPIC_API_KEY",
                   .source = PIBRIDGE_KEY_REFERENCE },
+                { .provider = (char *) "portkey", .field = PIBRIDGE_FIELD_HEADER,
+                  .header = (char *) "x-portkey-api-key",
+                  .variable = (char *) "AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY",
+                  .source = PIBRIDGE_KEY_LITERAL },
+                { .provider = (char *) "corp", .field = PIBRIDGE_FIELD_MODEL_HEADER,
+                  .model = (char *) "big", .header = (char *) "x-secret",
+                  .variable = (char *) "AISB_PI_HEADER_CORP_BIG_X_SECRET",
+                  .source = PIBRIDGE_KEY_COMMAND, .command = (char *) "pass corp" },
+                { .provider = (char *) "openrouter", .field = PIBRIDGE_FIELD_OVERRIDE_HEADER,
+                  .model = (char *) "a/b", .header = (char *) "x-k",
+                  .variable = (char *) "OPENROUTER_HEADER", .source = PIBRIDGE_KEY_REFERENCE },
         };
         env_entry all[] = {
                 { .name = (char *) "TERM", .value = (char *) "xterm" },
                 { .name = (char *) "AISB_PI_KEY_OPENAI", .value = (char *) "sk-1" },
                 { .name = (char *) "ANTHROPIC_API_KEY", .value = (char *) "sk-2" },
                 { .name = (char *) "AISB_PI_KEY_VAULT", .value = (char *) "sk-3" },
+                { .name = (char *) "AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY", .value = (char *) "pk-4" },
+                { .name = (char *) "AISB_PI_HEADER_CORP_BIG_X_SECRET", .value = (char *) "s-5" },
+                { .name = (char *) "OPENROUTER_HEADER", .value = (char *) "h-6" },
         };
         ck_assert_int_eq(pibridge_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), NULL), 0);
         ck_assert_int_eq(pibridge_keys_check(NULL, 0, NULL, 0, NULL), 0);
 
         aisb_error *err = NULL;
         int r = pibridge_keys_check(keys, ELEMENTSOF(keys), NULL, 0, &err);
-        assert_error(err, r, -ENOKEY, "add: --env AISB_PI_KEY_OPENAI=<key> (provider 'openai' has a literal apiKey");
-        ck_assert(strstr(aisb_error_message(err), "--env ANTHROPIC_API_KEY (provider 'anthropic' reads its apiKey from it)"));
-        ck_assert(strstr(aisb_error_message(err), "--env AISB_PI_KEY_VAULT=\"$(op read x)\""));
-        ck_assert_msg(!strstr(aisb_error_message(err), "'other'"), "a variable is named once");
-        ck_assert(!strchr(aisb_error_message(err), '\n'));
+        assert_error(err, r, -ENOKEY,
+                     "pi's models.json needs variables this run does not set (or sets empty); add: --env AISB_PI_KEY_OPENAI=<key> (the apiKey of provider 'openai' is a literal, which aisb does not copy into the sandbox); ");
+        const char *m = aisb_error_message(err);
+        ck_assert_msg(strstr(m, "; --env ANTHROPIC_API_KEY (the apiKey of provider 'anthropic' is read from it); "), "%s", m);
+        ck_assert_msg(strstr(m, "; --env AISB_PI_KEY_VAULT=\"$(op read x)\" (the apiKey of provider 'vault' comes from a command, which does not run in the sandbox); "), "%s", m);
+        ck_assert_msg(strstr(m, "; --env AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY=<value> (header 'x-portkey-api-key' of provider 'portkey' is a literal, which aisb does not copy into the sandbox); "), "%s", m);
+        ck_assert_msg(strstr(m, "; --env AISB_PI_HEADER_CORP_BIG_X_SECRET=\"$(pass corp)\" (header 'x-secret' of model 'big' of provider 'corp' comes from a command"), "%s", m);
+        ck_assert_msg(strstr(m, "; --env OPENROUTER_HEADER (header 'x-k' of modelOverrides 'a/b' of provider 'openrouter' is read from it). Or write a variable's name in place of a literal"), "%s", m);
+        ck_assert_msg(!strstr(m, "'other'"), "a variable is named once");
+        ck_assert(!strchr(m, '\n'));
+        aisb_error_free(err);
+
+        /* Each variable is needed on its own: a run that passes the keys but not the
+         * headers is refused for the headers alone. */
+        err = NULL;
+        r = pibridge_keys_check(keys, ELEMENTSOF(keys), all, 4, &err);
+        assert_error(err, r, -ENOKEY, "add: --env AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY=<value> (header");
+        m = aisb_error_message(err);
+        ck_assert_msg(!strstr(m, "AISB_PI_KEY_"), "%s", m);
+        ck_assert_msg(strstr(m, "AISB_PI_HEADER_CORP_BIG_X_SECRET") && strstr(m, "OPENROUTER_HEADER"), "%s", m);
+        aisb_error_free(err);
+        err = NULL;
+        r = pibridge_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all) - 1, &err);
+        assert_error(err, r, -ENOKEY, "add: --env OPENROUTER_HEADER (header 'x-k'");
+        ck_assert_msg(!strstr(aisb_error_message(err), "Or write"), "no literal is missing: %s",
+                      aisb_error_message(err));
         aisb_error_free(err);
 
         /* Set but empty is refused like unset. */
         all[2].value = (char *) "";
         err = NULL;
         r = pibridge_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), &err);
-        assert_error(err, r, -ENOKEY, "--env ANTHROPIC_API_KEY (provider");
+        assert_error(err, r, -ENOKEY, "--env ANTHROPIC_API_KEY (the apiKey of provider");
         ck_assert(!strstr(aisb_error_message(err), "AISB_PI_KEY_OPENAI"));
         aisb_error_free(err);
         all[2].value = NULL;
@@ -852,6 +1055,7 @@ START_TEST(test_models_end_to_end)
         /* Host file -> rewrite -> check: the refusal names exactly what to add. */
         const char *text = "{\"providers\":{\"corp\":{\"baseUrl\":\"https://llm.corp/v1\","
                            "\"api\":\"openai-completions\",\"apiKey\":\"sk-corp-77\","
+                           "\"headers\":{\"x-gateway-key\":\"gw-corp-88\"},"
                            "\"models\":[{\"id\":\"big\",\"reasoning\":true}]}}}";
         json_object *models = NULL, *out = NULL;
         ck_assert_int_eq(pibridge_parse_json(text, strlen(text), "models.json", &models, NULL), 0);
@@ -861,10 +1065,19 @@ START_TEST(test_models_end_to_end)
         aisb_error *err = NULL;
         int r = pibridge_keys_check(keys, n, NULL, 0, &err);
         assert_error(err, r, -ENOKEY, "--env AISB_PI_KEY_CORP=<key>");
+        ck_assert(strstr(aisb_error_message(err), "--env AISB_PI_HEADER_CORP_X_GATEWAY_KEY=<value>"));
         ck_assert(!strstr(aisb_error_message(err), "sk-corp-77"));
+        ck_assert(!strstr(aisb_error_message(err), "gw-corp-88"));
         aisb_error_free(err);
-        env_entry env[] = { { .name = (char *) "AISB_PI_KEY_CORP", .value = (char *) "sk-corp-77" } };
-        ck_assert_int_eq(pibridge_keys_check(keys, n, env, 1, NULL), 0);
+        env_entry env[] = { { .name = (char *) "AISB_PI_KEY_CORP", .value = (char *) "sk-corp-77" },
+                            { .name = (char *) "AISB_PI_HEADER_CORP_X_GATEWAY_KEY", .value = (char *) "gw-corp-88" } };
+        err = NULL;
+        r = pibridge_keys_check(keys, n, env, 1, &err);
+        assert_error(err, r, -ENOKEY, "add: --env AISB_PI_HEADER_CORP_X_GATEWAY_KEY=<value> (header 'x-gateway-key' of provider 'corp' is a literal");
+        aisb_error_free(err);
+        ck_assert_int_eq(pibridge_keys_check(keys, n, env, 2, NULL), 0);
+        const char *copy = json_object_to_json_string(out);
+        ck_assert(!strstr(copy, "sk-corp-77") && !strstr(copy, "gw-corp-88"));
         pibridge_keys_free(keys, n);
         json_object_put(out);
         json_object_put(models);
