@@ -5,9 +5,9 @@
 # shellcheck disable=SC2207
 
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
-  --gate-add-host --network-backend --env --env-file --mount --no-cwd --memory --cpus --pids-limit --tmp-size
+  --gate-add-host --network-backend --env --env-file --mount --device --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
-  --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root
+  --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
   --print-entrypoint --config --socket --quiet --verbose --unfiltered-output --help'
 
@@ -27,7 +27,8 @@ _aisb_value()
         --thinking) COMPREPLY=($(compgen -W 'off minimal low medium high xhigh host' -- "$cur")) ;;
         --read-only) COMPREPLY=($(compgen -W 'true false' -- "$cur")) ;;
         --shell) COMPREPLY=($(compgen -W 'bash zsh' -- "$cur")) ;;
-        --env-file | --ca-cert | --config) _filedir ;;
+        --env-file | --ca-cert | --config | --unsafe-create-patch) _filedir ;;
+        --device) _filedir ;;
         --agents-dir) _filedir -d ;;
         --socket) _filedir ;;
         --env) COMPREPLY=($(compgen -e -- "$cur")) ;;

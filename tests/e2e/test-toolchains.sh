@@ -16,7 +16,8 @@ net="--net allow --allow npm.test:$PORT --allow pypi.test:$PORT
   --gate-add-host npm.test:127.0.0.1 --gate-add-host pypi.test:127.0.0.1"
 
 # The same release everywhere: npm and npx answer, and run on the node beside them.
-out=$("$AISB" run -- sh -c 'node --version; npm --version; npx --version; corepack --version' 2>&1)
+"$AISB" build --quiet >/dev/null
+out=$("$AISB" run -- sh -c 'node --version; npm --version; npx --version; corepack --version' 2>/dev/null)
 expect_eq "node, npm, npx and corepack are there, of the pinned release" "v22.21.1
 10.9.4
 10.9.4
@@ -40,7 +41,7 @@ expect_contains "the registry saw npm fetch the tarball" "/aisb-demo/-/aisb-demo
 cat > "$E2E_TMP/project/pip.sh" <<SH
 set -e
 python3 -m venv /tmp/venv
-/tmp/venv/bin/pip install --quiet --disable-pip-version-check --index-url http://pypi.test:$PORT/simple/ aisbdemo >/dev/null 2>&1 || { echo pip-install-failed; exit 1; }
+/tmp/venv/bin/pip install --quiet --disable-pip-version-check --index-url http://pypi.test:$PORT/simple/ --trusted-host pypi.test aisbdemo >/dev/null 2>&1 || { echo pip-install-failed; exit 1; }
 /tmp/venv/bin/python -c 'import aisbdemo; print(aisbdemo.hello())'
 SH
 out=$("$AISB" run $net -- sh /project/pip.sh 2>"$E2E_TMP/err") || { cat "$E2E_TMP/err" >&2; fail "pip: $out"; }
