@@ -74,6 +74,8 @@ keys="--env AISB_PI_KEY_STUB --env $provider_header --env $model_header"
 out=$("$AISB" run $net $keys -- pi -p "say hi" 2>"$E2E_TMP/err") ||
   { cat "$E2E_TMP/err" >&2; fail "pi -p failed"; }
 expect_contains "pi prints the stub's answer" "$answer" "$out"
+expect_absent "node does not warn about its proxy agent on every run" "UNDICI-EHPA" "$(cat "$E2E_TMP/err")"
+expect_absent "nor does podman say its host facts unasked" "Resource limits are not supported" "$(cat "$E2E_TMP/err")"
 request=$(tail -1 "$E2E_TMP/stub.log")
 auth=$(printf '%s' "$request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["authorization"])')
 expect_eq "the stub saw the bridged token" "Bearer sk-literal-e2e-$$" "$auth"
