@@ -19,7 +19,8 @@
 enum {
         GROUND,        /* text */
         ESCAPE,        /* held: one or more ESC */
-        ESCAPE_LEAD,   /* held: ESC bytes (maybe none), then a C2 */
+        ESCAPE_LEAD,   /* held: a C2 met in text */
+        ESCAPE_C2,     /* held: ESC bytes (counted); a C2 after them dropped, its next byte decides */
         STRING,        /* inside a control string: dropped */
         STRING_ESCAPE, /* ... after an ESC: "\" completes ST, anything else begins anew */
         STRING_LEAD,   /* ... after a C2: 9C completes ST (its C1 form) */
@@ -110,9 +111,20 @@ int termfilter_feed(termfilter *f, const void *data, size_t size, termfilter_emi
                                 i++;
                         } else if (f->state == ESCAPE && byte == ESC) {
                                 i++; /* ESC ESC: a terminal drops the first; hold both */
-                        } else if (f->state == ESCAPE && byte == LEAD) {
-                                f->state = ESCAPE_LEAD; /* ESC then a C1 control: the C1 wins */
-                                i++;
+                        } else if (f->state == ESCAPE && (byte >= 0x80 || ((byte < 0x20 || byte == 0x7f) &&
+                                                                           byte != 0x18 && byte != 0x1a))) {
+                                /* A terminal executes a C0 control and ignores DEL and every
+                                 * byte from 0x80 in the middle of an escape sequence, and stays
+                                 * in it: "ESC NUL ]" and "ESC 0x80 ]" are OSCs there. Dropped,
+                                 * the ESC still held. A C2 may begin a C1 string (U+009D is an
+                                 * OSC to a terminal that decodes UTF-8 first): its next byte
+                                 * says. */
+                                if (held > run && (r = emit(p + run, held - run, userdata)) < 0)
+                                        return r;
+                                f->held_escapes += i - held;
+                                run = held = ++i;
+                                if (byte == LEAD)
+                                        f->state = ESCAPE_C2;
                         } else if (f->state == ESCAPE_LEAD && (byte == ESC || byte == LEAD)) {
                                 /* A C2 without its continuation is not a character: dropped
                                  * with the escapes before it (which the new sequence would
@@ -124,15 +136,6 @@ int termfilter_feed(termfilter *f, const void *data, size_t size, termfilter_emi
                                         return r;
                                 run = held = i++;
                                 f->state = byte == ESC ? ESCAPE : ESCAPE_LEAD;
-                        } else if (f->state == ESCAPE && (byte < 0x20 || byte == 0x7f) && byte != 0x18 &&
-                                   byte != 0x1a) {
-                                /* A terminal executes a C0 control (and ignores DEL) in the
-                                 * middle of an escape sequence and stays in it, so "ESC NUL ]"
-                                 * is an OSC there. Dropped, and the ESC still held. */
-                                if (held > run && (r = emit(p + run, held - run, userdata)) < 0)
-                                        return r;
-                                f->held_escapes += i - held;
-                                run = held = ++i;
                         } else {
                                 /* Begins no string: the held bytes and this one pass. Held
                                  * bytes of an earlier call come first (the run then starts
@@ -143,6 +146,15 @@ int termfilter_feed(termfilter *f, const void *data, size_t size, termfilter_emi
                                 f->state = GROUND;
                                 i++;
                         }
+                        break;
+
+                case ESCAPE_C2:
+                        if (lead_begins_string(byte)) {
+                                f->held_escapes = 0; /* the escapes and the C1 go with the string */
+                                f->state = STRING;
+                                run = held = ++i;
+                        } else
+                                f->state = ESCAPE; /* the C2 is gone: this byte again, after ESC */
                         break;
 
                 case STRING:

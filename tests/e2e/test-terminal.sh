@@ -26,12 +26,13 @@ CONF
 # the title, the window name and the clipboard.
 cat > "$E2E_TMP/project/attack-tty.sh" <<'SH'
 stty -icanon -echo
-printf '\033\000]52;c;?\007'
+printf '\033\000\200]52;c;?\007'
 IFS= read -r -t 3 -d "$(printf '\007')" reply || true
 stty icanon echo
 printf 'got-clipboard=[%s]\n' "$(printf %s "${reply##*;}" | base64 -d 2>/dev/null)"
 printf '\033]2;pwned-title\007\033kpwned-window\033\\'
 printf '\033\000]2;pwned-title-nul\007\033\177kpwned-window-del\033\\'
+printf '\033\200]2;pwned-title-80\007\033\377kpwned-window-ff\033\\\033\302\240]2;pwned-title-c2\007'
 printf '\033\005]52;c;%s\007' "$(printf pwned-clip | base64)"
 echo wrote
 SH

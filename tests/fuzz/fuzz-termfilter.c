@@ -4,7 +4,8 @@
  * user's terminal, so hostile input by definition. The first byte seeds the chunking; the
  * rest is the stream.
  * Checked: the output holds no introducer of a control string (ESC followed by ] P X ^ _ k,
- * with any C0 controls or DEL between, which a terminal executes without leaving the escape,
+ * with any C0 controls, DEL or bytes from 0x80 between, which a terminal executes or ignores
+ * without leaving the escape,
  * or C2 followed by 90 98 9D 9E 9F) and no call's output ends in ESC or C2, so joining it
  * with anything written next cannot make one; fed in random pieces the filter emits exactly
  * what it emits for the stream whole; the output is the input with parts left out (never
@@ -53,10 +54,11 @@ static void feed(termfilter *f, sink *s, const uint8_t *data, size_t size)
         FUZZ_CHECK(s->size == before || (s->data[s->size - 1] != 0x1b && s->data[s->size - 1] != 0xc2));
 }
 
-/* What a terminal executes or ignores inside an escape sequence without leaving it. */
+/* What a terminal executes or ignores inside an escape sequence without leaving it: C0
+ * controls but CAN, SUB and ESC; DEL; every byte from 0x80. */
 static bool escape_transparent(uint8_t b)
 {
-        return (b < 0x20 && b != 0x18 && b != 0x1a && b != 0x1b) || b == 0x7f;
+        return (b < 0x20 && b != 0x18 && b != 0x1a && b != 0x1b) || b >= 0x7f;
 }
 
 static bool has_introducer(const uint8_t *p, size_t n)

@@ -134,6 +134,18 @@ START_TEST(test_c0_inside_escape)
         /* A sequence that begins no string still passes, without the control. */
         expect_filtered("a\033\001[31mb", "a\033[31mb");
         expect_filtered("a\033\177Ab", "a\033Ab");
+        /* Bytes from 0x80 too: a terminal ignores them inside an escape (round two of the
+         * red team: ESC 0x80 ] was an OSC that passed). */
+        expect_filtered("a\033\200]52;c;?\007b", "ab");
+        expect_filtered("a\033\377kpwned\033\\b", "ab");
+        expect_filtered("a\033\302\240]2;x\007b", "ab");
+        expect_filtered("a\033\342\200\242]52;c;?\007b", "ab");
+        expect_filtered("a\033\300]52;c;eA==\007b", "ab");
+        /* ESC, then a C1 OSC in UTF-8: a string either way. */
+        expect_filtered("a\033\302\235x\007b", "ab");
+        /* A sequence that begins no string passes without the bytes a terminal ignores. */
+        expect_filtered("a\033\302A!", "a\033A!");
+        expect_filtered("a\033\200\201[1mB", "a\033[1mB");
         /* CAN and SUB cancel the sequence: they pass, and what follows is text. */
         expect_unchanged("a\033\030]b");
         expect_unchanged("a\033\032]b");
@@ -190,7 +202,8 @@ START_TEST(test_utf8_continuation_is_not_c1)
         /* Raw bytes 80-9F outside a character are not C1 in UTF-8 either. */
         expect_unchanged("\x9d" "0;not a string\x07");
         expect_unchanged("\x90\x98\x9e\x9f");
-        expect_unchanged("\033\x9d" "0;x\x07");
+        /* After ESC a terminal ignores them, and so they go (the ESC stays). */
+        expect_filtered("\033\x9d" "0;x\x07", "\033" "0;x\x07");
 }
 END_TEST
 
@@ -207,7 +220,7 @@ START_TEST(test_csi_and_text_pass)
         expect_unchanged("\033\033[A");
         /* A C2 before other text is a broken character: it passes. */
         expect_unchanged("\xc2" "A\xc2\xe2\x86\x90");
-        expect_unchanged("\033\xc2" "A");
+        expect_filtered("\033\xc2" "A", "\033" "A"); /* after ESC, ignored: dropped */
 }
 END_TEST
 
