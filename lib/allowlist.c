@@ -619,6 +619,15 @@ static const struct host_range {
         { AF_INET6, { [15] = 1 }, 128, "::1, the host's loopback" },
         { AF_INET6, { 0 }, 128, "::, which Linux connects to the local host" },
         { AF_INET6, { 0xfe, 0x80 }, 10, "fe80::/10, link-local" },
+        /* NAT64 (RFC 6052's well-known prefix) carries an IPv4 address in its last 32 bits:
+         * the host ranges above, reached that way on an IPv6-only network. */
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 127 }, 104, "64:ff9b::127.0.0.0/104, the host's loopback through NAT64" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 0 }, 104, "64:ff9b::0.0.0.0/104, the local host through NAT64" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 169, 254 }, 112,
+          "64:ff9b::169.254.0.0/112, link-local and cloud metadata through NAT64" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 10, 0, 2 }, 120, "64:ff9b::10.0.2.0/120, slirp4netns through NAT64" },
+        /* RFC 8215's local-use NAT64 prefix: whatever the network maps it to. */
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, "64:ff9b:1::/48, local-use NAT64" },
 };
 
 /* Wider blocks than these are catch-alls, not destinations: no single network holds more than
@@ -896,6 +905,15 @@ static const struct gate_local_range {
         { AF_INET6, { [15] = 1 }, 128, "::1" },
         { AF_INET6, { 0xfe, 0x80 }, 10, "fe80::/10" },
         { AF_INET6, { 0xfc }, 7, "fc00::/7" },
+        /* The same IPv4 ranges through NAT64's well-known prefix, and its local-use prefix. */
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 0 }, 104, "64:ff9b::/104" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 127 }, 104, "64:ff9b::7f00:0/104" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 169, 254 }, 112, "64:ff9b::a9fe:0/112" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 10 }, 104, "64:ff9b::a00:0/104" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 172, 16 }, 108, "64:ff9b::ac10:0/108" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 192, 168 }, 112, "64:ff9b::c0a8:0/112" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 100, 64 }, 106, "64:ff9b::6440:0/106" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, "64:ff9b:1::/48" },
 };
 
 const char *allowlist_local_range(int family, const uint8_t addr[static 16])

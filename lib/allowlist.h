@@ -27,9 +27,9 @@
 
 /* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
  * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
- * %err_code logged), so that a gate named by allowlist_gate_hash() under an older generator is
- * never reused. */
-#define ALLOWLIST_GATE_VERSION "aisb-gate 3"
+ * %err_code logged; 4: NAT64 forms of the local ranges), so that a gate named by
+ * allowlist_gate_hash() under an older generator is never reused. */
+#define ALLOWLIST_GATE_VERSION "aisb-gate 4"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL

@@ -618,6 +618,8 @@ START_TEST(test_squid_config_local_dst)
         /* The ranges, then each host address not inside one, once, canonical. */
         ck_assert_str_eq(values, "0.0.0.0/8 127.0.0.0/8 169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 "
                                  "192.168.0.0/16 100.64.0.0/10 ::/128 ::1 fe80::/10 fc00::/7 "
+                         "64:ff9b::/104 64:ff9b::7f00:0/104 64:ff9b::a9fe:0/112 64:ff9b::a00:0/104 64:ff9b::ac10:0/108 "
+                         "64:ff9b::c0a8:0/112 64:ff9b::6440:0/106 64:ff9b:1::/48 "
                                  "192.0.2.2 2001:db8::7 198.51.100.1");
         free(values);
         char **rules = http_access_lines(text);
@@ -1364,6 +1366,7 @@ static int pinned_child(const char *hosts)
                 { "private.aisb.test", "--no-gate: private.aisb.test (--allow) resolves to 10.1.2.3 (10.0.0.0/8), "
                                        "where a name's owner could point it at your own networks" },
                 { "shared.aisb.test", "resolves to 100.64.0.7 (100.64.0.0/10)" },
+                { "nat64.aisb.test", "resolves to 64:ff9b::a00:5 (64:ff9b::a00:0/104)" },
                 { "self.aisb.test", "(one of this host's own addresses)" },
                 { "fine.aisb.test", NULL },
         };
@@ -1410,6 +1413,7 @@ START_TEST(test_pinned_host_ranges)
         snprintf(hosts, sizeof hosts,
                  "127.0.0.1 loop.aisb.test\n169.254.169.254 metadata.aisb.test\n10.0.2.2 slirp.aisb.test\n"
                  "10.1.2.3 private.aisb.test\n100.64.0.7 shared.aisb.test\n%s self.aisb.test\n"
+                 "64:ff9b::a00:5 nat64.aisb.test\n"
                  "192.0.2.10 fine.aisb.test\n",
                  self ? self : "100.64.0.7");
         strv_free(own);
@@ -1429,6 +1433,31 @@ START_TEST(test_pinned_host_ranges)
                 return;
         }
         ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
+/* NAT64 carries IPv4 in IPv6: the host's and the private ranges through it are the same
+ * ranges (round two of the red team). */
+START_TEST(test_nat64)
+{
+        uint8_t a[16] = {};
+        ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b::a9fe:a9fe", a), 1); /* 169.254.169.254 */
+        ck_assert_ptr_nonnull(allowlist_host_range(AF_INET6, a, 128));
+        ck_assert_ptr_nonnull(allowlist_local_range(AF_INET6, a));
+        ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b::a00:5", a), 1); /* 10.0.0.5 */
+        ck_assert_str_eq(allowlist_local_range(AF_INET6, a), "64:ff9b::a00:0/104");
+        ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b:1::1", a), 1);
+        ck_assert_ptr_nonnull(allowlist_host_range(AF_INET6, a, 128));
+        ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b::808:808", a), 1); /* 8.8.8.8: public */
+        ck_assert_ptr_null(allowlist_local_range(AF_INET6, a));
+        ck_assert_ptr_null(allowlist_host_range(AF_INET6, a, 128));
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, "64:ff9b::/96", "--allow", NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(allowlist_check_host_ranges(&l, false, &err), -EINVAL);
+        ck_assert(strstr(aisb_error_message(err), "NAT64"));
+        aisb_error_free(err);
+        allowlist_done(&l);
 }
 END_TEST
 
@@ -1495,6 +1524,7 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_sources);
         tcase_add_test(tc, test_pinned_host_ranges);
         tcase_add_test(tc, test_host_own_addresses);
+        tcase_add_test(tc, test_nat64);
         suite_add_tcase(s, tc);
         tc = tcase_create("outputs");
         tcase_add_test(tc, test_entrypoint_args);
