@@ -195,8 +195,10 @@ int command_log(int argc, char **argv)
         for (long i = n > lines ? n - lines : 0; ring && i < n; i++) {
                 char *l = ring[i % lines];
                 json_object *o = json ? NULL : json_tokener_parse(l);
-                if (json || !o) {
-                        fputs(l, stdout);
+                if (json) {
+                        fputs(l, stdout); /* JSON: control characters are escaped in it already */
+                } else if (!o) {
+                        cli_put_lines(stdout, l);
                 } else {
                         json_object *v, *egress;
                         time_t t = json_object_object_get_ex(o, "time", &v) ? (time_t) json_object_get_int64(v) : 0;
@@ -215,9 +217,10 @@ int command_log(int argc, char **argv)
                         json_object_object_get_ex(o, "net", &net);
                         json_object_object_get_ex(o, "project", &project);
                         json_object_object_get_ex(o, "policy", &policy);
-                        printf("%s exit=%d net=%s egress=%s policy=%s %s\n", when,
-                               json_object_get_int(exit_code), json_object_get_string(net), egress_text,
-                               json_object_get_string(policy), json_object_get_string(project));
+                        printf("%s exit=%d net=%s egress=%s policy=%s ", when, json_object_get_int(exit_code),
+                               json_object_get_string(net), egress_text, json_object_get_string(policy));
+                        cli_put(stdout, json_object_get_string(project));
+                        putchar('\n');
                 }
                 json_object_put(o);
                 free(l);

@@ -210,6 +210,22 @@ void cli_put(FILE *out, const char *s)
         }
 }
 
+void cli_put_lines(FILE *out, const char *text)
+{
+        for (const char *line = text ? text : ""; *line;) {
+                const char *end = strchr(line, '\n');
+                size_t n = end ? (size_t) (end - line) : strlen(line);
+                char *copy = strndup(line, n);
+                if (!copy)
+                        return;
+                cli_put(out, copy);
+                free(copy);
+                if (end)
+                        putc('\n', out);
+                line += n + (end ? 1 : 0);
+        }
+}
+
 int cli_fail(aisb_error *err, int code)
 {
         fputs("aisb: ", stderr);

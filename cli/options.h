@@ -72,4 +72,6 @@ void cli_log(aisb_log_level level, const char *message, void *userdata);
  * library says can carry names from places the agent writes (a file name in .ai-sandbox, a
  * host name it asked the gate for), and none of it may reach the terminal as a control. */
 void cli_put(FILE *out, const char *s);
+/* The same for a text of lines: its newlines stay. */
+void cli_put_lines(FILE *out, const char *text);
 bool cli_color(int fd);

@@ -48,7 +48,7 @@ static void end_build_display(build_display *d)
 
 static void on_request(const char *text, void *userdata)
 {
-        fputs(text, stdout);
+        cli_put_lines(stdout, text);
         fputc('\n', stdout);
 }
 
@@ -175,7 +175,8 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                         code = cli_fail(err, EXIT_AISB_FAILED);
                         goto out;
                 }
-                fputs(text, stdout);
+                /* The project's path and its allowlist's origins are in it. */
+                cli_put_lines(stdout, text);
                 free(text);
                 goto out;
         }

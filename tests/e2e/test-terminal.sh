@@ -115,6 +115,20 @@ expect_absent "message: the pane title stays" pwned "$(tmux -L "$name" display -
 expect_absent "message: no clipboard write" "pwned" "$(tmux -L "$name" list-buffers -F '#{buffer_sample}' 2>/dev/null)"
 tmux -L "$name" kill-server
 
+# The project's own path, chosen by whoever named the directory (a repository, the agent):
+# printed by aisb log, inspect and --print-policy, never as control strings.
+weird="$E2E_TMP/$(printf 'dir\033]2;pwned-by-path\007')"
+mkdir -p "$weird"
+(cd "$weird" && "$AISB" run -- true >/dev/null 2>&1) || fail "a run in a project with controls in its name"
+name=paths; servers+=("$name")
+tmux -L "$name" -f "$E2E_TMP/tmux.conf" new-session -d -s attack -n start -x 100 -y 30 \
+  "cd '$weird' && export AISB_ENTRYPOINT='$AISB_ENTRYPOINT' XDG_CONFIG_HOME='$XDG_CONFIG_HOME'; '$AISB' log -n 1; '$AISB' inspect | head -3; '$AISB' run --print-policy | head -2; echo aisb-exit-\$?; sleep 60"
+for _ in $(seq 100); do tmux -L "$name" capture-pane -p -t attack | grep -q aisb-exit- && break; sleep 0.1; done
+expect_contains "paths: the project's path is shown, its controls as text" '\x1b]2;pwned-by-path\x07' \
+  "$(tmux -L "$name" capture-pane -p -t attack -S -50)"
+expect_absent "paths: the pane title stays" pwned "$(tmux -L "$name" display -p -t attack '#{pane_title}')"
+tmux -L "$name" kill-server
+
 # ---- the sandbox's terminal ----
 session=aisb-e2e-$$
 cat > "$E2E_TMP/project/tty.sh" <<'SH'
