@@ -21,6 +21,7 @@ void aisb_error_free(aisb_error *error)
         free(error);
 }
 
+__attribute__((format(printf, 1, 0)))
 static char *vformat(const char *fmt, va_list ap)
 {
         char *s = NULL;

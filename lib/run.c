@@ -166,7 +166,7 @@ static int filtered_piece(const void *data, size_t size, void *userdata)
 static int filtered_frame(int stream, const void *data, size_t size, void *userdata)
 {
         filtered *t = userdata;
-        if (!(t->io->filter_streams & stream))
+        if (!(t->io->filter_streams & (unsigned) stream))
                 return t->batch ? batch_add(stream, data, size, t->batch)
                                 : deliver(t->io, stream, data, size);
         t->stream = stream;

@@ -126,7 +126,7 @@ int main(int argc, char **argv)
                         size_t at = n ? state % n : 0;
                         switch ((state >> 32) % 4) {
                         case 0: buf[at] = (uint8_t) (state >> 40); break;
-                        case 1: buf[at] = "0123456789:/[].-\n="[(state >> 40) % 18]; break;
+                        case 1: buf[at] = (uint8_t) "0123456789:/[].-\n="[(state >> 40) % 18]; break;
                         case 2: if (n < sizeof(buf)) { memmove(buf + at + 1, buf + at, n - at); buf[at] = '9'; n++; } break;
                         case 3: n = at; break;
                         }

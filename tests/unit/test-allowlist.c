@@ -27,7 +27,7 @@ static void expect_refused(const char *text, const char *needle)
         aisb_error *err = NULL;
         int r = allowlist_add(&l, text, "--allow", &err);
         ck_assert_msg(r < 0, "'%s' was accepted as '%s'", text, l.n ? l.entries[0].host : "?");
-        ck_assert_int_eq(l.n, 0);
+        ck_assert_uint_eq(l.n, 0);
         ck_assert_ptr_nonnull(err);
         const char *m = aisb_error_message(err);
         ck_assert_msg(startswith(m, "--allow: '"), "'%s' lacks the origin", m);
@@ -99,7 +99,7 @@ START_TEST(test_valid)
                 int r = allowlist_add(&l, valid_entries[i].text, "--allow", &err);
                 ck_assert_msg(r == 0, "'%s' refused: %s", valid_entries[i].text,
                               aisb_error_message(err));
-                ck_assert_int_eq(l.n, 1);
+                ck_assert_uint_eq(l.n, 1);
                 const allow_entry *e = &l.entries[0];
                 ck_assert_int_eq(e->kind, valid_entries[i].kind);
                 ck_assert_str_eq(e->host, valid_entries[i].host);
@@ -595,7 +595,7 @@ static char *acl_values(const char *text, const char *name_and_type)
                 ck_assert_ptr_nonnull(nl);
                 if (startswith(p, prefix))
                         ck_assert_int_ge(buffer_printf(&b, "%s%.*s", b.size ? " " : "",
-                                                       (int) (nl - p - strlen(prefix)), p + strlen(prefix)), 0);
+                                                       (int) ((size_t) (nl - p) - strlen(prefix)), p + strlen(prefix)), 0);
                 p = nl + 1;
         }
         free(prefix);

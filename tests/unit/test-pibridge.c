@@ -856,7 +856,7 @@ START_TEST(test_models_many_secrets)
         for (int i = 0; i < N; i++) {
                 char name[32], secret[64];
                 snprintf(name, sizeof name, "p%d", i);
-                snprintf(secret, sizeof secret, "sk-%08x-secret-%d", (unsigned) (i * 2654435761u), i);
+                snprintf(secret, sizeof secret, "sk-%08x-secret-%d", (unsigned) i * 2654435761u, i);
                 json_object *p = json_object_new_object();
                 json_object_object_add(p, "baseUrl", json_object_new_string("https://x/v1"));
                 json_object_object_add(p, "apiKey", json_object_new_string(i % 10 ? secret : "!pass show key"));
