@@ -88,6 +88,17 @@ static int scan_file(skills_walk *w, int dir_fd, const char *name, const char *p
                         note(w, path, "larger than 1 MiB: not scanned");
                 return 0;
         }
+        if (w->read_max && w->read + (unsigned long long) seen->st_size > w->read_max) {
+                if (!w->read_out) {
+                        char why[128];
+                        snprintf(why, sizeof why, "%llu MiB read: this file and the rest are not scanned",
+                                 w->read_max / (1024 * 1024));
+                        note(w, path, why);
+                } else
+                        w->skipped++;
+                w->read_out = true;
+                return 0;
+        }
         _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0) {
@@ -108,6 +119,7 @@ static int scan_file(skills_walk *w, int dir_fd, const char *name, const char *p
                         note(w, path, r == -EFBIG ? "larger than 1 MiB: not scanned" : "cannot be read: not scanned");
                 return 0;
         }
+        w->read += size;
         if (memchr(text, 0, size < SKILLS_BINARY_PROBE ? size : SKILLS_BINARY_PROBE)) {
                 if (!quiet) /* inside .git, binary is the rule: not worth a word */
                         note(w, path, "binary: not scanned");
@@ -139,20 +151,32 @@ static int walk_dir(walk_state *s, int fd, unsigned depth, bool in_git)
                 note(w, s->path, "cannot be listed: not scanned");
                 return 0;
         }
-        /* Sorted: the same directory gives the same digest, and output in a stable order. */
+        /* Sorted: the same directory gives the same digest, and output in a stable order.
+         * Grown by doubling (strv_push counts the vector each time: quadratic in a big
+         * directory, and this runs before every run). */
         _cleanup_strv_free_ char **names = NULL;
-        size_t n = 0;
+        size_t n = 0, allocated = 0;
         int r = 0;
         for (struct dirent *e; (e = readdir(d));) {
                 if (streq(e->d_name, ".") || streq(e->d_name, ".."))
                         continue;
                 if (n >= SKILLS_WALK_MAX_ENTRIES)
                         break;
-                if (strv_push(&names, e->d_name) < 0) {
+                if (n + 1 >= allocated) {
+                        size_t want = allocated ? 2 * allocated : 64;
+                        char **grown = realloc(names, want * sizeof *grown);
+                        if (!grown) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        names = grown;
+                        allocated = want;
+                }
+                if (!(names[n] = strdup(e->d_name))) {
                         r = -ENOMEM;
                         break;
                 }
-                n++;
+                names[++n] = NULL;
         }
         closedir(d);
         if (r < 0)
@@ -437,7 +461,7 @@ int skills_check_cached(const char *dir, unsigned long *ret_findings, bool *ret_
                 return 0;
         }
         /* Changed: scan, and cache what this scan saw (its own digest). */
-        skills_walk scan = { .read_files = true };
+        skills_walk scan = { .read_files = true, .read_max = SKILLS_READ_MAX_RUN };
         r = walk_digest(root, &scan, &scanned);
         findings = scan.findings;
         skills_walk_done(&scan);
@@ -513,6 +537,7 @@ int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir, u
         lint l = { .ctx = ctx, .fn = fn, .userdata = userdata };
         skills_walk w = {
                 .read_files = true,
+                .read_max = SKILLS_READ_MAX_LINT,
                 .finding_fn = lint_file_finding,
                 .note_fn = lint_note,
                 .userdata = &l,

@@ -19,6 +19,10 @@
 #define SKILLS_WALK_MAX_DEPTH 16
 #define SKILLS_WALK_MAX_ENTRIES 20000
 #define SKILLS_FILE_MAX (1024 * 1024)
+/* Bytes of files one scan reads at most: skill-lint's, and a run's (which waits for it;
+ * 20 000 files of 1 MiB would be 20 GB). */
+#define SKILLS_READ_MAX_LINT (512ull * 1024 * 1024)
+#define SKILLS_READ_MAX_RUN (32ull * 1024 * 1024)
 /* A NUL in a file's first this many bytes makes it binary (git's own test). */
 #define SKILLS_BINARY_PROBE 8000
 /* What the history sandbox may print; beyond it, history is not read. */
@@ -34,9 +38,12 @@ typedef struct skills_walk {
         skills_note_fn note_fn;   /* something skipped, and why (NULL: not told) */
         void *userdata;
         digest *digest;           /* when set: each entry's path, type, size and mtime */
+        unsigned long long read_max; /* bytes of files to read at most (0: no bound) */
         /* Out. */
         unsigned long files, skipped, findings;
         bool stopped;             /* the walk hit SKILLS_WALK_MAX_ENTRIES */
+        unsigned long long read;  /* bytes of files read */
+        bool read_out;            /* read_max was reached: later files were not read */
         char **repos;             /* directories holding .git, relative ("." for the root) */
 } skills_walk;
 void skills_walk_done(skills_walk *w);

@@ -533,16 +533,22 @@ static void walk_note(const char *path, const char *why, void *userdata)
         take_note(path, why, &res->notes);
 }
 
-static void walk(walk_result *res)
+static void walk_bounded(walk_result *res, unsigned long long read_max)
 {
         *res = (walk_result) {};
         res->w = (skills_walk) {
                 .read_files = true, .finding_fn = walk_collect, .note_fn = walk_note, .userdata = res,
+                .read_max = read_max,
         };
         int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(skills_walk_run(fd, &res->w), 0);
         close(fd);
+}
+
+static void walk(walk_result *res)
+{
+        walk_bounded(res, 0);
 }
 
 /* A link out of the tree is not followed (its target holds a token) and is said to be
@@ -653,6 +659,25 @@ START_TEST(test_walk_depth)
 }
 END_TEST
 
+/* The bytes one scan reads are bounded too: past them, files are listed, not read. */
+START_TEST(test_walk_read_bound)
+{
+        put_text("a.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        put_text("b.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        put_text("c.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        walk_result res;
+        walk_bounded(&res, 60);
+        ck_assert_uint_eq(res.fs.n, 1);
+        ck_assert_str_eq(res.fs.items[0].path, "a.env");
+        ck_assert_msg(strstr(res.notes.text, "b.env: 0 MiB read: this file and the rest are not scanned"), "%s",
+                      res.notes.text);
+        ck_assert_msg(!strstr(res.notes.text, "c.env"), "%s", res.notes.text);
+        ck_assert_uint_eq(res.w.files, 1);
+        ck_assert_uint_eq(res.w.skipped, 2);
+        skills_walk_done(&res.w);
+}
+END_TEST
+
 /* ---- the run's cache, and the agents directory a run mounts ---- */
 
 START_TEST(test_cache)
@@ -745,6 +770,7 @@ static Suite *skilllint_suite(void)
         tcase_add_test(host, test_walk_huge_binary_fifo);
         tcase_add_test(host, test_walk_git);
         tcase_add_test(host, test_walk_depth);
+        tcase_add_test(host, test_walk_read_bound);
         tcase_add_test(host, test_cache);
         tcase_add_test(host, test_agents_dir);
         suite_add_tcase(s, host);
