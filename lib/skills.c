@@ -296,8 +296,8 @@ static int capture_bounded(int stream, const void *data, size_t size, void *user
 }
 
 int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
-                   skilllint_fn fn, void *userdata, unsigned long *ret_commits, bool *ret_truncated,
-                   aisb_error **err)
+                   skilllint_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
+                   bool *ret_truncated, aisb_error **err)
 {
         _cleanup_strv_free_ char **command = NULL;
         char limit[32];
@@ -349,11 +349,20 @@ int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *c
                 buffer_free(&out.b);
                 return r;
         }
+        /* Header lines only ever start a line: content lines start with + - or space. */
         unsigned long commits = 0;
+        size_t n_repos = strv_length((const char *const *) repos);
         const char *text = out.b.data ? out.b.data : "";
         for (const char *l = text; l && *l;) {
+                unsigned long long failed;
                 if (startswith(l, "commit "))
                         commits++;
+                else if (startswith(l, "aisb-repo-failed ") && note_fn &&
+                         sscanf(l + 17, "%llu", &failed) == 1 && failed < n_repos)
+                        note_fn(repos[failed],
+                                "git could not read its history (a .git pointing outside the directory, "
+                                "or a broken repository)",
+                                userdata);
                 l = strchr(l, '\n');
                 l = l ? l + 1 : NULL;
         }
@@ -559,7 +568,8 @@ int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir, u
                 unsigned long commits = 0;
                 bool truncated = false;
                 aisb_error *e = NULL;
-                r = skills_history(ctx, policy, dir, w.repos, lint_history_finding, &l, &commits, &truncated, &e);
+                r = skills_history(ctx, policy, dir, w.repos, lint_history_finding, lint_note, &l, &commits,
+                                   &truncated, &e);
                 if (r < 0) {
                         aisb_log(ctx, AISB_LOG_WARNING, "history not scanned: %s", aisb_error_message(e));
                         snprintf(history, sizeof history, "not scanned");

@@ -56,12 +56,12 @@ int skills_walk_run(int root_fd, skills_walk *w);
  * Read each repository's history (repos relative to dir) with git inside a sandbox of the
  * policy's image: no network, dir mounted read-only, a throwaway home, stopped after
  * SKILLS_HISTORY_TIMEOUT_S; its output bounded by SKILLS_HISTORY_MAX. Findings come with
- * repo (an index into repos), commit and path (in the repository). *ret_truncated when the
- * output reached the bound. -ENOENT when the image is not built (this builds nothing).
+ * repo (an index into repos), commit and path (in the repository); note_fn hears of each
+ * repository git could not read. *ret_truncated when the output reached the bound. -ENOENT when the image is not built (this builds nothing).
  */
 int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
-                   skilllint_fn fn, void *userdata, unsigned long *ret_commits, bool *ret_truncated,
-                   aisb_error **err);
+                   skilllint_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
+                   bool *ret_truncated, aisb_error **err);
 
 /* The number of findings in dir's files (never its history): from the cache under the state
  * directory when the walk's digest (names, sizes, mtimes) has not changed since, otherwise by

@@ -44,10 +44,16 @@ clean=$E2E_TMP/clean-agents
 mkdir -p "$clean/skills/hello"
 printf '# Hello\n\nSay hello. Set OPENAI_API_KEY=sk-... first (your-api-key).\n' > "$clean/skills/hello/SKILL.md"
 (cd "$clean" && git_as_user init -q . && git_as_user add -A && git_as_user commit -q -m one)
+# A nested repository whose .git leads out of the directory: git in the sandbox cannot read it.
+mkdir -p "$clean/skills/linked-repo"
+echo "gitdir: $E2E_TMP/elsewhere.git" > "$clean/skills/linked-repo/.git"
 lint "$clean"
 expect_eq "a clean directory exits 0" 0 "$rc"
 expect_contains "its summary says what was read" "0 findings in $clean: " "$out"
-expect_contains "its history was read in a sandbox" "history: 1 commit of 1 repository" "$out"
+expect_contains "its history was read in a sandbox" "history: 1 commit of 2 repositories" "$out"
+expect_eq "a repository git cannot read is said in one line" \
+  "aisb: warning: skills/linked-repo: git could not read its history (a .git pointing outside the directory, or a broken repository)" \
+  "$err"
 
 # ---- planted secrets: in a file, and in a history that deleted them ----
 agents=$E2E_TMP/agents
