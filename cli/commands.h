@@ -10,4 +10,5 @@ int command_clean(int argc, char **argv);
 int command_log(int argc, char **argv);
 int command_inspect(int argc, char **argv);
 int command_doctor(int argc, char **argv);
+int command_skill_lint(int argc, char **argv);
 int command_alias(int argc, char **argv);

@@ -24,6 +24,7 @@ static const command commands[] = {
         { "log", command_log, "the session log: one record per run" },
         { "inspect", command_inspect, "what a run would be: policy, mounts, allowlist, bridge" },
         { "doctor", command_doctor, "check this host, with the fix for each problem" },
+        { "skill-lint", command_skill_lint, "credentials in ~/.agents, which every sandbox reads" },
         { "alias", command_alias, "print (or --install) alias pi='aisb run'" },
         {},
 };
@@ -32,9 +33,9 @@ static void usage(FILE *out)
 {
         fprintf(out, "Usage: aisb COMMAND [OPTIONS]\n\nCommands:\n");
         for (const command *c = commands; c->name; c++)
-                fprintf(out, "  %-10s %s\n", c->name, c->help);
-        fprintf(out, "\n  --help     this text; aisb COMMAND --help for a command's options\n"
-                     "  --version  print the version\n");
+                fprintf(out, "  %-11s %s\n", c->name, c->help);
+        fprintf(out, "\n  --help      this text; aisb COMMAND --help for a command's options\n"
+                     "  --version   print the version\n");
 }
 
 /* aisb holds secrets: --env values, the create request that carries them. Another process of

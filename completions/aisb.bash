@@ -46,7 +46,7 @@ _aisb()
     local cur prev words cword split
     _init_completion -s -n := || return
 
-    local commands='run build gate doctor ps clean inspect log alias'
+    local commands='run build gate doctor skill-lint ps clean inspect log alias'
     local command='' verb='' i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -97,6 +97,13 @@ _aisb()
             options="--json -n $_aisb_run_options"
             ;;
         doctor) options='--deep --json --help' ;;
+        skill-lint)
+            if [[ $cur != -* ]]; then
+                _filedir -d
+                return
+            fi
+            options='--json --no-history --agents-dir --no-agents --config --socket --help'
+            ;;
         ps) options='--json --help' ;;
         clean) options='--all --volumes --volumes= --dry-run --help' ;;
         inspect) options='--help' ;;

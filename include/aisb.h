@@ -270,6 +270,34 @@ AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, int deep,
  * bridged into the harness. */
 AISB_PUBLIC int aisb_policy_inspect(const aisb_policy *policy, char **ret_text, aisb_error **err);
 
+/* The directory a run of this policy mounts read-only at /home/sandbox/.agents: the
+ * "agents-dir" key's, or ~/.agents. -ENOENT, saying why, when a run mounts none ("no-agents",
+ * or the directory does not exist). */
+AISB_PUBLIC int aisb_policy_agents_dir(const aisb_policy *policy, char **ret_dir, aisb_error **err);
+
+/* ---- aisb skill-lint: credentials in what every sandbox can read ---- */
+
+enum {
+        AISB_SKILL_LINT_NO_HISTORY = 1 << 0, /* the files only: no sandbox for git's history */
+};
+/* One finding: commit (NULL for a file as it is now), path relative to the directory, line,
+ * kind ("github-token", "private-key", "high-entropy", ...) and the value masked (its first
+ * characters at most, and its length). The value itself is never passed on. */
+typedef void (*aisb_skill_lint_fn)(const char *commit, const char *path, unsigned long line,
+                                   const char *kind, const char *masked, void *userdata);
+/*
+ * Look for credentials in dir: its files (read without following links, regular files only,
+ * bounded; what is skipped is said through the log callback as a warning), and the history
+ * reachable from the refs of each git repository in it, read by git inside a sandbox of the
+ * policy's image (no network, dir read-only; never git on the host, which would run what a
+ * repository's configuration names). When the image is not built, the history is not
+ * scanned, and a warning says so. Returns the number of findings; *ret_summary (may be
+ * NULL) is one line saying what was read.
+ */
+AISB_PUBLIC int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir,
+                                unsigned flags, aisb_skill_lint_fn fn, void *userdata,
+                                char **ret_summary, aisb_error **err);
+
 AISB_PUBLIC const char *aisb_version(void);
 
 #ifdef __cplusplus

@@ -348,6 +348,9 @@ typedef struct harness_bridge {
         char *agents_dir; /* mounted read-only at ~/.agents, or NULL */
 } harness_bridge;
 bool harness_bridge_applies(const aisb_policy *p);
+/* The directory a run mounts at ~/.agents (aisb_policy_agents_dir): NULL in *ret for none,
+ * with why in why (may be NULL). -ENOMEM. */
+int harness_agents_dir(const aisb_policy *p, char **ret, const char **why);
 struct run_dir;
 int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, struct run_dir *rd,
                            harness_bridge *ret, aisb_error **err);
@@ -366,6 +369,12 @@ typedef struct run_mounts {
 /* patched: the fields --unsafe-create-patch changed (names only), or NULL. */
 int session_log_append(const aisb_policy *p, const char *image, int exit_code, const char *const *patched,
                        const egress_summary *egress);
+
+/* ---- doctor.c ---- */
+/* Run q's command in a sandbox of aisb's own (doctor, skill-lint), stdin closed, its output
+ * to fn, for at most timeout_s seconds (then -ETIMEDOUT, the sandbox removed). */
+int doctor_run_captured(aisb_ctx *ctx, const aisb_policy *q, long timeout_s, aisb_output_fn fn,
+                        void *userdata, int *ret_code, aisb_error **err);
 
 /* ---- entrypoint.c ---- */
 #define AISB_ENTRYPOINT_IN_IMAGE "/usr/local/libexec/aisb/aisb-entrypoint"

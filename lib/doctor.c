@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 
 #include "aisb-private.h"
 #include "project.h"
+#include "skills.h"
 
 typedef struct doctor {
         aisb_doctor_fn fn;
@@ -121,7 +123,6 @@ static int capture(int stream, const void *data, size_t size, void *userdata)
         return stream == AISB_STREAM_STDOUT ? buffer_append(userdata, data, size) : 0;
 }
 
-/* Run q's command in a sandbox, its stdout gathered in out, stdin closed. */
 /* A doctor's sandbox runs a bounded time: what the project configures (git's fsmonitor, a
  * hook) may wait forever. The timer's expiry stops the run like a ^C would. Seconds, from
  * $AISB_DOCTOR_TIMEOUT when that is a number from 1 to 3600. */
@@ -141,12 +142,10 @@ static int on_timer(int fd, unsigned short *rows, unsigned short *cols, void *us
                                                                                  : AISB_CONTROL_NONE;
 }
 
-/* Run q's command in a sandbox, its stdout gathered in out, stdin closed, for at most
- * doctor_timeout() seconds (then -ETIMEDOUT). */
-static int run_captured(aisb_ctx *ctx, const aisb_policy *q, buffer *out, int *ret_code, aisb_error **err)
+int doctor_run_captured(aisb_ctx *ctx, const aisb_policy *q, long timeout, aisb_output_fn fn,
+                        void *userdata, int *ret_code, aisb_error **err)
 {
         _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        long timeout = doctor_timeout();
         struct itimerspec when = { .it_value = { .tv_sec = timeout } };
         if (timer < 0 || timerfd_settime(timer, 0, &when, NULL) < 0)
                 return aisb_error_set(err, -errno, "timerfd: %s", strerror(errno));
@@ -155,7 +154,7 @@ static int run_captured(aisb_ctx *ctx, const aisb_policy *q, buffer *out, int *r
         if (r < 0)
                 return r;
         aisb_io_set_stdin(io, -1);
-        aisb_io_set_output_fn(io, capture, out);
+        aisb_io_set_output_fn(io, fn, userdata);
         aisb_io_set_control(io, timer, on_timer, NULL);
         r = aisb_run(ctx, q, io, ret_code, err);
         aisb_io_free(io);
@@ -279,7 +278,7 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
                 }
         }
         int code = -1;
-        r = run_captured(ctx, q, &out, &code, &e);
+        r = doctor_run_captured(ctx, q, doctor_timeout(), capture, &out, &code, &e);
         if (r < 0)
                 report(d, "project", AISB_CHECK_WARN, aisb_error_message(e), "see the checks above");
         else if (code == 128)
@@ -363,7 +362,7 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
                 r = aisb_policy_set_command(p, cmd, &e);
         int code = -1;
         if (r >= 0)
-                r = run_captured(ctx, p, &out, &code, &e);
+                r = doctor_run_captured(ctx, p, doctor_timeout(), capture, &out, &code, &e);
         if (r < 0)
                 report(d, "sandbox", AISB_CHECK_FAIL, aisb_error_message(e), "see the checks above");
         else if (code == 77)
@@ -389,6 +388,34 @@ out:
         if (s.fd >= 0)
                 close(s.fd);
         buffer_free(&out);
+}
+
+/* What every sandbox can read in the agents directory: the files' result, cached by runs
+ * (rescanned here when the directory changed since). */
+static void check_skills(doctor *d, const aisb_policy *p)
+{
+        _cleanup_free_ char *dir = NULL;
+        const char *why = NULL;
+        unsigned long findings = 0;
+        bool changed = false;
+        aisb_error *e = NULL;
+        char detail[PATH_MAX + 160];
+        if (harness_agents_dir(p, &dir, &why) < 0 || !dir) {
+                snprintf(detail, sizeof detail, "no agents directory is mounted (%s)", why ? why : "out of memory");
+                report(d, "skills", AISB_CHECK_OK, detail, NULL);
+        } else if (skills_check_cached(dir, &findings, &changed, &e) < 0) {
+                report(d, "skills", AISB_CHECK_WARN, aisb_error_message(e), "run \"aisb skill-lint\"");
+                aisb_error_free(e);
+        } else if (findings == 0) {
+                snprintf(detail, sizeof detail, "%s: no credential found in its files", dir);
+                report(d, "skills", AISB_CHECK_OK, detail, NULL);
+        } else {
+                snprintf(detail, sizeof detail,
+                         "%s, mounted read-only in every sandbox, holds %lu possible credential%s in its files",
+                         dir, findings, findings == 1 ? "" : "s");
+                report(d, "skills", AISB_CHECK_WARN, detail,
+                       "run \"aisb skill-lint\" to see them and take them out (--no-agents mounts none)");
+        }
 }
 
 int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn, void *userdata,
@@ -420,6 +447,7 @@ int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn
                 return aisb_error_set(err, -EIO, "GET /libpod/info gave no answer");
         check_host(&d, info);
         check_network(ctx, &d, p, info);
+        check_skills(&d, p);
         if (deep && d.failures == 0)
                 check_deep(ctx, &d, p);
         /* After --deep, whose run builds the image this check needs. */

@@ -16,6 +16,7 @@
 #include "aisb-private.h"
 #include "pibridge.h"
 #include "project.h"
+#include "skills.h"
 
 #define PI_AGENT_DIR ".pi/agent"
 
@@ -211,23 +212,62 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         return write_json_at(sandbox_dir, "models.json", rewritten, err);
 }
 
+int harness_agents_dir(const aisb_policy *p, char **ret, const char **why)
+{
+        const char *reason = NULL;
+        _cleanup_free_ char *dir = NULL;
+        const char *home = getenv("HOME");
+        if (p->no_agents)
+                reason = "no-agents is set";
+        else if (p->agents_dir) {
+                if (!(dir = strdup(p->agents_dir)))
+                        return -ENOMEM;
+        } else if (!home || !*home)
+                reason = "HOME is not set";
+        else if (asprintf(&dir, "%s/.agents", home) < 0) {
+                dir = NULL;
+                return -ENOMEM;
+        }
+        struct stat st;
+        if (dir && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))) {
+                reason = "it does not exist";
+                free(dir);
+                dir = NULL;
+        }
+        if (why)
+                *why = reason;
+        *ret = steal_pointer(&dir);
+        return 0;
+}
+
+int aisb_policy_agents_dir(const aisb_policy *p, char **ret_dir, aisb_error **err)
+{
+        const char *why = NULL;
+        char *dir = NULL;
+        if (harness_agents_dir(p, &dir, &why) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        if (!dir) {
+                const char *home = getenv("HOME");
+                if (why && streq(why, "it does not exist"))
+                        return aisb_error_set(err, -ENOENT, "runs mount no agents directory: %s%s does not exist",
+                                              p->agents_dir ? p->agents_dir : home,
+                                              p->agents_dir ? "" : "/.agents");
+                return aisb_error_set(err, -ENOENT, "runs mount no agents directory: %s", why);
+        }
+        *ret_dir = dir;
+        return 0;
+}
+
 int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, harness_bridge *ret,
                            aisb_error **err)
 {
         harness_bridge b = {};
-        int r = 0;
-        if (!p->no_agents) {
-                const char *home = getenv("HOME");
-                if (p->agents_dir)
-                        b.agents_dir = strdup(p->agents_dir);
-                else if (home && asprintf(&b.agents_dir, "%s/.agents", home) < 0)
-                        b.agents_dir = NULL;
-                struct stat st;
-                if (b.agents_dir && (stat(b.agents_dir, &st) < 0 || !S_ISDIR(st.st_mode))) {
-                        free(b.agents_dir);
-                        b.agents_dir = NULL;
-                }
-        }
+        int r = harness_agents_dir(p, &b.agents_dir, NULL);
+        if (r < 0)
+                return aisb_error_set(err, r, "out of memory");
+        /* Every sandbox reads what it holds: said once each time it changes. */
+        if (!ctx->dry_run_fn)
+                skills_warn_if_changed(ctx, b.agents_dir);
         if (!harness_bridge_applies(p) || ctx->dry_run_fn) {
                 *ret = b;
                 return 0;
@@ -343,11 +383,8 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         r = buffer_printf(&b, "%s", policy);
         /* The agents directory is decided the same way a run decides it. */
         const char *home = getenv("HOME");
-        _cleanup_free_ char *agents = p->agents_dir ? strdup(p->agents_dir) : NULL;
-        if (!agents && home && asprintf(&agents, "%s/.agents", home) < 0)
-                agents = NULL;
-        struct stat st;
-        if (p->no_agents || !agents || stat(agents, &st) < 0 || !S_ISDIR(st.st_mode))
+        _cleanup_free_ char *agents = NULL;
+        if (harness_agents_dir(p, &agents, NULL) < 0 || !agents)
                 r |= buffer_printf(&b, "agents=none\n");
         else
                 r |= buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);

@@ -532,7 +532,7 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
              aisb_error **err)
 {
         /* Until the create request, a stop ends the run at once: nothing to remove yet. */
-        _cleanup_(stop_watch_end) aisb_ctx *watching = ctx;
+        _cleanup_(stop_watch_end) _unused_ aisb_ctx *watching = ctx;
         ctx->stop_io = io;
         ctx->stopping = false;
         /* First, before anything is built or started for a project that is not what it seems. */

@@ -524,7 +524,7 @@ START_TEST(test_squid_config)
                 "cache deny all",
                 "shutdown_lifetime 1 seconds",
                 "hosts_file /etc/aisb/hosts",
-                "logformat aisb " ALLOWLIST_SQUID_LOGFORMAT,
+                ("logformat aisb " ALLOWLIST_SQUID_LOGFORMAT),
                 "access_log stdio:/var/log/squid/access.log logformat=aisb",
                 "cache_log /var/log/squid/cache.log",
                 "via off",

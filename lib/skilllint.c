@@ -1,0 +1,1053 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The skills linter's scanner (skilllint.h): pure, no I/O, no allocation. Each line is
+ * looked at by the rules in order of how sure they are (a token format, then a value next
+ * to its name, then entropy); a span of the line claimed by one rule is not reported again
+ * by a later one, and the line's findings go out in column order.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "skilllint.h"
+
+#define SPANS_MAX 64
+/* Line numbers saturate here: hostile hunk headers cannot wrap them. */
+#define ULONG_MAX_SAFE (ULONG_MAX / 2)
+
+static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_alpha(char c) { return is_lower(c) || is_upper(c); }
+static bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+static bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+static char lower(char c) { return is_upper(c) ? (char) (c - 'A' + 'a') : c; }
+
+/* Character sets of token bodies. */
+enum charset {
+        SET_ALNUM,        /* [A-Za-z0-9] */
+        SET_UPPER_ALNUM,  /* [A-Z0-9] */
+        SET_URLSAFE,      /* [A-Za-z0-9_-] */
+        SET_WORD,         /* [A-Za-z0-9_] */
+        SET_SLACK,        /* [A-Za-z0-9-] */
+        SET_BASE64,       /* [A-Za-z0-9/+=] */
+        SET_BASE64_BODY,  /* [A-Za-z0-9/+]: base64 before its padding */
+        SET_ENTROPY,      /* [A-Za-z0-9+/_-], then '=' padding */
+};
+
+static bool in_set(enum charset set, char c)
+{
+        switch (set) {
+        case SET_ALNUM:
+                return is_alnum(c);
+        case SET_UPPER_ALNUM:
+                return is_upper(c) || is_digit(c);
+        case SET_URLSAFE:
+                return is_alnum(c) || c == '_' || c == '-';
+        case SET_WORD:
+                return is_alnum(c) || c == '_';
+        case SET_SLACK:
+                return is_alnum(c) || c == '-';
+        case SET_BASE64:
+                return is_alnum(c) || c == '/' || c == '+' || c == '=';
+        case SET_BASE64_BODY:
+                return is_alnum(c) || c == '/' || c == '+';
+        case SET_ENTROPY:
+                return is_alnum(c) || c == '/' || c == '+' || c == '_' || c == '-';
+        }
+        return false;
+}
+
+static size_t run_of(enum charset set, const char *s, size_t n)
+{
+        size_t i = 0;
+        while (i < n && in_set(set, s[i]))
+                i++;
+        return i;
+}
+
+static bool contains_ci(const char *s, size_t n, const char *needle)
+{
+        size_t m = strlen(needle);
+        for (size_t i = 0; i + m <= n; i++) {
+                size_t k = 0;
+                while (k < m && lower(s[i + k]) == needle[k])
+                        k++;
+                if (k == m)
+                        return true;
+        }
+        return false;
+}
+
+static bool equals_ci(const char *s, size_t n, const char *word)
+{
+        size_t m = strlen(word);
+        if (m != n)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (lower(s[i]) != word[i])
+                        return false;
+        return true;
+}
+
+static bool starts_with(const char *s, size_t n, const char *prefix)
+{
+        size_t m = strlen(prefix);
+        return n >= m && memcmp(s, prefix, m) == 0;
+}
+
+double skilllint_entropy(const char *s, size_t size)
+{
+        if (size == 0)
+                return 0;
+        size_t counts[256] = { 0 };
+        for (size_t i = 0; i < size; i++)
+                counts[(unsigned char) s[i]]++;
+        double h = 0;
+        for (size_t c = 0; c < 256; c++)
+                if (counts[c]) {
+                        double p = (double) counts[c] / (double) size;
+                        h -= p * log2(p);
+                }
+        return h;
+}
+
+/* The share of characters in word-like runs ([A-Z]?[a-z]{3,}): identifiers and hyphenated
+ * names are mostly words, random tokens rarely (under 0.6 in 99% of 24-character ones). */
+static double word_fraction(const char *s, size_t n)
+{
+        size_t in_words = 0;
+        for (size_t i = 0; i < n;) {
+                size_t j = i + (is_upper(s[i]) ? 1 : 0);
+                size_t k = j;
+                while (k < n && is_lower(s[k]))
+                        k++;
+                if (k - j >= 3) {
+                        in_words += k - i;
+                        i = k;
+                } else
+                        i = k > i ? k : i + 1;
+        }
+        return n ? (double) in_words / (double) n : 0;
+}
+
+/* Whether a separated piece of a token is one word: "tests", "Meta", "TRUST", "get0",
+ * "x509", "2020". */
+static bool one_word(const char *s, size_t n)
+{
+        size_t i = 0;
+        if (i < n && is_upper(s[i]))
+                i++;
+        bool upper_run = i == 1 && i < n && is_upper(s[i]);
+        if (upper_run)
+                while (i < n && is_upper(s[i]))
+                        i++;
+        else if (i < n && is_lower(s[i]))
+                while (i < n && is_lower(s[i]))
+                        i++;
+        while (i < n && is_digit(s[i]))
+                i++;
+        return i == n;
+}
+
+/* The share of characters in pieces between separators (- _ / + .) that are words of 3 or
+ * more characters, and whether a piece is a long hex number: "mozilla/D-TRUST_Root_CA_1",
+ * "AISB_SRC/tests/e2e", "NODE_SEA_FUSE_fce680ab..." are names and paths. Random tokens
+ * have few separators, and their pieces are rarely words: the cut of 0.3 costs no random
+ * token of the corpus (docs/skill-lint.md). */
+static bool structured(const char *s, size_t n)
+{
+        size_t in_words = 0;
+        for (size_t i = 0; i < n;) {
+                size_t j = i;
+                while (j < n && !strchr("-_/+.", s[j]))
+                        j++;
+                size_t m = j - i;
+                bool hex = m >= 16;
+                for (size_t k = i; hex && k < j; k++)
+                        hex = is_hex(s[k]);
+                if (hex)
+                        return true;
+                if (m >= 3 && one_word(s + i, m))
+                        in_words += m;
+                i = j + 1;
+        }
+        return in_words * 10 >= n * 3;
+}
+
+/* What documentation puts where a secret would go. */
+static bool placeholder(const char *v, size_t n)
+{
+        static const char *const markers[] = {
+                "example", "sample", "placeholder", "changeme", "change_me", "change-me", "your",
+                "dummy", "fake", "redacted", "replace", "insert", "xxxx", "****", "...",
+                "\xe2\x80\xa6" /* … */, "<", ">", "{{", "}}", "${", "$(", "%(", "todo", "fixme",
+        };
+        static const char *const words[] = {
+                "password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "admin",
+                "root", "test", "testing", "user", "username", "pass", "null", "nil", "none",
+                "true", "false", "undefined", "string", "hunter2", "letmein", "default", "empty",
+                "required", "optional", "value", "foobar", "qwerty", "secret123", "password123",
+        };
+        if (n == 0)
+                return true;
+        for (size_t i = 0; i < sizeof markers / sizeof *markers; i++)
+                if (contains_ci(v, n, markers[i]))
+                        return true;
+        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+                if (equals_ci(v, n, words[i]))
+                        return true;
+        /* Few distinct characters ("aaaaaaaa", "abababab"), or mostly a counting sequence
+         * ("1234567890abcdef"). */
+        bool seen[256] = { false };
+        size_t distinct = 0, ascending = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!seen[(unsigned char) v[i]]) {
+                        seen[(unsigned char) v[i]] = true;
+                        distinct++;
+                }
+                if (i > 0 && (unsigned char) v[i] == (unsigned char) v[i - 1] + 1)
+                        ascending++;
+        }
+        if (distinct < (n >= 8 ? 4 : 3))
+                return true;
+        return n >= 8 && ascending * 2 >= n - 1;
+}
+
+/* Decode base64 (standard or URL-safe, padding optional) into out; the decoded size, or
+ * SIZE_MAX when s is not base64. */
+static size_t base64_decode(const char *s, size_t n, unsigned char *out, size_t out_size)
+{
+        uint32_t acc = 0;
+        unsigned bits = 0;
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                unsigned v;
+                if (is_upper(c))
+                        v = (unsigned) (c - 'A');
+                else if (is_lower(c))
+                        v = (unsigned) (c - 'a' + 26);
+                else if (is_digit(c))
+                        v = (unsigned) (c - '0' + 52);
+                else if (c == '+' || c == '-')
+                        v = 62;
+                else if (c == '/' || c == '_')
+                        v = 63;
+                else if (c == '=')
+                        break;
+                else
+                        return SIZE_MAX;
+                acc = (acc << 6) | v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        if (o < out_size)
+                                out[o++] = (unsigned char) (acc >> bits);
+                        acc &= (1u << bits) - 1;
+                }
+        }
+        return o;
+}
+
+/* Base64 of ordinary text ("SGVsbG8gd29ybGQ="): random-looking, but not a secret. */
+static bool base64_of_text(const char *s, size_t n)
+{
+        unsigned char out[SKILLLINT_ENTROPY_MAX];
+        size_t m = base64_decode(s, n, out, sizeof out);
+        if (m == SIZE_MAX || m < 12)
+                return false;
+        size_t printable = 0;
+        for (size_t i = 0; i < m; i++)
+                printable += (out[i] >= 0x20 && out[i] < 0x7f) || out[i] == '\n' || out[i] == '\t' ||
+                             out[i] == '\r';
+        return printable * 10 >= m * 9;
+}
+
+void skilllint_mask(const char *value, size_t size, char *buf, size_t buf_size)
+{
+        size_t shown = size >= 16 ? SKILLLINT_MASK_SHOWN : size / 4;
+        char head[SKILLLINT_MASK_SHOWN + 1];
+        for (size_t i = 0; i < shown; i++) {
+                unsigned char c = (unsigned char) value[i];
+                head[i] = c > 0x20 && c < 0x7f ? (char) c : '?';
+        }
+        head[shown] = 0;
+        snprintf(buf, buf_size, "%s\xe2\x80\xa6 (%zu chars)", head, size);
+}
+
+/* ---- one line ---- */
+
+typedef struct span {
+        size_t start, end;
+        const char *kind;
+} span;
+
+typedef struct scanner {
+        skilllint_fn fn;
+        void *userdata;
+        bool config;    /* key = value rules */
+        bool netrc;     /* "password VALUE" */
+        bool no_entropy; /* lock files: hashes by the hundred */
+        bool in_pem;    /* inside a -----BEGIN ... block: its body is key material, reported once */
+        /* History: where the finding is, passed on with each. */
+        unsigned repo;
+        const char *commit, *path;
+        /* The current line. */
+        const char *line;
+        size_t size;
+        span spans[SPANS_MAX];
+        size_t n_spans;
+} scanner;
+
+/* Take [start, end) of the line for kind; NULL: an example, taken so that no later rule
+ * reports it, and never emitted. False when a rule took part of it already. */
+static bool claim(scanner *s, size_t start, size_t end, const char *kind)
+{
+        if (end <= start || s->n_spans == SPANS_MAX)
+                return false;
+        for (size_t i = 0; i < s->n_spans; i++)
+                if (start < s->spans[i].end && s->spans[i].start < end)
+                        return false;
+        s->spans[s->n_spans++] = (span) { start, end, kind };
+        return true;
+}
+
+static bool claimed(const scanner *s, size_t at)
+{
+        for (size_t i = 0; i < s->n_spans; i++)
+                if (at >= s->spans[i].start && at < s->spans[i].end)
+                        return true;
+        return false;
+}
+
+/* A token may start at i: the character before it is not part of a word. */
+static bool token_start(const scanner *s, size_t i)
+{
+        return i == 0 || !is_alnum(s->line[i - 1]);
+}
+
+typedef struct prefix_rule {
+        const char *prefix;
+        const char *kind;
+        enum charset body;
+        size_t min, max; /* body length; max 0: no bound */
+        bool weak;       /* a prefix words can start with: the body must look random too */
+} prefix_rule;
+
+static const prefix_rule prefix_rules[] = {
+        { "sk-ant-", "anthropic-api-key", SET_URLSAFE, 32, 0, false },
+        { "sk-proj-", "openai-api-key", SET_URLSAFE, 20, 0, false },
+        { "sk-svcacct-", "openai-api-key", SET_URLSAFE, 20, 0, false },
+        { "sk-admin-", "openai-api-key", SET_URLSAFE, 20, 0, false },
+        { "sk-", "openai-api-key", SET_URLSAFE, 20, 0, true },
+        { "AIza", "google-api-key", SET_URLSAFE, 35, 35, false },
+        { "ghp_", "github-token", SET_ALNUM, 30, 0, false },
+        { "gho_", "github-token", SET_ALNUM, 30, 0, false },
+        { "ghs_", "github-token", SET_ALNUM, 30, 0, false },
+        { "ghu_", "github-token", SET_ALNUM, 30, 0, false },
+        { "ghr_", "github-token", SET_ALNUM, 30, 0, false },
+        { "github_pat_", "github-token", SET_WORD, 40, 0, false },
+        { "glpat-", "gitlab-token", SET_URLSAFE, 20, 0, false },
+        { "npm_", "npm-token", SET_ALNUM, 36, 36, false },
+        { "pypi-AgE", "pypi-token", SET_URLSAFE, 50, 0, false },
+        { "xoxb-", "slack-token", SET_SLACK, 10, 0, false },
+        { "xoxp-", "slack-token", SET_SLACK, 10, 0, false },
+        { "xoxa-", "slack-token", SET_SLACK, 10, 0, false },
+        { "xoxr-", "slack-token", SET_SLACK, 10, 0, false },
+        { "xoxs-", "slack-token", SET_SLACK, 10, 0, false },
+        { "xoxe-", "slack-token", SET_SLACK, 10, 0, false },
+        /* AWS access key ids: a four-letter type, then 16 of [A-Z0-9]. */
+        { "AKIA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "ASIA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "ABIA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "ACCA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "AGPA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "AIDA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "AROA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "AIPA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "ANPA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "ANVA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+        { "APKA", "aws-access-key-id", SET_UPPER_ALNUM, 16, 16, false },
+};
+
+static bool has_digit_and_letter(const char *v, size_t n)
+{
+        bool digit = false, letter = false;
+        for (size_t i = 0; i < n; i++) {
+                digit |= is_digit(v[i]);
+                letter |= is_alpha(v[i]);
+        }
+        return digit && letter;
+}
+
+static void rule_prefixes(scanner *s)
+{
+        const char *l = s->line;
+        for (size_t i = 0; i < s->size; i++) {
+                /* Every prefix starts with one of these. */
+                if (!l[i] || !strchr("sAgnpx", l[i]) || !token_start(s, i) || claimed(s, i))
+                        continue;
+                for (size_t r = 0; r < sizeof prefix_rules / sizeof *prefix_rules; r++) {
+                        const prefix_rule *p = &prefix_rules[r];
+                        size_t plen = strlen(p->prefix);
+                        if (!starts_with(l + i, s->size - i, p->prefix))
+                                continue;
+                        const char *body = l + i + plen;
+                        size_t n = run_of(p->body, body, s->size - i - plen);
+                        /* Exact-length formats must end there: AKIA... followed by more
+                         * letters is a word, not a key. */
+                        if (n < p->min || (p->max && n > p->max))
+                                break;
+                        /* An example is claimed too, so that no later rule reports it. */
+                        bool example = placeholder(body, n) ||
+                                       (p->weak && (!has_digit_and_letter(body, n) || word_fraction(body, n) >= 0.6));
+                        if (claim(s, i, i + plen + n, example ? NULL : p->kind))
+                                i += plen + n - 1;
+                        break;
+                }
+        }
+}
+
+/* The jwt.io example (and others like it): its claims name John Doe or count 1234567890. */
+static bool jwt_example(const char *payload, size_t n)
+{
+        unsigned char out[SKILLLINT_ENTROPY_MAX];
+        size_t m = base64_decode(payload, n, out, sizeof out);
+        if (m == SIZE_MAX)
+                return false;
+        return placeholder((const char *) out, m) || contains_ci((const char *) out, m, "john doe") ||
+               contains_ci((const char *) out, m, "1234567890");
+}
+
+static void rule_jwt(scanner *s)
+{
+        const char *l = s->line;
+        for (size_t i = 0; i + 3 < s->size; i++) {
+                if (!token_start(s, i) || !starts_with(l + i, s->size - i, "eyJ") || claimed(s, i))
+                        continue;
+                size_t a = run_of(SET_URLSAFE, l + i, s->size - i);
+                size_t at = i + a;
+                if (a < 10 || at >= s->size || l[at] != '.')
+                        continue;
+                size_t b = run_of(SET_URLSAFE, l + at + 1, s->size - at - 1);
+                if (b < 10 || !starts_with(l + at + 1, b, "eyJ"))
+                        continue;
+                size_t at2 = at + 1 + b;
+                if (at2 >= s->size || l[at2] != '.')
+                        continue;
+                size_t c = run_of(SET_URLSAFE, l + at2 + 1, s->size - at2 - 1);
+                if (c < 16)
+                        continue;
+                if (claim(s, i, at2 + 1 + c, jwt_example(l + at + 1, b) ? NULL : "jwt"))
+                        i = at2 + c;
+        }
+}
+
+/* -----BEGIN ... PRIVATE KEY----- (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK), unless
+ * the block's next line is a placeholder ("...", "<your key>"). Any PEM block's body is
+ * skipped by the entropy rule. */
+static void rule_pem(scanner *s, const char *next, size_t next_size, bool has_next)
+{
+        const char *l = s->line;
+        for (size_t i = 0; i + 11 < s->size; i++) {
+                if (!starts_with(l + i, s->size - i, "-----BEGIN "))
+                        continue;
+                size_t j = i + 11;
+                while (j < s->size && (is_upper(l[j]) || l[j] == ' ' || is_digit(l[j])))
+                        j++;
+                if (!starts_with(l + j, s->size - j, "-----"))
+                        continue;
+                s->in_pem = true;
+                const char *label = l + i + 11;
+                size_t label_size = j - i - 11;
+                if (!contains_ci(label, label_size, "private key"))
+                        continue;
+                if (has_next && (placeholder(next, next_size) || contains_ci(next, next_size, "-----end")))
+                        continue;
+                claim(s, i, j + 5, "private-key");
+                i = j + 4;
+        }
+        for (size_t i = 0; i + 9 <= s->size; i++)
+                if (starts_with(l + i, s->size - i, "-----END "))
+                        s->in_pem = false;
+}
+
+/* An AWS secret access key: 40 characters of base64 on a line that names one. */
+static void rule_aws_secret(scanner *s)
+{
+        const char *l = s->line;
+        bool named = contains_ci(l, s->size, "secret_access_key") || contains_ci(l, s->size, "secretaccesskey") ||
+                     contains_ci(l, s->size, "secret-access-key") ||
+                     (contains_ci(l, s->size, "aws") && contains_ci(l, s->size, "secret"));
+        if (!named)
+                return;
+        for (size_t i = 0; i < s->size; i++) {
+                if ((i > 0 && in_set(SET_BASE64_BODY, l[i - 1])) || !in_set(SET_BASE64_BODY, l[i]))
+                        continue;
+                size_t n = run_of(SET_BASE64_BODY, l + i, s->size - i);
+                if (n == 40 && has_digit_and_letter(l + i, n))
+                        claim(s, i, i + n, placeholder(l + i, n) ? NULL : "aws-secret-access-key");
+                i += n - 1;
+        }
+}
+
+static bool local_host(const char *h, size_t n)
+{
+        return starts_with(h, n, "localhost") || starts_with(h, n, "127.") || starts_with(h, n, "[::1]") ||
+               contains_ci(h, n, "example.") || starts_with(h, n, "0.0.0.0");
+}
+
+/* scheme://user:password@host, where the password is not an example. */
+static void rule_url_password(scanner *s)
+{
+        const char *l = s->line;
+        for (size_t i = 0; i + 3 <= s->size; i++) {
+                if (memcmp(l + i, "://", 3) != 0 || i == 0 || !is_alpha(l[i - 1]))
+                        continue;
+                size_t start = i + 3, end = start;
+                while (end < s->size && !is_space(l[end]) && !strchr("/?#\"'<>`\\", l[end]) && l[end] != 0)
+                        end++;
+                size_t at = end;
+                while (at > start && l[at - 1] != '@')
+                        at--;
+                if (at == start)
+                        continue;
+                size_t userinfo_end = at - 1; /* the '@' */
+                const char *colon = memchr(l + start, ':', userinfo_end - start);
+                if (!colon)
+                        continue;
+                size_t user_size = (size_t) (colon - (l + start));
+                size_t p = (size_t) (colon - l) + 1;
+                size_t n = userinfo_end - p;
+                if (n < SKILLLINT_VALUE_MIN || placeholder(l + p, n) || l[p] == '$' || l[p] == '%' ||
+                    (user_size == n && memcmp(l + start, l + p, n) == 0) || local_host(l + at, end - at))
+                        continue;
+                claim(s, p, p + n, "url-password");
+                i = end > i ? end - 1 : i;
+        }
+}
+
+static void rule_slack_webhook(scanner *s)
+{
+        static const char marker[] = "hooks.slack.com/services/";
+        const char *l = s->line;
+        for (size_t i = 0; i + sizeof marker - 1 <= s->size; i++) {
+                if (memcmp(l + i, marker, sizeof marker - 1) != 0)
+                        continue;
+                size_t at = i + sizeof marker - 1;
+                size_t n = 0;
+                while (at + n < s->size && (is_alnum(l[at + n]) || l[at + n] == '/'))
+                        n++;
+                if (n >= 30 && !placeholder(l + at, n))
+                        claim(s, at, at + n, "slack-webhook");
+        }
+}
+
+/* Whether a settings key names a secret: its last word is one (password, secret, token,
+ * apikey, ...), or "key" after api/access/secret/private/... "max_tokens", "token_url",
+ * "password_file" and "ssh_key" are not. */
+static bool secret_key_name(const char *k, size_t n)
+{
+        /* Split into words at _ . - and lower-to-upper case changes; keep the last two. */
+        const char *last = NULL, *prev = NULL;
+        size_t last_size = 0, prev_size = 0;
+        for (size_t i = 0; i < n;) {
+                while (i < n && !is_alnum(k[i]))
+                        i++;
+                if (i >= n)
+                        break;
+                size_t j = i + 1;
+                while (j < n && is_alnum(k[j]) && !(is_upper(k[j]) && is_lower(k[j - 1])))
+                        j++;
+                prev = last;
+                prev_size = last_size;
+                last = k + i;
+                last_size = j - i;
+                i = j;
+        }
+        if (!last)
+                return false;
+        /* npm's base64 user:password; a bare "auth" is mostly a method's name. */
+        if (n == 5 && memcmp(k, "_auth", 5) == 0)
+                return true;
+        static const char *const secret_words[] = {
+                "password", "passwd", "pass", "pwd", "passphrase", "secret", "token", "apikey",
+                "authtoken", "accesstoken", "privatekey", "secretkey", "credential",
+        };
+        for (size_t i = 0; i < sizeof secret_words / sizeof *secret_words; i++)
+                if (equals_ci(last, last_size, secret_words[i]))
+                        return true;
+        static const char *const key_owners[] = {
+                "api", "access", "secret", "private", "auth", "client", "signing", "encryption",
+                "master", "account", "app", "license",
+        };
+        if (equals_ci(last, last_size, "key") && prev)
+                for (size_t i = 0; i < sizeof key_owners / sizeof *key_owners; i++)
+                        if (equals_ci(prev, prev_size, key_owners[i]))
+                                return true;
+        return false;
+}
+
+/* A value that names where the secret is, not the secret: a variable, a template, a call. */
+static bool reference(const char *v, size_t n)
+{
+        static const char *const leads = "$%{[(&*!<@~/";
+        if (strchr(leads, v[0]))
+                return true;
+        static const char *const prefixes[] = {
+                "process.env", "os.environ", "os.getenv", "env.", "secrets.", "vault:", "op://",
+                "keyring:", "file:", "./", "../", "env:",
+        };
+        for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+                if (n >= strlen(prefixes[i]) && contains_ci(v, strlen(prefixes[i]), prefixes[i]))
+                        return true;
+        /* Interpolated: "$HOME/x", "pre-${X}", "value-$RANDOM". */
+        return memchr(v, '(', n) || memchr(v, '[', n) || memchr(v, '$', n);
+}
+
+static bool all_digits(const char *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!is_digit(v[i]) && v[i] != '.')
+                        return false;
+        return true;
+}
+
+/* The value after a separator at l[at]: quoted (to the closing quote) or bare (to a space, a
+ * comment or a comma). */
+static void assignment_value(scanner *s, size_t at)
+{
+        const char *l = s->line;
+        while (at < s->size && is_space(l[at]))
+                at++;
+        if (at >= s->size)
+                return;
+        size_t start, end;
+        if (l[at] == '"' || l[at] == '\'' || l[at] == '`') {
+                char quote = l[at];
+                start = at + 1;
+                end = start;
+                while (end < s->size && l[end] != quote)
+                        end++;
+                if (end >= s->size)
+                        return;
+        } else {
+                start = at;
+                end = start;
+                while (end < s->size && !is_space(l[end]) && l[end] != ',' && l[end] != ';' &&
+                       !(l[end] == '#' && end > start && is_space(l[end - 1])))
+                        end++;
+        }
+        size_t n = end - start;
+        if (n < SKILLLINT_VALUE_MIN || placeholder(l + start, n) || reference(l + start, n) ||
+            all_digits(l + start, n))
+                return;
+        claim(s, start, end, "assigned-secret");
+}
+
+/* key = value, key: value, "key": "value", export KEY=value, in config-like files; and
+ * netrc's "password VALUE". */
+static void rule_assignment(scanner *s)
+{
+        const char *l = s->line;
+        for (size_t i = 0; i < s->size; i++) {
+                bool separator = l[i] == '=' || l[i] == ':';
+                if (!separator)
+                        continue;
+                /* "==", "!=", "<=", ":=" and "::" are code, and a URL's "://" is not a key. */
+                if ((i + 1 < s->size && (l[i + 1] == '=' || l[i + 1] == '/' || l[i + 1] == ':')) ||
+                    (i > 0 && strchr("=!<>:", l[i - 1])))
+                        continue;
+                size_t k = i;
+                while (k > 0 && is_space(l[k - 1]))
+                        k--;
+                if (k > 0 && (l[k - 1] == '"' || l[k - 1] == '\''))
+                        k--;
+                size_t key_end = k;
+                while (k > 0 && (is_alnum(l[k - 1]) || l[k - 1] == '_' || l[k - 1] == '-' || l[k - 1] == '.'))
+                        k--;
+                if (key_end == k || !secret_key_name(l + k, key_end - k))
+                        continue;
+                assignment_value(s, i + 1);
+        }
+        if (!s->netrc)
+                return;
+        for (size_t i = 0; i + 8 < s->size; i++)
+                if (token_start(s, i) && starts_with(l + i, s->size - i, "password") && is_space(l[i + 8]))
+                        assignment_value(s, i + 8);
+}
+
+/* Base64 that is public by its kind: an SSH public key, a DER public key or certificate. */
+static bool public_material(const char *t, size_t n)
+{
+        static const char *const prefixes[] = {
+                "AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh", /* ssh-rsa, ssh-ed25519, ecdsa */
+                "MFkwEwYHKoZIzj0CAQ", "MHYwEAYHKoZIzj0CAQ",   /* EC public keys */
+                "MIIBIjANBgkqhkiG9w0BAQEFAAOC", "MIICIjANBgkqhkiG9w0BAQEFAAOC", /* RSA public keys */
+                "MCowBQYDK2Vw",                                /* Ed25519 public key */
+        };
+        for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+                if (starts_with(t, n, prefixes[i]))
+                        return true;
+        /* A certificate: SEQUENCE { SEQUENCE ... } is "MII?" "??" "CCA". */
+        return n > 9 && starts_with(t, n, "MII") && memcmp(t + 6, "CCA", 3) == 0;
+}
+
+/* A digest named just before the token: "sha256=...", "sha512:...", "md5=...", "h1:...". */
+static bool digest_named(const char *l, size_t start)
+{
+        size_t from = start > 8 ? start - 8 : 0;
+        return contains_ci(l + from, start - from, "sha1") || contains_ci(l + from, start - from, "sha2") ||
+               contains_ci(l + from, start - from, "sha3") || contains_ci(l + from, start - from, "sha5") ||
+               contains_ci(l + from, start - from, "md5") || contains_ci(l + from, start - from, "h1:") ||
+               contains_ci(l + from, start - from, "base64,");
+}
+
+/* Whether the token at l[start, end) stands where a value does: alone on its line, after
+ * = or :, in quotes, after "Bearer", "key", "token" (and the like) or an --option. An identifier in code
+ * (after a dot, in a call's arguments, after #define) does not. */
+static bool value_position(const char *l, size_t size, size_t start, size_t end)
+{
+        size_t b = start;
+        while (b > 0 && is_space(l[b - 1]))
+                b--;
+        size_t a = end;
+        while (a < size && is_space(l[a]))
+                a++;
+        if (b == 0)
+                return true;
+        char before = l[b - 1];
+        if (strchr("=:\"'`>", before) || (a < size && strchr("\"'`", l[a])))
+                return true;
+        if (b == start) /* no space before: part of a larger expression */
+                return false;
+        size_t w = b;
+        while (w > 0 && !is_space(l[w - 1]))
+                w--;
+        const char *word = l + w;
+        size_t word_size = b - w;
+        static const char *const words[] = { "bearer", "basic", "token", "key", "secret", "password" };
+        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+                if (equals_ci(word, word_size, words[i]))
+                        return true;
+        return word_size > 2 && word[0] == '-' && word[1] == '-';
+}
+
+/* A random-looking token (skilllint.h has the numbers). Hex is never one: git ids, sha256
+ * sums and UUIDs are hex. */
+static void rule_entropy(scanner *s)
+{
+        const char *l = s->line;
+        for (size_t i = 0; i < s->size;) {
+                if (!in_set(SET_ENTROPY, l[i])) {
+                        i++;
+                        continue;
+                }
+                size_t run = run_of(SET_ENTROPY, l + i, s->size - i);
+                size_t run_start = i, start = i, end = i + run;
+                for (size_t pad = 0; pad < 2 && end < s->size && l[end] == '='; pad++)
+                        end++;
+                i = end;
+                /* Separators at the ends are not part of it ("--flag", "/path/"). */
+                while (start < end && strchr("-_/+", l[start]))
+                        start++;
+                while (end > start && strchr("-_/+", l[end - 1]))
+                        end--;
+                size_t n = end - start;
+                const char *t = l + start;
+                if (n < SKILLLINT_ENTROPY_MIN || n > SKILLLINT_ENTROPY_MAX || claimed(s, start) ||
+                    !value_position(l, s->size, run_start, end))
+                        continue;
+                bool upper = false, low = false, digit = false, hex = true;
+                for (size_t k = 0; k < n; k++) {
+                        upper |= is_upper(t[k]);
+                        low |= is_lower(t[k]);
+                        digit |= is_digit(t[k]);
+                        hex &= is_hex(t[k]) || t[k] == '-';
+                }
+                if (hex || !upper || !low || !digit)
+                        continue;
+                /* Digests in their usual dress: "sha512-..." (npm, nix), "sha256=..." (pip),
+                 * "h1:..." (go.sum); and "data:...;base64,...". */
+                if (starts_with(t, n, "sha1-") || starts_with(t, n, "sha256-") || starts_with(t, n, "sha384-") ||
+                    starts_with(t, n, "sha512-") || digest_named(l, start))
+                        continue;
+                /* A C++ symbol (_ZNSt7__cxx11...), in lists of them. */
+                if (starts_with(l + run_start, end - run_start, "_Z"))
+                        continue;
+                if (word_fraction(t, n) >= 0.6 || structured(t, n) || base64_of_text(t, n) ||
+                    placeholder(t, n) || public_material(t, n))
+                        continue;
+                if (skilllint_entropy(t, n) >= SKILLLINT_ENTROPY_BITS)
+                        claim(s, start, end, "high-entropy");
+        }
+}
+
+static int emit(scanner *s, unsigned long number)
+{
+        /* Column order. */
+        for (size_t i = 1; i < s->n_spans; i++)
+                for (size_t j = i; j > 0 && s->spans[j - 1].start > s->spans[j].start; j--) {
+                        span t = s->spans[j];
+                        s->spans[j] = s->spans[j - 1];
+                        s->spans[j - 1] = t;
+                }
+        for (size_t i = 0; i < s->n_spans; i++) {
+                if (!s->spans[i].kind)
+                        continue;
+                skilllint_finding f = {
+                        .kind = s->spans[i].kind,
+                        .line = number,
+                        .value = s->line + s->spans[i].start,
+                        .value_size = s->spans[i].end - s->spans[i].start,
+                        .repo = s->repo,
+                        .commit = s->commit,
+                        .path = s->path,
+                };
+                skilllint_mask(f.value, f.value_size, f.masked, sizeof f.masked);
+                int r = s->fn(&f, s->userdata);
+                if (r)
+                        return r;
+        }
+        return 0;
+}
+
+/* What may stand inside a PEM block: base64, "Header: value" lines, blank lines. */
+static bool pem_body_like(const char *l, size_t n)
+{
+        if (memmem(l, n, ": ", 2) || memmem(l, n, "-----END ", 9))
+                return true;
+        for (size_t i = 0; i < n; i++)
+                if (!in_set(SET_BASE64, l[i]) && !is_space(l[i]))
+                        return false;
+        return true;
+}
+
+/* One line (without its newline), with the line after it when there is one (a private key
+ * block's first line of key material says whether the block is an example). */
+static int scan_line(scanner *s, const char *line, size_t size, const char *next, size_t next_size,
+                     bool has_next, unsigned long number)
+{
+        if (size > 0 && line[size - 1] == '\r')
+                size--;
+        if (s->in_pem && !pem_body_like(line, size))
+                s->in_pem = false; /* a block that never ended */
+        s->line = line;
+        s->size = size;
+        s->n_spans = 0;
+        bool body = s->in_pem;
+        rule_pem(s, next, next_size, has_next);
+        rule_jwt(s);
+        rule_prefixes(s);
+        rule_aws_secret(s);
+        rule_slack_webhook(s);
+        rule_url_password(s);
+        if (s->config)
+                rule_assignment(s);
+        /* A PEM body line is key material of a block reported (or not) at its BEGIN. */
+        if (!s->no_entropy && !body && !s->in_pem)
+                rule_entropy(s);
+        return emit(s, number);
+}
+
+static const char *base_name(const char *path)
+{
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        return slash ? slash + 1 : path ? path : "";
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+        size_t n = strlen(s), m = strlen(suffix);
+        return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+bool skilllint_config_like(const char *path)
+{
+        const char *name = base_name(path);
+        static const char *const names[] = {
+                "config", "credentials", ".netrc", "_netrc", ".npmrc", ".pypirc", ".yarnrc",
+                ".git-credentials", ".gitconfig", ".envrc", ".bashrc", ".zshrc", ".profile",
+                ".bash_profile", ".zprofile", "secrets", "settings",
+        };
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+                if (strcmp(name, names[i]) == 0)
+                        return true;
+        if (strncmp(name, ".env", 4) == 0)
+                return true;
+        static const char *const suffixes[] = {
+                ".env", ".ini", ".cfg", ".conf", ".config", ".cnf", ".toml", ".yaml", ".yml",
+                ".json", ".jsonc", ".json5", ".properties", ".props", ".tfvars", ".xml", ".sh",
+                ".bash", ".zsh", ".envrc", ".npmrc", ".netrc", ".pypirc", ".credentials",
+        };
+        for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++)
+                if (ends_with(name, suffixes[i]))
+                        return true;
+        return false;
+}
+
+static void scanner_for_path(scanner *s, const char *path)
+{
+        const char *name = base_name(path);
+        s->config = skilllint_config_like(path);
+        s->netrc = strcmp(name, ".netrc") == 0 || strcmp(name, "_netrc") == 0 || ends_with(name, ".netrc");
+        s->no_entropy = ends_with(name, ".lock") || ends_with(name, "-lock.json") ||
+                        ends_with(name, "-lock.yaml") || strcmp(name, "go.sum") == 0;
+        s->in_pem = false;
+}
+
+int skilllint_scan(const char *text, size_t size, const char *path, unsigned long first_line,
+                   skilllint_fn fn, void *userdata)
+{
+        scanner s = { .fn = fn, .userdata = userdata };
+        scanner_for_path(&s, path);
+        unsigned long number = first_line;
+        for (size_t at = 0; at < size; number++) {
+                const char *nl = memchr(text + at, '\n', size - at);
+                size_t end = nl ? (size_t) (nl - text) : size;
+                size_t next_at = nl ? end + 1 : size;
+                const char *next_nl = next_at < size ? memchr(text + next_at, '\n', size - next_at) : NULL;
+                size_t next_end = next_nl ? (size_t) (next_nl - text) : size;
+                int r = scan_line(&s, text + at, end - at, text + next_at, next_end - next_at,
+                                  next_at < size, number);
+                if (r)
+                        return r;
+                at = next_at;
+        }
+        return 0;
+}
+
+/* ---- git log -p output ---- */
+
+/* A decimal at *p (advanced past it); false when there is none. Saturates. */
+static bool parse_number(const char **p, const char *end, unsigned long *ret)
+{
+        const char *q = *p;
+        unsigned long v = 0;
+        if (q >= end || !is_digit(*q))
+                return false;
+        while (q < end && is_digit(*q)) {
+                unsigned long d = (unsigned long) (*q - '0');
+                v = v > (ULONG_MAX_SAFE - d) / 10 ? ULONG_MAX_SAFE : v * 10 + d;
+                q++;
+        }
+        *p = q;
+        *ret = v;
+        return true;
+}
+
+/* "@@ -a[,b] +c[,d] @@": the counts of removed and added lines, the first added line. */
+static bool parse_hunk(const char *l, size_t n, unsigned long *removed, unsigned long *added,
+                       unsigned long *first)
+{
+        const char *p = l + 3, *end = l + n;
+        unsigned long a, c;
+        *removed = *added = 1;
+        if (n < 3 || memcmp(l, "@@ ", 3) != 0 || p >= end || *p++ != '-' || !parse_number(&p, end, &a))
+                return false;
+        if (p < end && *p == ',') {
+                p++;
+                if (!parse_number(&p, end, removed))
+                        return false;
+        }
+        if (end - p < 2 || p[0] != ' ' || p[1] != '+')
+                return false;
+        p += 2;
+        if (!parse_number(&p, end, &c))
+                return false;
+        if (p < end && *p == ',') {
+                p++;
+                if (!parse_number(&p, end, added))
+                        return false;
+        }
+        *first = c;
+        return end - p >= 3 && memcmp(p, " @@", 3) == 0;
+}
+
+#define HISTORY_PATH_MAX 4096
+
+int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void *userdata)
+{
+        scanner s = { .fn = fn, .userdata = userdata };
+        char commit[41] = "", path[HISTORY_PATH_MAX] = "";
+        s.commit = commit;
+        s.path = path;
+        unsigned long removed = 0, added = 0, number = 0;
+        bool in_hunk = false;
+        for (size_t at = 0; at < size;) {
+                const char *l = text + at;
+                const char *nl = memchr(l, '\n', size - at);
+                size_t n = nl ? (size_t) (nl - l) : size - at;
+                size_t next_at = nl ? at + n + 1 : size;
+                if (in_hunk && n > 0 && (l[0] == '+' || l[0] == '-' || l[0] == ' ' || l[0] == '\\')) {
+                        if (l[0] == '-' || l[0] == ' ')
+                                removed -= removed > 0;
+                        if (l[0] == '+' || l[0] == ' ')
+                                added -= added > 0;
+                        if (l[0] == '+' && path[0]) {
+                                /* The next line, when it is this hunk's next added line. */
+                                const char *next = text + next_at;
+                                const char *next_nl = next_at < size ? memchr(next, '\n', size - next_at) : NULL;
+                                size_t next_size = next_nl ? (size_t) (next_nl - next) : size - next_at;
+                                bool has_next = added > 0 && next_at < size && next[0] == '+';
+                                int r = scan_line(&s, l + 1, n - 1, has_next ? next + 1 : "",
+                                                  has_next ? next_size - 1 : 0, has_next, number);
+                                if (r)
+                                        return r;
+                        }
+                        if (l[0] == '+' || l[0] == ' ')
+                                number += number < ULONG_MAX_SAFE;
+                        if (removed == 0 && added == 0)
+                                in_hunk = false;
+                        at = next_at;
+                        continue;
+                }
+                in_hunk = false;
+                if (starts_with(l, n, "aisb-repo ")) {
+                        const char *p = l + 10;
+                        unsigned long repo = 0;
+                        s.repo = parse_number(&p, l + n, &repo) && repo < 1000000 ? (unsigned) repo : 0;
+                        commit[0] = path[0] = 0;
+                } else if (starts_with(l, n, "commit ")) {
+                        size_t k = 0;
+                        while (k < 40 && 7 + k < n && is_hex(l[7 + k])) {
+                                commit[k] = l[7 + k];
+                                k++;
+                        }
+                        commit[k] = 0;
+                        path[0] = 0;
+                } else if (starts_with(l, n, "diff --git ")) {
+                        path[0] = 0;
+                } else if (starts_with(l, n, "+++ ")) {
+                        /* +++ b/PATH, +++ "b/PATH" (quoted), +++ /dev/null (deleted). */
+                        const char *p = l + 4;
+                        size_t m = n - 4;
+                        bool quoted = m > 0 && p[0] == '"';
+                        if (starts_with(p + quoted, m - quoted, "b/")) {
+                                size_t keep = m - quoted - 2;
+                                if (keep + quoted >= sizeof path)
+                                        keep = sizeof path - 1 - quoted;
+                                if (quoted)
+                                        path[0] = '"';
+                                memcpy(path + quoted, p + quoted + 2, keep);
+                                path[keep + quoted] = 0;
+                                /* A NUL in it (hostile output) ends it there: still a string. */
+                        } else
+                                path[0] = 0;
+                        scanner_for_path(&s, path);
+                } else if (starts_with(l, n, "@@ ")) {
+                        unsigned long first = 0;
+                        if (parse_hunk(l, n, &removed, &added, &first) && (removed || added)) {
+                                in_hunk = true;
+                                number = first;
+                                s.in_pem = false;
+                        }
+                }
+                at = next_at;
+        }
+        return 0;
+}

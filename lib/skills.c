@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: MIT */
+/* The agents directory read for the linter without trusting it (skills.h says how), and
+ * aisb_skill_lint(). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "skills.h"
+
+/* ---- the walk ---- */
+
+typedef struct walk_state {
+        skills_walk *w;
+        unsigned long entries;
+        char path[PATH_MAX]; /* of the directory being walked, relative to the root; "" at it */
+} walk_state;
+
+void skills_walk_done(skills_walk *w)
+{
+        strv_free(w->repos);
+        w->repos = NULL;
+}
+
+static void note(skills_walk *w, const char *path, const char *why)
+{
+        w->skipped++;
+        if (w->note_fn)
+                w->note_fn(path[0] ? path : ".", why, w->userdata);
+}
+
+/* Whether a link's target leaves the tree: absolute, or more ".." than the link is deep. */
+static bool link_leaves_tree(const char *dir_path, const char *target)
+{
+        if (target[0] == '/')
+                return true;
+        long level = 0;
+        for (const char *p = dir_path; *p; p++)
+                level += (p == dir_path || p[-1] == '/') && *p != '/';
+        for (const char *c = target; *c;) {
+                size_t n = strcspn(c, "/");
+                if (n == 2 && c[0] == '.' && c[1] == '.')
+                        level--;
+                else if (n > 0 && !(n == 1 && c[0] == '.'))
+                        level++;
+                if (level < 0)
+                        return true;
+                c += n;
+                while (*c == '/')
+                        c++;
+        }
+        return false;
+}
+
+static int add_entry_to_digest(skills_walk *w, const char *path, const struct stat *st)
+{
+        if (!w->digest)
+                return 0;
+        char meta[128];
+        int n = snprintf(meta, sizeof meta, "%o %lld %lld.%09ld", (unsigned) (st->st_mode & S_IFMT),
+                         (long long) st->st_size, (long long) st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+        int r = digest_update(w->digest, path, strlen(path) + 1);
+        return r < 0 ? r : digest_update(w->digest, meta, (size_t) n + 1);
+}
+
+typedef struct file_scan {
+        skills_walk *w;
+        const char *path;
+} file_scan;
+
+static int file_finding(const skilllint_finding *f, void *userdata)
+{
+        file_scan *fs = userdata;
+        skilllint_finding with_path = *f;
+        with_path.path = fs->path;
+        fs->w->findings++;
+        return fs->w->finding_fn ? fs->w->finding_fn(&with_path, fs->w->userdata) : 0;
+}
+
+/* One regular file: opened again without following a link or waiting on a FIFO swapped in
+ * since the walk saw it, bounded, skipped when binary. quiet: inside .git, where binary
+ * files are the rule and say nothing. */
+static int scan_file(skills_walk *w, int dir_fd, const char *name, const char *path,
+                     const struct stat *seen, bool quiet)
+{
+        if (seen->st_size > SKILLS_FILE_MAX) {
+                if (!quiet)
+                        note(w, path, "larger than 1 MiB: not scanned");
+                return 0;
+        }
+        if (w->read_max && w->read + (unsigned long long) seen->st_size > w->read_max) {
+                if (!w->read_out) {
+                        char why[128];
+                        snprintf(why, sizeof why, "%llu MiB read: this file and the rest are not scanned",
+                                 w->read_max / (1024 * 1024));
+                        note(w, path, why);
+                } else
+                        w->skipped++;
+                w->read_out = true;
+                return 0;
+        }
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                char why[128];
+                snprintf(why, sizeof why, "cannot be read (%s): not scanned", strerror(errno));
+                note(w, path, why);
+                return 0;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                note(w, path, "not a regular file any more: not scanned");
+                return 0;
+        }
+        char *text = NULL;
+        size_t size = 0;
+        int r = read_full_fd(fd, SKILLS_FILE_MAX, &text, &size);
+        if (r < 0) {
+                if (!quiet || r != -EFBIG)
+                        note(w, path, r == -EFBIG ? "larger than 1 MiB: not scanned" : "cannot be read: not scanned");
+                return 0;
+        }
+        w->read += size;
+        if (memchr(text, 0, size < SKILLS_BINARY_PROBE ? size : SKILLS_BINARY_PROBE)) {
+                if (!quiet) /* inside .git, binary is the rule: not worth a word */
+                        note(w, path, "binary: not scanned");
+        } else {
+                w->files++;
+                file_scan fs = { .w = w, .path = path };
+                r = skilllint_scan(text, size, path, 1, file_finding, &fs);
+        }
+        /* What it held may be a secret. */
+        explicit_bzero(text, size);
+        free(text);
+        return r;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int walk_dir(walk_state *s, int fd, unsigned depth, bool in_git)
+{
+        skills_walk *w = s->w;
+        /* A description of its own: a dup would share (and leave at the end) fd's offset. */
+        int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+        if (!d) {
+                if (dup >= 0)
+                        close(dup);
+                note(w, s->path, "cannot be listed: not scanned");
+                return 0;
+        }
+        /* Sorted: the same directory gives the same digest, and output in a stable order.
+         * Grown by doubling (strv_push counts the vector each time: quadratic in a big
+         * directory, and this runs before every run). */
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n = 0, allocated = 0;
+        int r = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                        continue;
+                if (n >= SKILLS_WALK_MAX_ENTRIES)
+                        break;
+                if (n + 1 >= allocated) {
+                        size_t want = allocated ? 2 * allocated : 64;
+                        char **grown = realloc(names, want * sizeof *grown);
+                        if (!grown) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        names = grown;
+                        allocated = want;
+                }
+                if (!(names[n] = strdup(e->d_name))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                names[++n] = NULL;
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        if (n > 1)
+                qsort(names, n, sizeof *names, compare_names);
+
+        size_t base = strlen(s->path);
+        for (size_t i = 0; i < n && r == 0; i++) {
+                const char *name = names[i];
+                if (++s->entries > SKILLS_WALK_MAX_ENTRIES) {
+                        if (!w->stopped)
+                                note(w, "", "more than 20000 entries: the walk stopped there, the rest is not scanned");
+                        w->stopped = true;
+                        return 0;
+                }
+                if (base + 1 + strlen(name) + 1 > sizeof s->path) {
+                        note(w, s->path, "holds a name too long: not scanned");
+                        continue;
+                }
+                snprintf(s->path + base, sizeof s->path - base, "%s%s", base ? "/" : "", name);
+                struct stat st;
+                if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        goto next; /* gone meanwhile */
+                r = add_entry_to_digest(w, s->path, &st);
+                if (r < 0)
+                        break;
+                if (streq(name, ".git") && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+                        s->path[base] = 0;
+                        r = strv_push(&w->repos, base ? s->path : ".");
+                        snprintf(s->path + base, sizeof s->path - base, "%s%s", base ? "/" : "", name);
+                        if (r < 0)
+                                break;
+                }
+                if (S_ISLNK(st.st_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t m = readlinkat(fd, name, target, sizeof target - 1);
+                        target[m > 0 ? m : 0] = 0;
+                        s->path[base] = 0;
+                        bool out = m <= 0 || link_leaves_tree(s->path, target);
+                        snprintf(s->path + base, sizeof s->path - base, "%s%s", base ? "/" : "", name);
+                        if (out && w->read_files)
+                                note(w, s->path, "a symbolic link out of the directory: not followed");
+                } else if (S_ISDIR(st.st_mode)) {
+                        /* Objects are the history's, read by git in a sandbox. */
+                        if (in_git && (streq(name, "objects") || streq(name, "lfs")))
+                                goto next;
+                        if (depth + 1 > SKILLS_WALK_MAX_DEPTH) {
+                                if (w->read_files)
+                                        note(w, s->path, "deeper than 16 levels: not scanned");
+                                goto next;
+                        }
+                        _cleanup_close_ int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                                   O_NONBLOCK | O_CLOEXEC);
+                        if (sub < 0) {
+                                if (w->read_files)
+                                        note(w, s->path, "cannot be opened: not scanned");
+                                goto next;
+                        }
+                        r = walk_dir(s, sub, depth + 1, in_git || streq(name, ".git"));
+                } else if (S_ISREG(st.st_mode)) {
+                        if (w->read_files)
+                                r = scan_file(w, fd, name, s->path, &st, in_git);
+                } else if (w->read_files && !in_git)
+                        note(w, s->path, "not a regular file: not scanned");
+        next:
+                s->path[base] = 0;
+        }
+        return r;
+}
+
+int skills_walk_run(int root_fd, skills_walk *w)
+{
+        walk_state *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->w = w;
+        int r = walk_dir(s, root_fd, 0, false);
+        free(s);
+        return r;
+}
+
+/* ---- history, read by git in a sandbox ---- */
+
+/* The sandbox's script: for each repository (the arguments after the bound), a marker line,
+ * then its history as patches of added and removed lines only. git's own options pin what
+ * its output looks like whatever the repository configures (prefixes, quoting, colour,
+ * external diff and textconv drivers, renames), and head bounds it. The paths arrive as
+ * arguments, never inside the script. */
+static const char history_script[] =
+        "limit=$1; shift; i=0\n"
+        "for r in \"$@\"; do\n"
+        "  printf 'aisb-repo %d\\n' \"$i\"\n"
+        "  git --no-pager -c core.quotePath=true -c diff.noprefix=false -c diff.mnemonicPrefix=false"
+        " -c safe.directory='*' -C \"/project/$r\" log --all --reflog -p -U0 --no-color --no-ext-diff"
+        " --no-textconv --no-renames --no-relative --src-prefix=a/ --dst-prefix=b/"
+        " --format='commit %H' 2>/dev/null || printf 'aisb-repo-failed %d\\n' \"$i\"\n"
+        "  i=$((i + 1))\n"
+        "done | head -c \"$limit\"\n";
+
+typedef struct bounded {
+        buffer b;
+        size_t max;
+        bool truncated;
+} bounded;
+
+static int capture_bounded(int stream, const void *data, size_t size, void *userdata)
+{
+        bounded *c = userdata;
+        if (stream != AISB_STREAM_STDOUT)
+                return 0;
+        if (c->b.size + size > c->max) {
+                c->truncated = true;
+                size = c->max > c->b.size ? c->max - c->b.size : 0;
+        }
+        return size ? buffer_append(&c->b, data, size) : 0;
+}
+
+int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
+                   skilllint_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
+                   bool *ret_truncated, aisb_error **err)
+{
+        _cleanup_strv_free_ char **command = NULL;
+        char limit[32];
+        snprintf(limit, sizeof limit, "%d", SKILLS_HISTORY_MAX + 1);
+        int r = strv_push(&command, "sh");
+        r = r < 0 ? r : strv_push(&command, "-c");
+        r = r < 0 ? r : strv_push(&command, history_script);
+        r = r < 0 ? r : strv_push(&command, "sh");
+        r = r < 0 ? r : strv_push(&command, limit);
+        for (size_t i = 0; r >= 0 && repos && repos[i]; i++)
+                r = strv_push(&command, repos[i]);
+        if (r < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        aisb_policy *q = NULL;
+        r = policy_new_for_image(p, &q, err);
+        if (r >= 0)
+                r = aisb_policy_set(q, "project", dir, err);
+        if (r >= 0)
+                r = aisb_policy_set(q, "net", "none", err);
+        if (r >= 0)
+                r = aisb_policy_set(q, "ephemeral-home", "true", err);
+        if (r >= 0)
+                r = aisb_policy_set(q, "no-pi-config", "true", err);
+        if (r >= 0)
+                r = aisb_policy_set(q, "no-agents", "true", err);
+        if (r >= 0)
+                r = aisb_policy_set_command(q, (const char *const *) command, err);
+        if (r < 0) {
+                aisb_policy_free(q);
+                return r;
+        }
+        q->project_read_only = true;
+        /* Like doctor: this builds nothing unasked. */
+        _cleanup_free_ char *tag = NULL;
+        r = aisb_ctx_connect(ctx, err);
+        r = r < 0 ? r : aisb_image_tag(q, &tag, err);
+        r = r < 0 ? r : http_exists(ctx, "images", tag, err);
+        if (r == 0)
+                r = aisb_error_set(err, -ENOENT, "the sandbox image is not built yet: run \"aisb build\" first");
+        bounded out = { .max = SKILLS_HISTORY_MAX };
+        int code = -1;
+        if (r > 0)
+                r = doctor_run_captured(ctx, q, SKILLS_HISTORY_TIMEOUT_S, capture_bounded, &out, &code, err);
+        aisb_policy_free(q);
+        if (r >= 0 && code != 0)
+                r = aisb_error_set(err, -EIO, "git in the sandbox failed (exit %d)", code);
+        if (r < 0) {
+                buffer_free(&out.b);
+                return r;
+        }
+        /* Header lines only ever start a line: content lines start with + - or space. */
+        unsigned long commits = 0;
+        size_t n_repos = strv_length((const char *const *) repos);
+        const char *text = out.b.data ? out.b.data : "";
+        for (const char *l = text; l && *l;) {
+                unsigned long long failed;
+                if (startswith(l, "commit "))
+                        commits++;
+                else if (startswith(l, "aisb-repo-failed ") && note_fn &&
+                         sscanf(l + 17, "%llu", &failed) == 1 && failed < n_repos)
+                        note_fn(repos[failed],
+                                "git could not read its history (a .git pointing outside the directory, "
+                                "or a broken repository)",
+                                userdata);
+                l = strchr(l, '\n');
+                l = l ? l + 1 : NULL;
+        }
+        r = skilllint_scan_history(text, out.b.size, fn, userdata);
+        if (out.b.data)
+                explicit_bzero(out.b.data, out.b.size);
+        buffer_free(&out.b);
+        if (r < 0)
+                return aisb_error_set(err, r, "reading the history: %s", strerror(-r));
+        *ret_commits = commits;
+        *ret_truncated = out.truncated;
+        return r;
+}
+
+/* ---- the cache of the files' result, for runs and doctor ---- */
+
+static int cache_path(const char *dir, char **ret, aisb_error **err)
+{
+        _cleanup_free_ char *base = NULL, *hash = NULL;
+        int r = state_dir("skills", &base, err);
+        if (r < 0)
+                return r;
+        if (sha256_hex(dir, strlen(dir), 16, &hash) < 0 || asprintf(ret, "%s/%s", base, hash) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return 0;
+}
+
+/* The cached digest and count, when the file is there and well formed. */
+static bool cache_read(const char *path, char digest_hex[65], unsigned long *ret_findings)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return false;
+        _cleanup_free_ char *text = NULL;
+        if (read_full_fd(fd, 4096, &text, NULL) < 0)
+                return false;
+        bool have_digest = false, have_findings = false;
+        char *save = NULL;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                unsigned long long v;
+                if (startswith(l, "digest ") && strlen(l + 7) == 64) {
+                        memcpy(digest_hex, l + 7, 65);
+                        have_digest = true;
+                } else if (startswith(l, "findings ") && parse_uint(l + 9, ULONG_MAX, &v) >= 0) {
+                        *ret_findings = (unsigned long) v;
+                        have_findings = true;
+                }
+        }
+        return have_digest && have_findings;
+}
+
+static void cache_write(const char *path, const char *dir, const char *digest_hex, unsigned long findings)
+{
+        _cleanup_free_ char *tmp = NULL, *text = NULL;
+        if (asprintf(&tmp, "%s.%ld.tmp", path, (long) getpid()) < 0 ||
+            asprintf(&text, "dir %s\ndigest %s\nfindings %lu\n", dir, digest_hex, findings) < 0)
+                return;
+        (void) unlink(tmp);
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return;
+        if (write_all(fd, text, strlen(text)) < 0 || rename(tmp, path) < 0)
+                (void) unlink(tmp);
+}
+
+/* The walk's digest: names, types, sizes and mtimes, and the rules and bounds they were
+ * read by. */
+static int walk_digest(int root_fd, skills_walk *w, char **ret_hex)
+{
+        _cleanup_(digest_freep) digest *d = NULL;
+        int r = digest_new(&d);
+        if (r < 0)
+                return r;
+        static const char rules[] = "aisb-skills rules " SKILLLINT_RULES_VERSION;
+        r = digest_update(d, rules, sizeof rules);
+        if (r < 0)
+                return r;
+        w->digest = d;
+        r = skills_walk_run(root_fd, w);
+        w->digest = NULL;
+        return r < 0 ? r : digest_end_hex(d, 64, ret_hex);
+}
+
+int skills_check_cached(const char *dir, unsigned long *ret_findings, bool *ret_changed,
+                        aisb_error **err)
+{
+        _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", dir, strerror(errno));
+        _cleanup_free_ char *path = NULL, *now = NULL, *scanned = NULL;
+        int r = cache_path(dir, &path, err);
+        if (r < 0)
+                return r;
+        skills_walk listing = {};
+        r = walk_digest(root, &listing, &now);
+        skills_walk_done(&listing);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r));
+        char cached[65];
+        unsigned long findings = 0;
+        if (cache_read(path, cached, &findings) && streq(cached, now)) {
+                *ret_findings = findings;
+                *ret_changed = false;
+                return 0;
+        }
+        /* Changed: scan, and cache what this scan saw (its own digest). */
+        skills_walk scan = { .read_files = true, .read_max = SKILLS_READ_MAX_RUN };
+        r = walk_digest(root, &scan, &scanned);
+        findings = scan.findings;
+        skills_walk_done(&scan);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r));
+        cache_write(path, dir, scanned, findings);
+        *ret_findings = findings;
+        *ret_changed = true;
+        return 0;
+}
+
+void skills_warn_if_changed(aisb_ctx *ctx, const char *dir)
+{
+        if (!dir)
+                return;
+        unsigned long findings = 0;
+        bool changed = false;
+        aisb_error *e = NULL;
+        if (skills_check_cached(dir, &findings, &changed, &e) < 0) {
+                aisb_log(ctx, AISB_LOG_DEBUG, "skills: %s", aisb_error_message(e));
+                aisb_error_free(e);
+                return;
+        }
+        if (changed && findings > 0)
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "%s, mounted read-only in every sandbox, holds %lu possible credential%s in its files: "
+                         "run \"aisb skill-lint\" to see them (--no-agents mounts none)",
+                         dir, findings, findings == 1 ? "" : "s");
+}
+
+/* ---- aisb skill-lint ---- */
+
+typedef struct lint {
+        aisb_ctx *ctx;
+        aisb_skill_lint_fn fn;
+        void *userdata;
+        char **repos;
+        size_t n_repos;
+        unsigned long history_findings;
+} lint;
+
+static void lint_note(const char *path, const char *why, void *userdata)
+{
+        lint *l = userdata;
+        aisb_log(l->ctx, AISB_LOG_WARNING, "%s: %s", path, why);
+}
+
+static int lint_file_finding(const skilllint_finding *f, void *userdata)
+{
+        lint *l = userdata;
+        l->fn(NULL, f->path, f->line, f->kind, f->masked, l->userdata);
+        return 0;
+}
+
+static int lint_history_finding(const skilllint_finding *f, void *userdata)
+{
+        lint *l = userdata;
+        const char *repo = f->repo < l->n_repos ? l->repos[f->repo] : "?";
+        _cleanup_free_ char *path = NULL;
+        if (streq(repo, ".") ? !(path = strdup(f->path)) : asprintf(&path, "%s/%s", repo, f->path) < 0)
+                return -ENOMEM;
+        l->history_findings++;
+        l->fn(f->commit, path, f->line, f->kind, f->masked, l->userdata);
+        return 0;
+}
+
+int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir, unsigned flags,
+                    aisb_skill_lint_fn fn, void *userdata, char **ret_summary, aisb_error **err)
+{
+        _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", dir, strerror(errno));
+        lint l = { .ctx = ctx, .fn = fn, .userdata = userdata };
+        skills_walk w = {
+                .read_files = true,
+                .read_max = SKILLS_READ_MAX_LINT,
+                .finding_fn = lint_file_finding,
+                .note_fn = lint_note,
+                .userdata = &l,
+        };
+        int r = skills_walk_run(root, &w);
+        if (r < 0) {
+                skills_walk_done(&w);
+                return aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r));
+        }
+        l.repos = w.repos;
+        l.n_repos = strv_length((const char *const *) w.repos);
+
+        char history[256];
+        if (l.n_repos == 0)
+                snprintf(history, sizeof history, "no git repository");
+        else if (flags & AISB_SKILL_LINT_NO_HISTORY)
+                snprintf(history, sizeof history, "not scanned (--no-history)");
+        else {
+                unsigned long commits = 0;
+                bool truncated = false;
+                aisb_error *e = NULL;
+                r = skills_history(ctx, policy, dir, w.repos, lint_history_finding, lint_note, &l, &commits,
+                                   &truncated, &e);
+                if (r < 0) {
+                        aisb_log(ctx, AISB_LOG_WARNING, "history not scanned: %s", aisb_error_message(e));
+                        snprintf(history, sizeof history, "not scanned");
+                        aisb_error_free(e);
+                } else {
+                        if (truncated)
+                                aisb_log(ctx, AISB_LOG_WARNING,
+                                         "history: git's output passed %d MiB: what came after is not scanned",
+                                         SKILLS_HISTORY_MAX / (1024 * 1024));
+                        snprintf(history, sizeof history, "%lu commit%s of %zu repositor%s%s", commits,
+                                 commits == 1 ? "" : "s", l.n_repos, l.n_repos == 1 ? "y" : "ies",
+                                 truncated ? " (cut short)" : "");
+                }
+        }
+        unsigned long total = w.findings + l.history_findings;
+        if (ret_summary &&
+            asprintf(ret_summary, "%lu finding%s in %s: %lu file%s read, %lu skipped; history: %s", total,
+                     total == 1 ? "" : "s", dir, w.files, w.files == 1 ? "" : "s", w.skipped, history) < 0)
+                *ret_summary = NULL;
+        skills_walk_done(&w);
+        return total > INT_MAX ? INT_MAX : (int) total;
+}
