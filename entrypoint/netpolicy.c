@@ -4,6 +4,8 @@
  * to print --print-ruleset and --print-plan itself, and the tests feed it hostile argv. */
 #include "netpolicy.h"
 
+#include "address.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/netfilter.h>
@@ -107,95 +109,19 @@ static int parse_number(const char *s, unsigned long long max, unsigned long lon
         return 0;
 }
 
-static int parse_port(const char *s, const char *whole, uint16_t *ret, char *err, size_t errlen)
-{
-        unsigned long long v;
-
-        if (parse_number(s, 65535, &v) < 0 || v == 0)
-                return ERR("--allow %s: port must be a number from 1 to 65535", whole);
-        *ret = (uint16_t) v;
-        return 0;
-}
-
 int netpolicy_parse_allow(const char *s, struct allow_dest *ret, char *err, size_t errlen)
 {
-        char buf[128];
-        char *addr, *prefix = NULL, *port = NULL;
-        struct allow_dest d = {};
-        unsigned long long v;
-
+        struct address a;
+        char why[160];
         if (!s || !*s)
                 return ERR("--allow needs a destination (address, CIDR, optional :port)");
-        if (strlen(s) >= sizeof(buf))
+        if (strlen(s) > ADDRESS_TEXT_MAX)
                 return ERR("--allow %.40s...: too long", s);
-        strcpy(buf, s);
-        addr = buf;
-
-        if (buf[0] == '[') {
-                /* [v6], [v6]:port, [v6]/len, [v6]/len:port */
-                char *close = strchr(buf, ']');
-                if (!close)
-                        return ERR("--allow %s: missing ']'", s);
-                *close = '\0';
-                addr = buf + 1;
-                char *rest = close + 1;
-                if (*rest == '/') {
-                        prefix = rest + 1;
-                        char *colon = strchr(prefix, ':');
-                        if (colon) {
-                                *colon = '\0';
-                                port = colon + 1;
-                        }
-                } else if (*rest == ':') {
-                        port = rest + 1;
-                } else if (*rest != '\0') {
-                        return ERR("--allow %s: unexpected text after ']'", s);
-                }
-                d.family = AF_INET6;
-        } else if (strchr(buf, ':') && strchr(buf, ':') != strrchr(buf, ':')) {
-                /* Bare IPv6 (two or more colons): no port possible without brackets. */
-                char *slash = strchr(buf, '/');
-                if (slash) {
-                        *slash = '\0';
-                        prefix = slash + 1;
-                }
-                d.family = AF_INET6;
-        } else {
-                char *slash = strchr(buf, '/');
-                char *colon = strchr(buf, ':');
-                if (colon) {
-                        *colon = '\0';
-                        port = colon + 1;
-                }
-                if (slash) {
-                        if (colon && slash > colon)
-                                return ERR("--allow %s: the prefix length goes before the port", s);
-                        *slash = '\0';
-                        prefix = slash + 1;
-                }
-                d.family = AF_INET;
-        }
-
-        if (inet_pton(d.family, addr, d.addr) != 1)
-                return ERR("--allow %s: '%s' is not an %s address", s, addr,
-                           d.family == AF_INET ? "IPv4" : "IPv6");
-
-        unsigned bits = d.family == AF_INET ? 32 : 128;
-        d.prefix = bits;
-        if (prefix) {
-                if (parse_number(prefix, bits, &v) < 0)
-                        return ERR("--allow %s: prefix length must be a number from 0 to %u", s, bits);
-                d.prefix = (unsigned) v;
-        }
-        /* Host bits set usually means a typo; say so instead of silently widening or narrowing. */
-        for (unsigned i = d.prefix; i < bits; i++)
-                if (d.addr[i / 8] & (0x80 >> (i % 8)))
-                        return ERR("--allow %s: address has bits set beyond /%u", s, d.prefix);
-
-        if (port && parse_port(port, s, &d.port, err, errlen) < 0)
-                return -EINVAL;
-
-        *ret = d;
+        int r = address_parse(s, &a, why, sizeof why);
+        if (r < 0)
+                return ERR("--allow %s: %s", s, why);
+        *ret = (struct allow_dest) { .family = a.family, .prefix = a.prefix, .port = (uint16_t) a.port };
+        memcpy(ret->addr, a.addr, sizeof ret->addr);
         return 0;
 }
 

@@ -130,6 +130,51 @@ AISB_PUBLIC int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err);
 AISB_PUBLIC const char *aisb_ctx_podman_version(const aisb_ctx *ctx);
 AISB_PUBLIC const char *aisb_ctx_socket_path(const aisb_ctx *ctx);
 
+/* How long one request to the service may take before it counts as hung and fails with
+ * -ETIMEDOUT (default 90 000 ms; 0: no limit). Builds and imports are not bounded as a whole,
+ * only by 30 minutes without a byte; a run's command runs as long as it runs. */
+AISB_PUBLIC void aisb_ctx_set_timeout(aisb_ctx *ctx, unsigned long milliseconds);
+
+/*
+ * Stop the operation in progress on ctx (aisb_run, aisb_image_ensure, a gate's start, ...),
+ * or the next one when none is: it returns -ECANCELED, and whatever it created is removed
+ * first (a run's sandbox, a half-started gate). Safe from any thread and from a signal
+ * handler: it sets a flag and writes an eventfd, nothing else. The request being sent when
+ * the stop is seen is cut short, except those that clean up.
+ */
+AISB_PUBLIC void aisb_ctx_cancel(aisb_ctx *ctx);
+
+/* ---- events: what happens, typed ---- */
+
+typedef enum aisb_event_type {
+        AISB_EVENT_MESSAGE = 1,      /* level, text: a warning, progress or debug detail */
+        AISB_EVENT_BUILD_OUTPUT = 2, /* text: one line of an image build's output */
+        AISB_EVENT_STEP = 3,         /* text: a run's step begins: "image", "volume", "network",
+                                      * "bridge", "create", "start", "stream", "remove" */
+        AISB_EVENT_EGRESS = 4,       /* egress: what a run sent through its gate */
+} aisb_event_type;
+
+typedef struct aisb_egress {
+        unsigned long allowed;
+        unsigned long denied; /* refused by the gate */
+        unsigned long failed; /* let through, but did not complete */
+        const char *const *denied_names; /* NULL-terminated, at most 8 each */
+        const char *const *failed_names;
+} aisb_egress;
+
+typedef struct aisb_event {
+        aisb_event_type type;
+        aisb_log_level level;      /* MESSAGE; INFO for the others */
+        const char *text;          /* MESSAGE, BUILD_OUTPUT, STEP */
+        const aisb_egress *egress; /* EGRESS */
+} aisb_event;
+
+/* Called on the thread of the operation, with data valid during the call only. Return 0, or
+ * nonzero to stop the operation as aisb_ctx_cancel() would (a build ends at once). The log
+ * and build callbacks, when set, still get their lines too. */
+typedef int (*aisb_event_fn)(const aisb_event *event, void *userdata);
+AISB_PUBLIC void aisb_ctx_set_event_fn(aisb_ctx *ctx, aisb_event_fn fn, void *userdata);
+
 /* ---- image ---- */
 
 /* The image tag this policy runs, "localhost/aisb:<content hash>". Computed locally. */

@@ -25,21 +25,6 @@
 /* Longest entry text: a 253-character domain with "*." and ":65535" fits. */
 #define ALLOWLIST_ENTRY_MAX 270
 
-/* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
- * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
- * %err_code logged; 4: NAT64 forms of the local ranges), so that a gate named by
- * allowlist_gate_hash() under an older generator is never reused. */
-#define ALLOWLIST_GATE_VERSION "aisb-gate 4"
-
-/* The logformat of the gate's access log, one request a line, fields separated by one space:
- *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
- * e.g. "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 - example.com:443".
- * A request the gate refused has SQUID_STATUS TCP_DENIED (STATUS 403, ERROR
- * ERR_ACCESS_DENIED); ERROR names squid's own error page (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...)
- * and is "-" when the answer came from the destination; STATUS is 0 when the client left
- * before an answer; HOST is "-" when squid could not parse the request. */
-#define ALLOWLIST_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru"
-
 typedef enum allow_kind {
         ALLOW_DOMAIN,
         ALLOW_ADDRESS, /* an IP address or a CIDR block */
@@ -103,11 +88,6 @@ int allowlist_check_host_ranges(const allowlist *l, bool insecure_allow_host_ran
  * covering one reaches the host's services on it. NULL: none. */
 int allowlist_check_host_addresses(const allowlist *l, const char *const *host_addresses,
                                    bool insecure_allow_host_ranges, aisb_error **err);
-/* Whether the address is one the gate refuses for a name not mapped on purpose: private and
- * shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and the host ranges.
- * Returns the range's text, or NULL. */
-const char *allowlist_local_range(int family, const uint8_t addr[static 16]);
-
 size_t allowlist_count_domains(const allowlist *l);
 size_t allowlist_count_addresses(const allowlist *l);
 
@@ -126,32 +106,10 @@ int allowlist_entrypoint_arg(const allow_entry *e, char **ret);
  * IP an IPv4 address or an IPv6 address (bare or in brackets). Both returned canonical. */
 int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, aisb_error **err);
 
-/* 16 hex characters naming the gate for this policy: SHA-256 over ALLOWLIST_GATE_VERSION, the
- * sorted canonical domain entries and the sorted canonical add-host entries. Independent of
- * order, duplicates and spelling ("*.Example.com." = "example.com"). -EINVAL for a bad
- * add-host entry (check them with allowlist_parse_add_host() first for a message). */
-int allowlist_gate_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex);
+/* What a message shows of untrusted text: printable ASCII as is, anything else as \xNN, at
+ * most 64 input characters ("..." after). */
+#define ALLOWLIST_SHOWN_MAX (64 * 4 + 4)
+void allowlist_show(const char *text, size_t len, char out[static ALLOWLIST_SHOWN_MAX]);
 
-typedef struct squid_options {
-        unsigned port;          /* listen on 127.0.0.1:port, 1..65535 */
-        const char *hosts_file; /* path inside the gate container, or NULL */
-        /* "NAME:IP" entries the hosts file maps; only these names may reach the local
-         * destinations (loopback, link-local, private and shared ranges, the host's own
-         * addresses) through the gate. NULL for none. */
-        const char *const *add_hosts;
-        /* The host's own addresses (IPv4 or IPv6, as getifaddrs() lists them when the gate
-         * starts): the gate shares the host's network, so a listed name resolving to one of
-         * them would reach the host's services. NULL for none. */
-        const char *const *host_addresses;
-        const char *access_log; /* NULL: /var/log/squid/access.log */
-        const char *cache_log;  /* NULL: /var/log/squid/cache.log */
-} squid_options;
-
-/* The whole squid.conf for the domain entries of l (address entries are not the gate's
- * business). Refuses paths that are not absolute or hold characters squid.conf would
- * interpret. An allowlist without domains yields a configuration that denies everything. */
-int allowlist_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
-                           aisb_error **err);
-
-/* The hosts file for add_hosts ("IP NAME" lines), for squid's hosts_file. */
-int allowlist_hosts_file(const char *const *add_hosts, char **ret_text, aisb_error **err);
+/* name (canonical) is host (canonical) or a name below it. */
+bool allowlist_domain_covers(const char *host, const char *name);

@@ -4,30 +4,12 @@
  * do. Pure (no I/O), so unit tests check it key by key and a dry run prints it exactly,
  * with environment values redacted.
  */
-#include "aisb-private.h"
-#include "project.h"
 #include "config.h"
+#include "container.h"
+#include "jsonutil.h"
+#include "project.h"
 
 #define REDACTED "<redacted>"
-
-static int add_string(json_object *o, const char *key, const char *value)
-{
-        json_object *s = json_object_new_string(value);
-        if (!s)
-                return -ENOMEM;
-        return json_object_object_add(o, key, s) < 0 ? -ENOMEM : 0;
-}
-
-static json_object *string_array(const char *const *v)
-{
-        json_object *a = json_object_new_array();
-        for (size_t i = 0; a && v && v[i]; i++)
-                if (json_object_array_add(a, json_object_new_string(v[i])) < 0) {
-                        json_object_put(a);
-                        return NULL;
-                }
-        return a;
-}
 
 static json_object *mount_object(const char *type, const char *source, const char *destination,
                                  const char *const *options)
@@ -35,9 +17,9 @@ static json_object *mount_object(const char *type, const char *source, const cha
         json_object *m = json_object_new_object();
         if (!m)
                 return NULL;
-        if (add_string(m, "type", type) < 0 || add_string(m, "source", source) < 0 ||
-            add_string(m, "destination", destination) < 0 ||
-            json_object_object_add(m, "options", string_array(options)) < 0) {
+        if (json_add_string(m, "type", type) < 0 || json_add_string(m, "source", source) < 0 ||
+            json_add_string(m, "destination", destination) < 0 ||
+            json_add(m, "options", json_string_array(options)) < 0) {
                 json_object_put(m);
                 return NULL;
         }
@@ -53,68 +35,61 @@ static json_object *tmpfs_mount(const char *destination, unsigned long long size
         return mount_object("tmpfs", "tmpfs", destination, options);
 }
 
-int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
+int container_create_body(const container_spec *spec, json_object **ret)
 {
-        _cleanup_free_ char *text = NULL;
-        int r = policy_format(p, image, &text, NULL);
-        if (r < 0)
-                return r;
-        return sha256_hex(text, strlen(text), 16, ret_hex);
-}
-
-int container_create_body(const aisb_policy *p, const sandbox_network *net,
-                          const harness_bridge *bridge, const run_mounts *rm, const char *image,
-                          const char *name, bool terminal, bool redact, json_object **ret)
-{
+        const aisb_policy *p = spec->policy;
+        const sandbox_network *net = spec->net;
+        const run_mounts *rm = spec->mounts;
+        const char *image = spec->image, *name = spec->name;
         _cleanup_json_ json_object *o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
         int r = 0;
-        r |= add_string(o, "name", name);
-        r |= add_string(o, "image", image);
+        r |= json_add_string(o, "name", name);
+        r |= json_add_string(o, "image", image);
         _cleanup_strv_free_ char **entrypoint = NULL;
         const char *settings_copy = rm ? rm->settings_copy : NULL;
-        if (entrypoint_argv(p, net, bridge, rm, &entrypoint) < 0)
+        if (entrypoint_argv(p, net, rm, &entrypoint) < 0)
                 return -ENOMEM;
-        r |= json_object_object_add(o, "entrypoint", string_array((const char *const *) entrypoint));
-        r |= json_object_object_add(o, "command", string_array(policy_command(p)));
-        r |= add_string(o, "work_dir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME);
-        r |= add_string(o, "hostname", "aisb");
+        r |= json_add(o, "entrypoint", json_string_array((const char *const *) entrypoint));
+        r |= json_add(o, "command", json_string_array(policy_command(p)));
+        r |= json_add_string(o, "work_dir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME);
+        r |= json_add_string(o, "hostname", "aisb");
 
         /* Root of the user namespace, with only what the entrypoint needs to install the
          * ruleset and become the user: it drops all of it before the command runs. keep-id
          * maps the user's own uid through, so files in /project stay theirs. */
-        r |= add_string(o, "user", "0:0");
+        r |= json_add_string(o, "user", "0:0");
         json_object *userns = json_object_new_object();
-        r |= add_string(userns, "nsmode", "keep-id");
-        r |= json_object_object_add(o, "userns", userns);
+        r |= json_add_string(userns, "nsmode", "keep-id");
+        r |= json_add(o, "userns", userns);
 
         /* Nothing of the host's environment except what the policy holds. */
         json_object *env = json_object_new_object();
-        r |= add_string(env, "HOME", AISB_SANDBOX_HOME);
+        r |= json_add_string(env, "HOME", AISB_SANDBOX_HOME);
         for (size_t i = 0; net->env && net->env[i]; i++) {
                 const char *eq = strchr(net->env[i], '=');
                 _cleanup_free_ char *name_part = strndup(net->env[i], (size_t) (eq - net->env[i]));
-                r |= name_part ? add_string(env, name_part, eq + 1) : -ENOMEM;
+                r |= name_part ? json_add_string(env, name_part, eq + 1) : -ENOMEM;
         }
         for (size_t i = 0; i < p->n_env; i++)
-                r |= add_string(env, p->env[i].name, redact ? REDACTED : p->env[i].value);
-        r |= json_object_object_add(o, "env", env);
+                r |= json_add_string(env, p->env[i].name, spec->redact ? REDACTED : p->env[i].value);
+        r |= json_add(o, "env", env);
 
         static const char *const drop_all[] = { "ALL", NULL };
-        r |= json_object_object_add(o, "cap_drop", string_array(drop_all));
-        r |= json_object_object_add(o, "cap_add", string_array(entrypoint_capabilities));
-        r |= json_object_object_add(o, "no_new_privileges", json_object_new_boolean(1));
-        r |= json_object_object_add(o, "read_only_filesystem", json_object_new_boolean(p->read_only));
+        r |= json_add(o, "cap_drop", json_string_array(drop_all));
+        r |= json_add(o, "cap_add", json_string_array(entrypoint_capabilities));
+        r |= json_add(o, "no_new_privileges", json_object_new_boolean(true));
+        r |= json_add(o, "read_only_filesystem", json_object_new_boolean(p->read_only));
         /* From podman 4.4 a read-only root also makes /dev, /dev/shm and /dev/mqueue read-only
          * unless this says otherwise (podman 5 defaults it to false); 4.3 ignores the field
          * and leaves them writable. Shared memory must work in the sandbox. */
-        r |= json_object_object_add(o, "read_write_tmpfs", json_object_new_boolean(1));
+        r |= json_add(o, "read_write_tmpfs", json_object_new_boolean(true));
 
         json_object *mounts = json_object_new_array();
         if (p->project) {
                 static const char *const rw[] = { "rbind", "rw", NULL }, *const ro[] = { "rbind", "ro", NULL };
-                r |= json_object_array_add(mounts, mount_object("bind", p->project, AISB_PROJECT_DIR,
+                r |= json_append(mounts, mount_object("bind", p->project, AISB_PROJECT_DIR,
                                                                 p->project_read_only ? ro : rw));
         }
         if (p->project && settings_copy) {
@@ -122,58 +97,58 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
                  * reads the copy this run took of them, and can neither change them nor
                  * create them where there were none. */
                 static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
-                r |= json_object_array_add(mounts, mount_object("bind", settings_copy,
+                r |= json_append(mounts, mount_object("bind", settings_copy,
                                                                 AISB_PROJECT_DIR "/" PROJECT_SETTINGS_DIR, ro));
         }
         for (size_t i = 0; i < p->n_mounts; i++) {
                 const char *const opts[] = { "rbind", p->mounts[i].read_only ? "ro" : "rw", NULL };
-                r |= json_object_array_add(mounts, mount_object("bind", p->mounts[i].source,
+                r |= json_append(mounts, mount_object("bind", p->mounts[i].source,
                                                                 p->mounts[i].destination, opts));
         }
         /* Podman 4.3's API adds none of the CLI's tmpfs for a read-only root: we do, with
          * sizes, so a full /tmp is a cap and not the host's disk. */
-        r |= json_object_array_add(mounts, tmpfs_mount("/tmp", p->tmp_size, "1777"));
-        r |= json_object_array_add(mounts, tmpfs_mount("/var/tmp", p->tmp_size, "1777"));
-        r |= json_object_array_add(mounts, tmpfs_mount("/run", 64ULL << 20, "755"));
+        r |= json_append(mounts, tmpfs_mount("/tmp", p->tmp_size, "1777"));
+        r |= json_append(mounts, tmpfs_mount("/var/tmp", p->tmp_size, "1777"));
+        r |= json_append(mounts, tmpfs_mount("/run", 64ULL << 20, "755"));
         if (p->ephemeral_home)
-                r |= json_object_array_add(mounts, tmpfs_mount(AISB_SANDBOX_HOME, p->tmp_size, "1777"));
-        if (bridge && bridge->seed_dir) {
+                r |= json_append(mounts, tmpfs_mount(AISB_SANDBOX_HOME, p->tmp_size, "1777"));
+        if (rm && rm->seed_dir) {
                 static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
-                r |= json_object_array_add(mounts, mount_object("bind", bridge->seed_dir,
+                r |= json_append(mounts, mount_object("bind", rm->seed_dir,
                                                                 AISB_SEED_IN_SANDBOX, ro));
         }
-        if (bridge && bridge->agents_dir) {
+        if (rm && rm->agents_dir) {
                 /* Skills are read, never rewritten, by any run: read-only even for
                  * --insecure-keep-root, which has no capability to remount it. */
                 static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", NULL };
-                r |= json_object_array_add(mounts, mount_object("bind", bridge->agents_dir,
+                r |= json_append(mounts, mount_object("bind", rm->agents_dir,
                                                                 AISB_SANDBOX_HOME "/.agents", ro));
         }
-        r |= json_object_object_add(o, "mounts", mounts);
+        r |= json_add(o, "mounts", mounts);
         if (p->devices) {
                 /* Podman's own syntax: SRC[:DST[:PERMS]], or a CDI name it resolves. */
                 json_object *devices = json_object_new_array();
                 for (size_t i = 0; p->devices[i]; i++) {
                         json_object *d = json_object_new_object();
-                        r |= add_string(d, "path", p->devices[i]);
-                        r |= json_object_array_add(devices, d);
+                        r |= json_add_string(d, "path", p->devices[i]);
+                        r |= json_append(devices, d);
                 }
-                r |= json_object_object_add(o, "devices", devices);
+                r |= json_add(o, "devices", devices);
         }
 
         if (!p->ephemeral_home) {
                 json_object *volumes = json_object_new_array();
                 json_object *v = json_object_new_object();
-                r |= add_string(v, "Name", p->home_volume);
-                r |= add_string(v, "Dest", AISB_SANDBOX_HOME);
-                r |= json_object_object_add(v, "Options", json_object_new_array());
-                r |= json_object_array_add(volumes, v);
-                r |= json_object_object_add(o, "volumes", volumes);
+                r |= json_add_string(v, "Name", p->home_volume);
+                r |= json_add_string(v, "Dest", AISB_SANDBOX_HOME);
+                r |= json_add(v, "Options", json_object_new_array());
+                r |= json_append(volumes, v);
+                r |= json_add(o, "volumes", volumes);
         }
 
         json_object *netns = json_object_new_object();
-        r |= add_string(netns, "nsmode", net->nsmode);
-        r |= json_object_object_add(o, "netns", netns);
+        r |= json_add_string(netns, "nsmode", net->nsmode);
+        r |= json_add(o, "netns", netns);
         if (net->host_loopback) {
                 /* The gate listens on the host's loopback; both backends map it to
                  * SANDBOX_HOST_LOOPBACK, and the entrypoint's ruleset admits only the gate's
@@ -182,43 +157,42 @@ int container_create_body(const aisb_policy *p, const sandbox_network *net,
                 static const char *const slirp[] = { "allow_host_loopback=true", NULL };
                 static const char *const pasta[] = { "--map-host-loopback", SANDBOX_HOST_LOOPBACK, NULL };
                 bool is_pasta = net->backend && net->backend->id == NETWORK_BACKEND_PASTA;
-                r |= json_object_object_add(options, is_pasta ? "pasta" : "slirp4netns",
-                                            string_array(is_pasta ? pasta : slirp));
-                r |= json_object_object_add(o, "network_options", options);
+                r |= json_add(options, is_pasta ? "pasta" : "slirp4netns",
+                                            json_string_array(is_pasta ? pasta : slirp));
+                r |= json_add(o, "network_options", options);
         }
 
         json_object *limits = json_object_new_object();
         json_object *memory = json_object_new_object();
-        r |= json_object_object_add(memory, "limit", json_object_new_int64((int64_t) p->memory));
-        r |= json_object_object_add(limits, "memory", memory);
+        r |= json_add(memory, "limit", json_object_new_int64((int64_t) p->memory));
+        r |= json_add(limits, "memory", memory);
         json_object *pids = json_object_new_object();
-        r |= json_object_object_add(pids, "limit", json_object_new_int64((int64_t) p->pids_limit));
-        r |= json_object_object_add(limits, "pids", pids);
+        r |= json_add(pids, "limit", json_object_new_int64((int64_t) p->pids_limit));
+        r |= json_add(limits, "pids", pids);
         json_object *cpu = json_object_new_object();
-        r |= json_object_object_add(cpu, "quota", json_object_new_int64((int64_t) p->cpus_milli * 100));
-        r |= json_object_object_add(cpu, "period", json_object_new_int64(100000));
-        r |= json_object_object_add(limits, "cpu", cpu);
-        r |= json_object_object_add(o, "resource_limits", limits);
+        r |= json_add(cpu, "quota", json_object_new_int64((int64_t) p->cpus_milli * 100));
+        r |= json_add(cpu, "period", json_object_new_int64(100000));
+        r |= json_add(limits, "cpu", cpu);
+        r |= json_add(o, "resource_limits", limits);
 
         json_object *labels = json_object_new_object();
         _cleanup_free_ char *hash = NULL;
         r |= policy_hash(p, image, &hash);
-        r |= add_string(labels, AISB_LABEL_PREFIX "managed", "true");
-        r |= add_string(labels, AISB_LABEL_PREFIX "version", AISB_VERSION);
-        r |= add_string(labels, AISB_LABEL_PREFIX "project", p->project ? p->project : "");
-        r |= add_string(labels, AISB_LABEL_PREFIX "net",
-                        p->net == SANDBOX_NET_FULL ? "full" : p->net == SANDBOX_NET_NONE ? "none" : "allow");
-        if (net->gate.name)
-                r |= add_string(labels, AISB_LABEL_PREFIX "gate", net->gate.hash);
-        r |= add_string(labels, AISB_LABEL_PREFIX "policy", hash ? hash : "");
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "version", AISB_VERSION);
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "project", p->project ? p->project : "");
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "net", policy_net_name(p->net));
+        if (spec->gate_hash)
+                r |= json_add_string(labels, AISB_LABEL_PREFIX "gate", spec->gate_hash);
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "policy", hash ? hash : "");
         char pid[32];
         snprintf(pid, sizeof pid, "%ld", (long) getpid());
-        r |= add_string(labels, AISB_LABEL_PREFIX "pid", pid);
-        r |= json_object_object_add(o, "labels", labels);
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "pid", pid);
+        r |= json_add(o, "labels", labels);
 
-        r |= json_object_object_add(o, "terminal", json_object_new_boolean(terminal));
-        r |= json_object_object_add(o, "stdin", json_object_new_boolean(1));
-        r |= json_object_object_add(o, "remove", json_object_new_boolean(0));
+        r |= json_add(o, "terminal", json_object_new_boolean(spec->terminal));
+        r |= json_add(o, "stdin", json_object_new_boolean(true));
+        r |= json_add(o, "remove", json_object_new_boolean(false));
         if (r < 0)
                 return -ENOMEM;
         *ret = steal_pointer(&o);

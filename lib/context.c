@@ -7,15 +7,17 @@
  * onto one socket.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
-#include "aisb-private.h"
 #include "config.h"
+#include "context.h"
 
 /* Seconds a transient service stays up with no client: long enough that the next run of a
  * working session finds it warm. */
@@ -27,16 +29,81 @@ const char *aisb_version(void)
         return AISB_VERSION;
 }
 
+int ctx_emit(aisb_ctx *ctx, const aisb_event *e)
+{
+        if (e->type == AISB_EVENT_MESSAGE && ctx->log_fn)
+                ctx->log_fn(e->level, e->text, ctx->log_userdata);
+        if (e->type == AISB_EVENT_BUILD_OUTPUT && ctx->build_fn)
+                ctx->build_fn(AISB_LOG_INFO, e->text, ctx->build_userdata);
+        if (!ctx->event_fn || ctx->event_fn(e, ctx->event_userdata) == 0)
+                return 0;
+        /* As aisb_ctx_cancel: the request in flight is cut short too. */
+        aisb_ctx_cancel(ctx);
+        return 1;
+}
+
 void aisb_log(aisb_ctx *ctx, aisb_log_level level, const char *fmt, ...)
 {
-        if (!ctx->log_fn)
+        if (!ctx->log_fn && !ctx->event_fn)
                 return;
         va_list ap;
         va_start(ap, fmt);
         _cleanup_free_ char *s = NULL;
         if (vasprintf(&s, fmt, ap) >= 0)
-                ctx->log_fn(level, s, ctx->log_userdata);
+                (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_MESSAGE, .level = level, .text = s });
         va_end(ap);
+}
+
+void aisb_ctx_cancel(aisb_ctx *ctx)
+{
+        atomic_store(&ctx->cancel_requested, true);
+        if (ctx->wake_fd >= 0) {
+                uint64_t one = 1;
+                (void) !write(ctx->wake_fd, &one, sizeof one);
+        }
+}
+
+bool ctx_stopping(aisb_ctx *ctx)
+{
+        if (!ctx->stopping && atomic_load(&ctx->cancel_requested))
+                ctx->stopping = true;
+        if (!ctx->stopping && ctx->stop_fn && ctx->stop_fn(ctx->stop_userdata))
+                ctx->stopping = true;
+        return ctx->stopping;
+}
+
+void ctx_cleanup_begin(aisb_ctx *ctx)
+{
+        ctx->cleaning_up = true;
+}
+
+void ctx_operation_begin(aisb_ctx *ctx)
+{
+        ctx->op_depth++;
+}
+
+void ctx_operation_end(aisb_ctx **pctx)
+{
+        aisb_ctx *ctx = *pctx;
+        if (!ctx || --ctx->op_depth > 0)
+                return;
+        /* The cancel was this operation's, seen or not: the next one starts afresh. */
+        ctx->stopping = false;
+        ctx->cleaning_up = false;
+        atomic_store(&ctx->cancel_requested, false);
+        uint64_t drained;
+        if (ctx->wake_fd >= 0)
+                (void) !read(ctx->wake_fd, &drained, sizeof drained);
+}
+
+/* A request is cut short when a stop is first seen while it waits; once stopping, requests
+ * are the cleanup's and run to their end. */
+static bool request_cancelled(void *userdata)
+{
+        aisb_ctx *ctx = userdata;
+        if (ctx->stopping || ctx->cleaning_up)
+                return false;
+        return ctx_stopping(ctx);
 }
 
 int aisb_ctx_new(aisb_ctx **ret_ctx, aisb_error **err)
@@ -44,6 +111,16 @@ int aisb_ctx_new(aisb_ctx **ret_ctx, aisb_error **err)
         aisb_ctx *ctx = calloc(1, sizeof *ctx);
         if (!ctx)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
+        ctx->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (ctx->wake_fd < 0) {
+                int r = -errno;
+                free(ctx);
+                return aisb_error_set(err, r, "eventfd: %s", strerror(-r));
+        }
+        atomic_init(&ctx->cancel_requested, false);
+        ctx->request_timeout_ms = AISB_DEFAULT_REQUEST_TIMEOUT_MS;
+        ctx->http.cancel_fn = request_cancelled;
+        ctx->http.cancel_userdata = ctx;
         *ret_ctx = ctx;
         return 0;
 }
@@ -52,12 +129,23 @@ void aisb_ctx_free(aisb_ctx *ctx)
 {
         if (!ctx)
                 return;
-        if (ctx->curl)
-                curl_easy_cleanup(ctx->curl);
-        free(ctx->socket_path);
+        http_conn_done(&ctx->http);
+        if (ctx->wake_fd >= 0)
+                close(ctx->wake_fd);
         free(ctx->podman_version);
         free(ctx->ensured_tag);
         free(ctx);
+}
+
+void aisb_ctx_set_timeout(aisb_ctx *ctx, unsigned long milliseconds)
+{
+        ctx->request_timeout_ms = milliseconds > LONG_MAX ? LONG_MAX : (long) milliseconds;
+}
+
+void aisb_ctx_set_event_fn(aisb_ctx *ctx, aisb_event_fn fn, void *userdata)
+{
+        ctx->event_fn = fn;
+        ctx->event_userdata = userdata;
 }
 
 void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata)
@@ -74,17 +162,14 @@ void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata)
 
 void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *userdata)
 {
-        ctx->dry_run_fn = fn;
-        ctx->dry_run_userdata = userdata;
+        ctx->http.dry_run_fn = fn;
+        ctx->http.dry_run_userdata = userdata;
 }
 
 int aisb_ctx_set_socket(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
-        char *copy = strdup(path);
-        if (!copy)
+        if (http_conn_set_socket(&ctx->http, path) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        free(ctx->socket_path);
-        ctx->socket_path = copy;
         ctx->socket_fixed = true;
         ctx->connected = false;
         return 0;
@@ -97,7 +182,7 @@ const char *aisb_ctx_podman_version(const aisb_ctx *ctx)
 
 const char *aisb_ctx_socket_path(const aisb_ctx *ctx)
 {
-        return ctx->socket_path;
+        return ctx->http.socket_path;
 }
 
 int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor)
@@ -145,20 +230,15 @@ oom:
         return -ENOMEM;
 }
 
-/* 0 when the service at path answers /_ping; fills the version. */
+/* 0 when the service at path answers /_ping (unversioned: any podman answers it); fills
+ * the version from the Libpod-Api-Version header. */
 static int ping(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
-        free(ctx->socket_path);
-        ctx->socket_path = strdup(path);
-        if (!ctx->socket_path)
+        if (http_conn_set_socket(&ctx->http, path) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        if (ctx->curl) {
-                /* A handle bound to another socket must not reuse its connection. */
-                curl_easy_cleanup(ctx->curl);
-                ctx->curl = NULL;
-        }
         http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = "/_ping", .unversioned = true },
+        int r = http_send(&ctx->http,
+                          &(http_request) { .method = "GET", .path = "/_ping", .timeout_ms = ctx->request_timeout_ms },
                           &resp, err);
         if (r < 0)
                 return r;
@@ -170,22 +250,6 @@ static int ping(aisb_ctx *ctx, const char *path, aisb_error **err)
         free(ctx->podman_version);
         ctx->podman_version = steal_pointer(&resp.api_version);
         http_response_done(&resp);
-        return 0;
-}
-
-static int mkdir_parents(const char *path, mode_t mode)
-{
-        _cleanup_free_ char *copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
-        for (char *p = copy + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = 0;
-                if (mkdir(copy, mode) < 0 && errno != EEXIST)
-                        return -errno;
-                *p = '/';
-        }
         return 0;
 }
 
@@ -336,7 +400,11 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         int r = service_dir_check(path, false, err);
         if (r < 0)
                 return r;
-        r = mkdir_parents(path, 0700);
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        *strrchr(dir, '/') = 0;
+        r = *dir ? mkdir_p(dir, 0700) : 0;
         if (r < 0)
                 return aisb_error_set(err, r, "cannot create the directory of %s: %s", path,
                                       strerror(-r));
@@ -423,7 +491,7 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                 service = 0;
         struct timespec delay = { 0, 20 * 1000 * 1000 };
         for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
-                if (run_stopping(ctx))
+                if (ctx_stopping(ctx))
                         return aisb_error_set(err, -ECANCELED, "stopped while the podman service started");
                 aisb_error *e = NULL;
                 if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
@@ -458,11 +526,13 @@ static int ping_named(aisb_ctx *ctx, const char *path, const char *what, aisb_er
 
 int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
 {
-        if (ctx->connected || ctx->dry_run_fn)
+        if (ctx->connected || ctx->http.dry_run_fn)
                 return 0;
+        ctx_operation_begin(ctx);
+        _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
         int r;
         if (ctx->socket_fixed) {
-                _cleanup_free_ char *path = strdup(ctx->socket_path);
+                _cleanup_free_ char *path = strdup(ctx->http.socket_path);
                 if (!path)
                         return aisb_error_set(err, -ENOMEM, "out of memory");
                 r = ping_named(ctx, path, "the podman socket", err);
@@ -512,7 +582,7 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
         if (connect_parse_version(ctx->podman_version, &major, &minor) < 0)
                 return aisb_error_set(err, -EPROTO,
                                       "the service at %s did not say its version (Libpod-Api-Version); is it podman?",
-                                      ctx->socket_path);
+                                      ctx->http.socket_path);
         if (major < 4 || (major == 4 && minor < 3))
                 return aisb_error_set(err, -EPROTONOSUPPORT,
                                       "podman %s is too old: aisb needs podman 4.3 or newer",

@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
 #include "createpatch.h"
+#include "jsonutil.h"
 
 int create_patch_load(const char *path, const char *project, json_object **ret, aisb_error **err)
 {

@@ -15,11 +15,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 
-#include "aisb-private.h"
+#include "harness.h"
+#include "jsonutil.h"
+#include "network.h"
+#include "podman.h"
 #include "project.h"
+#include "run.h"
 #include "skills.h"
 
 typedef struct doctor {
@@ -135,35 +138,6 @@ static long doctor_timeout(void)
         return e && parse_uint(e, 3600, &v) >= 0 && v > 0 ? (long) v : DOCTOR_RUN_TIMEOUT_S;
 }
 
-static int on_timer(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
-{
-        uint64_t expirations;
-        return read(fd, &expirations, sizeof expirations) == sizeof expirations ? AISB_CONTROL_STOP
-                                                                                 : AISB_CONTROL_NONE;
-}
-
-int doctor_run_captured(aisb_ctx *ctx, const aisb_policy *q, long timeout, aisb_output_fn fn,
-                        void *userdata, int *ret_code, aisb_error **err)
-{
-        _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        struct itimerspec when = { .it_value = { .tv_sec = timeout } };
-        if (timer < 0 || timerfd_settime(timer, 0, &when, NULL) < 0)
-                return aisb_error_set(err, -errno, "timerfd: %s", strerror(errno));
-        aisb_io *io = NULL;
-        int r = aisb_io_new(&io, err);
-        if (r < 0)
-                return r;
-        aisb_io_set_stdin(io, -1);
-        aisb_io_set_output_fn(io, fn, userdata);
-        aisb_io_set_control(io, timer, on_timer, NULL);
-        r = aisb_run(ctx, q, io, ret_code, err);
-        aisb_io_free(io);
-        if (r == -ECANCELED)
-                return aisb_error_set(err, -ETIMEDOUT, "the sandbox did not finish within %ld s, and was removed",
-                                      timeout);
-        return r;
-}
-
 /* Whether the project has uncommitted changes, asked of git inside a sandbox. The repository
  * is the agent's to configure, and git runs what its configuration names (core.fsmonitor,
  * hooks, filter drivers in .gitattributes, included files, a .git file pointing at another
@@ -207,7 +181,7 @@ static void first_line(const char *text, char *buf, size_t size)
  * gate needs), slirp4netns before. */
 static void check_network(aisb_ctx *ctx, doctor *d, const aisb_policy *p, json_object *info)
 {
-        const network_backend *backend = network_backend_for(ctx, p);
+        const network_backend *backend = network_backend_for(p, ctx->version_major);
         bool pasta = backend->id == NETWORK_BACKEND_PASTA;
         const char *exe = json_object_get_string(path_get(info, "host", backend->name, "executable"));
         const char *version = json_object_get_string(path_get(info, "host", backend->name, "version"));
@@ -268,7 +242,7 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
         if (!deep) {
                 _cleanup_free_ char *tag = NULL;
                 r = aisb_image_tag(q, &tag, &e);
-                r = r < 0 ? r : http_exists(ctx, "images", tag, &e);
+                r = r < 0 ? r : podman_image_exists(ctx, tag, &e);
                 if (r <= 0) {
                         report(d, "project", AISB_CHECK_WARN,
                                r < 0 ? aisb_error_message(e)
@@ -278,7 +252,7 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
                 }
         }
         int code = -1;
-        r = doctor_run_captured(ctx, q, doctor_timeout(), capture, &out, &code, &e);
+        r = run_captured(ctx, q, doctor_timeout(), capture, &out, &code, &e);
         if (r < 0)
                 report(d, "project", AISB_CHECK_WARN, aisb_error_message(e), "see the checks above");
         else if (code == 128)
@@ -362,7 +336,7 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
                 r = aisb_policy_set_command(p, cmd, &e);
         int code = -1;
         if (r >= 0)
-                r = doctor_run_captured(ctx, p, doctor_timeout(), capture, &out, &code, &e);
+                r = run_captured(ctx, p, doctor_timeout(), capture, &out, &code, &e);
         if (r < 0)
                 report(d, "sandbox", AISB_CHECK_FAIL, aisb_error_message(e), "see the checks above");
         else if (code == 77)
@@ -437,14 +411,10 @@ int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn
                  aisb_ctx_socket_path(ctx));
         report(&d, "podman", AISB_CHECK_OK, detail, NULL);
 
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = "/libpod/info" }, &resp, err);
+        _cleanup_json_ json_object *info = NULL;
+        int r = podman_info(ctx, &info, err);
         if (r < 0)
                 return r;
-        _cleanup_json_ json_object *info = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
-        http_response_done(&resp);
-        if (!info)
-                return aisb_error_set(err, -EIO, "GET /libpod/info gave no answer");
         check_host(&d, info);
         check_network(ctx, &d, p, info);
         check_skills(&d, p);

@@ -25,8 +25,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "aisb-private.h"
-#include "allowlist.h"
+#include "gate-squid.h"
+#include "gate.h"
+#include "image.h"
+#include "jsonutil.h"
+#include "network.h"
+#include "podman.h"
+#include "userdirs.h"
 
 #define GATE_CONFIG_DIR "config"
 #define GATE_LOGS_DIR "logs"
@@ -45,50 +50,6 @@ void gate_info_done(gate_info *g)
         free(g->hash);
         free(g->dir);
         *g = (gate_info) {};
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-        _cleanup_free_ char *copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
-        for (char *p = copy + 1;; p++) {
-                if (*p == '/' || *p == 0) {
-                        char saved = *p;
-                        *p = 0;
-                        if (mkdir(copy, mode) < 0 && errno != EEXIST)
-                                return -errno;
-                        *p = saved;
-                        if (!saved)
-                                break;
-                }
-        }
-        return 0;
-}
-
-int state_dir(const char *sub, char **ret, aisb_error **err)
-{
-        const char *xdg = getenv("XDG_STATE_HOME");
-        const char *home = getenv("HOME");
-        char *path = NULL;
-        int n;
-        if (xdg && xdg[0] == '/')
-                n = asprintf(&path, "%s/ai-sandbox%s%s", xdg, sub ? "/" : "", sub ? sub : "");
-        else if (home && home[0] == '/')
-                n = asprintf(&path, "%s/.local/state/ai-sandbox%s%s", home, sub ? "/" : "",
-                             sub ? sub : "");
-        else
-                return aisb_error_set(err, -ENOENT, "neither XDG_STATE_HOME nor HOME is set");
-        if (n < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        int r = mkdir_p(path, 0700);
-        if (r < 0) {
-                aisb_error_set(err, r, "cannot create %s: %s", path, strerror(-r));
-                free(path);
-                return r;
-        }
-        *ret = path;
-        return 0;
 }
 
 /* dir/sub, created when absent, opened without following a symlink. */
@@ -294,117 +255,81 @@ bool gate_port_ours(unsigned port)
 static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsigned *ret_port,
                         aisb_error **err)
 {
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s/json", name) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
-        if (r < 0)
+        _cleanup_json_ json_object *o = NULL;
+        int r = podman_container_inspect(ctx, name, &o, err);
+        if (r <= 0)
                 return r;
-        if (resp.status == 404) {
-                http_response_done(&resp);
-                return 0;
-        }
-        if (resp.status != 200) {
-                r = aisb_error_set(err, -EIO, "inspecting %s: %s", name, http_error_message(&resp));
-                http_response_done(&resp);
-                return r;
-        }
-        _cleanup_json_ json_object *o = json_tokener_parse(resp.body);
-        http_response_done(&resp);
         json_object *state, *running, *config, *labels, *port;
-        *ret_running = o && json_object_object_get_ex(o, "State", &state) &&
+        *ret_running = json_object_object_get_ex(o, "State", &state) &&
                        json_object_object_get_ex(state, "Running", &running) &&
                        json_object_get_boolean(running);
         *ret_port = 0;
-        if (o && json_object_object_get_ex(o, "Config", &config) &&
+        if (json_object_object_get_ex(o, "Config", &config) &&
             json_object_object_get_ex(config, "Labels", &labels) &&
             json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate.port", &port))
                 *ret_port = (unsigned) strtoul(json_object_get_string(port), NULL, 10);
         return 1;
 }
 
-static int remove_named(aisb_ctx *ctx, const char *name, aisb_error **err)
-{
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s?force=true&timeout=0&ignore=true", name) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "DELETE", .path = path }, &resp, err);
-        http_response_done(&resp);
-        return r;
-}
-
-static json_object *bind_mount(const char *source, const char *destination, const char *mode)
+static json_object *mount_object(const char *type, const char *source, const char *destination,
+                                 const char *const *options)
 {
         json_object *m = json_object_new_object();
-        json_object_object_add(m, "type", json_object_new_string("bind"));
-        json_object_object_add(m, "source", json_object_new_string(source));
-        json_object_object_add(m, "destination", json_object_new_string(destination));
-        json_object *opts = json_object_new_array();
-        json_object_array_add(opts, json_object_new_string("rbind"));
-        json_object_array_add(opts, json_object_new_string(mode));
-        json_object_object_add(m, "options", opts);
+        if (json_add_string(m, "type", type) < 0 || json_add_string(m, "source", source) < 0 ||
+            json_add_string(m, "destination", destination) < 0 ||
+            json_add(m, "options", json_string_array(options)) < 0) {
+                json_object_put(m);
+                return NULL;
+        }
         return m;
 }
 
-static json_object *gate_create_body(const char *name, const char *image, const char *dir,
-                                     const char *hash, unsigned port)
+static int gate_create_body(const char *name, const char *image, const char *dir, const char *hash,
+                            unsigned port, json_object **ret)
 {
-        json_object *o = json_object_new_object();
-        char user[64], port_text[16];
+        _cleanup_json_ json_object *o = json_object_new_object();
+        char user[64], port_text[16], config[PATH_MAX], logs[PATH_MAX];
         snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
         snprintf(port_text, sizeof port_text, "%u", port);
-        json_object_object_add(o, "name", json_object_new_string(name));
-        json_object_object_add(o, "image", json_object_new_string(image));
-        json_object *command = json_object_new_array();
-        static const char *const argv[] = { "squid", "-N", "-f", GATE_CONFIG_INSIDE "/squid.conf" };
-        for (size_t i = 0; i < ELEMENTSOF(argv); i++)
-                json_object_array_add(command, json_object_new_string(argv[i]));
-        json_object_object_add(o, "command", command);
-        json_object *netns = json_object_new_object();
-        json_object_object_add(netns, "nsmode", json_object_new_string("host"));
-        json_object_object_add(o, "netns", netns);
-        /* squid runs as the user, so it writes its logs into the user's state directory. */
-        json_object *userns = json_object_new_object();
-        json_object_object_add(userns, "nsmode", json_object_new_string("keep-id"));
-        json_object_object_add(o, "userns", userns);
-        json_object_object_add(o, "user", json_object_new_string(user));
-        json_object *drop = json_object_new_array();
-        json_object_array_add(drop, json_object_new_string("ALL"));
-        json_object_object_add(o, "cap_drop", drop);
-        json_object_object_add(o, "no_new_privileges", json_object_new_boolean(1));
-        json_object_object_add(o, "read_only_filesystem", json_object_new_boolean(1));
-        /* squid keeps its shared memory in /dev/shm: podman 5 would make it read-only with
-         * the root (4.3 ignores the field). */
-        json_object_object_add(o, "read_write_tmpfs", json_object_new_boolean(1));
-        json_object *mounts = json_object_new_array();
-        char config[PATH_MAX], logs[PATH_MAX];
         snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, dir);
         snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, dir);
-        json_object_array_add(mounts, bind_mount(config, GATE_CONFIG_INSIDE, "ro"));
-        json_object_array_add(mounts, bind_mount(logs, GATE_LOGS_INSIDE, "rw"));
+        static const char *const argv[] = { "squid", "-N", "-f", GATE_CONFIG_INSIDE "/squid.conf", NULL };
+        static const char *const all[] = { "ALL", NULL };
+        static const char *const ro[] = { "rbind", "ro", NULL }, *const rw[] = { "rbind", "rw", NULL };
+        static const char *const tmpfs_options[] = { "size=16m", "mode=1777", NULL };
         static const char *const tmpfs[] = { "/run", "/tmp", "/var/tmp", "/var/spool/squid",
                                              "/var/log/squid", "/var/cache/squid" };
-        for (size_t i = 0; i < ELEMENTSOF(tmpfs); i++) {
-                json_object *t = json_object_new_object();
-                json_object_object_add(t, "type", json_object_new_string("tmpfs"));
-                json_object_object_add(t, "source", json_object_new_string("tmpfs"));
-                json_object_object_add(t, "destination", json_object_new_string(tmpfs[i]));
-                json_object *to = json_object_new_array();
-                json_object_array_add(to, json_object_new_string("size=16m"));
-                json_object_array_add(to, json_object_new_string("mode=1777"));
-                json_object_object_add(t, "options", to);
-                json_object_array_add(mounts, t);
-        }
-        json_object_object_add(o, "mounts", mounts);
-        json_object *labels = json_object_new_object();
-        json_object_object_add(labels, AISB_LABEL_PREFIX "managed", json_object_new_string("true"));
-        json_object_object_add(labels, AISB_LABEL_PREFIX "gate", json_object_new_string(hash));
-        json_object_object_add(labels, AISB_LABEL_PREFIX "gate.port", json_object_new_string(port_text));
-        json_object_object_add(o, "labels", labels);
-        json_object_object_add(o, "remove", json_object_new_boolean(0));
-        return o;
+        json_object *netns = json_object_new_object(), *userns = json_object_new_object();
+        json_object *mounts = json_object_new_array(), *labels = json_object_new_object();
+        int r = json_add_string(netns, "nsmode", "host");
+        /* squid runs as the user, so it writes its logs into the user's state directory. */
+        r |= json_add_string(userns, "nsmode", "keep-id");
+        r |= json_append(mounts, mount_object("bind", config, GATE_CONFIG_INSIDE, ro));
+        r |= json_append(mounts, mount_object("bind", logs, GATE_LOGS_INSIDE, rw));
+        for (size_t i = 0; i < ELEMENTSOF(tmpfs); i++)
+                r |= json_append(mounts, mount_object("tmpfs", "tmpfs", tmpfs[i], tmpfs_options));
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "gate", hash);
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "gate.port", port_text);
+        r |= json_add_string(o, "name", name);
+        r |= json_add_string(o, "image", image);
+        r |= json_add(o, "command", json_string_array(argv));
+        r |= json_add(o, "netns", netns);
+        r |= json_add(o, "userns", userns);
+        r |= json_add_string(o, "user", user);
+        r |= json_add(o, "cap_drop", json_string_array(all));
+        r |= json_add_bool(o, "no_new_privileges", true);
+        r |= json_add_bool(o, "read_only_filesystem", true);
+        /* squid keeps its shared memory in /dev/shm: podman 5 would make it read-only with
+         * the root (4.3 ignores the field). */
+        r |= json_add_bool(o, "read_write_tmpfs", true);
+        r |= json_add(o, "mounts", mounts);
+        r |= json_add(o, "labels", labels);
+        r |= json_add_bool(o, "remove", false);
+        if (r < 0)
+                return -ENOMEM;
+        *ret = steal_pointer(&o);
+        return 0;
 }
 
 static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t size)
@@ -431,7 +356,6 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         if (r < 0)
                 return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
         _cleanup_free_ char *conf = NULL, *hosts = NULL, *image = NULL;
-        _cleanup_free_ char *start = NULL;
         _cleanup_(build_context_done) build_context context = {};
         _cleanup_strv_free_ char **host_addresses = NULL;
         r = host_own_addresses(&host_addresses);
@@ -446,9 +370,9 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                 .access_log = GATE_LOGS_INSIDE "/access.log",
                 .cache_log = GATE_LOGS_INSIDE "/cache.log",
         };
-        r = allowlist_squid_config(l, &so, &conf, err);
+        r = gate_squid_config(l, &so, &conf, err);
         if (r >= 0)
-                r = allowlist_hosts_file((const char *const *) p->add_hosts, &hosts, err);
+                r = gate_squid_hosts_file((const char *const *) p->add_hosts, &hosts, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
@@ -474,32 +398,28 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                 return aisb_error_wrap(err, r, "the gate's image");
 
         aisb_log(ctx, AISB_LOG_INFO, "starting the gate %s on 127.0.0.1:%u", g->name, g->port);
-        _cleanup_json_ json_object *body = gate_create_body(g->name, image, g->dir, g->hash, g->port);
-        http_response resp = {};
-        r = http_post_json(ctx, "/libpod/containers/create", body, NULL, false, &resp, err);
-        if (r >= 0 && resp.status != 201)
-                r = aisb_error_set(err, -EIO, "creating the gate: %s", http_error_message(&resp));
-        http_response_done(&resp);
-        if (r < 0)
-                return r;
-        if (asprintf(&start, "/libpod/containers/%s/start", g->name) < 0)
+        _cleanup_json_ json_object *body = NULL;
+        _cleanup_free_ char *id = NULL;
+        if (gate_create_body(g->name, image, g->dir, g->hash, g->port, &body) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        r = http_send(ctx, &(http_request) { .method = "POST", .path = start }, &resp, err);
-        if (r >= 0 && resp.status != 204 && resp.status != 304)
-                r = aisb_error_set(err, -EIO, "starting the gate: %s", http_error_message(&resp));
-        http_response_done(&resp);
+        r = podman_container_create(ctx, body, NULL, false, &id, err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "creating the gate");
+        r = podman_container_start(ctx, g->name, err);
+        if (r < 0)
+                aisb_error_wrap(err, r, "starting the gate");
         if (r < 0) {
                 /* Not started (or the run was stopped meanwhile): no half-made gate stays. */
-                (void) remove_named(ctx, g->name, NULL);
+                (void) podman_container_remove(ctx, g->name, NULL);
                 return r;
         }
-        if (ctx->dry_run_fn)
+        if (ctx->http.dry_run_fn)
                 return 0;
 
         struct timespec delay = { 0, 50 * 1000 * 1000 };
         for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
-                if (run_stopping(ctx)) {
-                        (void) remove_named(ctx, g->name, NULL);
+                if (ctx_stopping(ctx)) {
+                        (void) podman_container_remove(ctx, g->name, NULL);
                         return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
                 }
                 port_owners owners;
@@ -512,7 +432,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                         r = aisb_error_set(err, -EADDRINUSE,
                                            "another user (uid %u) took 127.0.0.1:%u before the gate could listen on it; run again to use another port",
                                            (unsigned) owners.stranger_uid, g->port);
-                        (void) remove_named(ctx, g->name, NULL);
+                        (void) podman_container_remove(ctx, g->name, NULL);
                         return r;
                 }
                 if (waited % 1000 == 0) {
@@ -530,7 +450,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         tail_of_log(g, "cache.log", why, sizeof why);
         r = aisb_error_set(err, -EIO, "the gate did not start listening on 127.0.0.1:%u: %s",
                            g->port, why[0] ? why : "(no log)");
-        (void) remove_named(ctx, g->name, NULL);
+        (void) podman_container_remove(ctx, g->name, NULL);
         return r;
 }
 
@@ -539,7 +459,7 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
 {
         _cleanup_(gate_info_done) gate_info g = {};
         _cleanup_free_ char *sub = NULL, *lock_path = NULL;
-        int r = allowlist_gate_hash(l, (const char *const *) p->add_hosts, &g.hash);
+        int r = gate_squid_hash(l, (const char *const *) p->add_hosts, &g.hash);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the allowlist");
         if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0 || asprintf(&sub, "gates/%s", g.hash) < 0)
@@ -568,7 +488,7 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
         while (flock(lock, LOCK_EX | LOCK_NB) < 0) {
                 if (errno != EWOULDBLOCK && errno != EINTR)
                         return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path, strerror(errno));
-                if (run_stopping(ctx))
+                if (ctx_stopping(ctx))
                         return aisb_error_set(err, -ECANCELED, "stopped while waiting for the gate");
                 nanosleep(&(struct timespec) { 0, 50 * 1000 * 1000 }, NULL);
         }
@@ -584,7 +504,7 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
         /* Absent, stopped or not answering: start it afresh. */
         if (r == 1) {
                 aisb_log(ctx, AISB_LOG_INFO, "restarting the gate %s", g.name);
-                r = remove_named(ctx, g.name, err);
+                r = podman_container_remove(ctx, g.name, err);
                 if (r < 0)
                         return r;
         }
@@ -594,11 +514,6 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
         *ret = g;
         g = (gate_info) {};
         return 0;
-}
-
-int gate_stop(aisb_ctx *ctx, const char *name, aisb_error **err)
-{
-        return remove_named(ctx, name, err);
 }
 
 int gate_log_offset(const gate_info *g, long long *ret)
@@ -632,80 +547,6 @@ int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
         return read_lines(fd, GATE_LOG_READ_MAX, GATE_LOG_LINE_MAX, count_line, ret);
 }
 
-/* One access log line in ALLOWLIST_SQUID_LOGFORMAT:
- *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
- * counted as squid 5 and 6 log them (docs/allowlist.md has real lines): denied is the gate's
- * own refusal (TCP_DENIED, also TCP_DENIED_ABORTED when the client left at once); failed is a
- * request the gate let through that did not complete: status 0 (the client left first), an
- * _ABORTED or _TIMEDOUT tag, NONE_NONE/TAG_NONE (squid 5 logs a failed CONNECT so, 6 as
- * TCP_TUNNEL/503), an error page of squid's own (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...), or a
- * CONNECT that got no tunnel. Everything else reached its destination and got an answer,
- * whatever the status (a 503 of the origin's own is allowed egress). Fields are split on
- * blanks by hand: a field too long for a buffer must not shift the ones after it. */
-int egress_count_line(egress_summary *s, const char *line)
-{
-        const char *field[9] = {};
-        size_t len[9] = {}, n = 0;
-        for (const char *p = line; n < ELEMENTSOF(field);) {
-                while (*p && isspace((unsigned char) *p))
-                        p++;
-                if (!*p)
-                        break;
-                field[n] = p;
-                while (*p && !isspace((unsigned char) *p))
-                        p++;
-                len[n] = (size_t) (p - field[n]);
-                n++;
-        }
-#define FIELD_IS(i, text) (len[i] == strlen(text) && strncmp(field[i], text, len[i]) == 0)
-#define FIELD_STARTS(i, text) (len[i] >= strlen(text) && strncmp(field[i], text, strlen(text)) == 0)
-#define FIELD_HAS(i, text) (memmem(field[i], len[i], text, strlen(text)) != NULL)
-        enum { METHOD = 2, HOST = 3, STATUS = 4, TAG = 5, ERROR = 7 };
-        if (n <= TAG)
-                return -EBADMSG;
-        bool no_status = FIELD_IS(STATUS, "0") || FIELD_IS(STATUS, "000");
-        /* A connection that sent no request (aisb's own liveness probe) is no egress. */
-        if (FIELD_IS(METHOD, "-") && no_status)
-                return 0;
-        /* Older lines (no ERROR field) hold the URL there, which never starts with ERR_. */
-        bool has_error = n > ERROR && FIELD_STARTS(ERROR, "ERR_");
-        char (*names)[sizeof s->denied_names[0]];
-        size_t *n_names;
-        if (FIELD_STARTS(TAG, "TCP_DENIED") || (has_error && FIELD_IS(ERROR, "ERR_ACCESS_DENIED"))) {
-                s->denied++;
-                names = s->denied_names;
-                n_names = &s->n_denied_names;
-        } else if (no_status || FIELD_HAS(TAG, "_ABORTED") || FIELD_HAS(TAG, "_TIMEDOUT") ||
-                   FIELD_STARTS(TAG, "NONE") || FIELD_STARTS(TAG, "TAG_NONE") || has_error ||
-                   (FIELD_IS(METHOD, "CONNECT") && !FIELD_IS(STATUS, "200"))) {
-                s->failed++;
-                names = s->failed_names;
-                n_names = &s->n_failed_names;
-        } else {
-                s->allowed++;
-                return 0;
-        }
-#undef FIELD_IS
-#undef FIELD_STARTS
-#undef FIELD_HAS
-        /* The name without its port, cut as stored, or repeats never match. */
-        char host[sizeof s->denied_names[0]];
-        size_t host_len = len[HOST];
-        const char *colon = memrchr(field[HOST], ':', host_len);
-        if (colon && colon != field[HOST])
-                host_len = (size_t) (colon - field[HOST]);
-        snprintf(host, sizeof host, "%.*s", (int) (host_len < sizeof host ? host_len : sizeof host - 1),
-                 field[HOST]);
-        if (streq(host, "-")) /* squid could not parse the request: nothing to name */
-                return 0;
-        for (size_t i = 0; i < *n_names; i++)
-                if (streq(names[i], host))
-                        return 0;
-        if (*n_names < ELEMENTSOF(s->denied_names))
-                memcpy(names[(*n_names)++], host, sizeof host);
-        return 0;
-}
-
 /* ---- the public face: aisb gate up|status|logs|down ---- */
 
 static int policy_gate(const aisb_policy *p, allowlist *l, char **ret_hash, aisb_error **err)
@@ -718,7 +559,7 @@ static int policy_gate(const aisb_policy *p, allowlist *l, char **ret_hash, aisb
                 return aisb_error_set(err, -EINVAL,
                                       "this policy's allowlist names no domain, so it has no gate: add --allow DOMAIN");
         }
-        r = allowlist_gate_hash(l, (const char *const *) p->add_hosts, ret_hash);
+        r = gate_squid_hash(l, (const char *const *) p->add_hosts, ret_hash);
         if (r < 0) {
                 allowlist_done(l);
                 return aisb_error_set(err, r, "cannot hash the allowlist");
@@ -729,6 +570,8 @@ static int policy_gate(const aisb_policy *p, allowlist *l, char **ret_hash, aisb
 int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned *ret_port,
                  aisb_error **err)
 {
+        ctx_operation_begin(ctx);
+        _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
@@ -773,21 +616,10 @@ int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *filters = http_escape("{\"label\":[\"" AISB_LABEL_PREFIX "gate\"]}");
-        _cleanup_free_ char *path = NULL;
-        if (!filters || asprintf(&path, "/libpod/containers/json?all=true&filters=%s", filters) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
+        _cleanup_json_ json_object *list = NULL;
+        r = podman_container_list(ctx, "{\"label\":[\"" AISB_LABEL_PREFIX "gate\"]}", &list, err);
         if (r < 0)
-                return r;
-        _cleanup_json_ json_object *list = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
-        if (!list || !json_object_is_type(list, json_type_array)) {
-                r = aisb_error_set(err, -EIO, "listing gates: %s", http_error_message(&resp));
-                http_response_done(&resp);
-                return r;
-        }
-        http_response_done(&resp);
+                return aisb_error_wrap(err, r, "listing gates");
         for (size_t i = 0; i < json_object_array_length(list); i++) {
                 json_object *c = json_object_array_get_idx(list, i), *names, *labels, *state, *v;
                 const char *name = json_object_object_get_ex(c, "Names", &names)
@@ -822,5 +654,5 @@ int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
         allowlist_done(&l);
         if (asprintf(&name, "aisb-gate-%s", hash) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        return remove_named(ctx, name, err);
+        return podman_container_remove(ctx, name, err);
 }

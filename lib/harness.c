@@ -13,10 +13,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
+#include "entrypoint-args.h"
+#include "harness.h"
+#include "jsonutil.h"
 #include "pibridge.h"
-#include "project.h"
+#include "podman.h"
 #include "skills.h"
+#include "userdirs.h"
 
 #define PI_AGENT_DIR ".pi/agent"
 
@@ -120,28 +123,6 @@ static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error
                 return aisb_error_set(err, r, "cannot write %s: %s", name, strerror(-r));
         }
         return 0;
-}
-
-/* The host directory that holds the sandbox's home (the volume's mount point). */
-static int volume_mountpoint(aisb_ctx *ctx, const char *volume, char **ret, aisb_error **err)
-{
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/volumes/%s/json", volume) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
-        if (r < 0)
-                return r;
-        _cleanup_json_ json_object *o = resp.status == 200 ? json_tokener_parse(resp.body) : NULL;
-        json_object *mp;
-        if (!o || !json_object_object_get_ex(o, "Mountpoint", &mp)) {
-                r = aisb_error_set(err, -EIO, "inspecting volume %s: %s", volume, http_error_message(&resp));
-                http_response_done(&resp);
-                return r;
-        }
-        http_response_done(&resp);
-        *ret = strdup(json_object_get_string(mp));
-        return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
 }
 
 static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const char *base_dir,
@@ -266,9 +247,9 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
         /* Every sandbox reads what it holds: said once each time it changes. */
-        if (!ctx->dry_run_fn)
+        if (!ctx->http.dry_run_fn)
                 skills_warn_if_changed(ctx, b.agents_dir);
-        if (!harness_bridge_applies(p) || ctx->dry_run_fn) {
+        if (!harness_bridge_applies(p) || ctx->http.dry_run_fn) {
                 *ret = b;
                 return 0;
         }
@@ -291,7 +272,7 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 sandbox_dir = openat(rd->fd, "pi-agent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         } else {
                 _cleanup_free_ char *mountpoint = NULL, *sub = NULL;
-                r = volume_mountpoint(ctx, p->home_volume, &mountpoint, err);
+                r = podman_volume_mountpoint(ctx, p->home_volume, &mountpoint, err);
                 if (r < 0)
                         goto fail;
                 _cleanup_close_ int root = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -324,8 +305,9 @@ fail:
         return r;
 }
 
-static int describe_bridge(const aisb_policy *p, const char *home, buffer *b)
+int harness_describe(const aisb_policy *p, buffer *b)
 {
+        const char *home = getenv("HOME");
         const char *agent_dir = getenv("PI_CODING_AGENT_DIR");
         _cleanup_free_ char *host_path = agent_dir && *agent_dir ? strdup(agent_dir) : NULL;
         if (!host_path && home && asprintf(&host_path, "%s/" PI_AGENT_DIR, home) < 0)
@@ -371,31 +353,4 @@ static int describe_bridge(const aisb_policy *p, const char *home, buffer *b)
                 r |= buffer_printf(b, "bridge-models=none on the host\n");
         r |= buffer_printf(b, "bridge-auth=never copied\n");
         return r;
-}
-
-int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
-{
-        _cleanup_free_ char *policy = NULL;
-        int r = aisb_policy_format(p, &policy, err);
-        if (r < 0)
-                return r;
-        buffer b = {};
-        r = buffer_printf(&b, "%s", policy);
-        /* The agents directory is decided the same way a run decides it. */
-        const char *home = getenv("HOME");
-        _cleanup_free_ char *agents = NULL;
-        if (harness_agents_dir(p, &agents, NULL) < 0 || !agents)
-                r |= buffer_printf(&b, "agents=none\n");
-        else
-                r |= buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);
-        if (harness_bridge_applies(p))
-                r |= describe_bridge(p, home, &b);
-        else
-                r |= buffer_printf(&b, "bridge=none\n");
-        if (r < 0) {
-                buffer_free(&b);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        }
-        *ret_text = buffer_steal(&b);
-        return 0;
 }

@@ -1,15 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * HTTP to the podman service over its unix socket, with libcurl. Plain requests share one
- * easy handle (one keep-alive connection); the attach stream gets its own connection,
- * hijacked after the 101 answer. In a dry run nothing is sent: each request is written out
- * for the caller and answered with a canned success, so a dry run walks the same code path
- * as a real one.
+ * HTTP over a unix socket with libcurl (http.h). In a dry run nothing is sent: each request
+ * is written out for the caller and answered as the request says, so a dry run walks the
+ * same code path as a real one.
  */
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "aisb-private.h"
+#include "http.h"
+
+/* A hijacked stream's response head: its connection, and the head itself. */
+#define HIJACK_CONNECT_TIMEOUT_MS 5000L
+#define HIJACK_HEAD_TIMEOUT_MS 30000
+#define HIJACK_HEAD_MAX 65536
+
+int http_conn_set_socket(http_conn *c, const char *path)
+{
+        char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        free(c->socket_path);
+        c->socket_path = copy;
+        if (c->curl) {
+                /* A handle bound to another socket must not reuse its connection. */
+                curl_easy_cleanup(c->curl);
+                c->curl = NULL;
+        }
+        return 0;
+}
+
+void http_conn_done(http_conn *c)
+{
+        if (c->curl)
+                curl_easy_cleanup(c->curl);
+        free(c->socket_path);
+        c->socket_path = NULL;
+        c->curl = NULL;
+}
 
 void http_response_done(http_response *r)
 {
@@ -27,27 +54,6 @@ char *http_escape(const char *s)
         char *copy = strdup(e);
         curl_free(e);
         return copy;
-}
-
-const char *http_error_message(const http_response *r)
-{
-        static __thread char message[512];
-        if (!r->body || !*r->body)
-                return "no details";
-        _cleanup_json_ json_object *o = json_tokener_parse(r->body);
-        json_object *m;
-        const char *text;
-        if (o && json_object_object_get_ex(o, "message", &m) && json_object_get_string(m))
-                snprintf(message, sizeof message, "%s", json_object_get_string(m));
-        else
-                snprintf(message, sizeof message, "%.*s", (int) strcspn(r->body, "\n"), r->body);
-        /* The service's text goes into a one-line error and onto a terminal: no control
-         * characters (a JSON message may hold newlines and escape sequences). */
-        for (char *c = message; *c; c++)
-                if ((unsigned char) *c < 0x20 || *c == 0x7f)
-                        *c = ' ';
-        text = message + strspn(message, " ");
-        return *text ? text : "no details";
 }
 
 typedef struct receive_state {
@@ -105,24 +111,19 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
         return n;
 }
 
-/* libcurl calls this about once a second while a request waits, and as data moves: a run
- * being prepared that is asked to stop aborts the request in progress. */
+/* libcurl calls this about once a second while a request waits, and as data moves. */
 static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow)
 {
-        aisb_ctx *ctx = userdata;
+        http_conn *c = userdata;
         (void) dltotal, (void) dlnow, (void) ultotal, (void) ulnow;
-        /* Already stopping: this request is the cleanup's. */
-        if (ctx->stopping)
-                return 0;
-        return run_stopping(ctx) ? 1 : 0;
+        return c->cancel_fn(c->cancel_userdata) ? 1 : 0;
 }
 
-static int dry_run_send(aisb_ctx *ctx, const http_request *req, http_response *ret)
+static int dry_run_send(http_conn *c, const http_request *req, http_response *ret)
 {
         buffer b = {};
-        int r = buffer_printf(&b, "%s %s%s\n", req->method, req->unversioned ? "" : AISB_API_PREFIX,
-                              req->path);
+        int r = buffer_printf(&b, "%s %s\n", req->method, req->path);
         if (req->dry_run_body)
                 r |= buffer_printf(&b, "%s\n", req->dry_run_body);
         else if (req->body && req->body_size)
@@ -131,58 +132,49 @@ static int dry_run_send(aisb_ctx *ctx, const http_request *req, http_response *r
                 buffer_free(&b);
                 return -ENOMEM;
         }
-        ctx->dry_run_fn(b.data, ctx->dry_run_userdata);
+        c->dry_run_fn(b.data, c->dry_run_userdata);
         buffer_free(&b);
-
-        /* Canned answers: an image that must be built, a container that exits 0. */
-        const char *body = "";
-        long status = 200;
-        if (strstr(req->path, "/exists"))
-                status = 404;
-        else if (strstr(req->path, "/containers/create")) {
-                status = 201;
-                body = "{\"Id\":\"dry-run\"}";
-        } else if (strstr(req->path, "/wait"))
-                body = "0";
-        else if (strcmp(req->method, "DELETE") == 0 || strstr(req->path, "/start"))
-                status = 204;
-        *ret = (http_response) { .status = status, .body = strdup(body) };
-        return ret->body ? 0 : -ENOMEM;
+        *ret = (http_response) { .status = req->dry_run_status ? req->dry_run_status : 200,
+                                 .body = strdup(req->dry_run_answer ? req->dry_run_answer : "") };
+        if (!ret->body)
+                return -ENOMEM;
+        ret->body_size = strlen(ret->body);
+        return 0;
 }
 
-static CURL *handle_for(aisb_ctx *ctx, aisb_error **err)
+static CURL *handle_for(http_conn *conn, aisb_error **err)
 {
-        if (!ctx->curl) {
-                ctx->curl = curl_easy_init();
-                if (!ctx->curl) {
+        if (!conn->curl) {
+                conn->curl = curl_easy_init();
+                if (!conn->curl) {
                         aisb_error_set(err, -ENOMEM, "cannot initialise libcurl");
                         return NULL;
                 }
         } else {
                 /* Reset options, keep the live connection. */
-                curl_easy_reset(ctx->curl);
+                curl_easy_reset(conn->curl);
         }
-        CURL *c = ctx->curl;
-        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ctx->socket_path);
+        CURL *c = conn->curl;
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, conn->socket_path);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
         return c;
 }
 
-int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_error **err)
+int http_send(http_conn *conn, const http_request *req, http_response *ret, aisb_error **err)
 {
-        if (ctx->dry_run_fn) {
-                int r = dry_run_send(ctx, req, ret);
+        if (conn->dry_run_fn) {
+                int r = dry_run_send(conn, req, ret);
                 return r < 0 ? aisb_error_set(err, r, "out of memory") : 0;
         }
-        if (!ctx->socket_path)
+        if (!conn->socket_path)
                 return aisb_error_set(err, -ENOTCONN, "not connected to the podman service");
-        CURL *c = handle_for(ctx, err);
+        CURL *c = handle_for(conn, err);
         if (!c)
                 return -ENOMEM;
 
         _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "http://d%s%s", req->unversioned ? "" : AISB_API_PREFIX, req->path) < 0)
+        if (asprintf(&url, "http://d%s", req->path) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
         struct curl_slist *h;
@@ -220,9 +212,15 @@ int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_e
         }
         if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0)
                 curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
-        if (ctx->stop_io && !ctx->stopping) {
+        if (req->timeout_ms > 0)
+                curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+        if (req->idle_timeout_s > 0) {
+                curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+                curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, req->idle_timeout_s);
+        }
+        if (conn->cancel_fn) {
                 curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-                curl_easy_setopt(c, CURLOPT_XFERINFODATA, ctx);
+                curl_easy_setopt(c, CURLOPT_XFERINFODATA, conn);
                 curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         }
 
@@ -239,17 +237,25 @@ int http_send(aisb_ctx *ctx, const http_request *req, http_response *ret, aisb_e
                 return aisb_error_set(err, st.callback_error, "%s %s: %s", req->method, req->path,
                                       strerror(-st.callback_error));
         }
-        if (cr == CURLE_ABORTED_BY_CALLBACK && ctx->stopping) {
+        if (cr == CURLE_ABORTED_BY_CALLBACK) {
                 buffer_free(&st.body);
                 free(st.api_version);
                 return aisb_error_set(err, -ECANCELED, "%s %s: stopped", req->method, req->path);
+        }
+        if (cr == CURLE_OPERATION_TIMEDOUT) {
+                buffer_free(&st.body);
+                free(st.api_version);
+                return aisb_error_set(err, -ETIMEDOUT,
+                                      "%s %s: the podman service at %s did not answer in time (%s): is it hung? "
+                                      "\"podman info\" tells",
+                                      req->method, req->path, conn->socket_path, curl_easy_strerror(cr));
         }
         if (cr != CURLE_OK) {
                 buffer_free(&st.body);
                 free(st.api_version);
                 int code = cr == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
                 return aisb_error_set(err, code, "%s %s: podman service at %s: %s", req->method,
-                                      req->path, ctx->socket_path, curl_easy_strerror(cr));
+                                      req->path, conn->socket_path, curl_easy_strerror(cr));
         }
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -276,29 +282,29 @@ void http_stream_done(http_stream *s)
         if (s->curl)
                 curl_easy_cleanup(s->curl);
         buffer_free(&s->leftover);
-        *s = (http_stream) { .fd = -1 };
+        *s = HTTP_STREAM_NULL;
 }
 
-int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **err)
+int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(const char *body),
+                http_stream *ret, aisb_error **err)
 {
-        http_stream s = { .fd = -1 };
-        if (ctx->dry_run_fn) {
+        http_stream s = HTTP_STREAM_NULL;
+        if (conn->dry_run_fn) {
                 _cleanup_free_ char *text = NULL;
-                if (asprintf(&text, "POST %s%s\n(hijacked: Connection: Upgrade, Upgrade: tcp)\n",
-                             AISB_API_PREFIX, path) < 0)
+                if (asprintf(&text, "POST %s\n(hijacked: Connection: Upgrade, Upgrade: tcp)\n", path) < 0)
                         return aisb_error_set(err, -ENOMEM, "out of memory");
-                ctx->dry_run_fn(text, ctx->dry_run_userdata);
+                conn->dry_run_fn(text, conn->dry_run_userdata);
                 *ret = s;
                 return 0;
         }
         s.curl = curl_easy_init();
         if (!s.curl)
                 return aisb_error_set(err, -ENOMEM, "cannot initialise libcurl");
-        curl_easy_setopt(s.curl, CURLOPT_UNIX_SOCKET_PATH, ctx->socket_path);
+        curl_easy_setopt(s.curl, CURLOPT_UNIX_SOCKET_PATH, conn->socket_path);
         curl_easy_setopt(s.curl, CURLOPT_URL, "http://d/");
         curl_easy_setopt(s.curl, CURLOPT_CONNECT_ONLY, 1L);
         curl_easy_setopt(s.curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(s.curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+        curl_easy_setopt(s.curl, CURLOPT_CONNECTTIMEOUT_MS, HIJACK_CONNECT_TIMEOUT_MS);
         CURLcode cr = curl_easy_perform(s.curl);
         curl_socket_t sock = CURL_SOCKET_BAD;
         if (cr == CURLE_OK)
@@ -306,15 +312,15 @@ int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **
         if (cr != CURLE_OK || sock == CURL_SOCKET_BAD) {
                 http_stream_done(&s);
                 return aisb_error_set(err, -ECONNREFUSED, "attach: cannot connect to %s: %s",
-                                      ctx->socket_path, curl_easy_strerror(cr));
+                                      conn->socket_path, curl_easy_strerror(cr));
         }
         s.fd = (int) sock;
 
         _cleanup_free_ char *head = NULL;
         int n = asprintf(&head,
-                         "POST %s%s HTTP/1.1\r\nHost: d\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                         "POST %s HTTP/1.1\r\nHost: d\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
                          "Content-Length: 0\r\n\r\n",
-                         AISB_API_PREFIX, path);
+                         path);
         if (n < 0) {
                 http_stream_done(&s);
                 return aisb_error_set(err, -ENOMEM, "out of memory");
@@ -342,7 +348,7 @@ int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **
                 size_t got = 0;
                 cr = curl_easy_recv(s.curl, chunk, sizeof chunk, &got);
                 if (cr == CURLE_AGAIN) {
-                        int r = wait_socket(s.fd, POLLIN, 30000);
+                        int r = wait_socket(s.fd, POLLIN, HIJACK_HEAD_TIMEOUT_MS);
                         if (r < 0) {
                                 buffer_free(&in);
                                 http_stream_done(&s);
@@ -350,7 +356,7 @@ int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **
                         }
                         continue;
                 }
-                if (cr != CURLE_OK || got == 0 || in.size + got > 65536) {
+                if (cr != CURLE_OK || got == 0 || in.size + got > HIJACK_HEAD_MAX) {
                         buffer_free(&in);
                         http_stream_done(&s);
                         return aisb_error_set(err, -EIO, "attach: the service closed the connection before answering");
@@ -364,9 +370,9 @@ int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **
         }
         int status = 0;
         if (sscanf(in.data, "HTTP/1.%*d %d", &status) != 1 || status != 101) {
-                http_response fake = { .body = strstr(in.data, "\r\n\r\n") + 4 };
+                const char *body = end + 4;
                 int r = aisb_error_set(err, -EIO, "attach refused (%d): %s", status,
-                                       http_error_message(&fake));
+                                       refusal_fn ? refusal_fn(body) : "no details");
                 buffer_free(&in);
                 http_stream_done(&s);
                 return r;
@@ -380,43 +386,4 @@ int http_hijack(aisb_ctx *ctx, const char *path, http_stream *ret, aisb_error **
         buffer_free(&in);
         *ret = s;
         return 0;
-}
-
-int http_exists(aisb_ctx *ctx, const char *kind, const char *name, aisb_error **err)
-{
-        _cleanup_free_ char *escaped = http_escape(name);
-        _cleanup_free_ char *path = NULL;
-        if (!escaped || asprintf(&path, "/libpod/%s/%s/exists", kind, escaped) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
-        if (r < 0)
-                return r;
-        long status = resp.status;
-        http_response_done(&resp);
-        if (status == 204)
-                return 1;
-        if (status == 404)
-                return 0;
-        return aisb_error_set(err, -EIO, "checking %s %s: the service answered %ld", kind, name, status);
-}
-
-int http_post_json(aisb_ctx *ctx, const char *path, json_object *body, const char *dry_run_body,
-                   bool wipe, http_response *ret, aisb_error **err)
-{
-        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-        if (!text)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        int r = http_send(ctx,
-                          &(http_request) { .method = "POST",
-                                            .path = path,
-                                            .content_type = "application/json",
-                                            .body = text,
-                                            .body_size = strlen(text),
-                                            .dry_run_body = dry_run_body },
-                          ret, err);
-        /* A body that held secret values is wiped once sent (json-c keeps this text). */
-        if (wipe)
-                explicit_bzero((char *) text, strlen(text));
-        return r;
 }

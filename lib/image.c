@@ -11,9 +11,12 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "aisb-private.h"
 #include "archive-dl.h"
 #include "config.h"
+#include "entrypoint-args.h"
+#include "image.h"
+#include "jsonutil.h"
+#include "podman.h"
 
 #define IMAGE_REPO "localhost/aisb"
 #define BASE_REPO "localhost/aisb-base"
@@ -65,25 +68,6 @@ static int base_reference(const aisb_policy *p, char **ret)
 #define NODE_NPM_COREPACK_SHA512 "f03f4dfe4f610e3a084820c65331f6c011747c90f8f69dc6ee27e811971cd2f8" \
                                  "41ecfcbaafe31cd52a49f1dbe7598fc730ff792bad169106cdeef81b5205e0a4"
 
-typedef struct harness_package {
-        const char *name;
-        const char *package; /* npm name@version, pinned so the content tag means something */
-} harness_package;
-
-static const harness_package harness_packages[] = {
-        { "pi", "@mariozechner/pi-coding-agent@0.73.1" },
-        { "codex", "@openai/codex@0.171.0" },
-        { "claude", "@anthropic-ai/claude-code@2.1.332" },
-};
-
-bool harness_known(const char *name)
-{
-        for (size_t i = 0; i < ELEMENTSOF(harness_packages); i++)
-                if (streq(harness_packages[i].name, name))
-                        return true;
-        return false;
-}
-
 static int print_ca_copy(buffer *b, const aisb_policy *p)
 {
         /* Certificates go in before apt runs, so a proxy that intercepts TLS is trusted by
@@ -120,16 +104,16 @@ static int print_harness_stage(buffer *b, const aisb_policy *p, const char *base
                                       " && grep ' node-v" NODE_VERSION "-linux-x64.tar.xz$' SHASUMS256.txt | sha256sum -c - \\\n"
                                       " && mkdir -p /opt/aisb/node \\\n"
                                       " && tar -xJf node-v" NODE_VERSION "-linux-x64.tar.xz -C /opt/aisb/node --strip-components=1\n");
+        /* pi always (the default harness), and the one chosen. */
         r |= buffer_printf(b, "RUN npm install -g --prefix /opt/aisb/harness --no-audit --no-fund %s",
-                           harness_packages[0].package);
-        for (size_t i = 1; i < ELEMENTSOF(harness_packages); i++)
-                if (streq(p->harness, harness_packages[i].name))
-                        r |= buffer_printf(b, " %s", harness_packages[i].package);
+                           policy_harness_package(AISB_DEFAULT_HARNESS));
+        if (!streq(p->harness, AISB_DEFAULT_HARNESS) && policy_harness_package(p->harness))
+                r |= buffer_printf(b, " %s", policy_harness_package(p->harness));
         r |= buffer_printf(b, "\n");
         return r;
 }
 
-int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
+int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
         buffer b = {};
         _cleanup_free_ char *base = NULL;
@@ -283,6 +267,24 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
 
 /* The CA certificates of a policy as context files, names matching the COPY line; room for
  * extra more files after them. */
+static int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err)
+{
+        _cleanup_close_ int fd = open(p->entrypoint, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return aisb_error_set(err, -errno,
+                                      "aisb-entrypoint not found at %s (%s): reinstall aisb or set AISB_ENTRYPOINT",
+                                      p->entrypoint, strerror(errno));
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return aisb_error_set(err, -errno, "cannot stat %s: %s", p->entrypoint, strerror(errno));
+        if (!S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
+                return aisb_error_set(err, -EINVAL, "%s is not a regular file of at most 64 MiB",
+                                      p->entrypoint);
+        *ret_size = (size_t) st.st_size;
+        *ret_fd = steal_fd(&fd);
+        return 0;
+}
+
 static int context_ca_files(const aisb_policy *p, build_context *c, size_t extra)
 {
         /* + 1: never calloc(0), which may return NULL. */
@@ -302,15 +304,15 @@ static int context_ca_files(const aisb_policy *p, build_context *c, size_t extra
 int image_context(const aisb_policy *p, build_context *ret, aisb_error **err)
 {
         _cleanup_(build_context_done) build_context c = {};
-        int r = aisb_policy_containerfile(p, &c.containerfile, err);
+        int r = image_containerfile(p, &c.containerfile, err);
         if (r < 0)
                 return r;
         /* The entrypoint (a megabyte) is hashed, and packed for a build, from the file: it
          * is never held in memory to name an image. */
         if (context_ca_files(p, &c, 1) < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        int fd;
-        size_t size;
+        int fd = -1;
+        size_t size = 0;
         r = entrypoint_open(p, &fd, &size, err);
         if (r < 0)
                 return r;
@@ -383,11 +385,6 @@ int aisb_image_tag(const aisb_policy *p, char **ret_tag, aisb_error **err)
         return 0;
 }
 
-static int image_exists(aisb_ctx *ctx, const char *ref, aisb_error **err)
-{
-        return http_exists(ctx, "images", ref, err);
-}
-
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error)
 {
         *ret_stream = NULL;
@@ -456,8 +453,11 @@ static int build_line(const char *line, size_t size, void *userdata)
                 nl = strchr(s, '\n');
                 if (nl)
                         *nl = 0;
-                if (*s && st->ctx->build_fn)
-                        st->ctx->build_fn(AISB_LOG_INFO, s, st->ctx->build_userdata);
+                /* A callback that asks to stop ends the build at once. */
+                if (*s && ctx_emit(st->ctx, &(aisb_event) { .type = AISB_EVENT_BUILD_OUTPUT,
+                                                             .level = AISB_LOG_INFO,
+                                                             .text = s }))
+                        return -ECANCELED;
                 if (strlen(s) >= 12 && !startswith(s, "STEP ") && !startswith(s, "--> ") &&
                     !startswith(s, "time=\""))
                         snprintf(st->last_line, sizeof st->last_line, "%s", s);
@@ -486,47 +486,25 @@ static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, a
 {
         _cleanup_free_ void *tar = NULL;
         size_t size = 0;
-        buffer shown = {};
+        _cleanup_(buffer_free) buffer shown = {};
         int r = 0;
-        if (ctx->dry_run_fn) {
+        if (ctx->http.dry_run_fn) {
+                /* A dry run packs nothing (and loads no libarchive): it shows the file list. */
                 r = buffer_printf(&shown, "(build context for %s: a tar of Containerfile", tag);
                 for (size_t i = 0; r >= 0 && i < c->n_files; i++)
                         r = buffer_printf(&shown, ", %s (%zu bytes)", c->files[i].name, c->files[i].size);
                 r = r < 0 ? r : buffer_printf(&shown, ")");
-                if (r < 0) {
-                        buffer_free(&shown);
+                if (r < 0)
                         return aisb_error_set(err, -ENOMEM, "out of memory");
-                }
         } else {
                 r = image_pack(c, tag, &tar, &size, err);
                 if (r < 0)
                         return r;
         }
-        _cleanup_free_ char *shown_text = buffer_steal(&shown);
-        _cleanup_free_ char *escaped = http_escape(tag);
-        _cleanup_free_ char *path = NULL;
-        /* layers=1 with an OCI output format is what turns the layer cache on for the libpod
-         * endpoint; without it every build starts from nothing. */
-        if (!escaped ||
-            asprintf(&path, "/libpod/build?t=%s&layers=1&rm=1&pullpolicy=missing"
-                            "&outputformat=application%%2Fvnd.oci.image.manifest.v1%%2Bjson",
-                     escaped) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
         build_state st = { .ctx = ctx };
-        http_response resp = {};
-        r = http_send(ctx,
-                          &(http_request) { .method = "POST",
-                                            .path = path,
-                                            .content_type = "application/x-tar",
-                                            .body = tar,
-                                            .body_size = size,
-                                            .dry_run_body = shown_text,
-                                            .line_fn = build_line,
-                                            .line_userdata = &st },
-                          &resp, err);
-        if (r >= 0 && resp.status != 200)
-                r = aisb_error_set(err, -EIO, "the service refused the build (%ld): %s",
-                                   resp.status, http_error_message(&resp));
+        r = podman_image_build(ctx, tag, tar, size, shown.data, build_line, &st, err);
+        if (r == -ECANCELED)
+                aisb_error_wrap(err, r, "the build was stopped");
         else if (r >= 0 && st.error) {
                 /* One line: the service ends its message with a newline. */
                 st.error[strcspn(st.error, "\r\n")] = 0;
@@ -539,16 +517,13 @@ static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, a
                                            st.last_line[0] ? " (last output: " : "", st.last_line,
                                            st.last_line[0] ? ")" : "");
         }
-        http_response_done(&resp);
         free(st.error);
         free(st.last_id);
-        if (r < 0)
+        if (r < 0 || ctx->http.dry_run_fn)
                 return r;
-        if (ctx->dry_run_fn)
-                return 0;
         /* A build that streamed no error may still have left no tag (a dropped connection
          * mid-build): believe only the image store. */
-        r = image_exists(ctx, tag, err);
+        r = podman_image_exists(ctx, tag, err);
         if (r < 0)
                 return r;
         if (r == 0)
@@ -563,11 +538,11 @@ static int bootstrap_base(aisb_ctx *ctx, const char *suite, const char *ref, ais
         _cleanup_free_ char *tar_path = NULL;
         if (asprintf(&tar_path, "%s/aisb-bootstrap-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/var/tmp") < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        if (ctx->dry_run_fn) {
+        if (ctx->http.dry_run_fn) {
                 _cleanup_free_ char *text = NULL;
                 if (asprintf(&text, "# run: mmdebstrap --mode=unshare --variant=apt "
                                     "--include=ca-certificates %s TMPFILE.tar\n", suite) >= 0)
-                        ctx->dry_run_fn(text, ctx->dry_run_userdata);
+                        ctx->http.dry_run_fn(text, ctx->http.dry_run_userdata);
         } else {
                 _cleanup_close_ int fd = mkostemp(tar_path, O_CLOEXEC);
                 if (fd < 0)
@@ -609,8 +584,8 @@ static int bootstrap_base(aisb_ctx *ctx, const char *suite, const char *ref, ais
                 }
         }
 
-        _cleanup_fclose_ FILE *f = ctx->dry_run_fn ? NULL : fopen(tar_path, "re");
-        if (!ctx->dry_run_fn) {
+        _cleanup_fclose_ FILE *f = ctx->http.dry_run_fn ? NULL : fopen(tar_path, "re");
+        if (!ctx->http.dry_run_fn) {
                 (void) unlink(tar_path);
                 if (!f)
                         return aisb_error_set(err, -errno, "cannot reopen %s: %s", tar_path,
@@ -619,26 +594,10 @@ static int bootstrap_base(aisb_ctx *ctx, const char *suite, const char *ref, ais
         struct stat st = {};
         if (f && fstat(fileno(f), &st) < 0)
                 return aisb_error_set(err, -errno, "stat: %s", strerror(errno));
-        _cleanup_free_ char *escaped = http_escape(ref);
-        _cleanup_free_ char *path = NULL;
-        if (!escaped ||
-            asprintf(&path, "/libpod/images/import?reference=%s&changes=%s", escaped,
-                     "CMD%20%5B%22%2Fbin%2Fbash%22%5D") < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = http_send(ctx,
-                          &(http_request) { .method = "POST",
-                                            .path = path,
-                                            .content_type = "application/x-tar",
-                                            .body_file = f,
-                                            .body_file_size = st.st_size,
-                                            .dry_run_body = "(the mmdebstrap tar)" },
-                          &resp, err);
-        if (r >= 0 && resp.status != 200)
-                r = aisb_error_set(err, -EIO, "importing the %s base failed (%ld): %s", suite,
-                                   resp.status, http_error_message(&resp));
-        http_response_done(&resp);
-        return r;
+        int r = podman_image_import(ctx, ref, f, st.st_size, "(the mmdebstrap tar)", err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "importing the %s base", suite);
+        return 0;
 }
 
 int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
@@ -648,7 +607,7 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
         int r = image_context_tag(repo, c, &tag);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the build context");
-        r = image_exists(ctx, tag, err);
+        r = podman_image_exists(ctx, tag, err);
         if (r < 0)
                 return r;
         bool built = false;
@@ -658,7 +617,7 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                         _cleanup_free_ char *base = NULL;
                         if (base_reference(p, &base) < 0)
                                 return aisb_error_set(err, -ENOMEM, "out of memory");
-                        r = image_exists(ctx, base, err);
+                        r = podman_image_exists(ctx, base, err);
                         if (r == 0)
                                 r = bootstrap_base(ctx, suite, base, err);
                         if (r < 0)
@@ -690,11 +649,13 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
 int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *ret_built,
                       aisb_error **err)
 {
+        ctx_operation_begin(ctx);
+        _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
         if (ctx->ensured_tag && ctx->ensured_policy == p && ctx->ensured_generation == p->generation &&
-            !ctx->dry_run_fn) {
+            !ctx->http.dry_run_fn) {
                 if (ret_built)
                         *ret_built = 0;
                 if (ret_tag && !(*ret_tag = strdup(ctx->ensured_tag)))

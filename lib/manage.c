@@ -1,36 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Living with sandboxes: what is running (ps), what is left over (clean), and what ran (the
- * session log). Everything here is scoped to aisb's own namespace: containers and volumes
- * carrying the aisb.managed label, volumes named aisb-*, images in localhost/aisb*. Nothing
- * else is listed, and nothing else is ever removed.
+ * Living with sandboxes: what is running (ps) and what is left over (clean). Everything here
+ * is scoped to aisb's own namespace: containers and volumes carrying the aisb.managed label,
+ * volumes named aisb-*, images in localhost/aisb*. Nothing else is listed, and nothing else
+ * is ever removed.
  */
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <time.h>
 
-#include "aisb-private.h"
+#include "jsonutil.h"
+#include "podman.h"
+#include "policy.h"
 
-#define SESSION_LOG "sessions.log"
-
-static int get_json(aisb_ctx *ctx, const char *path, json_object **ret, aisb_error **err)
-{
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "GET", .path = path }, &resp, err);
-        if (r < 0)
-                return r;
-        json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
-        if (!o) {
-                r = aisb_error_set(err, -EIO, "GET %s: %s", path, http_error_message(&resp));
-                http_response_done(&resp);
-                return r;
-        }
-        http_response_done(&resp);
-        *ret = o;
-        return 0;
-}
+#define MANAGED_FILTER "{\"label\":[\"" AISB_LABEL_PREFIX "managed=true\"]}"
 
 static const char *label(json_object *labels, const char *key)
 {
@@ -52,11 +35,7 @@ static long long parse_time(json_object *v)
 
 static int list_managed(aisb_ctx *ctx, json_object **ret, aisb_error **err)
 {
-        _cleanup_free_ char *filters = http_escape("{\"label\":[\"" AISB_LABEL_PREFIX "managed=true\"]}");
-        _cleanup_free_ char *path = NULL;
-        if (!filters || asprintf(&path, "/libpod/containers/json?all=true&filters=%s", filters) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        return get_json(ctx, path, ret, err);
+        return podman_container_list(ctx, MANAGED_FILTER, ret, err);
 }
 
 /* A sandbox whose aisb process is gone (killed with -9) is an orphan, running or not. */
@@ -77,15 +56,14 @@ static int volume_in_use(aisb_ctx *ctx, const char *name, char *const *except, b
 {
         _cleanup_json_ json_object *filter = json_object_new_object();
         json_object *names = json_object_new_array();
-        if (!filter || !names || json_object_object_add(filter, "volume", names) < 0 ||
-            json_object_array_add(names, json_object_new_string(name)) < 0)
+        int r = json_append_string(names, name);
+        if (json_add(filter, "volume", names) < 0 || r < 0)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
-        _cleanup_free_ char *escaped = http_escape(json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN));
-        _cleanup_free_ char *path = NULL;
-        if (!escaped || asprintf(&path, "/libpod/containers/json?all=true&filters=%s", escaped) < 0)
+        const char *filters = json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN);
+        if (!filters)
                 return aisb_error_set(err, -ENOMEM, "out of memory");
         _cleanup_json_ json_object *users = NULL;
-        int r = get_json(ctx, path, &users, err);
+        r = podman_container_list(ctx, filters, &users, err);
         if (r < 0)
                 return r;
         *ret = false;
@@ -105,12 +83,8 @@ static int volume_in_use(aisb_ctx *ctx, const char *name, char *const *except, b
 /* The home volumes aisb made (one per project by default). */
 static int list_homes(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
 {
-        _cleanup_free_ char *filters = http_escape("{\"label\":[\"" AISB_LABEL_PREFIX "managed=true\"]}");
-        _cleanup_free_ char *path = NULL;
-        if (!filters || asprintf(&path, "/libpod/volumes/json?filters=%s", filters) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
         _cleanup_json_ json_object *vols = NULL;
-        int r = get_json(ctx, path, &vols, err);
+        int r = podman_volume_list(ctx, MANAGED_FILTER, &vols, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < json_object_array_length(vols); i++) {
@@ -167,26 +141,10 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
         return list_homes(ctx, fn, userdata, err);
 }
 
-static int delete(aisb_ctx *ctx, const char *what, const char *name, const char *query,
-                  aisb_error **err)
-{
-        _cleanup_free_ char *escaped = http_escape(name);
-        _cleanup_free_ char *path = NULL;
-        if (!escaped || asprintf(&path, "/libpod/%s/%s%s", what, escaped, query) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = http_send(ctx, &(http_request) { .method = "DELETE", .path = path }, &resp, err);
-        if (r >= 0 && resp.status >= 300 && resp.status != 404)
-                r = aisb_error_set(err, -EIO, "removing %s: %s", name, http_error_message(&resp));
-        http_response_done(&resp);
-        return r;
-}
-
 /* For what another owner may still use: a refusal is a warning, not the end of the clean. */
-static void delete_or_warn(aisb_ctx *ctx, const char *what, const char *name)
+static void warn_on_error(aisb_ctx *ctx, int r, aisb_error *e)
 {
-        aisb_error *e = NULL;
-        if (delete(ctx, what, name, "", &e) < 0)
+        if (r < 0)
                 aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
         aisb_error_free(e);
 }
@@ -230,7 +188,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                 if (strv_push(&removed, name) < 0)
                         return aisb_error_set(err, -ENOMEM, "out of memory");
                 if (!dry) {
-                        r = delete(ctx, "containers", name, "?force=true&timeout=0&ignore=true", err);
+                        r = podman_container_remove(ctx, name, err);
                         if (r < 0)
                                 return r;
                 }
@@ -238,7 +196,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
 
         /* Images of ours that nothing kept uses: the next run rebuilds what it needs. */
         _cleanup_json_ json_object *images = NULL;
-        r = get_json(ctx, "/libpod/images/json", &images, err);
+        r = podman_image_list(ctx, &images, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < json_object_array_length(images); i++) {
@@ -256,15 +214,17 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                                 continue;
                         fn("image", ref, userdata);
                         /* In use by a container of someone else's: leave it. */
-                        if (!dry)
-                                delete_or_warn(ctx, "images", ref);
+                        if (!dry) {
+                                aisb_error *e = NULL;
+                                warn_on_error(ctx, podman_image_remove(ctx, ref, &e), e);
+                        }
                 }
         }
         if (!volumes)
                 return 0;
 
         _cleanup_json_ json_object *vols = NULL;
-        r = get_json(ctx, "/libpod/volumes/json", &vols, err);
+        r = podman_volume_list(ctx, NULL, &vols, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < json_object_array_length(vols); i++) {
@@ -283,74 +243,10 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                         continue;
                 fn("volume", name, userdata);
                 /* 409: a container outside our namespace uses it; that is not ours to end. */
-                if (!dry)
-                        delete_or_warn(ctx, "volumes", name);
+                if (!dry) {
+                        aisb_error *e = NULL;
+                        warn_on_error(ctx, podman_volume_remove(ctx, name, &e), e);
+                }
         }
-        return 0;
-}
-
-/* ---- the session log: one JSON line per run ---- */
-
-int session_log_append(const aisb_policy *p, const char *image, int exit_code, const char *const *patched,
-                       const egress_summary *egress)
-{
-        _cleanup_free_ char *dir = NULL, *path = NULL, *hash = NULL;
-        if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" SESSION_LOG, dir) < 0)
-                return -ENOMEM;
-        (void) policy_hash(p, image ? image : "", &hash);
-        _cleanup_json_ json_object *o = json_object_new_object();
-        json_object_object_add(o, "time", json_object_new_int64((int64_t) time(NULL)));
-        json_object_object_add(o, "project", json_object_new_string(p->project ? p->project : ""));
-        json_object_object_add(o, "policy", json_object_new_string(hash ? hash : ""));
-        json_object_object_add(o, "image", json_object_new_string(image ? image : ""));
-        json_object_object_add(o, "net", json_object_new_string(
-                p->net == SANDBOX_NET_FULL ? "full" : p->net == SANDBOX_NET_NONE ? "none" : "allow"));
-        json_object_object_add(o, "exit", json_object_new_int(exit_code));
-        /* Names of what was passed, never values. */
-        json_object *env = json_object_new_array();
-        for (size_t i = 0; i < p->n_env; i++)
-                json_object_array_add(env, json_object_new_string(p->env[i].name));
-        json_object_object_add(o, "env", env);
-        if (patched) {
-                json_object *fields = json_object_new_array();
-                for (size_t i = 0; patched[i]; i++)
-                        json_object_array_add(fields, json_object_new_string(patched[i]));
-                json_object_object_add(o, "create_patch", fields);
-        }
-        if (egress) {
-                json_object *e = json_object_new_object();
-                json_object_object_add(e, "allowed", json_object_new_int64((int64_t) egress->allowed));
-                json_object_object_add(e, "denied", json_object_new_int64((int64_t) egress->denied));
-                json_object *names = json_object_new_array();
-                for (size_t i = 0; i < egress->n_denied_names; i++)
-                        json_object_array_add(names, json_object_new_string(egress->denied_names[i]));
-                json_object_object_add(e, "denied_names", names);
-                json_object_object_add(e, "failed", json_object_new_int64((int64_t) egress->failed));
-                names = json_object_new_array();
-                for (size_t i = 0; i < egress->n_failed_names; i++)
-                        json_object_array_add(names, json_object_new_string(egress->failed_names[i]));
-                json_object_object_add(e, "failed_names", names);
-                json_object_object_add(o, "egress", e);
-        }
-        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        /* One write of a whole line: concurrent runs never interleave within a record. */
-        _cleanup_free_ char *line = NULL;
-        if (asprintf(&line, "%s\n", text) < 0)
-                return -ENOMEM;
-        return write_all(fd, line, strlen(line));
-}
-
-int aisb_session_log_path(char **ret_path, aisb_error **err)
-{
-        _cleanup_free_ char *dir = NULL;
-        int r = state_dir(NULL, &dir, err);
-        if (r < 0)
-                return r;
-        if (asprintf(ret_path, "%s/" SESSION_LOG, dir) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
         return 0;
 }

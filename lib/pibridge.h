@@ -11,7 +11,8 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
-#include "aisb-private.h"
+#include "error.h"
+#include "jsonutil.h"
 
 /* pi's files are small; anything bigger or deeper than this is not a pi config. */
 #define PIBRIDGE_JSON_MAX (4u * 1024u * 1024u)

@@ -11,12 +11,34 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
 #include "config.h"
-#include "pibridge.h"
 #include "createpatch.h"
+#include "gate-squid.h"
+#include "pibridge.h"
+#include "policy.h"
+#include "project.h"
+#include "userdirs.h"
 
 static int rebuild_harness_command(aisb_policy *p);
+
+/* The harnesses aisb installs into the image, each an npm package pinned so that the
+ * image's content tag means something. */
+static const struct {
+        const char *name;
+        const char *package;
+} harness_packages[] = {
+        { "pi", "@mariozechner/pi-coding-agent@0.73.1" },
+        { "codex", "@openai/codex@0.171.0" },
+        { "claude", "@anthropic-ai/claude-code@2.1.332" },
+};
+
+const char *policy_harness_package(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(harness_packages); i++)
+                if (streq(harness_packages[i].name, name))
+                        return harness_packages[i].package;
+        return NULL;
+}
 
 /* The only variables a sandbox inherits without being asked. */
 static const char *const inherited_env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ" };
@@ -744,7 +766,7 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
                 return 0;
         }
         if (streq(key, "harness")) {
-                if (!harness_known(value))
+                if (!policy_harness_package(value))
                         return aisb_error_set(err, -EINVAL,
                                               "harness: '%s' is not known (use pi, codex or claude)", value);
                 if (set_string(&p->harness, value) < 0 || rebuild_harness_command(p) < 0)
@@ -930,7 +952,7 @@ const char *const *policy_command(const aisb_policy *p)
         return (const char *const *) p->harness_command;
 }
 
-static const char *net_mode_name(sandbox_net m)
+const char *policy_net_name(sandbox_net m)
 {
         return m == SANDBOX_NET_FULL ? "full" : m == SANDBOX_NET_NONE ? "none" : "allow";
 }
@@ -944,13 +966,92 @@ static int format_size(buffer *b, const char *key, unsigned long long v)
         return buffer_printf(b, "%s=%llu\n", key, v);
 }
 
-int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
+static int copy_entry(allowlist *to, const allow_entry *e)
 {
-        _cleanup_free_ char *tag = NULL;
-        int r = aisb_image_tag(p, &tag, err);
+        allow_entry *grown = realloc(to->entries, (to->n + 1) * sizeof *grown);
+        if (!grown)
+                return -ENOMEM;
+        to->entries = grown;
+        allow_entry c = *e;
+        c.host = strdup(e->host);
+        c.origin = strdup(e->origin);
+        if (!c.host || !c.origin) {
+                free(c.host);
+                free(c.origin);
+                return -ENOMEM;
+        }
+        to->entries[to->n++] = c;
+        return 0;
+}
+
+static char *user_allowlist_path(const aisb_policy *p)
+{
+        if (p->user_allowlist)
+                return *p->user_allowlist ? strdup(p->user_allowlist) : NULL;
+        return user_config_path("allow");
+}
+
+int policy_allowlist(const aisb_policy *p, const project_settings *settings, allowlist *ret,
+                     aisb_error **err)
+{
+        allowlist l = {};
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->allow.n; i++)
+                r = copy_entry(&l, &p->allow.entries[i]);
+        if (r < 0) {
+                allowlist_done(&l);
+                return aisb_error_set(err, r, "out of memory");
+        }
+        /* The project's file first, then the user's: the first origin of a duplicate is the
+         * one reported. The project's comes from the run's snapshot of .ai-sandbox (read
+         * without following links), or is read the same way here. It may name domains
+         * only: whoever wrote the repository (or the agent, for the next run) wrote it, and an
+         * address becomes a direct rule that nothing checks, where a name still meets the gate. */
+        if (p->project) {
+                project_settings own = {};
+                if (!settings) {
+                        r = project_settings_read(p->project, false, &own, err);
+                        settings = &own;
+                }
+                const project_file *f = r >= 0 ? project_settings_find(settings, "allow") : NULL;
+                _cleanup_free_ char *origin = NULL;
+                if (f && asprintf(&origin, "%s/" PROJECT_SETTINGS_DIR "/allow", p->project) < 0)
+                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                else if (f && memchr(f->data, 0, f->size))
+                        r = aisb_error_set(err, -EINVAL, "%s: a NUL byte: not a text file", origin);
+                else if (f)
+                        r = allowlist_parse_text(&l, f->data, f->size, origin,
+                                                 ALLOWLIST_FILE_DOMAINS_ONLY, err);
+                project_settings_done(&own);
+        }
+        _cleanup_free_ char *user = user_allowlist_path(p);
+        if (r >= 0 && user)
+                r = allowlist_load_file(&l, user, ALLOWLIST_FILE_OPTIONAL, err);
+        /* After the merge: the flag may come after the entries it concerns. */
+        if (r >= 0)
+                r = allowlist_check_host_ranges(&l, p->insecure_allow_host_ranges, err);
+        if (r >= 0 && allowlist_count_addresses(&l) > 0 && !p->insecure_allow_host_ranges) {
+                _cleanup_strv_free_ char **own = NULL;
+                if (host_own_addresses(&own) < 0)
+                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                else
+                        r = allowlist_check_host_addresses(&l, (const char *const *) own, false, err);
+        }
+        if (r < 0) {
+                allowlist_done(&l);
+                return r;
+        }
+        *ret = l;
+        return 0;
+}
+
+int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = policy_format(p, image, &text, NULL);
         if (r < 0)
                 return r;
-        return policy_format(p, tag, ret_text, err);
+        return sha256_hex(text, strlen(text), 16, ret_hex);
 }
 
 int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err)
@@ -964,7 +1065,7 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
                 r |= buffer_printf(&b, "install=%s\n", p->install[i]);
         for (size_t i = 0; i < p->n_ca_certs; i++)
                 r |= buffer_printf(&b, "ca-cert=%s\n", p->ca_certs[i].path);
-        r |= buffer_printf(&b, "net=%s\n", net_mode_name(p->net));
+        r |= buffer_printf(&b, "net=%s\n", policy_net_name(p->net));
         if (p->network_backend != NETWORK_BACKEND_AUTO)
                 r |= buffer_printf(&b, "network-backend=%s\n",
                                    p->network_backend == NETWORK_BACKEND_PASTA ? "pasta" : "slirp4netns");
@@ -990,7 +1091,7 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
                 }
                 _cleanup_free_ char *gate = NULL;
                 if (!p->no_gate && !p->proxy && allowlist_count_domains(&merged) > 0 &&
-                    allowlist_gate_hash(&merged, (const char *const *) p->add_hosts, &gate) >= 0)
+                    gate_squid_hash(&merged, (const char *const *) p->add_hosts, &gate) >= 0)
                         r |= buffer_printf(&b, "gate=%s\n", gate);
                 for (size_t i = 0; i < merged.n; i++) {
                         const allow_entry *a = &merged.entries[i];

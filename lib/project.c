@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
 #include "project.h"
 
 void project_settings_done(project_settings *s)

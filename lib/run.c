@@ -10,11 +10,20 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <time.h>
 
-#include "aisb-private.h"
+#include "container.h"
 #include "createpatch.h"
+#include "gate.h"
+#include "harness.h"
+#include "image.h"
+#include "jsonutil.h"
+#include "network.h"
+#include "podman.h"
 #include "project.h"
+#include "run.h"
+#include "session-log.h"
 #include "termfilter.h"
 
 int aisb_io_new(aisb_io **ret_io, aisb_error **err)
@@ -209,7 +218,8 @@ static int apply_create_patch(aisb_ctx *ctx, const aisb_policy *p, json_object *
                 if (r >= 0 && json_object_object_get_ex(shown, "env", &env) && json_object_is_type(env, json_type_object)) {
                         json_object_object_foreach(env, key, value) {
                                 (void) value;
-                                json_object_object_add(env, key, json_object_new_string("<redacted>"));
+                                if (r >= 0 && json_add_string(env, key, "<redacted>") < 0)
+                                        r = -ENOMEM;
                         }
                 }
         }
@@ -263,40 +273,30 @@ static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **
 {
         if (p->ephemeral_home)
                 return 0;
-        int r = http_exists(ctx, "volumes", p->home_volume, err);
+        int r = podman_volume_exists(ctx, p->home_volume, err);
         if (r != 0)
                 return r < 0 ? r : 0;
-        http_response resp = {};
-        long status;
         /* Created here rather than implicitly, so it carries our label and "aisb clean" can
-         * tell it from the user's own volumes. */
-        _cleanup_json_ json_object *body = json_object_new_object();
+         * tell it from the user's own volumes; which project it belongs to, for ps and clean
+         * (empty: shared or scratch). */
         json_object *labels = json_object_new_object();
-        json_object_object_add(labels, AISB_LABEL_PREFIX "managed", json_object_new_string("true"));
-        json_object_object_add(labels, AISB_LABEL_PREFIX "home", json_object_new_string("true"));
-        /* Which project the home belongs to, for ps and clean (empty: shared or scratch). */
-        json_object_object_add(labels, AISB_LABEL_PREFIX "project",
-                               json_object_new_string(p->home_volume_chosen || !p->project ? "" : p->project));
-        json_object_object_add(body, "Name", json_object_new_string(p->home_volume));
-        json_object_object_add(body, "Labels", labels);
-        r = http_post_json(ctx, "/libpod/volumes/create", body, NULL, false, &resp, err);
-        if (r < 0)
-                return r;
-        status = resp.status;
-        /* 500 "volume already exists" from a concurrent run is fine. */
-        if (status != 201 && status != 200 && !(resp.body && strstr(resp.body, "already exists")))
-                r = aisb_error_set(err, -EIO, "creating volume %s: %s", p->home_volume,
-                                   http_error_message(&resp));
-        http_response_done(&resp);
-        return r;
+        r = json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "home", "true");
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "project",
+                             p->home_volume_chosen || !p->project ? "" : p->project);
+        if (r < 0) {
+                json_object_put(labels);
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+        return podman_volume_create(ctx, p->home_volume, labels, err);
 }
 
-bool run_stopping(aisb_ctx *ctx)
+/* While a run prepares: whether its control callback asked to stop (polled without
+ * blocking; a resize read meanwhile is kept for the start). */
+static bool control_says_stop(void *userdata)
 {
-        aisb_io *io = ctx->stop_io;
-        if (ctx->stopping)
-                return true;
-        if (!io || io->control_fd < 0 || !io->control_fn)
+        aisb_io *io = userdata;
+        if (io->control_fd < 0 || !io->control_fn)
                 return false;
         /* A few events at most per look: a callback that consumes nothing cannot spin us. */
         for (int i = 0; i < 16; i++) {
@@ -305,63 +305,32 @@ bool run_stopping(aisb_ctx *ctx)
                         break;
                 unsigned short rows = 0, cols = 0;
                 int c = io->control_fn(io->control_fd, &rows, &cols, io->control_userdata);
-                if (c == AISB_CONTROL_STOP) {
-                        ctx->stopping = true;
-                        break;
-                }
+                if (c == AISB_CONTROL_STOP)
+                        return true;
                 if (c == AISB_CONTROL_RESIZE) {
                         /* The newest size, applied once the sandbox starts. */
                         io->rows = rows;
                         io->cols = cols;
                 }
         }
-        return ctx->stopping;
+        return false;
 }
 
-/* Ends the watch for a stop when the run leaves the preparation (every return). */
-static void stop_watch_end(aisb_ctx **ctx)
+/* Ends the watch on the run's control callback when the run returns. */
+static void control_watch_end(aisb_ctx **ctx)
 {
-        if (*ctx) {
-                (*ctx)->stop_io = NULL;
-                (*ctx)->stopping = false;
-        }
+        (*ctx)->stop_fn = NULL;
+        (*ctx)->stop_userdata = NULL;
 }
 
 static int remove_container(aisb_ctx *ctx, const char *id)
 {
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s?force=true&timeout=0&ignore=true", id) < 0)
-                return -ENOMEM;
-        http_response resp = {};
         aisb_error *e = NULL;
-        int r = http_send(ctx, &(http_request) { .method = "DELETE", .path = path }, &resp, &e);
+        int r = podman_container_remove(ctx, id, &e);
         if (r < 0)
                 aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s (\"aisb clean\" will): %s",
                          id, aisb_error_message(e));
         aisb_error_free(e);
-        http_response_done(&resp);
-        return r;
-}
-
-static int post_simple(aisb_ctx *ctx, const char *path, http_response *resp, aisb_error **err)
-{
-        return http_send(ctx, &(http_request) { .method = "POST", .path = path }, resp, err);
-}
-
-static int resize(aisb_ctx *ctx, const char *id, unsigned short rows, unsigned short cols)
-{
-        if (rows == 0 || cols == 0)
-                return 0;
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s/resize?h=%u&w=%u", id, rows, cols) < 0)
-                return -ENOMEM;
-        http_response resp = {};
-        aisb_error *e = NULL;
-        int r = post_simple(ctx, path, &resp, &e);
-        if (r >= 0 && resp.status != 200 && resp.status != 201 && resp.status != 204)
-                r = -EBUSY;
-        aisb_error_free(e);
-        http_response_done(&resp);
         return r;
 }
 
@@ -394,12 +363,12 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
         bool cancelled = false;
 
         for (;;) {
-                struct pollfd fds[3];
+                struct pollfd fds[4];
                 nfds_t n = 0;
                 fds[n++] = (struct pollfd) {
                         .fd = s->fd, .events = POLLIN | (in_off < in_size ? POLLOUT : 0)
                 };
-                int in_index = -1, control_index = -1;
+                int in_index = -1, control_index = -1, wake_index = -1;
                 if (stdin_open && in_off == in_size) {
                         in_index = (int) n;
                         fds[n++] = (struct pollfd) { .fd = io->in_fd, .events = POLLIN };
@@ -408,22 +377,30 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                         control_index = (int) n;
                         fds[n++] = (struct pollfd) { .fd = io->control_fd, .events = POLLIN };
                 }
+                if (!cancelled) {
+                        wake_index = (int) n;
+                        fds[n++] = (struct pollfd) { .fd = ctx->wake_fd, .events = POLLIN };
+                }
                 if (poll(fds, n, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return aisb_error_set(err, -errno, "poll: %s", strerror(errno));
                 }
+                bool stop = wake_index >= 0 && (fds[wake_index].revents & POLLIN) &&
+                            atomic_load(&ctx->cancel_requested);
                 if (control_index >= 0 && (fds[control_index].revents & POLLIN)) {
                         unsigned short rows = 0, cols = 0;
                         int c = io->control_fn(io->control_fd, &rows, &cols, io->control_userdata);
                         if (c == AISB_CONTROL_RESIZE && io->terminal)
-                                (void) resize(ctx, id, rows, cols);
-                        else if (c == AISB_CONTROL_STOP && !cancelled) {
-                                cancelled = true;
-                                /* Removing the container ends the stream; keep reading
-                                 * so what it printed last still arrives. */
-                                (void) remove_container(ctx, id);
-                        }
+                                (void) podman_container_resize(ctx, id, rows, cols);
+                        stop |= c == AISB_CONTROL_STOP;
+                }
+                if (stop && !cancelled) {
+                        cancelled = true;
+                        ctx->stopping = true;
+                        /* Removing the container ends the stream; keep reading so what it
+                         * printed last still arrives. */
+                        (void) remove_container(ctx, id);
                 }
                 if (in_index >= 0 && (fds[in_index].revents & (POLLIN | POLLHUP | POLLERR))) {
                         ssize_t got = read(io->in_fd, in_buf, sizeof in_buf);
@@ -487,8 +464,16 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
                 return;
         }
         *ret = s;
+        const char *denied[ELEMENTSOF(s.denied_names) + 1] = {}, *failed[ELEMENTSOF(s.failed_names) + 1] = {};
+        for (size_t i = 0; i < s.n_denied_names; i++)
+                denied[i] = s.denied_names[i];
+        for (size_t i = 0; i < s.n_failed_names; i++)
+                failed[i] = s.failed_names[i];
+        const aisb_egress egress = { .allowed = s.allowed, .denied = s.denied, .failed = s.failed,
+                                     .denied_names = denied, .failed_names = failed };
+        (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_EGRESS, .level = AISB_LOG_INFO, .egress = &egress });
         /* "(denied: a, b; failed: c)": the names behind each count that is not zero. */
-        buffer names = {};
+        _cleanup_(buffer_free) buffer names = {};
         for (size_t i = 0; i < s.n_denied_names; i++)
                 (void) buffer_printf(&names, "%s%s", i ? ", " : " (denied: ", s.denied_names[i]);
         for (size_t i = 0; i < s.n_failed_names; i++)
@@ -497,44 +482,46 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
         aisb_log(ctx, s.denied ? AISB_LOG_WARNING : AISB_LOG_INFO,
                  "egress: %lu allowed, %lu denied, %lu failed%s%s", s.allowed, s.denied, s.failed,
                  names.data ? names.data : "", names.data ? ")" : "");
-        buffer_free(&names);
-}
-
-static int wait_exit(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
-{
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s/wait?condition=exited&condition=stopped&interval=20ms", id) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        http_response resp = {};
-        int r = post_simple(ctx, path, &resp, err);
-        if (r < 0)
-                return r;
-        char *end = NULL;
-        long code = resp.body ? strtol(resp.body, &end, 10) : -1;
-        if (resp.status != 200 || !end || end == resp.body || code < 0 || code > 255)
-                r = aisb_error_set(err, -EIO, "waiting for the sandbox: %s", http_error_message(&resp));
-        else
-                *ret_code = (int) code;
-        http_response_done(&resp);
-        return r;
 }
 
 /* A step of the preparation ended: -ECANCELED when a stop came meanwhile, whatever the step
  * made of its aborted request. */
 static int step_done(aisb_ctx *ctx, int r, aisb_error **err)
 {
-        if (run_stopping(ctx))
+        if (ctx_stopping(ctx))
                 return aisb_error_set(err, -ECANCELED, "stopped before the sandbox started");
         return r;
 }
 
-int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code,
-             aisb_error **err)
+static void step(aisb_ctx *ctx, const char *name)
 {
-        /* Until the create request, a stop ends the run at once: nothing to remove yet. */
-        _cleanup_(stop_watch_end) _unused_ aisb_ctx *watching = ctx;
-        ctx->stop_io = io;
-        ctx->stopping = false;
+        (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_STEP, .level = AISB_LOG_INFO, .text = name });
+}
+
+/* The network a run gets: inputs gathered, the gate started when the plan goes through one,
+ * then the plan. */
+static int run_network(aisb_ctx *ctx, const aisb_policy *p, const project_settings *settings,
+                       sandbox_network *ret_net, gate_info *ret_gate, aisb_error **err)
+{
+        const network_backend *backend = network_backend_for(p, ctx->connected ? ctx->version_major : 0);
+        _cleanup_(network_inputs_done) network_inputs in = {};
+        int r = network_gather(p, backend, settings, &in, err);
+        if (r < 0)
+                return r;
+        if (network_needs_gate(p, &in)) {
+                step(ctx, "gate");
+                r = gate_ensure(ctx, p, &in.list, ret_gate, err);
+                if (r < 0)
+                        return aisb_error_wrap(err, r, "the gate");
+                in.gate_port = ret_gate->port;
+        }
+        if (p->net == SANDBOX_NET_FULL)
+                aisb_log(ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");
+        return network_plan(p, backend, &in, ret_net, err);
+}
+
+static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
+{
         /* First, before anything is built or started for a project that is not what it seems. */
         if (p->project && !p->project_read_only) {
                 int k = project_check_home(p->project, err);
@@ -544,9 +531,11 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
                         return k;
         }
         _cleanup_free_ char *tag = NULL;
+        step(ctx, "image");
         int r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
         if (r < 0)
                 return r;
+        step(ctx, "volume");
         r = step_done(ctx, ensure_home_volume(ctx, p, err), err);
         if (r < 0)
                 return r;
@@ -566,13 +555,16 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         }
         if (r < 0)
                 return r;
+        step(ctx, "network");
         _cleanup_(sandbox_network_done) sandbox_network net = {};
-        r = step_done(ctx, sandbox_network_resolve(ctx, p, &settings, &net, err), err);
+        _cleanup_(gate_info_done) gate_info gate = {};
+        r = step_done(ctx, run_network(ctx, p, &settings, &net, &gate, err), err);
         if (r < 0)
                 return r;
         long long log_offset = 0;
-        if (net.gate.name)
-                (void) gate_log_offset(&net.gate, &log_offset);
+        if (gate.name)
+                (void) gate_log_offset(&gate, &log_offset);
+        step(ctx, "bridge");
         _cleanup_(harness_bridge_done) harness_bridge bridge = {};
         r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
         if (r < 0)
@@ -581,12 +573,16 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         if (r < 0)
                 return r;
         _cleanup_json_ json_object *body = NULL;
-        run_mounts rm = { .settings_copy = settings_copy };
+        run_mounts rm = { .settings_copy = settings_copy, .seed_dir = bridge.seed_dir, .agents_dir = bridge.agents_dir };
         project_identity(p, &rm);
-        r = container_create_body(p, &net, &bridge, &rm, tag, name, io->terminal, false, &body);
+        container_spec spec = { .policy = p, .net = &net, .mounts = &rm, .image = tag, .name = name,
+                                .gate_hash = gate.hash, .terminal = io->terminal };
+        r = container_create_body(&spec, &body);
         _cleanup_json_ json_object *shown = NULL;
-        if (r >= 0 && ctx->dry_run_fn)
-                r = container_create_body(p, &net, &bridge, &rm, tag, name, io->terminal, true, &shown);
+        if (r >= 0 && ctx->http.dry_run_fn) {
+                spec.redact = true;
+                r = container_create_body(&spec, &shown);
+        }
         if (r < 0)
                 return aisb_error_set(err, r, "out of memory");
         _cleanup_strv_free_ char **patched = NULL;
@@ -603,89 +599,91 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
                 return r;
         /* From the create request on, the sandbox may exist: no request is cut short, and a
          * stop removes the sandbox (pump). */
-        ctx->stop_io = NULL;
-        http_response resp = {};
+        ctx_cleanup_begin(ctx);
+        step(ctx, "create");
+        _cleanup_free_ char *id = NULL;
         /* The body holds every secret value: wiped once sent. */
-        for (int attempt = 0;; attempt++) {
-                r = http_post_json(ctx, "/libpod/containers/create", body, shown_text, true, &resp, err);
-                /* Podman 4.3 sometimes fails a keep-id create under concurrent starts with a
-                 * spurious "requires additional UIDs" (seen in 1 of 8 parallel runs): the same
-                 * request succeeds when sent again. */
-                if (r < 0 || resp.status != 500 || !resp.body ||
-                    !strstr(resp.body, "keep-id requires additional") || attempt >= 4)
-                        break;
-                http_response_done(&resp);
-                nanosleep(&(struct timespec) { 0, (attempt + 1) * 100 * 1000 * 1000 }, NULL);
-        }
+        r = podman_container_create(ctx, body, shown_text, true, &id, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the sandbox");
-        _cleanup_free_ char *id = NULL;
-        {
-                _cleanup_json_ json_object *reply = resp.body ? json_tokener_parse(resp.body) : NULL;
-                json_object *v;
-                if (resp.status == 201 && reply && json_object_object_get_ex(reply, "Id", &v))
-                        id = strdup(json_object_get_string(v));
-                /* Podman's warnings here are facts about the host (caps not enforced on
-                 * cgroup v1), the same on every run: doctor says them once; a run only when
-                 * asked (debug). */
-                if (reply && json_object_object_get_ex(reply, "Warnings", &v))
-                        for (size_t i = 0; i < json_object_array_length(v); i++)
-                                aisb_log(ctx, AISB_LOG_DEBUG, "podman: %s",
-                                         json_object_get_string(json_object_array_get_idx(v, i)));
-        }
-        if (!id) {
-                r = aisb_error_set(err, -EIO, "creating the sandbox failed (%ld): %s", resp.status,
-                                   http_error_message(&resp));
-                http_response_done(&resp);
-                return r;
-        }
-        http_response_done(&resp);
 
         /* From here on the container exists: every path out removes it. */
-        http_stream stream = { .fd = -1 };
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s/attach?stream=true&stdin=true&stdout=true"
-                            "&stderr=true&logs=false&detachKeys=", id) < 0) {
-                r = aisb_error_set(err, -ENOMEM, "out of memory");
-                goto out;
-        }
-        r = http_hijack(ctx, path, &stream, err);
+        http_stream stream = HTTP_STREAM_NULL;
+        r = podman_container_attach(ctx, id, &stream, err);
         if (r < 0)
                 goto out;
         /* The attach made the container (and its pty): sized now, the command's first look
          * at its terminal already sees the user's size, and no late SIGWINCH interrupts it. */
-        bool sized = io->terminal && resize(ctx, id, io->rows, io->cols) == 0;
-        free(path);
-        path = NULL;
-        if (asprintf(&path, "/libpod/containers/%s/start", id) < 0) {
-                r = aisb_error_set(err, -ENOMEM, "out of memory");
+        bool sized = io->terminal && podman_container_resize(ctx, id, io->rows, io->cols) == 0;
+        step(ctx, "start");
+        r = podman_container_start(ctx, id, err);
+        if (r < 0) {
+                aisb_error_wrap(err, r, "starting the sandbox");
                 goto out;
         }
-        r = post_simple(ctx, path, &resp, err);
-        if (r >= 0 && resp.status != 204 && resp.status != 304)
-                r = aisb_error_set(err, -EIO, "starting the sandbox failed (%ld): %s", resp.status,
-                                   http_error_message(&resp));
-        http_response_done(&resp);
-        if (r < 0)
-                goto out;
         if (io->terminal && !sized)
-                (void) resize(ctx, id, io->rows, io->cols);
-        if (!ctx->dry_run_fn) {
+                (void) podman_container_resize(ctx, id, io->rows, io->cols);
+        if (!ctx->http.dry_run_fn) {
+                step(ctx, "stream");
                 r = pump(ctx, io, id, &stream, err);
+                if (r == -ECANCELED)
+                        aisb_error_set(err, r, "stopped: the sandbox was removed");
                 if (r < 0)
                         goto out;
         }
-        r = wait_exit(ctx, id, ret_exit_code, err);
+        r = podman_container_wait(ctx, id, ret_exit_code, err);
         if (r == -ECONNREFUSED || r == -EIO)
                 aisb_error_wrap(err, r, "lost the podman service during the run");
 out:
         http_stream_done(&stream);
+        step(ctx, "remove");
         (void) remove_container(ctx, id);
         egress_summary egress = {};
-        if (net.gate.name && !ctx->dry_run_fn)
-                report_egress(ctx, &net.gate, log_offset, &egress);
-        if (!ctx->dry_run_fn)
+        if (gate.name && !ctx->http.dry_run_fn)
+                report_egress(ctx, &gate, log_offset, &egress);
+        if (!ctx->http.dry_run_fn)
                 (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code, (const char *const *) patched,
-                                          net.gate.name ? &egress : NULL);
+                                          gate.name ? &egress : NULL);
+        return r;
+}
+
+int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code,
+             aisb_error **err)
+{
+        ctx_operation_begin(ctx);
+        _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
+        /* Until the create request, a stop (the control callback's, or aisb_ctx_cancel) ends
+         * the run at once: nothing to remove yet. */
+        ctx->stop_fn = control_says_stop;
+        ctx->stop_userdata = io;
+        _cleanup_(control_watch_end) _unused_ aisb_ctx *watching = ctx;
+        return run(ctx, p, io, ret_exit_code, err);
+}
+
+static int on_timer(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+{
+        uint64_t expirations;
+        return read(fd, &expirations, sizeof expirations) == sizeof expirations ? AISB_CONTROL_STOP
+                                                                                 : AISB_CONTROL_NONE;
+}
+
+int run_captured(aisb_ctx *ctx, const aisb_policy *q, long timeout, aisb_output_fn fn,
+                 void *userdata, int *ret_code, aisb_error **err)
+{
+        _cleanup_close_ int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct itimerspec when = { .it_value = { .tv_sec = timeout } };
+        if (timer < 0 || timerfd_settime(timer, 0, &when, NULL) < 0)
+                return aisb_error_set(err, -errno, "timerfd: %s", strerror(errno));
+        aisb_io io = { .in_fd = -1, .output_fn = fn, .output_userdata = userdata,
+                       .control_fd = timer, .control_fn = on_timer };
+        int r = aisb_run(ctx, q, &io, ret_code, err);
+        /* Stopped by the timer (a one-shot timer that fired is disarmed), not by a cancel. */
+        struct itimerspec left;
+        if (r == -ECANCELED && timerfd_gettime(timer, &left) == 0 && left.it_value.tv_sec == 0 &&
+            left.it_value.tv_nsec == 0) {
+                aisb_error_free(err ? steal_pointer(err) : NULL);
+                return aisb_error_set(err, -ETIMEDOUT, "the sandbox did not finish within %ld s, and was removed",
+                                      timeout);
+        }
         return r;
 }

@@ -13,8 +13,9 @@
 
 #include <stdbool.h>
 
-#include "aisb-private.h"
+#include "context.h"
 #include "skilllint.h"
+#include "util.h"
 
 #define SKILLS_WALK_MAX_DEPTH 16
 #define SKILLS_WALK_MAX_ENTRIES 20000
@@ -25,9 +26,6 @@
 #define SKILLS_READ_MAX_RUN (32ull * 1024 * 1024)
 /* A NUL in a file's first this many bytes makes it binary (git's own test). */
 #define SKILLS_BINARY_PROBE 8000
-/* What the history sandbox may print; beyond it, history is not read. */
-#define SKILLS_HISTORY_MAX (64 * 1024 * 1024)
-#define SKILLS_HISTORY_TIMEOUT_S 300
 
 typedef void (*skills_note_fn)(const char *path, const char *why, void *userdata);
 
@@ -51,17 +49,6 @@ void skills_walk_done(skills_walk *w);
 /* Walk the directory open at root_fd (not consumed). A finding_fn that returns nonzero stops
  * it with that value; otherwise 0, or a negative errno when the root cannot be read. */
 int skills_walk_run(int root_fd, skills_walk *w);
-
-/*
- * Read each repository's history (repos relative to dir) with git inside a sandbox of the
- * policy's image: no network, dir mounted read-only, a throwaway home, stopped after
- * SKILLS_HISTORY_TIMEOUT_S; its output bounded by SKILLS_HISTORY_MAX. Findings come with
- * repo (an index into repos), commit and path (in the repository); note_fn hears of each
- * repository git could not read. *ret_truncated when the output reached the bound. -ENOENT when the image is not built (this builds nothing).
- */
-int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
-                   skilllint_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
-                   bool *ret_truncated, aisb_error **err);
 
 /* The number of findings in dir's files (never its history): from the cache under the state
  * directory when the walk's digest (names, sizes, mtimes) has not changed since, otherwise by

@@ -8,6 +8,10 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <strings.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 size_t strv_length(const char *const *v)
@@ -47,6 +51,18 @@ int strv_push(char ***v, const char *s)
         r[n + 1] = NULL;
         *v = r;
         return 0;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+void strv_sort(char **v)
+{
+        size_t n = strv_length((const char *const *) v);
+        if (n > 1)
+                qsort(v, n, sizeof *v, compare_strings);
 }
 
 void strv_free(char **v)
@@ -186,6 +202,24 @@ int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *
                         skipping = true;
                         have = 0;
                 }
+        }
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        for (char *p = copy + 1;; p++) {
+                if (*p != '/' && *p != 0)
+                        continue;
+                char saved = *p;
+                *p = 0;
+                if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = saved;
+                if (!saved)
+                        return 0;
         }
 }
 
@@ -458,4 +492,28 @@ int sha256_hex(const void *data, size_t size, size_t hex_chars, char **ret)
                 return r;
         r = digest_update(s, data, size);
         return r < 0 ? r : digest_end_hex(s, hex_chars, ret);
+}
+
+int host_own_addresses(char ***ret)
+{
+        struct ifaddrs *list = NULL;
+        if (getifaddrs(&list) < 0)
+                return -errno;
+        _cleanup_strv_free_ char **addresses = NULL;
+        int r = 0;
+        for (struct ifaddrs *i = list; i && r >= 0; i = i->ifa_next) {
+                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                        continue;
+                char text[INET6_ADDRSTRLEN];
+                const void *addr = i->ifa_addr->sa_family == AF_INET
+                                           ? (const void *) &((struct sockaddr_in *) i->ifa_addr)->sin_addr
+                                           : (const void *) &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr;
+                if (inet_ntop(i->ifa_addr->sa_family, addr, text, sizeof text))
+                        r = strv_push(&addresses, text);
+        }
+        freeifaddrs(list);
+        if (r < 0)
+                return r;
+        *ret = steal_pointer(&addresses);
+        return 0;
 }

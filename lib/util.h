@@ -70,6 +70,8 @@ char **strv_copy(const char *const *v);
 size_t strv_length(const char *const *v);
 int strv_push(char ***v, const char *s); /* copies s; -ENOMEM */
 void strv_free(char **v);
+/* In strcmp order, in place. */
+void strv_sort(char **v);
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 
@@ -77,6 +79,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
 void free_secret(char *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(char *, free_secret)
 #define _cleanup_secret_ _cleanup_(free_secretp)
+
+/* One variable passed into a sandbox. */
+typedef struct env_entry {
+        char *name;
+        char *value; /* secret: wiped on free */
+} env_entry;
 
 /* A growable byte buffer, always NUL-terminated. */
 typedef struct buffer {
@@ -98,6 +106,9 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
 int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *userdata),
                void *userdata);
 int write_all(int fd, const void *data, size_t size);
+/* Create path and every directory above it that is missing (mode for each); an existing one
+ * is no error. */
+int mkdir_p(const char *path, mode_t mode);
 /* All of the pieces, in order, across partial writes; the iovecs are consumed. */
 int writev_all(int fd, struct iovec *iov, size_t n);
 /* size bytes at offset, across short reads; -ENODATA if the file ends sooner. */
@@ -131,3 +142,6 @@ int digest_update_fd(digest *s, int fd, uint64_t size);
 int digest_end_hex(digest *s, size_t hex_chars, char **ret);
 void digest_free(digest *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(digest *, digest_free)
+
+/* Every address of this host's interfaces, as text; NULL for none. */
+int host_own_addresses(char ***ret);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "allowlist.h"
 
 int main(int argc, char **argv)
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
                 o.port = (unsigned) port;
                 o.add_hosts = (const char *const *) add_hosts;
                 o.host_addresses = (const char *const *) host_addresses;
-                r = allowlist_squid_config(&l, &o, &text, &err);
+                r = gate_squid_config(&l, &o, &text, &err);
         }
         allowlist_done(&l);
         if (r < 0) {

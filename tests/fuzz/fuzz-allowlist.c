@@ -9,7 +9,7 @@
  */
 #include <sys/socket.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 #include "netpolicy.h"
 
@@ -120,11 +120,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(allowlist_check_host_ranges(&l, true, NULL) == 0);
 
         char *hash = NULL;
-        FUZZ_CHECK(allowlist_gate_hash(&l, NULL, &hash) == 0 && strlen(hash) == 16);
+        FUZZ_CHECK(gate_squid_hash(&l, NULL, &hash) == 0 && strlen(hash) == 16);
         free(hash);
         char *conf = NULL;
         squid_options o = { .port = 3128 };
-        FUZZ_CHECK(allowlist_squid_config(&l, &o, &conf, &err) == 0);
+        FUZZ_CHECK(gate_squid_config(&l, &o, &conf, &err) == 0);
         free(conf);
 
         allowlist_done(&l);

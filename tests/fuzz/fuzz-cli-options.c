@@ -9,7 +9,7 @@
  * one "aisb: ..." line on stderr (captured for the call, so libFuzzer's own reports still
  * reach the terminal).
  */
-#include "aisb-private.h"
+#include "internal.h"
 #include "fixture.h"
 #include "options.h"
 

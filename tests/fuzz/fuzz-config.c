@@ -9,7 +9,7 @@
  */
 #include <sys/mman.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fixture.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -8,7 +8,7 @@
  * streams and verdict it emits for the stream in one piece; streams are stdout or stderr;
  * a callback's error stops it and is returned.
  */
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 
 typedef struct collected {

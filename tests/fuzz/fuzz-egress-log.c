@@ -10,7 +10,7 @@
  */
 #include <ctype.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

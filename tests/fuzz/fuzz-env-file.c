@@ -6,7 +6,7 @@
  * entries back as NAME=VALUE lines parses to the same entries (for values that do not end
  * in a carriage return, which the parser strips once per line).
  */
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 
 static void check_roundtrip(const env_entry *e, size_t n)

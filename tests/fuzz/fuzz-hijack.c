@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 
 static char socket_dir[] = "/tmp/aisb-fuzz-hijack-XXXXXX";
@@ -96,10 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (pthread_create(&server, NULL, serve, &rep) != 0)
                 abort();
 
-        aisb_ctx ctx = { .socket_path = socket_path };
-        http_stream s = { .fd = -1 };
+        http_conn conn = { .socket_path = socket_path };
+        http_stream s = HTTP_STREAM_NULL;
         aisb_error *err = NULL;
-        int r = http_hijack(&ctx, "/libpod/containers/x/attach?stream=true", &s, &err);
+        int r = http_hijack(&conn, "/v4.0.0/libpod/containers/x/attach?stream=true", NULL, &s, &err);
         if (r < 0) {
                 FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)) &&
                            strstr(aisb_error_message(err), "attach"));

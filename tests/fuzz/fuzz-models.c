@@ -14,7 +14,7 @@
 #include <ctype.h>
 #include <json-c/json.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 #include "pibridge.h"
 

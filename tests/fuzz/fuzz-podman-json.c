@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * JSON from the podman service: the NDJSON lines of a build (build_parse_line, fed line by
- * line as http.c's line mode does) and an error body (http_error_message, which every
+ * line as http.c's line mode does) and an error body (podman_error_message, which every
  * refused request quotes). The service runs as the user, but a compromised or confused one
  * must not crash the CLI or break its one-line error contract.
  * Checked: a line yields a stream, an error or nothing, never both, and -EBADMSG leaves
  * nothing; the error message is one line of at most 511 bytes without control characters.
  */
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 
 static void check_line(const char *line, size_t size)
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
 
         http_response response = { .status = 500, .body = body, .body_size = size };
-        const char *m = http_error_message(&response);
+        const char *m = podman_error_message(&response);
         FUZZ_CHECK(m && fuzz_one_line(m) && strlen(m) < 512);
         for (const char *c = m; *c; c++)
                 FUZZ_CHECK((unsigned char) *c >= 0x20 && *c != 0x7f);

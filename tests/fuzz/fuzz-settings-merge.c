@@ -12,7 +12,7 @@
  */
 #include <json-c/json.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fuzz.h"
 #include "pibridge.h"
 

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "allowlist.h"
 
 /* The real parser of aisb-entrypoint, so the --allow arguments are checked against what the
@@ -486,7 +486,7 @@ static char *squid_config(const char *const *entries, const squid_options *o)
                 ck_assert_int_eq(allowlist_add(&l, entries[i], "--allow", NULL), 0);
         char *text = NULL;
         aisb_error *err = NULL;
-        int r = allowlist_squid_config(&l, o, &text, &err);
+        int r = gate_squid_config(&l, o, &text, &err);
         ck_assert_msg(r == 0, "%s", aisb_error_message(err));
         allowlist_done(&l);
         return text;
@@ -524,7 +524,7 @@ START_TEST(test_squid_config)
                 "cache deny all",
                 "shutdown_lifetime 1 seconds",
                 "hosts_file /etc/aisb/hosts",
-                ("logformat aisb " ALLOWLIST_SQUID_LOGFORMAT),
+                ("logformat aisb " GATE_SQUID_LOGFORMAT),
                 "access_log stdio:/var/log/squid/access.log logformat=aisb",
                 "cache_log /var/log/squid/cache.log",
                 "via off",
@@ -654,7 +654,7 @@ START_TEST(test_squid_config_local_dst)
                 squid_options so = { .port = 3128, .host_addresses = one };
                 char *out = NULL;
                 aisb_error *err = NULL;
-                ck_assert_msg(allowlist_squid_config(&l, &so, &out, &err) == -EINVAL, "'%s' accepted", bad[i]);
+                ck_assert_msg(gate_squid_config(&l, &so, &out, &err) == -EINVAL, "'%s' accepted", bad[i]);
                 ck_assert_ptr_null(out);
                 ck_assert(startswith(aisb_error_message(err), "host address '"));
                 ck_assert(!strchr(aisb_error_message(err), '\n'));
@@ -724,7 +724,7 @@ START_TEST(test_squid_config_refused)
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 char *text = NULL;
                 aisb_error *err = NULL;
-                ck_assert_int_eq(allowlist_squid_config(&l, &bad[i], &text, &err), -EINVAL);
+                ck_assert_int_eq(gate_squid_config(&l, &bad[i], &text, &err), -EINVAL);
                 ck_assert_ptr_null(text);
                 ck_assert_ptr_nonnull(err);
                 aisb_error_free(err);
@@ -852,7 +852,7 @@ static char *hash_of(const char *const *entries, const char *const *add_hosts)
         for (size_t i = 0; entries[i]; i++)
                 ck_assert_int_eq(allowlist_add(&l, entries[i], "--allow", NULL), 0);
         char *hex = NULL;
-        ck_assert_int_eq(allowlist_gate_hash(&l, add_hosts, &hex), 0);
+        ck_assert_int_eq(gate_squid_hash(&l, add_hosts, &hex), 0);
         ck_assert_uint_eq(strlen(hex), 16);
         ck_assert_uint_eq(strspn(hex, "0123456789abcdef"), 16);
         allowlist_done(&l);
@@ -880,14 +880,14 @@ START_TEST(test_gate_hash)
         ck_assert_str_eq(h1, h2);
         ck_assert_str_ne(h1, ha);
         ck_assert_str_ne(h1, h3);
-        /* Stable across releases unless ALLOWLIST_GATE_VERSION changes. */
+        /* Stable across releases unless GATE_SQUID_VERSION changes. */
         char *again = hash_of(a, NULL);
         ck_assert_str_eq(ha, again);
 
         allowlist l = {};
         char *hex = NULL;
         const char *const bad[] = { "nocolon", NULL };
-        ck_assert_int_eq(allowlist_gate_hash(&l, bad, &hex), -EINVAL);
+        ck_assert_int_eq(gate_squid_hash(&l, bad, &hex), -EINVAL);
         ck_assert_ptr_null(hex);
         free(ha), free(hb), free(hc), free(hd), free(he), free(h1), free(h2), free(h3), free(again);
 }
@@ -999,7 +999,7 @@ START_TEST(test_add_host)
 
         const char *const hosts[] = { "gate.test:127.0.0.1", "v6.test:[::1]", NULL };
         char *text = NULL;
-        ck_assert_int_eq(allowlist_hosts_file(hosts, &text, NULL), 0);
+        ck_assert_int_eq(gate_squid_hosts_file(hosts, &text, NULL), 0);
         ck_assert(has_line(text, "127.0.0.1 gate.test"));
         ck_assert(has_line(text, "::1 v6.test"));
         free(text);
@@ -1256,7 +1256,7 @@ static char *network_args(aisb_policy *p)
 {
         sandbox_network net = {};
         aisb_error *err = NULL;
-        ck_assert_msg(sandbox_network_resolve(NULL, p, NULL, &net, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_msg(describe_network(p, &net, &err) == 0, "%s", aisb_error_message(err));
         buffer b = {};
         for (size_t i = 0; net.entrypoint_args[i]; i++)
                 ck_assert_int_ge(buffer_printf(&b, "%s%s", i ? " " : "", net.entrypoint_args[i]), 0);
@@ -1379,7 +1379,7 @@ static int pinned_child(const char *hosts)
                                 return 1;
                         sandbox_network net = {};
                         aisb_error *err = NULL;
-                        int r = sandbox_network_resolve(NULL, p, NULL, &net, &err);
+                        int r = describe_network(p, &net, &err);
                         if (cases[i].refused && !flag) {
                                 if (r != -EINVAL || !strstr(aisb_error_message(err), cases[i].refused)) {
                                         fprintf(stderr, "%s: %d %s\n", cases[i].name, r, aisb_error_message(err));
@@ -1406,7 +1406,7 @@ START_TEST(test_pinned_host_ranges)
         const char *self = NULL;
         for (size_t i = 0; own && own[i] && !self; i++) {
                 uint8_t a[16] = {};
-                if (inet_pton(AF_INET, own[i], a) == 1 && !allowlist_local_range(AF_INET, a))
+                if (inet_pton(AF_INET, own[i], a) == 1 && !gate_local_range(AF_INET, a))
                         self = own[i];
         }
         char hosts[512];
@@ -1443,13 +1443,13 @@ START_TEST(test_nat64)
         uint8_t a[16] = {};
         ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b::a9fe:a9fe", a), 1); /* 169.254.169.254 */
         ck_assert_ptr_nonnull(allowlist_host_range(AF_INET6, a, 128));
-        ck_assert_ptr_nonnull(allowlist_local_range(AF_INET6, a));
+        ck_assert_ptr_nonnull(gate_local_range(AF_INET6, a));
         ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b::a00:5", a), 1); /* 10.0.0.5 */
-        ck_assert_str_eq(allowlist_local_range(AF_INET6, a), "64:ff9b::a00:0/104");
+        ck_assert_str_eq(gate_local_range(AF_INET6, a), "64:ff9b::a00:0/104");
         ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b:1::1", a), 1);
         ck_assert_ptr_nonnull(allowlist_host_range(AF_INET6, a, 128));
         ck_assert_int_eq(inet_pton(AF_INET6, "64:ff9b::808:808", a), 1); /* 8.8.8.8: public */
-        ck_assert_ptr_null(allowlist_local_range(AF_INET6, a));
+        ck_assert_ptr_null(gate_local_range(AF_INET6, a));
         ck_assert_ptr_null(allowlist_host_range(AF_INET6, a, 128));
         allowlist l = {};
         ck_assert_int_eq(allowlist_add(&l, "64:ff9b::/96", "--allow", NULL), 0);

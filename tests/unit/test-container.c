@@ -4,17 +4,17 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 
 static json_object *body_with(aisb_policy *p, const char *settings_copy, bool redact)
 {
         json_object *o = NULL;
         sandbox_network net = {};
-        ck_assert_int_eq(sandbox_network_resolve(NULL, p, NULL, &net, NULL), 0);
+        ck_assert_int_eq(describe_network(p, &net, NULL), 0);
         run_mounts rm = { .settings_copy = settings_copy, .have_project_id = true, .project_dev = 7, .project_ino = 42 };
-        ck_assert_int_eq(container_create_body(p, &net, NULL, &rm, "localhost/aisb:x", "aisb-t-1",
-                                               false, redact, &o),
-                         0);
+        container_spec spec = { .policy = p, .net = &net, .mounts = &rm, .image = "localhost/aisb:x",
+                                .name = "aisb-t-1", .redact = redact };
+        ck_assert_int_eq(container_create_body(&spec, &o), 0);
         sandbox_network_done(&net);
         return o;
 }

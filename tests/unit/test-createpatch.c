@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "createpatch.h"
 
 static json_object *parse(const char *text)

@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 
 static aisb_policy *new_policy(void)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 
 static aisb_policy *new_policy(void)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "project.h"
 
 static char project[64];

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fake-podman.h"
 
 static fake_podman *fp;

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <utime.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "skilllint.h"
 #include "skills.h"
 

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "aisb-private.h"
+#include "internal.h"
 #include "fake-podman.h"
 
 /* The user the root cases check for, and a stranger; neither needs to exist. */

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gate's squid configuration, hosts file and name (gate-squid.h), and the counting of
+ * its access log. squid.conf is built only from canonical allowlist entries.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "address.h"
+#include "gate-squid.h"
+
+/* The canonical add-host lines "NAME IP", sorted, duplicates removed. */
+static int add_host_lines(const char *const *add_hosts, char ***ret)
+{
+        _cleanup_strv_free_ char **lines = NULL;
+        for (size_t i = 0; add_hosts && add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL, *line = NULL;
+                int r = allowlist_parse_add_host(add_hosts[i], &name, &ip, NULL);
+                if (r < 0)
+                        return r;
+                if (asprintf(&line, "%s %s", name, ip) < 0 || strv_push(&lines, line) < 0)
+                        return -ENOMEM;
+        }
+        size_t n = strv_length((const char *const *) lines);
+        strv_sort(lines);
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (kept > 0 && streq(lines[kept - 1], lines[i])) {
+                        free(lines[i]);
+                        continue;
+                }
+                lines[kept++] = lines[i];
+        }
+        if (lines)
+                lines[kept] = NULL;
+        *ret = steal_pointer(&lines);
+        return 0;
+}
+
+int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex)
+{
+        _cleanup_strv_free_ char **lines = NULL, **hosts = NULL;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                _cleanup_free_ char *line = NULL;
+                if (e->kind != ALLOW_DOMAIN)
+                        continue;
+                if (asprintf(&line, "domain %s %u", e->host, e->port) < 0 ||
+                    strv_push(&lines, line) < 0)
+                        return -ENOMEM;
+        }
+        size_t n = strv_length((const char *const *) lines);
+        strv_sort(lines);
+        int r = add_host_lines(add_hosts, &hosts);
+        if (r < 0)
+                return r;
+
+        /* Entries are unique already (allowlist_add merges), so sorting is all it takes. */
+        _cleanup_(buffer_free) buffer b = {};
+        r = buffer_printf(&b, "%s\n", GATE_SQUID_VERSION);
+        for (size_t i = 0; i < n; i++)
+                r |= buffer_printf(&b, "%s\n", lines[i]);
+        for (size_t i = 0; hosts && hosts[i]; i++)
+                r |= buffer_printf(&b, "add-host %s\n", hosts[i]);
+        if (r < 0)
+                return -ENOMEM;
+
+        return sha256_hex(b.data, b.size, 16, ret_hex);
+}
+
+/* A path squid.conf reads as one token meaning exactly this file. */
+static bool squid_path_valid(const char *p)
+{
+        size_t len = strlen(p);
+        return p[0] == '/' && len < 4096 &&
+               strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == len;
+}
+
+/* The domains that get one http_access line together: all entries with the same port (0 =
+ * the default 80 and 443), sorted, without names another name of the group already covers
+ * (squid warns about those and drops one of them). */
+static int port_group(const allowlist *l, unsigned port, char ***ret)
+{
+        _cleanup_strv_free_ char **names = NULL;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_DOMAIN || e->port != port)
+                        continue;
+                bool covered = false;
+                for (size_t j = 0; j < l->n && !covered; j++) {
+                        const allow_entry *o = &l->entries[j];
+                        covered = j != i && o->kind == ALLOW_DOMAIN && o->port == port &&
+                                  !streq(o->host, e->host) && allowlist_domain_covers(o->host, e->host);
+                }
+                if (!covered && strv_push(&names, e->host) < 0)
+                        return -ENOMEM;
+        }
+        strv_sort(names);
+        *ret = steal_pointer(&names);
+        return 0;
+}
+
+static int compare_unsigned(const void *a, const void *b)
+{
+        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
+        return (x > y) - (x < y);
+}
+
+/* squid reads config lines into a fixed buffer: keep ACL lines short, repeat the name. */
+#define ACL_VALUES_PER_LINE 8
+
+/* value_prefix "." makes a dstdomain value match the name and every name below it. */
+static int acl_lines(buffer *b, const char *name, const char *type, const char *value_prefix,
+                     char *const *values)
+{
+        int r = 0;
+        for (size_t i = 0; values[i]; i++) {
+                if (i % ACL_VALUES_PER_LINE == 0)
+                        r |= buffer_printf(b, "%sacl %s %s", i ? "\n" : "", name, type);
+                r |= buffer_printf(b, " %s%s", value_prefix, values[i]);
+        }
+        if (values[0])
+                r |= buffer_printf(b, "\n");
+        return r;
+}
+
+/* The destinations the gate refuses for every name not mapped on purpose (aisb_local_dst):
+ * the host itself (loopback, "this host", the unspecified address), link-local (cloud
+ * metadata), and the private and shared ranges (the host's network neighbours, its container
+ * bridges, a VPN, a carrier's NAT). The gate runs on the host's network, so to it these are
+ * the host's surroundings, never the internet a listed name is meant to reach. */
+static const struct gate_local_range {
+        int family;
+        uint8_t addr[16];
+        unsigned prefix;
+        const char *text;
+} gate_local_ranges[] = {
+        { AF_INET, { 0 }, 8, "0.0.0.0/8" },
+        { AF_INET, { 127 }, 8, "127.0.0.0/8" },
+        { AF_INET, { 169, 254 }, 16, "169.254.0.0/16" },
+        { AF_INET, { 10 }, 8, "10.0.0.0/8" },
+        { AF_INET, { 172, 16 }, 12, "172.16.0.0/12" },
+        { AF_INET, { 192, 168 }, 16, "192.168.0.0/16" },
+        { AF_INET, { 100, 64 }, 10, "100.64.0.0/10" },
+        { AF_INET6, { 0 }, 128, "::/128" },
+        { AF_INET6, { [15] = 1 }, 128, "::1" },
+        { AF_INET6, { 0xfe, 0x80 }, 10, "fe80::/10" },
+        { AF_INET6, { 0xfc }, 7, "fc00::/7" },
+        /* The same IPv4 ranges through NAT64's well-known prefix, and its local-use prefix. */
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 0 }, 104, "64:ff9b::/104" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 127 }, 104, "64:ff9b::7f00:0/104" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 169, 254 }, 112, "64:ff9b::a9fe:0/112" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 10 }, 104, "64:ff9b::a00:0/104" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 172, 16 }, 108, "64:ff9b::ac10:0/108" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 192, 168 }, 112, "64:ff9b::c0a8:0/112" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 100, 64 }, 106, "64:ff9b::6440:0/106" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, "64:ff9b:1::/48" },
+};
+
+const char *gate_local_range(int family, const uint8_t addr[static 16])
+{
+        for (size_t i = 0; i < ELEMENTSOF(gate_local_ranges); i++) {
+                const struct gate_local_range *g = &gate_local_ranges[i];
+                if (g->family == family && address_blocks_overlap(addr, family == AF_INET ? 32 : 128, g->addr, g->prefix))
+                        return g->text;
+        }
+        return NULL;
+}
+
+int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
+                           aisb_error **err)
+{
+        const char *access_log = o->access_log ? o->access_log : "/var/log/squid/access.log";
+        const char *cache_log = o->cache_log ? o->cache_log : "/var/log/squid/cache.log";
+
+        if (o->port < 1 || o->port > 65535)
+                return aisb_error_set(err, -EINVAL, "gate port %u: must be 1..65535", o->port);
+        const char *paths[] = { o->hosts_file, access_log, cache_log };
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+                if (paths[i] && !squid_path_valid(paths[i])) {
+                        char shown[ALLOWLIST_SHOWN_MAX];
+                        allowlist_show(paths[i], strlen(paths[i]), shown);
+                        return aisb_error_set(err, -EINVAL,
+                                              "gate path '%s': must be absolute and use only "
+                                              "letters, digits and /._-+", shown);
+                }
+
+        /* The local ranges, then the host's own addresses, each checked and written
+         * canonically: no text reaches squid.conf unchecked. One inside a range is left out,
+         * as is a repeat: squid would warn about both. */
+        _cleanup_strv_free_ char **local_dst = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(gate_local_ranges); i++)
+                if (strv_push(&local_dst, gate_local_ranges[i].text) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; o->host_addresses && o->host_addresses[i]; i++) {
+                const char *text = o->host_addresses[i];
+                uint8_t addr[16];
+                int family;
+                char canonical[INET6_ADDRSTRLEN];
+                if (strlen(text) >= sizeof canonical || !address_parse_ip(text, &family, addr)) {
+                        char shown[ALLOWLIST_SHOWN_MAX];
+                        allowlist_show(text, strlen(text), shown);
+                        return aisb_error_set(err, -EINVAL, "host address '%s': not an IPv4 or IPv6 address",
+                                              shown);
+                }
+                (void) inet_ntop(family, addr, canonical, sizeof canonical);
+                bool seen = false;
+                for (size_t j = 0; j < ELEMENTSOF(gate_local_ranges) && !seen; j++)
+                        seen = gate_local_ranges[j].family == family &&
+                               address_blocks_overlap(addr, family == AF_INET ? 32 : 128,
+                                              gate_local_ranges[j].addr, gate_local_ranges[j].prefix);
+                for (size_t j = ELEMENTSOF(gate_local_ranges); local_dst[j] && !seen; j++)
+                        seen = streq(local_dst[j], canonical);
+                if (!seen && strv_push(&local_dst, canonical) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+
+        _cleanup_strv_free_ char **local_names = NULL;
+        for (size_t i = 0; o->add_hosts && o->add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL;
+                int r = allowlist_parse_add_host(o->add_hosts[i], &name, &ip, err);
+                if (r < 0)
+                        return r;
+                if (strv_push(&local_names, name) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+
+        /* The distinct explicit ports, ascending; 0 (the default pair) goes first. */
+        _cleanup_free_ unsigned *ports = calloc(l->n + 1, sizeof *ports);
+        size_t n_ports = 0;
+        bool have_default = false;
+        if (!ports)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_DOMAIN)
+                        continue;
+                if (e->port == 0) {
+                        have_default = true;
+                        continue;
+                }
+                bool seen = false;
+                for (size_t j = 0; j < n_ports && !seen; j++)
+                        seen = ports[j] == e->port;
+                if (!seen)
+                        ports[n_ports++] = e->port;
+        }
+        qsort(ports, n_ports, sizeof *ports, compare_unsigned);
+        bool any = have_default || n_ports > 0;
+
+        _cleanup_(buffer_free) buffer b = {};
+        int r = 0;
+        r |= buffer_printf(&b,
+                "# The aisb egress gate: generated from the allowlist, do not edit.\n"
+                "# Only the listed names (and the names below them) on their ports pass;\n"
+                "# everything else, IP literals included, is refused.\n"
+                "http_port 127.0.0.1:%u\n"
+                "visible_hostname aisb-gate\n"
+                "pid_filename none\n"
+                "cache deny all\n"
+                "cache_mem 8 MB\n"
+                "cache_store_log none\n"
+                "netdb_filename none\n"
+                "shutdown_lifetime 1 seconds\n"
+                "pinger_enable off\n",
+                o->port);
+        if (o->hosts_file)
+                r |= buffer_printf(&b, "hosts_file %s\n", o->hosts_file);
+        /* squid runs as user proxy and cannot open /dev/stdout: logs go to files. */
+        r |= buffer_printf(&b,
+                "logformat aisb %s\n"
+                "access_log stdio:%s logformat=aisb\n"
+                "cache_log %s\n"
+                "strip_query_terms on\n"
+                "via off\n"
+                "forwarded_for delete\n"
+                "httpd_suppress_version_string on\n"
+                "icp_port 0\n"
+                "htcp_port 0\n"
+                "snmp_port 0\n"
+                "icp_access deny all\n"
+                "htcp_access deny all\n"
+                "snmp_access deny all\n"
+                "\n",
+                GATE_SQUID_LOGFORMAT, access_log, cache_log);
+
+        /* -n everywhere: without it squid looks up the PTR record of an IP literal and
+         * matches that name, and whoever owns the address chooses its PTR record. */
+        r |= buffer_printf(&b,
+                "acl aisb_clients src 127.0.0.0/8 ::1\n"
+                "acl aisb_connect method CONNECT\n"
+                "acl aisb_schemes proto HTTP HTTPS\n"
+                "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n");
+        r |= acl_lines(&b, "aisb_local_dst", "dst", "", local_dst);
+        if (local_names)
+                r |= acl_lines(&b, "aisb_local_names", "dstdomain -n", "", local_names) < 0 ? -ENOMEM : 0;
+
+        _cleanup_strv_free_ char **all_ports = NULL;
+        if (have_default)
+                if (strv_push(&all_ports, "80") < 0 || strv_push(&all_ports, "443") < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n_ports; i++) {
+                char text[8];
+                snprintf(text, sizeof text, "%u", ports[i]);
+                if (!(have_default && (ports[i] == 80 || ports[i] == 443)))
+                        r |= strv_push(&all_ports, text);
+        }
+        if (any)
+                r |= acl_lines(&b, "aisb_ports", "port", "", all_ports);
+
+        /* One allow rule a port set, pairing names with their ports: a listed name on another
+         * port, over CONNECT or plain HTTP, matches no allow line. */
+        _cleanup_strv_free_ char **rules = NULL;
+        for (size_t g = 0; g < n_ports + 1; g++) {
+                if (g == 0 && !have_default)
+                        continue;
+                unsigned port = g == 0 ? 0 : ports[g - 1];
+                char suffix[16], dst[32], port_acl[32];
+                if (port)
+                        snprintf(suffix, sizeof suffix, "%u", port);
+                else
+                        snprintf(suffix, sizeof suffix, "web");
+                snprintf(dst, sizeof dst, "aisb_dst_%s", suffix);
+                snprintf(port_acl, sizeof port_acl, "aisb_port_%s", suffix);
+
+                _cleanup_strv_free_ char **names = NULL;
+                if (port_group(l, port, &names) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                r |= acl_lines(&b, dst, "dstdomain -n", ".", names);
+                if (port)
+                        r |= buffer_printf(&b, "acl %s port %u\n", port_acl, port);
+                else
+                        r |= buffer_printf(&b, "acl %s port 80 443\n", port_acl);
+                _cleanup_free_ char *rule = NULL;
+                if (asprintf(&rule, "http_access allow %s %s", dst, port_acl) < 0 ||
+                    strv_push(&rules, rule) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
+        }
+
+        r |= buffer_printf(&b,
+                "\n"
+                "http_access deny !aisb_clients\n"
+                "http_access deny aisb_ip_literal\n"
+                "http_access deny !aisb_connect !aisb_schemes\n");
+        if (any)
+                r |= buffer_printf(&b, "http_access deny !aisb_ports\n");
+        /* The gate shares the host's network: a listed name that resolves to loopback,
+         * link-local (cloud metadata), a private or shared range (the host's neighbours, its
+         * containers, a VPN) or one of the host's own addresses would reach the host or its
+         * network rather than the internet. Only --gate-add-host names, mapped on purpose, may. */
+        r |= buffer_printf(&b, "http_access deny aisb_local_dst%s\n",
+                           local_names ? " !aisb_local_names" : "");
+        for (size_t i = 0; rules && rules[i]; i++)
+                r |= buffer_printf(&b, "%s\n", rules[i]);
+        r |= buffer_printf(&b,
+                "http_access deny all\n"
+                "http_reply_access allow all\n");
+        if (r < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+
+        *ret_text = buffer_steal(&b);
+        return *ret_text ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+}
+
+int gate_squid_hosts_file(const char *const *add_hosts, char **ret_text, aisb_error **err)
+{
+        _cleanup_(buffer_free) buffer b = {};
+        int r = buffer_printf(&b, "# aisb gate: --gate-add-host entries\n");
+        for (size_t i = 0; add_hosts && add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL;
+                int k = allowlist_parse_add_host(add_hosts[i], &name, &ip, err);
+                if (k < 0)
+                        return k;
+                r |= buffer_printf(&b, "%s %s\n", ip, name);
+        }
+        if (r < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        *ret_text = buffer_steal(&b);
+        return *ret_text ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+}
+
+/* One access log line in GATE_SQUID_LOGFORMAT:
+ *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
+ * counted as squid 5 and 6 log them (docs/allowlist.md has real lines): denied is the gate's
+ * own refusal (TCP_DENIED, also TCP_DENIED_ABORTED when the client left at once); failed is a
+ * request the gate let through that did not complete: status 0 (the client left first), an
+ * _ABORTED or _TIMEDOUT tag, NONE_NONE/TAG_NONE (squid 5 logs a failed CONNECT so, 6 as
+ * TCP_TUNNEL/503), an error page of squid's own (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...), or a
+ * CONNECT that got no tunnel. Everything else reached its destination and got an answer,
+ * whatever the status (a 503 of the origin's own is allowed egress). Fields are split on
+ * blanks by hand: a field too long for a buffer must not shift the ones after it. */
+int egress_count_line(egress_summary *s, const char *line)
+{
+        const char *field[9] = {};
+        size_t len[9] = {}, n = 0;
+        for (const char *p = line; n < ELEMENTSOF(field);) {
+                while (*p && isspace((unsigned char) *p))
+                        p++;
+                if (!*p)
+                        break;
+                field[n] = p;
+                while (*p && !isspace((unsigned char) *p))
+                        p++;
+                len[n] = (size_t) (p - field[n]);
+                n++;
+        }
+#define FIELD_IS(i, text) (len[i] == strlen(text) && strncmp(field[i], text, len[i]) == 0)
+#define FIELD_STARTS(i, text) (len[i] >= strlen(text) && strncmp(field[i], text, strlen(text)) == 0)
+#define FIELD_HAS(i, text) (memmem(field[i], len[i], text, strlen(text)) != NULL)
+        enum { METHOD = 2, HOST = 3, STATUS = 4, TAG = 5, ERROR = 7 };
+        if (n <= TAG)
+                return -EBADMSG;
+        bool no_status = FIELD_IS(STATUS, "0") || FIELD_IS(STATUS, "000");
+        /* A connection that sent no request (aisb's own liveness probe) is no egress. */
+        if (FIELD_IS(METHOD, "-") && no_status)
+                return 0;
+        /* Older lines (no ERROR field) hold the URL there, which never starts with ERR_. */
+        bool has_error = n > ERROR && FIELD_STARTS(ERROR, "ERR_");
+        char (*names)[sizeof s->denied_names[0]];
+        size_t *n_names;
+        if (FIELD_STARTS(TAG, "TCP_DENIED") || (has_error && FIELD_IS(ERROR, "ERR_ACCESS_DENIED"))) {
+                s->denied++;
+                names = s->denied_names;
+                n_names = &s->n_denied_names;
+        } else if (no_status || FIELD_HAS(TAG, "_ABORTED") || FIELD_HAS(TAG, "_TIMEDOUT") ||
+                   FIELD_STARTS(TAG, "NONE") || FIELD_STARTS(TAG, "TAG_NONE") || has_error ||
+                   (FIELD_IS(METHOD, "CONNECT") && !FIELD_IS(STATUS, "200"))) {
+                s->failed++;
+                names = s->failed_names;
+                n_names = &s->n_failed_names;
+        } else {
+                s->allowed++;
+                return 0;
+        }
+#undef FIELD_IS
+#undef FIELD_STARTS
+#undef FIELD_HAS
+        /* The name without its port, cut as stored, or repeats never match. */
+        char host[sizeof s->denied_names[0]];
+        size_t host_len = len[HOST];
+        const char *colon = memrchr(field[HOST], ':', host_len);
+        if (colon && colon != field[HOST])
+                host_len = (size_t) (colon - field[HOST]);
+        snprintf(host, sizeof host, "%.*s", (int) (host_len < sizeof host ? host_len : sizeof host - 1),
+                 field[HOST]);
+        if (streq(host, "-")) /* squid could not parse the request: nothing to name */
+                return 0;
+        for (size_t i = 0; i < *n_names; i++)
+                if (streq(names[i], host))
+                        return 0;
+        if (*n_names < ELEMENTSOF(s->denied_names))
+                memcpy(names[(*n_names)++], host, sizeof host);
+        return 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the gate is made of, as text: its squid configuration and hosts file, generated from
+ * the allowlist's canonical entries only (no text from an allowlist file reaches squid.conf
+ * unchecked), the hash that names a gate, and the reading of its access log into a run's
+ * egress summary. Pure: no I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allowlist.h"
+#include "error.h"
+
+/* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
+ * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
+ * %err_code logged; 4: NAT64 forms of the local ranges), so that a gate named by
+ * gate_squid_hash() under an older generator is never reused. */
+#define GATE_SQUID_VERSION "aisb-gate 4"
+
+/* The logformat of the gate's access log, one request a line, fields separated by one space:
+ *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
+ * e.g. "1718000000.123 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 - example.com:443".
+ * A request the gate refused has SQUID_STATUS TCP_DENIED (STATUS 403, ERROR
+ * ERR_ACCESS_DENIED); ERROR names squid's own error page (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...)
+ * and is "-" when the answer came from the destination; STATUS is 0 when the client left
+ * before an answer; HOST is "-" when squid could not parse the request. */
+#define GATE_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru"
+
+/* Whether the address is one the gate refuses for a name not mapped on purpose: private and
+ * shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and the host ranges.
+ * Returns the range's text, or NULL. */
+const char *gate_local_range(int family, const uint8_t addr[static 16]);
+
+/* 16 hex characters naming the gate for this policy: SHA-256 over GATE_SQUID_VERSION, the
+ * sorted canonical domain entries and the sorted canonical add-host entries. Independent of
+ * order, duplicates and spelling ("*.Example.com." = "example.com"). -EINVAL for a bad
+ * add-host entry (check them with allowlist_parse_add_host() first for a message). */
+int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex);
+
+typedef struct squid_options {
+        unsigned port;          /* listen on 127.0.0.1:port, 1..65535 */
+        const char *hosts_file; /* path inside the gate container, or NULL */
+        /* "NAME:IP" entries the hosts file maps; only these names may reach the local
+         * destinations (loopback, link-local, private and shared ranges, the host's own
+         * addresses) through the gate. NULL for none. */
+        const char *const *add_hosts;
+        /* The host's own addresses (IPv4 or IPv6, as getifaddrs() lists them when the gate
+         * starts): the gate shares the host's network, so a listed name resolving to one of
+         * them would reach the host's services. NULL for none. */
+        const char *const *host_addresses;
+        const char *access_log; /* NULL: /var/log/squid/access.log */
+        const char *cache_log;  /* NULL: /var/log/squid/cache.log */
+} squid_options;
+
+/* The whole squid.conf for the domain entries of l (address entries are not the gate's
+ * business). Refuses paths that are not absolute or hold characters squid.conf would
+ * interpret. An allowlist without domains yields a configuration that denies everything. */
+int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
+                           aisb_error **err);
+
+/* The hosts file for add_hosts ("IP NAME" lines), for squid's hosts_file. */
+int gate_squid_hosts_file(const char *const *add_hosts, char **ret_text, aisb_error **err);
+
+/* What a run sent through its gate, from the access log's lines past where the run began. */
+typedef struct egress_summary {
+        unsigned long allowed, denied;
+        unsigned long failed; /* let through by the gate, not completed (egress_count_line) */
+        char denied_names[8][128];
+        size_t n_denied_names;
+        char failed_names[8][128];
+        size_t n_failed_names;
+} egress_summary;
+/* Count one access log line (GATE_SQUID_LOGFORMAT); -EBADMSG for a line that is not one. */
+int egress_count_line(egress_summary *s, const char *line);

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The harness feels like the user's own: pi's host configuration bridged into the sandbox's
+ * home before a run (pibridge.c has the pure rules), and the agents directory every run
+ * mounts read-only.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "context.h"
+#include "policy.h"
+#include "project.h"
+
+typedef struct harness_bridge {
+        char *seed_dir;   /* ephemeral home: the bridged files, in the run directory */
+        char *agents_dir; /* mounted read-only at ~/.agents, or NULL */
+} harness_bridge;
+void harness_bridge_done(harness_bridge *b);
+/* Whether this policy's command is pi, with the bridge not declined. */
+bool harness_bridge_applies(const aisb_policy *p);
+/* The directory a run mounts at ~/.agents (aisb_policy_agents_dir): NULL in *ret for none,
+ * with why in why (may be NULL). -ENOMEM. */
+int harness_agents_dir(const aisb_policy *p, char **ret, const char **why);
+/* Bridge pi's configuration into the sandbox's home (the home volume, or for an ephemeral
+ * home the run directory's seed), and warn once when the agents directory changed and holds
+ * what looks like a credential. Nothing is written in a dry run. */
+int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, harness_bridge *ret,
+                           aisb_error **err);
+/* What the bridge would do, as "bridge-...=" lines for aisb inspect: names and types, never
+ * a value. */
+int harness_describe(const aisb_policy *p, buffer *b);

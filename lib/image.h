@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox image (and the gate's): a generated Containerfile and its build context, named
+ * by the SHA-256 of the context's entries, built through the service only when no image of
+ * that name exists.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "context.h"
+#include "policy.h"
+
+/* The Containerfile of this policy's image. */
+int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err);
+
+typedef struct context_file {
+        const char *name;
+        const void *data; /* NULL: the content is the first size bytes of fd */
+        size_t size;
+        mode_t mode;
+        int fd;
+} context_file;
+/* A build context before packing: its Containerfile and files (CA certificates, the
+ * entrypoint), owning the Containerfile, the arrays and the files it opened. */
+typedef struct build_context {
+        char *containerfile;
+        context_file *files;
+        size_t n_files;
+        char (*names)[64];
+} build_context;
+void build_context_done(build_context *c);
+int image_context(const aisb_policy *p, build_context *ret, aisb_error **err);
+int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err);
+/* repo:<SHA-256 of the entries, truncated>: what names the image. */
+int image_context_tag(const char *repo, const build_context *c, char **ret_tag);
+/* The deterministic tar podman builds from (libarchive, loaded on first use). With a tag,
+ * what is packed is hashed again and must still be what the tag names (-ESTALE if not). */
+int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *ret_size,
+               aisb_error **err);
+/* Reuse the image named by the context's hash in repo, or build it (bootstrap base first). */
+int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
+                         const build_context *c, char **ret_tag, int *ret_built, aisb_error **err);
+/* One NDJSON line of a build's answer: its "stream" text or its error. -EBADMSG when the
+ * line is not a JSON object. */
+int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);

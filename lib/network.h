@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a sandbox reaches the outside, in two steps. network_gather() reads what the plan
+ * depends on from the outside world: the allowlist files, the host's own addresses, and (for
+ * --no-gate and --proxy) names resolved now. network_plan() is pure: from the policy, the
+ * backend and those inputs it makes the network namespace mode, the entrypoint's --net and
+ * --allow arguments and the proxy variables. Starting the gate is the run's business (run.c):
+ * the plan only takes its port.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "allowlist.h"
+#include "error.h"
+#include "policy.h"
+
+struct project_settings;
+
+/* The address the sandbox reaches the host's loopback at, whichever the backend:
+ * slirp4netns's allow_host_loopback puts it there, pasta's --map-host-loopback is told to. */
+#define SANDBOX_HOST_LOOPBACK "10.0.2.2"
+/* Shown in printed rulesets when no gate is running yet: the real port is picked at start. */
+#define NETWORK_PLACEHOLDER_GATE_PORT 3128
+
+/* How rootless podman gives the sandbox a network: what aisb asks for and what the sandbox
+ * then sees (docs/host.md has the table). */
+typedef struct network_backend {
+        network_backend_id id;
+        const char *name;          /* podman's nsmode */
+        const char *host_address;  /* where the host's own (non-loopback) addresses are reached */
+} network_backend;
+/* The backend for this policy on a service of this major version (0: not known, as 4). */
+const network_backend *network_backend_for(const aisb_policy *p, unsigned podman_major);
+
+typedef struct network_inputs {
+        allowlist list;  /* the merged allowlist (--net allow) */
+        char **pinned;   /* --no-gate: "ADDR:PORT" / "[ADDR]:PORT" of each name, resolved */
+        char *proxy_host; /* --proxy: as the sandbox reaches it */
+        unsigned proxy_port;
+        bool proxy_loopback;
+        unsigned gate_port; /* set by the caller once a gate serves this run */
+} network_inputs;
+void network_inputs_done(network_inputs *in);
+/* Whether this policy's network, with these inputs, goes through a gate. */
+bool network_needs_gate(const aisb_policy *p, const network_inputs *in);
+/* The merged allowlist, the host-range checks, and the names of --no-gate and --proxy
+ * resolved. settings: the run's snapshot of .ai-sandbox (NULL: read it now, the same way). */
+int network_gather(const aisb_policy *p, const network_backend *backend,
+                   const struct project_settings *settings, network_inputs *ret, aisb_error **err);
+
+typedef struct sandbox_network {
+        const char *nsmode;    /* "none", or the backend's name */
+        const network_backend *backend; /* NULL with --net none */
+        bool host_loopback;    /* the host's loopback mapped at SANDBOX_HOST_LOOPBACK */
+        char **entrypoint_args; /* --net MODE [--allow DEST]... [--allow-dns] */
+        char **env;            /* NAME=VALUE: the proxy variables */
+} sandbox_network;
+void sandbox_network_done(sandbox_network *n);
+/* Pure. -EINVAL for --net allow with nothing allowed; -ENOMEM. */
+int network_plan(const aisb_policy *p, const network_backend *backend, const network_inputs *in,
+                 sandbox_network *ret, aisb_error **err);

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libpod calls aisb makes (podman.h). Each builds its path, sends one request through
+ * the context's connection, and reads the answer: which status means what, where libpod puts
+ * its message, and what a dry run is answered (an image that must be built, a container that
+ * exits 0), so a dry run walks the same code as a real one.
+ */
+#include <time.h>
+
+#include "jsonutil.h"
+#include "podman.h"
+
+#define LIBPOD PODMAN_API_PREFIX "/libpod"
+
+const char *podman_error_message(const http_response *r)
+{
+        static __thread char message[512];
+        if (!r->body || !*r->body)
+                return "no details";
+        _cleanup_json_ json_object *o = json_tokener_parse(r->body);
+        json_object *m;
+        const char *text;
+        if (o && json_object_object_get_ex(o, "message", &m) && json_object_get_string(m))
+                snprintf(message, sizeof message, "%s", json_object_get_string(m));
+        else
+                snprintf(message, sizeof message, "%.*s", (int) strcspn(r->body, "\n"), r->body);
+        /* The service's text goes into a one-line error and onto a terminal: no control
+         * characters (a JSON message may hold newlines and escape sequences). */
+        for (char *c = message; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        *c = ' ';
+        text = message + strspn(message, " ");
+        return *text ? text : "no details";
+}
+
+/* One request with the context's timeout; the response is the caller's to release. */
+static int send_request(aisb_ctx *ctx, http_request req, http_response *ret, aisb_error **err)
+{
+        if (req.timeout_ms == 0 && req.idle_timeout_s == 0)
+                req.timeout_ms = ctx->request_timeout_ms;
+        return http_send(&ctx->http, &req, ret, err);
+}
+
+/* before, then name escaped, then after. */
+static char *libpod_path(const char *before, const char *name, const char *after)
+{
+        _cleanup_free_ char *escaped = http_escape(name);
+        char *path = NULL;
+        if (!escaped || asprintf(&path, "%s%s%s", before, escaped, after) < 0)
+                return NULL;
+        return path;
+}
+
+/* A JSON answer, parsed: status 200 and a body that is JSON. */
+static int get_json(aisb_ctx *ctx, const char *path, const char *dry_run_answer, json_object **ret,
+                    aisb_error **err)
+{
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_answer = dry_run_answer },
+                             &resp, err);
+        if (r < 0)
+                return r;
+        json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
+        if (!o)
+                r = aisb_error_set(err, -EIO, "GET %s: %s", path, podman_error_message(&resp));
+        http_response_done(&resp);
+        if (r < 0)
+                return r;
+        *ret = o;
+        return 0;
+}
+
+int podman_info(aisb_ctx *ctx, json_object **ret, aisb_error **err)
+{
+        return get_json(ctx, LIBPOD "/info", "{}", ret, err);
+}
+
+/* GET .../exists: 204 there, 404 not (what a dry run is told: everything gets made). */
+static int exists(aisb_ctx *ctx, const char *kind, const char *what, const char *name, aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(kind, name, "/exists");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_status = 404 }, &resp, err);
+        if (r < 0)
+                return r;
+        long status = resp.status;
+        http_response_done(&resp);
+        if (status == 204)
+                return 1;
+        if (status == 404)
+                return 0;
+        return aisb_error_set(err, -EIO, "checking %s %s: the service answered %ld", what, name, status);
+}
+
+/* DELETE: gone already is no error. */
+static int delete(aisb_ctx *ctx, const char *kind, const char *name, const char *query, aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(kind, name, query);
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "DELETE", .path = path, .dry_run_status = 204 },
+                             &resp, err);
+        if (r >= 0 && resp.status >= 300 && resp.status != 404)
+                r = aisb_error_set(err, -EIO, "removing %s: %s", name, podman_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
+/* POST with a JSON body; wipe: overwrite its text once sent (json-c keeps it). */
+static int post_json(aisb_ctx *ctx, const char *path, json_object *body, const char *shown, bool wipe,
+                     long dry_run_status, const char *dry_run_answer, http_response *ret, aisb_error **err)
+{
+        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        if (!text)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        int r = send_request(ctx,
+                             (http_request) { .method = "POST",
+                                              .path = path,
+                                              .content_type = "application/json",
+                                              .body = text,
+                                              .body_size = strlen(text),
+                                              .dry_run_body = shown,
+                                              .dry_run_status = dry_run_status,
+                                              .dry_run_answer = dry_run_answer },
+                             ret, err);
+        if (wipe)
+                explicit_bzero((char *) text, strlen(text));
+        return r;
+}
+
+/* ---- images ---- */
+
+int podman_image_exists(aisb_ctx *ctx, const char *ref, aisb_error **err)
+{
+        return exists(ctx, LIBPOD "/images/", "image", ref, err);
+}
+
+int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t size,
+                       const char *shown, http_line_fn line_fn, void *userdata, aisb_error **err)
+{
+        /* layers=1 with an OCI output format is what turns the layer cache on for the libpod
+         * endpoint; without it every build starts from nothing. */
+        _cleanup_free_ char *path = libpod_path(LIBPOD "/build?t=", tag,
+                                                "&layers=1&rm=1&pullpolicy=missing"
+                                                "&outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx,
+                             (http_request) { .method = "POST",
+                                              .path = path,
+                                              .content_type = "application/x-tar",
+                                              .body = tar,
+                                              .body_size = size,
+                                              .dry_run_body = shown,
+                                              .line_fn = line_fn,
+                                              .line_userdata = userdata,
+                                              .idle_timeout_s = PODMAN_BUILD_IDLE_TIMEOUT_S },
+                             &resp, err);
+        if (r >= 0 && resp.status != 200)
+                r = aisb_error_set(err, -EIO, "the service refused the build (%ld): %s", resp.status,
+                                   podman_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
+int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size, const char *shown,
+                        aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(LIBPOD "/images/import?reference=", ref,
+                                                "&changes=CMD%20%5B%22%2Fbin%2Fbash%22%5D");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx,
+                             (http_request) { .method = "POST",
+                                              .path = path,
+                                              .content_type = "application/x-tar",
+                                              .body_file = f,
+                                              .body_file_size = size,
+                                              .dry_run_body = shown,
+                                              .idle_timeout_s = PODMAN_BUILD_IDLE_TIMEOUT_S },
+                             &resp, err);
+        if (r >= 0 && resp.status != 200)
+                r = aisb_error_set(err, -EIO, "the service refused the import (%ld): %s", resp.status,
+                                   podman_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
+int podman_image_list(aisb_ctx *ctx, json_object **ret, aisb_error **err)
+{
+        return get_json(ctx, LIBPOD "/images/json", "[]", ret, err);
+}
+
+int podman_image_remove(aisb_ctx *ctx, const char *ref, aisb_error **err)
+{
+        return delete(ctx, LIBPOD "/images/", ref, "", err);
+}
+
+/* ---- volumes ---- */
+
+int podman_volume_exists(aisb_ctx *ctx, const char *name, aisb_error **err)
+{
+        return exists(ctx, LIBPOD "/volumes/", "volume", name, err);
+}
+
+int podman_volume_create(aisb_ctx *ctx, const char *name, json_object *labels, aisb_error **err)
+{
+        _cleanup_json_ json_object *body = json_object_new_object();
+        int r = json_add_string(body, "Name", name);
+        if (json_add(body, "Labels", labels) < 0 || r < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        r = post_json(ctx, LIBPOD "/volumes/create", body, NULL, false, 201, "{}", &resp, err);
+        if (r < 0)
+                return r;
+        /* 500 "volume already exists" from a concurrent run is fine. */
+        if (resp.status != 201 && resp.status != 200 && !(resp.body && strstr(resp.body, "already exists")))
+                r = aisb_error_set(err, -EIO, "creating volume %s: %s", name, podman_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
+int podman_volume_mountpoint(aisb_ctx *ctx, const char *name, char **ret, aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(LIBPOD "/volumes/", name, "/json");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_answer = "{\"Mountpoint\":\"/dry-run\"}" },
+                             &resp, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
+        json_object *mp;
+        if (!o || !json_object_object_get_ex(o, "Mountpoint", &mp) || !json_object_get_string(mp)) {
+                r = aisb_error_set(err, -EIO, "inspecting volume %s: %s", name, podman_error_message(&resp));
+                http_response_done(&resp);
+                return r;
+        }
+        http_response_done(&resp);
+        *ret = strdup(json_object_get_string(mp));
+        return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+}
+
+/* GET a list, with filters (JSON text) escaped into the query: base ends in '?' or '&'. */
+static int list(aisb_ctx *ctx, const char *base, const char *filters, json_object **ret, aisb_error **err)
+{
+        _cleanup_free_ char *escaped = filters ? http_escape(filters) : NULL;
+        _cleanup_free_ char *path = NULL;
+        if ((filters && !escaped) ||
+            asprintf(&path, "%s%s%s", base, escaped ? "filters=" : "", escaped ? escaped : "") < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        json_object *o = NULL;
+        int r = get_json(ctx, path, "[]", &o, err);
+        if (r < 0)
+                return r;
+        if (!json_object_is_type(o, json_type_array)) {
+                json_object_put(o);
+                return aisb_error_set(err, -EIO, "GET %s: not a list", path);
+        }
+        *ret = o;
+        return 0;
+}
+
+int podman_volume_list(aisb_ctx *ctx, const char *filters, json_object **ret, aisb_error **err)
+{
+        return list(ctx, LIBPOD "/volumes/json?", filters, ret, err);
+}
+
+int podman_volume_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
+{
+        return delete(ctx, LIBPOD "/volumes/", name, "", err);
+}
+
+/* ---- containers ---- */
+
+int podman_container_create(aisb_ctx *ctx, json_object *body, const char *shown, bool wipe,
+                            char **ret_id, aisb_error **err)
+{
+        http_response resp = {};
+        int r;
+        for (int attempt = 0;; attempt++) {
+                r = post_json(ctx, LIBPOD "/containers/create", body, shown, wipe, 201, "{\"Id\":\"dry-run\"}",
+                              &resp, err);
+                /* Podman 4.3 sometimes fails a keep-id create under concurrent starts with a
+                 * spurious "requires additional UIDs" (seen in 1 of 8 parallel runs): the same
+                 * request succeeds when sent again. */
+                if (r < 0 || resp.status != 500 || !resp.body ||
+                    !strstr(resp.body, "keep-id requires additional") || attempt >= 4)
+                        break;
+                http_response_done(&resp);
+                nanosleep(&(struct timespec) { 0, (attempt + 1) * 100 * 1000 * 1000 }, NULL);
+        }
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *id = NULL;
+        _cleanup_json_ json_object *reply = resp.body ? json_tokener_parse(resp.body) : NULL;
+        json_object *v;
+        if (resp.status == 201 && reply && json_object_object_get_ex(reply, "Id", &v) && json_object_get_string(v))
+                id = strdup(json_object_get_string(v));
+        /* Podman's warnings here are facts about the host (caps not enforced on cgroup v1),
+         * the same on every run: doctor says them once; a run only when asked (debug). */
+        if (reply && json_object_object_get_ex(reply, "Warnings", &v) && json_object_is_type(v, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(v); i++)
+                        aisb_log(ctx, AISB_LOG_DEBUG, "podman: %s",
+                                 json_object_get_string(json_object_array_get_idx(v, i)));
+        if (!id)
+                r = aisb_error_set(err, resp.status == 201 ? -ENOMEM : -EIO, "the service refused (%ld): %s",
+                                   resp.status, podman_error_message(&resp));
+        http_response_done(&resp);
+        if (r < 0)
+                return r;
+        *ret_id = steal_pointer(&id);
+        return 0;
+}
+
+static const char *refusal_message(const char *body)
+{
+        return podman_error_message(&(http_response) { .body = (char *) body });
+}
+
+int podman_container_attach(aisb_ctx *ctx, const char *id, http_stream *ret, aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id,
+                                                "/attach?stream=true&stdin=true&stdout=true&stderr=true&logs=false&detachKeys=");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        return http_hijack(&ctx->http, path, refusal_message, ret, err);
+}
+
+int podman_container_start(aisb_ctx *ctx, const char *id, aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id, "/start");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "POST", .path = path, .dry_run_status = 204 }, &resp, err);
+        if (r >= 0 && resp.status != 204 && resp.status != 304)
+                r = aisb_error_set(err, -EIO, "the service refused to start it (%ld): %s", resp.status,
+                                   podman_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
+int podman_container_resize(aisb_ctx *ctx, const char *id, unsigned short rows, unsigned short cols)
+{
+        if (rows == 0 || cols == 0)
+                return 0;
+        _cleanup_free_ char *escaped = http_escape(id);
+        _cleanup_free_ char *path = NULL;
+        if (!escaped || asprintf(&path, LIBPOD "/containers/%s/resize?h=%u&w=%u", escaped, rows, cols) < 0)
+                return -ENOMEM;
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "POST", .path = path }, &resp, NULL);
+        if (r >= 0 && resp.status != 200 && resp.status != 201 && resp.status != 204)
+                r = -EBUSY;
+        http_response_done(&resp);
+        return r;
+}
+
+int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id, "/wait?condition=exited&condition=stopped&interval=20ms");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "POST", .path = path, .dry_run_answer = "0" }, &resp, err);
+        if (r < 0)
+                return r;
+        char *end = NULL;
+        long code = resp.body ? strtol(resp.body, &end, 10) : -1;
+        if (resp.status != 200 || !end || end == resp.body || code < 0 || code > 255)
+                r = aisb_error_set(err, -EIO, "waiting for the sandbox: %s", podman_error_message(&resp));
+        else
+                *ret_code = (int) code;
+        http_response_done(&resp);
+        return r;
+}
+
+int podman_container_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
+{
+        return delete(ctx, LIBPOD "/containers/", name, "?force=true&timeout=0&ignore=true", err);
+}
+
+int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret, aisb_error **err)
+{
+        _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", name, "/json");
+        if (!path)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        http_response resp = {};
+        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_status = 404 }, &resp, err);
+        if (r < 0)
+                return r;
+        if (resp.status == 404) {
+                http_response_done(&resp);
+                return 0;
+        }
+        json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
+        if (!o)
+                r = aisb_error_set(err, -EIO, "inspecting %s: %s", name, podman_error_message(&resp));
+        http_response_done(&resp);
+        if (r < 0)
+                return r;
+        *ret = o;
+        return 1;
+}
+
+int podman_container_list(aisb_ctx *ctx, const char *filters, json_object **ret, aisb_error **err)
+{
+        return list(ctx, LIBPOD "/containers/json?all=true&", filters, ret, err);
+}

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* The session log: what ran (aisb log reads it). */
+#pragma once
+
+#include "gate-squid.h"
+#include "policy.h"
+
+/* One line for this run. patched: the fields --unsafe-create-patch changed (names only), or
+ * NULL; egress: the gate's summary, or NULL when no gate served the run. Negative errno. */
+int session_log_append(const aisb_policy *p, const char *image, int exit_code, const char *const *patched,
+                       const egress_summary *egress);
