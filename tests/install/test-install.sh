@@ -65,10 +65,11 @@ for path in \
     "$libexecdir/aisb/aisb-entrypoint" \
     "$mandir/man1/aisb.1" \
     "$datadir/bash-completion/completions/aisb" \
-    "$datadir/zsh/site-functions/_aisb"; do
+    "$datadir/zsh/site-functions/_aisb" \
+    "$datadir/doc/aisb/LICENSE"; do
   [ -e "$destdir$path" ] || fail "not installed: $path"
 done
-pass "the CLI, libaisb.so* and libaisb.a, aisb.h and aisb-version.h, aisb.pc, aisb-entrypoint, aisb(1) and both completions are installed"
+pass "the CLI, libaisb.so* and libaisb.a, aisb.h and aisb-version.h, aisb.pc, aisb-entrypoint, aisb(1), both completions and LICENSE are installed"
 # The installed archive hides the library's internals as the shared library does
 # (tests/link checks the built one against lib/libaisb.sym, and links a program with it).
 internal=$(nm -g --defined-only "$destdir$libdir/libaisb.a" | awk 'NF == 3 && $3 !~ /^aisb_/ { print $3 }')
