@@ -18,6 +18,10 @@
 
 #include <stddef.h>
 
+/* AISB_VERSION_MAJOR, _MINOR, _MICRO, AISB_VERSION_STRING and AISB_CHECK_VERSION(major,
+ * minor, micro): the version of these headers, for #if (aisb_version() is the library's). */
+#include "aisb-version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

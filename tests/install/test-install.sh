@@ -59,16 +59,21 @@ trap 'cleanup; rm -rf "$destdir"' EXIT
 # ---- what the install put where ----
 for path in \
     "$bindir/aisb" \
-    "$libdir/libaisb.so" "$libdir/libaisb.so.0" "$libdir/libaisb.so.0.1.0" \
-    "$includedir/aisb.h" \
+    "$libdir/libaisb.so" "$libdir/libaisb.so.0" "$libdir/libaisb.so.0.1.0" "$libdir/libaisb.a" \
+    "$includedir/aisb.h" "$includedir/aisb-version.h" \
     "$libdir/pkgconfig/aisb.pc" \
     "$libexecdir/aisb/aisb-entrypoint" \
     "$mandir/man1/aisb.1" \
     "$datadir/bash-completion/completions/aisb" \
-    "$datadir/zsh/site-functions/_aisb"; do
+    "$datadir/zsh/site-functions/_aisb" \
+    "$datadir/doc/aisb/LICENSE"; do
   [ -e "$destdir$path" ] || fail "not installed: $path"
 done
-pass "the CLI, libaisb.so*, aisb.h, aisb.pc, aisb-entrypoint, aisb(1) and both completions are installed"
+pass "the CLI, libaisb.so* and libaisb.a, aisb.h and aisb-version.h, aisb.pc, aisb-entrypoint, aisb(1), both completions and LICENSE are installed"
+# The installed archive hides the library's internals as the shared library does
+# (tests/link checks the built one against lib/libaisb.sym, and links a program with it).
+internal=$(nm -g --defined-only "$destdir$libdir/libaisb.a" | awk 'NF == 3 && $3 !~ /^aisb_/ { print $3 }')
+expect_eq "the installed libaisb.a defines no global name without the aisb_ prefix" "" "$internal"
 if [ ! -x "$destdir$bindir/aisb" ] || [ ! -x "$AISB_ENTRYPOINT" ]; then
   fail "aisb or aisb-entrypoint is not executable"
 fi
