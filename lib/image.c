@@ -651,6 +651,8 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
 {
         ctx_operation_begin(ctx);
         _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
+        if (ctx_stopping(ctx))
+                return aisb_error_set(err, -ECANCELED, "stopped before the image was looked for");
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;

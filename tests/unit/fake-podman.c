@@ -481,7 +481,8 @@ static void choose_answer(fake_podman *fp, const struct request *r, struct answe
                 ret->status = route->status;
                 ret->content_type = xstrdup(route->content_type);
                 ret->mode = route->mode;
-                if ((route->mode == FAKE_HIJACK || route->mode == FAKE_HIJACK_NO_WAIT) && route->body.size == 0)
+                if ((route->mode == FAKE_HIJACK || route->mode == FAKE_HIJACK_NO_WAIT ||
+                     route->mode == FAKE_HIJACK_UNTIL_DELETE) && route->body.size == 0)
                         buffer_append(&ret->body, fp->hijack_output.data, fp->hijack_output.size);
                 else
                         buffer_append(&ret->body, route->body.data, route->body.size);
@@ -564,11 +565,34 @@ static int serve_hijack(struct connection *c, struct request *r, const struct an
                 drain_input(c, r);
                 return 0;
         }
+        size_t seen = 0;
+        bool client_done = false;
         for (;;) {
                 char chunk[4096];
+                if (a->mode == FAKE_HIJACK_UNTIL_DELETE) {
+                        /* The container "runs" until someone removes it, whether or not the
+                         * client closed its stdin. */
+                        struct pollfd p = { .fd = c->fd, .events = POLLIN };
+                        if (client_done)
+                                (void) poll(NULL, 0, 20);
+                        if (client_done || poll(&p, 1, 20) == 0) {
+                                bool deleted = false;
+                                pthread_mutex_lock(&fp->lock);
+                                for (; seen < fp->n_requests; seen++)
+                                        deleted |= strcmp(fp->requests[seen]->method, "DELETE") == 0;
+                                pthread_mutex_unlock(&fp->lock);
+                                if (deleted)
+                                        return 0;
+                                continue;
+                        }
+                }
                 ssize_t n = recv(c->fd, chunk, sizeof(chunk), 0);
                 if (n < 0 && errno == EINTR)
                         continue;
+                if (n == 0 && a->mode == FAKE_HIJACK_UNTIL_DELETE) {
+                        client_done = true;
+                        continue;
+                }
                 if (n <= 0)
                         return n < 0 ? -errno : 0;
                 record_hijack_input(fp, r, chunk, (size_t) n);
@@ -631,7 +655,7 @@ static int serve_request(struct connection *c, struct request *r, bool keep_aliv
                 k = -ECONNABORTED;
                 goto finish;
         }
-        if (a.mode == FAKE_HIJACK || a.mode == FAKE_HIJACK_NO_WAIT) {
+        if (a.mode == FAKE_HIJACK || a.mode == FAKE_HIJACK_NO_WAIT || a.mode == FAKE_HIJACK_UNTIL_DELETE) {
                 k = serve_hijack(c, r, &a);
                 if (k >= 0)
                         k = -ECONNABORTED; /* a hijacked connection never returns to HTTP */

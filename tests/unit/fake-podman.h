@@ -26,6 +26,9 @@ typedef enum fake_mode {
                                * waiting for the client's EOF (a container that exits at once) */
         FAKE_CHUNKED_DIE,     /* like FAKE_CHUNKED, but close after half the chunks, without the
                                * terminating zero-size chunk (a service that died mid-build) */
+        FAKE_HIJACK_UNTIL_DELETE, /* like FAKE_HIJACK, but the stream stays open (recording the
+                               * client's input) until a DELETE request arrives: a container
+                               * that runs until it is removed */
 } fake_mode;
 
 /* Starts the server thread on a fresh socket; NULL (errno set) when it cannot. */
