@@ -75,12 +75,13 @@ static bool option_build_ok(const option_ref *o)
         return o->key ? (o->key->flags & AISB_POLICY_KEY_IMAGE) != 0 : o->own->build_ok;
 }
 
-/* Whether the value must follow (as =VALUE or the next argument); may follow as =VALUE. */
+/* Whether a value must follow, as =VALUE or as the next argument. */
 static bool option_needs_value(const option_ref *o)
 {
         return o->key ? !(o->key->flags & AISB_POLICY_KEY_BOOLEAN) : o->own->argument != NULL;
 }
 
+/* Whether =VALUE may follow: a value it needs, or the optional one of --read-only=false. */
 static bool option_may_take_value(const option_ref *o)
 {
         return option_needs_value(o) || (o->key && key_value_optional(o->key));
