@@ -65,7 +65,7 @@ AISB_PUBLIC void aisb_policy_free(aisb_policy *policy);
  *    set-user-ID or set-group-ID program ignores it;
  *  - the variables a sandbox inherits without being named: TERM, LANG, LC_ALL, LC_CTYPE and
  *    TZ, those that are set.
- * Nothing else in the library reads these. On -EINVAL and -EPERM the policy is unchanged.
+ * Nothing else in the library reads these. A failure other than -ENOMEM changes nothing.
  */
 AISB_PUBLIC int aisb_policy_apply_environment(aisb_policy *policy, aisb_error **err);
 
@@ -147,8 +147,8 @@ AISB_PUBLIC const aisb_policy_key *aisb_policy_key_at(size_t index);
 AISB_PUBLIC const aisb_policy_key *aisb_policy_key_find(const char *name);
 
 /*
- * A key's value, as aisb_policy_set() takes it and aisb_policy_format() shows it ("4g",
- * "true", "/dev/kvm"); *ret_value is NULL when the key has none (an unset proxy, an empty
+ * A key's value, as aisb_policy_set() takes it ("4g", "true", "/dev/kvm", a mount's source
+ * resolved); *ret_value is NULL when the key has none (an unset proxy, an empty
  * list, no project). A repeatable key gives its values one a line. "env" gives names, never a
  * value, and nothing is read from the environment. -ENOKEY for an unknown key.
  */
