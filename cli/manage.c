@@ -137,10 +137,12 @@ int command_clean(int argc, char **argv)
                 return code;
         bool dry = flags & AISB_CLEAN_DRY_RUN;
         aisb_error *err = NULL;
-        /* The image the configured policy runs is not stale: keep it. */
+        /* The image the configured policy runs is not stale: keep it. Its entrypoint is
+         * $AISB_ENTRYPOINT's when set, as for a run. */
         aisb_policy *policy = NULL;
         char *keep = NULL;
-        if (aisb_policy_new(&policy, NULL) == 0 && cli_load_config(policy, NULL) == 0)
+        if (aisb_policy_new(&policy, NULL) == 0 && aisb_policy_apply_environment(policy, NULL) == 0 &&
+            cli_load_config(policy, NULL) == 0)
                 (void) aisb_image_tag(policy, &keep, NULL);
         aisb_policy_free(policy);
         if (aisb_clean(ctx, flags, glob, keep, print_removed, &dry, &err) < 0)

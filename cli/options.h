@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The sandbox options shared by "aisb run" and "aisb build": one table drives parsing and
- * --help, and each entry maps to a libaisb policy key of the same name. */
+/* The sandbox options shared by "aisb run" and "aisb build": every policy key of libaisb
+ * (aisb_policy_key_at(), which also gives its help and default) is an option of the same
+ * name, and a small table adds the CLI's own. Both drive parsing and --help. */
 #pragma once
 
 #include <stdbool.h>
@@ -12,17 +13,12 @@
 #define EXIT_USAGE 2
 #define EXIT_AISB_FAILED 125
 
-enum option_action {
-        OPTION_POLICY, /* aisb_policy_set(key, value) */
-        OPTION_FLAG,   /* a CLI-level switch, handled by the command */
-};
-
+/* An option of the CLI's own, never a policy key: how to run, what to print. */
 typedef struct cli_option {
-        const char *name;     /* long name without dashes; also the policy key */
-        const char *argument; /* NULL: a switch (may take =BOOL for policy booleans) */
-        enum option_action action;
+        const char *name;     /* long name without dashes */
+        const char *argument; /* NULL: a switch */
         const char *help;
-        bool build_only_ok; /* accepted by "aisb build" */
+        bool build_ok;        /* accepted by "aisb build" */
 } cli_option;
 
 typedef struct cli_flags {
@@ -41,7 +37,8 @@ typedef struct cli_flags {
         bool env_value_warned; /* said once that --env NAME=VALUE shows the value */
 } cli_flags;
 
-extern const cli_option cli_options[];
+/* Whether --NAME is an option of "aisb run" that takes its value as the next argument. */
+bool cli_option_takes_value(const char *name);
 
 /*
  * Parse sandbox options from argv[0..argc), applying them to policy. Stops at the first
@@ -53,6 +50,11 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
                       cli_flags *flags, int *ret_rest, bool *ret_dashdash);
 
 void cli_print_options(FILE *out, bool for_build);
+
+/* The user's policy: the library's defaults, then what this process says (the current
+ * directory, $AISB_*: aisb_policy_apply_environment()). Prints and returns an exit code on
+ * failure, 0 otherwise. */
+int cli_policy_new(aisb_policy **ret_policy);
 
 /* Load the user's config file into policy (before flags). Prints and returns an exit code
  * on failure, 0 otherwise. */

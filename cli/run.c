@@ -135,8 +135,9 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
         bool dashdash = false;
         int code;
 
-        if (aisb_policy_new(&policy, &err) < 0)
-                return cli_fail(err, aisb_error_code(err) == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+        code = cli_policy_new(&policy);
+        if (code)
+                return code;
         /* A broken config must not hide --help: report it only after the flags. */
         int config_code = cli_load_config(policy, find_config_flag(argc, argv));
         code = cli_parse_options(argc, argv, for_build, policy, &flags, &rest, &dashdash);

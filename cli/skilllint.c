@@ -60,15 +60,10 @@ static void print_finding(const char *commit, const char *path, unsigned long li
         putchar('\n');
 }
 
-/* Whether option takes its value as the next argument (in cli_options, the table of run). */
+/* Whether option takes its value as the next argument (as an option of run). */
 static bool takes_value(const char *arg)
 {
-        if (strncmp(arg, "--", 2) != 0 || strchr(arg, '='))
-                return false;
-        for (const cli_option *o = cli_options; o->name; o++)
-                if (strcmp(o->name, arg + 2) == 0)
-                        return o->argument && o->argument[0] != '[';
-        return false;
+        return strncmp(arg, "--", 2) == 0 && !strchr(arg, '=') && cli_option_takes_value(arg + 2);
 }
 
 int command_skill_lint(int argc, char **argv)

@@ -92,6 +92,12 @@ int main(int argc, char **argv)
 
         if (aisb_policy_new(&policy, &err) < 0)
                 return fail("creating the policy", err);
+        /* What aisb(1) takes from its environment: $AISB_ENTRYPOINT, the terminal and locale
+         * variables, the current directory (which no-cwd below drops again). */
+        if (aisb_policy_apply_environment(policy, &err) < 0) {
+                status = fail("reading the environment", err);
+                goto out;
+        }
         for (i = 0; i < (int) (sizeof strict / sizeof strict[0]); i++)
                 if (aisb_policy_set(policy, strict[i][0], strict[i][1], &err) < 0) {
                         status = fail("setting the policy", err);

@@ -46,17 +46,41 @@ AISB_PUBLIC void aisb_error_free(aisb_error *error);
 
 typedef struct aisb_policy aisb_policy;
 
-/* A policy with the defaults: project = the current directory, net = allow, the default
- * base image and caps, the harness pi. -EINVAL when $AISB_THINKING names no level. */
+/*
+ * A policy with the defaults of every key (see aisb_policy_key_at(): net = allow, the default
+ * base image and caps, the harness pi) and nothing from the process: no project, no
+ * environment variable, no current directory. A policy with no project is a scratch sandbox,
+ * as no-cwd = true makes one: nothing is mounted at /project, the command starts in
+ * /home/sandbox, and the home is the volume that scratch sandboxes share (aisb-home-scratch).
+ * aisb_policy_apply_environment() or the "project" key give it one.
+ */
 AISB_PUBLIC int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err);
 AISB_PUBLIC void aisb_policy_free(aisb_policy *policy);
 
 /*
- * Set one key, named as the CLI flag without its dashes (see aisb(1) and docs/config.md):
- * "memory", "cpus", "pids-limit", "base-image", "install", "env", ... Repeatable keys
- * ("env", "env-file", "mount", "install", "ca-cert") append. Values are checked here:
- * -EINVAL with a message naming the key on bad input. For "env" a bare NAME is read from
- * the caller's environment at this point; an unset NAME is an error.
+ * What aisb(1) takes from its process, applied to policy in one call, as if each were a key
+ * set now (what it applies replaces what was set before: call it first, then the config file
+ * and the caller's own keys, so that those win):
+ *  - project: the current directory (-EPERM when a mount's source is inside it, as the
+ *    "project" key refuses; the errno of getcwd() when it cannot be read);
+ *  - home-volume: $AISB_HOME_VOLUME, when set and not empty;
+ *  - thinking: $AISB_THINKING, when set and not empty (-EINVAL when it names no level);
+ *  - entrypoint: $AISB_ENTRYPOINT, when set and not empty, read with secure_getenv(): a
+ *    set-user-ID or set-group-ID program ignores it;
+ *  - the variables a sandbox inherits without being named: TERM, LANG, LC_ALL, LC_CTYPE and
+ *    TZ, those that are set.
+ * Nothing else in the library reads these. A failure other than -ENOMEM changes nothing.
+ */
+AISB_PUBLIC int aisb_policy_apply_environment(aisb_policy *policy, aisb_error **err);
+
+/*
+ * Set one key, named as the CLI flag without its dashes (aisb_policy_key_at() lists them;
+ * aisb(1) and docs/config.md describe them): "memory", "cpus", "base-image", "install",
+ * "env", ... Repeatable keys (AISB_POLICY_KEY_REPEATABLE: "env", "mount", "install", ...)
+ * append. A boolean's value may be NULL, for true. Values are checked here: -EINVAL with a
+ * message naming the key on bad input, -ENOKEY for an unknown key; a set that fails leaves
+ * the policy unchanged. For "env" a bare NAME is read from the caller's environment at this
+ * point; an unset NAME is an error.
  */
 AISB_PUBLIC int aisb_policy_set(aisb_policy *policy, const char *key, const char *value,
                                 aisb_error **err);
@@ -75,7 +99,10 @@ AISB_PUBLIC int aisb_policy_set_command(aisb_policy *policy, const char *const *
 AISB_PUBLIC int aisb_policy_set_harness_args(aisb_policy *policy, const char *const *argv,
                                              aisb_error **err);
 
-/* The effective policy as "key=value" lines (environment values are never included). */
+/* The effective policy as "key=value" lines (environment values are never included): the
+ * image tag ("image="), then each key in the order of aisb_policy_key_at() (the keys of the
+ * allowlist with net = allow only; each allowlist entry with where it came from, and the
+ * gate that serves them, "gate="), then the command ("command="). */
 AISB_PUBLIC int aisb_policy_format(const aisb_policy *policy, char **ret_text, aisb_error **err);
 
 /* The Containerfile this policy builds. */
@@ -89,6 +116,52 @@ AISB_PUBLIC int aisb_policy_ruleset(const aisb_policy *policy, char **ret_text, 
  * drops, the seccomp denials. */
 AISB_PUBLIC int aisb_policy_entrypoint_plan(const aisb_policy *policy, char **ret_text,
                                             aisb_error **err);
+
+/* ---- policy keys: what aisb_policy_set() takes, described ---- */
+
+/*
+ * One key of the policy. The library owns these (static data, valid for the life of the
+ * process); the caller never allocates one. Fields may be added at the end. The one table
+ * they come from drives aisb_policy_set(), aisb_policy_get(), aisb_policy_format(), the
+ * config file, and aisb(1)'s options, --help, man page and completions.
+ */
+typedef struct aisb_policy_key {
+        const char *name;        /* "memory": the config file's key, aisb(1)'s --memory */
+        const char *placeholder; /* what the value is, for help: "SIZE", "NAME:IP"; "BOOL" */
+        const char *help;        /* one line, without the default and "(repeatable)" */
+        /* The key's value in a policy from aisb_policy_new(), exactly as aisb_policy_get()
+         * gives it ("4g"); NULL when it has none, is false, or is derived from other keys
+         * (home-volume, no-cwd: the help says how). */
+        const char *default_text;
+        unsigned flags; /* AISB_POLICY_KEY_* */
+} aisb_policy_key;
+
+enum {
+        AISB_POLICY_KEY_BOOLEAN = 1 << 0,     /* true/false, yes/no, on/off, 1/0; no value: true */
+        AISB_POLICY_KEY_REPEATABLE = 1 << 1,  /* each set adds one more value */
+        AISB_POLICY_KEY_IMAGE = 1 << 2,       /* decides the image, and so its tag */
+        AISB_POLICY_KEY_CONFIG_ONLY = 1 << 3, /* aisb(1) takes it in the config file only */
+};
+
+/* The keys, in the order aisb(1)'s --help and aisb_policy_format() list them. */
+AISB_PUBLIC size_t aisb_policy_key_count(void);
+/* NULL when index >= aisb_policy_key_count(). */
+AISB_PUBLIC const aisb_policy_key *aisb_policy_key_at(size_t index);
+/* NULL when no key has this name. */
+AISB_PUBLIC const aisb_policy_key *aisb_policy_key_find(const char *name);
+
+/*
+ * A key's value, as aisb_policy_set() takes it ("4g", "true", "/dev/kvm", a mount's source
+ * resolved); *ret_value is NULL when the key has none (an unset proxy, an empty
+ * list, no project). A repeatable key gives its values one a line. "env" gives names, never a
+ * value, and nothing is read from the environment. -ENOKEY for an unknown key.
+ */
+AISB_PUBLIC int aisb_policy_get(const aisb_policy *policy, const char *key, char **ret_value,
+                                aisb_error **err);
+/* The same as a NULL-terminated array, one string a value (a path may hold a newline):
+ * free() each string, then the array. */
+AISB_PUBLIC int aisb_policy_get_values(const aisb_policy *policy, const char *key,
+                                       char ***ret_values, aisb_error **err);
 
 /* ---- context: one connection to the podman service ---- */
 

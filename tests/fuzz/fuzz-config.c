@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int saved = fixture_enter();
         aisb_policy *p = NULL;
         aisb_error *err = NULL;
-        FUZZ_CHECK(aisb_policy_new(&p, &err) == 0);
+        /* As aisb(1) makes it: the fixture, the current directory, is the project. */
+        FUZZ_CHECK(aisb_policy_new(&p, &err) == 0 && aisb_policy_apply_environment(p, &err) == 0);
         int r = aisb_policy_load_config(p, path, 0, &err);
         if (r < 0) {
                 FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)));

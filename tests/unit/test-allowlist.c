@@ -1246,6 +1246,7 @@ static aisb_policy *policy_for(const char *project, const char *user_allowlist)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "user-allowlist", user_allowlist, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);

@@ -40,6 +40,8 @@ static aisb_policy *new_policy(const char *net)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        /* AISB_ENTRYPOINT, from the test's environment, as the CLI takes it. */
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", net, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);

@@ -46,6 +46,7 @@ START_TEST(test_confinement)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         json_object *o = body_for(p, false);
         ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(get(o, "cap_drop"), 0)), "ALL");
@@ -104,6 +105,7 @@ START_TEST(test_options_change_spec)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "no-cwd", NULL, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", NULL, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", "full", NULL), 0);
@@ -128,6 +130,7 @@ START_TEST(test_redaction)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "API_TOKEN=hunter2", NULL), 0);
         json_object *real = body_for(p, false);
@@ -151,6 +154,7 @@ START_TEST(test_project_settings_copy)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         json_object *o = body_with(p, "/run/user/1/aisb-run-x/ai-sandbox", false);
         json_object *m = find_mount(o, "/project/.ai-sandbox");
@@ -179,6 +183,7 @@ START_TEST(test_mounts_identified)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data:ro", NULL), 0);
         struct stat st;

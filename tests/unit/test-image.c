@@ -12,6 +12,7 @@ static aisb_policy *new_policy(void)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         return p;
 }
 

@@ -35,6 +35,7 @@ static aisb_policy *new_policy(void)
 {
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
         /* The pi bridge reads the home volume from the host: the e2e suite covers it. */
         ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
