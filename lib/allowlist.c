@@ -264,7 +264,7 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
         bool plain_why;
         int r = parse_entry(copy, &e, why, sizeof why, &plain_why);
         if (r == -ENOMEM)
-                return aisb_error_set(err, r, "out of memory");
+                return error_oom(err);
         if (r < 0) {
                 if (plain_why)
                         return aisb_error_set(err, r, "%s: '%s' %s", origin, shown, why);
@@ -294,14 +294,14 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
 
         e.origin = strdup(origin);
         if (!e.origin)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* Grow geometrically without a capacity field that could go stale: other code grows
          * lists by hand with realloc to exactly n, and may. The allocator knows the real size. */
         if (!l->entries || malloc_usable_size(l->entries) < (l->n + 1) * sizeof *l->entries) {
                 allow_entry *entries = realloc(l->entries, capacity_for(l->n + 1) * sizeof *entries);
                 if (!entries) {
                         free(e.origin);
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 }
                 l->entries = entries;
         }
@@ -351,7 +351,7 @@ static int parse_text(allowlist *l, const char *text, size_t size, const char *o
 
                 _cleanup_free_ char *where = NULL;
                 if (asprintf(&where, "%s:%u", origin, line_no) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 int r = add_trimmed(l, p, (size_t) (q - p), where, flags, err);
                 if (r < 0)
                         return r;
@@ -381,7 +381,7 @@ int allowlist_load_file(allowlist *l, const char *path, unsigned flags, aisb_err
 {
         _cleanup_free_ char *shown = display_path(path);
         if (!shown)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
 
         /* O_NONBLOCK: a FIFO planted where the file should be must not hang us. */
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -519,7 +519,7 @@ int allowlist_check_host_ranges(const allowlist *l, bool insecure_allow_host_ran
                         continue;
                 _cleanup_free_ char *text = NULL;
                 if (allowlist_entrypoint_arg(e, &text) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 unsigned widest = e->family == AF_INET ? CATCH_ALL_IPV4_PREFIX : CATCH_ALL_IPV6_PREFIX;
                 if (e->prefix < widest)
                         return aisb_error_set(err, -EINVAL,
@@ -554,7 +554,7 @@ int allowlist_check_host_addresses(const allowlist *l, const char *const *host_a
                                 continue;
                         _cleanup_free_ char *text = NULL;
                         if (allowlist_entrypoint_arg(e, &text) < 0)
-                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                                return error_oom(err);
                         return aisb_error_set(err, -EINVAL,
                                               "%s: '%s' covers %s, one of this host's own addresses (its "
                                               "services listen there): refused unless --insecure-allow-host-ranges",
@@ -575,7 +575,7 @@ int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, a
 
         _cleanup_free_ char *name_text = strndup(text, (size_t) (colon - text));
         if (!name_text)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         char name[DOMAIN_MAX + 2];
         if (domain_canonical(name_text, false, true, name, why, sizeof why) < 0)
                 return aisb_error_set(err, -EINVAL, "--gate-add-host '%s': bad name (%s)", shown, why);
@@ -603,7 +603,7 @@ int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, a
 
         _cleanup_free_ char *n = strdup(name), *a = strdup(canonical);
         if (!n || !a)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         *ret_name = steal_pointer(&n);
         *ret_ip = steal_pointer(&a);
         return 0;

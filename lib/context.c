@@ -110,7 +110,7 @@ int aisb_ctx_new(aisb_ctx **ret_ctx, aisb_error **err)
 {
         aisb_ctx *ctx = calloc(1, sizeof *ctx);
         if (!ctx)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         ctx->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (ctx->wake_fd < 0) {
                 int r = -errno;
@@ -169,7 +169,7 @@ void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *userdata)
 int aisb_ctx_set_socket(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
         if (http_conn_set_socket(&ctx->http, path) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         ctx->socket_fixed = true;
         ctx->connected = false;
         return 0;
@@ -235,7 +235,7 @@ oom:
 static int ping(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
         if (http_conn_set_socket(&ctx->http, path) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = http_send(&ctx->http,
                           &(http_request) { .method = "GET", .path = "/_ping", .timeout_ms = ctx->request_timeout_ms },
@@ -378,7 +378,7 @@ static int service_dir_check(const char *path, bool created, aisb_error **err)
 {
         _cleanup_free_ char *dir = strdup(path);
         if (!dir)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         char *slash = strrchr(dir, '/');
         if (slash && slash != dir)
                 *slash = 0;
@@ -402,7 +402,7 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                 return r;
         _cleanup_free_ char *dir = strdup(path);
         if (!dir)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         *strrchr(dir, '/') = 0;
         r = *dir ? mkdir_p(dir, 0700) : 0;
         if (r < 0)
@@ -414,7 +414,7 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         _cleanup_free_ char *lock_path = NULL, *log_path = NULL;
         if (asprintf(&lock_path, "%s.aisb-lock", path) < 0 ||
             asprintf(&log_path, "%s.aisb-log", path) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (lock < 0)
                 return aisb_error_set(err, -errno, "cannot open %s: %s", lock_path, strerror(errno));
@@ -431,7 +431,7 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         aisb_log(ctx, AISB_LOG_INFO, "starting a transient podman service on %s", path);
         _cleanup_free_ char *uri = NULL;
         if (asprintf(&uri, "unix://%s", path) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* What the service says goes to a log beside the socket, kept for its lifetime and
          * read back if it will not serve. */
         /* O_APPEND: a writer still holding the old file writes at the end, not into a hole. */
@@ -534,7 +534,7 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
         if (ctx->socket_fixed) {
                 _cleanup_free_ char *path = strdup(ctx->http.socket_path);
                 if (!path)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 r = ping_named(ctx, path, "the podman socket", err);
                 if (r < 0)
                         return aisb_error_wrap(err, r, "podman service");
@@ -551,7 +551,7 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                 } else {
                         _cleanup_strv_free_ char **candidates = NULL;
                         if (socket_candidates(&candidates, getuid()) < 0)
-                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                                return error_oom(err);
                         r = -ENOENT;
                         for (size_t i = 0; candidates[i] && r < 0; i++) {
                                 if (access(candidates[i], F_OK) < 0)

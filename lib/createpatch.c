@@ -37,7 +37,7 @@ int create_patch_load(const char *path, const char *project, json_object **ret, 
                                       r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
         json_tokener *tok = json_tokener_new();
         if (!tok)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         json_object *o = json_tokener_parse_ex(tok, text, (int) size);
         enum json_tokener_error e = json_tokener_get_error(tok);
         size_t used = json_tokener_get_parse_end(tok);

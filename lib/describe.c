@@ -52,10 +52,10 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
         r = entrypoint_argv(p, &net, NULL, &argv);
         sandbox_network_done(&net);
         if (r < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* A stand-in command: the printers describe the sandbox, not what runs in it. */
         if (strv_push(&argv, "COMMAND") < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         struct netpolicy np;
         char message[256];
         if (netpolicy_parse((int) strv_length((const char *const *) argv), argv, &np, message,
@@ -65,11 +65,11 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
         if (!f)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         print(&np, f);
         if (fclose(f) != 0) {
                 free(text);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         }
         *ret_text = text;
         return 0;
@@ -104,7 +104,7 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         else
                 r |= buffer_printf(&b, "bridge=none\n");
         if (r < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         *ret_text = buffer_steal(&b);
         return 0;
 }

@@ -3,6 +3,10 @@
 
 #include <stdarg.h>
 
+/* What a failure says when there is no memory left to say more: static, so that even then
+ * every failing call hands back an error (aisb_error_free() leaves it alone). */
+static aisb_error no_memory = { .code = -ENOMEM, .message = (char *) "out of memory" };
+
 int aisb_error_code(const aisb_error *error)
 {
         return error ? error->code : 0;
@@ -15,7 +19,7 @@ const char *aisb_error_message(const aisb_error *error)
 
 void aisb_error_free(aisb_error *error)
 {
-        if (!error)
+        if (!error || error == &no_memory)
                 return;
         free(error->message);
         free(error);
@@ -37,12 +41,16 @@ int aisb_error_set(aisb_error **err, int code, const char *fmt, ...)
         if (!err || *err)
                 return code;
         aisb_error *e = calloc(1, sizeof *e);
-        if (!e)
-                return code;
         va_list ap;
         va_start(ap, fmt);
-        e->message = vformat(fmt, ap);
+        char *message = e ? vformat(fmt, ap) : NULL;
         va_end(ap);
+        if (!message) {
+                free(e);
+                *err = &no_memory;
+                return code;
+        }
+        e->message = message;
         e->code = code;
         *err = e;
         return code;
@@ -66,9 +74,14 @@ int aisb_error_wrap(aisb_error **err, int code, const char *fmt, ...)
         _cleanup_free_ char *prefix = vformat(fmt, ap);
         va_end(ap);
         char *joined = NULL;
-        if (prefix && asprintf(&joined, "%s: %s", prefix, (*err)->message) >= 0) {
+        if (*err != &no_memory && prefix && asprintf(&joined, "%s: %s", prefix, (*err)->message) >= 0) {
                 free((*err)->message);
                 (*err)->message = joined;
         }
         return (*err)->code;
+}
+
+int error_oom(aisb_error **err)
+{
+        return aisb_error_set(err, -ENOMEM, "out of memory");
 }

@@ -193,7 +193,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         _cleanup_strv_free_ char **local_dst = NULL;
         for (size_t i = 0; i < ELEMENTSOF(gate_local_ranges); i++)
                 if (strv_push(&local_dst, gate_local_ranges[i].text) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
         for (size_t i = 0; o->host_addresses && o->host_addresses[i]; i++) {
                 const char *text = o->host_addresses[i];
                 uint8_t addr[16];
@@ -214,7 +214,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 for (size_t j = ELEMENTSOF(gate_local_ranges); local_dst[j] && !seen; j++)
                         seen = streq(local_dst[j], canonical);
                 if (!seen && strv_push(&local_dst, canonical) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
         }
 
         _cleanup_strv_free_ char **local_names = NULL;
@@ -224,7 +224,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 if (r < 0)
                         return r;
                 if (strv_push(&local_names, name) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
         }
 
         /* The distinct explicit ports, ascending; 0 (the default pair) goes first. */
@@ -232,7 +232,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         size_t n_ports = 0;
         bool have_default = false;
         if (!ports)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
                 if (e->kind != ALLOW_DOMAIN)
@@ -300,7 +300,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         _cleanup_strv_free_ char **all_ports = NULL;
         if (have_default)
                 if (strv_push(&all_ports, "80") < 0 || strv_push(&all_ports, "443") < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
         for (size_t i = 0; i < n_ports; i++) {
                 char text[8];
                 snprintf(text, sizeof text, "%u", ports[i]);
@@ -327,7 +327,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
 
                 _cleanup_strv_free_ char **names = NULL;
                 if (port_group(l, port, &names) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 r |= acl_lines(&b, dst, "dstdomain -n", ".", names);
                 if (port)
                         r |= buffer_printf(&b, "acl %s port %u\n", port_acl, port);
@@ -336,7 +336,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 _cleanup_free_ char *rule = NULL;
                 if (asprintf(&rule, "http_access allow %s %s", dst, port_acl) < 0 ||
                     strv_push(&rules, rule) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
         }
 
         r |= buffer_printf(&b,
@@ -358,10 +358,10 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "http_access deny all\n"
                 "http_reply_access allow all\n");
         if (r < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
 
         *ret_text = buffer_steal(&b);
-        return *ret_text ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+        return *ret_text ? 0 : error_oom(err);
 }
 
 int gate_squid_hosts_file(const char *const *add_hosts, char **ret_text, aisb_error **err)
@@ -376,9 +376,9 @@ int gate_squid_hosts_file(const char *const *add_hosts, char **ret_text, aisb_er
                 r |= buffer_printf(&b, "%s %s\n", ip, name);
         }
         if (r < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         *ret_text = buffer_steal(&b);
-        return *ret_text ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+        return *ret_text ? 0 : error_oom(err);
 }
 
 /* One access log line in GATE_SQUID_LOGFORMAT:

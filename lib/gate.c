@@ -108,7 +108,7 @@ static int write_config(int config, const char *name, const char *text, aisb_err
 {
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, ".%s.tmp", name) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         (void) unlinkat(config, tmp, 0);
         _cleanup_close_ int fd = openat(config, tmp,
                                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -401,7 +401,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         _cleanup_json_ json_object *body = NULL;
         _cleanup_free_ char *id = NULL;
         if (gate_create_body(g->name, image, g->dir, g->hash, g->port, &body) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         r = podman_container_create(ctx, body, NULL, false, &id, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the gate");
@@ -463,12 +463,12 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the allowlist");
         if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0 || asprintf(&sub, "gates/%s", g.hash) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         r = state_dir(sub, &g.dir, err);
         if (r < 0)
                 return r;
         if (asprintf(&lock_path, "%s/lock", g.dir) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* The common case, a gate up and answering, needs no lock: runs sharing a gate do
          * not queue behind each other. */
         bool running = false;
@@ -602,12 +602,12 @@ int aisb_gate_log_path(const aisb_policy *p, char **ret_path, aisb_error **err)
                 return r;
         allowlist_done(&l);
         if (asprintf(&sub, "gates/%s", hash) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         r = state_dir(sub, &dir, err);
         if (r < 0)
                 return r;
         if (asprintf(ret_path, "%s/" GATE_LOGS_DIR "/access.log", dir) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         return 0;
 }
 
@@ -653,6 +653,6 @@ int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
                 return r;
         allowlist_done(&l);
         if (asprintf(&name, "aisb-gate-%s", hash) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         return podman_container_remove(ctx, name, err);
 }

@@ -106,7 +106,7 @@ static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, ".%s.aisb-%ld", name, (long) getpid()) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         (void) unlinkat(dirfd, tmp, 0);
         _cleanup_close_ int fd = openat(dirfd, tmp,
                                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
@@ -142,7 +142,7 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         _cleanup_free_ char *host_settings_name = NULL, *host_models_name = NULL;
         if (asprintf(&host_settings_name, "%s/settings.json", host_path) < 0 ||
             asprintf(&host_models_name, "%s/models.json", host_path) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
 
         _cleanup_json_ json_object *host = NULL, *sandbox = NULL, *base = NULL, *merged = NULL;
         int r = 0;
@@ -226,7 +226,7 @@ int aisb_policy_agents_dir(const aisb_policy *p, char **ret_dir, aisb_error **er
         const char *why = NULL;
         char *dir = NULL;
         if (harness_agents_dir(p, &dir, &why) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         if (!dir) {
                 const char *home = getenv("HOME");
                 if (why && streq(why, "it does not exist"))
@@ -245,7 +245,7 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
         harness_bridge b = {};
         int r = harness_agents_dir(p, &b.agents_dir, NULL);
         if (r < 0)
-                return aisb_error_set(err, r, "out of memory");
+                return error_oom(err);
         /* Every sandbox reads what it holds: said once each time it changes. */
         if (!ctx->http.dry_run_fn)
                 skills_warn_if_changed(ctx, b.agents_dir);
@@ -262,7 +262,7 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                  * entrypoint copies them into ~/.pi/agent as the user. Nothing the sandbox
                  * writes lands on the host. */
                 if (asprintf(&b.seed_dir, "%s/pi-agent", rd->path) < 0) {
-                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        r = error_oom(err);
                         goto fail;
                 }
                 if (mkdirat(rd->fd, "pi-agent", 0700) < 0) {
@@ -283,7 +283,7 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 }
                 sandbox_dir = open_dir_nofollow(root, PI_AGENT_DIR, true);
                 if (asprintf(&sub, "pi/%s", p->home_volume) < 0) {
-                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        r = error_oom(err);
                         goto fail;
                 }
                 r = state_dir(sub, &base_dir, err);

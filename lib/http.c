@@ -165,7 +165,7 @@ int http_send(http_conn *conn, const http_request *req, http_response *ret, aisb
 {
         if (conn->dry_run_fn) {
                 int r = dry_run_send(conn, req, ret);
-                return r < 0 ? aisb_error_set(err, r, "out of memory") : 0;
+                return r < 0 ? error_oom(err) : 0;
         }
         if (!conn->socket_path)
                 return aisb_error_set(err, -ENOTCONN, "not connected to the podman service");
@@ -175,7 +175,7 @@ int http_send(http_conn *conn, const http_request *req, http_response *ret, aisb
 
         _cleanup_free_ char *url = NULL;
         if (asprintf(&url, "http://d%s", req->path) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
         struct curl_slist *h;
         /* No 100-continue round trip: the service does not need it. */
@@ -183,14 +183,14 @@ int http_send(http_conn *conn, const http_request *req, http_response *ret, aisb
         if (req->content_type && headers) {
                 _cleanup_free_ char *ct = NULL;
                 if (asprintf(&ct, "Content-Type: %s", req->content_type) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 h = curl_slist_append(headers, ct);
                 if (!h)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 headers = h;
         }
         if (!headers)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
 
         receive_state st = { .req = req };
         curl_easy_setopt(c, CURLOPT_URL, url);
@@ -292,7 +292,7 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
         if (conn->dry_run_fn) {
                 _cleanup_free_ char *text = NULL;
                 if (asprintf(&text, "POST %s\n(hijacked: Connection: Upgrade, Upgrade: tcp)\n", path) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 conn->dry_run_fn(text, conn->dry_run_userdata);
                 *ret = s;
                 return 0;
@@ -323,7 +323,7 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
                          path);
         if (n < 0) {
                 http_stream_done(&s);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         }
         for (size_t sent = 0; sent < (size_t) n;) {
                 size_t w = 0;
@@ -364,7 +364,7 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
                 if (buffer_append(&in, chunk, got) < 0) {
                         buffer_free(&in);
                         http_stream_done(&s);
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 }
                 end = strstr(in.data, "\r\n\r\n");
         }
@@ -381,7 +381,7 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
         if (buffer_append(&s.leftover, in.data + head_size, in.size - head_size) < 0) {
                 buffer_free(&in);
                 http_stream_done(&s);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         }
         buffer_free(&in);
         *ret = s;

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+#include <string.h>
+
 #include "jsonutil.h"
 
 int json_add(json_object *o, const char *key, json_object *value)
@@ -48,4 +50,20 @@ json_object *json_string_array(const char *const *v)
                         return NULL;
                 }
         return a;
+}
+
+void json_wipe_strings(json_object *o)
+{
+        if (json_object_is_type(o, json_type_string)) {
+                /* json-c hands out its own buffer: the value itself, not a copy. */
+                explicit_bzero((char *) json_object_get_string(o), (size_t) json_object_get_string_len(o));
+        } else if (json_object_is_type(o, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(o); i++)
+                        json_wipe_strings(json_object_array_get_idx(o, i));
+        } else if (json_object_is_type(o, json_type_object)) {
+                json_object_object_foreach(o, key, value) {
+                        (void) key;
+                        json_wipe_strings(value);
+                }
+        }
 }

@@ -23,3 +23,6 @@ int json_append(json_object *array, json_object *value);
 int json_append_string(json_object *array, const char *value);
 /* A new array of v's strings (v may be NULL: an empty array); NULL when out of memory. */
 json_object *json_string_array(const char *const *v);
+/* Overwrite every string value in o (objects and arrays, all the way down) with zero bytes,
+ * in place: for a request body that held secret values, before it is freed. Keys stay. */
+void json_wipe_strings(json_object *o);

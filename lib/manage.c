@@ -58,10 +58,10 @@ static int volume_in_use(aisb_ctx *ctx, const char *name, char *const *except, b
         json_object *names = json_object_new_array();
         int r = json_append_string(names, name);
         if (json_add(filter, "volume", names) < 0 || r < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         const char *filters = json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN);
         if (!filters)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         _cleanup_json_ json_object *users = NULL;
         r = podman_container_list(ctx, filters, &users, err);
         if (r < 0)
@@ -166,7 +166,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
          * aisb still runs is never touched. */
         _cleanup_strv_free_ char **kept_images = NULL, **removed = NULL;
         if (keep_image && !all && strv_push(&kept_images, keep_image) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         for (size_t i = 0; i < json_object_array_length(list); i++) {
                 json_object *c = json_object_array_get_idx(list, i), *labels = NULL, *v;
                 json_object_object_get_ex(c, "Labels", &labels);
@@ -186,7 +186,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                 }
                 fn(gate ? "gate" : "sandbox", name, userdata);
                 if (strv_push(&removed, name) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 if (!dry) {
                         r = podman_container_remove(ctx, name, err);
                         if (r < 0)

@@ -154,7 +154,7 @@ static int pin_domains(const allowlist *l, bool insecure_allow_host_ranges, char
                                 _cleanup_free_ char *dest = NULL;
                                 if (asprintf(&dest, a->ai_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip,
                                              ports[k]) < 0) {
-                                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                                        r = error_oom(err);
                                         break;
                                 }
                                 /* getaddrinfo repeats addresses per protocol: once is enough. */
@@ -162,7 +162,7 @@ static int pin_domains(const allowlist *l, bool insecure_allow_host_ranges, char
                                 for (size_t j = 0; *pinned && (*pinned)[j]; j++)
                                         seen |= streq((*pinned)[j], dest);
                                 if (!seen && strv_push(pinned, dest) < 0)
-                                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                                        r = error_oom(err);
                         }
                 }
                 freeaddrinfo(res);
@@ -198,7 +198,7 @@ static int resolve_proxy(const char *spec, const network_backend *backend, netwo
                 return aisb_error_set(err, -EINVAL, "proxy: '%s' is not HOST:PORT", spec);
         _cleanup_free_ char *host = strndup(spec, (size_t) (colon - spec));
         if (!host)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_family = AF_INET };
         struct addrinfo *res = NULL;
         int g = getaddrinfo(host, NULL, &hints, &res);
@@ -216,7 +216,7 @@ static int resolve_proxy(const char *spec, const network_backend *backend, netwo
                                                                                : ip);
         in->proxy_port = (unsigned) port;
         in->proxy_loopback = loopback;
-        return in->proxy_host ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+        return in->proxy_host ? 0 : error_oom(err);
 }
 
 int network_gather(const aisb_policy *p, const network_backend *backend,
@@ -299,7 +299,7 @@ int network_plan(const aisb_policy *p, const network_backend *backend, const net
                         r = plan_allow(p, in, &n, err);
         }
         if (r == -ENOMEM)
-                return aisb_error_set(err, r, "out of memory");
+                return error_oom(err);
         if (r < 0)
                 return r;
         *ret = n;

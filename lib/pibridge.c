@@ -120,7 +120,7 @@ int pibridge_parse_json(const char *text, size_t size, const char *origin, json_
         _cleanup_(json_tokener_freep) struct json_tokener *tok =
                 json_tokener_new_ex(PIBRIDGE_JSON_MAX_DEPTH);
         if (!tok)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* Strict: pi reads these files with JSON.parse, which takes no comments or trailing
          * commas either. (json-c still takes single-quoted strings; what we write back is
          * standard JSON, so that only makes us more lenient than pi, never less safe.) */
@@ -368,7 +368,7 @@ int pibridge_merge_settings(json_object *base, json_object *host, json_object *s
 
         _cleanup_json_ json_object *no_host = NULL;
         if (!host && !(host = no_host = json_object_new_object()))
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
 
         json_object *result = NULL;
         int r;
@@ -417,7 +417,7 @@ int pibridge_apply_thinking(json_object *settings, const char *level, aisb_error
         json_object *value = json_object_new_string(level);
         if (!value || json_object_object_add(settings, "defaultThinkingLevel", value) < 0) {
                 json_object_put(value);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         }
         return 0;
 }
@@ -436,7 +436,7 @@ static bool ascii_lower(char c) { return c >= 'a' && c <= 'z'; }
 
 static int out_of_memory(aisb_error **err)
 {
-        return aisb_error_set(err, -ENOMEM, "out of memory");
+        return error_oom(err);
 }
 
 /* pi looks every apiKey and header value up in the environment first

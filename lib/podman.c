@@ -80,7 +80,7 @@ static int exists(aisb_ctx *ctx, const char *kind, const char *what, const char 
 {
         _cleanup_free_ char *path = libpod_path(kind, name, "/exists");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_status = 404 }, &resp, err);
         if (r < 0)
@@ -99,7 +99,7 @@ static int delete(aisb_ctx *ctx, const char *kind, const char *name, const char 
 {
         _cleanup_free_ char *path = libpod_path(kind, name, query);
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "DELETE", .path = path, .dry_run_status = 204 },
                              &resp, err);
@@ -115,7 +115,7 @@ static int post_json(aisb_ctx *ctx, const char *path, json_object *body, const c
 {
         const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!text)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         int r = send_request(ctx,
                              (http_request) { .method = "POST",
                                               .path = path,
@@ -147,7 +147,7 @@ int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t s
                                                 "&layers=1&rm=1&pullpolicy=missing"
                                                 "&outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx,
                              (http_request) { .method = "POST",
@@ -173,7 +173,7 @@ int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size,
         _cleanup_free_ char *path = libpod_path(LIBPOD "/images/import?reference=", ref,
                                                 "&changes=CMD%20%5B%22%2Fbin%2Fbash%22%5D");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx,
                              (http_request) { .method = "POST",
@@ -213,7 +213,7 @@ int podman_volume_create(aisb_ctx *ctx, const char *name, json_object *labels, a
         _cleanup_json_ json_object *body = json_object_new_object();
         int r = json_add_string(body, "Name", name);
         if (json_add(body, "Labels", labels) < 0 || r < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         r = post_json(ctx, LIBPOD "/volumes/create", body, NULL, false, 201, "{}", &resp, err);
         if (r < 0)
@@ -229,7 +229,7 @@ int podman_volume_mountpoint(aisb_ctx *ctx, const char *name, char **ret, aisb_e
 {
         _cleanup_free_ char *path = libpod_path(LIBPOD "/volumes/", name, "/json");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_answer = "{\"Mountpoint\":\"/dry-run\"}" },
                              &resp, err);
@@ -244,7 +244,7 @@ int podman_volume_mountpoint(aisb_ctx *ctx, const char *name, char **ret, aisb_e
         }
         http_response_done(&resp);
         *ret = strdup(json_object_get_string(mp));
-        return *ret ? 0 : aisb_error_set(err, -ENOMEM, "out of memory");
+        return *ret ? 0 : error_oom(err);
 }
 
 /* GET a list, with filters (JSON text) escaped into the query: base ends in '?' or '&'. */
@@ -254,7 +254,7 @@ static int list(aisb_ctx *ctx, const char *base, const char *filters, json_objec
         _cleanup_free_ char *path = NULL;
         if ((filters && !escaped) ||
             asprintf(&path, "%s%s%s", base, escaped ? "filters=" : "", escaped ? escaped : "") < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         json_object *o = NULL;
         int r = get_json(ctx, path, "[]", &o, err);
         if (r < 0)
@@ -329,7 +329,7 @@ int podman_container_attach(aisb_ctx *ctx, const char *id, http_stream *ret, ais
         _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id,
                                                 "/attach?stream=true&stdin=true&stdout=true&stderr=true&logs=false&detachKeys=");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         return http_hijack(&ctx->http, path, refusal_message, ret, err);
 }
 
@@ -337,7 +337,7 @@ int podman_container_start(aisb_ctx *ctx, const char *id, aisb_error **err)
 {
         _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id, "/start");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "POST", .path = path, .dry_run_status = 204 }, &resp, err);
         if (r >= 0 && resp.status != 204 && resp.status != 304)
@@ -367,7 +367,7 @@ int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_err
 {
         _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id, "/wait?condition=exited&condition=stopped&interval=20ms");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "POST", .path = path, .dry_run_answer = "0" }, &resp, err);
         if (r < 0)
@@ -391,7 +391,7 @@ int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret,
 {
         _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", name, "/json");
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_status = 404 }, &resp, err);
         if (r < 0)

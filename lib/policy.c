@@ -118,7 +118,7 @@ int policy_env_file_parse(const char *text, size_t size, const char *origin,
                                                       origin, line_no);
                         char *value = strndup(eq + 1, len - (size_t) (eq + 1 - p));
                         if (!value || env_put(entries, n, name, value) < 0)
-                                return aisb_error_set(err, -ENOMEM, "out of memory");
+                                return error_oom(err);
                 }
                 line = nl ? nl + 1 : end;
         }
@@ -303,7 +303,7 @@ static int add_env(aisb_policy *p, const char *spec, aisb_error **err)
                                       name, name);
         char *copy = strdup(value);
         if (!copy || env_put(&p->env, &p->n_env, name, copy) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         return 0;
 }
 
@@ -344,7 +344,7 @@ static int add_env_file(aisb_policy *p, const char *path, aisb_error **err)
         }
         env_entries_free(parsed, n);
         if (r < 0)
-                return aisb_error_set(err, r, "out of memory");
+                return error_oom(err);
         return strv_push(&p->env_files, path);
 }
 
@@ -385,7 +385,7 @@ static int mount_source_resolve(const char *project, const char *source, char **
                 current = getcwd(NULL, 0);
         _cleanup_free_ char *copy = strdup(source);
         if (!current || !copy)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         char *save = NULL;
         for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
                 if (streq(c, "."))
@@ -398,7 +398,7 @@ static int mount_source_resolve(const char *project, const char *source, char **
                 }
                 _cleanup_free_ char *next = NULL;
                 if (asprintf(&next, "%s%s%s", current, streq(current, "/") ? "" : "/", c) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 struct stat st;
                 if (lstat(next, &st) < 0)
                         return aisb_error_set(err, -errno, "mount: source %s: %s", source, strerror(errno));
@@ -637,7 +637,7 @@ static int set_project(aisb_policy *p, char *abs, bool is_cwd, aisb_error **err)
         free(p->project);
         p->project = abs;
         p->project_is_cwd = is_cwd;
-        return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
+        return derive_home_volume(p) < 0 ? error_oom(err) : 0;
 }
 
 static int key_set_project(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
@@ -664,7 +664,7 @@ static int key_set_no_cwd(aisb_policy *p, const policy_key *k, const char *value
                 free(p->project);
                 p->project = NULL;
         }
-        return derive_home_volume(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
+        return derive_home_volume(p) < 0 ? error_oom(err) : 0;
 }
 
 static int key_get_no_cwd(const aisb_policy *p, const policy_key *k, char ***values)
@@ -1181,8 +1181,11 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
         if (!value && !(k->pub.flags & AISB_POLICY_KEY_BOOLEAN))
                 return aisb_error_set(err, -EINVAL, "%s: a value is required", key);
         int r = k->set(p, k, value, err);
-        if (r == -ENOMEM && !(err && *err))
-                return aisb_error_set(err, r, "out of memory");
+        /* Every failure says why, also a setter's that only returned a code. */
+        if (r == -ENOMEM)
+                return error_oom(err);
+        if (r < 0)
+                return aisb_error_set(err, r, "%s: %s", key, strerror(-r));
         return r;
 }
 
@@ -1197,7 +1200,7 @@ int aisb_policy_get_values(const aisb_policy *p, const char *key, char ***ret_va
         char **values = NULL;
         if (k->get(p, k, &values) < 0 || (!values && !(values = calloc(1, sizeof *values)))) {
                 strv_free(values);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         }
         *ret_values = values;
         return 0;
@@ -1218,7 +1221,7 @@ int aisb_policy_get(const aisb_policy *p, const char *key, char **ret_value, ais
                 r = buffer_printf(&b, "%s%s", i ? "\n" : "", values[i]);
         if (r < 0) {
                 buffer_free(&b);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         }
         *ret_value = buffer_steal(&b);
         return 0;
@@ -1228,7 +1231,7 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
 {
         aisb_policy *p = calloc(1, sizeof *p);
         if (!p)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* Every default from the key table, through each key's own check. */
         int r = 0;
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(policy_keys); i++) {
@@ -1242,7 +1245,7 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
                 r = derive_home_volume(p);
         if (r < 0) {
                 aisb_policy_free(p);
-                return r == -ENOMEM && !(err && *err) ? aisb_error_set(err, r, "out of memory") : r;
+                return r == -ENOMEM ? error_oom(err) : r;
         }
         *ret_policy = p;
         return 0;
@@ -1273,22 +1276,22 @@ int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
         const char *home_volume = getenv("AISB_HOME_VOLUME");
         if (home_volume && *home_volume) {
                 if (set_string(&p->home_volume, home_volume) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 p->home_volume_chosen = true;
         }
         if (thinking && *thinking && set_string(&p->thinking, thinking) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* The host path of a program copied into every image and run first in every sandbox:
          * a set-user-ID or set-group-ID aisb must not take it from whoever started it. This is
          * the one place the variable is read. */
         const char *entrypoint = secure_getenv("AISB_ENTRYPOINT");
         if (entrypoint && *entrypoint && set_string(&p->entrypoint, entrypoint) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         for (size_t i = 0; i < ELEMENTSOF(inherited_env); i++) {
                 const char *v = getenv(inherited_env[i]);
                 char *copy = v ? strdup(v) : NULL;
                 if (v && (!copy || env_put(&p->env, &p->n_env, inherited_env[i], copy) < 0))
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
         }
         return 0;
 }
@@ -1310,7 +1313,7 @@ int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error *
                 r = aisb_policy_set(p, "node-source", src->node_source_npm ? "npm" : "official", err);
         /* As it is: a missing entrypoint is the run's error to report, not this copy's. */
         if (r >= 0 && set_string(&p->entrypoint, src->entrypoint) < 0)
-                r = aisb_error_set(err, -ENOMEM, "out of memory");
+                r = error_oom(err);
         /* The variables every sandbox inherits (the terminal, the locale), as the source got
          * them from aisb_policy_apply_environment(); none of the values it was given. */
         for (size_t i = 0; r >= 0 && i < src->n_env; i++) {
@@ -1319,7 +1322,7 @@ int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error *
                         inherited |= streq(src->env[i].name, inherited_env[j]);
                 char *copy = inherited ? strdup(src->env[i].value) : NULL;
                 if (inherited && (!copy || env_put(&p->env, &p->n_env, src->env[i].name, copy) < 0))
-                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        r = error_oom(err);
         }
         if (r < 0) {
                 aisb_policy_free(p);
@@ -1387,7 +1390,7 @@ int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error 
         if (argv && argv[0]) {
                 copy = strv_copy(argv);
                 if (!copy)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
         }
         strv_free(p->command);
         p->command = copy;
@@ -1412,10 +1415,10 @@ int aisb_policy_set_harness_args(aisb_policy *p, const char *const *argv, aisb_e
         p->generation++;
         char **copy = NULL;
         if (argv && argv[0] && !(copy = strv_copy(argv)))
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         strv_free(p->harness_args);
         p->harness_args = copy;
-        return rebuild_harness_command(p) < 0 ? aisb_error_set(err, -ENOMEM, "out of memory") : 0;
+        return rebuild_harness_command(p) < 0 ? error_oom(err) : 0;
 }
 
 const char *const *policy_command(const aisb_policy *p)
@@ -1462,7 +1465,7 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
                 r = copy_entry(&l, &p->allow.entries[i]);
         if (r < 0) {
                 allowlist_done(&l);
-                return aisb_error_set(err, r, "out of memory");
+                return error_oom(err);
         }
         /* The project's file first, then the user's: the first origin of a duplicate is the
          * one reported. The project's comes from the run's snapshot of .ai-sandbox (read
@@ -1478,7 +1481,7 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
                 const project_file *f = r >= 0 ? project_settings_find(settings, "allow") : NULL;
                 _cleanup_free_ char *origin = NULL;
                 if (f && asprintf(&origin, "%s/" PROJECT_SETTINGS_DIR "/allow", p->project) < 0)
-                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        r = error_oom(err);
                 else if (f && memchr(f->data, 0, f->size))
                         r = aisb_error_set(err, -EINVAL, "%s: a NUL byte: not a text file", origin);
                 else if (f)
@@ -1495,7 +1498,7 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
         if (r >= 0 && allowlist_count_addresses(&l) > 0 && !p->insecure_allow_host_ranges) {
                 _cleanup_strv_free_ char **own = NULL;
                 if (host_own_addresses(&own) < 0)
-                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        r = error_oom(err);
                 else
                         r = allowlist_check_host_addresses(&l, (const char *const *) own, false, err);
         }
@@ -1542,7 +1545,7 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
                 r = buffer_printf(&b, "\n");
         if (r < 0) {
                 buffer_free(&b);
-                return r == -ENOMEM && !(err && *err) ? aisb_error_set(err, r, "out of memory") : r;
+                return r == -ENOMEM ? error_oom(err) : r;
         }
         *ret_text = buffer_steal(&b);
         return 0;

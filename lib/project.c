@@ -51,7 +51,7 @@ static int read_entry(int dir, const char *name, const char *shown, project_file
                                       r == -EFBIG ? "grew past its bound while read" : strerror(-r));
         char *copy = strdup(name);
         if (!copy)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         *ret = (project_file) { .name = copy, .data = steal_pointer(&data), .size = size };
         return 1;
 }
@@ -61,7 +61,7 @@ int project_settings_read(const char *project, bool create, project_settings *re
         *ret = (project_settings) {};
         _cleanup_free_ char *shown = NULL;
         if (asprintf(&shown, "%s/" PROJECT_SETTINGS_DIR, project) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         _cleanup_close_ int top = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (top < 0)
                 return aisb_error_set(err, -errno, "cannot open the project %s: %s", project, strerror(errno));
@@ -112,7 +112,7 @@ int project_settings_read(const char *project, bool create, project_settings *re
                 if (!grown) {
                         free(f.name);
                         free(f.data);
-                        r = aisb_error_set(err, -ENOMEM, "out of memory");
+                        r = error_oom(err);
                         break;
                 }
                 s.files = grown;
@@ -175,12 +175,12 @@ int project_check_reached(const char *project, aisb_error **err)
                 return 0; /* $PWD is not where we are: nothing to learn from it */
         _cleanup_free_ char *copy = strdup(pwd), *current = strdup("/");
         if (!copy || !current)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         char *save = NULL;
         for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
                 _cleanup_free_ char *next = NULL;
                 if (asprintf(&next, "%s%s%s", current, streq(current, "/") ? "" : "/", c) < 0)
-                        return aisb_error_set(err, -ENOMEM, "out of memory");
+                        return error_oom(err);
                 struct stat st;
                 if (streq(c, "..") || streq(c, ".") || lstat(next, &st) < 0 || !S_ISLNK(st.st_mode)) {
                         free(current);
@@ -220,7 +220,7 @@ int run_dir_create(run_dir *ret, aisb_error **err)
         *ret = RUN_DIR_NULL;
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/aisb-run-XXXXXX", run_dir_base()) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         if (!mkdtemp(path))
                 return aisb_error_set(err, -errno, "cannot create a directory for the run in %s: %s",
                                       run_dir_base(), strerror(errno));
@@ -239,7 +239,7 @@ int run_dir_write_settings(run_dir *d, const char *sub, const project_settings *
 {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/%s", d->path, sub) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         if (mkdirat(d->fd, sub, 0755) < 0)
                 return aisb_error_set(err, -errno, "cannot create %s: %s", path, strerror(errno));
         _cleanup_close_ int dir = openat(d->fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -30,7 +30,7 @@ int aisb_io_new(aisb_io **ret_io, aisb_error **err)
 {
         aisb_io *io = calloc(1, sizeof *io);
         if (!io)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         io->in_fd = STDIN_FILENO;
         io->control_fd = -1;
         *ret_io = io;
@@ -286,7 +286,7 @@ static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **
                              p->home_volume_chosen || !p->project ? "" : p->project);
         if (r < 0) {
                 json_object_put(labels);
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         }
         return podman_volume_create(ctx, p->home_volume, labels, err);
 }
@@ -359,7 +359,7 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
         const size_t out_size = 256 * 1024;
         _cleanup_free_ char *out_buf = malloc(out_size);
         if (!out_buf)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         bool cancelled = false;
 
         for (;;) {
@@ -541,7 +541,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 return r;
         _cleanup_free_ char *name = NULL;
         if (container_name(p, &name) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         /* The project's settings, read once without trusting the project: the allowlist
          * comes from this snapshot, and the sandbox sees a read-only copy of it. */
         _cleanup_(project_settings_done) project_settings settings = {};
@@ -584,12 +584,12 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 r = container_create_body(&spec, &shown);
         }
         if (r < 0)
-                return aisb_error_set(err, r, "out of memory");
+                return error_oom(err);
         _cleanup_strv_free_ char **patched = NULL;
         if (p->create_patch) {
                 r = apply_create_patch(ctx, p, body, shown, &patched);
                 if (r < 0)
-                        return aisb_error_set(err, r, "out of memory");
+                        return error_oom(err);
         }
         const char *shown_text = shown ? json_object_to_json_string_ext(
                                                  shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)
@@ -602,8 +602,10 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         ctx_cleanup_begin(ctx);
         step(ctx, "create");
         _cleanup_free_ char *id = NULL;
-        /* The body holds every secret value: wiped once sent. */
+        /* The body holds every secret value: its text is wiped once sent, and its values
+         * right after. */
         r = podman_container_create(ctx, body, shown_text, true, &id, err);
+        json_wipe_strings(body);
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the sandbox");
 

@@ -70,6 +70,6 @@ int aisb_session_log_path(char **ret_path, aisb_error **err)
         if (r < 0)
                 return r;
         if (asprintf(ret_path, "%s/" SESSION_LOG, dir) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         return 0;
 }

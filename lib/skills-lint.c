@@ -60,7 +60,7 @@ int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *c
         for (size_t i = 0; r >= 0 && repos && repos[i]; i++)
                 r = strv_push(&command, repos[i]);
         if (r < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
 
         aisb_policy *q = NULL;
         r = policy_new_for_image(p, &q, err);

@@ -269,7 +269,7 @@ static int cache_path(const char *dir, char **ret, aisb_error **err)
         if (r < 0)
                 return r;
         if (sha256_hex(dir, strlen(dir), 16, &hash) < 0 || asprintf(ret, "%s/%s", base, hash) < 0)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         return 0;
 }
 

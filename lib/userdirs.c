@@ -26,7 +26,7 @@ int state_dir(const char *sub, char **ret, aisb_error **err)
                 return aisb_error_set(err, -ENOENT, "neither XDG_STATE_HOME nor HOME is set");
         _cleanup_free_ char *path = user_dir("XDG_STATE_HOME", ".local/state", sub);
         if (!path)
-                return aisb_error_set(err, -ENOMEM, "out of memory");
+                return error_oom(err);
         int r = mkdir_p(path, 0700);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot create %s: %s", path, strerror(-r));

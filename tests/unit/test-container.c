@@ -200,6 +200,34 @@ START_TEST(test_mounts_identified)
 }
 END_TEST
 
+/* A body's secret values can be wiped in place (run.c does, once the create is sent): the
+ * bytes json-c holds, short strings (kept inside the object) and long ones alike. */
+START_TEST(test_body_wiped)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "SHORT=hunter2", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env",
+                                         "LONG=sk-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                         NULL),
+                         0);
+        json_object *o = body_for(p, false), *env = get(o, "env");
+        const char *values[] = { json_object_get_string(get(env, "SHORT")), json_object_get_string(get(env, "LONG")) };
+        size_t sizes[] = { strlen(values[0]), strlen(values[1]) };
+        ck_assert_str_eq(values[0], "hunter2");
+        json_wipe_strings(o);
+        for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                for (size_t k = 0; k < sizes[i]; k++)
+                        ck_assert_int_eq(values[i][k], 0);
+        /* Everything else too: no value of the body is left readable. */
+        ck_assert_str_eq(json_object_get_string(get(o, "image")), "");
+        json_object_put(o);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static Suite *container_suite(void)
 {
         Suite *s = suite_create("container");
@@ -209,6 +237,7 @@ static Suite *container_suite(void)
         tcase_add_test(tc, test_redaction);
         tcase_add_test(tc, test_project_settings_copy);
         tcase_add_test(tc, test_mounts_identified);
+        tcase_add_test(tc, test_body_wiped);
         suite_add_tcase(s, tc);
         return s;
 }
