@@ -488,6 +488,12 @@ static const struct host_range {
         { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 169, 254 }, 112,
           "64:ff9b::169.254.0.0/112, link-local and cloud metadata through NAT64" },
         { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 10, 0, 2 }, 120, "64:ff9b::10.0.2.0/120, slirp4netns through NAT64" },
+        /* IPv4 written as IPv6: the kernel sends such a connection as IPv4, so the sandbox's
+         * IPv4 rules decide, and an entry here would only look like it allows something
+         * (::ffff:127.0.0.1, or ::ffff:0:0/96, every IPv4 address). */
+        { AF_INET6, { [10] = 0xff, [11] = 0xff }, 96,
+          "::ffff:0.0.0.0/96, IPv4-mapped: write the IPv4 address itself" },
+        { AF_INET6, { 0 }, 96, "::/96, IPv4-compatible: write the IPv4 address itself" },
         /* RFC 8215's local-use NAT64 prefix: whatever the network maps it to. */
         { AF_INET6, { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, "64:ff9b:1::/48, local-use NAT64" },
 };

@@ -49,7 +49,44 @@ int create_patch_load(const char *path, const char *project, json_object **ret, 
                 return aisb_error_set(err, -EINVAL, "unsafe-create-patch: %s is not one JSON object (%s)", path,
                                       e != json_tokener_success ? json_tokener_error_desc(e) : "other JSON");
         }
+        /* podman decodes the request with Go's encoding/json, which matches a key to a field
+         * without regard to case (and folds U+017F to s, U+212A to k): "Entrypoint" would
+         * replace the entrypoint while the warning named a field aisb does not know. Fields
+         * are written as podman names them, lower case, or not at all. */
+        json_object_object_foreach(o, key, value) {
+                (void) value;
+                if (!*key || strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(key)) {
+                        char shown[64];
+                        size_t k = 0;
+                        for (const char *c = key; *c && k + 5 < sizeof shown; c++)
+                                k += (unsigned char) *c >= 0x20 && (unsigned char) *c < 0x7f
+                                             ? (size_t) snprintf(shown + k, sizeof shown - k, "%c", *c)
+                                             : (size_t) snprintf(shown + k, sizeof shown - k, "\\x%02x", (unsigned char) *c);
+                        json_object_put(o);
+                        return aisb_error_set(err, -EINVAL,
+                                              "unsafe-create-patch: %s: field '%s': podman reads field names without "
+                                              "regard to case, so write them as podman names them (lower case and _: "
+                                              "entrypoint, cap_add, ...)",
+                                              path, shown);
+                }
+        }
         *ret = o;
+        return 0;
+}
+
+int create_patch_check_place(const char *path, const char *const *writable, aisb_error **err)
+{
+        _cleanup_free_ char *real = realpath(path, NULL);
+        if (!real)
+                return aisb_error_set(err, -errno, "unsafe-create-patch: %s: %s", path, strerror(errno));
+        for (size_t i = 0; writable && writable[i]; i++) {
+                size_t n = strlen(writable[i]);
+                if (strncmp(real, writable[i], n) == 0 && (real[n] == '/' || real[n] == 0 || streq(writable[i], "/")))
+                        return aisb_error_set(err, -EINVAL,
+                                              "unsafe-create-patch: %s is inside %s, which the sandbox can write: "
+                                              "keep the patch outside it (in ~/.config/ai-sandbox, say)",
+                                              path, writable[i]);
+        }
         return 0;
 }
 

@@ -20,6 +20,11 @@
  * project (the sandbox writes the project; NULL: none). -EINVAL / -EPERM with one line. */
 int create_patch_load(const char *path, const char *project, json_object **ret, aisb_error **err);
 
+/* Refuse a patch (already read) that lies where a run's sandbox can write: in one of
+ * writable (NULL-terminated absolute directories: the project, read-write mounts). A run
+ * asks this when it starts, whatever order its policy was set in. -EINVAL with one line. */
+int create_patch_check_place(const char *path, const char *const *writable, aisb_error **err);
+
 /* Apply patch to target (an object) per RFC 7396: objects merge key by key, null removes,
  * anything else (arrays included) replaces. Each changed field is added to *changed as a
  * dotted path ("labels.team", "devices"), in patch order. -ENOMEM. */

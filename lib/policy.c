@@ -494,8 +494,17 @@ static int add_device(aisb_policy *p, const char *spec, aisb_error **err)
                 ok = startswith(copy, "/dev/") && container_path_valid(copy) &&
                      (!dst || container_path_valid(dst)) &&
                      (!perms || (*perms && strspn(perms, "rwm") == strlen(perms)));
-                if (ok && access(copy, F_OK) < 0)
+                /* One device node, named by its own path: not a directory (podman would add
+                 * every device below it), not a link (the service resolves it in its own
+                 * process: /dev/stdin, /dev/fd/N are its own descriptors). */
+                struct stat st;
+                if (ok && lstat(copy, &st) < 0)
                         return aisb_error_set(err, -errno, "device: %s: %s", copy, strerror(errno));
+                if (ok && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+                        return aisb_error_set(err, -EINVAL,
+                                              "device: %s is %s, not a device node: name the device itself",
+                                              copy, S_ISLNK(st.st_mode) ? "a symbolic link" :
+                                                    S_ISDIR(st.st_mode) ? "a directory" : "no device");
         }
         if (!ok)
                 return aisb_error_set(err, -EINVAL,
@@ -986,9 +995,11 @@ static int key_set_create_patch(aisb_policy *p, const policy_key *k, const char 
         int r = create_patch_load(value, p->project, &patch, err);
         if (r < 0)
                 return r;
-        if (set_string(&p->create_patch_path, value) < 0) {
+        /* Where it was read from, absolute: a run checks that place again when it starts. */
+        _cleanup_free_ char *real = realpath(value, NULL);
+        if (!real || set_string(&p->create_patch_path, real) < 0) {
                 json_object_put(patch);
-                return -ENOMEM;
+                return real ? -ENOMEM : aisb_error_set(err, -errno, "unsafe-create-patch: %s: %s", value, strerror(errno));
         }
         if (p->create_patch)
                 json_object_put(p->create_patch);

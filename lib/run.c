@@ -530,6 +530,19 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 if (k < 0)
                         return k;
         }
+        if (p->create_patch_path) {
+                /* Wherever the keys were set from: never a patch this sandbox could rewrite. */
+                _cleanup_strv_free_ char **writable = NULL;
+                int k = p->project && !p->project_read_only ? strv_push(&writable, p->project) : 0;
+                for (size_t i = 0; k >= 0 && i < p->n_mounts; i++)
+                        if (!p->mounts[i].read_only)
+                                k = strv_push(&writable, p->mounts[i].source);
+                if (k < 0)
+                        return error_oom(err);
+                k = create_patch_check_place(p->create_patch_path, (const char *const *) writable, err);
+                if (k < 0)
+                        return k;
+        }
         _cleanup_free_ char *tag = NULL;
         step(ctx, "image");
         int r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);

@@ -52,6 +52,36 @@ set +e
 err=$(cd / && "$AISB" run --no-cwd --unsafe-create-patch "$patch" -- true 2>&1); rc=$?
 set -e
 expect_eq "a patch others can write is refused" 2 "$rc"
+chmod 600 "$patch"
+
+# podman reads field names without regard to case: "Entrypoint" would replace the
+# entrypoint (the ruleset, the drop, seccomp) while the warning named a field aisb does not
+# know. Such a patch is refused; nothing runs (red team round three).
+printf '{"Entrypoint":["/bin/sh","-c","echo escaped; id -u","sh"]}\n' > "$patch"
+set +e
+err=$("$AISB" run --unsafe-create-patch "$patch" -- echo ran 2>&1); rc=$?
+set -e
+expect_eq "a field in another case is refused" 2 "$rc"
+expect_contains "saying why" "field 'Entrypoint': podman reads field names without regard to case" "$err"
+expect_absent "the patched entrypoint never ran" escaped "$err"
+printf '{"\u017Feccomp_policy":"","\u212Aeep":1}\n' > "$patch"
+set +e
+err=$("$AISB" run --unsafe-create-patch "$patch" -- true 2>&1); rc=$?
+set -e
+expect_eq "and in Go's folded letters" 2 "$rc"
+
+# A patch where the sandbox can write is refused when the run starts, however the policy was
+# put together: here, under a read-write --mount (the sandbox could rewrite it for the next run).
+mkdir -p "$E2E_TMP/shared"
+printf '{"hostname":"patched"}\n' > "$E2E_TMP/shared/p.json"
+chmod 600 "$E2E_TMP/shared/p.json"
+set +e
+err=$("$AISB" run --unsafe-create-patch "$E2E_TMP/shared/p.json" --mount "$E2E_TMP/shared:/shared" -- true 2>&1); rc=$?
+set -e
+expect_eq "a patch under a read-write mount is refused" 2 "$rc"
+expect_contains "naming the place" "is inside $E2E_TMP/shared, which the sandbox can write" "$err"
+out=$("$AISB" run --unsafe-create-patch "$E2E_TMP/shared/p.json" --mount "$E2E_TMP/shared:/shared:ro" -- hostname 2>/dev/null)
+expect_eq "read-only, it applies" patched "$out"
 rm -f "$patch"
 
 # --device: a host device node, under another name, works end to end.
@@ -62,3 +92,17 @@ err=$("$AISB" run --device /etc/passwd -- true 2>&1); rc=$?
 set -e
 expect_eq "a device outside /dev is refused" 2 "$rc"
 expect_contains "naming the form" "is not /dev/NAME[:DEST[:rwm]] or a CDI name" "$err"
+# A link the service would resolve in its own process (/dev/stdin: its own stdin), or a
+# directory (every device below it): refused (red team round three).
+for dev in /dev/stdin /dev/fd/2; do
+        set +e
+        err=$("$AISB" run --device "$dev" -- true 2>&1); rc=$?
+        set -e
+        expect_eq "--device $dev is refused" 2 "$rc"
+        expect_contains "as a link" "is a symbolic link, not a device node" "$err"
+done
+set +e
+err=$("$AISB" run --device /dev/net -- true 2>&1); rc=$?
+set -e
+expect_eq "--device /dev/net is refused" 2 "$rc"
+expect_contains "as a directory" "is a directory, not a device node" "$err"

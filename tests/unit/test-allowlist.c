@@ -1052,7 +1052,14 @@ static const struct {
         { "[::1]:22", "::1" },
         { "::", "::, which Linux connects to the local host" },
         { "::/128", "::," },
-        { "::2", NULL },
+        /* IPv4 written as IPv6: the IPv4 rules decide; refused, the address is to be
+         * written as IPv4 (red team round three). */
+        { "::2", "IPv4-compatible" },
+        { "::ffff:127.0.0.1", "IPv4-mapped" },
+        { "[::ffff:10.0.2.2]:3128", "IPv4-mapped" },
+        { "::ffff:0:0/96", "IPv4-mapped" },
+        { "::ffff:8.8.8.8", "IPv4-mapped" },
+        { "::1:0:0:2", NULL },
         /* fe80::/10 */
         { "fe80::1", "fe80::/10, link-local" },
         { "[fe80::]/64:22", "fe80::/10" },

@@ -107,10 +107,54 @@ START_TEST(test_load)
         expect_refused(array, NULL, "not one JSON object");
         char *two = put("two.json", "{} {}", 0600);
         expect_refused(two, NULL, "not one JSON object");
+        /* podman folds the case of field names (and U+017F, U+212A): a field is written as
+         * podman names it, or the warning would name a field podman did not apply. */
+        static const char *const folded[] = { "{\"Entrypoint\":[\"/bin/sh\"]}", "{\"CAP_ADD\":[]}",
+                                              "{\"\u017Feccomp_policy\":\"\"}", "{\"\u212Aey\":1}",
+                                              "{\"cap-add\":[]}", "{\"\":1}" };
+        for (size_t i = 0; i < ELEMENTSOF(folded); i++) {
+                char name[32];
+                snprintf(name, sizeof name, "folded%zu.json", i);
+                char *f = put(name, folded[i], 0600);
+                expect_refused(f, NULL, "without regard to case");
+                free(f);
+        }
+        /* Nested names are the field's own (map keys, OCI's camelCase): taken as written. */
+        char *nested = put("nested.json", "{\"labels\":{\"Team\":\"x\"},\"resource_limits\":{\"memory\":{\"disableOOMKiller\":true}}}", 0600);
+        ck_assert_int_eq(create_patch_load(nested, NULL, &o, NULL), 0);
+        json_object_put(o);
+        free(nested);
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         ck_assert_int_eq(system(cmd), 0);
         free(good), free(shared), free(array), free(two), free(real);
+}
+END_TEST
+
+/* Where the patch lies is checked again when a run starts: any place the sandbox can write. */
+START_TEST(test_place)
+{
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char *patch = put("p.json", "{}", 0600);
+        char *real = realpath(dir, NULL);
+        const char *const none[] = { NULL };
+        ck_assert_int_eq(create_patch_check_place(patch, none, NULL), 0);
+        const char *const elsewhere[] = { "/nonexistent-project", NULL };
+        ck_assert_int_eq(create_patch_check_place(patch, elsewhere, NULL), 0);
+        /* A sibling whose name starts alike is not inside. */
+        char sibling[PATH_MAX];
+        snprintf(sibling, sizeof sibling, "%s-x", real);
+        const char *const like[] = { sibling, NULL };
+        ck_assert_int_eq(create_patch_check_place(patch, like, NULL), 0);
+        const char *const inside[] = { "/nonexistent-project", real, NULL };
+        aisb_error *err = NULL;
+        ck_assert_int_eq(create_patch_check_place(patch, inside, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "which the sandbox can write"));
+        aisb_error_free(err);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        free(patch), free(real);
 }
 END_TEST
 
@@ -121,6 +165,7 @@ int main(void)
         tcase_add_test(tc, test_merge);
         tcase_add_test(tc, test_gives_up);
         tcase_add_test(tc, test_load);
+        tcase_add_test(tc, test_place);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

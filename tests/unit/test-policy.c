@@ -229,6 +229,27 @@ START_TEST(test_mounts)
 }
 END_TEST
 
+/* --device: one device node by its own path; a directory (every device below it) or a link
+ * (which the service resolves in its own process: /dev/stdin is its own stdin) is refused. */
+START_TEST(test_devices)
+{
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "device", "/dev/null", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "device", "/dev/zero:/dev/z:r", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "device", "nvidia.com/gpu=all", NULL), 0);
+        expect_refused(p, "device", "/dev/stdin", "a symbolic link");
+        expect_refused(p, "device", "/dev/fd", "a symbolic link");
+        expect_refused(p, "device", "/dev/", "a directory");
+        expect_refused(p, "device", "/dev/.", "a directory");
+        expect_refused(p, "device", "/dev/shm", "a directory");
+        expect_refused(p, "device", "/dev/../etc/passwd", "not /dev/NAME");
+        expect_refused(p, "device", "/etc/passwd", "not /dev/NAME");
+        expect_refused(p, "device", "/dev/no-such-device", "No such file");
+        ck_assert_uint_eq(strv_length((const char *const *) p->devices), 3);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A --mount source the agent could have chosen: a link it planted in the project, or any
  * path inside the project (which it could swap for a link before podman mounts it). */
 START_TEST(test_mount_sources_in_project)
@@ -935,6 +956,7 @@ static Suite *policy_suite(void)
         tcase_add_test(keys, test_defaults);
         tcase_add_test(keys, test_values_checked);
         tcase_add_test(keys, test_mounts);
+        tcase_add_test(keys, test_devices);
         tcase_add_test(keys, test_mount_sources_in_project);
         tcase_add_test(keys, test_home_volume_per_project);
         tcase_add_test(keys, test_command);
