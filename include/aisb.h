@@ -11,7 +11,8 @@
  *  - The library never prints and never exits; it reports through the error contract and
  *    the callbacks the caller installs.
  *  - Thread safety: a handle must not be used from two threads at once; distinct handles
- *    are independent.
+ *    are independent. The one exception is aisb_ctx_cancel(), which any thread (or a signal
+ *    handler) may call while another uses the context.
  */
 #ifndef AISB_H
 #define AISB_H
