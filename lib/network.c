@@ -123,28 +123,23 @@ static int pin_domains(const allowlist *l, bool insecure_allow_host_ranges, char
                                 continue;
                         uint8_t bytes[16] = {};
                         memcpy(bytes, addr, a->ai_family == AF_INET ? 4 : 16);
-                        const char *what = allowlist_host_range(a->ai_family, bytes,
+                        /* A name is no way around the host ranges; and, as the gate does,
+                         * whoever controls a name's DNS chooses where it points, so a name
+                         * reaches only public addresses. The user's own networks are named by
+                         * address (--allow, or the user's file). */
+                        const char *host = allowlist_host_range(a->ai_family, bytes,
                                                                 a->ai_family == AF_INET ? 32 : 128);
-                        if (what && !insecure_allow_host_ranges) {
-                                r = aisb_error_set(err, -EINVAL,
-                                                   "--no-gate: %s (%s) resolves to %s, which reaches the "
-                                                   "host itself (%s): refused unless "
-                                                   "--insecure-allow-host-ranges",
-                                                   e->host, e->origin, ip, what);
-                                break;
-                        }
-                        /* As the gate does: whoever controls a name's DNS chooses where it
-                         * points, so a name reaches only public addresses. The user's own
-                         * networks are named by address (--allow, or the user's file). */
-                        const char *local = gate_local_range(a->ai_family, bytes);
-                        if (!local && host_own_address(ip))
+                        const char *local = host ? NULL : gate_local_range(a->ai_family, bytes);
+                        if (!host && !local && host_own_address(ip))
                                 local = "one of this host's own addresses";
-                        if (local && !insecure_allow_host_ranges) {
+                        if ((host || local) && !insecure_allow_host_ranges) {
                                 r = aisb_error_set(err, -EINVAL,
-                                                   "--no-gate: %s (%s) resolves to %s (%s), where a name's owner "
-                                                   "could point it at your own networks: give the address itself "
-                                                   "with --allow, or use the gate",
-                                                   e->host, e->origin, ip, local);
+                                                   host ? "--no-gate: %s (%s) resolves to %s, which reaches the host "
+                                                          "itself (%s): refused unless --insecure-allow-host-ranges"
+                                                        : "--no-gate: %s (%s) resolves to %s (%s), where a name's owner "
+                                                          "could point it at your own networks: give the address itself "
+                                                          "with --allow, or use the gate",
+                                                   e->host, e->origin, ip, host ? host : local);
                                 break;
                         }
                         const unsigned ports[] = { e->port ? e->port : 80, e->port ? 0 : 443 };

@@ -138,6 +138,23 @@ int podman_image_exists(aisb_ctx *ctx, const char *ref, aisb_error **err)
         return exists(ctx, LIBPOD "/images/", "image", ref, err);
 }
 
+/* A tar to the service (from memory, or streamed from a file), its answer NDJSON or JSON:
+ * bounded by silence, not by length (a build runs as long as its steps do). */
+static int post_tar(aisb_ctx *ctx, const char *path, http_request req, const char *what, aisb_error **err)
+{
+        req.method = "POST";
+        req.path = path;
+        req.content_type = "application/x-tar";
+        req.idle_timeout_s = PODMAN_BUILD_IDLE_TIMEOUT_S;
+        http_response resp = {};
+        int r = send_request(ctx, req, &resp, err);
+        if (r >= 0 && resp.status != 200)
+                r = aisb_error_set(err, -EIO, "the service refused the %s (%ld): %s", what, resp.status,
+                                   podman_error_message(&resp));
+        http_response_done(&resp);
+        return r;
+}
+
 int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t size,
                        const char *shown, http_line_fn line_fn, void *userdata, aisb_error **err)
 {
@@ -148,23 +165,10 @@ int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t s
                                                 "&outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson");
         if (!path)
                 return error_oom(err);
-        http_response resp = {};
-        int r = send_request(ctx,
-                             (http_request) { .method = "POST",
-                                              .path = path,
-                                              .content_type = "application/x-tar",
-                                              .body = tar,
-                                              .body_size = size,
-                                              .dry_run_body = shown,
-                                              .line_fn = line_fn,
-                                              .line_userdata = userdata,
-                                              .idle_timeout_s = PODMAN_BUILD_IDLE_TIMEOUT_S },
-                             &resp, err);
-        if (r >= 0 && resp.status != 200)
-                r = aisb_error_set(err, -EIO, "the service refused the build (%ld): %s", resp.status,
-                                   podman_error_message(&resp));
-        http_response_done(&resp);
-        return r;
+        return post_tar(ctx, path,
+                        (http_request) { .body = tar, .body_size = size, .dry_run_body = shown,
+                                         .line_fn = line_fn, .line_userdata = userdata },
+                        "build", err);
 }
 
 int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size, const char *shown,
@@ -174,21 +178,8 @@ int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size,
                                                 "&changes=CMD%20%5B%22%2Fbin%2Fbash%22%5D");
         if (!path)
                 return error_oom(err);
-        http_response resp = {};
-        int r = send_request(ctx,
-                             (http_request) { .method = "POST",
-                                              .path = path,
-                                              .content_type = "application/x-tar",
-                                              .body_file = f,
-                                              .body_file_size = size,
-                                              .dry_run_body = shown,
-                                              .idle_timeout_s = PODMAN_BUILD_IDLE_TIMEOUT_S },
-                             &resp, err);
-        if (r >= 0 && resp.status != 200)
-                r = aisb_error_set(err, -EIO, "the service refused the import (%ld): %s", resp.status,
-                                   podman_error_message(&resp));
-        http_response_done(&resp);
-        return r;
+        return post_tar(ctx, path, (http_request) { .body_file = f, .body_file_size = size, .dry_run_body = shown },
+                        "import", err);
 }
 
 int podman_image_list(aisb_ctx *ctx, json_object **ret, aisb_error **err)

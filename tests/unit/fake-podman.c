@@ -1057,3 +1057,25 @@ const char *fake_podman_hijack_input(fake_podman *fp, size_t *ret_size) {
                 *ret_size = size;
         return data;
 }
+
+ssize_t fake_podman_find_request(fake_podman *fp, const char *method, const char *needle)
+{
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                if (strcmp(fake_podman_request_method(fp, i), method) == 0 &&
+                    strstr(fake_podman_request_path(fp, i), needle))
+                        return (ssize_t) i;
+        return -1;
+}
+
+size_t fake_podman_frame(uint8_t *buf, int stream, const char *text)
+{
+        size_t n = strlen(text);
+        buf[0] = (uint8_t) stream;
+        buf[1] = buf[2] = buf[3] = 0;
+        buf[4] = (uint8_t) (n >> 24);
+        buf[5] = (uint8_t) (n >> 16);
+        buf[6] = (uint8_t) (n >> 8);
+        buf[7] = (uint8_t) n;
+        memcpy(buf + 8, text, n);
+        return n + 8;
+}

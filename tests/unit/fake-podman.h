@@ -11,6 +11,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 typedef struct fake_podman fake_podman;
 
@@ -80,6 +82,12 @@ size_t fake_podman_request_body_size(fake_podman *fp, size_t i);
 /* Which connection carried the request: 1 for the first one accepted, 2 for the next... so a
  * test can tell a reused connection from a fresh one. */
 unsigned fake_podman_request_connection(fake_podman *fp, size_t i);
+/* The index of the first request with this method whose target contains needle, or -1. */
+ssize_t fake_podman_find_request(fake_podman *fp, const char *method, const char *needle);
+/* One frame of the attach stream's multiplexed format (stream, length, text) into buf, which
+ * holds 8 + strlen(text) bytes; returns that size. */
+size_t fake_podman_frame(uint8_t *buf, int stream, const char *text);
+
 /* Bytes the client sent on the most recent hijacked stream (NULL and 0 before any). Stable
  * once that stream ended, i.e. once the client saw the server's EOF. */
 const char *fake_podman_hijack_input(fake_podman *fp, size_t *ret_size);

@@ -49,15 +49,6 @@ static aisb_policy *new_policy(const char *net)
         return p;
 }
 
-static ssize_t find_request(const char *method, const char *needle)
-{
-        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
-                if (streq(fake_podman_request_method(fp, i), method) &&
-                    strstr(fake_podman_request_path(fp, i), needle))
-                        return (ssize_t) i;
-        return -1;
-}
-
 /* err by address: it is read after the call that fills it (argument order is unspecified). */
 static void expect_error(int r, int code, aisb_error **errp, const char *needle)
 {
@@ -102,7 +93,7 @@ typedef struct later {
 static void *cancel_later(void *userdata)
 {
         later *l = userdata;
-        for (int i = 0; l->wait_method && find_request(l->wait_method, l->wait_path) < 0 && i < 1000; i++)
+        for (int i = 0; l->wait_method && fake_podman_find_request(fp, l->wait_method, l->wait_path) < 0 && i < 1000; i++)
                 nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
         if (l->before)
                 l->before();
@@ -138,7 +129,7 @@ START_TEST(test_timeout_run)
         int code = -1;
         aisb_error *err = NULL;
         expect_error(aisb_run(ctx, p, io, &code, &err), -ETIMEDOUT, &err, "volumes");
-        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
+        ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
         aisb_io_free(io);
         aisb_policy_free(p);
 }
@@ -161,7 +152,7 @@ START_TEST(test_cancel_while_preparing)
         aisb_error *err = NULL;
         expect_error(aisb_run(ctx, p, io, &code, &err), -ECANCELED, &err, "stopped");
         pthread_join(t, NULL);
-        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
+        ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
         aisb_io_free(io);
         aisb_policy_free(p);
 }
@@ -182,8 +173,8 @@ START_TEST(test_cancel_while_running)
         expect_error(aisb_run(ctx, p, io, &code, &err), -ECANCELED, &err, "the sandbox was removed");
         pthread_join(t, NULL);
         /* Removed, and by the cancel: nothing waited for an exit that never came. */
-        ck_assert_int_ge(find_request("DELETE", "/containers/c0ffee"), 0);
-        ck_assert_int_eq(find_request("POST", "/wait"), -1);
+        ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
+        ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/wait"), -1);
         aisb_io_free(io);
         aisb_policy_free(p);
 }
@@ -198,7 +189,7 @@ START_TEST(test_cancel_before_and_after)
         aisb_error *err = NULL;
         char *tag = NULL;
         expect_error(aisb_image_ensure(ctx, p, &tag, NULL, &err), -ECANCELED, &err, "stopped");
-        ck_assert_int_eq(find_request("GET", "/images/"), -1);
+        ck_assert_int_eq(fake_podman_find_request(fp, "GET", "/images/"), -1);
         ck_assert_int_eq(aisb_image_ensure(ctx, p, &tag, NULL, NULL), 0);
         ck_assert_ptr_nonnull(tag);
         free(tag);
@@ -350,7 +341,7 @@ START_TEST(test_events_of_a_run)
                 creates += streq(fake_podman_request_method(fp, i), "POST") &&
                            strstr(fake_podman_request_path(fp, i), "/containers/create") != NULL;
         ck_assert_uint_eq(creates, 1);
-        ck_assert_int_ge(find_request("GET", "/containers/aisb-gate-"), 0);
+        ck_assert_int_ge(fake_podman_find_request(fp, "GET", "/containers/aisb-gate-"), 0);
         close(listener);
         aisb_io_free(io);
         aisb_policy_free(p);

@@ -106,19 +106,6 @@ static bool walk_policy(long n)
 
 static fake_podman *fp;
 
-static size_t frame(uint8_t *buf, int stream, const char *text)
-{
-        size_t len = strlen(text);
-        buf[0] = (uint8_t) stream;
-        buf[1] = buf[2] = buf[3] = 0;
-        buf[4] = (uint8_t) (len >> 24);
-        buf[5] = (uint8_t) (len >> 16);
-        buf[6] = (uint8_t) (len >> 8);
-        buf[7] = (uint8_t) len;
-        memcpy(buf + 8, text, len);
-        return len + 8;
-}
-
 static int discard(int stream, const void *data, size_t size, void *userdata)
 {
         return 0;
@@ -174,8 +161,8 @@ START_TEST(test_oom_run)
         fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
                           "{\"Id\":\"c0ffee\",\"Warnings\":[\"w\"]}", FAKE_NORMAL, 0);
         uint8_t frames[256];
-        size_t size = frame(frames, 1, "hello \x1b]0;title\x07world\n");
-        size += frame(frames + size, 2, "to stderr\n");
+        size_t size = fake_podman_frame(frames, 1, "hello \x1b]0;title\x07world\n");
+        size += fake_podman_frame(frames + size, 2, "to stderr\n");
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, size,
                                 FAKE_HIJACK_NO_WAIT, 0);
         fake_podman_route(fp, "POST", "/containers/c0ffee/start", 204, NULL, "", FAKE_NORMAL, 0);

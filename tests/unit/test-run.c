@@ -43,16 +43,6 @@ static aisb_policy *new_policy(void)
         return p;
 }
 
-/* Index of the first request with this method whose path contains needle, or -1. */
-static ssize_t find_request(const char *method, const char *needle)
-{
-        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
-                if (streq(fake_podman_request_method(fp, i), method) &&
-                    strstr(fake_podman_request_path(fp, i), needle))
-                        return (ssize_t) i;
-        return -1;
-}
-
 static void expect_error(int r, aisb_error **errp, const char *needle)
 {
         aisb_error *err = *errp;
@@ -243,7 +233,7 @@ static void test_build_with(fake_mode mode)
         ck_assert_ptr_nonnull(strstr(l.text, "STEP 2/3: RUN apt-get\n"));
         ck_assert_ptr_nonnull(strstr(l.text, "partial line\n") ? strstr(l.text, "partial line\n")
                                                                 : strstr(l.text, "partial \nline\n"));
-        ssize_t b = find_request("POST", "/libpod/build");
+        ssize_t b = fake_podman_find_request(fp, "POST", "/libpod/build");
         ck_assert_int_ge(b, 0);
         const char *path = fake_podman_request_path(fp, (size_t) b);
         ck_assert_ptr_nonnull(strstr(path, "layers=1"));
@@ -275,7 +265,7 @@ START_TEST(test_build_reused)
         int built = -1;
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, &built, NULL), 0);
         ck_assert_int_eq(built, 0);
-        ck_assert_int_lt(find_request("POST", "/build"), 0);
+        ck_assert_int_lt(fake_podman_find_request(fp, "POST", "/build"), 0);
         /* Naming the image needs no tar: libarchive is loaded only to build. */
         expect_no_libarchive("libarchive loaded with the image present");
         aisb_policy_free(p);
@@ -350,19 +340,6 @@ static int collect_output(int stream, const void *data, size_t size, void *userd
         return 0;
 }
 
-static size_t frame(uint8_t *buf, int stream, const char *text)
-{
-        size_t n = strlen(text);
-        buf[0] = (uint8_t) stream;
-        buf[1] = buf[2] = buf[3] = 0;
-        buf[4] = (uint8_t) (n >> 24);
-        buf[5] = (uint8_t) (n >> 16);
-        buf[6] = (uint8_t) (n >> 8);
-        buf[7] = (uint8_t) n;
-        memcpy(buf + 8, text, n);
-        return n + 8;
-}
-
 static void route_run(int exit_code)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
@@ -401,9 +378,9 @@ START_TEST(test_run_whole)
 {
         route_run(3);
         uint8_t frames[256];
-        size_t n = frame(frames, 1, "hello\n");
-        n += frame(frames + n, 2, "oops\n");
-        n += frame(frames + n, 1, "bye\n");
+        size_t n = fake_podman_frame(frames, 1, "hello\n");
+        n += fake_podman_frame(frames + n, 2, "oops\n");
+        n += fake_podman_frame(frames + n, 1, "bye\n");
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n,
                                 FAKE_HIJACK, 1);
         output o = {};
@@ -418,11 +395,11 @@ START_TEST(test_run_whole)
         ck_assert(memcmp(in, "typed input", in_size) == 0);
 
         /* Order: create, attach, start, wait, remove. */
-        ssize_t create = find_request("POST", "/containers/create");
-        ssize_t attach = find_request("POST", "/attach");
-        ssize_t start = find_request("POST", "/start");
-        ssize_t wait = find_request("POST", "/wait");
-        ssize_t del = find_request("DELETE", "/containers/c0ffee");
+        ssize_t create = fake_podman_find_request(fp, "POST", "/containers/create");
+        ssize_t attach = fake_podman_find_request(fp, "POST", "/attach");
+        ssize_t start = fake_podman_find_request(fp, "POST", "/start");
+        ssize_t wait = fake_podman_find_request(fp, "POST", "/wait");
+        ssize_t del = fake_podman_find_request(fp, "DELETE", "/containers/c0ffee");
         ck_assert(create >= 0 && attach > create && start > attach && wait > start && del > wait);
         ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) attach), "detachKeys="));
         ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) del), "force=true"));
@@ -441,7 +418,7 @@ static json_object *create_body_for(const char *version, const char *backend)
         fake_podman_set_version(fp, version);
         route_run(0);
         uint8_t frames[64];
-        size_t n = frame(frames, 1, "ok\n");
+        size_t n = fake_podman_frame(frames, 1, "ok\n");
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n, FAKE_HIJACK, 1);
         aisb_policy *p = new_policy();
         ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
@@ -459,7 +436,7 @@ static json_object *create_body_for(const char *version, const char *backend)
         ck_assert_msg(aisb_run(ctx, p, io, &code, &err) == 0, "%s", aisb_error_message(err));
         aisb_io_free(io);
         aisb_policy_free(p);
-        ssize_t create = find_request("POST", "/containers/create");
+        ssize_t create = fake_podman_find_request(fp, "POST", "/containers/create");
         ck_assert_int_ge(create, 0);
         json_object *body = json_tokener_parse(fake_podman_request_body(fp, (size_t) create));
         ck_assert_ptr_nonnull(body);
@@ -583,8 +560,8 @@ START_TEST(test_run_stopped_while_preparing)
         ck_assert_int_eq(aisb_run(ctx, p, io, &code, &err), -ECANCELED);
         aisb_error_free(err);
         ck_assert_int_eq(events, 1);
-        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
-        ck_assert_int_eq(find_request("DELETE", "/containers/"), -1);
+        ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
+        ck_assert_int_eq(fake_podman_find_request(fp, "DELETE", "/containers/"), -1);
         aisb_policy_free(p);
         aisb_io_free(io);
         close(control[0]);
@@ -628,8 +605,8 @@ START_TEST(test_run_stopped_during_request)
         pthread_join(writer, NULL);
         /* The answer alone would take over ten seconds. */
         ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 5);
-        ck_assert_int_ge(find_request("GET", "/volumes/"), 0);
-        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
+        ck_assert_int_ge(fake_podman_find_request(fp, "GET", "/volumes/"), 0);
+        ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
         aisb_policy_free(p);
         aisb_io_free(io);
         close(control[0]);
@@ -658,7 +635,7 @@ START_TEST(test_run_resize_before_start_kept)
         int code = -1;
         ck_assert_int_eq(aisb_run(ctx, p, io, &code, NULL), 0);
         ck_assert_int_eq(events, 1);
-        ssize_t resize = find_request("POST", "/resize");
+        ssize_t resize = fake_podman_find_request(fp, "POST", "/resize");
         ck_assert_int_ge(resize, 0);
         ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) resize), "h=40&w=100"));
         aisb_policy_free(p);
@@ -676,17 +653,17 @@ START_TEST(test_run_default_output)
         size_t cap = 600 * (8 + 8) + 64;
         uint8_t *frames = malloc(cap);
         ck_assert_ptr_nonnull(frames);
-        size_t n = frame(frames, 1, "first\n");
-        n += frame(frames + n, 2, "err1\n");
+        size_t n = fake_podman_frame(frames, 1, "first\n");
+        n += fake_podman_frame(frames + n, 2, "err1\n");
         char expect[600 * 8 + 64] = "first\n";
         for (int i = 0; i < 600; i++) {
                 char text[16];
                 snprintf(text, sizeof text, "%06d\n", i);
-                n += frame(frames + n, 1, text);
+                n += fake_podman_frame(frames + n, 1, text);
                 strcat(expect, text);
         }
-        n += frame(frames + n, 2, "err2\n");
-        n += frame(frames + n, 1, "last\n");
+        n += fake_podman_frame(frames + n, 2, "err2\n");
+        n += fake_podman_frame(frames + n, 1, "last\n");
         strcat(expect, "last\n");
         ck_assert_uint_le(n, cap);
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n,
@@ -788,11 +765,11 @@ static void run_filtered(unsigned streams, bool terminal, const void *attach, si
  * a clipboard read query, a tmux passthrough and a hyperlink on stderr. */
 static size_t hostile_frames(uint8_t *buf)
 {
-        size_t n = frame(buf, 1, "one\033]0;title\007 two\033]52;c;cHd");
-        n += frame(buf + n, 2, "err\033Ptmux;\033\033]52;c;?\007\033\\");
-        n += frame(buf + n, 1, "uZWQ=\007 three\033[31m red\033[0m\033");
-        n += frame(buf + n, 2, " \033]8;;http://evil.example/\033\\link\033]8;;\033\\");
-        n += frame(buf + n, 1, "]52;c;?\033\\ four\xc2\x9d" "2;c1 title\xc2\x9c\n");
+        size_t n = fake_podman_frame(buf, 1, "one\033]0;title\007 two\033]52;c;cHd");
+        n += fake_podman_frame(buf + n, 2, "err\033Ptmux;\033\033]52;c;?\007\033\\");
+        n += fake_podman_frame(buf + n, 1, "uZWQ=\007 three\033[31m red\033[0m\033");
+        n += fake_podman_frame(buf + n, 2, " \033]8;;http://evil.example/\033\\link\033]8;;\033\\");
+        n += fake_podman_frame(buf + n, 1, "]52;c;?\033\\ four\xc2\x9d" "2;c1 title\xc2\x9c\n");
         return n;
 }
 
@@ -855,8 +832,8 @@ START_TEST(test_run_service_dies_mid_frame)
 {
         route_run(0);
         uint8_t frames[256];
-        size_t n = frame(frames, 1, "complete\n");
-        n += frame(frames + n, 1, "this frame is cut short");
+        size_t n = fake_podman_frame(frames, 1, "complete\n");
+        n += fake_podman_frame(frames + n, 1, "this frame is cut short");
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n - 10,
                                 FAKE_HIJACK_NO_WAIT, 1);
         output o = {};
@@ -865,7 +842,7 @@ START_TEST(test_run_service_dies_mid_frame)
         int r = run_with_stdin("", &o, &code, &err);
         expect_error(r, &err, "inside a frame");
         ck_assert_str_eq(o.out, "complete\nthis frame is");
-        ck_assert_int_ge(find_request("DELETE", "/containers/c0ffee"), 0);
+        ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
 }
 END_TEST
 
@@ -878,8 +855,8 @@ START_TEST(test_run_attach_refused)
         int code = -1;
         aisb_error *err = NULL;
         expect_error(run_with_stdin("", &o, &code, &err), &err, "attach went wrong");
-        ck_assert_int_lt(find_request("POST", "/start"), 0);
-        ck_assert_int_ge(find_request("DELETE", "/containers/c0ffee"), 0);
+        ck_assert_int_lt(fake_podman_find_request(fp, "POST", "/start"), 0);
+        ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
 }
 END_TEST
 
@@ -894,7 +871,7 @@ START_TEST(test_run_create_refused)
         int code = -1;
         aisb_error *err = NULL;
         expect_error(run_with_stdin("", &o, &code, &err), &err, "no space left");
-        ck_assert_int_lt(find_request("POST", "/attach"), 0);
+        ck_assert_int_lt(fake_podman_find_request(fp, "POST", "/attach"), 0);
 }
 END_TEST
 
@@ -928,7 +905,7 @@ START_TEST(test_run_start_refused)
         int code = -1;
         aisb_error *err = NULL;
         expect_error(run_with_stdin("", &o, &code, &err), &err, "runc failed");
-        ck_assert_int_ge(find_request("DELETE", "/containers/c0ffee"), 0);
+        ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
 }
 END_TEST
 
@@ -942,7 +919,7 @@ START_TEST(test_volume_created_with_label)
         output o = {};
         int code = -1;
         ck_assert_int_eq(run_with_stdin("", &o, &code, NULL), 0);
-        ssize_t v = find_request("POST", "/volumes/create");
+        ssize_t v = fake_podman_find_request(fp, "POST", "/volumes/create");
         ck_assert_int_ge(v, 0);
         ck_assert_ptr_nonnull(strstr(fake_podman_request_body(fp, (size_t) v), "aisb.managed"));
         ck_assert_ptr_nonnull(strstr(fake_podman_request_body(fp, (size_t) v), "aisb-"));
@@ -1006,10 +983,10 @@ static int sink_fn(int stream, const void *data, size_t size, void *userdata)
 START_TEST(test_demux_any_split)
 {
         uint8_t frames[128];
-        size_t n = frame(frames, 1, "abc");
-        n += frame(frames + n, 2, "de");
-        n += frame(frames + n, 1, "");
-        n += frame(frames + n, 1, "fgh");
+        size_t n = fake_podman_frame(frames, 1, "abc");
+        n += fake_podman_frame(frames + n, 2, "de");
+        n += fake_podman_frame(frames + n, 1, "");
+        n += fake_podman_frame(frames + n, 1, "fgh");
         /* Every way of cutting the stream in two gives the same result. */
         for (size_t cut = 0; cut <= n; cut++) {
                 sink s = {};
