@@ -52,14 +52,22 @@ static char *libpod_path(const char *before, const char *name, const char *after
 }
 
 /* A JSON answer, parsed: status 200 and a body that is JSON. */
-static int get_json(aisb_ctx *ctx, const char *path, const char *dry_run_answer, json_object **ret,
-                    aisb_error **err)
+/* A JSON answer, parsed: status 200 and a body that is JSON. With absent_ok, a 404 returns
+ * 0 and nothing (what a dry run is told then); otherwise 1 with the object. */
+static int get_json_maybe(aisb_ctx *ctx, const char *path, bool absent_ok, const char *dry_run_answer,
+                          json_object **ret, aisb_error **err)
 {
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_answer = dry_run_answer },
+        int r = send_request(ctx,
+                             (http_request) { .method = "GET", .path = path, .dry_run_answer = dry_run_answer,
+                                              .dry_run_status = absent_ok ? 404 : 0 },
                              &resp, err);
         if (r < 0)
                 return r;
+        if (absent_ok && resp.status == 404) {
+                http_response_done(&resp);
+                return 0;
+        }
         json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
         if (!o)
                 r = aisb_error_set(err, -EIO, "GET %s: %s", path, podman_error_message(&resp));
@@ -67,7 +75,14 @@ static int get_json(aisb_ctx *ctx, const char *path, const char *dry_run_answer,
         if (r < 0)
                 return r;
         *ret = o;
-        return 0;
+        return 1;
+}
+
+static int get_json(aisb_ctx *ctx, const char *path, const char *dry_run_answer, json_object **ret,
+                    aisb_error **err)
+{
+        int r = get_json_maybe(ctx, path, false, dry_run_answer, ret, err);
+        return r < 0 ? r : 0;
 }
 
 int podman_info(aisb_ctx *ctx, json_object **ret, aisb_error **err)
@@ -383,22 +398,7 @@ int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret,
         _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", name, "/json");
         if (!path)
                 return error_oom(err);
-        http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_status = 404 }, &resp, err);
-        if (r < 0)
-                return r;
-        if (resp.status == 404) {
-                http_response_done(&resp);
-                return 0;
-        }
-        json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
-        if (!o)
-                r = aisb_error_set(err, -EIO, "inspecting %s: %s", name, podman_error_message(&resp));
-        http_response_done(&resp);
-        if (r < 0)
-                return r;
-        *ret = o;
-        return 1;
+        return get_json_maybe(ctx, path, true, NULL, ret, err);
 }
 
 int podman_container_list(aisb_ctx *ctx, const char *filters, json_object **ret, aisb_error **err)
