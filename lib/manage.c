@@ -141,12 +141,14 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
         return list_homes(ctx, fn, userdata, err);
 }
 
-/* For what another owner may still use: a refusal is a warning, not the end of the clean. */
-static void warn_on_error(aisb_ctx *ctx, int r, aisb_error *e)
+/* For what another owner may still use: a refusal is a warning, not the end of the clean.
+ * The error by address: read only once the call that fills it has run (the order in which a
+ * call's arguments are evaluated is unspecified). */
+static void warn_on_error(aisb_ctx *ctx, int r, aisb_error **e)
 {
         if (r < 0)
-                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
-        aisb_error_free(e);
+                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(*e));
+        aisb_error_free(steal_pointer(e));
 }
 
 int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
@@ -216,7 +218,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                         /* In use by a container of someone else's: leave it. */
                         if (!dry) {
                                 aisb_error *e = NULL;
-                                warn_on_error(ctx, podman_image_remove(ctx, ref, &e), e);
+                                warn_on_error(ctx, podman_image_remove(ctx, ref, &e), &e);
                         }
                 }
         }
@@ -245,7 +247,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                 /* 409: a container outside our namespace uses it; that is not ours to end. */
                 if (!dry) {
                         aisb_error *e = NULL;
-                        warn_on_error(ctx, podman_volume_remove(ctx, name, &e), e);
+                        warn_on_error(ctx, podman_volume_remove(ctx, name, &e), &e);
                 }
         }
         return 0;

@@ -39,7 +39,8 @@ struct buffer {
 
 struct route {
         char *method;
-        char *glob; /* "*" + the caller's pattern */
+        char *glob; /* "*" + the caller's pattern up to its '?' */
+        char *query_glob; /* what follows the pattern's '?', or NULL: any query */
         int status;
         char *content_type;
         struct buffer body;
@@ -106,6 +107,8 @@ struct fake_podman {
         struct request *last_hijack;
         struct connection *connections;
         unsigned connections_accepted;
+        fake_request_fn request_fn;
+        void *request_userdata;
 };
 
 /* Test fixture code: an allocation failure is not worth an error path. */
@@ -432,15 +435,20 @@ fail:
         return k;
 }
 
-static void record_request(fake_podman *fp, struct request *r) {
+/* Returns the request's index in the log. */
+static size_t record_request(fake_podman *fp, struct request *r) {
+        size_t index;
+
         pthread_mutex_lock(&fp->lock);
         if (fp->n_requests == fp->requests_allocated) {
                 fp->requests_allocated = fp->requests_allocated ? fp->requests_allocated * 2 : 16;
                 fp->requests = xrealloc(fp->requests, fp->requests_allocated * sizeof(*fp->requests));
         }
+        index = fp->n_requests;
         fp->requests[fp->n_requests++] = r;
         pthread_cond_broadcast(&fp->recorded);
         pthread_mutex_unlock(&fp->lock);
+        return index;
 }
 
 static void record_hijack_input(fake_podman *fp, struct request *r, const void *data, size_t size) {
@@ -466,8 +474,37 @@ static bool path_is_ping(const char *path) {
         return length >= 6 && memcmp(path + length - 6, "/_ping", 6) == 0;
 }
 
+static int hex_value(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* The query of a request target, percent-decoded ("" when there is none). */
+static char *decoded_query(const char *target) {
+        const char *q = strchr(target, '?');
+        char *out, *o;
+
+        q = q ? q + 1 : "";
+        out = o = xzalloc(strlen(q) + 1);
+        for (; *q; q++) {
+                if (*q == '%' && hex_value(q[1]) >= 0 && hex_value(q[2]) >= 0) {
+                        *o++ = (char) (hex_value(q[1]) * 16 + hex_value(q[2]));
+                        q += 2;
+                } else {
+                        *o++ = *q;
+                }
+        }
+        return out;
+}
+
 static void choose_answer(fake_podman *fp, const struct request *r, struct answer *ret) {
         char *path = xstrndup(r->path, strcspn(r->path, "?"));
+        char *query = decoded_query(r->path);
         struct route *route;
 
         pthread_mutex_lock(&fp->lock);
@@ -476,6 +513,8 @@ static void choose_answer(fake_podman *fp, const struct request *r, struct answe
                 if (route->times > 0 && route->answered >= route->times)
                         continue;
                 if (strcmp(route->method, r->method) != 0 || fnmatch(route->glob, path, 0) != 0)
+                        continue;
+                if (route->query_glob && fnmatch(route->query_glob, query, 0) != 0)
                         continue;
                 route->answered++;
                 ret->status = route->status;
@@ -504,6 +543,7 @@ static void choose_answer(fake_podman *fp, const struct request *r, struct answe
                 buffer_printf(&ret->body, "\",\"response\":404}\n");
         }
         free(path);
+        free(query);
 }
 
 static const char *reason_phrase(int status) {
@@ -724,7 +764,13 @@ static void *connection_thread(void *userdata) {
                         break;
 
                 keep_alive = !r->http10 && !header_has_token(r, "Connection", "close");
-                record_request(fp, r); /* the log owns it from here */
+                size_t index = record_request(fp, r); /* the log owns it from here */
+                pthread_mutex_lock(&fp->lock);
+                fake_request_fn hook = fp->request_fn;
+                void *hook_userdata = fp->request_userdata;
+                pthread_mutex_unlock(&fp->lock);
+                if (hook)
+                        hook(fp, index, hook_userdata);
                 if (serve_request(c, r, keep_alive) < 0)
                         break;
         }
@@ -898,6 +944,7 @@ void fake_podman_stop(fake_podman *fp) {
                 fp->routes = route->next;
                 free(route->method);
                 free(route->glob);
+                free(route->query_glob);
                 free(route->content_type);
                 buffer_free(&route->body);
                 free(route);
@@ -931,8 +978,11 @@ void fake_podman_route_bytes(fake_podman *fp, const char *method, const char *pa
         struct route *route = xzalloc(sizeof(*route));
 
         route->method = xstrdup(method);
-        if (asprintf(&route->glob, "*%s", path_pattern) < 0)
+        const char *query = strchr(path_pattern, '?');
+        size_t path_length = query ? (size_t) (query - path_pattern) : strlen(path_pattern);
+        if (asprintf(&route->glob, "*%.*s", (int) path_length, path_pattern) < 0)
                 abort();
+        route->query_glob = query ? xstrdup(query + 1) : NULL;
         route->status = status;
         route->content_type = xstrdup(content_type);
         buffer_append(&route->body, body, body ? body_size : 0);
@@ -949,6 +999,13 @@ void fake_podman_route(fake_podman *fp, const char *method, const char *path_pat
                        const char *content_type, const char *body, fake_mode mode, int times) {
         fake_podman_route_bytes(fp, method, path_pattern, status, content_type, body,
                                 body ? strlen(body) : 0, mode, times);
+}
+
+void fake_podman_set_request_hook(fake_podman *fp, fake_request_fn fn, void *userdata) {
+        pthread_mutex_lock(&fp->lock);
+        fp->request_fn = fn;
+        fp->request_userdata = userdata;
+        pthread_mutex_unlock(&fp->lock);
 }
 
 void fake_podman_set_hijack_output(fake_podman *fp, const void *data, size_t size) {

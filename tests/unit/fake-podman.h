@@ -50,7 +50,11 @@ void fake_podman_set_version(fake_podman *fp, const char *version);
  * A route answers `times` requests, 0 meaning unlimited. content_type may be NULL (no header).
  * Unmatched requests get 404 with a libpod-style JSON error (newline-terminated, as podman
  * sends it); GET/HEAD .../_ping gets 200 "OK" unless a route says otherwise. Start patterns
- * with a "/": "x/json" would also match ".../containers/box/json". */
+ * with a "/": "x/json" would also match ".../containers/box/json". A pattern holding a '?'
+ * matches the query too: its part before the '?' matches the path as above, and its part
+ * after it must match the whole query, percent-decoded (fnmatch, no flags). So
+ * "/containers/json?*volume*aisb-home-a*" answers only the list filtered by that volume (a
+ * '[' of JSON text needs a '*' over it, or "\\[" in a C string). */
 void fake_podman_route(fake_podman *fp, const char *method, const char *path_pattern, int status,
                        const char *content_type, const char *body, fake_mode mode, int times);
 /* The same with a body that may hold NUL bytes. */
@@ -63,6 +67,14 @@ void fake_podman_set_hijack_output(fake_podman *fp, const void *data, size_t siz
 /* How many routes with a finite `times` still have answers left: 0 once a test's scripted
  * exchange was consumed entirely. */
 size_t fake_podman_routes_pending(fake_podman *fp);
+
+/* Called for every request, in the thread of its connection, once it is in the request log
+ * and before it is answered, with its index in the log: a test's way to act at an exact
+ * point of an exchange (write a file squid would write, listen on a port, cancel) before the
+ * client sees the answer. The hook may call the request log's functions below; NULL removes
+ * it. */
+typedef void (*fake_request_fn)(fake_podman *fp, size_t index, void *userdata);
+void fake_podman_set_request_hook(fake_podman *fp, fake_request_fn fn, void *userdata);
 
 /* The request log. A request is recorded once its head and body are read, before it is
  * answered, so once a client has its answer the request is in the log. Strings stay valid

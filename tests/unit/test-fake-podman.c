@@ -316,6 +316,73 @@ START_TEST(test_route_order_and_times) {
 }
 END_TEST
 
+START_TEST(test_route_query) {
+        fake_podman *fp = start();
+        struct response r = {};
+
+        /* The same path, told apart by the filter in its (percent-encoded) query. */
+        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-a*", 200, "application/json", "[\"a\"]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/containers/json?all=true", 200, "application/json", "[\"all\"]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/containers/json", 200, "application/json", "[]", FAKE_NORMAL, 0);
+
+        ck_assert_int_eq(perform_once(fp, "GET", API "/containers/json?all=true&filters=%7B%22volume%22%3A%5B%22aisb-home-a%22%5D%7D", NULL, &r), CURLE_OK);
+        ck_assert_str_eq(r.body, "[\"a\"]");
+        ck_assert_int_eq(perform_once(fp, "GET", API "/containers/json?all=true&filters=%7B%22volume%22%3A%5B%22aisb-home-b%22%5D%7D", NULL, &r), CURLE_OK);
+        ck_assert_str_eq(r.body, "[]");
+        /* The query glob matches the whole query, not a part of it. */
+        ck_assert_int_eq(perform_once(fp, "GET", API "/containers/json?all=true", NULL, &r), CURLE_OK);
+        ck_assert_str_eq(r.body, "[\"all\"]");
+        ck_assert_int_eq(perform_once(fp, "GET", API "/containers/json?all=truest", NULL, &r), CURLE_OK);
+        ck_assert_str_eq(r.body, "[]");
+        /* No query: an empty one, which "*" matches and "all=true" does not. */
+        ck_assert_int_eq(perform_once(fp, "GET", API "/containers/json", NULL, &r), CURLE_OK);
+        ck_assert_str_eq(r.body, "[]");
+        /* The log keeps the target as sent. */
+        ck_assert_str_eq(fake_podman_request_path(fp, 0),
+                         "/v4.0.0/libpod/containers/json?all=true&filters=%7B%22volume%22%3A%5B%22aisb-home-a%22%5D%7D");
+        response_free(&r);
+        fake_podman_stop(fp);
+}
+END_TEST
+
+struct hook_seen {
+        size_t calls;
+        size_t last_index;
+        char last_method[16];
+        size_t logged; /* the log's length when the hook ran */
+};
+
+static void on_request(fake_podman *fp, size_t index, void *userdata) {
+        struct hook_seen *h = userdata;
+
+        h->calls++;
+        h->last_index = index;
+        snprintf(h->last_method, sizeof(h->last_method), "%s", fake_podman_request_method(fp, index));
+        h->logged = fake_podman_request_count(fp);
+}
+
+START_TEST(test_request_hook) {
+        fake_podman *fp = start();
+        struct response r = {};
+        struct hook_seen h = {};
+
+        fake_podman_route(fp, "DELETE", "/containers/x", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        fake_podman_set_request_hook(fp, on_request, &h);
+        ck_assert_int_eq(perform_once(fp, "GET", API "/_ping", NULL, &r), CURLE_OK);
+        ck_assert_int_eq(perform_once(fp, "DELETE", API "/containers/x", NULL, &r), CURLE_OK);
+        /* Called once per request, with it already in the log, before the client's answer. */
+        ck_assert_uint_eq(h.calls, 2);
+        ck_assert_uint_eq(h.last_index, 1);
+        ck_assert_str_eq(h.last_method, "DELETE");
+        ck_assert_uint_eq(h.logged, 2);
+        fake_podman_set_request_hook(fp, NULL, NULL);
+        ck_assert_int_eq(perform_once(fp, "GET", API "/_ping", NULL, &r), CURLE_OK);
+        ck_assert_uint_eq(h.calls, 2);
+        response_free(&r);
+        fake_podman_stop(fp);
+}
+END_TEST
+
 START_TEST(test_not_found) {
         fake_podman *fp = start();
         struct response r = {};
@@ -622,6 +689,8 @@ static Suite *fake_podman_suite(void) {
         tcase_add_test(tc, test_ping_and_version);
         tcase_add_test(tc, test_not_found);
         tcase_add_test(tc, test_route_order_and_times);
+        tcase_add_test(tc, test_route_query);
+        tcase_add_test(tc, test_request_hook);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("modes");

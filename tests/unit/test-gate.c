@@ -1,0 +1,939 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gate's life (gate.c) against the fake libpod service: found running and ours, started
+ * afresh when its port is not the user's, its configuration written and its logs directory
+ * cleared of what squid (and so any sandbox's traffic) could have planted there, a start that
+ * fails leaving nothing behind, a stop while it starts; aisb gate list/down/logs; and the
+ * reading of its access log for a run's summary. "Ours" is a listening socket of this user
+ * on 127.0.0.1:port, so a test plays squid by listening there itself (from the fake's request
+ * hook, at the moment the gate's start is answered).
+ *
+ * Run with --as-root, the cases that need a listener of another user run instead; without
+ * root they cannot, and the program exits 77 saying so.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "fake-podman.h"
+#include "internal.h"
+
+#define NOBODY 65534
+
+static char base[] = "/tmp/aisb-test-gate-XXXXXX";
+static fake_podman *fp;
+static aisb_ctx *ctx;
+static aisb_policy *policy;
+static char *gate_name, *gate_dir; /* of policy's gate */
+static char state_home[256];
+
+/* What the fake does when a request arrives (the request hook). */
+typedef enum hook_action {
+        HOOK_NONE,
+        HOOK_LISTEN_AT_START,      /* squid comes up: listen on the create body's port */
+        HOOK_LOG_AT_START,         /* squid fails: hook_text into logs/cache.log */
+        HOOK_FIFO_LOG_AT_START,    /* a FIFO appears at logs/cache.log */
+        HOOK_SYMLINK_LOG_AT_START, /* a symlink to hook_text (a path) appears there */
+        HOOK_STRANGER_AT_START,    /* another user takes the port first */
+        HOOK_CANCEL_AFTER_START,   /* aisb_ctx_cancel while the gate is waited for */
+} hook_action;
+static hook_action hook = HOOK_NONE;
+static const char *hook_text;
+static int hook_listener = -1;
+static pid_t hook_stranger = -1;
+static unsigned hook_port;
+
+static void remove_tree(const char *path)
+{
+        char command[PATH_MAX + 16];
+        snprintf(command, sizeof command, "rm -rf '%s'", path);
+        ck_assert_int_eq(system(command), 0);
+}
+
+static void setup(void)
+{
+        /* A state directory of its own per test: no gate directory, lock or log of another. */
+        snprintf(state_home, sizeof state_home, "%s/state-XXXXXX", base);
+        ck_assert_ptr_nonnull(mkdtemp(state_home));
+        setenv("XDG_STATE_HOME", state_home, 1);
+        fp = fake_podman_start();
+        ck_assert_ptr_nonnull(fp);
+        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
+        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        ck_assert_int_eq(aisb_policy_new(&policy, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(policy, "no-cwd", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(policy, "allow", "example.com", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(policy, "gate-add-host", "db.internal:10.1.2.3", NULL), 0);
+        allowlist l = {};
+        char *hash = NULL;
+        ck_assert_int_eq(policy_allowlist(policy, NULL, &l, NULL), 0);
+        ck_assert_int_eq(gate_squid_hash(&l, (const char *const *) policy->add_hosts, &hash), 0);
+        allowlist_done(&l);
+        ck_assert_int_ge(asprintf(&gate_name, "aisb-gate-%s", hash), 0);
+        ck_assert_int_ge(asprintf(&gate_dir, "%s/ai-sandbox/gates/%s", state_home, hash), 0);
+        free(hash);
+        fake_podman_set_request_hook(fp, NULL, NULL);
+        hook = HOOK_NONE;
+}
+
+static void teardown(void)
+{
+        fake_podman_stop(fp);
+        aisb_ctx_free(ctx);
+        aisb_policy_free(policy);
+        if (hook_listener >= 0)
+                close(hook_listener);
+        if (hook_stranger > 0) {
+                kill(hook_stranger, SIGKILL);
+                waitpid(hook_stranger, NULL, 0);
+        }
+        free(gate_name);
+        free(gate_dir);
+}
+
+/* gate_dir/sub in a static buffer of four (the test's thread only). */
+static char *at(const char *sub)
+{
+        static char path[4][PATH_MAX];
+        static unsigned next;
+        char *p = path[next++ % 4];
+        snprintf(p, PATH_MAX, "%s/%s", gate_dir, sub);
+        return p;
+}
+
+/* The same for the fake's thread. */
+static const char *at_into(char buf[static PATH_MAX], const char *sub)
+{
+        snprintf(buf, PATH_MAX, "%s/%s", gate_dir, sub);
+        return buf;
+}
+
+static ssize_t find_request(const char *method, const char *needle)
+{
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                if (streq(fake_podman_request_method(fp, i), method) &&
+                    strstr(fake_podman_request_path(fp, i), needle))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static unsigned count_requests(const char *method, const char *needle)
+{
+        unsigned n = 0;
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                n += streq(fake_podman_request_method(fp, i), method) &&
+                     strstr(fake_podman_request_path(fp, i), needle) != NULL;
+        return n;
+}
+
+/* err by address: read after the call that fills it. */
+static void expect_error(int r, int code, aisb_error **errp, const char *needle)
+{
+        aisb_error *err = *errp;
+        *errp = NULL;
+        ck_assert_msg(r == code, "returned %d (%s), expected %d", r, err ? aisb_error_message(err) : "no error", code);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_msg(strstr(aisb_error_message(err), needle), "'%s' lacks '%s'", aisb_error_message(err), needle);
+        aisb_error_free(err);
+}
+
+/* A listener of this user on 127.0.0.1 (port 0: any). */
+static int listen_loopback(unsigned port, unsigned *ret_port)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                                 .sin_port = htons((uint16_t) port) };
+        socklen_t len = sizeof a;
+        if (fd < 0 || bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 1) < 0 ||
+            getsockname(fd, (struct sockaddr *) &a, &len) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        if (ret_port)
+                *ret_port = ntohs(a.sin_port);
+        return fd;
+}
+
+/* A loopback port nothing listens on now. */
+static unsigned unused_port(void)
+{
+        unsigned port;
+        int fd = listen_loopback(0, &port);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        return port;
+}
+
+/* A listener of another user (nobody) on 127.0.0.1:port, in a child process that waits to be
+ * killed; -1 when it cannot (not root). Only async-signal-safe calls in the child: it may be
+ * forked from the fake's thread. */
+static pid_t stranger_listens(unsigned port)
+{
+        int ready[2];
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return -1;
+        pid_t pid = fork();
+        if (pid == 0) {
+                struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                                         .sin_port = htons((uint16_t) port) };
+                if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+                    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+                        _exit(1);
+                int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd < 0 || bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 1) < 0)
+                        _exit(2);
+                if (write(ready[1], "x", 1) != 1)
+                        _exit(3);
+                for (;;)
+                        pause();
+        }
+        close(ready[1]);
+        char c;
+        ssize_t n = pid > 0 ? read(ready[0], &c, 1) : -1;
+        close(ready[0]);
+        if (n != 1) {
+                if (pid > 0) {
+                        kill(pid, SIGKILL);
+                        waitpid(pid, NULL, 0);
+                }
+                return -1;
+        }
+        return pid;
+}
+
+/* The gate's create body as sent, parsed. */
+static json_object *create_body(void)
+{
+        ssize_t i = find_request("POST", "/containers/create");
+        ck_assert_int_ge(i, 0);
+        json_object *o = json_tokener_parse(fake_podman_request_body(fp, (size_t) i));
+        ck_assert_ptr_nonnull(o);
+        return o;
+}
+
+static const char *get_string(json_object *o, const char *a, const char *b)
+{
+        json_object *v = NULL;
+        if (!json_object_object_get_ex(o, a, &v) || (b && !json_object_object_get_ex(v, b, &v)))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+/* The port the gate was created for (its label): -1 when there is no create yet. */
+static long created_port(fake_podman *f)
+{
+        for (size_t i = 0; i < fake_podman_request_count(f); i++)
+                if (streq(fake_podman_request_method(f, i), "POST") &&
+                    strstr(fake_podman_request_path(f, i), "/containers/create")) {
+                        json_object *o = json_tokener_parse(fake_podman_request_body(f, i));
+                        const char *port = get_string(o, "labels", "aisb.gate.port");
+                        long n = port ? strtol(port, NULL, 10) : -1;
+                        json_object_put(o);
+                        return n;
+                }
+        return -1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+                (void) write_all(fd, text, strlen(text));
+                close(fd);
+        }
+}
+
+/* In the fake's thread: no ck_assert here, what the test checks is what it causes. */
+static void on_request(fake_podman *f, size_t i, void *userdata)
+{
+        const char *method = fake_podman_request_method(f, i), *path = fake_podman_request_path(f, i);
+        bool start = streq(method, "POST") && strstr(path, "/start");
+        long port = created_port(f);
+        char cache_log[PATH_MAX];
+        at_into(cache_log, "logs/cache.log");
+        if (start)
+                hook_port = port > 0 ? (unsigned) port : 0;
+        switch (hook) {
+        case HOOK_LISTEN_AT_START:
+                if (start && port > 0)
+                        hook_listener = listen_loopback((unsigned) port, NULL);
+                break;
+        case HOOK_LOG_AT_START:
+                if (start)
+                        write_file(cache_log, hook_text);
+                break;
+        case HOOK_FIFO_LOG_AT_START:
+                if (start)
+                        (void) mkfifo(cache_log, 0600);
+                break;
+        case HOOK_SYMLINK_LOG_AT_START:
+                if (start)
+                        (void) symlink(hook_text, cache_log);
+                break;
+        case HOOK_STRANGER_AT_START:
+                if (start && port > 0)
+                        hook_stranger = stranger_listens((unsigned) port);
+                break;
+        case HOOK_CANCEL_AFTER_START:
+                /* A look at the gate after its start: the wait for squid is under way. */
+                for (size_t k = 0; k < i; k++)
+                        if (streq(method, "GET") && strstr(path, "/json") &&
+                            streq(fake_podman_request_method(f, k), "POST") &&
+                            strstr(fake_podman_request_path(f, k), "/start")) {
+                                aisb_ctx_cancel(ctx);
+                                break;
+                        }
+                break;
+        case HOOK_NONE:
+                break;
+        }
+}
+
+static void route_inspect(int status, bool running, unsigned port, int times)
+{
+        char body[256];
+        snprintf(body, sizeof body, "{\"State\":{\"Running\":%s},\"Config\":{\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate.port\":\"%u\"}}}",
+                 running ? "true" : "false", port);
+        fake_podman_route(fp, "GET", "/containers/aisb-gate-*/json", status, "application/json",
+                          status == 200 ? body : "{\"message\":\"no such container\",\"response\":404}", FAKE_NORMAL, times);
+}
+
+/* What a start needs besides the look at the gate: its image, create, start, remove. */
+static void route_start(int start_status)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/containers/create", 201, "application/json", "{\"Id\":\"9a7e\",\"Warnings\":[]}",
+                          FAKE_NORMAL, 1);
+        fake_podman_route(fp, "POST", "/containers/aisb-gate-*/start", start_status, "application/json",
+                          start_status == 204 ? "" : "{\"message\":\"crun: setns: operation not permitted\",\"response\":500}",
+                          FAKE_NORMAL, 1);
+        fake_podman_route(fp, "DELETE", "/containers/aisb-gate-*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        fake_podman_set_request_hook(fp, on_request, NULL);
+}
+
+static void make_logs_dir(void)
+{
+        char command[PATH_MAX + 32];
+        snprintf(command, sizeof command, "mkdir -p '%s/logs' '%s/config'", gate_dir, gate_dir);
+        ck_assert_int_eq(system(command), 0);
+}
+
+typedef struct log_lines {
+        char text[4096];
+} log_lines;
+
+static void on_log(aisb_log_level level, const char *message, void *userdata)
+{
+        log_lines *l = userdata;
+        size_t n = strlen(l->text);
+        snprintf(l->text + n, sizeof l->text - n, "%d %s\n", (int) level, message);
+}
+
+/* ---- found running ---- */
+
+START_TEST(test_up_found_running)
+{
+        unsigned port;
+        int listener = listen_loopback(0, &port);
+        ck_assert_int_ge(listener, 0);
+        route_inspect(200, true, port, 0);
+        char *name = NULL;
+        unsigned got = 0;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_gate_up(ctx, policy, &name, &got, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_str_eq(name, gate_name);
+        ck_assert_uint_eq(got, port);
+        /* One look, no lock taken, nothing made or removed. */
+        ck_assert_uint_eq(count_requests("GET", "/containers/"), 1);
+        ck_assert_int_eq(find_request("POST", "/"), -1);
+        ck_assert_int_eq(find_request("DELETE", "/"), -1);
+        ck_assert_int_eq(access(at("lock"), F_OK), -1);
+        free(name);
+        close(listener);
+}
+END_TEST
+
+/* Another run holds the lock while it starts the gate: this one waits, then finds it up. */
+static int held_lock = -1;
+static void *release_lock_later(void *userdata)
+{
+        (void) userdata;
+        for (int i = 0; i < 500 && count_requests("GET", "/containers/aisb-gate-") < 1; i++)
+                nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
+        nanosleep(&(struct timespec) { 0, 200 * 1000 * 1000 }, NULL);
+        close(held_lock);
+        return NULL;
+}
+
+START_TEST(test_up_waits_for_the_lock)
+{
+        unsigned port;
+        int listener = listen_loopback(0, &port);
+        ck_assert_int_ge(listener, 0);
+        route_inspect(404, false, 0, 1);
+        route_inspect(200, true, port, 0);
+        make_logs_dir();
+        held_lock = open(at("lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(held_lock, 0);
+        ck_assert_int_eq(flock(held_lock, LOCK_EX | LOCK_NB), 0);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, release_lock_later, NULL), 0);
+        unsigned got = 0;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_gate_up(ctx, policy, NULL, &got, &err) == 0, "%s", aisb_error_message(err));
+        pthread_join(t, NULL);
+        ck_assert_uint_eq(got, port);
+        /* Looked at again once the lock was ours: started by the other run, not twice. */
+        ck_assert_uint_eq(count_requests("GET", "/containers/aisb-gate-"), 2);
+        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
+        close(listener);
+}
+END_TEST
+
+static void *cancel_later(void *userdata)
+{
+        (void) userdata;
+        for (int i = 0; i < 500 && count_requests("GET", "/containers/aisb-gate-") < 1; i++)
+                nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
+        nanosleep(&(struct timespec) { 0, 100 * 1000 * 1000 }, NULL);
+        aisb_ctx_cancel(ctx);
+        return NULL;
+}
+
+START_TEST(test_up_cancelled_waiting_for_the_lock)
+{
+        route_inspect(404, false, 0, 0);
+        route_start(204);
+        make_logs_dir();
+        int lock = open(at("lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(lock, 0);
+        ck_assert_int_eq(flock(lock, LOCK_EX | LOCK_NB), 0);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, NULL), 0);
+        aisb_error *err = NULL;
+        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -ECANCELED, &err, "stopped while waiting for the gate");
+        pthread_join(t, NULL);
+        ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
+        close(lock);
+}
+END_TEST
+
+/* ---- started afresh ---- */
+
+START_TEST(test_up_restarts_a_gate_not_ours)
+{
+        /* Running, but nothing of ours listens on its port (another user may, later). */
+        unsigned stale = unused_port();
+        route_inspect(200, true, stale, 2);
+        route_start(204);
+        hook = HOOK_LISTEN_AT_START;
+        /* What squid's directory may hold: a symlink at the access log to a file of the host's,
+         * the cache.log of an earlier failure. */
+        make_logs_dir();
+        char victim[PATH_MAX];
+        snprintf(victim, sizeof victim, "%s/victim", state_home);
+        write_file(victim, "the user's file\n");
+        ck_assert_int_eq(symlink(victim, at("logs/access.log")), 0);
+        write_file(at("logs/cache.log"), "FATAL: an earlier start\n");
+        write_file(at("config/squid.conf"), "http_port 0.0.0.0:3128\n");
+
+        log_lines logs = {};
+        aisb_ctx_set_log_fn(ctx, on_log, &logs);
+        char *name = NULL;
+        unsigned got = 0;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_gate_up(ctx, policy, &name, &got, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_str_eq(name, gate_name);
+        ck_assert_uint_ne(got, stale);
+        ck_assert_uint_eq(got, hook_port);
+        ck_assert_ptr_nonnull(strstr(logs.text, "restarting the gate aisb-gate-"));
+
+        /* Removed, then created and started, in that order. */
+        ssize_t removed = find_request("DELETE", gate_name);
+        ssize_t created = find_request("POST", "/containers/create");
+        ssize_t started = find_request("POST", "/start");
+        ck_assert(removed >= 0 && created > removed && started > created);
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) removed), "force=true"));
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) started), gate_name));
+
+        /* The configuration, the host's alone: fresh, 0600. */
+        struct stat st;
+        ck_assert_int_eq(lstat(at("config/squid.conf"), &st), 0);
+        ck_assert(S_ISREG(st.st_mode));
+        ck_assert_uint_eq(st.st_mode & 07777, 0600);
+        ck_assert_int_eq(lstat(at("config/hosts"), &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0600);
+        char *conf = NULL, *hosts = NULL;
+        size_t size;
+        int fd = open(at("config/squid.conf"), O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(read_full_fd(fd, 1 << 20, &conf, &size), 0);
+        close(fd);
+        char listen_line[64];
+        snprintf(listen_line, sizeof listen_line, "http_port 127.0.0.1:%u\n", got);
+        ck_assert_ptr_nonnull(strstr(conf, listen_line));
+        ck_assert_ptr_null(strstr(conf, "0.0.0.0:3128"));
+        ck_assert_ptr_nonnull(strstr(conf, "example.com"));
+        ck_assert_ptr_nonnull(strstr(conf, "access_log stdio:/aisb-gate/logs/access.log"));
+        fd = open(at("config/hosts"), O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(read_full_fd(fd, 1 << 20, &hosts, &size), 0);
+        close(fd);
+        ck_assert_ptr_nonnull(strstr(hosts, "10.1.2.3 db.internal"));
+        free(conf);
+        free(hosts);
+
+        /* logs/: the symlink removed, not followed; cache.log emptied for this start. */
+        ck_assert_int_eq(lstat(at("logs/access.log"), &st), -1);
+        ck_assert_int_eq(errno, ENOENT);
+        char *victim_text = NULL;
+        fd = open(victim, O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(read_full_fd(fd, 4096, &victim_text, &size), 0);
+        close(fd);
+        ck_assert_str_eq(victim_text, "the user's file\n");
+        free(victim_text);
+        ck_assert_int_eq(lstat(at("logs/cache.log"), &st), 0);
+        ck_assert(S_ISREG(st.st_mode));
+        ck_assert_int_eq(st.st_size, 0);
+
+        /* What the gate is: squid as the user on the host's network, its config read-only. */
+        json_object *body = create_body();
+        char user[64], config[PATH_MAX], logs_dir[PATH_MAX], port_text[16];
+        snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
+        snprintf(config, sizeof config, "%s", at("config"));
+        snprintf(logs_dir, sizeof logs_dir, "%s", at("logs"));
+        snprintf(port_text, sizeof port_text, "%u", got);
+        ck_assert_str_eq(get_string(body, "name", NULL), gate_name);
+        ck_assert(startswith(get_string(body, "image", NULL), "localhost/aisb-gate:"));
+        ck_assert_str_eq(get_string(body, "user", NULL), user);
+        ck_assert_str_eq(get_string(body, "netns", "nsmode"), "host");
+        ck_assert_str_eq(get_string(body, "labels", "aisb.managed"), "true");
+        ck_assert_str_eq(get_string(body, "labels", "aisb.gate"), gate_name + strlen("aisb-gate-"));
+        ck_assert_str_eq(get_string(body, "labels", "aisb.gate.port"), port_text);
+        ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(body, "cap_drop"), JSON_C_TO_STRING_PLAIN),
+                         "[\"ALL\"]");
+        ck_assert(json_object_get_boolean(json_object_object_get(body, "read_only_filesystem")));
+        json_object *mounts = json_object_object_get(body, "mounts");
+        bool config_ro = false, logs_rw = false;
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i);
+                const char *source = get_string(m, "source", NULL), *options =
+                        json_object_to_json_string_ext(json_object_object_get(m, "options"), JSON_C_TO_STRING_PLAIN);
+                if (streq(source, config))
+                        config_ro = streq(get_string(m, "destination", NULL), "/aisb-gate/config") &&
+                                    streq(options, "[\"rbind\",\"ro\"]");
+                if (streq(source, logs_dir))
+                        logs_rw = streq(get_string(m, "destination", NULL), "/aisb-gate/logs") &&
+                                  streq(options, "[\"rbind\",\"rw\"]");
+        }
+        ck_assert(config_ro && logs_rw);
+        json_object_put(body);
+        free(name);
+}
+END_TEST
+
+/* Not there at all: created, no removal first. */
+START_TEST(test_up_starts_an_absent_gate)
+{
+        route_inspect(404, false, 0, 0);
+        route_start(204);
+        hook = HOOK_LISTEN_AT_START;
+        unsigned got = 0;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_gate_up(ctx, policy, NULL, &got, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_uint_eq(got, hook_port);
+        ck_assert_int_eq(find_request("DELETE", "/"), -1);
+        ck_assert_uint_eq(count_requests("POST", "/containers/create"), 1);
+        /* The directories squid needs, made by the host (a FIFO or link there is not ours). */
+        struct stat st;
+        ck_assert_int_eq(lstat(at("logs"), &st), 0);
+        ck_assert(S_ISDIR(st.st_mode));
+        ck_assert_uint_eq(st.st_mode & 07777, 0700);
+}
+END_TEST
+
+START_TEST(test_up_start_refused)
+{
+        route_inspect(404, false, 0, 0);
+        route_start(500);
+        aisb_error *err = NULL;
+        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -EIO, &err,
+                     "starting the gate: the service refused to start it (500): crun: setns: operation not permitted");
+        /* No half-made gate stays. */
+        ssize_t started = find_request("POST", "/start"), removed = find_request("DELETE", gate_name);
+        ck_assert(started >= 0 && removed > started);
+}
+END_TEST
+
+/* squid exits (its configuration refused): cache.log's tail says why, the gate goes. */
+START_TEST(test_up_never_listens)
+{
+        route_inspect(404, false, 0, 2);
+        route_inspect(200, false, 0, 0);
+        route_start(204);
+        hook = HOOK_LOG_AT_START;
+        hook_text = "2024/06/10 12:00:00| FATAL: Bungled /aisb-gate/config/squid.conf line 7\nSquid Cache: Terminated abnormally.\n";
+        /* A FIFO planted at the access log: removed before squid starts, never opened. */
+        make_logs_dir();
+        ck_assert_int_eq(mkfifo(at("logs/access.log"), 0600), 0);
+        ck_assert_int_eq(mkfifo(at("logs/cache.log"), 0600), 0);
+        aisb_error *err = NULL;
+        int r = aisb_gate_up(ctx, policy, NULL, NULL, &err);
+        char expected[512];
+        snprintf(expected, sizeof expected,
+                 "the gate did not start listening on 127.0.0.1:%u: 2024/06/10 12:00:00| FATAL: Bungled "
+                 "/aisb-gate/config/squid.conf line 7 Squid Cache: Terminated abnormally. ",
+                 hook_port);
+        expect_error(r, -EIO, &err, expected);
+        ssize_t started = find_request("POST", "/start"), removed = find_request("DELETE", gate_name);
+        ck_assert(started >= 0 && removed > started);
+        struct stat st;
+        ck_assert_int_eq(lstat(at("logs/access.log"), &st), -1);
+}
+END_TEST
+
+/* What is at cache.log when squid fails is read only as a regular file: a FIFO would block
+ * the read forever, a symlink would show a host file in the message. */
+START_TEST(test_up_never_listens_log_planted)
+{
+        route_inspect(404, false, 0, 2);
+        route_inspect(200, false, 0, 0);
+        route_start(204);
+        hook = HOOK_FIFO_LOG_AT_START;
+        aisb_error *err = NULL;
+        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -EIO, &err, ": (no log)");
+}
+END_TEST
+
+START_TEST(test_up_never_listens_log_symlink)
+{
+        char secret[PATH_MAX];
+        snprintf(secret, sizeof secret, "%s/secret", state_home);
+        write_file(secret, "password=hunter2\n");
+        route_inspect(404, false, 0, 2);
+        route_inspect(200, false, 0, 0);
+        route_start(204);
+        hook = HOOK_SYMLINK_LOG_AT_START;
+        hook_text = secret;
+        aisb_error *err = NULL;
+        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -EIO, &err, ": (no log)");
+}
+END_TEST
+
+/* A stop while squid is waited for: the gate is removed, not left half up. */
+START_TEST(test_up_cancelled_while_starting)
+{
+        route_inspect(404, false, 0, 2);
+        route_inspect(200, true, unused_port(), 0);
+        route_start(204);
+        hook = HOOK_CANCEL_AFTER_START;
+        aisb_error *err = NULL;
+        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -ECANCELED, &err, "stopped while the gate started");
+        ssize_t started = find_request("POST", "/start"), removed = find_request("DELETE", gate_name);
+        ck_assert(started >= 0 && removed > started);
+        /* The stop was that operation's: the next one runs. */
+        ck_assert_int_eq(aisb_gate_down(ctx, policy, NULL), 0);
+}
+END_TEST
+
+/* Another user listens on the port the gate was given before squid could: never taken for
+ * the gate. Root only. */
+START_TEST(test_up_port_taken_by_a_stranger)
+{
+        route_inspect(404, false, 0, 2);
+        route_inspect(200, true, 0, 0);
+        route_start(204);
+        hook = HOOK_STRANGER_AT_START;
+        aisb_error *err = NULL;
+        int r = aisb_gate_up(ctx, policy, NULL, NULL, &err);
+        ck_assert_msg(hook_stranger > 0, "the stranger's listener could not be set up");
+        char expected[256];
+        snprintf(expected, sizeof expected, "another user (uid %u) took 127.0.0.1:%u before the gate could listen on it",
+                 NOBODY, hook_port);
+        expect_error(r, -EADDRINUSE, &err, expected);
+        ssize_t started = find_request("POST", "/start"), removed = find_request("DELETE", gate_name);
+        ck_assert(started >= 0 && removed > started);
+}
+END_TEST
+
+/* ---- list, down, logs ---- */
+
+typedef struct gates {
+        char text[1024];
+} gates;
+
+static void on_gate(const char *name, const char *hash, unsigned port, int answering, void *userdata)
+{
+        gates *g = userdata;
+        size_t n = strlen(g->text);
+        snprintf(g->text + n, sizeof g->text - n, "%s %s %u %d\n", name, hash, port, answering);
+}
+
+static void route_gate_list(unsigned ours, unsigned other)
+{
+        char body[2048];
+        snprintf(body, sizeof body,
+                 "[{\"Names\":[\"aisb-gate-a\"],\"State\":\"running\",\"Labels\":{\"aisb.gate\":\"a\",\"aisb.gate.port\":\"%u\"}},"
+                 "{\"Names\":[\"aisb-gate-b\"],\"State\":\"running\",\"Labels\":{\"aisb.gate\":\"b\",\"aisb.gate.port\":\"%u\"}},"
+                 "{\"Names\":[\"aisb-gate-c\"],\"State\":\"exited\",\"Labels\":{\"aisb.gate\":\"c\",\"aisb.gate.port\":\"%u\"}},"
+                 "{\"Names\":[\"aisb-gate-x\"],\"State\":\"running\",\"Labels\":{\"aisb.gate.port\":\"%u\"}},"
+                 "{\"State\":\"running\",\"Labels\":{\"aisb.gate\":\"d\",\"aisb.gate.port\":\"%u\"}}]",
+                 ours, other, ours, ours, ours);
+        fake_podman_route(fp, "GET", "/containers/json?*", 200, "application/json", body, FAKE_NORMAL, 0);
+}
+
+START_TEST(test_list)
+{
+        unsigned ours, nobody = unused_port();
+        int listener = listen_loopback(0, &ours);
+        ck_assert_int_ge(listener, 0);
+        route_gate_list(ours, nobody);
+        gates g = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_gate_list(ctx, on_gate, &g, &err) == 0, "%s", aisb_error_message(err));
+        char expected[512];
+        snprintf(expected, sizeof expected, "aisb-gate-a a %u 1\naisb-gate-b b %u 0\naisb-gate-c c %u 0\n", ours, nobody, ours);
+        ck_assert_str_eq(g.text, expected);
+        ssize_t i = find_request("GET", "/containers/json");
+        ck_assert_int_ge(i, 0);
+        ck_assert_str_eq(fake_podman_request_path(fp, (size_t) i),
+                         "/v4.0.0/libpod/containers/json?all=true&filters=%7B%22label%22%3A%5B%22aisb.gate%22%5D%7D");
+        close(listener);
+}
+END_TEST
+
+/* Root only: a gate's port held by another user answers, and is not the gate. */
+START_TEST(test_list_stranger_not_answering)
+{
+        unsigned port = unused_port();
+        hook_stranger = stranger_listens(port);
+        ck_assert_int_gt(hook_stranger, 0);
+        route_gate_list(port, port);
+        gates g = {};
+        ck_assert_int_eq(aisb_gate_list(ctx, on_gate, &g, NULL), 0);
+        char expected[512];
+        snprintf(expected, sizeof expected, "aisb-gate-a a %u 0\naisb-gate-b b %u 0\naisb-gate-c c %u 0\n", port, port, port);
+        ck_assert_str_eq(g.text, expected);
+}
+END_TEST
+
+START_TEST(test_list_refused)
+{
+        fake_podman_route(fp, "GET", "/containers/json", 500, "application/json", "{\"message\":\"boom\"}", FAKE_NORMAL, 0);
+        gates g = {};
+        aisb_error *err = NULL;
+        expect_error(aisb_gate_list(ctx, on_gate, &g, &err), -EIO, &err, "listing gates: ");
+        ck_assert_str_eq(g.text, "");
+}
+END_TEST
+
+START_TEST(test_down)
+{
+        fake_podman_route(fp, "DELETE", "/containers/aisb-gate-*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_gate_down(ctx, policy, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_uint_eq(count_requests("DELETE", "/"), 1);
+        char path[256];
+        snprintf(path, sizeof path, "/v4.0.0/libpod/containers/%s?force=true&timeout=0&ignore=true", gate_name);
+        ck_assert_str_eq(fake_podman_request_path(fp, (size_t) find_request("DELETE", "/")), path);
+}
+END_TEST
+
+START_TEST(test_no_domain_no_gate)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "allow", "192.0.2.1", NULL), 0);
+        aisb_error *err = NULL;
+        expect_error(aisb_gate_down(ctx, p, &err), -EINVAL, &err, "names no domain, so it has no gate");
+        expect_error(aisb_gate_up(ctx, p, NULL, NULL, &err), -EINVAL, &err, "add --allow DOMAIN");
+        char *path = NULL;
+        expect_error(aisb_gate_log_path(p, &path, &err), -EINVAL, &err, "names no domain");
+        ck_assert_ptr_null(path);
+        ck_assert_int_eq(find_request("DELETE", "/"), -1);
+        ck_assert_int_eq(find_request("GET", "/containers/"), -1);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_log_path)
+{
+        char *path = NULL;
+        ck_assert_int_eq(aisb_gate_log_path(policy, &path, NULL), 0);
+        ck_assert_str_eq(path, at("logs/access.log"));
+        free(path);
+        /* The same allowlist written otherwise is the same gate. */
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "allow", "Example.COM.", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "gate-add-host", "db.internal:10.1.2.3", NULL), 0);
+        ck_assert_int_eq(aisb_gate_log_path(p, &path, NULL), 0);
+        ck_assert_str_eq(path, at("logs/access.log"));
+        free(path);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* ---- the access log, read for a run's summary ---- */
+
+#define LINE_ALLOWED "1718000000.100 127.0.0.1 CONNECT example.com:443 200 TCP_TUNNEL 5120 - example.com:443\n"
+#define LINE_DENIED "1718000000.200 127.0.0.1 CONNECT evil.test:443 403 TCP_DENIED 0 ERR_ACCESS_DENIED evil.test:443\n"
+#define LINE_FAILED "1718000000.300 127.0.0.1 CONNECT down.test:443 503 TCP_TUNNEL 0 ERR_CONNECT_FAIL down.test:443\n"
+
+static gate_info summary_gate(void)
+{
+        make_logs_dir();
+        return (gate_info) { .dir = gate_dir };
+}
+
+START_TEST(test_summary)
+{
+        gate_info g = summary_gate();
+        egress_summary s;
+        long long offset = -1;
+        /* No log yet: nothing sent. */
+        ck_assert_int_eq(gate_summary(&g, 0, &s), 0);
+        ck_assert_uint_eq(s.allowed + s.denied + s.failed, 0);
+        ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
+        ck_assert_int_eq(offset, 0);
+
+        write_file(at("logs/access.log"), LINE_ALLOWED LINE_DENIED LINE_FAILED);
+        ck_assert_int_eq(gate_summary(&g, 0, &s), 0);
+        ck_assert_uint_eq(s.allowed, 1);
+        ck_assert_uint_eq(s.denied, 1);
+        ck_assert_uint_eq(s.failed, 1);
+        ck_assert_str_eq(s.denied_names[0], "evil.test");
+        ck_assert_str_eq(s.failed_names[0], "down.test");
+
+        /* From where a run began: what others sent before is not its. */
+        ck_assert_int_eq(gate_summary(&g, (long long) strlen(LINE_ALLOWED), &s), 0);
+        ck_assert_uint_eq(s.allowed, 0);
+        ck_assert_uint_eq(s.denied, 1);
+        ck_assert_uint_eq(s.failed, 1);
+        ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
+        ck_assert_int_eq(offset, (long long) strlen(LINE_ALLOWED LINE_DENIED LINE_FAILED));
+        ck_assert_int_eq(gate_summary(&g, offset, &s), 0);
+        ck_assert_uint_eq(s.allowed + s.denied + s.failed, 0);
+
+        /* A log that shrank was replaced (a restarted gate): all of it is this run's. */
+        ck_assert_int_eq(gate_summary(&g, offset + 1000, &s), 0);
+        ck_assert_uint_eq(s.allowed, 1);
+        ck_assert_uint_eq(s.denied, 1);
+        ck_assert_uint_eq(s.failed, 1);
+}
+END_TEST
+
+START_TEST(test_summary_fifo)
+{
+        gate_info g = summary_gate();
+        ck_assert_int_eq(mkfifo(at("logs/access.log"), 0600), 0);
+        egress_summary s;
+        /* Refused at once: a FIFO with no writer would block the run's end forever. */
+        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        long long offset = -1;
+        ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
+        ck_assert_int_eq(offset, 0);
+}
+END_TEST
+
+START_TEST(test_summary_symlink)
+{
+        gate_info g = summary_gate();
+        char elsewhere[PATH_MAX];
+        snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere.log", state_home);
+        write_file(elsewhere, LINE_DENIED LINE_DENIED);
+        ck_assert_int_eq(symlink(elsewhere, at("logs/access.log")), 0);
+        egress_summary s;
+        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        ck_assert_uint_eq(s.denied, 0);
+        /* A directory is no log either. */
+        ck_assert_int_eq(unlink(at("logs/access.log")), 0);
+        ck_assert_int_eq(mkdir(at("logs/access.log"), 0700), 0);
+        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        /* Nor is a logs/ that is a symlink to a directory of the host's. */
+        remove_tree(at("logs"));
+        char other[512];
+        snprintf(other, sizeof other, "%s/other", state_home);
+        ck_assert_int_eq(mkdir(other, 0700), 0);
+        snprintf(elsewhere, sizeof elsewhere, "%s/access.log", other);
+        write_file(elsewhere, LINE_DENIED);
+        ck_assert_int_eq(symlink(other, at("logs")), 0);
+        ck_assert_int_lt(gate_summary(&g, 0, &s), 0);
+        ck_assert_uint_eq(s.denied, 0);
+}
+END_TEST
+
+static Suite *gate_suite(bool as_root)
+{
+        Suite *s = suite_create("gate");
+        TCase *tc;
+        if (as_root) {
+                tc = tcase_create("strangers");
+                tcase_add_checked_fixture(tc, setup, teardown);
+                tcase_add_test(tc, test_up_port_taken_by_a_stranger);
+                tcase_add_test(tc, test_list_stranger_not_answering);
+                suite_add_tcase(s, tc);
+                return s;
+        }
+        tc = tcase_create("up");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_up_found_running);
+        tcase_add_test(tc, test_up_waits_for_the_lock);
+        tcase_add_test(tc, test_up_cancelled_waiting_for_the_lock);
+        tcase_add_test(tc, test_up_restarts_a_gate_not_ours);
+        tcase_add_test(tc, test_up_starts_an_absent_gate);
+        tcase_add_test(tc, test_up_start_refused);
+        tcase_add_test(tc, test_up_never_listens);
+        tcase_add_test(tc, test_up_never_listens_log_planted);
+        tcase_add_test(tc, test_up_never_listens_log_symlink);
+        tcase_add_test(tc, test_up_cancelled_while_starting);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("manage");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_list);
+        tcase_add_test(tc, test_list_refused);
+        tcase_add_test(tc, test_down);
+        tcase_add_test(tc, test_no_domain_no_gate);
+        tcase_add_test(tc, test_log_path);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("summary");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_summary);
+        tcase_add_test(tc, test_summary_fifo);
+        tcase_add_test(tc, test_summary_symlink);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(int argc, char **argv)
+{
+        bool as_root = argc > 1 && streq(argv[1], "--as-root");
+        if (as_root && geteuid() != 0) {
+                fprintf(stderr, "skipped: these cases listen as another user, which needs root\n");
+                return getenv("CI") && streq(getenv("CI"), "true") ? EXIT_FAILURE : 77;
+        }
+        if (!mkdtemp(base))
+                return EXIT_FAILURE;
+        /* The user's allowlist file and configuration: none. */
+        setenv("XDG_CONFIG_HOME", base, 1);
+        SRunner *sr = srunner_create(gate_suite(as_root));
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        char command[PATH_MAX + 16];
+        snprintf(command, sizeof command, "rm -rf '%s'", base);
+        if (system(command) != 0)
+                failed++;
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

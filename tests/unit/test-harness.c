@@ -1,0 +1,657 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The harness (harness.c): when pi's host configuration is bridged, which agents directory a
+ * run mounts, the bridge itself into an ephemeral home (the run directory's seed) and into a
+ * home volume (found through the fake libpod service, its mount point a directory of the
+ * test), where a symlink the agent planted must never be followed, and what aisb inspect says
+ * of it: names, never a value.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "fake-podman.h"
+#include "internal.h"
+
+#define LITERAL_KEY "sk-acme-literal-0001"
+#define LITERAL_HEADER "team-secret-0002"
+#define MODELS                                                                                        \
+        "{\"providers\":{\"acme\":{\"baseUrl\":\"https://api.acme.test\",\"apiKey\":\"" LITERAL_KEY "\"," \
+        "\"headers\":{\"X-Team\":\"" LITERAL_HEADER "\"},\"models\":[{\"id\":\"m1\"}]}}}"
+#define TOKEN "ghp_Qm4TzR8vLc2WxHy7NbKd3PfJ6sGa9UeVt5Rw"
+
+static char base[] = "/tmp/aisb-test-harness-XXXXXX";
+static char dir[256]; /* this test's own: home/, volume/, victim/ */
+static char home[300];
+static fake_podman *fp;
+static aisb_ctx *ctx;
+
+typedef struct log_lines {
+        char text[8192];
+} log_lines;
+static log_lines logs;
+
+static void on_log(aisb_log_level level, const char *message, void *userdata)
+{
+        log_lines *l = userdata;
+        size_t n = strlen(l->text);
+        snprintf(l->text + n, sizeof l->text - n, "%d %s\n", (int) level, message);
+}
+
+static void setup(void)
+{
+        snprintf(dir, sizeof dir, "%s/t-XXXXXX", base);
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(home, sizeof home, "%s/home", dir);
+        ck_assert_int_eq(mkdir(home, 0700), 0);
+        setenv("HOME", home, 1);
+        fp = fake_podman_start();
+        ck_assert_ptr_nonnull(fp);
+        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
+        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        logs.text[0] = 0;
+        aisb_ctx_set_log_fn(ctx, on_log, &logs);
+}
+
+static void teardown(void)
+{
+        aisb_ctx_free(ctx);
+        fake_podman_stop(fp);
+}
+
+/* dir/sub, in one of four static buffers. */
+static const char *at(const char *sub)
+{
+        static char path[4][PATH_MAX];
+        static unsigned next;
+        char *p = path[next++ % 4];
+        snprintf(p, PATH_MAX, "%s/%s", dir, sub);
+        return p;
+}
+
+static void mkdirs(const char *path)
+{
+        char command[PATH_MAX + 16];
+        snprintf(command, sizeof command, "mkdir -p '%s'", path);
+        ck_assert_int_eq(system(command), 0);
+}
+
+static void write_file(const char *path, const char *text)
+{
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%s", path);
+        *strrchr(parent, '/') = 0;
+        mkdirs(parent);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+        close(fd);
+}
+
+/* The file's text, or NULL when it is absent. */
+static char *read_file(const char *path)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        char *text = NULL;
+        size_t size;
+        ck_assert_int_eq(read_full_fd(fd, 1 << 20, &text, &size), 0);
+        close(fd);
+        return text;
+}
+
+static json_object *read_json(const char *path)
+{
+        char *text = read_file(path);
+        ck_assert_msg(text, "%s is missing", path);
+        json_object *o = json_tokener_parse(text);
+        ck_assert_msg(o, "%s is not JSON", path);
+        free(text);
+        return o;
+}
+
+static const char *get_string(json_object *o, const char *a, const char *b, const char *c)
+{
+        const char *keys[] = { a, b, c };
+        for (size_t i = 0; i < 3 && keys[i]; i++)
+                if (!json_object_object_get_ex(o, keys[i], &o))
+                        return NULL;
+        return json_object_get_string(o);
+}
+
+/* The host's pi configuration, where pi itself keeps it. */
+static void host_pi(const char *settings, const char *models)
+{
+        char path[PATH_MAX];
+        if (settings) {
+                snprintf(path, sizeof path, "%s/.pi/agent/settings.json", home);
+                write_file(path, settings);
+        }
+        if (models) {
+                snprintf(path, sizeof path, "%s/.pi/agent/models.json", home);
+                write_file(path, models);
+        }
+        snprintf(path, sizeof path, "%s/.pi/agent/auth.json", home);
+        write_file(path, "{\"anthropic\":{\"type\":\"api_key\",\"key\":\"sk-ant-never-copied\"}}");
+}
+
+static aisb_policy *new_policy(void)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-agents", "true", NULL), 0);
+        return p;
+}
+
+static void expect_mode(const char *path, mode_t mode)
+{
+        struct stat st;
+        ck_assert_msg(lstat(path, &st) == 0, "%s: %m", path);
+        ck_assert_msg(S_ISREG(st.st_mode), "%s is not a regular file", path);
+        ck_assert_uint_eq(st.st_mode & 07777, mode);
+}
+
+/* ---- what applies ---- */
+
+START_TEST(test_bridge_applies)
+{
+        aisb_policy *p = new_policy();
+        ck_assert(harness_bridge_applies(p)); /* the default harness is pi */
+        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
+        ck_assert(!harness_bridge_applies(p));
+        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "false", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "shell", "true", NULL), 0);
+        ck_assert(!harness_bridge_applies(p));
+        ck_assert_int_eq(aisb_policy_set(p, "shell", "false", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "/opt/pi/bin/pi", "--continue", NULL }, NULL), 0);
+        ck_assert(harness_bridge_applies(p));
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "pip", "install", NULL }, NULL), 0);
+        ck_assert(!harness_bridge_applies(p));
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "/usr/bin/pi/", NULL }, NULL), 0);
+        ck_assert(!harness_bridge_applies(p));
+        aisb_policy_free(p);
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        ck_assert(!harness_bridge_applies(p));
+        aisb_policy_free(p);
+}
+END_TEST
+
+static void expect_no_agents_dir(const aisb_policy *p, const char *why, const char *message)
+{
+        char *d = (char *) "unset";
+        const char *reason = NULL;
+        ck_assert_int_eq(harness_agents_dir(p, &d, &reason), 0);
+        ck_assert_ptr_null(d);
+        ck_assert_str_eq(reason, why);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_policy_agents_dir(p, &d, &err), -ENOENT);
+        ck_assert_str_eq(aisb_error_message(err), message);
+        aisb_error_free(err);
+}
+
+static void expect_agents_dir(const aisb_policy *p, const char *expected)
+{
+        char *d = NULL;
+        const char *reason = "unset";
+        ck_assert_int_eq(harness_agents_dir(p, &d, &reason), 0);
+        ck_assert_str_eq(d ? d : "(null)", expected);
+        ck_assert_ptr_null(reason);
+        free(d);
+        ck_assert_int_eq(aisb_policy_agents_dir(p, &d, NULL), 0);
+        ck_assert_str_eq(d, expected);
+        free(d);
+}
+
+START_TEST(test_agents_dir)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        char message[PATH_MAX + 64], agents[PATH_MAX];
+        snprintf(agents, sizeof agents, "%s/.agents", home);
+        snprintf(message, sizeof message, "runs mount no agents directory: %s does not exist", agents);
+        expect_no_agents_dir(p, "it does not exist", message);
+        /* Not a directory: none either. */
+        write_file(agents, "not a directory\n");
+        expect_no_agents_dir(p, "it does not exist", message);
+        ck_assert_int_eq(unlink(agents), 0);
+        ck_assert_int_eq(mkdir(agents, 0700), 0);
+        expect_agents_dir(p, agents);
+
+        /* The policy's own directory instead; gone since it was set: none. */
+        mkdirs(at("skills"));
+        ck_assert_int_eq(aisb_policy_set(p, "agents-dir", at("skills"), NULL), 0);
+        expect_agents_dir(p, at("skills"));
+        ck_assert_int_eq(rmdir(at("skills")), 0);
+        snprintf(message, sizeof message, "runs mount no agents directory: %s does not exist", at("skills"));
+        expect_no_agents_dir(p, "it does not exist", message);
+
+        /* Declined, whatever exists. */
+        ck_assert_int_eq(aisb_policy_set(p, "no-agents", "true", NULL), 0);
+        expect_no_agents_dir(p, "no-agents is set", "runs mount no agents directory: no-agents is set");
+        aisb_policy_free(p);
+
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        unsetenv("HOME");
+        expect_no_agents_dir(p, "HOME is not set", "runs mount no agents directory: HOME is not set");
+        setenv("HOME", "", 1);
+        expect_no_agents_dir(p, "HOME is not set", "runs mount no agents directory: HOME is not set");
+        setenv("HOME", home, 1);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* ---- the bridge into an ephemeral home ---- */
+
+START_TEST(test_prepare_ephemeral)
+{
+        host_pi("{\"theme\":\"dark\",\"defaultThinkingLevel\":\"low\",\"packages\":[\"npm:x\"]}", MODELS);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_KEY_ACME=value", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_HEADER_ACME_X_TEAM=value", NULL), 0);
+        run_dir rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        harness_bridge b = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(harness_bridge_prepare(ctx, p, &rd, &b, &err) == 0, "%s", aisb_error_message(err));
+
+        /* The seed waits in the run's own directory; the entrypoint copies it in. */
+        char seed[PATH_MAX], path[PATH_MAX + 32];
+        snprintf(seed, sizeof seed, "%s/pi-agent", rd.path);
+        ck_assert_str_eq(b.seed_dir, seed);
+        ck_assert_ptr_null(b.agents_dir);
+        snprintf(path, sizeof path, "%s/settings.json", seed);
+        expect_mode(path, 0600);
+        json_object *settings = read_json(path);
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "dark");
+        /* The policy's level, not the host's. */
+        ck_assert_str_eq(get_string(settings, "defaultThinkingLevel", NULL, NULL), "medium");
+        json_object_put(settings);
+
+        snprintf(path, sizeof path, "%s/models.json", seed);
+        expect_mode(path, 0600);
+        char *text = read_file(path);
+        ck_assert_ptr_null(strstr(text, LITERAL_KEY));
+        ck_assert_ptr_null(strstr(text, LITERAL_HEADER));
+        free(text);
+        json_object *models = read_json(path);
+        ck_assert_str_eq(get_string(models, "providers", "acme", "apiKey"), "AISB_PI_KEY_ACME");
+        ck_assert_str_eq(get_string(models, "providers", "acme", "baseUrl"), "https://api.acme.test");
+        json_object_put(models);
+        snprintf(path, sizeof path, "%s/auth.json", seed);
+        ck_assert_int_eq(access(path, F_OK), -1);
+
+        /* No home volume to look up. */
+        ck_assert_uint_eq(fake_podman_request_count(fp), 0);
+        harness_bridge_done(&b);
+        run_dir_remove(&rd);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* A literal key whose variable the run does not pass: refused, naming the variable only. */
+START_TEST(test_prepare_key_not_passed)
+{
+        host_pi("{}", MODELS);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_HEADER_ACME_X_TEAM=value", NULL), 0);
+        run_dir rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        harness_bridge b = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, &err), -ENOKEY);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "AISB_PI_KEY_ACME"));
+        ck_assert_ptr_null(strstr(aisb_error_message(err), LITERAL_KEY));
+        aisb_error_free(err);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/pi-agent/models.json", rd.path);
+        ck_assert_int_eq(access(path, F_OK), -1);
+        ck_assert_ptr_null(b.seed_dir);
+        run_dir_remove(&rd);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* A dry run writes nothing and asks nothing. */
+static void ignore_request(const char *text, void *userdata)
+{
+        (void) text, (void) userdata;
+}
+
+START_TEST(test_prepare_dry_run)
+{
+        host_pi("{\"theme\":\"dark\"}", NULL);
+        aisb_policy *p = new_policy();
+        aisb_ctx_set_dry_run(ctx, ignore_request, NULL);
+        run_dir rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        harness_bridge b = {};
+        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, NULL), 0);
+        ck_assert_ptr_null(b.seed_dir);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/pi-agent", rd.path);
+        ck_assert_int_eq(access(path, F_OK), -1);
+        ck_assert_uint_eq(fake_podman_request_count(fp), 0);
+        run_dir_remove(&rd);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* ---- the bridge into a home volume ---- */
+
+/* The volume's mount point: a directory of the test, as the fake says. */
+static aisb_policy *volume_policy(void)
+{
+        mkdirs(at("volume"));
+        char body[PATH_MAX + 64];
+        snprintf(body, sizeof body, "{\"Name\":\"aisb-home-t\",\"Mountpoint\":\"%s\"}", at("volume"));
+        fake_podman_route(fp, "GET", "/volumes/aisb-home-t/json", 200, "application/json", body, FAKE_NORMAL, 0);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "home-volume", "aisb-home-t", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_KEY_ACME=value", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_HEADER_ACME_X_TEAM=value", NULL), 0);
+        return p;
+}
+
+static int prepare(const aisb_policy *p, aisb_error **err)
+{
+        run_dir rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        harness_bridge b = {};
+        int r = harness_bridge_prepare(ctx, p, &rd, &b, err);
+        if (r >= 0)
+                ck_assert_ptr_null(b.seed_dir);
+        harness_bridge_done(&b);
+        run_dir_remove(&rd);
+        return r;
+}
+
+START_TEST(test_prepare_volume)
+{
+        host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:x\"]}", MODELS);
+        aisb_policy *p = volume_policy();
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_uint_ge(fake_podman_request_count(fp), 1);
+        ck_assert_str_eq(fake_podman_request_path(fp, fake_podman_request_count(fp) - 1),
+                         "/v4.0.0/libpod/volumes/aisb-home-t/json");
+
+        /* In the volume, where pi looks: ~/.pi/agent. */
+        expect_mode(at("volume/.pi/agent/settings.json"), 0600);
+        json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "dark");
+        ck_assert_str_eq(get_string(settings, "defaultThinkingLevel", NULL, NULL), "xhigh");
+        json_object_put(settings);
+        char *text = read_file(at("volume/.pi/agent/models.json"));
+        ck_assert_ptr_nonnull(text);
+        ck_assert_ptr_nonnull(strstr(text, "AISB_PI_KEY_ACME"));
+        ck_assert_ptr_null(strstr(text, LITERAL_KEY));
+        free(text);
+        ck_assert_int_eq(access(at("volume/.pi/agent/auth.json"), F_OK), -1);
+        /* The merge base lives on the host, out of the sandbox's reach. */
+        char base_file[PATH_MAX];
+        snprintf(base_file, sizeof base_file, "%s/state/ai-sandbox/pi/aisb-home-t/settings.base.json", base);
+        expect_mode(base_file, 0600);
+
+        /* The agent changes one setting in its home; the user another on the host: the next
+         * run keeps both. */
+        write_file(at("volume/.pi/agent/settings.json"),
+                   "{\"theme\":\"light\",\"packages\":[\"npm:x\"],\"defaultThinkingLevel\":\"xhigh\"}");
+        host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:y\"]}", MODELS);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "light");
+        ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "packages"), JSON_C_TO_STRING_PLAIN),
+                         "[\"npm:y\"]");
+        json_object_put(settings);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* A symlink the agent planted at .pi or .pi/agent in its home: refused, nothing written
+ * where it points. */
+static void expect_symlink_refused(const char *link_at)
+{
+        host_pi("{\"theme\":\"dark\"}", MODELS);
+        aisb_policy *p = volume_policy();
+        mkdirs(at("victim"));
+        if (strchr(link_at, '/'))
+                mkdirs(at("volume/.pi"));
+        char link_path[PATH_MAX];
+        snprintf(link_path, sizeof link_path, "%s/%s", at("volume"), link_at);
+        ck_assert_int_eq(symlink(at("victim"), link_path), 0);
+        aisb_error *err = NULL;
+        ck_assert_int_lt(prepare(p, &err), 0);
+        ck_assert_str_eq(aisb_error_message(err),
+                         "cannot open ~/.pi/agent in the sandbox's home (a symlink there is refused)");
+        aisb_error_free(err);
+        char command[PATH_MAX + 64];
+        snprintf(command, sizeof command, "test -z \"$(ls -A '%s')\"", at("victim"));
+        ck_assert_msg(system(command) == 0, "something was written through the symlink at %s", link_at);
+        aisb_policy_free(p);
+}
+
+START_TEST(test_prepare_volume_symlink_pi)
+{
+        expect_symlink_refused(".pi");
+}
+END_TEST
+
+START_TEST(test_prepare_volume_symlink_agent)
+{
+        expect_symlink_refused(".pi/agent");
+}
+END_TEST
+
+/* The agent's settings.json a symlink to a file of the host's, its models.json a FIFO: the
+ * host file is neither read into the sandbox nor written, and nothing waits on the FIFO. */
+START_TEST(test_prepare_volume_files_planted)
+{
+        host_pi("{\"theme\":\"dark\"}", MODELS);
+        aisb_policy *p = volume_policy();
+        write_file(at("precious.json"), "{\"precious\":true}");
+        mkdirs(at("volume/.pi/agent"));
+        ck_assert_int_eq(symlink(at("precious.json"), at("volume/.pi/agent/settings.json")), 0);
+        ck_assert_int_eq(mkfifo(at("volume/.pi/agent/models.json"), 0600), 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_ptr_nonnull(strstr(logs.text, "the sandbox's settings.json is a symlink, which is not followed: "
+                                                "taking the host's settings afresh"));
+        char *precious = read_file(at("precious.json"));
+        ck_assert_str_eq(precious, "{\"precious\":true}");
+        free(precious);
+        /* Replaced by regular files. */
+        expect_mode(at("volume/.pi/agent/settings.json"), 0600);
+        json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_ptr_null(json_object_object_get(settings, "precious"));
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "dark");
+        json_object_put(settings);
+        expect_mode(at("volume/.pi/agent/models.json"), 0600);
+
+        /* A FIFO at settings.json: refused at once (no writer ever comes), replaced. */
+        ck_assert_int_eq(unlink(at("volume/.pi/agent/settings.json")), 0);
+        ck_assert_int_eq(mkfifo(at("volume/.pi/agent/settings.json"), 0600), 0);
+        logs.text[0] = 0;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_ptr_nonnull(strstr(logs.text, "the sandbox's settings.json is not a regular file: "
+                                                "taking the host's settings afresh"));
+        expect_mode(at("volume/.pi/agent/settings.json"), 0600);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_prepare_volume_unknown)
+{
+        host_pi("{}", NULL);
+        fake_podman_route(fp, "GET", "/volumes/aisb-home-t/json", 404, "application/json",
+                          "{\"message\":\"no such volume\",\"response\":404}", FAKE_NORMAL, 0);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "home-volume", "aisb-home-t", NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(prepare(p, &err), -EIO);
+        ck_assert_str_eq(aisb_error_message(err), "inspecting volume aisb-home-t: no such volume");
+        aisb_error_free(err);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* A run warns when the agents directory changed and holds what looks like a credential. */
+START_TEST(test_prepare_warns_of_credentials)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
+        char agents[512], file[PATH_MAX];
+        snprintf(agents, sizeof agents, "%s/.agents", home);
+        snprintf(file, sizeof file, "%s/skills/deploy/SKILL.md", agents);
+        write_file(file, "Deploy with token " TOKEN "\n");
+        run_dir rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        harness_bridge b = {};
+        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, NULL), 0);
+        ck_assert_str_eq(b.agents_dir, agents);
+        ck_assert_ptr_null(b.seed_dir);
+        char expected[PATH_MAX + 64];
+        snprintf(expected, sizeof expected, "2 %s, mounted read-only in every sandbox, holds 1 possible credential in its files", agents);
+        ck_assert_msg(strstr(logs.text, expected), "log: %s", logs.text);
+        ck_assert_ptr_null(strstr(logs.text, TOKEN));
+        harness_bridge_done(&b);
+        /* Unchanged: said once. */
+        logs.text[0] = 0;
+        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, NULL), 0);
+        ck_assert_str_eq(logs.text, "");
+        harness_bridge_done(&b);
+        run_dir_remove(&rd);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* ---- aisb inspect ---- */
+
+static char *describe(const aisb_policy *p)
+{
+        buffer b = {};
+        ck_assert_int_eq(harness_describe(p, &b), 0);
+        return buffer_steal(&b);
+}
+
+START_TEST(test_describe)
+{
+        host_pi("{\"theme\":\"dark\",\"defaultModel\":\"m1\"}", MODELS);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_KEY_ACME=value", NULL), 0);
+        char *text = describe(p);
+        char expected[PATH_MAX + 1024];
+        snprintf(expected, sizeof expected,
+                 "bridge=pi from %s/.pi/agent\n"
+                 "bridge-settings=theme,defaultModel (merged per key)\n"
+                 "bridge-thinking=xhigh\n"
+                 "bridge-key=AISB_PI_KEY_ACME for the apiKey of provider 'acme' (passed)\n"
+                 "bridge-key=AISB_PI_HEADER_ACME_X_TEAM for header 'X-Team' of provider 'acme' (missing: add --env)\n"
+                 "bridge-auth=never copied\n",
+                 home);
+        ck_assert_str_eq(text, expected);
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_describe_nothing_on_the_host)
+{
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
+        char *text = describe(p);
+        char expected[PATH_MAX + 512];
+        snprintf(expected, sizeof expected,
+                 "bridge=pi from %s/.pi/agent\nbridge-settings=none on the host\nbridge-thinking=host\n"
+                 "bridge-models=none on the host\nbridge-auth=never copied\n",
+                 home);
+        ck_assert_str_eq(text, expected);
+        free(text);
+        /* pi's own variable names the directory. */
+        setenv("PI_CODING_AGENT_DIR", at("elsewhere"), 1);
+        text = describe(p);
+        unsetenv("PI_CODING_AGENT_DIR");
+        snprintf(expected, sizeof expected, "bridge=pi from %s\n", at("elsewhere"));
+        ck_assert(startswith(text, expected));
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* A models.json a run would refuse: said so, by names and types. */
+START_TEST(test_describe_models_refused)
+{
+        host_pi(NULL, "{\"providers\":{\"acme\":{\"apiKey\":12345678}}}");
+        aisb_policy *p = new_policy();
+        char *text = describe(p);
+        ck_assert_ptr_nonnull(strstr(text, "\nbridge-models=refused: "));
+        ck_assert_ptr_nonnull(strstr(text, "acme"));
+        ck_assert_ptr_null(strstr(text, "12345678"));
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+static Suite *harness_suite(void)
+{
+        Suite *s = suite_create("harness");
+        TCase *tc = tcase_create("choices");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_bridge_applies);
+        tcase_add_test(tc, test_agents_dir);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("bridge");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_prepare_ephemeral);
+        tcase_add_test(tc, test_prepare_key_not_passed);
+        tcase_add_test(tc, test_prepare_dry_run);
+        tcase_add_test(tc, test_prepare_volume);
+        tcase_add_test(tc, test_prepare_volume_symlink_pi);
+        tcase_add_test(tc, test_prepare_volume_symlink_agent);
+        tcase_add_test(tc, test_prepare_volume_files_planted);
+        tcase_add_test(tc, test_prepare_volume_unknown);
+        tcase_add_test(tc, test_prepare_warns_of_credentials);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("describe");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_describe);
+        tcase_add_test(tc, test_describe_nothing_on_the_host);
+        tcase_add_test(tc, test_describe_models_refused);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        if (!mkdtemp(base))
+                return EXIT_FAILURE;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/state", base);
+        setenv("XDG_STATE_HOME", path, 1);
+        snprintf(path, sizeof path, "%s/config", base);
+        setenv("XDG_CONFIG_HOME", path, 1);
+        /* The run directories: under the test's own (private, as run_dir_create wants it). */
+        snprintf(path, sizeof path, "%s/run", base);
+        if (mkdir(path, 0700) < 0)
+                return EXIT_FAILURE;
+        setenv("XDG_RUNTIME_DIR", path, 1);
+        unsetenv("PI_CODING_AGENT_DIR");
+        unsetenv("AISB_HOME_VOLUME");
+        SRunner *sr = srunner_create(harness_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        char command[PATH_MAX + 16];
+        snprintf(command, sizeof command, "rm -rf '%s'", base);
+        if (system(command) != 0)
+                failed++;
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aisb ps and aisb clean (manage.c) against the fake libpod service: what is listed, and
+ * above all what a clean removes and what it never touches. The service is asked for aisb's
+ * containers by label, so the fake answers only the list with that filter: a container
+ * without the label cannot even reach the code that decides, and the filter sent is checked.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "fake-podman.h"
+#include "internal.h"
+
+#define MANAGED_QUERY "all=true&filters={\"label\":[\"aisb.managed=true\"]}"
+
+static fake_podman *fp;
+static aisb_ctx *ctx;
+
+static void setup(void)
+{
+        fp = fake_podman_start();
+        ck_assert_ptr_nonnull(fp);
+        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
+        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+}
+
+static void teardown(void)
+{
+        aisb_ctx_free(ctx);
+        fake_podman_stop(fp);
+}
+
+/* The pid of a process that has ended (and been reaped): what an aisb killed with -9 leaves
+ * in its sandbox's label. */
+static pid_t dead_pid(void)
+{
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(0);
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+        ck_assert(kill(pid, 0) < 0 && errno == ESRCH);
+        return pid;
+}
+
+/* A request target percent-decoded, in a static buffer. */
+static const char *decoded(const char *target)
+{
+        static char out[4096];
+        size_t o = 0;
+        for (const char *s = target; *s && o + 1 < sizeof out; s++) {
+                unsigned v;
+                if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1) {
+                        out[o++] = (char) v;
+                        s += 2;
+                } else
+                        out[o++] = *s;
+        }
+        out[o] = 0;
+        return out;
+}
+
+/* The query of request i, decoded. */
+static const char *query_of(size_t i)
+{
+        const char *q = strchr(decoded(fake_podman_request_path(fp, i)), '?');
+        return q ? q + 1 : "";
+}
+
+/* The decoded query of the first request whose path holds needle. */
+static const char *first_query(const char *needle)
+{
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                if (strstr(fake_podman_request_path(fp, i), needle))
+                        return query_of(i);
+        ck_abort_msg("no request for %s", needle);
+        return NULL;
+}
+
+/* Every request with this method whose path (without "/v4.0.0/libpod/" and the query) starts
+ * with prefix, decoded, in order, one space between. */
+static char *requests_of(const char *method, const char *prefix)
+{
+        buffer b = {};
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++) {
+                if (!streq(fake_podman_request_method(fp, i), method))
+                        continue;
+                char path[4096];
+                snprintf(path, sizeof path, "%s", decoded(fake_podman_request_path(fp, i)));
+                path[strcspn(path, "?")] = 0;
+                const char *p = startswith(path, "/v4.0.0/libpod/") ? path + strlen("/v4.0.0/libpod/") : path;
+                if (startswith(p, prefix))
+                        ck_assert_int_eq(buffer_printf(&b, "%s%s", b.size ? " " : "", p), 0);
+        }
+        return b.data ? buffer_steal(&b) : strdup("");
+}
+
+static void expect_requests(const char *method, const char *prefix, const char *expected)
+{
+        char *got = requests_of(method, prefix);
+        ck_assert_msg(streq(got, expected), "%s %s...: got \"%s\", expected \"%s\"", method, prefix, got, expected);
+        free(got);
+}
+
+/* ---- aisb ps ---- */
+
+typedef struct entry {
+        char *name, *kind, *project, *net, *policy, *image, *state;
+        long long created;
+        int orphaned;
+} entry;
+
+typedef struct entries {
+        entry e[16];
+        size_t n;
+} entries;
+
+static char *dup_or_null(const char *s)
+{
+        return s ? strdup(s) : NULL;
+}
+
+static void collect(const aisb_list_entry *e, void *userdata)
+{
+        entries *l = userdata;
+        ck_assert_uint_lt(l->n, ELEMENTSOF(l->e));
+        l->e[l->n++] = (entry) {
+                .name = dup_or_null(e->name), .kind = dup_or_null(e->kind),
+                .project = dup_or_null(e->project), .net = dup_or_null(e->net),
+                .policy = dup_or_null(e->policy), .image = dup_or_null(e->image),
+                .state = dup_or_null(e->state), .created = e->created, .orphaned = e->orphaned,
+        };
+}
+
+static void entries_free(entries *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                entry *e = &l->e[i];
+                free(e->name), free(e->kind), free(e->project), free(e->net), free(e->policy);
+                free(e->image), free(e->state);
+        }
+        l->n = 0;
+}
+
+static void ck_assert_str_or_null_eq(const char *got, const char *expected)
+{
+        if (expected)
+                ck_assert_str_eq(got ? got : "(null)", expected);
+        else
+                ck_assert_msg(!got, "\"%s\" where none was expected", got);
+}
+
+static void expect_entry(const entry *e, const char *name, const char *kind, const char *project,
+                         const char *net, const char *policy, const char *image, const char *state,
+                         long long created, int orphaned)
+{
+        ck_assert_str_eq(e->name, name);
+        ck_assert_str_eq(e->kind, kind);
+        ck_assert_str_or_null_eq(e->project, project);
+        ck_assert_str_or_null_eq(e->net, net);
+        ck_assert_str_or_null_eq(e->policy, policy);
+        ck_assert_str_eq(e->image, image);
+        ck_assert_str_eq(e->state, state);
+        ck_assert_msg(e->created == created, "%s: created %lld, expected %lld", name, e->created, created);
+        ck_assert_msg(e->orphaned == orphaned, "%s: orphaned %d, expected %d", name, e->orphaned, orphaned);
+}
+
+START_TEST(test_list)
+{
+        pid_t gone = dead_pid();
+        char containers[4096];
+        snprintf(containers, sizeof containers,
+                 "[{\"Names\":[\"aisb-proj-live\"],\"Image\":\"localhost/aisb:1111\",\"State\":\"running\","
+                 "\"Created\":\"2024-06-10T12:00:00.123456789Z\",\"Labels\":{\"aisb.managed\":\"true\","
+                 "\"aisb.project\":\"/home/u/proj\",\"aisb.net\":\"allow\",\"aisb.policy\":\"p0l1cy\",\"aisb.pid\":\"%d\"}},"
+                 /* Killed with -9: its aisb is gone, the sandbox runs on. Created as a number
+                  * (older services). */
+                 "{\"Names\":[\"aisb-proj-orphan\"],\"Image\":\"localhost/aisb:1111\",\"State\":\"running\","
+                 "\"Created\":1700000000,\"Labels\":{\"aisb.managed\":\"true\",\"aisb.project\":\"/home/u/proj\","
+                 "\"aisb.net\":\"none\",\"aisb.policy\":\"p0l1cy\",\"aisb.pid\":\"%d\"}},"
+                 /* A gate outlives the run that started it: never an orphan. */
+                 "{\"Names\":[\"aisb-gate-abcd\"],\"Image\":\"localhost/aisb-gate:9999\",\"State\":\"exited\","
+                 "\"Created\":\"2024-01-01T00:00:00Z\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"abcd\","
+                 "\"aisb.gate.port\":\"40000\",\"aisb.pid\":\"%d\"}},"
+                 /* No project, no time, a pid label that is no number: listed, not an orphan. */
+                 "{\"Names\":[\"aisb-scratch-1\"],\"Image\":\"localhost/aisb:2222\",\"State\":\"exited\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.pid\":\"x1\"}}]",
+                 (int) getpid(), (int) gone, (int) gone);
+        fake_podman_route(fp, "GET", "/containers/json?*aisb.managed=true*", 200, "application/json", containers,
+                          FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/volumes/json?*aisb.managed=true*", 200, "application/json",
+                          "[{\"Name\":\"aisb-home-proj\",\"CreatedAt\":\"2024-02-03T04:05:06+00:00\","
+                          "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.project\":\"/home/u/proj\"}},"
+                          "{\"Name\":\"aisb-home-old\",\"Labels\":{\"aisb.managed\":\"true\"}}]",
+                          FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-proj*", 200, "application/json",
+                          "[{\"Names\":[\"aisb-proj-live\"]}]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-old*", 200, "application/json", "[]",
+                          FAKE_NORMAL, 0);
+
+        entries l = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_list(ctx, collect, &l, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_uint_eq(l.n, 6);
+        expect_entry(&l.e[0], "aisb-proj-live", "sandbox", "/home/u/proj", "allow", "p0l1cy",
+                     "localhost/aisb:1111", "running", 1718020800, 0);
+        expect_entry(&l.e[1], "aisb-proj-orphan", "sandbox", "/home/u/proj", "none", "p0l1cy",
+                     "localhost/aisb:1111", "running", 1700000000, 1);
+        expect_entry(&l.e[2], "aisb-gate-abcd", "gate", NULL, "host", "abcd", "localhost/aisb-gate:9999",
+                     "exited", 1704067200, 0);
+        expect_entry(&l.e[3], "aisb-scratch-1", "sandbox", NULL, NULL, NULL, "localhost/aisb:2222", "exited", 0, 0);
+        /* Home volumes: in use by a container, or not, as podman's volume filter says. */
+        expect_entry(&l.e[4], "aisb-home-proj", "volume", "/home/u/proj", NULL, NULL, "", "in-use", 1706933106, 0);
+        expect_entry(&l.e[5], "aisb-home-old", "volume", NULL, NULL, NULL, "", "unused", 0, 0);
+        entries_free(&l);
+
+        /* Asked by label: nothing outside aisb's namespace is listed. */
+        ck_assert_str_eq(first_query("/containers/json"), MANAGED_QUERY);
+        expect_requests("GET", "volumes/", "volumes/json");
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                if (strstr(fake_podman_request_path(fp, i), "/volumes/json"))
+                        ck_assert_str_eq(query_of(i), "filters={\"label\":[\"aisb.managed=true\"]}");
+        /* Nothing but reading. */
+        expect_requests("DELETE", "", "");
+        expect_requests("POST", "", "");
+}
+END_TEST
+
+START_TEST(test_list_refused)
+{
+        fake_podman_route(fp, "GET", "/containers/json", 500, "application/json",
+                          "{\"cause\":\"x\",\"message\":\"database is locked\",\"response\":500}", FAKE_NORMAL, 0);
+        entries l = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_list(ctx, collect, &l, &err), -EIO);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "database is locked"));
+        ck_assert_uint_eq(l.n, 0);
+        aisb_error_free(err);
+}
+END_TEST
+
+/* ---- aisb clean ---- */
+
+typedef struct removed {
+        char text[4096];
+        char warnings[4096];
+} removed;
+
+static void on_removed(const char *kind, const char *name, void *userdata)
+{
+        removed *r = userdata;
+        size_t n = strlen(r->text);
+        snprintf(r->text + n, sizeof r->text - n, "%s%s:%s", n ? " " : "", kind, name);
+}
+
+static void on_log(aisb_log_level level, const char *message, void *userdata)
+{
+        removed *r = userdata;
+        if (level != AISB_LOG_WARNING)
+                return;
+        size_t n = strlen(r->warnings);
+        snprintf(r->warnings + n, sizeof r->warnings - n, "%s\n", message);
+}
+
+/* What a user's podman holds: aisb's sandboxes and gates in each state, and images of aisb
+ * and of others. */
+static void route_host(void)
+{
+        pid_t gone = dead_pid();
+        char containers[4096];
+        snprintf(containers, sizeof containers,
+                 "["
+                 /* Its aisb still runs: never touched, nor its image. */
+                 "{\"Names\":[\"aisb-run-live\"],\"Image\":\"localhost/aisb:live\",\"State\":\"running\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.pid\":\"%d\"}},"
+                 /* A pid that is no number: running, so kept. */
+                 "{\"Names\":[\"aisb-run-odd\"],\"Image\":\"localhost/aisb:odd\",\"State\":\"running\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.pid\":\"-1\"}},"
+                 "{\"Names\":[\"aisb-run-exited\"],\"Image\":\"localhost/aisb:live\",\"State\":\"exited\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.pid\":\"%d\"}},"
+                 "{\"Names\":[\"aisb-run-orphan\"],\"Image\":\"localhost/aisb:orphan\",\"State\":\"running\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.pid\":\"%d\"}},"
+                 /* Gates: a running one (with a dead pid label: still not an orphan), a stopped one. */
+                 "{\"Names\":[\"aisb-gate-up\"],\"Image\":\"localhost/aisb-gate:g1\",\"State\":\"running\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"up\",\"aisb.gate.port\":\"40001\",\"aisb.pid\":\"%d\"}},"
+                 "{\"Names\":[\"aisb-gate-down\"],\"Image\":\"localhost/aisb-gate:g0\",\"State\":\"exited\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"down\",\"aisb.gate.port\":\"40002\"}},"
+                 /* No name: nothing to remove it by. */
+                 "{\"Image\":\"localhost/aisb:nameless\",\"State\":\"exited\",\"Labels\":{\"aisb.managed\":\"true\"}}"
+                 "]",
+                 (int) getpid(), (int) getpid(), (int) gone, (int) gone);
+        fake_podman_route(fp, "GET", "/containers/json?*label*aisb.managed=true*", 200, "application/json",
+                          containers, FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/images/json", 200, "application/json",
+                          "[{\"Names\":[\"localhost/aisb:live\"]},{\"Names\":[\"localhost/aisb:odd\"]},"
+                          "{\"Names\":[\"localhost/aisb:orphan\",\"localhost/aisb:old\"]},"
+                          "{\"Names\":[\"localhost/aisb-gate:g1\"]},{\"Names\":[\"localhost/aisb-gate:g0\"]},"
+                          "{\"Names\":[\"localhost/aisb-base:trixie\"]},{\"Names\":[\"localhost/aisb:keep\"]},"
+                          "{\"Names\":[\"docker.io/library/ubuntu:24.04\"]},{\"Names\":[\"localhost/aisbx:1\"]},"
+                          "{\"Names\":[\"localhost/other/aisb:1\"]},{\"Id\":\"dangling\"},{\"Names\":null}]",
+                          FAKE_NORMAL, 0);
+        fake_podman_route(fp, "DELETE", "/containers/*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "DELETE", "/images/*", 200, "application/json", "{}", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "DELETE", "/volumes/*", 204, NULL, "", FAKE_NORMAL, 0);
+}
+
+START_TEST(test_clean_default)
+{
+        route_host();
+        removed r = {};
+        aisb_ctx_set_log_fn(ctx, on_log, &r);
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_clean(ctx, 0, NULL, "localhost/aisb:keep", on_removed, &r, &err) == 0, "%s",
+                      aisb_error_message(err));
+        ck_assert_str_eq(r.text, "sandbox:aisb-run-exited sandbox:aisb-run-orphan gate:aisb-gate-down "
+                                 "image:localhost/aisb:orphan image:localhost/aisb:old image:localhost/aisb-gate:g0");
+        expect_requests("DELETE", "containers/", "containers/aisb-run-exited containers/aisb-run-orphan containers/aisb-gate-down");
+        /* Forcefully, at once: a stopped sandbox has nothing to wait for. */
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                if (streq(fake_podman_request_method(fp, i), "DELETE") &&
+                    strstr(fake_podman_request_path(fp, i), "/containers/"))
+                        ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, i), "force=true"));
+        expect_requests("DELETE", "images/", "images/localhost/aisb:orphan images/localhost/aisb:old images/localhost/aisb-gate:g0");
+        /* Volumes only when asked: not even listed. */
+        expect_requests("GET", "volumes/", "");
+        expect_requests("DELETE", "volumes/", "");
+        ck_assert_str_eq(r.warnings, "");
+        ck_assert_str_eq(first_query("/containers/json"), MANAGED_QUERY);
+}
+END_TEST
+
+START_TEST(test_clean_all)
+{
+        route_host();
+        removed r = {};
+        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL, NULL, "localhost/aisb:keep", on_removed, &r, NULL), 0);
+        /* Running gates too, and every aisb image (the base and the one to keep included) but
+         * those of the sandboxes still running. */
+        ck_assert_str_eq(r.text, "sandbox:aisb-run-exited sandbox:aisb-run-orphan gate:aisb-gate-up gate:aisb-gate-down "
+                                 "image:localhost/aisb:orphan image:localhost/aisb:old image:localhost/aisb-gate:g1 "
+                                 "image:localhost/aisb-gate:g0 image:localhost/aisb-base:trixie image:localhost/aisb:keep");
+        expect_requests("DELETE", "containers/",
+                        "containers/aisb-run-exited containers/aisb-run-orphan containers/aisb-gate-up containers/aisb-gate-down");
+        expect_requests("DELETE", "images/",
+                        "images/localhost/aisb:orphan images/localhost/aisb:old images/localhost/aisb-gate:g1 "
+                        "images/localhost/aisb-gate:g0 images/localhost/aisb-base:trixie images/localhost/aisb:keep");
+}
+END_TEST
+
+/* An image another container still uses, one someone removed meanwhile: warnings, and the
+ * clean goes on. */
+START_TEST(test_clean_image_refused)
+{
+        fake_podman_route(fp, "DELETE", "/images/localhost%2Faisb%3Aorphan", 409, "application/json",
+                          "{\"cause\":\"image is in use by a container\",\"message\":\"image used by 0123abcd: "
+                          "image is in use by a container\",\"response\":409}",
+                          FAKE_NORMAL, 0);
+        fake_podman_route(fp, "DELETE", "/images/localhost%2Faisb%3Aold", 404, "application/json",
+                          "{\"message\":\"no such image\",\"response\":404}", FAKE_NORMAL, 0);
+        route_host();
+        removed r = {};
+        aisb_ctx_set_log_fn(ctx, on_log, &r);
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_clean(ctx, 0, NULL, NULL, on_removed, &r, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_str_eq(r.warnings, "removing localhost/aisb:orphan: image used by 0123abcd: image is in use by a container\n");
+        /* The images after it were still removed. */
+        expect_requests("DELETE", "images/",
+                        "images/localhost/aisb:orphan images/localhost/aisb:old images/localhost/aisb-gate:g0 images/localhost/aisb:keep");
+}
+END_TEST
+
+/* A container that cannot be removed ends the clean with the reason. */
+START_TEST(test_clean_container_refused)
+{
+        fake_podman_route(fp, "DELETE", "/containers/aisb-run-exited", 500, "application/json",
+                          "{\"message\":\"container state improper\",\"response\":500}", FAKE_NORMAL, 0);
+        route_host();
+        removed r = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_clean(ctx, 0, NULL, NULL, on_removed, &r, &err), -EIO);
+        ck_assert_str_eq(aisb_error_message(err), "removing aisb-run-exited: container state improper");
+        aisb_error_free(err);
+        expect_requests("DELETE", "images/", "");
+}
+END_TEST
+
+static void route_volumes(void)
+{
+        fake_podman_route(fp, "GET", "/volumes/json?", 200, "application/json",
+                          "[{\"Name\":\"aisb-home-proj\"},{\"Name\":\"aisb-home-pinned\"},{\"Name\":\"aisb-home-live\"},"
+                          "{\"Name\":\"aisb-home-refused\"},{\"Name\":\"aisb-cache-x\"},{\"Name\":\"projdata\"},"
+                          "{\"Name\":\"my-aisb-home\"}]",
+                          FAKE_NORMAL, 0);
+        /* Used only by a sandbox this clean removes: free once it is gone. */
+        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-proj*", 200, "application/json",
+                          "[{\"Names\":[\"aisb-run-exited\"]}]", FAKE_NORMAL, 0);
+        /* Used by a container outside aisb's namespace. */
+        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-pinned*", 200, "application/json",
+                          "[{\"Names\":[\"aisb-run-exited\"]},{\"Names\":[\"someones-db\"]}]", FAKE_NORMAL, 0);
+        /* Used by a sandbox that still runs. */
+        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-live*", 200, "application/json",
+                          "[{\"Names\":[\"aisb-run-live\"]}]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/containers/json?*volume*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "DELETE", "/volumes/aisb-home-refused", 409, "application/json",
+                          "{\"message\":\"volume is being used by the following container(s): f00\",\"response\":409}",
+                          FAKE_NORMAL, 0);
+}
+
+START_TEST(test_clean_volumes)
+{
+        route_volumes();
+        route_host();
+        removed r = {};
+        aisb_ctx_set_log_fn(ctx, on_log, &r);
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_clean(ctx, AISB_CLEAN_VOLUMES, NULL, NULL, on_removed, &r, &err) == 0, "%s",
+                      aisb_error_message(err));
+        ck_assert_ptr_nonnull(strstr(r.text, " volume:aisb-home-proj volume:aisb-home-refused volume:aisb-cache-x"));
+        ck_assert_str_eq(strstr(r.text, "volume:"), "volume:aisb-home-proj volume:aisb-home-refused volume:aisb-cache-x");
+        expect_requests("DELETE", "volumes/", "volumes/aisb-home-proj volumes/aisb-home-refused volumes/aisb-cache-x");
+        /* A refusal (a container of someone else's took it meanwhile) is a warning. */
+        ck_assert_str_eq(r.warnings, "removing aisb-home-refused: volume is being used by the following container(s): f00\n");
+        /* Every volume listed (no label filter: older homes carry none), only aisb-* asked about. */
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++) {
+                const char *path = fake_podman_request_path(fp, i);
+                if (strstr(path, "/volumes/json"))
+                        ck_assert_str_eq(query_of(i), "");
+                if (strstr(path, "/containers/json") && strstr(query_of(i), "volume"))
+                        ck_assert_msg(strstr(query_of(i), "\"aisb-"), "asked about %s", query_of(i));
+        }
+}
+END_TEST
+
+START_TEST(test_clean_volumes_glob)
+{
+        route_volumes();
+        route_host();
+        removed r = {};
+        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_VOLUMES, "aisb-home-p*", NULL, on_removed, &r, NULL), 0);
+        ck_assert_str_eq(strstr(r.text, "volume:"), "volume:aisb-home-proj");
+        expect_requests("DELETE", "volumes/", "volumes/aisb-home-proj");
+        /* What the glob leaves out is not even asked about. */
+        unsigned asked = 0;
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                if (strstr(query_of(i), "\"volume\""))
+                {
+                        asked++;
+                        ck_assert_ptr_nonnull(strstr(query_of(i), "aisb-home-p"));
+                }
+        ck_assert_uint_eq(asked, 2);
+}
+END_TEST
+
+START_TEST(test_clean_dry_run)
+{
+        route_volumes();
+        route_host();
+        removed r = {};
+        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN, NULL, NULL,
+                                    on_removed, &r, NULL),
+                         0);
+        /* Reported as a real clean would (the volume of a sandbox it would remove included)... */
+        ck_assert_str_eq(r.text, "sandbox:aisb-run-exited sandbox:aisb-run-orphan gate:aisb-gate-up gate:aisb-gate-down "
+                                 "image:localhost/aisb:orphan image:localhost/aisb:old image:localhost/aisb-gate:g1 "
+                                 "image:localhost/aisb-gate:g0 image:localhost/aisb-base:trixie image:localhost/aisb:keep "
+                                 "volume:aisb-home-proj volume:aisb-home-refused volume:aisb-cache-x");
+        /* ...and nothing removed. */
+        expect_requests("DELETE", "", "");
+}
+END_TEST
+
+static Suite *manage_suite(void)
+{
+        Suite *s = suite_create("manage");
+        TCase *tc = tcase_create("list");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_list);
+        tcase_add_test(tc, test_list_refused);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("clean");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_clean_default);
+        tcase_add_test(tc, test_clean_all);
+        tcase_add_test(tc, test_clean_image_refused);
+        tcase_add_test(tc, test_clean_container_refused);
+        tcase_add_test(tc, test_clean_volumes);
+        tcase_add_test(tc, test_clean_volumes_glob);
+        tcase_add_test(tc, test_clean_dry_run);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(manage_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
