@@ -28,9 +28,17 @@ static long long parse_time(json_object *v)
                 return json_object_get_int64(v);
         struct tm tm = {};
         const char *s = json_object_get_string(v);
-        if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+        const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+        if (!rest)
                 return 0;
-        return (long long) timegm(&tm);
+        long long t = (long long) timegm(&tm);
+        /* Fractions of a second, then "Z" or the offset of the service's time zone. */
+        if (*rest == '.')
+                rest += 1 + strspn(rest + 1, "0123456789");
+        unsigned hours, minutes;
+        if ((*rest == '+' || *rest == '-') && sscanf(rest + 1, "%2u:%2u", &hours, &minutes) == 2)
+                t -= (*rest == '+' ? 1 : -1) * (long long) (hours * 3600 + minutes * 60);
+        return t;
 }
 
 static int list_managed(aisb_ctx *ctx, json_object **ret, aisb_error **err)

@@ -228,6 +228,25 @@ START_TEST(test_list)
 }
 END_TEST
 
+/* Created as podman writes it on a host whose time zone is not UTC: an offset. */
+START_TEST(test_list_time_offset)
+{
+        fake_podman_route(fp, "GET", "/containers/json?*aisb.managed=true*", 200, "application/json",
+                          "[{\"Names\":[\"aisb-a\"],\"State\":\"exited\",\"Created\":\"2024-06-10T14:00:00.5+02:00\","
+                          "\"Labels\":{\"aisb.managed\":\"true\"}},"
+                          "{\"Names\":[\"aisb-b\"],\"State\":\"exited\",\"Created\":\"2024-06-10T07:30:00-04:30\","
+                          "\"Labels\":{\"aisb.managed\":\"true\"}}]",
+                          FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/volumes/json", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        entries l = {};
+        ck_assert_int_eq(aisb_list(ctx, collect, &l, NULL), 0);
+        ck_assert_uint_eq(l.n, 2);
+        ck_assert_msg(l.e[0].created == 1718020800, "created %lld", l.e[0].created);
+        ck_assert_msg(l.e[1].created == 1718020800, "created %lld", l.e[1].created);
+        entries_free(&l);
+}
+END_TEST
+
 START_TEST(test_list_refused)
 {
         fake_podman_route(fp, "GET", "/containers/json", 500, "application/json",
@@ -477,6 +496,7 @@ static Suite *manage_suite(void)
         TCase *tc = tcase_create("list");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_list);
+        tcase_add_test(tc, test_list_time_offset);
         tcase_add_test(tc, test_list_refused);
         suite_add_tcase(s, tc);
         tc = tcase_create("clean");
