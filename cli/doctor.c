@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "commands.h"
+#include "json-output.h"
 #include "options.h"
 
 static void print_check(const char *check, aisb_check_status status, const char *detail,
@@ -21,8 +22,7 @@ static void print_check(const char *check, aisb_check_status status, const char 
                 json_object_object_add(o, "status", json_object_new_string(words[status]));
                 json_object_object_add(o, "detail", json_object_new_string(detail ? detail : ""));
                 json_object_object_add(o, "fix", fix ? json_object_new_string(fix) : NULL);
-                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+                cli_print_json(stdout, o);
                 json_object_put(o);
                 return;
         }

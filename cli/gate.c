@@ -9,16 +9,22 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "json-output.h"
 #include "options.h"
 
 static void print_gate(const char *name, const char *hash, unsigned port, int answering,
                        void *userdata)
 {
         bool *json = userdata;
-        if (*json)
-                printf("{\"name\":\"%s\",\"policy\":\"%s\",\"port\":%u,\"answering\":%s}\n", name,
-                       hash, port, answering ? "true" : "false");
-        else
+        if (*json) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "name", json_object_new_string(name));
+                json_object_object_add(o, "policy", json_object_new_string(hash));
+                json_object_object_add(o, "port", json_object_new_int64(port));
+                json_object_object_add(o, "answering", json_object_new_boolean(answering));
+                cli_print_json(stdout, o);
+                json_object_put(o);
+        } else
                 printf("%-28s 127.0.0.1:%-6u %s\n", name, port, answering ? "up" : "down");
 }
 

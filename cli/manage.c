@@ -8,6 +8,7 @@
 #include <json-c/json.h>
 
 #include "commands.h"
+#include "json-output.h"
 #include "options.h"
 
 /* A context connected the usual way: the API socket, or a transient service. */
@@ -50,8 +51,7 @@ static void print_entry(const aisb_list_entry *e, void *userdata)
                 json_object_object_add(o, "state", json_object_new_string(e->state));
                 json_object_object_add(o, "created", json_object_new_int64(e->created));
                 json_object_object_add(o, "orphaned", json_object_new_boolean(e->orphaned));
-                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+                cli_print_json(stdout, o);
                 json_object_put(o);
                 return;
         }
@@ -198,7 +198,11 @@ int command_log(int argc, char **argv)
                 char *l = ring[i % lines];
                 json_object *o = json ? NULL : json_tokener_parse(l);
                 if (json) {
-                        fputs(l, stdout); /* JSON: control characters are escaped in it already */
+                        /* JSON as json-c wrote it, which leaves DEL and C1 raw (a project's
+                         * path may hold them): escaped here. */
+                        l[strcspn(l, "\n")] = 0;
+                        cli_put_json_text(stdout, l);
+                        putchar('\n');
                 } else if (!o) {
                         cli_put_lines(stdout, l);
                 } else {

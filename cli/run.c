@@ -23,19 +23,40 @@ typedef struct build_display {
 } build_display;
 
 /* On a terminal: one line that shows the current step, rewritten in place. Otherwise every
- * line, for logs. */
+ * line, for logs. Either way through cli_put: what a build prints is the Containerfile's
+ * commands' (a package's install script), and none of its control strings may reach the
+ * terminal as one. */
 static void on_build_line(aisb_log_level level, const char *line, void *userdata)
 {
         build_display *d = userdata;
         if (d->quiet)
                 return;
         if (!d->terminal) {
-                fprintf(stderr, "build: %s\n", line);
+                fputs("build: ", stderr);
+                cli_put(stderr, line);
+                fputc('\n', stderr);
+                return;
+        }
+        /* Shown as cli_put shows it, then cut to the width: an escape counts as the text it
+         * became, and the line stays one line. */
+        char *shown = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&shown, &size);
+        if (!f)
+                return;
+        cli_put(f, line);
+        if (fclose(f) != 0) {
+                free(shown);
                 return;
         }
         struct winsize ws = {};
-        int width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 ? ws.ws_col : 80;
-        fprintf(stderr, "\r\033[Kbuild: %.*s", width - 8, line);
+        size_t width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 ? ws.ws_col : 80;
+        size_t cut = size < width - 8 ? size : width - 8;
+        /* Not inside a character: no lone lead byte before the next line's \r. */
+        while (cut > 0 && cut < size && ((unsigned char) shown[cut] & 0xc0) == 0x80)
+                cut--;
+        fprintf(stderr, "\r\033[Kbuild: %.*s", (int) cut, shown);
+        free(shown);
         d->line_open = true;
 }
 

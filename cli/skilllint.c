@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "commands.h"
+#include "json-output.h"
 #include "options.h"
 
 static void usage(void)
@@ -46,8 +47,9 @@ static void print_finding(const char *commit, const char *path, unsigned long li
                 json_object_object_add(j, "line", json_object_new_int64((int64_t) line));
                 json_object_object_add(j, "kind", json_object_new_string(kind));
                 json_object_object_add(j, "masked", json_object_new_string(masked));
-                printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
-                                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+                /* A file name is whatever the directory holds: no control reaches the
+                 * terminal in JSON either. */
+                cli_print_json(stdout, j);
                 json_object_put(j);
                 return;
         }
@@ -137,8 +139,7 @@ int command_skill_lint(int argc, char **argv)
                                 json_object *j = json_object_new_object();
                                 json_object_object_add(j, "summary", json_object_new_string(summary ? summary : ""));
                                 json_object_object_add(j, "findings", json_object_new_int(found));
-                                printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
-                                                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+                                cli_print_json(stdout, j);
                                 json_object_put(j);
                         } else {
                                 fputs("skill-lint: ", stdout);

@@ -3,7 +3,9 @@
  * The skills linter's scanner (skilllint.h): pure, no I/O, no allocation. Each line is
  * looked at by the rules in order of how sure they are (a token format, then a value next
  * to its name, then entropy); a span of the line claimed by one rule is not reported again
- * by a later one, and the line's findings go out in column order.
+ * by a later one, and the line's findings go out in column order. No rule reads the same
+ * bytes again from each of a line's positions: the work is counted as it goes
+ * (skilllint_scan_measured), and held linear by the tests and the fuzzer.
  */
 #include <limits.h>
 #include <math.h>
@@ -301,7 +303,27 @@ typedef struct scanner {
         size_t size;
         span spans[SPANS_MAX];
         size_t n_spans;
+        /* Bytes of values the key = value rule may still read on it. */
+        size_t assignment_reads;
+        /* The work measure (skilllint_scan_measured). */
+        unsigned long long examined;
 } scanner;
+
+/* n bytes looked at, or one position. Every loop over the line counts what it steps over, and
+ * every check counts the bytes it is handed: a rule that looked at the same bytes again for
+ * each of many positions shows as work that grows faster than the line. */
+static void looked(scanner *s, size_t n)
+{
+        s->examined += n;
+}
+
+/* A run of set at p, of at most max bytes (SIZE_MAX: no bound), counted. */
+static size_t run_in(scanner *s, enum charset set, const char *p, size_t n, size_t max)
+{
+        size_t r = run_of(set, p, n < max ? n : max);
+        looked(s, r + 1);
+        return r;
+}
 
 /* Take [start, end) of the line for kind; NULL: an example, taken so that no later rule
  * reports it, and never emitted. False when a rule took part of it already. */
@@ -388,6 +410,7 @@ static void rule_prefixes(scanner *s)
 {
         const char *l = s->line;
         for (size_t i = 0; i < s->size; i++) {
+                looked(s, 1);
                 /* Every prefix starts with one of these. */
                 if (!l[i] || !strchr("sAgnpx", l[i]) || !token_start(s, i) || claimed(s, i))
                         continue;
@@ -397,16 +420,20 @@ static void rule_prefixes(scanner *s)
                         if (!starts_with(l + i, s->size - i, p->prefix))
                                 continue;
                         const char *body = l + i + plen;
-                        size_t n = run_of(p->body, body, s->size - i - plen);
+                        /* An exact-length format is read one past its length, no further. */
+                        size_t n = run_in(s, p->body, body, s->size - i - plen, p->max ? p->max + 1 : SIZE_MAX);
                         /* Exact-length formats must end there: AKIA... followed by more
                          * letters is a word, not a key. */
                         if (n < p->min || (p->max && n > p->max))
                                 break;
                         /* An example is claimed too, so that no later rule reports it. */
+                        looked(s, n);
                         bool example = placeholder(body, n) ||
                                        (p->weak && (!has_digit_and_letter(body, n) || word_fraction(body, n) >= 0.6));
-                        if (claim(s, i, i + plen + n, example ? NULL : p->kind))
-                                i += plen + n - 1;
+                        (void) claim(s, i, i + plen + n, example ? NULL : p->kind);
+                        /* Past it, claimed or not (a rule before took part of it): a token
+                         * starting inside would be read to the same end again. */
+                        i += plen + n - 1;
                         break;
                 }
         }
@@ -427,23 +454,34 @@ static void rule_jwt(scanner *s)
 {
         const char *l = s->line;
         for (size_t i = 0; i + 3 < s->size; i++) {
+                looked(s, 1);
                 if (!token_start(s, i) || !starts_with(l + i, s->size - i, "eyJ") || claimed(s, i))
                         continue;
-                size_t a = run_of(SET_URLSAFE, l + i, s->size - i);
+                size_t a = run_in(s, SET_URLSAFE, l + i, s->size - i, SIZE_MAX);
                 size_t at = i + a;
-                if (a < 10 || at >= s->size || l[at] != '.')
+                /* Whatever follows, the search goes on past this run: an "eyJ" inside it ends
+                 * where it does, and would be judged the same. */
+                size_t past = at - 1;
+                if (a < 10 || at >= s->size || l[at] != '.') {
+                        i = past;
                         continue;
-                size_t b = run_of(SET_URLSAFE, l + at + 1, s->size - at - 1);
-                if (b < 10 || !starts_with(l + at + 1, b, "eyJ"))
-                        continue;
+                }
+                size_t b = run_in(s, SET_URLSAFE, l + at + 1, s->size - at - 1, SIZE_MAX);
                 size_t at2 = at + 1 + b;
-                if (at2 >= s->size || l[at2] != '.')
+                if (b < 10 || !starts_with(l + at + 1, b, "eyJ") || at2 >= s->size || l[at2] != '.') {
+                        i = past;
                         continue;
-                size_t c = run_of(SET_URLSAFE, l + at2 + 1, s->size - at2 - 1);
-                if (c < 16)
+                }
+                size_t c = run_in(s, SET_URLSAFE, l + at2 + 1, s->size - at2 - 1, SIZE_MAX);
+                if (c < 16) {
+                        i = past;
                         continue;
+                }
+                looked(s, b);
                 if (claim(s, i, at2 + 1 + c, jwt_example(l + at + 1, b) ? NULL : "jwt"))
                         i = at2 + c;
+                else
+                        i = past;
         }
 }
 
@@ -453,12 +491,17 @@ static void rule_jwt(scanner *s)
 static void rule_pem(scanner *s, const char *next, size_t next_size, bool has_next)
 {
         const char *l = s->line;
+        /* Whether the next line makes a block an example: looked at once, however many
+         * blocks begin on this line. -1: not yet. */
+        int next_example = has_next ? -1 : 0;
         for (size_t i = 0; i + 11 < s->size; i++) {
+                looked(s, 1);
                 if (!starts_with(l + i, s->size - i, "-----BEGIN "))
                         continue;
                 size_t j = i + 11;
                 while (j < s->size && (is_upper(l[j]) || l[j] == ' ' || is_digit(l[j])))
                         j++;
+                looked(s, j - i);
                 if (!starts_with(l + j, s->size - j, "-----"))
                         continue;
                 s->in_pem = true;
@@ -466,29 +509,37 @@ static void rule_pem(scanner *s, const char *next, size_t next_size, bool has_ne
                 size_t label_size = j - i - 11;
                 if (!contains_ci(label, label_size, "private key"))
                         continue;
-                if (has_next && (placeholder(next, next_size) || contains_ci(next, next_size, "-----end")))
+                if (next_example < 0) {
+                        looked(s, next_size);
+                        next_example = placeholder(next, next_size) || contains_ci(next, next_size, "-----end");
+                }
+                if (next_example)
                         continue;
                 claim(s, i, j + 5, "private-key");
                 i = j + 4;
         }
-        for (size_t i = 0; i + 9 <= s->size; i++)
+        for (size_t i = 0; i + 9 <= s->size; i++) {
+                looked(s, 1);
                 if (starts_with(l + i, s->size - i, "-----END "))
                         s->in_pem = false;
+        }
 }
 
 /* An AWS secret access key: 40 characters of base64 on a line that names one. */
 static void rule_aws_secret(scanner *s)
 {
         const char *l = s->line;
+        looked(s, s->size);
         bool named = contains_ci(l, s->size, "secret_access_key") || contains_ci(l, s->size, "secretaccesskey") ||
                      contains_ci(l, s->size, "secret-access-key") ||
                      (contains_ci(l, s->size, "aws") && contains_ci(l, s->size, "secret"));
         if (!named)
                 return;
         for (size_t i = 0; i < s->size; i++) {
+                looked(s, 1);
                 if ((i > 0 && in_set(SET_BASE64_BODY, l[i - 1])) || !in_set(SET_BASE64_BODY, l[i]))
                         continue;
-                size_t n = run_of(SET_BASE64_BODY, l + i, s->size - i);
+                size_t n = run_in(s, SET_BASE64_BODY, l + i, s->size - i, SIZE_MAX);
                 if (n == 40 && has_digit_and_letter(l + i, n))
                         claim(s, i, i + n, placeholder(l + i, n) ? NULL : "aws-secret-access-key");
                 i += n - 1;
@@ -506,11 +557,14 @@ static void rule_url_password(scanner *s)
 {
         const char *l = s->line;
         for (size_t i = 0; i + 3 <= s->size; i++) {
+                looked(s, 1);
                 if (memcmp(l + i, "://", 3) != 0 || i == 0 || !is_alpha(l[i - 1]))
                         continue;
+                /* To the next '/' at most: what the next "://" reads starts after it. */
                 size_t start = i + 3, end = start;
                 while (end < s->size && !is_space(l[end]) && !strchr("/?#\"'<>`\\", l[end]) && l[end] != 0)
                         end++;
+                looked(s, 2 * (end - start) + 1);
                 size_t at = end;
                 while (at > start && l[at - 1] != '@')
                         at--;
@@ -523,6 +577,7 @@ static void rule_url_password(scanner *s)
                 size_t user_size = (size_t) (colon - (l + start));
                 size_t p = (size_t) (colon - l) + 1;
                 size_t n = userinfo_end - p;
+                looked(s, n + (end - at));
                 if (n < SKILLLINT_VALUE_MIN || placeholder(l + p, n) || l[p] == '$' || l[p] == '%' ||
                     (user_size == n && memcmp(l + start, l + p, n) == 0) || local_host(l + at, end - at))
                         continue;
@@ -536,12 +591,15 @@ static void rule_slack_webhook(scanner *s)
         static const char marker[] = "hooks.slack.com/services/";
         const char *l = s->line;
         for (size_t i = 0; i + sizeof marker - 1 <= s->size; i++) {
+                looked(s, 1);
                 if (memcmp(l + i, marker, sizeof marker - 1) != 0)
                         continue;
+                /* To the next '.' at most: the next marker's run starts after it. */
                 size_t at = i + sizeof marker - 1;
                 size_t n = 0;
                 while (at + n < s->size && (is_alnum(l[at + n]) || l[at + n] == '/'))
                         n++;
+                looked(s, 2 * n + 1);
                 if (n >= 30 && !placeholder(l + at, n))
                         claim(s, at, at + n, "slack-webhook");
         }
@@ -617,36 +675,45 @@ static bool all_digits(const char *v, size_t n)
         return true;
 }
 
-/* The value after a separator at l[at]: quoted (to the closing quote) or bare (to a space, a
- * comment or a comma). */
-static void assignment_value(scanner *s, size_t at)
+/* The value after the separator at l[separator]: quoted (to the closing quote) or bare (to
+ * a space, a comment or a comma). Returns where the rule goes on looking for separators:
+ * past the value when it was claimed (a separator inside it would start a value inside the
+ * claim), the next byte otherwise ("url=${X}&token=..." holds a value of its own). The
+ * values read on a line are bounded, all of them together, by SKILLLINT_ASSIGNMENT_READS
+ * times its length: once that is spent, the rule looks no further on the line. */
+static size_t assignment_value(scanner *s, size_t separator)
 {
         const char *l = s->line;
+        size_t next = separator + 1, at = next;
         while (at < s->size && is_space(l[at]))
                 at++;
+        looked(s, at - separator);
         if (at >= s->size)
-                return;
-        size_t start, end;
-        if (l[at] == '"' || l[at] == '\'' || l[at] == '`') {
-                char quote = l[at];
-                start = at + 1;
-                end = start;
-                while (end < s->size && l[end] != quote)
+                return next;
+        bool quoted = l[at] == '"' || l[at] == '\'' || l[at] == '`';
+        size_t start = at + quoted, end = start;
+        size_t budget = s->assignment_reads;
+        if (quoted)
+                while (end < s->size && l[end] != l[at] && end - start < budget)
                         end++;
-                if (end >= s->size)
-                        return;
-        } else {
-                start = at;
-                end = start;
+        else
                 while (end < s->size && !is_space(l[end]) && l[end] != ',' && l[end] != ';' &&
-                       !(l[end] == '#' && end > start && is_space(l[end - 1])))
+                       !(l[end] == '#' && end > start && is_space(l[end - 1])) && end - start < budget)
                         end++;
-        }
         size_t n = end - start;
+        looked(s, n + 1);
+        if (n >= budget) {
+                s->assignment_reads = 0;
+                return s->size;
+        }
+        s->assignment_reads -= n + 1;
+        if (quoted && end >= s->size) /* never closed */
+                return next;
+        looked(s, n);
         if (n < SKILLLINT_VALUE_MIN || placeholder(l + start, n) || reference(l + start, n) ||
             all_digits(l + start, n))
-                return;
-        claim(s, start, end, "assigned-secret");
+                return next;
+        return claim(s, start, end, "assigned-secret") ? end : next;
 }
 
 /* key = value, key: value, "key": "value", export KEY=value, in config-like files; and
@@ -654,14 +721,22 @@ static void assignment_value(scanner *s, size_t at)
 static void rule_assignment(scanner *s)
 {
         const char *l = s->line;
-        for (size_t i = 0; i < s->size; i++) {
+        s->assignment_reads = s->size > SIZE_MAX / SKILLLINT_ASSIGNMENT_READS ? SIZE_MAX
+                                                                              : s->size * SKILLLINT_ASSIGNMENT_READS;
+        for (size_t i = 0; i < s->size;) {
+                looked(s, 1);
                 bool separator = l[i] == '=' || l[i] == ':';
-                if (!separator)
+                if (!separator) {
+                        i++;
                         continue;
+                }
                 /* "==", "!=", "<=", ":=" and "::" are code, and a URL's "://" is not a key. */
                 if ((i + 1 < s->size && (l[i + 1] == '=' || l[i + 1] == '/' || l[i + 1] == ':')) ||
-                    (i > 0 && strchr("=!<>:", l[i - 1])))
+                    (i > 0 && strchr("=!<>:", l[i - 1]))) {
+                        i++;
                         continue;
+                }
+                /* Back to the previous separator at most: each key is read once. */
                 size_t k = i;
                 while (k > 0 && is_space(l[k - 1]))
                         k--;
@@ -670,15 +745,20 @@ static void rule_assignment(scanner *s)
                 size_t key_end = k;
                 while (k > 0 && (is_alnum(l[k - 1]) || l[k - 1] == '_' || l[k - 1] == '-' || l[k - 1] == '.'))
                         k--;
-                if (key_end == k || !secret_key_name(l + k, key_end - k))
+                looked(s, 2 * (i - k));
+                if (key_end == k || !secret_key_name(l + k, key_end - k)) {
+                        i++;
                         continue;
-                assignment_value(s, i + 1);
+                }
+                i = assignment_value(s, i);
         }
         if (!s->netrc)
                 return;
-        for (size_t i = 0; i + 8 < s->size; i++)
+        for (size_t i = 0; i + 8 < s->size; i++) {
+                looked(s, 1);
                 if (token_start(s, i) && starts_with(l + i, s->size - i, "password") && is_space(l[i + 8]))
-                        assignment_value(s, i + 8);
+                        i = assignment_value(s, i + 7) - 1; /* the space after it as the separator */
+        }
 }
 
 /* Base64 that is public by its kind: an SSH public key, a DER public key or certificate. */
@@ -710,14 +790,19 @@ static bool digest_named(const char *l, size_t start)
 /* Whether the token at l[start, end) stands where a value does: alone on its line, after
  * = or :, in quotes, after "Bearer", "key", "token" (and the like) or an --option. An identifier in code
  * (after a dot, in a call's arguments, after #define) does not. */
-static bool value_position(const char *l, size_t size, size_t start, size_t end)
+static bool value_position(scanner *s, size_t start, size_t end)
 {
+        const char *l = s->line;
+        size_t size = s->size;
+        /* The spaces before it (read again only as the spaces after the token before) and
+         * the word before them (this token's alone): nothing is read here for many. */
         size_t b = start;
         while (b > 0 && is_space(l[b - 1]))
                 b--;
         size_t a = end;
         while (a < size && is_space(l[a]))
                 a++;
+        looked(s, (start - b) + (a - end) + 1);
         if (b == 0)
                 return true;
         char before = l[b - 1];
@@ -728,6 +813,7 @@ static bool value_position(const char *l, size_t size, size_t start, size_t end)
         size_t w = b;
         while (w > 0 && !is_space(l[w - 1]))
                 w--;
+        looked(s, b - w);
         const char *word = l + w;
         size_t word_size = b - w;
         static const char *const words[] = { "bearer", "basic", "token", "key", "secret", "password" };
@@ -743,11 +829,13 @@ static void rule_entropy(scanner *s)
 {
         const char *l = s->line;
         for (size_t i = 0; i < s->size;) {
+                looked(s, 1);
                 if (!in_set(SET_ENTROPY, l[i])) {
                         i++;
                         continue;
                 }
-                size_t run = run_of(SET_ENTROPY, l + i, s->size - i);
+                /* Runs do not overlap: each byte is in one. */
+                size_t run = run_in(s, SET_ENTROPY, l + i, s->size - i, SIZE_MAX);
                 size_t run_start = i, start = i, end = i + run;
                 for (size_t pad = 0; pad < 2 && end < s->size && l[end] == '='; pad++)
                         end++;
@@ -760,8 +848,10 @@ static void rule_entropy(scanner *s)
                 size_t n = end - start;
                 const char *t = l + start;
                 if (n < SKILLLINT_ENTROPY_MIN || n > SKILLLINT_ENTROPY_MAX || claimed(s, start) ||
-                    !value_position(l, s->size, run_start, end))
+                    !value_position(s, run_start, end))
                         continue;
+                /* Each check below reads the token (at most SKILLLINT_ENTROPY_MAX bytes) once. */
+                looked(s, n);
                 bool upper = false, low = false, digit = false, hex = true;
                 for (size_t k = 0; k < n; k++) {
                         upper |= is_upper(t[k]);
@@ -834,8 +924,11 @@ static int scan_line(scanner *s, const char *line, size_t size, const char *next
 {
         if (size > 0 && line[size - 1] == '\r')
                 size--;
-        if (s->in_pem && !pem_body_like(line, size))
-                s->in_pem = false; /* a block that never ended */
+        if (s->in_pem) {
+                looked(s, size);
+                if (!pem_body_like(line, size))
+                        s->in_pem = false; /* a block that never ended */
+        }
         s->line = line;
         s->size = size;
         s->n_spans = 0;
@@ -900,25 +993,32 @@ static void scanner_for_path(scanner *s, const char *path)
         s->in_pem = false;
 }
 
-int skilllint_scan(const char *text, size_t size, const char *path, unsigned long first_line,
-                   skilllint_fn fn, void *userdata)
+int skilllint_scan_measured(const char *text, size_t size, const char *path, unsigned long first_line,
+                            skilllint_fn fn, void *userdata, unsigned long long *ret_examined)
 {
         scanner s = { .fn = fn, .userdata = userdata };
         scanner_for_path(&s, path);
         unsigned long number = first_line;
-        for (size_t at = 0; at < size; number++) {
+        int r = 0;
+        for (size_t at = 0; at < size && r == 0; number++) {
                 const char *nl = memchr(text + at, '\n', size - at);
                 size_t end = nl ? (size_t) (nl - text) : size;
                 size_t next_at = nl ? end + 1 : size;
                 const char *next_nl = next_at < size ? memchr(text + next_at, '\n', size - next_at) : NULL;
                 size_t next_end = next_nl ? (size_t) (next_nl - text) : size;
-                int r = scan_line(&s, text + at, end - at, text + next_at, next_end - next_at,
-                                  next_at < size, number);
-                if (r)
-                        return r;
+                looked(&s, next_end - at + 1);
+                r = scan_line(&s, text + at, end - at, text + next_at, next_end - next_at, next_at < size, number);
                 at = next_at;
         }
-        return 0;
+        if (ret_examined)
+                *ret_examined = s.examined;
+        return r;
+}
+
+int skilllint_scan(const char *text, size_t size, const char *path, unsigned long first_line,
+                   skilllint_fn fn, void *userdata)
+{
+        return skilllint_scan_measured(text, size, path, first_line, fn, userdata, NULL);
 }
 
 /* ---- git log -p output ---- */
@@ -970,19 +1070,23 @@ static bool parse_hunk(const char *l, size_t n, unsigned long *removed, unsigned
 
 #define HISTORY_PATH_MAX 4096
 
-int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void *userdata)
+int skilllint_scan_history_measured(const char *text, size_t size, skilllint_fn fn, void *userdata,
+                                    unsigned long long *ret_examined)
 {
         scanner s = { .fn = fn, .userdata = userdata };
+        int r = 0;
         char commit[41] = "", path[HISTORY_PATH_MAX] = "";
         s.commit = commit;
         s.path = path;
         unsigned long removed = 0, added = 0, number = 0;
         bool in_hunk = false;
-        for (size_t at = 0; at < size;) {
+        for (size_t at = 0; at < size && r == 0;) {
                 const char *l = text + at;
                 const char *nl = memchr(l, '\n', size - at);
                 size_t n = nl ? (size_t) (nl - l) : size - at;
                 size_t next_at = nl ? at + n + 1 : size;
+                /* Found, and read by whichever header it is. */
+                looked(&s, 2 * n + 1);
                 if (in_hunk && n > 0 && (l[0] == '+' || l[0] == '-' || l[0] == ' ' || l[0] == '\\')) {
                         if (l[0] == '-' || l[0] == ' ')
                                 removed -= removed > 0;
@@ -994,10 +1098,9 @@ int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void 
                                 const char *next_nl = next_at < size ? memchr(next, '\n', size - next_at) : NULL;
                                 size_t next_size = next_nl ? (size_t) (next_nl - next) : size - next_at;
                                 bool has_next = added > 0 && next_at < size && next[0] == '+';
-                                int r = scan_line(&s, l + 1, n - 1, has_next ? next + 1 : "",
-                                                  has_next ? next_size - 1 : 0, has_next, number);
-                                if (r)
-                                        return r;
+                                looked(&s, next_size + 1);
+                                r = scan_line(&s, l + 1, n - 1, has_next ? next + 1 : "",
+                                              has_next ? next_size - 1 : 0, has_next, number);
                         }
                         if (l[0] == '+' || l[0] == ' ')
                                 number += number < ULONG_MAX_SAFE;
@@ -1049,5 +1152,12 @@ int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void 
                 }
                 at = next_at;
         }
-        return 0;
+        if (ret_examined)
+                *ret_examined = s.examined;
+        return r;
+}
+
+int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void *userdata)
+{
+        return skilllint_scan_history_measured(text, size, fn, userdata, NULL);
 }

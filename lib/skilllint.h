@@ -27,6 +27,10 @@
 /* Characters of a value a masked form shows: this many from 16 characters on, a quarter of
  * a shorter value's. */
 #define SKILLLINT_MASK_SHOWN 4
+/* The key = value rule reads at most this many times a line's length of values on it: a
+ * line built so that every separator starts a value running to its end ("token:" over and
+ * over) is read that far, not once per separator. */
+#define SKILLLINT_ASSIGNMENT_READS 8
 /* Part of every cache key: a change of the rules makes cached results stale. */
 #define SKILLLINT_RULES_VERSION "1"
 
@@ -59,6 +63,16 @@ int skilllint_scan(const char *text, size_t size, const char *path, unsigned lon
  * each hunk's header, so no content line is ever taken for a header. 0, or what fn returned.
  */
 int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void *userdata);
+
+/* The same scans, telling the work done in *ret_examined: each position a rule looked at and
+ * each byte it handed to a check, counted once per look. No input makes the scan quadratic:
+ * the work stays within SKILLLINT_WORK_PER_BYTE per byte (plus that much once), however the
+ * input is built; the unit tests and the fuzzer hold it to that. */
+#define SKILLLINT_WORK_PER_BYTE 64
+int skilllint_scan_measured(const char *text, size_t size, const char *path, unsigned long first_line,
+                            skilllint_fn fn, void *userdata, unsigned long long *ret_examined);
+int skilllint_scan_history_measured(const char *text, size_t size, skilllint_fn fn, void *userdata,
+                                    unsigned long long *ret_examined);
 
 /* The masked form of a value into buf (at least 40 bytes): its first characters (non-ASCII
  * and control bytes shown as '?'), "…", the length. */

@@ -188,6 +188,8 @@ static int walk_dir(walk_state *s, int fd, unsigned depth, bool in_git)
         size_t base = strlen(s->path);
         for (size_t i = 0; i < n && r == 0; i++) {
                 const char *name = names[i];
+                if (w->stop_fn && w->stop_fn(w->stop_userdata))
+                        return -ECANCELED;
                 if (++s->entries > SKILLS_WALK_MAX_ENTRIES) {
                         if (!w->stopped)
                                 note(w, "", "more than 20000 entries: the walk stopped there, the rest is not scanned");
@@ -330,8 +332,8 @@ static int walk_digest(int root_fd, skills_walk *w, char **ret_hex)
         return r < 0 ? r : digest_end_hex(d, 64, ret_hex);
 }
 
-int skills_check_cached(const char *dir, unsigned long *ret_findings, bool *ret_changed,
-                        aisb_error **err)
+int skills_check_stoppable(const char *dir, ctx_stop_fn stop_fn, void *stop_userdata,
+                           unsigned long *ret_findings, bool *ret_changed, aisb_error **err)
 {
         _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
@@ -340,9 +342,11 @@ int skills_check_cached(const char *dir, unsigned long *ret_findings, bool *ret_
         int r = cache_path(dir, &path, err);
         if (r < 0)
                 return r;
-        skills_walk listing = {};
+        skills_walk listing = { .stop_fn = stop_fn, .stop_userdata = stop_userdata };
         r = walk_digest(root, &listing, &now);
         skills_walk_done(&listing);
+        if (r == -ECANCELED)
+                return aisb_error_set(err, r, "stopped while reading %s", dir);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r));
         char cached[65];
@@ -353,16 +357,31 @@ int skills_check_cached(const char *dir, unsigned long *ret_findings, bool *ret_
                 return 0;
         }
         /* Changed: scan, and cache what this scan saw (its own digest). */
-        skills_walk scan = { .read_files = true, .read_max = SKILLS_READ_MAX_RUN };
+        skills_walk scan = { .read_files = true, .read_max = SKILLS_READ_MAX_RUN, .stop_fn = stop_fn,
+                             .stop_userdata = stop_userdata };
         r = walk_digest(root, &scan, &scanned);
         findings = scan.findings;
         skills_walk_done(&scan);
+        /* A stopped scan saw part of the directory: its count is no result to keep. */
+        if (r == -ECANCELED)
+                return aisb_error_set(err, r, "stopped while scanning %s", dir);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r));
         cache_write(path, dir, scanned, findings);
         *ret_findings = findings;
         *ret_changed = true;
         return 0;
+}
+
+int skills_check_cached(const char *dir, unsigned long *ret_findings, bool *ret_changed,
+                        aisb_error **err)
+{
+        return skills_check_stoppable(dir, NULL, NULL, ret_findings, ret_changed, err);
+}
+
+static bool run_stopping(void *userdata)
+{
+        return ctx_stopping(userdata);
 }
 
 void skills_warn_if_changed(aisb_ctx *ctx, const char *dir)
@@ -372,7 +391,7 @@ void skills_warn_if_changed(aisb_ctx *ctx, const char *dir)
         unsigned long findings = 0;
         bool changed = false;
         aisb_error *e = NULL;
-        if (skills_check_cached(dir, &findings, &changed, &e) < 0) {
+        if (skills_check_stoppable(dir, run_stopping, ctx, &findings, &changed, &e) < 0) {
                 aisb_log(ctx, AISB_LOG_DEBUG, "skills: %s", aisb_error_message(e));
                 aisb_error_free(e);
                 return;

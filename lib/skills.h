@@ -37,6 +37,11 @@ typedef struct skills_walk {
         void *userdata;
         digest *digest;           /* when set: each entry's path, type, size and mtime */
         unsigned long long read_max; /* bytes of files to read at most (0: no bound) */
+        /* Asked before each entry (NULL: never): true ends the walk with -ECANCELED. A run
+         * waits for its walk with the signals that would stop it held (the CLI's signalfd):
+         * this is where it notices them. */
+        ctx_stop_fn stop_fn;
+        void *stop_userdata;
         /* Out. */
         unsigned long files, skipped, findings;
         bool stopped;             /* the walk hit SKILLS_WALK_MAX_ENTRIES */
@@ -47,7 +52,8 @@ typedef struct skills_walk {
 void skills_walk_done(skills_walk *w);
 
 /* Walk the directory open at root_fd (not consumed). A finding_fn that returns nonzero stops
- * it with that value; otherwise 0, or a negative errno when the root cannot be read. */
+ * it with that value; otherwise 0, -ECANCELED when stop_fn said so, or a negative errno when
+ * the root cannot be read. */
 int skills_walk_run(int root_fd, skills_walk *w);
 
 /* The number of findings in dir's files (never its history): from the cache under the state
@@ -55,6 +61,11 @@ int skills_walk_run(int root_fd, skills_walk *w);
  * a scan whose result is cached. *ret_changed: the scan ran. */
 int skills_check_cached(const char *dir, unsigned long *ret_findings, bool *ret_changed,
                         aisb_error **err);
+/* The same, asking stop_fn (when set) before each entry of its walks: a stop ends it with
+ * -ECANCELED, and caches nothing. */
+int skills_check_stoppable(const char *dir, ctx_stop_fn stop_fn, void *stop_userdata,
+                           unsigned long *ret_findings, bool *ret_changed, aisb_error **err);
 
-/* For a run: warn once when dir changed and its files hold findings. Never fails the run. */
+/* For a run: warn once when dir changed and its files hold findings. Never fails the run; a
+ * stop of the run (ctx_stopping) ends the scan, and the run sees the stop itself. */
 void skills_warn_if_changed(aisb_ctx *ctx, const char *dir);

@@ -99,6 +99,25 @@ assert objs[-1]["findings"] == 2, objs[-1]
 pass "--json: one object per finding, the history one with its commit, then the summary"
 no_secret_anywhere "json"
 
+# A file name holding C1 controls (U+009D starts an OSC, U+009C ends it) and DEL: json-c
+# leaves them raw; --json shows them escaped, and the name is still the file's.
+c1=$E2E_TMP/c1-agents
+mkdir -p "$c1"
+c1_name=$'x\xc2\x9d0;PWNED\xc2\x9c\x7f.env'
+printf 'TOKEN=%s\n' "$file_token" > "$c1/$c1_name"
+lint "$c1" --json --no-history
+expect_eq "--json: the file with C1 in its name is found" 1 "$rc"
+if printf '%s%s' "$out" "$err" | LC_ALL=C grep -q $'\xc2[\x80-\x9f]\|\x7f'; then
+  fail "--json printed a C1 control or DEL raw: $(printf '%s' "$out" | od -c | head -5)"
+fi
+pass "--json prints no C1 control or DEL raw"
+printf '%s\n' "$out" | python3 -c '
+import json, sys
+objs = [json.loads(l) for l in sys.stdin if l.strip()]
+assert objs[0]["path"] == "x\u009d0;PWNED\u009c\x7f.env", objs
+' || fail "--json: the name is not the file's: $out"
+pass "--json: the escaped name is the file's"
+
 lint "$agents" --no-history
 expect_eq "--no-history still finds the file's token" 1 "$rc"
 expect_absent "--no-history reads no history" "github-token" "$out"

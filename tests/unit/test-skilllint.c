@@ -48,10 +48,20 @@ static int collect(const skilllint_finding *f, void *userdata)
         return 0;
 }
 
+/* The scanner's promise on any input (skilllint.h): work within a fixed multiple of it. */
+static void assert_linear(unsigned long long examined, size_t size)
+{
+        ck_assert_msg(examined <= SKILLLINT_WORK_PER_BYTE * (unsigned long long) size + SKILLLINT_WORK_PER_BYTE,
+                      "%llu units of work for %zu bytes: %.1f a byte, more than %d", examined, size,
+                      (double) examined / (double) (size ? size : 1), SKILLLINT_WORK_PER_BYTE);
+}
+
 static findings scan(const char *path, const char *text)
 {
         findings fs = {};
-        ck_assert_int_eq(skilllint_scan(text, strlen(text), path, 1, collect, &fs), 0);
+        unsigned long long examined = 0;
+        ck_assert_int_eq(skilllint_scan_measured(text, strlen(text), path, 1, collect, &fs, &examined), 0);
+        assert_linear(examined, strlen(text));
         return fs;
 }
 
@@ -466,6 +476,94 @@ START_TEST(test_history_hostile)
 }
 END_TEST
 
+/* ---- lines built to make a rule read the same bytes again and again ---- */
+
+typedef struct hostile {
+        const char *path; /* NULL: git log output */
+        const char *head, *unit, *tail;
+        const char *next_unit; /* when set: a next line of it, as long */
+        const char *kind;      /* the one finding there is, or NULL for none */
+} hostile;
+
+/* Each quadratic before: a rule that read from every position (every separator after a
+ * secret-looking key, every "eyJ", every exact-length prefix, every BEGIN line's next line)
+ * to the end of a run as long as the line. */
+static const hostile hostiles[] = {
+        /* A bare value from every ':' to the end of the line, the red team's line. */
+        { ".env", "", "token:", "\n", NULL, "assigned-secret" },
+        { ".env", "", "password=", "\n", NULL, "assigned-secret" },
+        /* A key, then a line of '=' (each "==" is code: linear before too). */
+        { ".env", "password", "=", "\n", NULL, NULL },
+        /* Values never claimed, each read to the end again: references, and placeholders
+         * ("xxxx" at the end of each). */
+        { ".env", "", "token=$", "\n", NULL, NULL },
+        { ".env", "", "_token=x", "xxxx\n", NULL, NULL },
+        { "notes.md", "", "eyJ-", "\n", NULL, NULL },
+        /* An exact-length format read to the end of the run for each. */
+        { "notes.md", "", "AIza-", "\n", NULL, NULL },
+        /* A line of BEGIN lines, whose next line (an example: counting letters) was looked
+         * at again for each. */
+        { "notes.md", "", "-----BEGIN PRIVATE KEY-----", "\n", "abcdefghij", NULL },
+        { NULL, "aisb-repo 0\ncommit 1111111111111111111111111111111111111111\n+++ b/.env\n@@ -0,0 +1 @@\n+",
+          "token:", "\n", NULL, "assigned-secret" },
+};
+
+typedef struct tally {
+        unsigned long n;
+        char kind[32];
+} tally;
+
+static int count_findings(const skilllint_finding *f, void *userdata)
+{
+        tally *t = userdata;
+        if (t->n++ == 0)
+                snprintf(t->kind, sizeof t->kind, "%s", f->kind);
+        return 0;
+}
+
+/* _i: the hostile line, at 64 KiB (even) or 1 MiB (odd). No clock: the work is counted. */
+START_TEST(test_hostile_lines_linear)
+{
+        const hostile *h = &hostiles[_i / 2];
+        size_t target = _i % 2 ? 1024 * 1024 : 64 * 1024;
+        size_t head = strlen(h->head), unit = strlen(h->unit), tail = strlen(h->tail);
+        char *text = malloc(head + 2 * (target + tail) + 1);
+        ck_assert_ptr_nonnull(text);
+        memcpy(text, h->head, head);
+        size_t size = head;
+        while (size + unit <= head + target) {
+                memcpy(text + size, h->unit, unit);
+                size += unit;
+        }
+        memcpy(text + size, h->tail, tail);
+        size += tail;
+        if (h->next_unit) {
+                size_t line = size, next = strlen(h->next_unit);
+                while (size + next <= line + target) {
+                        memcpy(text + size, h->next_unit, next);
+                        size += next;
+                }
+                memcpy(text + size, h->tail, tail);
+                size += tail;
+        }
+        text[size] = 0;
+        tally t = {};
+        unsigned long long examined = 0;
+        if (h->path)
+                ck_assert_int_eq(skilllint_scan_measured(text, size, h->path, 1, count_findings, &t, &examined), 0);
+        else
+                ck_assert_int_eq(skilllint_scan_history_measured(text, size, count_findings, &t, &examined), 0);
+        assert_linear(examined, size);
+        /* And it still finds what it found. */
+        if (h->kind) {
+                ck_assert_uint_eq(t.n, 1);
+                ck_assert_str_eq(t.kind, h->kind);
+        } else
+                ck_assert_uint_eq(t.n, 0);
+        free(text);
+}
+END_TEST
+
 /* ---- the host side: the walk ---- */
 
 static char root[64];
@@ -678,6 +776,41 @@ START_TEST(test_walk_read_bound)
 }
 END_TEST
 
+/* Asked before each entry: a stop ends the walk there with -ECANCELED. */
+static bool stop_at_call(void *userdata)
+{
+        unsigned *calls_left = userdata;
+        return (*calls_left)-- == 0;
+}
+
+START_TEST(test_walk_stop)
+{
+        put_text("a.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        put_text("b.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        put_text("c/d.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        walk_result res = {};
+        unsigned calls_left = 1; /* a.env goes, b.env is where it stops */
+        res.w = (skills_walk) { .read_files = true, .finding_fn = walk_collect, .userdata = &res,
+                                .stop_fn = stop_at_call, .stop_userdata = &calls_left };
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(skills_walk_run(fd, &res.w), -ECANCELED);
+        ck_assert_uint_eq(res.w.files, 1);
+        ck_assert_uint_eq(res.fs.n, 1);
+        ck_assert_str_eq(res.fs.items[0].path, "a.env");
+        skills_walk_done(&res.w);
+        /* Inside a directory too. */
+        res = (walk_result) {};
+        calls_left = 3; /* a.env, b.env, c; then c/d.env */
+        res.w = (skills_walk) { .read_files = true, .finding_fn = walk_collect, .userdata = &res,
+                                .stop_fn = stop_at_call, .stop_userdata = &calls_left };
+        ck_assert_int_eq(skills_walk_run(fd, &res.w), -ECANCELED);
+        ck_assert_uint_eq(res.w.files, 2);
+        skills_walk_done(&res.w);
+        close(fd);
+}
+END_TEST
+
 /* ---- the run's cache, and the agents directory a run mounts ---- */
 
 START_TEST(test_cache)
@@ -712,6 +845,38 @@ START_TEST(test_cache)
         ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
         ck_assert(changed);
         ck_assert_uint_eq(n, 0);
+        unsetenv("XDG_STATE_HOME");
+}
+END_TEST
+
+/* A stopped scan caches nothing: the next run scans again, and warns. */
+START_TEST(test_cache_stop)
+{
+        char state[128], dir[128];
+        snprintf(state, sizeof state, "%s/state", root);
+        snprintf(dir, sizeof dir, "%s/agents", root);
+        ck_assert_int_eq(mkdir(dir, 0755), 0);
+        setenv("XDG_STATE_HOME", state, 1);
+        put_text("agents/a.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        put_text("agents/b.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
+        unsigned long n = 99;
+        bool changed = false;
+        /* Stopped in the listing, and (2 entries listed) in the scan itself. */
+        for (unsigned at = 0; at < 4; at++) {
+                unsigned calls_left = at;
+                aisb_error *err = NULL;
+                ck_assert_int_eq(skills_check_stoppable(dir, stop_at_call, &calls_left, &n, &changed, &err),
+                                 -ECANCELED);
+                ck_assert_msg(strstr(aisb_error_message(err), "stopped while"), "%s", aisb_error_message(err));
+                aisb_error_free(err);
+        }
+        ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
+        ck_assert(changed);
+        ck_assert_uint_eq(n, 2);
+        /* Never asked to stop: the same as skills_check_cached. */
+        ck_assert_int_eq(skills_check_stoppable(dir, NULL, NULL, &n, &changed, NULL), 0);
+        ck_assert(!changed);
+        ck_assert_uint_eq(n, 2);
         unsetenv("XDG_STATE_HOME");
 }
 END_TEST
@@ -759,6 +924,7 @@ static Suite *skilllint_suite(void)
         tcase_add_test(scanner, test_entropy_value);
         tcase_add_test(scanner, test_entropy_random_tokens);
         tcase_add_test(scanner, test_config_like);
+        tcase_add_loop_test(scanner, test_hostile_lines_linear, 0, 2 * (int) ELEMENTSOF(hostiles));
         suite_add_tcase(s, scanner);
         TCase *history = tcase_create("history");
         tcase_add_test(history, test_history);
@@ -771,7 +937,9 @@ static Suite *skilllint_suite(void)
         tcase_add_test(host, test_walk_git);
         tcase_add_test(host, test_walk_depth);
         tcase_add_test(host, test_walk_read_bound);
+        tcase_add_test(host, test_walk_stop);
         tcase_add_test(host, test_cache);
+        tcase_add_test(host, test_cache_stop);
         tcase_add_test(host, test_agents_dir);
         suite_add_tcase(s, host);
         return s;

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""What an image build prints reaches the terminal without its control strings.
+
+A build runs the Containerfile's commands: an npm package's install script among them
+prints what it likes. This serves, at a unix socket of its own, enough of the libpod API for
+"aisb build --socket" to start a build, and streams build lines that hold an OSC title
+(ESC ] 0 ; ... BEL), an OSC 52 clipboard write, a DCS, a CSI, and C1 controls as UTF-8
+(U+009D, U+009B, U+0090), then an error that ends the build. The CLI runs twice: with pipes
+(every line, "build: ...") and on a pseudo-terminal (one line rewritten in place). Neither
+output holds one of those controls raw; each shows as text, and the terminal's display is
+still its one line.
+
+Usage: build-output.py AISB
+"""
+import fcntl
+import json
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_libpod  # noqa: E402
+
+aisb = sys.argv[1]
+work = tempfile.mkdtemp(prefix="aisb-build-output-")
+sock = os.path.join(work, "podman.sock")
+
+LINES = [
+    "STEP 1/2: FROM debian:12\n",
+    "title \x1b]0;PWNED\x07 done\n",
+    "clipboard \x1b]52;c;cHduZWQ=\x07 done\n",
+    "dcs \x1bP1$qm\x1b\\ done\n",
+    "csi \x1b[2J\x1b[31m done\n",
+    "c1 \u009d0;PWNED\u009c and \u009b31m and \u0090q\u009c done\n",
+]
+
+
+def answer(method, path):
+    if path.endswith("/build"):
+        body = b"".join(json.dumps({"stream": line}).encode() + b"\n" for line in LINES)
+        return 200, body + json.dumps({"error": "the test ends the build here"}).encode() + b"\n"
+    return fake_libpod.NOT_FOUND  # no image exists: build it
+
+
+server, requests = fake_libpod.serve(sock, answer)
+
+# A config of the test's own: a registry base (no bootstrap), nothing fetched to pack.
+config_home = os.path.join(work, "config")
+os.makedirs(os.path.join(config_home, "ai-sandbox"))
+with open(os.path.join(config_home, "ai-sandbox", "config"), "w") as f:
+    f.write("base-image = docker.io/library/debian:12\nnode-source = npm\nnet = none\n")
+env = dict(os.environ, HOME=work, XDG_CONFIG_HOME=config_home, XDG_STATE_HOME=os.path.join(work, "state"),
+           NO_COLOR="1")
+command = [aisb, "build", "--socket", sock]
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok: " if ok else "FAIL: ") + name + ("" if ok else ": " + detail))
+    if not ok:
+        failures.append(name)
+
+
+def raw_controls(data):
+    """The control strings of a build line found raw in data: every ESC but the CLI's own
+    line erase, BEL, and C1 controls as UTF-8 or as single bytes."""
+    found = []
+    for m in re.finditer(rb"\x1b(.?)", data, re.S):
+        if data[m.start():m.start() + 3] != b"\x1b[K":
+            found.append(data[m.start():m.start() + 4])
+    found += re.findall(rb"\x07|\xc2[\x80-\x9f]", data)
+    return found
+
+
+def expect_shown(name, data):
+    # The build lines only: the error line after them quotes the last one (escaped).
+    text = data[data.index(b"build: "):data.rindex(b"aisb: ")].decode("utf-8", "replace")
+    for shown in ["\\x1b]0;PWNED\\x07", "\\x1b]52;c;cHduZWQ=\\x07", "\\x1bP1$qm\\x1b\\", "\\x1b[2J",
+                  "\\xc2\\x9d0;PWNED\\xc2\\x9c", "\\xc2\\x9b31m"]:
+        check(name + ": shown as text: " + shown, shown in text, repr(text[-2000:]))
+
+
+# ---- pipes: every line, "build: ..." ----
+p = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+out = p.stdout + p.stderr
+check("pipes: the build ran against the fake service", any(r.endswith("/build") for r in requests),
+      "requests: %s; output: %r" % (requests, out))
+check("pipes: the build's error ends aisb (125)", p.returncode == 125, "exit %d: %r" % (p.returncode, out))
+check("pipes: no control of the build reaches stdout or stderr raw", not raw_controls(out),
+      repr(raw_controls(out)))
+expect_shown("pipes", p.stderr)
+check("pipes: one line per build line",
+      sum(1 for l in p.stderr.split(b"\n") if l.startswith(b"build: ")) == len(LINES), repr(p.stderr))
+
+# ---- a terminal: one line, rewritten in place ----
+requests.clear()
+master, slave = pty.openpty()
+# Wide enough that no line of the test is cut.
+fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+proc = subprocess.Popen(command, env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+os.close(slave)
+data = b""
+while True:
+    ready, _, _ = select.select([master], [], [], 120)
+    if not ready:
+        proc.kill()
+        break
+    try:
+        chunk = os.read(master, 65536)
+    except OSError:  # EIO: the last writer closed the terminal
+        break
+    if not chunk:
+        break
+    data += chunk
+rc = proc.wait(timeout=60)
+os.close(master)
+check("terminal: the build ran against the fake service", any(r.endswith("/build") for r in requests),
+      "requests: %s; output: %r" % (requests, data))
+check("terminal: the build's error ends aisb (125)", rc == 125, "exit %d: %r" % (rc, data))
+check("terminal: no control of the build reaches the terminal raw", not raw_controls(data),
+      repr(raw_controls(data)))
+expect_shown("terminal", data)
+check("terminal: each build line rewrites the one line", data.count(b"\r\x1b[Kbuild: ") == len(LINES), repr(data))
+
+server.shutdown()
+subprocess.run(["rm", "-rf", work])
+sys.exit(1 if failures else 0)
