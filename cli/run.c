@@ -31,10 +31,21 @@ static void on_build_line(aisb_log_level level, const char *line, void *userdata
         build_display *d = userdata;
         if (d->quiet)
                 return;
+        /* A progress line redrawn with carriage returns shows what a terminal would: its
+         * last state. */
+        char *copy = strdup(line);
+        if (!copy)
+                return;
+        size_t n = strlen(copy);
+        while (n > 0 && copy[n - 1] == '\r')
+                copy[--n] = 0;
+        const char *cr = strrchr(copy, '\r');
+        line = cr ? cr + 1 : copy;
         if (!d->terminal) {
                 fputs("build: ", stderr);
                 cli_put(stderr, line);
                 fputc('\n', stderr);
+                free(copy);
                 return;
         }
         /* Shown as cli_put shows it, then cut to the width: an escape counts as the text it
@@ -42,10 +53,10 @@ static void on_build_line(aisb_log_level level, const char *line, void *userdata
         char *shown = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&shown, &size);
-        if (!f)
-                return;
-        cli_put(f, line);
-        if (fclose(f) != 0) {
+        if (f)
+                cli_put(f, line);
+        free(copy);
+        if (!f || fclose(f) != 0) {
                 free(shown);
                 return;
         }

@@ -5,7 +5,7 @@
 # shellcheck disable=SC2207
 
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
-  --gate-add-host --network-backend --env --env-file --mount --device --no-cwd --memory --cpus --pids-limit --tmp-size
+  --gate-add-host --secret --gate-idle-stop --network-backend --env --env-file --mount --device --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
   --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
@@ -33,7 +33,8 @@ _aisb_value()
         --socket) _filedir ;;
         --env) COMPREPLY=($(compgen -e -- "$cur")) ;;
         --mount) _filedir ;;
-        --base-image | --install | --allow | --proxy | --gate-add-host | --memory | --cpus | \
+        --base-image | --install | --allow | --proxy | --gate-add-host | --secret | --gate-idle-stop | \
+            --memory | --cpus | \
             --pids-limit | --tmp-size | --home-volume | -n)
             ;; # free-form: nothing sensible to offer
         *) return 1 ;;

@@ -27,6 +27,7 @@
 #include "nft.h"
 #include "sandbox-seccomp.h"
 #include "seed.h"
+#include "trust.h"
 
 #define PREFIX "aisb-entrypoint: "
 
@@ -295,6 +296,11 @@ int main(int argc, char **argv)
         r = sandbox_seccomp_build(&filter, err, sizeof(err));
         if (r < 0)
                 die(EP_EXIT_UNENFORCED, "%s", err);
+
+        /* As root still: /run is the container's, its user cannot write there. */
+        if (p->ca_extra[0] &&
+            trust_bundle_write(NETPOLICY_SYSTEM_CAS, p->ca_extra, NETPOLICY_CA_BUNDLE, err, sizeof(err)) < 0)
+                die(EP_EXIT_UNENFORCED, "the gate's CA: %s; nothing was run", err);
 
         if (p->keep_root)
                 say("--keep-root: the command runs as uid 0, with no capabilities, the ruleset and seccomp");

@@ -236,7 +236,8 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
 
                 bool takes_value = streq_safe(name, "--uid") || streq_safe(name, "--gid") ||
                                    streq_safe(name, "--net") || streq_safe(name, "--allow") ||
-                                   streq_safe(name, "--seed") || streq_safe(name, "--expect-mount");
+                                   streq_safe(name, "--seed") || streq_safe(name, "--expect-mount") ||
+                                   streq_safe(name, "--ca-bundle");
                 if (takes_value) {
                         if (eq)
                                 val = eq + 1;
@@ -311,6 +312,13 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                         memcpy(p.seed_source, val, source_len);
                         p.seed_source[source_len] = '\0';
                         memcpy(p.seed_dest, colon + 1, strlen(colon + 1) + 1);
+                } else if (streq_safe(name, "--ca-bundle")) {
+                        if (p.ca_extra[0])
+                                return ERR("--ca-bundle given twice");
+                        if (val[0] != '/' || strstr(val, "/..") || strlen(val) >= sizeof(p.ca_extra))
+                                return ERR("--ca-bundle %s: must be an absolute path of at most %d bytes", val,
+                                           NETPOLICY_SEED_PATH_MAX - 1);
+                        memcpy(p.ca_extra, val, strlen(val) + 1);
                 } else if (streq_safe(name, "--allow-dns")) {
                         p.allow_dns = true;
                 } else if (streq_safe(name, "--allow-unenforced")) {
@@ -539,6 +547,9 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                 fprintf(f, "setresgid(%u); setresuid(%u); ", (unsigned) p->gid, (unsigned) p->uid);
         else
                 fprintf(f, "setresgid(--gid); setresuid(--uid); ");
+        if (p->ca_extra[0])
+                fprintf(f, "(before: " NETPOLICY_CA_BUNDLE " = " NETPOLICY_SYSTEM_CAS " then %s, the gate's CA; "
+                           "failure exits %d) ", p->ca_extra, EP_EXIT_UNENFORCED);
         fprintf(f, "capset: effective, permitted, inheritable empty; clear ambient; "
                    "PR_SET_NO_NEW_PRIVS; check all of it; failure exits %d\n", EP_EXIT_UNENFORCED);
         if (p->seed_source[0])

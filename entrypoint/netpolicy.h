@@ -28,6 +28,8 @@
 #define NETPOLICY_TABLE "aisb"
 #define NETPOLICY_SEED_PATH_MAX 256
 #define NETPOLICY_MAX_EXPECT 16
+#define NETPOLICY_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"
+#define NETPOLICY_CA_BUNDLE "/run/aisb/ca-bundle.crt"
 
 /* --expect-mount PATH:DEV:INO: PATH inside the container must be that very file (device and
  * inode as the host saw them), or nothing runs: a path podman resolved after aisb chose it
@@ -77,6 +79,9 @@ struct netpolicy {
          * user. Both absolute, or empty for none. */
         char seed_source[NETPOLICY_SEED_PATH_MAX];
         char seed_dest[NETPOLICY_SEED_PATH_MAX];
+        /* --ca-bundle PEM: before the drop, NETPOLICY_CA_BUNDLE becomes the system's trusted CAs
+         * followed by PEM (the gate's CA, when the gate intercepts TLS). Empty for none. */
+        char ca_extra[NETPOLICY_SEED_PATH_MAX];
         struct expect_mount expect[NETPOLICY_MAX_EXPECT];
         size_t n_expect;
         struct resolvers resolvers;

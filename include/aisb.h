@@ -238,6 +238,9 @@ typedef struct aisb_egress {
         unsigned long failed; /* let through, but did not complete */
         const char *const *denied_names; /* NULL-terminated, at most 8 each */
         const char *const *failed_names;
+        /* "METHOD URL" of refused requests the gate saw whole: plain HTTP, and the HTTPS of
+         * hosts it intercepts (rules, secrets). NULL-terminated, at most 8. */
+        const char *const *denied_requests;
 } aisb_egress;
 
 typedef struct aisb_event {

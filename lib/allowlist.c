@@ -217,9 +217,121 @@ void allowlist_done(allowlist *l)
         for (size_t i = 0; i < l->n; i++) {
                 free(l->entries[i].host);
                 free(l->entries[i].origin);
+                free(l->entries[i].rules);
         }
         free(l->entries);
         *l = (allowlist) {};
+}
+
+static const char *const method_names[] = { "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE" };
+
+const char *allowlist_method_name(unsigned bit)
+{
+        for (size_t i = 0; i < ELEMENTSOF(method_names); i++)
+                if (bit == 1u << i)
+                        return method_names[i];
+        return NULL;
+}
+
+/* A rule's words: "read-only", methods (one or a comma list), then path prefixes. The
+ * canonical text lists the methods in a fixed order, then the paths in the order given,
+ * repeats left out. */
+static int parse_rules(const char *text, allow_entry *e, char *why, size_t whylen)
+{
+        _cleanup_free_ char *copy = strdup(text);
+        _cleanup_strv_free_ char **paths = NULL;
+        if (!copy)
+                return -ENOMEM;
+        unsigned methods = 0;
+        char *save = NULL;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (w[0] == '/') {
+                        size_t n = strlen(w);
+                        if (n > ALLOWLIST_PATH_MAX)
+                                return snprintf(why, whylen, "a path longer than %d characters", ALLOWLIST_PATH_MAX),
+                                       -EINVAL;
+                        if (strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~%+-") != n)
+                                return snprintf(why, whylen,
+                                                "a path may hold letters, digits and / . _ ~ %% + - only"),
+                                       -EINVAL;
+                        if (strstr(w, "/../") || strstr(w, "/./") || (n >= 3 && strcmp(w + n - 3, "/..") == 0))
+                                return snprintf(why, whylen, "a path with . or .. segments: write it as the server sees it"),
+                                       -EINVAL;
+                        bool seen = false;
+                        for (size_t i = 0; paths && paths[i]; i++)
+                                seen |= streq(paths[i], w);
+                        if (!seen && strv_length((const char *const *) paths) >= ALLOWLIST_MAX_PATHS)
+                                return snprintf(why, whylen, "more than %d paths", ALLOWLIST_MAX_PATHS), -EINVAL;
+                        if (!seen && strv_push(&paths, w) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (paths)
+                        return snprintf(why, whylen, "methods go before the paths"), -EINVAL;
+                if (streq(w, "read-only")) {
+                        methods |= ALLOW_METHODS_READ_ONLY;
+                        continue;
+                }
+                for (char *m = w, *comma; m; m = comma ? comma + 1 : NULL) {
+                        comma = strchr(m, ',');
+                        if (comma)
+                                *comma = 0;
+                        unsigned bit = 0;
+                        for (size_t i = 0; i < ELEMENTSOF(method_names) && !bit; i++)
+                                if (streq(m, method_names[i]))
+                                        bit = 1u << i;
+                        if (!bit)
+                                return snprintf(why, whylen,
+                                                "'%.32s' is no method (GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE, "
+                                                "or read-only) and no path (/...)",
+                                                m),
+                                       -EINVAL;
+                        methods |= bit;
+                }
+        }
+        _cleanup_(buffer_free) buffer b = {};
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(method_names); i++)
+                if (methods & (1u << i))
+                        r |= buffer_printf(&b, "%s%s", b.size ? "," : "", method_names[i]);
+        for (size_t i = 0; paths && paths[i]; i++)
+                r |= buffer_printf(&b, "%s%s", b.size ? " " : "", paths[i]);
+        if (r < 0)
+                return -ENOMEM;
+        if (!b.size)
+                return 0;
+        e->methods = methods;
+        e->rules = buffer_steal(&b);
+        return e->rules ? 0 : -ENOMEM;
+}
+
+int allowlist_append_copy(allowlist *l, const allow_entry *e)
+{
+        allow_entry *grown = realloc(l->entries, (l->n + 1) * sizeof *grown);
+        if (!grown)
+                return -ENOMEM;
+        l->entries = grown;
+        allow_entry c = *e;
+        c.host = strdup(e->host);
+        c.origin = strdup(e->origin);
+        c.rules = e->rules ? strdup(e->rules) : NULL;
+        if (!c.host || !c.origin || (e->rules && !c.rules)) {
+                free(c.host);
+                free(c.origin);
+                free(c.rules);
+                return -ENOMEM;
+        }
+        l->entries[l->n++] = c;
+        return 0;
+}
+
+int allowlist_entry_text(const allow_entry *e, char **ret)
+{
+        const char *sep = e->rules ? " " : "", *rules = e->rules ? e->rules : "";
+        int n = !e->port ? asprintf(ret, "%s%s%s", e->host, sep, rules)
+                : e->family == AF_INET6 ? asprintf(ret, "[%s]:%u%s%s", e->host, e->port, sep, rules)
+                                        : asprintf(ret, "%s:%u%s%s", e->host, e->port, sep, rules);
+        return n < 0 ? -ENOMEM : 0;
 }
 
 size_t allowlist_count_domains(const allowlist *l)
@@ -251,13 +363,19 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
         if (memchr(text, 0, len))
                 return aisb_error_set(err, -EINVAL, "%s: '%s' is not a domain, IP or CIDR (a NUL byte)",
                                       origin, shown);
-        if (len > ALLOWLIST_ENTRY_MAX)
+        if (len > ALLOWLIST_LINE_MAX)
                 return aisb_error_set(err, -EINVAL,
                                       "%s: '%s' is not a domain, IP or CIDR (longer than %d characters)",
-                                      origin, shown, ALLOWLIST_ENTRY_MAX);
-        char copy[ALLOWLIST_ENTRY_MAX + 1];
+                                      origin, shown, ALLOWLIST_LINE_MAX);
+        char copy[ALLOWLIST_LINE_MAX + 1];
         memcpy(copy, text, len);
         copy[len] = 0;
+        /* The destination, then its rules after the first blank. */
+        char *rules = copy + strcspn(copy, " \t");
+        if (*rules) {
+                *rules++ = 0;
+                rules += strspn(rules, " \t");
+        }
 
         allow_entry e = {};
         char why[WHY_MAX];
@@ -272,6 +390,23 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
                                       shown, why);
         }
         _cleanup_free_ char *host = e.host;
+        if (*rules && e.kind != ALLOW_DOMAIN)
+                return aisb_error_set(err, -EINVAL,
+                                      "%s: '%s': methods and paths apply to names only (the gate sees an address's "
+                                      "traffic as a tunnel)",
+                                      origin, shown);
+        if (*rules) {
+                for (const char *c = rules; *c; c++)
+                        if ((unsigned char) *c < 0x20 && *c != '\t')
+                                return aisb_error_set(err, -EINVAL, "%s: '%s': a control character in its rules",
+                                                      origin, shown);
+                r = parse_rules(rules, &e, why, sizeof why);
+                if (r == -ENOMEM)
+                        return error_oom(err);
+                if (r < 0)
+                        return aisb_error_set(err, r, "%s: '%s': %s", origin, shown, why);
+        }
+        _cleanup_free_ char *entry_rules = e.rules;
         if (e.kind == ALLOW_ADDRESS && (flags & ALLOWLIST_FILE_DOMAINS_ONLY))
                 return aisb_error_set(err, -EINVAL,
                                       "%s: '%s' is an address, and a project's allowlist may name "
@@ -280,7 +415,8 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
 
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *o = &l->entries[i];
-                if (o->kind == e.kind && o->port == e.port && streq(o->host, e.host))
+                if (o->kind == e.kind && o->port == e.port && streq(o->host, e.host) &&
+                    streq(o->rules ? o->rules : "", e.rules ? e.rules : ""))
                         return 0; /* a duplicate: the first origin stays */
         }
         if (l->n >= ALLOWLIST_MAX_ENTRIES)
@@ -306,6 +442,7 @@ static int add_trimmed(allowlist *l, const char *text, size_t len, const char *o
                 l->entries = entries;
         }
         e.host = steal_pointer(&host);
+        e.rules = steal_pointer(&entry_rules);
         l->entries[l->n++] = e;
         return 0;
 }
@@ -443,6 +580,47 @@ bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
                 if (e->kind == ALLOW_DOMAIN && port_matches(e, port) && allowlist_domain_covers(e->host, name))
+                        return true;
+        }
+        return false;
+}
+
+/* Whether an entry's rules let this request through: its method among the entry's (any when
+ * none is named), its path below one of the entry's prefixes (any when none is named). */
+static bool rules_allow(const allow_entry *e, const char *method, const char *path)
+{
+        if (!e->rules)
+                return true;
+        if (e->methods) {
+                unsigned bit = 0;
+                for (size_t i = 0; i < ELEMENTSOF(method_names) && !bit; i++)
+                        if (streq(method, method_names[i]))
+                                bit = 1u << i;
+                if (!(e->methods & bit))
+                        return false;
+        }
+        bool any_path = true, matched = false;
+        _cleanup_free_ char *copy = strdup(e->rules);
+        char *save = NULL;
+        for (char *w = copy ? strtok_r(copy, " ", &save) : NULL; w; w = strtok_r(NULL, " ", &save))
+                if (w[0] == '/') {
+                        any_path = false;
+                        matched |= startswith(path, w);
+                }
+        return copy && (any_path || matched);
+}
+
+bool allowlist_request_allows(const allowlist *l, const char *host, unsigned port, const char *method,
+                              const char *path)
+{
+        char name[DOMAIN_MAX + 2], why[WHY_MAX];
+        if (!host || strlen(host) > DOMAIN_MAX + 1 ||
+            domain_canonical(host, false, true, name, why, sizeof why) < 0)
+                return false;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind == ALLOW_DOMAIN && port_matches(e, port) && allowlist_domain_covers(e->host, name) &&
+                    (!method || rules_allow(e, method, path ? path : "/")))
                         return true;
         }
         return false;

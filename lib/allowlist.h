@@ -24,6 +24,8 @@
 #define ALLOWLIST_FILE_MAX (1024 * 1024)
 /* Longest entry text: a 253-character domain with "*." and ":65535" fits. */
 #define ALLOWLIST_ENTRY_MAX 270
+/* Longest entry with its rules. */
+#define ALLOWLIST_LINE_MAX 4096
 
 typedef enum allow_kind {
         ALLOW_DOMAIN,
@@ -40,7 +42,28 @@ typedef struct allow_entry {
         unsigned prefix; /* addresses: 0..32 or 0..128; 0 for domains */
         unsigned port;   /* 0 = default: domains 80 and 443, addresses any TCP or UDP port */
         char *origin;    /* "--allow", or "PATH:LINE"; the first one for merged duplicates */
+        /* Domains only: the requests allowed, in canonical text ("GET,HEAD /repos/acme/ /user"):
+         * methods (all when none is named), then path prefixes (all when none is named). NULL:
+         * every request. The gate intercepts a host with rules to see them (gate-squid.h). */
+        char *rules;
+        unsigned methods; /* ALLOW_METHOD_* bits of rules; 0: every method */
 } allow_entry;
+
+enum {
+        ALLOW_METHOD_GET = 1 << 0,
+        ALLOW_METHOD_HEAD = 1 << 1,
+        ALLOW_METHOD_OPTIONS = 1 << 2,
+        ALLOW_METHOD_POST = 1 << 3,
+        ALLOW_METHOD_PUT = 1 << 4,
+        ALLOW_METHOD_PATCH = 1 << 5,
+        ALLOW_METHOD_DELETE = 1 << 6,
+};
+/* "read-only" in a rule: what cannot change anything on a well-behaved server. */
+#define ALLOW_METHODS_READ_ONLY (ALLOW_METHOD_GET | ALLOW_METHOD_HEAD | ALLOW_METHOD_OPTIONS)
+#define ALLOWLIST_MAX_PATHS 16
+#define ALLOWLIST_PATH_MAX 128
+/* The name of a method bit, "GET"...; NULL for anything else. */
+const char *allowlist_method_name(unsigned bit);
 
 typedef struct allowlist {
         allow_entry *entries;
@@ -48,6 +71,10 @@ typedef struct allowlist {
 } allowlist;
 
 void allowlist_done(allowlist *l);
+/* Append a copy of e (host, origin and rules copied). -ENOMEM. */
+int allowlist_append_copy(allowlist *l, const allow_entry *e);
+/* The entry as it would be written again: "host[:port][ rules]", "[v6]:port", "10.0.0.0/8". */
+int allowlist_entry_text(const allow_entry *e, char **ret);
 
 /* Parse one entry and add it (duplicates are merged, the first origin kept). Surrounding
  * whitespace is trimmed; nothing else is forgiven. -EINVAL with "ORIGIN: 'TEXT' ..." on a bad
@@ -90,6 +117,11 @@ int allowlist_check_host_addresses(const allowlist *l, const char *const *host_a
                                    bool insecure_allow_host_ranges, aisb_error **err);
 size_t allowlist_count_domains(const allowlist *l);
 size_t allowlist_count_addresses(const allowlist *l);
+
+/* Whether a request (method, path; NULL for a CONNECT, which only names the host) for host:port
+ * is allowed by some domain entry: the rule the gate enforces, for tests and explanations. */
+bool allowlist_request_allows(const allowlist *l, const char *host, unsigned port, const char *method,
+                              const char *path);
 
 /* Whether a request for host:port is allowed by some domain entry: host is the entry or below
  * it, and port is the entry's port (80 or 443 for entries without one). host may be given in

@@ -72,6 +72,12 @@ int container_create_body(const container_spec *spec, json_object **ret)
                 _cleanup_free_ char *name_part = strndup(net->env[i], (size_t) (eq - net->env[i]));
                 r |= name_part ? json_add_string(env, name_part, eq + 1) : -ENOMEM;
         }
+        /* The gate's CA trusted by the usual clients, for this run. */
+        for (size_t i = 0; rm && rm->gate_ca && entrypoint_trust_env[i]; i++)
+                r |= json_add_string(env, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
+        /* A secret is the gate's: the sandbox holds its placeholder. */
+        for (size_t i = 0; i < p->n_secrets; i++)
+                r |= json_add_string(env, p->secrets[i].name, p->secrets[i].placeholder);
         for (size_t i = 0; i < p->n_env; i++)
                 r |= json_add_string(env, p->env[i].name, spec->redact ? REDACTED : p->env[i].value);
         r |= json_add(o, "env", env);
@@ -116,6 +122,10 @@ int container_create_body(const container_spec *spec, json_object **ret)
                 static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
                 r |= json_append(mounts, mount_object("bind", rm->seed_dir,
                                                                 AISB_SEED_IN_SANDBOX, ro));
+        }
+        if (rm && rm->gate_ca) {
+                static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
+                r |= json_append(mounts, mount_object("bind", rm->gate_ca, AISB_GATE_CA_IN_SANDBOX, ro));
         }
         if (rm && rm->agents_dir) {
                 /* Skills are read, never rewritten, by any run: read-only even for

@@ -12,6 +12,9 @@
 const char *const entrypoint_capabilities[] = { "CAP_NET_ADMIN", "CAP_SETUID", "CAP_SETGID",
                                                 "CAP_SETPCAP", NULL };
 
+const char *const entrypoint_trust_env[] = { "SSL_CERT_FILE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE",
+                                             "PIP_CERT", "NODE_EXTRA_CA_CERTS", NULL };
+
 static int push_expect(char ***v, const char *path, unsigned long long dev, unsigned long long ino)
 {
         _cleanup_free_ char *arg = NULL;
@@ -45,6 +48,10 @@ int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const run_
                 r = push_expect(&v, AISB_PROJECT_DIR, rm->project_dev, rm->project_ino);
         for (size_t i = 0; r >= 0 && i < p->n_mounts; i++)
                 r = push_expect(&v, p->mounts[i].destination, p->mounts[i].dev, p->mounts[i].ino);
+        if (r >= 0 && rm && rm->gate_ca) {
+                r = strv_push(&v, "--ca-bundle");
+                r = r < 0 ? r : strv_push(&v, AISB_GATE_CA_IN_SANDBOX);
+        }
         if (r >= 0 && rm && rm->seed_dir) {
                 r = strv_push(&v, "--seed");
                 r = r < 0 ? r : strv_push(&v, AISB_SEED_IN_SANDBOX ":" AISB_PI_AGENT_IN_SANDBOX);

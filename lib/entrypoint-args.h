@@ -13,6 +13,13 @@
  * copies them (after the drop, as the user). */
 #define AISB_SEED_IN_SANDBOX "/run/aisb/pi-seed"
 #define AISB_PI_AGENT_IN_SANDBOX AISB_SANDBOX_HOME "/.pi/agent"
+/* The gate's CA, and the bundle the entrypoint makes of it and the system's CAs (which the
+ * variables of entrypoint_trust_env point at). */
+#define AISB_GATE_CA_IN_SANDBOX "/run/aisb/gate-ca.pem"
+#define AISB_CA_BUNDLE_IN_SANDBOX "/run/aisb/ca-bundle.crt"
+/* The variables that make curl, git, python (requests, pip), OpenSSL and Node trust the
+ * bundle, NULL-terminated. */
+extern const char *const entrypoint_trust_env[];
 
 /* The capabilities the container starts with; the entrypoint drops them all. */
 extern const char *const entrypoint_capabilities[];
@@ -22,6 +29,7 @@ typedef struct run_mounts {
         const char *settings_copy; /* the run's copy of .ai-sandbox, read-only over it; NULL: none */
         const char *seed_dir;      /* ephemeral home: the bridged files, copied in by the entrypoint */
         const char *agents_dir;    /* read-only at ~/.agents; NULL: none */
+        const char *gate_ca;       /* the gate's CA when it intercepts TLS (a file); NULL: none */
         /* What the project directory was when the run began: the entrypoint refuses a
          * /project that is not it. */
         bool have_project_id;

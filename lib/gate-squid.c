@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <sys/random.h>
+
 #include "address.h"
 #include "gate-squid.h"
 
@@ -47,7 +49,8 @@ int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret
                 _cleanup_free_ char *line = NULL;
                 if (e->kind != ALLOW_DOMAIN)
                         continue;
-                if (asprintf(&line, "domain %s %u", e->host, e->port) < 0 ||
+                if (asprintf(&line, "domain %s %u%s%s", e->host, e->port, e->rules ? " " : "",
+                             e->rules ? e->rules : "") < 0 ||
                     strv_push(&lines, line) < 0)
                         return -ENOMEM;
         }
@@ -86,12 +89,12 @@ static int port_group(const allowlist *l, unsigned port, char ***ret)
         _cleanup_strv_free_ char **names = NULL;
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
-                if (e->kind != ALLOW_DOMAIN || e->port != port)
+                if (e->kind != ALLOW_DOMAIN || e->port != port || e->rules)
                         continue;
                 bool covered = false;
                 for (size_t j = 0; j < l->n && !covered; j++) {
                         const allow_entry *o = &l->entries[j];
-                        covered = j != i && o->kind == ALLOW_DOMAIN && o->port == port &&
+                        covered = j != i && o->kind == ALLOW_DOMAIN && o->port == port && !o->rules &&
                                   !streq(o->host, e->host) && allowlist_domain_covers(o->host, e->host);
                 }
                 if (!covered && strv_push(&names, e->host) < 0)
@@ -169,6 +172,181 @@ const char *gate_local_range(int family, const uint8_t addr[static 16])
         return NULL;
 }
 
+/* The header each well-known API expects its key in. */
+static const struct {
+        const char *host, *header, *scheme;
+} secret_headers[] = {
+        { "api.anthropic.com", "x-api-key", NULL },
+        { "api.openai.com", "Authorization", "Bearer" },
+        { "generativelanguage.googleapis.com", "x-goog-api-key", NULL },
+        { "api.mistral.ai", "Authorization", "Bearer" },
+        { "openrouter.ai", "Authorization", "Bearer" },
+        { "api.github.com", "Authorization", "Bearer" },
+};
+
+void gate_secret_done(gate_secret *s)
+{
+        free(s->name);
+        strv_free(s->hosts);
+        free(s->header);
+        free(s->scheme);
+        free_secret(s->value);
+        free(s->placeholder);
+        *s = (gate_secret) {};
+}
+
+#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -EINVAL)
+
+int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, char *why, size_t whylen)
+{
+        _cleanup_(gate_secret_done) gate_secret g = {};
+        _cleanup_free_ char *copy = strdup(spec);
+        if (!copy)
+                return -ENOMEM;
+        char *at = strchr(copy, '@');
+        if (!at || at == copy)
+                return WHY("expected NAME@HOST[,HOST...][/HEADER[:SCHEME]]");
+        *at = 0;
+        char *hosts = at + 1, *header = strchr(hosts, '/');
+        if (header)
+                *header++ = 0;
+        g.name = strdup(copy);
+        if (!g.name)
+                return -ENOMEM;
+        if (!*hosts)
+                return WHY("no host after '@'");
+        char *save = NULL;
+        for (char *h = strtok_r(hosts, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+                allowlist probe = {};
+                aisb_error *e = NULL;
+                int r = allowlist_add(&probe, h, "--secret", &e);
+                bool domain = r >= 0 && probe.entries[0].kind == ALLOW_DOMAIN && probe.entries[0].port == 0 &&
+                              h[0] != '*';
+                _cleanup_free_ char *canonical = domain ? strdup(probe.entries[0].host) : NULL;
+                allowlist_done(&probe);
+                if (!domain) {
+                        r = WHY("'%.64s' is no host name: %s", h, e ? aisb_error_message(e) : "a name, without port or '*.'");
+                        aisb_error_free(e);
+                        return r;
+                }
+                if (!canonical || strv_push(&g.hosts, canonical) < 0)
+                        return -ENOMEM;
+        }
+        if (!g.hosts)
+                return WHY("no host after '@'");
+        const char *scheme = NULL;
+        if (header) {
+                char *colon = strchr(header, ':');
+                if (colon) {
+                        *colon = 0;
+                        scheme = colon + 1;
+                }
+                if (!*header || strspn(header, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+                                        strlen(header) || strlen(header) > 64)
+                        return WHY("'%.64s' is no header name (letters, digits and -)", header);
+                if (scheme && (!*scheme || strspn(scheme, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") !=
+                                                   strlen(scheme) || strlen(scheme) > 32))
+                        return WHY("'%.32s' is no scheme (letters only, e.g. Bearer)", scheme);
+        } else {
+                header = (char *) "Authorization";
+                scheme = "Bearer";
+                for (size_t i = 0; i < ELEMENTSOF(secret_headers); i++)
+                        if (streq(g.hosts[0], secret_headers[i].host)) {
+                                header = (char *) secret_headers[i].header;
+                                scheme = secret_headers[i].scheme;
+                        }
+        }
+        /* The value goes inside a quoted squid.conf token that squid also reads for its own
+         * %-codes: only what needs neither quoting nor escaping. */
+        size_t n = value ? strlen(value) : 0;
+        if (n == 0)
+                return WHY("%s is empty", g.name);
+        if (n > 4096)
+                return WHY("%s is longer than 4096 characters", g.name);
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) value[i] <= 0x20 || (unsigned char) value[i] >= 0x7f || strchr("\"'%\\", value[i]))
+                        return WHY("%s holds a character the gate cannot put in a header as it is (a blank, "
+                                   "a quote, %%, \\ or a control or non-ASCII one)",
+                                   g.name);
+        uint8_t random[16];
+        if (getrandom(random, sizeof random, 0) != sizeof random)
+                return WHY("no random bytes for the placeholder: %s", strerror(errno));
+        char hex[33];
+        for (size_t i = 0; i < sizeof random; i++)
+                snprintf(hex + 2 * i, 3, "%02x", random[i]);
+        g.header = strdup(header);
+        g.scheme = scheme ? strdup(scheme) : NULL;
+        g.value = strdup(value);
+        if (asprintf(&g.placeholder, "aisb-secret-%s", hex) < 0)
+                g.placeholder = NULL;
+        if (!g.header || (scheme && !g.scheme) || !g.value || !g.placeholder)
+                return -ENOMEM;
+        *ret = g;
+        g = (gate_secret) {};
+        return 0;
+}
+
+bool gate_squid_intercepts(const allowlist *l, size_t n_secrets)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->entries[i].kind == ALLOW_DOMAIN && l->entries[i].rules)
+                        return true;
+        return n_secrets > 0;
+}
+
+/* A path prefix as a squid regular expression: the characters an entry may hold, the two
+ * that mean something to a regex escaped. */
+static int path_regex(buffer *b, const char *path)
+{
+        int r = buffer_printf(b, " ^");
+        for (const char *c = path; *c && r >= 0; c++)
+                r = buffer_printf(b, *c == '.' || *c == '+' ? "\\%c" : "%c", *c);
+        return r;
+}
+
+/* An entry with rules: a CONNECT to its host is let in to be intercepted, and each request
+ * inside must match its methods and paths; a plain-HTTP request the same. */
+static int rules_lines(buffer *b, const allow_entry *e, size_t i, char ***allows)
+{
+        int r = buffer_printf(b, "acl aisb_rule%zu_dst dstdomain -n .%s\n", i, e->host);
+        if (e->port)
+                r |= buffer_printf(b, "acl aisb_rule%zu_port port %u\n", i, e->port);
+        else
+                r |= buffer_printf(b, "acl aisb_rule%zu_port port 80 443\n", i);
+        _cleanup_free_ char *copy = strdup(e->rules);
+        if (!copy)
+                return -ENOMEM;
+        bool have_paths = false;
+        _cleanup_(buffer_free) buffer paths = {};
+        char *save = NULL;
+        for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
+                if (w[0] == '/') {
+                        have_paths = true;
+                        r |= path_regex(&paths, w);
+                }
+        if (e->methods) {
+                r |= buffer_printf(b, "acl aisb_rule%zu_method method", i);
+                for (unsigned bit = 1; bit <= ALLOW_METHOD_DELETE; bit <<= 1)
+                        if (e->methods & bit)
+                                r |= buffer_printf(b, " %s", allowlist_method_name(bit));
+                r |= buffer_printf(b, "\n");
+        }
+        if (have_paths)
+                r |= buffer_printf(b, "acl aisb_rule%zu_path urlpath_regex%s\n", i, paths.data);
+        _cleanup_free_ char *tunnel = NULL;
+        if (asprintf(&tunnel, "http_access allow aisb_connect aisb_rule%zu_dst aisb_rule%zu_port", i, i) < 0)
+                return -ENOMEM;
+        _cleanup_(buffer_free) buffer line = {};
+        r |= buffer_printf(&line, "http_access allow !aisb_connect aisb_rule%zu_dst aisb_rule%zu_port", i, i);
+        if (e->methods)
+                r |= buffer_printf(&line, " aisb_rule%zu_method", i);
+        if (have_paths)
+                r |= buffer_printf(&line, " aisb_rule%zu_path", i);
+        if (r < 0 || strv_push(allows, tunnel) < 0 || strv_push(allows, line.data) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
                            aisb_error **err)
 {
@@ -177,7 +355,12 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
 
         if (o->port < 1 || o->port > 65535)
                 return aisb_error_set(err, -EINVAL, "gate port %u: must be 1..65535", o->port);
-        const char *paths[] = { o->hosts_file, access_log, cache_log };
+        bool intercepts = gate_squid_intercepts(l, o->n_secrets);
+        if (intercepts && (!o->bump_cert || !o->bump_key || !o->bump_db))
+                return aisb_error_set(err, -EINVAL, "the gate must intercept TLS here but has no CA");
+        const char *paths[] = { o->hosts_file, access_log, cache_log,
+                                intercepts ? o->bump_cert : NULL, intercepts ? o->bump_key : NULL,
+                                intercepts ? o->bump_db : NULL };
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
                 if (paths[i] && !squid_path_valid(paths[i])) {
                         char shown[ALLOWLIST_SHOWN_MAX];
@@ -255,8 +438,21 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         r |= buffer_printf(&b,
                 "# The aisb egress gate: generated from the allowlist, do not edit.\n"
                 "# Only the listed names (and the names below them) on their ports pass;\n"
-                "# everything else, IP literals included, is refused.\n"
-                "http_port 127.0.0.1:%u\n"
+                "# everything else, IP literals included, is refused.\n");
+        if (!intercepts)
+                r |= buffer_printf(&b, "http_port 127.0.0.1:%u\n", o->port);
+        else
+                /* The port's CA, and the helper that makes each intercepted host's certificate
+                 * from it. Upstream certificates are checked against the gate image's trusted
+                 * CAs (the system's and --ca-cert's): an error refuses the request. */
+                r |= buffer_printf(&b,
+                        "http_port 127.0.0.1:%u ssl-bump tls-cert=%s tls-key=%s generate-host-certificates=on "
+                        "dynamic_cert_mem_cache_size=4MB\n"
+                        "sslcrtd_program /usr/lib/squid/security_file_certgen -s %s -M 4MB\n"
+                        "sslcrtd_children 3 startup=1 idle=1\n"
+                        "host_verify_strict on\n",
+                        o->port, o->bump_cert, o->bump_key, o->bump_db);
+        r |= buffer_printf(&b,
                 "visible_hostname aisb-gate\n"
                 "pid_filename none\n"
                 "cache deny all\n"
@@ -264,8 +460,9 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "cache_store_log none\n"
                 "netdb_filename none\n"
                 "shutdown_lifetime 1 seconds\n"
-                "pinger_enable off\n",
-                o->port);
+                "pinger_enable off\n"
+                /* The gate image's pages: squid's own, and aisb's refusals. */
+                "error_directory /usr/share/squid/errors/aisb\n");
         if (o->hosts_file)
                 r |= buffer_printf(&b, "hosts_file %s\n", o->hosts_file);
         /* squid runs as user proxy and cannot open /dev/stdout: logs go to files. */
@@ -328,6 +525,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 _cleanup_strv_free_ char **names = NULL;
                 if (port_group(l, port, &names) < 0)
                         return error_oom(err);
+                if (!names)
+                        continue; /* only entries with rules use this port */
                 r |= acl_lines(&b, dst, "dstdomain -n", ".", names);
                 if (port)
                         r |= buffer_printf(&b, "acl %s port %u\n", port_acl, port);
@@ -337,6 +536,56 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 if (asprintf(&rule, "http_access allow %s %s", dst, port_acl) < 0 ||
                     strv_push(&rules, rule) < 0)
                         return error_oom(err);
+        }
+
+        /* Entries with rules, and their hosts altogether (a request there that no rule allows
+         * is told so). */
+        _cleanup_strv_free_ char **rule_hosts = NULL;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_DOMAIN || !e->rules)
+                        continue;
+                bool seen = false;
+                for (size_t j = 0; rule_hosts && rule_hosts[j]; j++)
+                        seen |= streq(rule_hosts[j], e->host);
+                if (rules_lines(&b, e, i, &rules) < 0 || (!seen && strv_push(&rule_hosts, e->host) < 0))
+                        return error_oom(err);
+        }
+        if (rule_hosts)
+                r |= acl_lines(&b, "aisb_rule_hosts", "dstdomain -n", ".", rule_hosts);
+
+        /* Secrets: over HTTPS to their hosts only, the header is the gate's, never the
+         * client's (denied, then added: replaced, not appended). */
+        if (o->n_secrets)
+                r |= buffer_printf(&b, "acl aisb_https proto HTTPS\n");
+        for (size_t i = 0; i < o->n_secrets; i++) {
+                const gate_secret *g = &o->secrets[i];
+                char acl[32];
+                snprintf(acl, sizeof acl, "aisb_secret%zu", i);
+                r |= acl_lines(&b, acl, "dstdomain -n", "", g->hosts);
+                r |= buffer_printf(&b, "request_header_access %s deny %s\n", g->header, acl);
+                r |= buffer_printf(&b, "request_header_add %s \"%s%s%s\" %s aisb_https\n", g->header,
+                                   g->scheme ? g->scheme : "", g->scheme ? " " : "", g->value, acl);
+        }
+        if (intercepts) {
+                /* TLS is opened only where a rule or a secret needs the request itself; every
+                 * other host stays a tunnel the gate cannot read. */
+                _cleanup_strv_free_ char **bump = NULL;
+                for (size_t i = 0; rule_hosts && rule_hosts[i]; i++) {
+                        _cleanup_free_ char *below = NULL;
+                        if (asprintf(&below, ".%s", rule_hosts[i]) < 0 || strv_push(&bump, below) < 0)
+                                return error_oom(err);
+                }
+                for (size_t i = 0; i < o->n_secrets; i++)
+                        for (size_t k = 0; o->secrets[i].hosts[k]; k++)
+                                if (strv_push(&bump, o->secrets[i].hosts[k]) < 0)
+                                        return error_oom(err);
+                r |= acl_lines(&b, "aisb_bump", "ssl::server_name", "", bump);
+                r |= buffer_printf(&b,
+                        "acl aisb_step1 at_step SslBump1\n"
+                        "ssl_bump peek aisb_step1\n"
+                        "ssl_bump bump aisb_bump\n"
+                        "ssl_bump splice all\n");
         }
 
         r |= buffer_printf(&b,
@@ -354,9 +603,19 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                            local_names ? " !aisb_local_names" : "");
         for (size_t i = 0; rules && rules[i]; i++)
                 r |= buffer_printf(&b, "%s\n", rules[i]);
+        if (rule_hosts)
+                r |= buffer_printf(&b, "http_access deny aisb_rule_hosts\n");
         r |= buffer_printf(&b,
                 "http_access deny all\n"
                 "http_reply_access allow all\n");
+        /* What a refused client reads: which name, which rule, how the user allows it (the
+         * gate image's ERR_AISB_* pages). */
+        r |= buffer_printf(&b,
+                "deny_info ERR_AISB_LOCAL aisb_local_dst\n"
+                "deny_info ERR_AISB_LITERAL aisb_ip_literal\n"
+                "deny_info ERR_AISB_DENIED all\n");
+        if (rule_hosts)
+                r |= buffer_printf(&b, "deny_info ERR_AISB_RULE aisb_rule_hosts\n");
         if (r < 0)
                 return error_oom(err);
 
@@ -416,6 +675,11 @@ int egress_count_line(egress_summary *s, const char *line)
         /* A connection that sent no request (aisb's own liveness probe) is no egress. */
         if (FIELD_IS(METHOD, "-") && no_status)
                 return 0;
+        /* A gate that intercepts TLS logs each CONNECT once more as NONE_NONE/200 when it peeks
+         * at the client's hello; what follows (the tunnel, or each intercepted request) is
+         * counted on its own line. */
+        if (FIELD_IS(METHOD, "CONNECT") && FIELD_IS(STATUS, "200") && FIELD_STARTS(TAG, "NONE"))
+                return 0;
         /* Older lines (no ERROR field) hold the URL there, which never starts with ERR_. */
         bool has_error = n > ERROR && FIELD_STARTS(ERROR, "ERR_");
         char (*names)[sizeof s->denied_names[0]];
@@ -424,6 +688,19 @@ int egress_count_line(egress_summary *s, const char *line)
                 s->denied++;
                 names = s->denied_names;
                 n_names = &s->n_denied_names;
+                /* A request the gate saw whole (plain HTTP, or intercepted TLS): which one. */
+                enum { URL = 8 };
+                if (!FIELD_IS(METHOD, "CONNECT") && n > URL && len[METHOD] < 16 &&
+                    (FIELD_STARTS(URL, "http://") || FIELD_STARTS(URL, "https://"))) {
+                        char request[sizeof s->denied_requests[0]];
+                        snprintf(request, sizeof request, "%.*s %.*s", (int) len[METHOD], field[METHOD],
+                                 (int) (len[URL] < sizeof request - 17 ? len[URL] : sizeof request - 17), field[URL]);
+                        bool seen = false;
+                        for (size_t i = 0; i < s->n_denied_requests && !seen; i++)
+                                seen = streq(s->denied_requests[i], request);
+                        if (!seen && s->n_denied_requests < ELEMENTSOF(s->denied_requests))
+                                memcpy(s->denied_requests[s->n_denied_requests++], request, sizeof request);
+                }
         } else if (no_status || FIELD_HAS(TAG, "_ABORTED") || FIELD_HAS(TAG, "_TIMEDOUT") ||
                    FIELD_STARTS(TAG, "NONE") || FIELD_STARTS(TAG, "TAG_NONE") || has_error ||
                    (FIELD_IS(METHOD, "CONNECT") && !FIELD_IS(STATUS, "200"))) {

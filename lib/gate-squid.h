@@ -40,6 +40,28 @@ const char *gate_local_range(int family, const uint8_t addr[static 16]);
  * add-host entry (check them with allowlist_parse_add_host() first for a message). */
 int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex);
 
+/* A credential the gate holds for a run (--secret): requests to its hosts, over HTTPS only,
+ * carry header: [scheme ]value, whatever the client sent in that header; the sandbox holds only
+ * the placeholder. */
+typedef struct gate_secret {
+        char *name;        /* the variable */
+        char **hosts;      /* canonical names, each exactly (no names below them) */
+        char *header;      /* "Authorization", "x-api-key", ... */
+        char *scheme;      /* "Bearer", or NULL: the value alone */
+        char *value;       /* the real value: wiped on free */
+        char *placeholder; /* what the sandbox's NAME holds instead */
+} gate_secret;
+void gate_secret_done(gate_secret *s);
+/*
+ * Parse "NAME@HOST[,HOST...][/HEADER[:SCHEME]]" and take NAME's value (value: the caller read
+ * it, e.g. from the environment). Without /HEADER, the header of a known API host
+ * (api.anthropic.com: x-api-key; api.openai.com: Authorization: Bearer; ...), else
+ * Authorization: Bearer. The value must be printable ASCII without blanks, quotes, '%' or '\'
+ * (squid reads the header line it goes into). The placeholder is "aisb-secret-" and 32
+ * random hex digits. -EINVAL with why.
+ */
+int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, char *why, size_t whylen);
+
 typedef struct squid_options {
         unsigned port;          /* listen on 127.0.0.1:port, 1..65535 */
         const char *hosts_file; /* path inside the gate container, or NULL */
@@ -53,7 +75,17 @@ typedef struct squid_options {
         const char *const *host_addresses;
         const char *access_log; /* NULL: /var/log/squid/access.log */
         const char *cache_log;  /* NULL: /var/log/squid/cache.log */
+        /* Interception (TLS bump) of the hosts that need it, those of entries with rules and
+         * those of secrets, everything else staying a tunnel: the gate's CA certificate and key
+         * as squid reads them, and the certificate generator's database. Required when there
+         * are such hosts. */
+        const char *bump_cert, *bump_key, *bump_db;
+        const gate_secret *secrets;
+        size_t n_secrets;
 } squid_options;
+
+/* Whether a gate for l (and these secrets) intercepts TLS for some host. */
+bool gate_squid_intercepts(const allowlist *l, size_t n_secrets);
 
 /* The whole squid.conf for the domain entries of l (address entries are not the gate's
  * business). Refuses paths that are not absolute or hold characters squid.conf would
@@ -70,6 +102,8 @@ typedef struct egress_summary {
         unsigned long failed; /* let through by the gate, not completed (egress_count_line) */
         char denied_names[8][128];
         size_t n_denied_names;
+        char denied_requests[8][160]; /* "METHOD URL" of refused requests the gate saw whole */
+        size_t n_denied_requests;
         char failed_names[8][128];
         size_t n_failed_names;
 } egress_summary;

@@ -17,6 +17,8 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
+#include <sys/random.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -35,8 +37,43 @@
 
 #define GATE_CONFIG_DIR "config"
 #define GATE_LOGS_DIR "logs"
+#define GATE_TLS_DIR "tls"
+#define GATE_LEASES_DIR "leases"
 #define GATE_CONFIG_INSIDE "/aisb-gate/" GATE_CONFIG_DIR
 #define GATE_LOGS_INSIDE "/aisb-gate/" GATE_LOGS_DIR
+#define GATE_TLS_INSIDE "/aisb-gate/" GATE_TLS_DIR
+#define GATE_CA_MAX (64 * 1024)
+
+/* The gate's first process: makes the CA when the gate intercepts TLS (the key never leaves
+ * the gate's tls/, readable by the user alone), starts squid, and stops it once no run holds
+ * a lease, no connection is open and nothing was logged for the idle time. Arguments: idle
+ * seconds (0: never), port, intercept (0 or 1). */
+static const char gate_script[] =
+        "idle=$1 port=$2 intercept=$3\n"
+        "if [ \"$intercept\" = 1 ]; then\n"
+        "  umask 077\n"
+        "  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
+        " -subj \"/CN=aisb gate 127.0.0.1:$port\" -addext basicConstraints=critical,CA:true"
+        " -addext keyUsage=critical,keyCertSign,cRLSign"
+        " -keyout " GATE_TLS_INSIDE "/ca.key -out " GATE_TLS_INSIDE "/ca.pem.new 2>/dev/null || exit 70\n"
+        "  /usr/lib/squid/security_file_certgen -c -s /tmp/aisb-certs -M 4MB >/dev/null || exit 70\n"
+        "  chmod 644 " GATE_TLS_INSIDE "/ca.pem.new && mv " GATE_TLS_INSIDE "/ca.pem.new " GATE_TLS_INSIDE "/ca.pem || exit 70\n"
+        "fi\n"
+        "squid -N -f " GATE_CONFIG_INSIDE "/squid.conf & pid=$!\n"
+        "trap 'kill $pid 2>/dev/null' TERM INT\n"
+        "start=$(date +%s) hex=$(printf %04X \"$port\")\n"
+        "while sleep 15 & wait $!; kill -0 $pid 2>/dev/null; do\n"
+        "  [ \"$idle\" -gt 0 ] || continue\n"
+        "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
+        "    [ -e \"$f\" ] && ! flock -n -x \"$f\" true && continue 2\n"
+        "  done\n"
+        "  [ \"$(awk -v p=\":$hex\" '$2 ~ p\"$\" && $4 == \"01\"' /proc/net/tcp /proc/net/tcp6 2>/dev/null | wc -l)\" -eq 0 ] || continue\n"
+        "  last=$(stat -c %Y " GATE_LOGS_INSIDE "/access.log 2>/dev/null || echo 0)\n"
+        "  [ \"$last\" -gt \"$start\" ] || last=$start\n"
+        "  [ $(( $(date +%s) - last )) -ge \"$idle\" ] || continue\n"
+        "  kill $pid; wait $pid; exit 0\n"
+        "done\n"
+        "wait $pid\n";
 #define GATE_START_TIMEOUT_MS 20000
 /* Read of the access log per run, past where the run started: far above any real run's. */
 #define GATE_LOG_READ_MAX (16 * 1024 * 1024)
@@ -49,7 +86,11 @@ void gate_info_done(gate_info *g)
         free(g->name);
         free(g->hash);
         free(g->dir);
-        *g = (gate_info) {};
+        free(g->ca_pem);
+        free(g->lease);
+        if (g->lease_fd >= 0)
+                close(g->lease_fd);
+        *g = GATE_INFO_NULL;
 }
 
 /* dir/sub, created when absent, opened without following a symlink. */
@@ -284,16 +325,21 @@ static json_object *mount_object(const char *type, const char *source, const cha
         return m;
 }
 
-static int gate_create_body(const char *name, const char *image, const char *dir, const char *hash,
-                            unsigned port, json_object **ret)
+static int gate_create_body(const gate_info *g, const char *image, unsigned idle_stop_s, bool intercept,
+                            json_object **ret)
 {
         _cleanup_json_ json_object *o = json_object_new_object();
-        char user[64], port_text[16], config[PATH_MAX], logs[PATH_MAX];
+        char user[64], port_text[16], idle_text[16], config[PATH_MAX], logs[PATH_MAX], tls[PATH_MAX],
+                leases[PATH_MAX];
         snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
-        snprintf(port_text, sizeof port_text, "%u", port);
-        snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, dir);
-        snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, dir);
-        static const char *const argv[] = { "squid", "-N", "-f", GATE_CONFIG_INSIDE "/squid.conf", NULL };
+        snprintf(port_text, sizeof port_text, "%u", g->port);
+        snprintf(idle_text, sizeof idle_text, "%u", g->per_run ? 0 : idle_stop_s);
+        snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, g->dir);
+        snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, g->dir);
+        snprintf(tls, sizeof tls, "%s/" GATE_TLS_DIR, g->dir);
+        snprintf(leases, sizeof leases, "%s/" GATE_LEASES_DIR, g->dir);
+        const char *const argv[] = { "sh", "-c", gate_script, "aisb-gate", idle_text, port_text,
+                                     intercept ? "1" : "0", NULL };
         static const char *const all[] = { "ALL", NULL };
         static const char *const ro[] = { "rbind", "ro", NULL }, *const rw[] = { "rbind", "rw", NULL };
         static const char *const tmpfs_options[] = { "size=16m", "mode=1777", NULL };
@@ -306,12 +352,16 @@ static int gate_create_body(const char *name, const char *image, const char *dir
         r |= json_add_string(userns, "nsmode", "keep-id");
         r |= json_append(mounts, mount_object("bind", config, GATE_CONFIG_INSIDE, ro));
         r |= json_append(mounts, mount_object("bind", logs, GATE_LOGS_INSIDE, rw));
+        r |= json_append(mounts, mount_object("bind", tls, GATE_TLS_INSIDE, rw));
+        r |= json_append(mounts, mount_object("bind", leases, "/aisb-gate/" GATE_LEASES_DIR, ro));
         for (size_t i = 0; i < ELEMENTSOF(tmpfs); i++)
                 r |= json_append(mounts, mount_object("tmpfs", "tmpfs", tmpfs[i], tmpfs_options));
         r |= json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
-        r |= json_add_string(labels, AISB_LABEL_PREFIX "gate", hash);
+        r |= json_add_string(labels, AISB_LABEL_PREFIX "gate", g->hash);
         r |= json_add_string(labels, AISB_LABEL_PREFIX "gate.port", port_text);
-        r |= json_add_string(o, "name", name);
+        if (g->per_run)
+                r |= json_add_string(labels, AISB_LABEL_PREFIX "gate.run", "true");
+        r |= json_add_string(o, "name", g->name);
         r |= json_add_string(o, "image", image);
         r |= json_add(o, "command", json_string_array(argv));
         r |= json_add(o, "netns", netns);
@@ -347,9 +397,91 @@ static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t 
                         *c = ' ';
 }
 
+/* Empty what the gate writes into tls/ before it starts (a fresh CA each start), without
+ * following anything planted there. */
+static void gate_tls_reset(int tls)
+{
+        static const char *const names[] = { "ca.pem", "ca.pem.new", "ca.key" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                struct stat st;
+                if (fstatat(tls, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        (void) unlinkat(tls, names[i], S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
+        }
+}
+
+/* The gate's CA certificate, from tls/ (which the gate writes): a regular file, read without
+ * following a link or waiting on a FIFO, bounded, and a PEM certificate. */
+static int gate_read_ca(const gate_info *g, char **ret)
+{
+        _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_TLS_DIR);
+        if (dir < 0)
+                return dir;
+        _cleanup_close_ int fd = openat(dir, "ca.pem", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        if (fd < 0)
+                return errno == ELOOP ? -EBADFD : -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        _cleanup_free_ char *text = NULL;
+        int r = read_full_fd(fd, GATE_CA_MAX, &text, NULL);
+        if (r < 0)
+                return r;
+        if (!startswith(text, "-----BEGIN CERTIFICATE-----\n") || !strstr(text, "-----END CERTIFICATE-----"))
+                return -EBADMSG;
+        *ret = steal_pointer(&text);
+        return 0;
+}
+
+/* Leases nobody holds any more (their run ended without giving them back) go. */
+static void gate_leases_prune(int leases)
+{
+        _cleanup_close_ int fd = dup(leases);
+        DIR *d = fd >= 0 ? fdopendir(steal_fd(&fd)) : NULL;
+        if (!d)
+                return;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int f = openat(leases, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                struct stat st;
+                if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || flock(f, LOCK_EX | LOCK_NB) == 0)
+                        (void) unlinkat(leases, e->d_name, 0);
+        }
+        closedir(d);
+}
+
+/* This run's lease on a shared gate: a file in leases/ it holds locked until it ends. The
+ * gate stops when idle only while no lease is held. */
+static int gate_lease_take(gate_info *g)
+{
+        _cleanup_close_ int leases = gate_subdir_open(g->dir, GATE_LEASES_DIR);
+        if (leases < 0)
+                return leases;
+        uint32_t random;
+        if (getrandom(&random, sizeof random, 0) != sizeof random)
+                random = (uint32_t) time(NULL);
+        _cleanup_free_ char *name = NULL;
+        if (asprintf(&name, "run-%ld-%08x", (long) getpid(), random) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = openat(leases, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_SH) < 0) {
+                int r = -errno;
+                (void) unlinkat(leases, name, 0);
+                return r;
+        }
+        g->lease_fd = steal_fd(&fd);
+        g->lease = steal_pointer(&name);
+        return 0;
+}
+
 /* Write the configuration, build or find the image, create and start the container, and
  * wait until squid listens. g has name, hash and dir; this fills the port. */
-static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_info *g,
+static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *g,
                       aisb_error **err)
 {
         int r = free_port(&g->port);
@@ -362,33 +494,44 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         if (r < 0)
                 return aisb_error_set(err, r, "cannot list the host's addresses for the gate: %s",
                                       strerror(-r));
+        bool intercept = gate_squid_intercepts(req->list, req->n_secrets);
         squid_options so = {
                 .port = g->port,
                 .hosts_file = GATE_CONFIG_INSIDE "/hosts",
-                .add_hosts = (const char *const *) p->add_hosts,
+                .add_hosts = req->add_hosts,
                 .host_addresses = (const char *const *) host_addresses,
                 .access_log = GATE_LOGS_INSIDE "/access.log",
                 .cache_log = GATE_LOGS_INSIDE "/cache.log",
+                .bump_cert = GATE_TLS_INSIDE "/ca.pem",
+                .bump_key = GATE_TLS_INSIDE "/ca.key",
+                .bump_db = "/tmp/aisb-certs",
+                .secrets = req->secrets,
+                .n_secrets = req->n_secrets,
         };
-        r = gate_squid_config(l, &so, &conf, err);
+        r = gate_squid_config(req->list, &so, &conf, err);
         if (r >= 0)
-                r = gate_squid_hosts_file((const char *const *) p->add_hosts, &hosts, err);
+                r = gate_squid_hosts_file(req->add_hosts, &hosts, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
         _cleanup_close_ int logs = gate_subdir_open(g->dir, GATE_LOGS_DIR);
-        if (config < 0 || logs < 0) {
-                r = config < 0 ? config : logs;
+        _cleanup_close_ int tls = gate_subdir_open(g->dir, GATE_TLS_DIR);
+        _cleanup_close_ int leases = gate_subdir_open(g->dir, GATE_LEASES_DIR);
+        if (config < 0 || logs < 0 || tls < 0 || leases < 0) {
+                r = config < 0 ? config : logs < 0 ? logs : tls < 0 ? tls : leases;
                 return aisb_error_set(err, r, "cannot open the gate's directories in %s: %s", g->dir,
                                       strerror(-r));
         }
         r = write_config(config, "squid.conf", conf, err);
+        explicit_bzero(conf, strlen(conf));
         if (r >= 0)
                 r = write_config(config, "hosts", hosts, err);
         if (r < 0)
                 return r;
         gate_log_reset(logs, "cache.log", true);
         gate_log_reset(logs, "access.log", false);
+        gate_tls_reset(tls);
+        gate_leases_prune(leases);
 
         r = image_gate_context(p, &context, err);
         if (r < 0)
@@ -400,7 +543,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         aisb_log(ctx, AISB_LOG_INFO, "starting the gate %s on 127.0.0.1:%u", g->name, g->port);
         _cleanup_json_ json_object *body = NULL;
         _cleanup_free_ char *id = NULL;
-        if (gate_create_body(g->name, image, g->dir, g->hash, g->port, &body) < 0)
+        if (gate_create_body(g, image, req->idle_stop_s, intercept, &body) < 0)
                 return error_oom(err);
         r = podman_container_create(ctx, body, NULL, false, &id, err);
         if (r < 0)
@@ -423,8 +566,15 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
                         return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
                 }
                 port_owners owners;
-                if (port_owners_read(g->port, &owners) == 0 && owners.ours)
+                if (port_owners_read(g->port, &owners) == 0 && owners.ours) {
+                        /* squid listens only once the CA exists. */
+                        if (intercept && (r = gate_read_ca(g, &g->ca_pem)) < 0) {
+                                (void) podman_container_remove(ctx, g->name, NULL);
+                                return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s",
+                                                      g->dir, strerror(-r));
+                        }
                         return 0;
+                }
                 /* Taken between our choosing it and squid binding it: squid cannot listen
                  * there, and another user's listener must never pass for the gate. A retry
                  * would only give whoever races us a second try; the next run picks anew. */
@@ -454,19 +604,54 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, g
         return r;
 }
 
-int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_info *ret,
+/* A shared gate found running: its CA, when it intercepts (each start made a new one). */
+static int gate_found(const gate_request *req, gate_info *g, aisb_error **err)
+{
+        if (!gate_squid_intercepts(req->list, req->n_secrets))
+                return 0;
+        int r = gate_read_ca(g, &g->ca_pem);
+        return r < 0 ? aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s", g->dir,
+                                      strerror(-r))
+                     : 0;
+}
+
+int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *ret,
                 aisb_error **err)
 {
-        _cleanup_(gate_info_done) gate_info g = {};
+        _cleanup_(gate_info_done) gate_info g = GATE_INFO_NULL;
         _cleanup_free_ char *sub = NULL, *lock_path = NULL;
-        int r = gate_squid_hash(l, (const char *const *) p->add_hosts, &g.hash);
+        int r = gate_squid_hash(req->list, req->add_hosts, &g.hash);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the allowlist");
+        if (req->n_secrets) {
+                /* A gate of this run's own: named apart from every other, never shared. */
+                uint8_t random[8];
+                if (getrandom(random, sizeof random, 0) != sizeof random)
+                        return aisb_error_set(err, -errno, "getrandom: %s", strerror(errno));
+                free(g.hash);
+                g.hash = NULL;
+                if (asprintf(&g.hash, "%02x%02x%02x%02x%02x%02x%02x%02x", random[0], random[1], random[2],
+                             random[3], random[4], random[5], random[6], random[7]) < 0)
+                        return error_oom(err);
+                g.per_run = true;
+        }
         if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0 || asprintf(&sub, "gates/%s", g.hash) < 0)
                 return error_oom(err);
         r = state_dir(sub, &g.dir, err);
         if (r < 0)
                 return r;
+        if (g.per_run) {
+                r = gate_start(ctx, p, req, &g, err);
+                if (r < 0)
+                        return r;
+                *ret = g;
+                g = GATE_INFO_NULL;
+                return 0;
+        }
+        /* Held before the gate is looked at: a gate about to stop for being idle sees it. */
+        r = gate_lease_take(&g);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir, strerror(-r));
         if (asprintf(&lock_path, "%s/lock", g.dir) < 0)
                 return error_oom(err);
         /* The common case, a gate up and answering, needs no lock: runs sharing a gate do
@@ -476,8 +661,11 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
         if (r < 0)
                 return r;
         if (r == 1 && running && gate_port_ours(g.port)) {
+                r = gate_found(req, &g, err);
+                if (r < 0)
+                        return r;
                 *ret = g;
-                g = (gate_info) {};
+                g = GATE_INFO_NULL;
                 return 0;
         }
         /* Held until we return: a concurrent run waits here, then finds the gate running.
@@ -497,23 +685,72 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_in
         if (r < 0)
                 return r;
         if (r == 1 && running && gate_port_ours(g.port)) {
+                r = gate_found(req, &g, err);
+                if (r < 0)
+                        return r;
                 *ret = g;
-                g = (gate_info) {};
+                g = GATE_INFO_NULL;
                 return 0;
         }
-        /* Absent, stopped or not answering: start it afresh. */
+        /* Absent, stopped (idle, or its squid died) or not answering: start it afresh. */
         if (r == 1) {
                 aisb_log(ctx, AISB_LOG_INFO, "restarting the gate %s", g.name);
                 r = podman_container_remove(ctx, g.name, err);
                 if (r < 0)
                         return r;
         }
-        r = gate_start(ctx, p, l, &g, err);
+        r = gate_start(ctx, p, req, &g, err);
         if (r < 0)
                 return r;
         *ret = g;
-        g = (gate_info) {};
+        g = GATE_INFO_NULL;
         return 0;
+}
+
+/* Zero a file's bytes, then remove it: for the configuration that held secrets. */
+static void wipe_file(int dir, const char *name)
+{
+        _cleanup_close_ int fd = openat(dir, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+                static const char zeros[4096];
+                for (off_t done = 0; done < st.st_size;) {
+                        size_t n = (size_t) (st.st_size - done) < sizeof zeros ? (size_t) (st.st_size - done) : sizeof zeros;
+                        ssize_t w = pwrite(fd, zeros, n, done);
+                        if (w <= 0)
+                                break;
+                        done += w;
+                }
+                (void) fsync(fd);
+        }
+        (void) unlinkat(dir, name, 0);
+}
+
+void gate_release(aisb_ctx *ctx, gate_info *g)
+{
+        if (g->lease_fd >= 0) {
+                _cleanup_close_ int leases = gate_subdir_open(g->dir, GATE_LEASES_DIR);
+                if (leases >= 0 && g->lease)
+                        (void) unlinkat(leases, g->lease, 0);
+                close(g->lease_fd);
+                g->lease_fd = -1;
+        }
+        if (!g->per_run || !g->name)
+                return;
+        aisb_error *e = NULL;
+        if (podman_container_remove(ctx, g->name, &e) < 0)
+                aisb_log(ctx, AISB_LOG_WARNING, "could not remove this run's gate %s (\"aisb clean --all\" will): %s",
+                         g->name, aisb_error_message(e));
+        aisb_error_free(e);
+        _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
+        if (config >= 0)
+                wipe_file(config, "squid.conf");
+        /* Nothing of the run's gate stays: its CA key, its logs, the directory. */
+        _cleanup_close_ int dir = open(g->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir >= 0) {
+                remove_below(dir, 2);
+                (void) rmdir(g->dir);
+        }
 }
 
 int gate_log_offset(const gate_info *g, long long *ret)
@@ -580,11 +817,15 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
         r = policy_gate(p, &l, &hash, err);
         if (r < 0)
                 return r;
-        gate_info g = {};
-        r = gate_ensure(ctx, p, &l, &g, err);
+        /* The shared gate of this allowlist (a run with secrets has one of its own). */
+        gate_info g = GATE_INFO_NULL;
+        gate_request req = { .list = &l, .add_hosts = (const char *const *) p->add_hosts,
+                             .idle_stop_s = p->gate_idle_stop_s };
+        r = gate_ensure(ctx, p, &req, &g, err);
         allowlist_done(&l);
         if (r < 0)
                 return r;
+        gate_release(ctx, &g);
         if (ret_port)
                 *ret_port = g.port;
         if (ret_name)

@@ -17,10 +17,29 @@
 typedef struct gate_info {
         char *name;
         char *hash;
-        char *dir; /* state directory: config/ (squid.conf, hosts), logs/ (access.log, cache.log) */
+        /* State directory: config/ (squid.conf, hosts; the gate reads it), logs/ (access.log,
+         * cache.log) and tls/ (its CA, made at each start; the gate writes both), leases/ (one
+         * locked file per run using the gate; it reads it). */
+        char *dir;
         unsigned port;
+        bool per_run;  /* holds a run's secrets: removed with the run (gate_release) */
+        char *ca_pem;  /* the gate's CA certificate when it intercepts TLS, else NULL */
+        int lease_fd;  /* this run's lease on a shared gate, or -1 */
+        char *lease;   /* its name in leases/ */
 } gate_info;
+#define GATE_INFO_NULL ((gate_info) { .lease_fd = -1 })
 void gate_info_done(gate_info *g);
+
+/* What a run asks of its gate. */
+typedef struct gate_request {
+        const allowlist *list;
+        const char *const *add_hosts;
+        const gate_secret *secrets; /* any: a gate of this run's own */
+        size_t n_secrets;
+        unsigned idle_stop_s;       /* a shared gate stops when idle this long; 0: never */
+} gate_request;
+/* The default for gate_request.idle_stop_s: 30 minutes. */
+#define GATE_IDLE_STOP_DEFAULT_S 1800
 
 /* Who listens on a loopback port, from /proc/net/tcp and tcp6 text. */
 typedef struct port_owners {
@@ -39,8 +58,11 @@ bool gate_port_ours(unsigned port);
 
 /* The gate for allowlist l: found running and ours, or (re)started, waiting until squid
  * listens. Stopped with the context (-ECANCELED), leaving no half-started gate. */
-int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const allowlist *l, gate_info *ret,
+int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *ret,
                 aisb_error **err);
+/* The run is done with its gate: a per-run gate is removed and its configuration (which held
+ * the secrets) wiped; a shared gate's lease is given back. */
+void gate_release(aisb_ctx *ctx, gate_info *g);
 /* Where the access log ends now: a run's summary reads from there. */
 int gate_log_offset(const gate_info *g, long long *ret);
 /* The access log past offset, counted. -EBADFD when it is not a regular file. */

@@ -323,6 +323,26 @@ int image_context(const aisb_policy *p, build_context *ret, aisb_error **err)
         return 0;
 }
 
+/* The gate's own refusal pages (squid fills %H with the host, %M the method, %U the URL).
+ * Plain text, no quote: each goes through a shell's single quotes in the Containerfile. */
+static const struct {
+        const char *name, *text;
+} gate_pages[] = {
+        { "ERR_AISB_DENIED",
+          "aisb gate: %H is not in this sandbox allowlist, so the request was refused. To allow it, "
+          "run with --allow %H, or add the line %H to ~/.config/ai-sandbox/allow or to the project "
+          ".ai-sandbox/allow (aisb allow proposes such lines from what a run was refused)." },
+        { "ERR_AISB_RULE",
+          "aisb gate: %M %U is outside the rules the allowlist gives %H (its methods and path "
+          "prefixes), so the request was refused. To allow it, widen the allowlist entry for %H." },
+        { "ERR_AISB_LOCAL",
+          "aisb gate: %H resolves to a local or private address (this host, its network, cloud "
+          "metadata), which the gate never reaches for a name. If that is meant, map the name with "
+          "--gate-add-host NAME:IP." },
+        { "ERR_AISB_LITERAL",
+          "aisb gate: requests to an IP address are refused; use the host name, and allow it." },
+};
+
 int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err)
 {
         _cleanup_(build_context_done) build_context c = {};
@@ -334,9 +354,17 @@ int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **er
                                   "ENV DEBIAN_FRONTEND=noninteractive\n", AISB_VERSION, base);
         if (p->n_ca_certs > 0)
                 r |= buffer_printf(&b, "COPY ca-certificates/ /usr/local/share/ca-certificates/aisb/\n");
+        /* squid-openssl: squid with TLS interception, for the hosts whose requests the gate
+         * must see (rules, secrets); openssl makes the gate's CA at each start. Then the pages
+         * a refused client reads: which name, which rule, how the user allows it. */
         r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends"
-                               " squid ca-certificates \\\n && update-ca-certificates \\\n"
+                               " squid-openssl openssl ca-certificates \\\n && update-ca-certificates \\\n"
                                " && rm -rf /var/lib/apt/lists/*\n");
+        r |= buffer_printf(&b, "RUN d=/usr/share/squid/errors/aisb && mkdir -p $d"
+                               " && cp /usr/share/squid/errors/templates/* $d/ \\\n");
+        for (size_t i = 0; i < ELEMENTSOF(gate_pages); i++)
+                r |= buffer_printf(&b, " && printf '%%s\\n' '%s' > $d/%s%s", gate_pages[i].text, gate_pages[i].name,
+                                   i + 1 < ELEMENTSOF(gate_pages) ? " \\\n" : "\n");
         c.containerfile = buffer_steal(&b);
         if (r < 0 || !c.containerfile || context_ca_files(p, &c, 0) < 0)
                 return error_oom(err);

@@ -194,6 +194,9 @@ void aisb_policy_free(aisb_policy *p)
         allowlist_done(&p->allow);
         strv_free(p->add_hosts);
         strv_free(p->devices);
+        for (size_t i = 0; i < p->n_secrets; i++)
+                gate_secret_done(&p->secrets[i]);
+        free(p->secrets);
         free(p->create_patch_path);
         if (p->create_patch)
                 json_object_put(p->create_patch);
@@ -296,6 +299,12 @@ static int add_env(aisb_policy *p, const char *spec, aisb_error **err)
                 return aisb_error_set(err, -EINVAL,
                                       "env: '%s' is not a variable name (use NAME or NAME=VALUE)",
                                       name);
+        for (size_t i = 0; i < p->n_secrets; i++)
+                if (streq(p->secrets[i].name, name))
+                        return aisb_error_set(err, -EINVAL,
+                                              "env: %s is a --secret: the sandbox holds a placeholder for it, never its "
+                                              "value; pass it one way",
+                                              name);
         const char *value = eq ? eq + 1 : getenv(name);
         if (!value)
                 return aisb_error_set(err, -ENOENT,
@@ -756,20 +765,12 @@ static int key_set_allow(aisb_policy *p, const policy_key *k, const char *value,
 }
 
 /* An entry as allowlist_add() reads it back: HOST, HOST:PORT, [V6]:PORT. */
-static int allow_entry_text(const allow_entry *a, char **ret)
-{
-        int n = !a->port ? asprintf(ret, "%s", a->host)
-                : a->family == AF_INET6 ? asprintf(ret, "[%s]:%u", a->host, a->port)
-                                        : asprintf(ret, "%s:%u", a->host, a->port);
-        return n < 0 ? -ENOMEM : 0;
-}
-
 static int key_get_allow(const aisb_policy *p, const policy_key *k, char ***values)
 {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < p->allow.n; i++) {
                 _cleanup_free_ char *text = NULL;
-                r = allow_entry_text(&p->allow.entries[i], &text);
+                r = allowlist_entry_text(&p->allow.entries[i], &text);
                 if (r >= 0)
                         r = strv_push(values, text);
         }
@@ -796,7 +797,7 @@ static int key_format_allow(const aisb_policy *p, const policy_key *k, buffer *b
                 r = buffer_printf(b, "gate=%s\n", gate);
         for (size_t i = 0; r >= 0 && i < merged.n; i++) {
                 _cleanup_free_ char *text = NULL;
-                r = allow_entry_text(&merged.entries[i], &text);
+                r = allowlist_entry_text(&merged.entries[i], &text);
                 if (r >= 0)
                         r = buffer_printf(b, "allow=%s # %s\n", text, merged.entries[i].origin);
         }
@@ -910,6 +911,88 @@ static int key_get_cpus(const aisb_policy *p, const policy_key *k, char ***value
                 text[--n] = 0;
         if (n > 0 && text[n - 1] == '.')
                 text[--n] = 0;
+        return strv_push(values, text);
+}
+
+/* --secret NAME@HOST...: NAME's value is read here, from the caller's environment, as a bare
+ * --env NAME is; it goes to the run's gate, never into the sandbox. */
+static int key_set_secret(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        size_t n = strcspn(value, "@");
+        _cleanup_free_ char *name = strndup(value, n);
+        if (!name)
+                return -ENOMEM;
+        if (!env_name_valid(name))
+                return aisb_error_set(err, -EINVAL, "secret: '%s' is not NAME@HOST[,HOST...][/HEADER[:SCHEME]]", value);
+        for (size_t i = 0; i < p->n_env; i++)
+                if (streq(p->env[i].name, name))
+                        return aisb_error_set(err, -EINVAL,
+                                              "secret: %s is passed with --env too: the sandbox would hold its value; "
+                                              "pass it one way", name);
+        for (size_t i = 0; i < p->n_secrets; i++)
+                if (streq(p->secrets[i].name, name))
+                        return aisb_error_set(err, -EINVAL, "secret: %s is named twice", name);
+        const char *real = getenv(name);
+        if (!real)
+                return aisb_error_set(err, -EINVAL, "secret: %s is not set in this environment (export it)", name);
+        gate_secret g = {};
+        char why[256];
+        int r = gate_secret_parse(value, real, &g, why, sizeof why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return aisb_error_set(err, r, "secret: '%s': %s", value, why);
+        /* One secret per header of a host: two would both replace it. */
+        for (size_t i = 0; i < p->n_secrets; i++)
+                for (size_t a = 0; p->secrets[i].hosts[a]; a++)
+                        for (size_t b = 0; g.hosts[b]; b++)
+                                if (streq(p->secrets[i].hosts[a], g.hosts[b]) &&
+                                    strcasecmp(p->secrets[i].header, g.header) == 0) {
+                                        r = aisb_error_set(err, -EINVAL, "secret: %s and %s both fill %s for %s",
+                                                           p->secrets[i].name, g.name, g.header, g.hosts[b]);
+                                        gate_secret_done(&g);
+                                        return r;
+                                }
+        gate_secret *grown = realloc(p->secrets, (p->n_secrets + 1) * sizeof *grown);
+        if (!grown) {
+                gate_secret_done(&g);
+                return -ENOMEM;
+        }
+        p->secrets = grown;
+        p->secrets[p->n_secrets++] = g;
+        return 0;
+}
+
+/* The spec, never the value. */
+static int key_get_secret(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < p->n_secrets; i++) {
+                const gate_secret *g = &p->secrets[i];
+                _cleanup_(buffer_free) buffer b = {};
+                r = buffer_printf(&b, "%s@", g->name);
+                for (size_t h = 0; g->hosts[h]; h++)
+                        r |= buffer_printf(&b, "%s%s", h ? "," : "", g->hosts[h]);
+                r |= buffer_printf(&b, "/%s%s%s", g->header, g->scheme ? ":" : "", g->scheme ? g->scheme : "");
+                r = r < 0 ? -ENOMEM : strv_push(values, b.data);
+        }
+        return r;
+}
+
+static int key_set_gate_idle_stop(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        unsigned long long v;
+        if (parse_uint(value, 7 * 24 * 3600, &v) < 0)
+                return aisb_error_set(err, -EINVAL,
+                                      "gate-idle-stop: '%s' is not a number of seconds up to a week (0: never)", value);
+        p->gate_idle_stop_s = (unsigned) v;
+        return 0;
+}
+
+static int key_get_gate_idle_stop(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        char text[32];
+        snprintf(text, sizeof text, "%u", p->gate_idle_stop_s);
         return strv_push(values, text);
 }
 
@@ -1081,6 +1164,15 @@ static const policy_key policy_keys[] = {
                    .flags = AISB_POLICY_KEY_REPEATABLE },
           .set = key_set_gate_add_host, .get = key_get_strv, KEY_FIELD(add_hosts),
           .shown = shown_with_allowlist },
+        { .pub = { .name = "secret", .placeholder = "NAME@HOST[,HOST...][/HEADER[:SCHEME]]",
+                   .help = "a credential the gate puts into HTTPS requests to HOST (and allows HOST); "
+                           "the sandbox's NAME holds a placeholder",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_secret, .get = key_get_secret, .shown = shown_with_allowlist },
+        { .pub = { .name = "gate-idle-stop", .placeholder = "SECONDS",
+                   .help = "a shared gate stops after this long without a run using it or a request (0: never)",
+                   .default_text = "1800" },
+          .set = key_set_gate_idle_stop, .get = key_get_gate_idle_stop, .shown = shown_with_allowlist },
         { .pub = { .name = "network-backend", .placeholder = "NAME",
                    .help = "how podman networks the sandbox: auto (pasta on podman 5, slirp4netns before), pasta or slirp4netns",
                    .default_text = "auto" },
@@ -1442,24 +1534,6 @@ const char *const *policy_command(const aisb_policy *p)
         return (const char *const *) p->harness_command;
 }
 
-static int copy_entry(allowlist *to, const allow_entry *e)
-{
-        allow_entry *grown = realloc(to->entries, (to->n + 1) * sizeof *grown);
-        if (!grown)
-                return -ENOMEM;
-        to->entries = grown;
-        allow_entry c = *e;
-        c.host = strdup(e->host);
-        c.origin = strdup(e->origin);
-        if (!c.host || !c.origin) {
-                free(c.host);
-                free(c.origin);
-                return -ENOMEM;
-        }
-        to->entries[to->n++] = c;
-        return 0;
-}
-
 static char *user_allowlist_path(const aisb_policy *p)
 {
         if (p->user_allowlist)
@@ -1473,10 +1547,22 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
         allowlist l = {};
         int r = 0;
         for (size_t i = 0; r >= 0 && i < p->allow.n; i++)
-                r = copy_entry(&l, &p->allow.entries[i]);
+                r = allowlist_append_copy(&l, &p->allow.entries[i]);
         if (r < 0) {
                 allowlist_done(&l);
                 return error_oom(err);
+        }
+        /* A secret's hosts are allowed by it. */
+        for (size_t i = 0; r >= 0 && i < p->n_secrets; i++) {
+                _cleanup_free_ char *origin = NULL;
+                if (asprintf(&origin, "--secret %s", p->secrets[i].name) < 0)
+                        r = error_oom(err);
+                for (size_t h = 0; r >= 0 && p->secrets[i].hosts[h]; h++)
+                        r = allowlist_add(&l, p->secrets[i].hosts[h], origin, err);
+        }
+        if (r < 0) {
+                allowlist_done(&l);
+                return r;
         }
         /* The project's file first, then the user's: the first origin of a duplicate is the
          * one reported. The project's comes from the run's snapshot of .ai-sandbox (read

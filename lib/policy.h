@@ -12,6 +12,7 @@
 #include "aisb.h"
 #include "allowlist.h"
 #include "error.h"
+#include "gate-squid.h"
 
 #define AISB_DEFAULT_BASE_IMAGE "docker.io/library/ubuntu:24.04"
 #define AISB_DEFAULT_HARNESS "pi"
@@ -100,6 +101,9 @@ struct aisb_policy {
         char *create_patch_path;     /* --unsafe-create-patch FILE, for the policy's text */
         json_object *create_patch;   /* its content, read once when named */
         network_backend_id network_backend;
+        gate_secret *secrets;        /* --secret: held by the run's own gate */
+        size_t n_secrets;
+        unsigned gate_idle_stop_s;   /* a shared gate stops after this long unused; 0: never */
 };
 
 /* The project directory's last component, lower-cased and cut to [a-z0-9_-] (or "scratch"

@@ -257,32 +257,20 @@ int run_dir_write_settings(run_dir *d, const char *sub, const project_settings *
         return 0;
 }
 
-/* Everything below dir, depth levels at most; links are removed, never followed. */
-static void remove_below(int dir, int depth)
+int run_dir_write_file(run_dir *d, const char *name, const char *text, char **ret_path, aisb_error **err)
 {
-        int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return;
-        }
-        for (struct dirent *e; (e = readdir(d));) {
-                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
-                        continue;
-                if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
-                        continue;
-                if (depth > 1) {
-                        _cleanup_close_ int sub = openat(dirfd(d), e->d_name,
-                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0)
-                                remove_below(sub, depth - 1);
-                }
-                (void) unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
-        }
-        closedir(d);
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", d->path, name) < 0)
+                return error_oom(err);
+        _cleanup_close_ int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int r = fd < 0 ? -errno : write_all(fd, text, strlen(text));
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot write %s: %s", path, strerror(-r));
+        *ret_path = steal_pointer(&path);
+        return 0;
 }
 
+/* Everything below dir, depth levels at most; links are removed, never followed. */
 void run_dir_remove(run_dir *d)
 {
         if (d->fd >= 0 && d->path) {

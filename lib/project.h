@@ -68,6 +68,9 @@ int run_dir_create(run_dir *ret, aisb_error **err);
  * read inside the sandbox, whoever it runs as); the absolute path of sub is returned. */
 int run_dir_write_settings(run_dir *d, const char *sub, const project_settings *s, char **ret_path,
                            aisb_error **err);
+/* Write text to the file name in it (mode 0644: read inside the sandbox); its absolute path
+ * is returned. */
+int run_dir_write_file(run_dir *d, const char *name, const char *text, char **ret_path, aisb_error **err);
 /* Remove the directory and everything in it (three levels deep at most, never following a
  * link). Safe on RUN_DIR_NULL, and more than once. */
 void run_dir_remove(run_dir *d);

@@ -465,12 +465,16 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
         }
         *ret = s;
         const char *denied[ELEMENTSOF(s.denied_names) + 1] = {}, *failed[ELEMENTSOF(s.failed_names) + 1] = {};
+        const char *requests[ELEMENTSOF(s.denied_requests) + 1] = {};
         for (size_t i = 0; i < s.n_denied_names; i++)
                 denied[i] = s.denied_names[i];
+        for (size_t i = 0; i < s.n_denied_requests; i++)
+                requests[i] = s.denied_requests[i];
         for (size_t i = 0; i < s.n_failed_names; i++)
                 failed[i] = s.failed_names[i];
         const aisb_egress egress = { .allowed = s.allowed, .denied = s.denied, .failed = s.failed,
-                                     .denied_names = denied, .failed_names = failed };
+                                     .denied_names = denied, .failed_names = failed,
+                                     .denied_requests = requests };
         (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_EGRESS, .level = AISB_LOG_INFO, .egress = &egress });
         /* "(denied: a, b; failed: c)": the names behind each count that is not zero. */
         _cleanup_(buffer_free) buffer names = {};
@@ -479,6 +483,9 @@ static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset
         for (size_t i = 0; i < s.n_failed_names; i++)
                 (void) buffer_printf(&names, "%s%s", i ? ", " : s.n_denied_names ? "; failed: " : " (failed: ",
                                      s.failed_names[i]);
+        for (size_t i = 0; i < s.n_denied_requests; i++)
+                (void) buffer_printf(&names, "%s%s", i ? ", " : names.size ? "; refused: " : " (refused: ",
+                                     s.denied_requests[i]);
         aisb_log(ctx, s.denied ? AISB_LOG_WARNING : AISB_LOG_INFO,
                  "egress: %lu allowed, %lu denied, %lu failed%s%s", s.allowed, s.denied, s.failed,
                  names.data ? names.data : "", names.data ? ")" : "");
@@ -498,6 +505,19 @@ static void step(aisb_ctx *ctx, const char *name)
         (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_STEP, .level = AISB_LOG_INFO, .text = name });
 }
 
+/* The run's gate, given back (or removed, when it was the run's own) on every way out. */
+typedef struct run_gate {
+        aisb_ctx *ctx;
+        gate_info g;
+} run_gate;
+
+static void run_gate_done(run_gate *rg)
+{
+        if (rg->g.name)
+                gate_release(rg->ctx, &rg->g);
+        gate_info_done(&rg->g);
+}
+
 /* The network a run gets: inputs gathered, the gate started when the plan goes through one,
  * then the plan. */
 static int run_network(aisb_ctx *ctx, const aisb_policy *p, const project_settings *settings,
@@ -510,7 +530,10 @@ static int run_network(aisb_ctx *ctx, const aisb_policy *p, const project_settin
                 return r;
         if (network_needs_gate(p, &in)) {
                 step(ctx, "gate");
-                r = gate_ensure(ctx, p, &in.list, ret_gate, err);
+                gate_request req = { .list = &in.list, .add_hosts = (const char *const *) p->add_hosts,
+                                     .secrets = p->secrets, .n_secrets = p->n_secrets,
+                                     .idle_stop_s = p->gate_idle_stop_s };
+                r = gate_ensure(ctx, p, &req, ret_gate, err);
                 if (r < 0)
                         return aisb_error_wrap(err, r, "the gate");
                 in.gate_port = ret_gate->port;
@@ -570,13 +593,19 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 return r;
         step(ctx, "network");
         _cleanup_(sandbox_network_done) sandbox_network net = {};
-        _cleanup_(gate_info_done) gate_info gate = {};
-        r = step_done(ctx, run_network(ctx, p, &settings, &net, &gate, err), err);
+        _cleanup_(run_gate_done) run_gate gate = { .ctx = ctx, .g = GATE_INFO_NULL };
+        r = step_done(ctx, run_network(ctx, p, &settings, &net, &gate.g, err), err);
         if (r < 0)
                 return r;
+        _cleanup_free_ char *gate_ca = NULL;
+        if (gate.g.ca_pem) {
+                r = run_dir_write_file(&rd, "gate-ca.pem", gate.g.ca_pem, &gate_ca, err);
+                if (r < 0)
+                        return r;
+        }
         long long log_offset = 0;
-        if (gate.name)
-                (void) gate_log_offset(&gate, &log_offset);
+        if (gate.g.name)
+                (void) gate_log_offset(&gate.g, &log_offset);
         step(ctx, "bridge");
         _cleanup_(harness_bridge_done) harness_bridge bridge = {};
         r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
@@ -586,10 +615,11 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (r < 0)
                 return r;
         _cleanup_json_ json_object *body = NULL;
-        run_mounts rm = { .settings_copy = settings_copy, .seed_dir = bridge.seed_dir, .agents_dir = bridge.agents_dir };
+        run_mounts rm = { .settings_copy = settings_copy, .seed_dir = bridge.seed_dir, .agents_dir = bridge.agents_dir,
+                          .gate_ca = gate_ca };
         project_identity(p, &rm);
         container_spec spec = { .policy = p, .net = &net, .mounts = &rm, .image = tag, .name = name,
-                                .gate_hash = gate.hash, .terminal = io->terminal };
+                                .gate_hash = gate.g.hash, .terminal = io->terminal };
         r = container_create_body(&spec, &body);
         _cleanup_json_ json_object *shown = NULL;
         if (r >= 0 && ctx->http.dry_run_fn) {
@@ -654,11 +684,11 @@ out:
         step(ctx, "remove");
         (void) remove_container(ctx, id);
         egress_summary egress = {};
-        if (gate.name && !ctx->http.dry_run_fn)
-                report_egress(ctx, &gate, log_offset, &egress);
+        if (gate.g.name && !ctx->http.dry_run_fn)
+                report_egress(ctx, &gate.g, log_offset, &egress);
         if (!ctx->http.dry_run_fn)
                 (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code, (const char *const *) patched,
-                                          gate.name ? &egress : NULL);
+                                          gate.g.name ? &egress : NULL);
         return r;
 }
 

@@ -37,14 +37,18 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code, c
         if (egress) {
                 const char *denied[ELEMENTSOF(egress->denied_names) + 1] = {};
                 const char *failed[ELEMENTSOF(egress->failed_names) + 1] = {};
+                const char *requests[ELEMENTSOF(egress->denied_requests) + 1] = {};
                 for (size_t i = 0; i < egress->n_denied_names; i++)
                         denied[i] = egress->denied_names[i];
+                for (size_t i = 0; i < egress->n_denied_requests; i++)
+                        requests[i] = egress->denied_requests[i];
                 for (size_t i = 0; i < egress->n_failed_names; i++)
                         failed[i] = egress->failed_names[i];
                 json_object *e = json_object_new_object();
                 r |= json_add_int64(e, "allowed", (int64_t) egress->allowed);
                 r |= json_add_int64(e, "denied", (int64_t) egress->denied);
                 r |= json_add(e, "denied_names", json_string_array(denied));
+                r |= json_add(e, "denied_requests", json_string_array(requests));
                 r |= json_add_int64(e, "failed", (int64_t) egress->failed);
                 r |= json_add(e, "failed_names", json_string_array(failed));
                 r |= json_add(o, "egress", e);

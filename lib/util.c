@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <strings.h>
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -516,4 +518,29 @@ int host_own_addresses(char ***ret)
                 return r;
         *ret = steal_pointer(&addresses);
         return 0;
+}
+
+void remove_below(int dir, int depth)
+{
+        int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        for (struct dirent *e; (e = readdir(d));) {
+                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                        continue;
+                if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
+                        continue;
+                if (depth > 1) {
+                        _cleanup_close_ int sub = openat(dirfd(d), e->d_name,
+                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                remove_below(sub, depth - 1);
+                }
+                (void) unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
 }

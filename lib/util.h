@@ -143,5 +143,9 @@ int digest_end_hex(digest *s, size_t hex_chars, char **ret);
 void digest_free(digest *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(digest *, digest_free)
 
+/* Remove everything in the directory open at dir, depth levels down at most, never following
+ * a link (a link is removed, not what it leads to). The directory itself stays. */
+void remove_below(int dir, int depth);
+
 /* Every address of this host's interfaces, as text; NULL for none. */
 int host_own_addresses(char ***ret);

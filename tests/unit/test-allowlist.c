@@ -135,7 +135,19 @@ static const struct {
         { "https://example.com", "URL" },
         { "example.com/path", "path" },
         { "user@example.com", "'@'" },
-        { "exa mple.com", "whitespace" },
+        /* A blank ends the destination; what follows is its rules. */
+        { "exa mple.com", "single label" },
+        { "example.com mple.com", "'mple.com' is no method" },
+        { "example.com GET, /x", "'' is no method" },
+        { "example.com /x GET", "methods go before the paths" },
+        { "example.com /a/../b", ". or .. segments" },
+        { "example.com /a b", "methods go before the paths" },
+        { "example.com /a\"b", "a path may hold" },
+        { "example.com /a\\b", "a path may hold" },
+        { "example.com /a(b", "a path may hold" },
+        { "10.0.0.0/8 GET", "methods and paths apply to names only" },
+        { "example.com CONNECT", "'CONNECT' is no method" },
+        { "example.com get", "'get' is no method" },
         { "example.com\x01", "control" },
         { "ex\x7f" "ample.com", "control" },
         { "bücher.example", "non-ASCII" },
@@ -407,7 +419,7 @@ START_TEST(test_file_load)
         ck_assert_int_eq(allowlist_load_file(&l, path, 0, &err), -EINVAL);
         char *want = NULL;
         ck_assert_int_ge(asprintf(&want, "%s:3: 'bad entry' is not a domain, IP or CIDR "
-                                         "(whitespace inside the entry)", path), 0);
+                                         "(a single label: give a full name such as example.com)", path), 0);
         ck_assert_str_eq(aisb_error_message(err), want);
         free(want);
         aisb_error_free(err);

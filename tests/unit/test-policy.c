@@ -563,6 +563,10 @@ static void samples_setup(void)
         s = sample("mount", spec, NULL);
         snprintf(s->second, sizeof s->second, "%s/data2:/data2", sample_dir);
         snprintf(sample("device", "/dev/null", NULL)->second, sizeof samples[0].second, "/dev/zero");
+        snprintf(sample("secret", "AISB_TEST_SAMPLE@api.example.com",
+                        "AISB_TEST_SAMPLE@api.example.com/Authorization:Bearer")->second, sizeof samples[0].second,
+                 "AISB_TEST_SAMPLE2@api.other.example/x-api-key");
+        sample("gate-idle-stop", "600", NULL);
         sample("no-cwd", "true", NULL);
         sample("memory", "512m", NULL);
         sample("cpus", "1.5", NULL);

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""An API stand-in on the host's loopback for the gate's e2e tests: HTTPS (tls/stub.pem, for
+api.stub.test, other.stub.test, rules.stub.test) and plain HTTP on two free ports, which it
+prints as "TLS_PORT HTTP_PORT". Every request is answered 200 with the path, and logged to
+stderr as one JSON line: scheme, host, method, path and the credential headers it carried
+(all values of Authorization and x-api-key, in order)."""
+import http.server
+import json
+import os
+import ssl
+import sys
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        record = {
+            "scheme": self.server.scheme,
+            "host": self.headers.get("Host", ""),
+            "method": self.command,
+            "path": self.path,
+            "authorization": self.headers.get_all("Authorization") or [],
+            "x-api-key": self.headers.get_all("x-api-key") or [],
+        }
+        sys.stderr.write(json.dumps(record) + "\n")
+        sys.stderr.flush()
+        body = ("stub %s %s\n" % (self.command, self.path)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = answer
+
+    def log_message(self, *args):
+        pass
+
+
+def server(scheme):
+    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    s.scheme = scheme
+    if scheme == "https":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(HERE, "tls", "stub.pem"), os.path.join(HERE, "tls", "stub.key"))
+        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+    return s
+
+
+tls, plain = server("https"), server("http")
+print(tls.server_address[1], plain.server_address[1], flush=True)
+threading.Thread(target=plain.serve_forever, daemon=True).start()
+tls.serve_forever()
