@@ -12,3 +12,4 @@ int command_inspect(int argc, char **argv);
 int command_doctor(int argc, char **argv);
 int command_skill_lint(int argc, char **argv);
 int command_alias(int argc, char **argv);
+int command_allow(int argc, char **argv);

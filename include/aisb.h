@@ -375,6 +375,25 @@ AISB_PUBLIC int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glo
  * exit, env names, egress), never a value. */
 AISB_PUBLIC int aisb_session_log_path(char **ret_path, aisb_error **err);
 
+/* ---- learn, then lock: allowlist lines from what a run was refused ---- */
+
+typedef void (*aisb_allow_fn)(const char *line, void *userdata);
+/*
+ * The allowlist lines that would have let the last run of this policy's project (the session
+ * log's last record of it) through: a name the gate refused ("example.com", "host:8080"), or,
+ * where the gate saw the refused request whole (plain HTTP, or a host it intercepts), that
+ * request ("api.example.com GET /v1/models"). Each line is one the allowlist takes. fn gets
+ * each; *ret_time (may be NULL) the run's time. Returns the number of lines (0 when the run was
+ * refused nothing, or there is no run).
+ */
+AISB_PUBLIC int aisb_allow_proposals(const aisb_policy *policy, aisb_allow_fn fn, void *userdata,
+                                     long long *ret_time, aisb_error **err);
+/* Append lines (NULL-terminated) to the user's allowlist (project_file 0), or to the project's
+ * .ai-sandbox/allow (1: names only, as its reader takes them), each checked first: nothing is
+ * written when one is refused. */
+AISB_PUBLIC int aisb_allowlist_append(const aisb_policy *policy, int project_file, const char *const *lines,
+                                      aisb_error **err);
+
 /* ---- aisb doctor ---- */
 
 typedef enum aisb_check_status {

@@ -714,15 +714,19 @@ int egress_count_line(egress_summary *s, const char *line)
 #undef FIELD_IS
 #undef FIELD_STARTS
 #undef FIELD_HAS
-        /* The name without its port, cut as stored, or repeats never match. */
+        /* The name, with its port unless that is 80 or 443 (what an allowlist entry would
+         * say), cut as stored, or repeats never match. */
         char host[sizeof s->denied_names[0]];
         size_t host_len = len[HOST];
         const char *colon = memrchr(field[HOST], ':', host_len);
-        if (colon && colon != field[HOST])
+        if (colon && colon != field[HOST] &&
+            ((size_t) (field[HOST] + host_len - colon) == 3 ? strncmp(colon, ":80", 3) == 0
+                                                              : (size_t) (field[HOST] + host_len - colon) == 4 &&
+                                                                        strncmp(colon, ":443", 4) == 0))
                 host_len = (size_t) (colon - field[HOST]);
         snprintf(host, sizeof host, "%.*s", (int) (host_len < sizeof host ? host_len : sizeof host - 1),
                  field[HOST]);
-        if (streq(host, "-")) /* squid could not parse the request: nothing to name */
+        if (host[0] == '-') /* squid could not parse the request: nothing to name */
                 return 0;
         for (size_t i = 0; i < *n_names; i++)
                 if (streq(names[i], host))

@@ -185,8 +185,17 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         pibridge_key *keys = NULL;
         size_t n_keys = 0;
         r = pibridge_rewrite_models(models, &rewritten, &keys, &n_keys, err);
+        /* A key may come from a --secret too: the sandbox then holds its placeholder, and the
+         * gate puts the value into pi's requests to the provider. */
+        _cleanup_free_ env_entry *vars = calloc(p->n_env + p->n_secrets + 1, sizeof *vars);
+        if (r >= 0 && !vars)
+                r = error_oom(err);
+        for (size_t i = 0; vars && i < p->n_env; i++)
+                vars[i] = p->env[i];
+        for (size_t i = 0; vars && i < p->n_secrets; i++)
+                vars[p->n_env + i] = (env_entry) { .name = p->secrets[i].name, .value = p->secrets[i].placeholder };
         if (r >= 0)
-                r = pibridge_keys_check(keys, n_keys, p->env, p->n_env, err);
+                r = pibridge_keys_check(keys, n_keys, vars, p->n_env + p->n_secrets, err);
         pibridge_keys_free(keys, n_keys);
         if (r < 0)
                 return r;

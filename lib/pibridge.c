@@ -928,7 +928,9 @@ int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env
         }
         if (missing.size)
                 return aisb_error_set(err, -ENOKEY,
-                                      "pi's models.json needs variables this run does not set (or sets empty); add: %s%s",
+                                      "pi's models.json needs variables this run does not set (or sets empty); add: %s "
+                                      "(or --secret NAME@PROVIDER-HOST instead of --env NAME: the gate then holds the key, "
+                                      "the sandbox never does)%s",
                                       missing.data,
                                       literal ? ". Or write a variable's name in place of a literal in ~/.pi/agent/models.json (\"apiKey\": \"MY_KEY\") and pass --env MY_KEY"
                                               : "");

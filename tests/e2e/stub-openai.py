@@ -3,8 +3,9 @@
 # answer as server-sent events. Every request is appended to LOG as one JSON line with the
 # Authorization header, every header (names lower-cased) and the body, for the test to check
 # what the harness sent.
-# Prints its port once listening; serves until killed or for at most 15 minutes.
-import http.server, json, socketserver, sys, threading, time
+# Prints its port once listening; serves until killed or for at most 15 minutes. With STUB_TLS
+# set, it speaks HTTPS with tests/e2e/tls/stub.pem (api.stub.test).
+import http.server, json, os, socketserver, ssl, sys, threading, time
 
 LOG = sys.argv[1]
 ANSWER = sys.argv[2] if len(sys.argv) > 2 else "STUB-ANSWER"
@@ -32,27 +33,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                 "headers": {k.lower(): v for k, v in self.headers.items()},
                                 "body": request}) + "\n")
         chunks = [{"role": "assistant", "content": ANSWER}, {}]
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
+        # The whole stream at once, with its length: a TLS peer closing without close_notify
+        # would make a body delimited by the close an error (OpenSSL 3 says so).
+        body = b""
         for i, delta in enumerate(chunks):
             event = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": int(time.time()),
                      "model": request.get("model", "stub-model"),
                      "choices": [{"index": 0, "delta": delta, "finish_reason": "stop" if i else None}]}
             if i:
                 event["usage"] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-            self.wfile.write(("data: " + json.dumps(event) + "\n\n").encode())
-            self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
+            body += ("data: " + json.dumps(event) + "\n\n").encode()
+        body += b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
         self.wfile.flush()
-        self.close_connection = True
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
 server = Server(("127.0.0.1", 0), Handler)
+if os.environ.get("STUB_TLS"):
+    # HTTPS with the e2e test certificate (api.stub.test), for providers reached by TLS.
+    here = os.path.dirname(os.path.abspath(__file__))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.path.join(here, "tls", "stub.pem"), os.path.join(here, "tls", "stub.key"))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 print(server.server_address[1], flush=True)
 time.sleep(900)

@@ -83,8 +83,8 @@ allow="--net allow --allow ok.test:$HTTP --allow ok.test:$dead --gate-add-host o
   curl -s -o /dev/null -m 5 http://ok.test:$dead/; curl -s -o /dev/null -m 5 http://denied.test:$HTTP/" \
   2>"$E2E_TMP/err"
 expect_contains "the run counts the failed request apart" \
-  "egress: 1 allowed, 1 denied, 1 failed (denied: denied.test; failed: ok.test)" "$(cat "$E2E_TMP/err")"
+  "egress: 1 allowed, 1 denied, 1 failed (denied: denied.test:$HTTP; failed: ok.test:$dead; refused: GET http://denied.test:$HTTP/)" "$(cat "$E2E_TMP/err")"
 gate=$("$AISB" run $allow --print-policy | sed -n 's/^gate=//p')
-expect_contains "the session log has it too" '"failed":1,"failed_names":["ok.test"]' \
+expect_contains "the session log has it too" "\"failed\":1,\"failed_names\":[\"ok.test:$dead\"]" \
   "$(grep -F "\"project\":\"$E2E_TMP/project\"" "${XDG_STATE_HOME:-$HOME/.local/state}/ai-sandbox/sessions.log" | tail -n 1)"
 podman rm -f "aisb-gate-$gate" >/dev/null 2>&1 || true

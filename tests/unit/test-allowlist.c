@@ -802,11 +802,20 @@ START_TEST(test_egress_real_lines)
         ck_assert_uint_eq(s.allowed, 4);
         ck_assert_uint_eq(s.denied, 2);
         ck_assert_uint_eq(s.failed, 7);
+        /* Named as an allowlist entry would name them: the port unless it is 80 or 443. */
         ck_assert_uint_eq(s.n_denied_names, 1);
         ck_assert_str_eq(s.denied_names[0], "denied.test");
-        ck_assert_uint_eq(s.n_failed_names, 2);
-        ck_assert_str_eq(s.failed_names[0], "ok.test");
-        ck_assert_str_eq(s.failed_names[1], "nodns.aisb.test");
+        const char *base = _i == 0 ? "4144" : "4174";
+        char want[3][32];
+        snprintf(want[0], sizeof want[0], "ok.test:%s2", base);
+        snprintf(want[1], sizeof want[1], "nodns.aisb.test:%s1", base);
+        snprintf(want[2], sizeof want[2], "ok.test:%s1", base);
+        ck_assert_uint_eq(s.n_failed_names, 3);
+        for (size_t i = 0; i < 3; i++)
+                ck_assert_str_eq(s.failed_names[i], want[i]);
+        /* The plain-HTTP refusal, whole; a CONNECT's is only a name. */
+        ck_assert_uint_eq(s.n_denied_requests, 1);
+        ck_assert_str_eq(s.denied_requests[0], "GET http://denied.test/");
 }
 END_TEST
 

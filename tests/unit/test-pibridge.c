@@ -1014,7 +1014,9 @@ START_TEST(test_keys_check)
         ck_assert_msg(strstr(m, "; --env AISB_PI_KEY_VAULT=\"$(op read x)\" (the apiKey of provider 'vault' comes from a command, which does not run in the sandbox); "), "%s", m);
         ck_assert_msg(strstr(m, "; --env AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY=<value> (header 'x-portkey-api-key' of provider 'portkey' is a literal, which aisb does not copy into the sandbox); "), "%s", m);
         ck_assert_msg(strstr(m, "; --env AISB_PI_HEADER_CORP_BIG_X_SECRET=\"$(pass corp)\" (header 'x-secret' of model 'big' of provider 'corp' comes from a command"), "%s", m);
-        ck_assert_msg(strstr(m, "; --env OPENROUTER_HEADER (header 'x-k' of modelOverrides 'a/b' of provider 'openrouter' is read from it). Or write a variable's name in place of a literal"), "%s", m);
+        ck_assert_msg(strstr(m, "; --env OPENROUTER_HEADER (header 'x-k' of modelOverrides 'a/b' of provider 'openrouter' is read from it) "
+                                "(or --secret NAME@PROVIDER-HOST instead of --env NAME: the gate then holds the key, the sandbox never does). "
+                                "Or write a variable's name in place of a literal"), "%s", m);
         ck_assert_msg(!strstr(m, "'other'"), "a variable is named once");
         ck_assert(!strchr(m, '\n'));
         aisb_error_free(err);

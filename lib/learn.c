@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Learn, then lock: the allowlist lines that would have let a project's last run through,
+ * from what its gate refused (the session log keeps the names and the refused requests), for
+ * the user to accept into their own allowlist or the project's. Every line proposed is one
+ * the allowlist parser takes; nothing is written without being asked, and the project's file
+ * is appended to through descriptors that follow no link.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "jsonutil.h"
+#include "policy.h"
+#include "userdirs.h"
+
+#define LEARN_LOG_READ_MAX (4 * 1024 * 1024)
+
+/* The session log's last record of this project that has an egress summary. */
+static int last_record(const aisb_policy *p, json_object **ret, aisb_error **err)
+{
+        char *path = NULL;
+        int r = aisb_session_log_path(&path, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *owned = path;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        if (fd < 0 && errno == ENOENT)
+                return 0;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return aisb_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return aisb_error_set(err, -EINVAL, "%s is not a regular file", path);
+        /* The end of it: the last run is there. */
+        if (st.st_size > LEARN_LOG_READ_MAX)
+                (void) lseek(fd, st.st_size - LEARN_LOG_READ_MAX, SEEK_SET);
+        _cleanup_free_ char *text = NULL;
+        r = read_full_fd(fd, LEARN_LOG_READ_MAX, &text, NULL);
+        if (r < 0)
+                return aisb_error_set(err, r, "%s: %s", path, strerror(-r));
+        json_object *found = NULL;
+        for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                json_object *o = json_tokener_parse(line), *v;
+                const char *project = o && json_object_object_get_ex(o, "project", &v) ? json_object_get_string(v) : NULL;
+                if (o && project && streq(project, p->project ? p->project : "") &&
+                    json_object_object_get_ex(o, "egress", NULL)) {
+                        json_object_put(found);
+                        found = o;
+                } else
+                        json_object_put(o);
+        }
+        *ret = found;
+        return found ? 1 : 0;
+}
+
+/* A line is proposed once, and only one the allowlist takes as it is. */
+static int propose(char ***lines, const char *line)
+{
+        allowlist probe = {};
+        int r = allowlist_add(&probe, line, "learned", NULL);
+        allowlist_done(&probe);
+        if (r < 0)
+                return 0;
+        for (size_t i = 0; *lines && (*lines)[i]; i++)
+                if (streq((*lines)[i], line))
+                        return 0;
+        return strv_push(lines, line);
+}
+
+/* "GET https://host:port/path" -> "host[:port] GET /path". */
+static int request_line(const char *request, char **ret)
+{
+        const char *space = strchr(request, ' '), *scheme = space ? strstr(space, "://") : NULL;
+        if (!space || !scheme)
+                return 0;
+        const char *host = scheme + 3, *path = strchr(host, '/');
+        if (!path)
+                return 0;
+        size_t host_len = (size_t) (path - host);
+        /* The scheme's own port is no port to name. */
+        const char *colon = memchr(host, ':', host_len);
+        if (colon && (((size_t) (path - colon) == 3 && strncmp(colon, ":80", 3) == 0) ||
+                      ((size_t) (path - colon) == 4 && strncmp(colon, ":443", 4) == 0)))
+                host_len = (size_t) (colon - host);
+        return asprintf(ret, "%.*s %.*s %s", (int) host_len, host, (int) (space - request), request, path) < 0
+                       ? -ENOMEM
+                       : 1;
+}
+
+int aisb_allow_proposals(const aisb_policy *p, aisb_allow_fn fn, void *userdata, long long *ret_time,
+                         aisb_error **err)
+{
+        _cleanup_json_ json_object *record = NULL;
+        int r = last_record(p, &record, err);
+        if (r <= 0)
+                return r;
+        json_object *egress, *names = NULL, *requests = NULL, *v;
+        json_object_object_get_ex(record, "egress", &egress);
+        json_object_object_get_ex(egress, "denied_names", &names);
+        json_object_object_get_ex(egress, "denied_requests", &requests);
+        if (ret_time)
+                *ret_time = json_object_object_get_ex(record, "time", &v) ? json_object_get_int64(v) : 0;
+        _cleanup_strv_free_ char **lines = NULL, **ruled = NULL;
+        /* A refused request the gate saw whole asks for that request, not for its whole host. */
+        for (size_t i = 0; r >= 0 && json_object_is_type(requests, json_type_array) &&
+                           i < json_object_array_length(requests);
+             i++) {
+                _cleanup_free_ char *line = NULL;
+                int k = request_line(json_object_get_string(json_object_array_get_idx(requests, i)), &line);
+                if (k < 0)
+                        return error_oom(err);
+                if (k > 0) {
+                        r = propose(&lines, line);
+                        line[strcspn(line, " ")] = 0;
+                        r = r < 0 ? r : strv_push(&ruled, line);
+                }
+        }
+        for (size_t i = 0; r >= 0 && json_object_is_type(names, json_type_array) && i < json_object_array_length(names);
+             i++) {
+                const char *name = json_object_get_string(json_object_array_get_idx(names, i));
+                bool covered = false;
+                for (size_t k = 0; name && ruled && ruled[k]; k++)
+                        covered |= streq(ruled[k], name);
+                if (name && !covered)
+                        r = propose(&lines, name);
+        }
+        if (r < 0)
+                return error_oom(err);
+        for (size_t i = 0; lines && lines[i]; i++)
+                fn(lines[i], userdata);
+        return (int) strv_length((const char *const *) lines);
+}
+
+/* The project's .ai-sandbox/allow for appending: each step through a descriptor, no link
+ * followed, no FIFO waited on, a regular file or nothing. */
+static int open_project_file(const char *project, aisb_error **err)
+{
+        _cleanup_close_ int dir = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                return aisb_error_set(err, -errno, "%s: %s", project, strerror(errno));
+        if (mkdirat(dir, ".ai-sandbox", 0755) < 0 && errno != EEXIST)
+                return aisb_error_set(err, -errno, "%s/.ai-sandbox: %s", project, strerror(errno));
+        _cleanup_close_ int settings = openat(dir, ".ai-sandbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (settings < 0)
+                return aisb_error_set(err, errno == ELOOP || errno == ENOTDIR ? -EINVAL : -errno,
+                                      "%s/.ai-sandbox is not a directory (a link there is refused)", project);
+        int fd = openat(settings, "allow", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                        0644);
+        if (fd < 0)
+                return aisb_error_set(err, errno == ELOOP ? -EINVAL : -errno,
+                                      "%s/.ai-sandbox/allow: %s (a link there is refused)", project,
+                                      errno == ELOOP ? "a link" : strerror(errno));
+        return fd;
+}
+
+static int open_user_file(aisb_error **err)
+{
+        _cleanup_free_ char *path = user_config_path("allow");
+        if (!path)
+                return aisb_error_set(err, -ENOENT, "neither XDG_CONFIG_HOME nor HOME is set");
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return error_oom(err);
+        *strrchr(dir, '/') = 0;
+        int r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot create %s: %s", dir, strerror(-r));
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        return fd;
+}
+
+int aisb_allowlist_append(const aisb_policy *p, int project_file, const char *const *lines, aisb_error **err)
+{
+        if (project_file && !p->project)
+                return aisb_error_set(err, -EINVAL, "this policy has no project: write to the user's allowlist instead");
+        /* Every line first, the way that file's reader takes it: nothing is written when one
+         * is refused. */
+        allowlist check = {};
+        int r = 0;
+        for (size_t i = 0; r >= 0 && lines && lines[i]; i++) {
+                if (strchr(lines[i], '\n'))
+                        r = aisb_error_set(err, -EINVAL, "an allowlist line holds a newline");
+                else
+                        r = allowlist_parse_text(&check, lines[i], strlen(lines[i]), "the line",
+                                                 project_file ? ALLOWLIST_FILE_DOMAINS_ONLY : 0, err);
+        }
+        allowlist_done(&check);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = project_file ? open_project_file(p->project, err) : open_user_file(err);
+        if (fd < 0)
+                return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return aisb_error_set(err, -errno, "fstat: %s", strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return aisb_error_set(err, -EINVAL, "the allowlist file is not a regular file");
+        _cleanup_(buffer_free) buffer b = {};
+        char last = '\n';
+        if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) != 1)
+                last = '\n';
+        r = last != '\n' ? buffer_printf(&b, "\n") : 0;
+        for (size_t i = 0; r >= 0 && lines && lines[i]; i++)
+                r = buffer_printf(&b, "%s\n", lines[i]);
+        if (r < 0)
+                return error_oom(err);
+        r = b.size ? write_all(fd, b.data, b.size) : 0;
+        if (r < 0)
+                return aisb_error_set(err, r, "writing the allowlist: %s", strerror(-r));
+        return 0;
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Secretless runs, and rules the gate reads requests for: a --secret's value reaches its
+# host (and only over HTTPS) while the sandbox holds a placeholder; nothing of the sandbox
+# holds the value (files, environments, podman's view, argv, logs, a dry run); a forged header
+# is replaced, never appended; the run's gate goes with the run; methods and paths are
+# enforced on HTTP and HTTPS with a reason the agent can read; a rotated gate CA is no longer
+# trusted; pi talks to an HTTPS provider with the key held by the gate; aisb allow proposes
+# what a run was refused; a shared gate stops when idle, but not while a run holds it. All
+# against stand-ins on the host's loopback (tests/e2e/https-stub.py, stub-openai.py).
+. "$(dirname "$0")/lib.sh"
+
+python3 "$AISB_SRC/tests/e2e/https-stub.py" > "$E2E_TMP/ports" 2> "$E2E_TMP/requests" &
+stub=$!
+trap 'kill $stub 2>/dev/null; cleanup' EXIT
+for _ in $(seq 50); do [ -s "$E2E_TMP/ports" ] && break; sleep 0.1; done
+read -r TLS PLAIN < "$E2E_TMP/ports" || true
+[ -n "${PLAIN:-}" ] || cannot_run "the HTTPS stand-in did not start"
+ca=$AISB_SRC/tests/e2e/tls/ca.pem
+names="--gate-add-host api.stub.test:127.0.0.1 --gate-add-host other.stub.test:127.0.0.1
+  --gate-add-host rules.stub.test:127.0.0.1 --gate-add-host denied.stub.test:127.0.0.1"
+export STUB_KEY=real-secret-e2e-$$
+real=$STUB_KEY
+secret="--ca-cert $ca --net allow --secret STUB_KEY@api.stub.test --allow api.stub.test:$TLS
+  --allow api.stub.test:$PLAIN --allow other.stub.test:$TLS $names"
+# What the stand-in received: the credential headers of each request to PATH.
+seen() { python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["path"] == sys.argv[2]:
+        print(r["scheme"], " ".join(r["authorization"] + r["x-api-key"]))' "$E2E_TMP/requests" "$1"; }
+
+"$AISB" build --quiet --ca-cert "$ca" >/dev/null
+
+# The value goes where it is meant to, the placeholder everywhere else.
+out=$("$AISB" run $secret -- sh -c "
+  printf 'inside=%s\n' \"\$STUB_KEY\"
+  curl -sS -o /dev/null https://api.stub.test:$TLS/to-its-host -H \"Authorization: Bearer \$STUB_KEY\"
+  curl -sS -o /dev/null https://other.stub.test:$TLS/elsewhere -H \"Authorization: Bearer \$STUB_KEY\"
+  curl -sS -o /dev/null https://api.stub.test:$TLS/forged -H 'Authorization: Bearer forged-by-the-agent'
+  curl -sS -o /dev/null http://api.stub.test:$PLAIN/downgraded -H \"Authorization: Bearer \$STUB_KEY\"
+  curl -sS -o /dev/null https://api.stub.test:$TLS/host-mismatch -H 'Host: other.stub.test:$TLS' \
+    -H \"Authorization: Bearer \$STUB_KEY\"; echo mismatch=\$?
+  cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -c '$real' || true
+  grep -rsl '$real' /etc /home /run /tmp /var/tmp /project /usr/local 2>/dev/null | head -3
+  ls /aisb-gate 2>&1 | head -1" 2>"$E2E_TMP/err") || { cat "$E2E_TMP/err" >&2; fail "the secret run: $out"; }
+placeholder=$(printf '%s\n' "$out" | sed -n 's/^inside=//p')
+case "$placeholder" in aisb-secret-????????????????????????????????) pass "the sandbox holds a placeholder" ;;
+  *) fail "the sandbox's STUB_KEY is '$placeholder'" ;; esac
+expect_eq "its host gets the value" "https Bearer $real" "$(seen /to-its-host)"
+expect_eq "another host gets only the placeholder" "https Bearer $placeholder" "$(seen /elsewhere)"
+expect_eq "a forged header is replaced, not added to" "https Bearer $real" "$(seen /forged)"
+expect_eq "plain HTTP to its host carries no credential at all" "http " "$(seen /downgraded)"
+expect_absent "a Host header naming another host never carries the value there" "$real" "$(seen /host-mismatch)"
+expect_absent "no environment in the sandbox holds the value" "$real" "$(printf '%s\n' "$out" | sed -n '/^mismatch/,$p')"
+expect_contains "no process environment counted it" "
+0" "$(printf '%s\n' "$out" | sed -n '/^mismatch/,$p')"
+expect_contains "the gate's state is not in the sandbox" "No such file" "$out"
+expect_absent "nor in what aisb printed" "$real" "$(cat "$E2E_TMP/err")"
+expect_absent "nor in the session log" "$real" "$(cat "$HOME/.local/state/ai-sandbox/sessions.log")"
+expect_eq "the run's gate went with the run" "" \
+  "$(podman ps -a --filter label=aisb.gate.run=true --format '{{.Names}}')"
+expect_eq "and nothing of it stays in the state directory" "" \
+  "$(grep -rsl "$real" "$HOME/.local/state/ai-sandbox" || true)"
+
+# podman's view of a running sandbox, its argv and a dry run: the placeholder, never the value.
+"$AISB" run $secret -- sleep 30 >/dev/null 2>&1 &
+sleeper=$!
+for _ in $(seq 100); do
+  id=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | head -1)
+  [ -n "$id" ] && break; sleep 0.2
+done
+[ -n "$id" ] || fail "the sandbox did not start"
+expect_absent "podman inspect of the sandbox" "$real" "$(podman inspect "$id")"
+expect_contains "(which shows the placeholder)" "aisb-secret-" "$(podman inspect "$id")"
+expect_absent "aisb's argv" "$real" "$(tr '\0' ' ' < /proc/$sleeper/cmdline)"
+kill -TERM $sleeper; wait $sleeper || true
+expect_absent "a dry run" "$real" "$("$AISB" run $secret --dry-run -- true 2>&1)"
+
+# Rules: methods and path prefixes, over HTTPS (intercepted) and plain HTTP, with a reason.
+rules_args=(--ca-cert "$ca" --net allow --allow "rules.stub.test:$TLS GET,HEAD /allowed/"
+  --allow "rules.stub.test:$PLAIN GET,HEAD /allowed/" $names)
+out=$("$AISB" run "${rules_args[@]}" -- sh -c "
+  for u in https://rules.stub.test:$TLS http://rules.stub.test:$PLAIN; do
+    printf '%s ' \$(curl -s -o /dev/null -w '%{http_code}' \$u/allowed/x)
+    printf '%s ' \$(curl -s -o /dev/null -w '%{http_code}' \$u/other)
+    printf '%s\n' \$(curl -s -o /dev/null -w '%{http_code}' -X POST \$u/allowed/x)
+  done
+  curl -s https://rules.stub.test:$TLS/other; curl -s http://denied.stub.test:$PLAIN/
+  cp /run/aisb/gate-ca.pem /project/old-ca.pem" 2>"$E2E_TMP/err") || true
+expect_contains "HTTPS: an allowed path passes, another path and another method do not" "200 403 403
+200 403 403" "$out"
+expect_contains "the agent reads why" \
+  "aisb gate: GET https://rules.stub.test:$TLS/other is outside the rules the allowlist gives rules.stub.test" "$out"
+expect_contains "and how the user allows a name" \
+  "aisb gate: denied.stub.test is not in this sandbox allowlist, so the request was refused. To allow it, run with --allow denied.stub.test" "$out"
+expect_contains "the summary names the refused requests" "refused: GET https://rules.stub.test:$TLS/other" \
+  "$(cat "$E2E_TMP/err")"
+
+# Learn, then lock: what the run was refused, proposed, written into the project's list.
+out=$("$AISB" allow 2>&1)
+expect_contains "aisb allow proposes the refused request" "rules.stub.test:$TLS GET /other" "$out"
+expect_contains "and the refused name" "denied.stub.test:$PLAIN" "$out"
+"$AISB" allow --write project >/dev/null 2>&1
+expect_contains "written to the project's allowlist" "denied.stub.test:$PLAIN" "$(cat "$E2E_TMP/project/.ai-sandbox/allow")"
+code=$("$AISB" run "${rules_args[@]}" -- curl -s -o /dev/null -w '%{http_code}' http://denied.stub.test:$PLAIN/ 2>/dev/null)
+expect_eq "the next run is allowed it" 200 "$code"
+rm -f "$E2E_TMP/project/.ai-sandbox/allow"
+
+# A gate restarted makes a new CA: what an earlier sandbox was given no longer verifies.
+"$AISB" gate down "${rules_args[@]}" >/dev/null 2>&1 || true
+out=$("$AISB" run "${rules_args[@]}" -- sh -c "
+  curl -s -o /dev/null -w 'own=%{http_code}\n' https://rules.stub.test:$TLS/allowed/x
+  curl -s -o /dev/null --cacert /project/old-ca.pem https://rules.stub.test:$TLS/allowed/x; echo old=\$?" 2>/dev/null)
+expect_contains "the run's own CA verifies" "own=200" "$out"
+expect_contains "the earlier gate's CA does not (curl: certificate problem)" "old=60" "$out"
+"$AISB" gate down "${rules_args[@]}" >/dev/null 2>&1 || true
+
+# pi, through the bridge, with its provider key held by the gate.
+STUB_TLS=1 python3 "$AISB_SRC/tests/e2e/stub-openai.py" "$E2E_TMP/pi.log" PI-ANSWER-$$ > "$E2E_TMP/pi.port" &
+pi_stub=$!
+for _ in $(seq 50); do [ -s "$E2E_TMP/pi.port" ] && break; sleep 0.1; done
+pi_port=$(cat "$E2E_TMP/pi.port")
+export PI_CODING_AGENT_DIR=$E2E_TMP/pi-agent PI_KEY=pi-real-key-$$
+mkdir -p "$PI_CODING_AGENT_DIR"
+cat > "$PI_CODING_AGENT_DIR/models.json" <<JSON
+{"providers": {"stub": {"baseUrl": "https://api.stub.test:$pi_port/v1", "api": "openai-completions",
+  "apiKey": "PI_KEY", "models": [{"id": "stub-model", "name": "Stub", "reasoning": false, "input": ["text"],
+  "contextWindow": 8192, "maxTokens": 256, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]}}}
+JSON
+echo '{"defaultProvider": "stub", "defaultModel": "stub-model"}' > "$PI_CODING_AGENT_DIR/settings.json"
+out=$("$AISB" run --ca-cert "$ca" --net allow --secret PI_KEY@api.stub.test --allow "api.stub.test:$pi_port" \
+  --gate-add-host api.stub.test:127.0.0.1 --ephemeral-home -- pi -p "say hi" 2>"$E2E_TMP/err") ||
+  { cat "$E2E_TMP/err" >&2; fail "pi -p failed: $out"; }
+kill $pi_stub 2>/dev/null || true
+expect_contains "pi prints the provider's answer" "PI-ANSWER-$$" "$out"
+expect_eq "the provider got the key from the gate" "Bearer $PI_KEY" \
+  "$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["authorization"])' "$E2E_TMP/pi.log")"
+
+# A shared gate stops by itself once idle, but never while a run holds it.
+idle=(--net allow --allow "other.stub.test:$TLS" $names --gate-idle-stop 15)
+gate=$("$AISB" run "${idle[@]}" --print-policy | sed -n 's/^gate=//p')
+"$AISB" run "${idle[@]}" -- sleep 40 >/dev/null 2>&1 &
+holder=$!
+sleep 35
+expect_eq "held by a run, an idle gate keeps running" running \
+  "$(podman inspect -f '{{.State.Status}}' "aisb-gate-$gate" 2>/dev/null)"
+wait $holder || true
+state=running
+for _ in $(seq 60); do
+  state=$(podman inspect -f '{{.State.Status}}' "aisb-gate-$gate" 2>/dev/null || echo gone)
+  [ "$state" = running ] || break; sleep 1
+done
+expect_eq "once no run holds it, it stops" exited "$state"
+code=$("$AISB" run "${idle[@]}" -- curl -s -o /dev/null -w '%{http_code}' -k \
+  https://other.stub.test:$TLS/again 2>/dev/null || true)
+expect_eq "and the next run starts it again" 200 "$code"
+podman rm -f "aisb-gate-$gate" >/dev/null 2>&1 || true
