@@ -51,6 +51,10 @@ static void print_entry(const aisb_list_entry *e, void *userdata)
                 json_object_object_add(o, "state", json_object_new_string(e->state));
                 json_object_object_add(o, "created", json_object_new_int64(e->created));
                 json_object_object_add(o, "orphaned", json_object_new_boolean(e->orphaned));
+                if (e->users >= 0)
+                        json_object_object_add(o, "users", json_object_new_int(e->users));
+                if (e->idle_seconds >= 0)
+                        json_object_object_add(o, "idle_seconds", json_object_new_int64(e->idle_seconds));
                 cli_print_json(stdout, o);
                 json_object_put(o);
                 return;
@@ -60,6 +64,13 @@ static void print_entry(const aisb_list_entry *e, void *userdata)
         printf("%-32s %-7s %-8s %-5s %-16s %-5s ", e->name, e->kind,
                e->orphaned ? "orphaned" : e->state, e->net ? e->net : "-",
                e->policy ? e->policy : "-", a);
+        if (e->users >= 0 && e->idle_seconds >= 0) {
+                /* A gate: what it serves, and how long since its last request. */
+                char idle[32];
+                age((long long) time(NULL) - e->idle_seconds, idle, sizeof idle);
+                printf("(%d sandbox%s, idle %s)\n", e->users, e->users == 1 ? "" : "es", idle);
+                return;
+        }
         cli_put(stdout, e->project && *e->project ? e->project : "-");
         putchar('\n');
 }
@@ -72,7 +83,8 @@ int command_ps(int argc, char **argv)
                         json = true;
                 else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         printf("Usage: aisb ps [--json]\n\nSandboxes, gates and home volumes of this user: name,\n"
-                               "kind, state, net mode, policy hash, age, project directory.\n");
+                               "kind, state, net mode, policy hash, age, project directory; for a gate, the\n"
+                               "sandboxes it serves and how long since its last request.\n");
                         return 0;
                 } else {
                         fprintf(stderr, "aisb: ps takes only --json (got %s)\n", argv[i]);

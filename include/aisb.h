@@ -353,6 +353,10 @@ typedef struct aisb_list_entry {
         const char *state;   /* podman's: "running", "exited", ...; volumes: "in-use", "unused" */
         long long created;   /* Unix time */
         int orphaned;        /* a sandbox whose aisb process is gone */
+        /* Gates: the running sandboxes it serves, and the seconds since its last request (or
+         * its start); -1 for anything else, or when not known. */
+        int users;
+        long long idle_seconds;
 } aisb_list_entry;
 typedef void (*aisb_list_fn)(const aisb_list_entry *entry, void *userdata);
 AISB_PUBLIC int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err);

@@ -5,13 +5,16 @@
  * volumes named aisb-*, images in localhost/aisb*. Nothing else is listed, and nothing else
  * is ever removed.
  */
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <time.h>
 
 #include "jsonutil.h"
 #include "podman.h"
 #include "policy.h"
+#include "userdirs.h"
 
 #define MANAGED_FILTER "{\"label\":[\"" AISB_LABEL_PREFIX "managed=true\"]}"
 
@@ -106,6 +109,8 @@ static int list_homes(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error
                 aisb_list_entry e = {
                         .name = name,
                         .kind = "volume",
+                        .users = -1,
+                        .idle_seconds = -1,
                         .project = label(labels, AISB_LABEL_PREFIX "project"),
                         .image = "",
                         .state = used ? "in-use" : "unused",
@@ -114,6 +119,37 @@ static int list_homes(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error
                 fn(&e, userdata);
         }
         return 0;
+}
+
+/* The running sandboxes a gate serves: they carry its hash. */
+static int gate_users(json_object *list, const char *hash)
+{
+        int n = 0;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i), *labels = NULL, *v;
+                json_object_object_get_ex(c, "Labels", &labels);
+                const char *served = label(labels, AISB_LABEL_PREFIX "gate");
+                bool running = json_object_object_get_ex(c, "State", &v) && streq(json_object_get_string(v), "running");
+                n += running && served && streq(served, hash) && !label(labels, AISB_LABEL_PREFIX "gate.port");
+        }
+        return n;
+}
+
+/* Seconds since the gate's last request: its access log's time (not followed, as squid
+ * writes that directory), or its start when it logged nothing since. */
+static long long gate_idle(const char *hash, long long created)
+{
+        _cleanup_free_ char *sub = NULL, *dir = NULL;
+        if (asprintf(&sub, "gates/%s/logs", hash) < 0 || state_dir(sub, &dir, NULL) < 0)
+                return -1;
+        struct stat st;
+        long long last = created;
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && fstatat(fd, "access.log", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            (long long) st.st_mtime > last)
+                last = (long long) st.st_mtime;
+        long long idle = (long long) time(NULL) - last;
+        return idle < 0 ? 0 : idle;
 }
 
 int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
@@ -132,6 +168,8 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
                                            ? json_object_get_string(json_object_array_get_idx(v, 0))
                                            : "";
                 bool gate = label(labels, AISB_LABEL_PREFIX "gate.port") != NULL;
+                const char *hash = gate ? label(labels, AISB_LABEL_PREFIX "gate") : NULL;
+                long long created = json_object_object_get_ex(c, "Created", &v) ? parse_time(v) : 0;
                 aisb_list_entry e = {
                         .name = name,
                         .kind = gate ? "gate" : "sandbox",
@@ -141,8 +179,10 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
                                        : label(labels, AISB_LABEL_PREFIX "policy"),
                         .image = json_object_object_get_ex(c, "Image", &v) ? json_object_get_string(v) : "",
                         .state = json_object_object_get_ex(c, "State", &v) ? json_object_get_string(v) : "",
-                        .created = json_object_object_get_ex(c, "Created", &v) ? parse_time(v) : 0,
+                        .created = created,
                         .orphaned = !gate && orphaned(labels),
+                        .users = gate && hash ? gate_users(list, hash) : -1,
+                        .idle_seconds = gate && hash ? gate_idle(hash, created) : -1,
                 };
                 fn(&e, userdata);
         }

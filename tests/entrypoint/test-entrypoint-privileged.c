@@ -466,7 +466,7 @@ START_TEST(malformed_78)
         struct run *r = run(opts, SABOTAGE_NONE, false);
         ck_assert_int_eq(r->exit_code, 78);
         ck_assert(!r->marker);
-        HAS(r->err, "aisb-entrypoint: --allow 10.0.2.2:65536: port must be a number from 1 to 65535\n");
+        HAS(r->err, "aisb-entrypoint: --allow 10.0.2.2:65536: the port must be a number from 1 to 65535\n");
         run_free(r);
 }
 END_TEST
