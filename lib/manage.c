@@ -140,7 +140,7 @@ static int gate_users(json_object *list, const char *hash)
 static long long gate_idle(const char *hash, long long created)
 {
         _cleanup_free_ char *sub = NULL, *dir = NULL;
-        if (asprintf(&sub, "gates/%s/logs", hash) < 0 || state_dir(sub, &dir, NULL) < 0)
+        if (asprintf(&sub, "gates/%s/logs", hash) < 0 || !(dir = state_path(sub)))
                 return -1;
         struct stat st;
         long long last = created;

@@ -34,6 +34,11 @@ int state_dir(const char *sub, char **ret, aisb_error **err)
         return 0;
 }
 
+char *state_path(const char *sub)
+{
+        return user_dir("XDG_STATE_HOME", ".local/state", sub);
+}
+
 char *user_config_path(const char *name)
 {
         return user_dir("XDG_CONFIG_HOME", ".config", name);

@@ -11,3 +11,6 @@ int state_dir(const char *sub, char **ret, aisb_error **err);
 /* $XDG_CONFIG_HOME/ai-sandbox/NAME, else ~/.config/ai-sandbox/NAME; NULL when neither
  * variable gives an absolute path (or out of memory). Not created, not opened. */
 char *user_config_path(const char *name);
+
+/* Where state_dir(SUB) is, without creating it; NULL as user_config_path. */
+char *state_path(const char *sub);

@@ -6,9 +6,13 @@
  * without the label cannot even reach the code that decides, and the filter sent is checked.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "fake-podman.h"
 #include "internal.h"
@@ -109,7 +113,8 @@ static void expect_requests(const char *method, const char *prefix, const char *
 typedef struct entry {
         char *name, *kind, *project, *net, *policy, *image, *state;
         long long created;
-        int orphaned;
+        int orphaned, users;
+        long long idle;
 } entry;
 
 typedef struct entries {
@@ -131,6 +136,7 @@ static void collect(const aisb_list_entry *e, void *userdata)
                 .project = dup_or_null(e->project), .net = dup_or_null(e->net),
                 .policy = dup_or_null(e->policy), .image = dup_or_null(e->image),
                 .state = dup_or_null(e->state), .created = e->created, .orphaned = e->orphaned,
+                .users = e->users, .idle = e->idle_seconds,
         };
 }
 
@@ -225,6 +231,67 @@ START_TEST(test_list)
         /* Nothing but reading. */
         expect_requests("DELETE", "", "");
         expect_requests("POST", "", "");
+}
+END_TEST
+
+/* A gate: the running sandboxes that carry its hash, and the seconds since its access log
+ * last changed (or since its start). Anything else: -1 for both. */
+START_TEST(test_list_gate_users)
+{
+        char state[] = "/tmp/aisb-test-state-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(state));
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+        char dir[256], log[300];
+        snprintf(dir, sizeof dir, "%s/ai-sandbox/gates/busy/logs", state);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        snprintf(log, sizeof log, "%s/access.log", dir);
+        int fd = open(log, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        long long now = (long long) time(NULL);
+        ck_assert_int_eq(futimens(fd, (struct timespec[2]) { { .tv_sec = now - 100 }, { .tv_sec = now - 100 } }), 0);
+        close(fd);
+
+        fake_podman_route(fp, "GET", "/containers/json?*aisb.managed=true*", 200, "application/json",
+                          "[{\"Names\":[\"aisb-gate-busy\"],\"State\":\"running\",\"Created\":1700000000,"
+                          "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\",\"aisb.gate.port\":\"40000\"}},"
+                          "{\"Names\":[\"aisb-gate-idle\"],\"State\":\"running\",\"Created\":1700000000,"
+                          "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"idle\",\"aisb.gate.port\":\"40001\"}},"
+                          /* Two running sandboxes of the busy gate, one exited, one of another. */
+                          "{\"Names\":[\"aisb-a\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
+                          "{\"Names\":[\"aisb-b\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
+                          "{\"Names\":[\"aisb-c\"],\"State\":\"exited\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
+                          "{\"Names\":[\"aisb-d\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"other\"}}]",
+                          FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/volumes/json", 200, "application/json",
+                          "[{\"Name\":\"aisb-home-x\",\"Labels\":{\"aisb.managed\":\"true\"}}]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/containers/json?*volume*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        entries l = {};
+        ck_assert_int_eq(aisb_list(ctx, collect, &l, NULL), 0);
+        ck_assert_uint_eq(l.n, 7);
+        ck_assert_str_eq(l.e[0].name, "aisb-gate-busy");
+        ck_assert_int_eq(l.e[0].users, 2);
+        ck_assert_msg(l.e[0].idle >= 100 && l.e[0].idle < 160, "idle %lld", l.e[0].idle);
+        /* Nothing logged: idle since its start. */
+        ck_assert_int_eq(l.e[1].users, 0);
+        ck_assert_msg(l.e[1].idle >= now - 1700000000, "idle %lld", l.e[1].idle);
+        for (size_t i = 2; i < l.n; i++)
+                ck_assert_msg(l.e[i].users == -1 && l.e[i].idle == -1, "%s: %d %lld", l.e[i].name, l.e[i].users, l.e[i].idle);
+        entries_free(&l);
+        /* Listing creates nothing in the state directory. */
+        snprintf(dir, sizeof dir, "%s/ai-sandbox/gates/idle", state);
+        ck_assert_int_eq(access(dir, F_OK), -1);
+
+        /* An access log that is a link is not followed: the gate counts as idle since its start. */
+        ck_assert_int_eq(unlink(log), 0);
+        ck_assert_int_eq(symlink("/proc/self/stat", log), 0);
+        ck_assert_int_eq(aisb_list(ctx, collect, &l, NULL), 0);
+        ck_assert_msg(l.e[0].idle >= now - 1700000000, "idle %lld", l.e[0].idle);
+        entries_free(&l);
+        unlink(log);
+        unsetenv("XDG_STATE_HOME");
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", state);
+        ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -497,6 +564,7 @@ static Suite *manage_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_list);
         tcase_add_test(tc, test_list_time_offset);
+        tcase_add_test(tc, test_list_gate_users);
         tcase_add_test(tc, test_list_refused);
         suite_add_tcase(s, tc);
         tc = tcase_create("clean");
