@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 """An API stand-in on the host's loopback for the gate's e2e tests: HTTPS (tls/stub.pem, for
 api.stub.test, other.stub.test, rules.stub.test) and plain HTTP on two free ports, which it
-prints as "TLS_PORT HTTP_PORT". Every request is answered 200 with the path, and logged to
-stderr as one JSON line: scheme, host, method, path and the credential headers it carried
-(all values of Authorization and x-api-key, in order)."""
+prints as "TLS_PORT HTTP_PORT", on 127.0.0.1 and on 127.0.0.2 alike (so that a test can map
+two names to two addresses and see which one a request reached). Every request is answered
+200 with the path, except /redirect?to=URL (302 to URL), and logged to stderr as one JSON
+line: the address it reached, scheme, host, method, path and the credential headers it
+carried (all values of Authorization and x-api-key, in order)."""
 import http.server
 import json
 import os
@@ -23,6 +25,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if length:
             self.rfile.read(length)
         record = {
+            "addr": self.connection.getsockname()[0],
             "scheme": self.server.scheme,
             "host": self.headers.get("Host", ""),
             "method": self.command,
@@ -33,7 +36,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sys.stderr.write(json.dumps(record) + "\n")
         sys.stderr.flush()
         body = ("stub %s %s\n" % (self.command, self.path)).encode()
-        self.send_response(200)
+        if self.path.startswith("/redirect?to="):
+            self.send_response(302)
+            self.send_header("Location", self.path[len("/redirect?to="):])
+        else:
+            self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -45,8 +52,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def server(scheme):
-    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+def server(scheme, address="127.0.0.1", port=0):
+    s = http.server.ThreadingHTTPServer((address, port), Handler)
     s.scheme = scheme
     if scheme == "https":
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -56,6 +63,8 @@ def server(scheme):
 
 
 tls, plain = server("https"), server("http")
+also = [server("https", "127.0.0.2", tls.server_address[1]), server("http", "127.0.0.2", plain.server_address[1])]
 print(tls.server_address[1], plain.server_address[1], flush=True)
-threading.Thread(target=plain.serve_forever, daemon=True).start()
+for s in [plain] + also:
+    threading.Thread(target=s.serve_forever, daemon=True).start()
 tls.serve_forever()

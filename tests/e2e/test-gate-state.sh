@@ -76,10 +76,14 @@ fetch() { timeout -k 5 120 "$AISB" run $allow -- curl -s -m 5 "http://allowed.te
 
 out=$(fetch 2>"$E2E_TMP/err") || { cat "$E2E_TMP/err" >&2; fail "the first run"; }
 expect_eq "the gate serves the allowlisted name" server:http "$out"
-# The directory the gate can write, as podman mounts it.
-rw=$(podman inspect "$gate" --format '{{range .Mounts}}{{if .RW}}{{.Source}}{{"\n"}}{{end}}{{end}}' | grep .)
-[ "$(printf '%s\n' "$rw" | wc -l)" -eq 1 ] && [ -d "$rw" ] || fail "no single writable mount in the gate: $rw"
-pass "the gate writes one directory: $rw"
+# The directories the gate can write, as podman mounts them: its logs and its tls/ (the CA it
+# makes at each start); nothing else of the host.
+rws=$(podman inspect "$gate" --format '{{range .Mounts}}{{if .RW}}{{.Source}}{{"\n"}}{{end}}{{end}}' | grep . | sort)
+rw=$(printf '%s\n' "$rws" | grep '/logs$' || true)
+[ "$(printf '%s\n' "$rws" | wc -l)" -eq 2 ] && [ -d "$rw" ] && [ -d "$(dirname "$rw")/tls" ] \
+        && [ "$rws" = "$(printf '%s\n%s' "$rw" "$(dirname "$rw")/tls")" ] \
+        || fail "the gate writes more or other than its logs and tls/: $rws"
+pass "the gate writes two directories of its own: logs and tls"
 ro=$(podman inspect "$gate" --format '{{range .Mounts}}{{if not .RW}}{{.Source}}{{"\n"}}{{end}}{{end}}' | grep . || true)
 expect_contains "its configuration is mounted read-only" "/config" "$ro"
 
@@ -112,6 +116,11 @@ for name in squid.conf .squid.conf.tmp hosts .hosts.tmp cache.log access.log; do
   rm -f "$rw/$name"
   ln -s "$sentinel" "$rw/$name"
 done
+tls=$(dirname "$rw")/tls
+for name in ca.pem ca.pem.new ca.key; do
+  rm -f "$tls/$name"
+  ln -s "$sentinel" "$tls/$name"
+done
 set +e
 out=$(fetch 2>"$E2E_TMP/err")
 rc=$?
@@ -120,6 +129,7 @@ expect_eq "the file the symlinks point at is untouched" "sentinel $$" "$(cat "$s
 [ "$rc" -eq 0 ] || { cat "$E2E_TMP/err" >&2; fail "the run after planting symlinks: exit $rc"; }
 expect_eq "the gate starts again and works" server:http "$out"
 expect_eq "the planted cache.log symlink is gone, not followed" "" "$(find "$rw" -maxdepth 1 -name cache.log -type l)"
+expect_eq "the links planted in tls/ are gone, not followed" "" "$(find "$tls" -maxdepth 1 -type l)"
 
 # Another local user listens on a port; the user's gate container claims that port (a
 # stand-in: any container named and labelled as the gate).

