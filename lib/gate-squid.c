@@ -480,6 +480,10 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "icp_access deny all\n"
                 "htcp_access deny all\n"
                 "snmp_access deny all\n"
+                /* The cache manager would show this configuration (a secret's value with
+                 * it): no password opens it, and the first access line refuses it. */
+                "cachemgr_passwd disable all\n"
+                "email_err_data off\n"
                 "\n",
                 GATE_SQUID_LOGFORMAT, access_log, cache_log);
 
@@ -590,6 +594,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
 
         r |= buffer_printf(&b,
                 "\n"
+                "http_access deny manager\n"
                 "http_access deny !aisb_clients\n"
                 "http_access deny aisb_ip_literal\n"
                 "http_access deny !aisb_connect !aisb_schemes\n");

@@ -16,9 +16,10 @@
 
 /* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
  * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
- * %err_code logged; 4: NAT64 forms of the local ranges), so that a gate named by
+ * %err_code logged; 4: NAT64 forms of the local ranges; 5: rules, secrets and interception,
+ * refusal pages, the cache manager refused), so that a gate named by
  * gate_squid_hash() under an older generator is never reused. */
-#define GATE_SQUID_VERSION "aisb-gate 4"
+#define GATE_SQUID_VERSION "aisb-gate 5"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL

@@ -571,6 +571,7 @@ START_TEST(test_squid_config)
 
         char **rules = http_access_lines(text);
         static const char *const expected_rules[] = {
+                "http_access deny manager",
                 "http_access deny !aisb_clients",
                 "http_access deny aisb_ip_literal",
                 "http_access deny !aisb_connect !aisb_schemes",
@@ -635,8 +636,8 @@ START_TEST(test_squid_config_local_dst)
                                  "192.0.2.2 2001:db8::7 198.51.100.1");
         free(values);
         char **rules = http_access_lines(text);
-        ck_assert_str_eq(rules[4], "http_access deny aisb_local_dst !aisb_local_names");
-        ck_assert_str_eq(rules[5], "http_access allow aisb_dst_web aisb_port_web");
+        ck_assert_str_eq(rules[5], "http_access deny aisb_local_dst !aisb_local_names");
+        ck_assert_str_eq(rules[6], "http_access allow aisb_dst_web aisb_port_web");
         strv_free(rules);
         values = acl_values(text, "aisb_local_names dstdomain -n");
         ck_assert_str_eq(values, "allowed.test");
@@ -647,7 +648,7 @@ START_TEST(test_squid_config_local_dst)
         squid_options bare = { .port = 3128 };
         text = squid_config(entries, &bare);
         rules = http_access_lines(text);
-        ck_assert_str_eq(rules[4], "http_access deny aisb_local_dst");
+        ck_assert_str_eq(rules[5], "http_access deny aisb_local_dst");
         strv_free(rules);
         values = acl_values(text, "aisb_local_dst dst");
         ck_assert(startswith(values, "0.0.0.0/8 127.0.0.0/8 169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 "));
