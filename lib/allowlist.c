@@ -9,6 +9,7 @@
  * canonical entries, so no text from an allowlist file reaches squid.conf unchecked.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <netinet/in.h>
@@ -250,9 +251,11 @@ static int parse_rules(const char *text, allow_entry *e, char *why, size_t whyle
                         if (n > ALLOWLIST_PATH_MAX)
                                 return snprintf(why, whylen, "a path longer than %d characters", ALLOWLIST_PATH_MAX),
                                        -EINVAL;
-                        if (strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~%+-") != n)
+                        /* No '%': the gate compares paths decoded (as squid does). */
+                        if (strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~+-") != n)
                                 return snprintf(why, whylen,
-                                                "a path may hold letters, digits and / . _ ~ %% + - only"),
+                                                "a path may hold letters, digits and / . _ ~ + - only (write it "
+                                                "decoded, without %%)"),
                                        -EINVAL;
                         if (strstr(w, "/../") || strstr(w, "/./") || (n >= 3 && strcmp(w + n - 3, "/..") == 0))
                                 return snprintf(why, whylen, "a path with . or .. segments: write it as the server sees it"),
@@ -280,12 +283,15 @@ static int parse_rules(const char *text, allow_entry *e, char *why, size_t whyle
                         for (size_t i = 0; i < ELEMENTSOF(method_names) && !bit; i++)
                                 if (streq(m, method_names[i]))
                                         bit = 1u << i;
-                        if (!bit)
+                        if (!bit) {
+                                char shown[ALLOWLIST_SHOWN_MAX];
+                                allowlist_show(m, strnlen(m, 32), shown);
                                 return snprintf(why, whylen,
-                                                "'%.32s' is no method (GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE, "
+                                                "'%.64s' is no method (GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE, "
                                                 "or read-only) and no path (/...)",
-                                                m),
+                                                shown),
                                        -EINVAL;
+                        }
                         methods |= bit;
                 }
         }
@@ -587,10 +593,52 @@ bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port
 
 /* Whether an entry's rules let this request through: its method among the entry's (any when
  * none is named), its path below one of the entry's prefixes (any when none is named). */
+/* %XX decoded once, as squid does before it matches a path (anything else kept as it is). */
+static char *path_decode(const char *path)
+{
+        char *out = malloc(strlen(path) + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (const char *p = path; *p; p++) {
+                if (p[0] == '%' && isxdigit((unsigned char) p[1]) && isxdigit((unsigned char) p[2])) {
+                        char hex[3] = { p[1], p[2], 0 };
+                        *o++ = (char) strtoul(hex, NULL, 16);
+                        p += 2;
+                } else
+                        *o++ = *p;
+        }
+        *o = 0;
+        return out;
+}
+
+/* On a decoded path: a segment "." or ".." ended by / ? ; # or the end, a \, or what is still
+ * encoded after one decoding (%2e %2f %5c). The query too: a decoded %3f is a '?'. */
+static bool decoded_path_odd(const char *path)
+{
+        for (const char *p = path; *p; p++) {
+                if (*p == '\\' || strncasecmp(p, "%2e", 3) == 0 || strncasecmp(p, "%2f", 3) == 0 ||
+                    strncasecmp(p, "%5c", 3) == 0)
+                        return true;
+                if (p[0] == '/' && p[1] == '.' && strchr("/?;#", p[p[2] == '.' ? 3 : 2]))
+                        return true;
+        }
+        return false;
+}
+
+bool allowlist_path_odd(const char *path)
+{
+        _cleanup_free_ char *decoded = path_decode(path);
+        return !decoded || decoded_path_odd(decoded);
+}
+
 static bool rules_allow(const allow_entry *e, const char *method, const char *path)
 {
         if (!e->rules)
                 return true;
+        _cleanup_free_ char *decoded = path_decode(path);
+        if (!decoded || decoded_path_odd(decoded))
+                return false;
+        path = decoded;
         if (e->methods) {
                 unsigned bit = 0;
                 for (size_t i = 0; i < ELEMENTSOF(method_names) && !bit; i++)

@@ -118,6 +118,12 @@ int allowlist_check_host_addresses(const allowlist *l, const char *const *host_a
 size_t allowlist_count_domains(const allowlist *l);
 size_t allowlist_count_addresses(const allowlist *l);
 
+/* Whether a path (with its query), decoded once as the gate decodes it before it matches
+ * prefixes, holds a segment "." or ".." (ended by / ? ; # or the end), a backslash, or %2e,
+ * %2f or %5c (encoded twice): what a server could resolve past a prefix. A host with rules
+ * refuses such requests. */
+bool allowlist_path_odd(const char *path);
+
 /* Whether a request (method, path; NULL for a CONNECT, which only names the host) for host:port
  * is allowed by some domain entry: the rule the gate enforces, for tests and explanations. */
 bool allowlist_request_allows(const allowlist *l, const char *host, unsigned port, const char *method,

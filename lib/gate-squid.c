@@ -10,6 +10,8 @@
 
 #include <sys/random.h>
 
+#include <nettle/base64.h>
+
 #include "address.h"
 #include "gate-squid.h"
 
@@ -244,6 +246,13 @@ int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, cha
                 if (!*header || strspn(header, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
                                         strlen(header) || strlen(header) > 64)
                         return WHY("'%.64s' is no header name (letters, digits and -)", header);
+                /* Headers that say where a request goes or how it is framed are not credentials. */
+                static const char *const framing[] = { "Host", "Proxy-Authorization", "Proxy-Connection",
+                                                       "Connection", "Content-Length", "Transfer-Encoding",
+                                                       "Upgrade", "TE", "Trailer", "Keep-Alive", "Expect" };
+                for (size_t i = 0; i < ELEMENTSOF(framing); i++)
+                        if (strcasecmp(header, framing[i]) == 0)
+                                return WHY("%s is no header for a credential", framing[i]);
                 if (scheme && (!*scheme || strspn(scheme, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") !=
                                                    strlen(scheme) || strlen(scheme) > 32))
                         return WHY("'%.32s' is no scheme (letters only, e.g. Bearer)", scheme);
@@ -304,6 +313,35 @@ static int path_regex(buffer *b, const char *path)
         return r;
 }
 
+/* The key a per-run gate asks of its clients: the exact Proxy-Authorization header the proxy
+ * URL "http://GATE_CLIENT_USER:KEY@..." makes clients send. A client connection is marked once
+ * a request on it had it: what squid checks later on that connection without the header (the
+ * requests inside a TLS connection it opened, the CONNECT it re-checks after reading the
+ * TLS server name) came from the same client. Forwarded nowhere. */
+static int client_key_lines(buffer *b, const char *key)
+{
+        _cleanup_free_ char *credentials = NULL;
+        if (asprintf(&credentials, GATE_CLIENT_USER ":%s", key) < 0)
+                return -ENOMEM;
+        size_t n = strlen(credentials);
+        _cleanup_free_ char *encoded = calloc(1, BASE64_ENCODE_RAW_LENGTH(n) + 1);
+        if (!encoded)
+                return -ENOMEM;
+        base64_encode_raw((char *) encoded, n, (const uint8_t *) credentials);
+        explicit_bzero(credentials, n);
+        /* Base64 of "aisb:" and hex digits is letters, digits and '=': a regular expression
+         * that means itself. */
+        if (strspn(encoded, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789=") != strlen(encoded))
+                return -EINVAL;
+        int r = buffer_printf(b, "acl aisb_key req_header Proxy-Authorization ^Basic[[:blank:]]+%s$\n"
+                                 "acl aisb_keyed note aisb_keyed yes\n"
+                                 "acl aisb_mark_keyed annotate_client aisb_keyed=yes\n"
+                                 "request_header_access Proxy-Authorization deny all\n",
+                              encoded);
+        explicit_bzero(encoded, strlen(encoded));
+        return r;
+}
+
 /* An entry with rules: a CONNECT to its host is let in to be intercepted, and each request
  * inside must match its methods and paths; a plain-HTTP request the same. */
 static int rules_lines(buffer *b, const allow_entry *e, size_t i, char ***allows)
@@ -358,6 +396,9 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         bool intercepts = gate_squid_intercepts(l, o->n_secrets);
         if (intercepts && (!o->bump_cert || !o->bump_key || !o->bump_db))
                 return aisb_error_set(err, -EINVAL, "the gate must intercept TLS here but has no CA");
+        if (o->client_key && (!*o->client_key || strlen(o->client_key) > 64 ||
+                              strspn(o->client_key, "0123456789abcdef") != strlen(o->client_key)))
+                return aisb_error_set(err, -EINVAL, "the gate's client key must be 1..64 hex digits");
         const char *paths[] = { o->hosts_file, access_log, cache_log,
                                 intercepts ? o->bump_cert : NULL, intercepts ? o->bump_key : NULL,
                                 intercepts ? o->bump_db : NULL };
@@ -494,6 +535,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "acl aisb_connect method CONNECT\n"
                 "acl aisb_schemes proto HTTP HTTPS\n"
                 "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n");
+        if (o->client_key)
+                r |= client_key_lines(&b, o->client_key);
         r |= acl_lines(&b, "aisb_local_dst", "dst", "", local_dst);
         if (local_names)
                 r |= acl_lines(&b, "aisb_local_names", "dstdomain -n", "", local_names) < 0 ? -ENOMEM : 0;
@@ -545,6 +588,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         /* Entries with rules, and their hosts altogether (a request there that no rule allows
          * is told so). */
         _cleanup_strv_free_ char **rule_hosts = NULL;
+        size_t n_plain = strv_length((const char *const *) rules);
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
                 if (e->kind != ALLOW_DOMAIN || !e->rules)
@@ -555,8 +599,18 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 if (rules_lines(&b, e, i, &rules) < 0 || (!seen && strv_push(&rule_hosts, e->host) < 0))
                         return error_oom(err);
         }
-        if (rule_hosts)
+        if (rule_hosts) {
                 r |= acl_lines(&b, "aisb_rule_hosts", "dstdomain -n", ".", rule_hosts);
+                /* squid matches a path (with its query) decoded once; a server that resolves
+                 * dot segments, reads \ as /, or decodes twice would serve what no prefix names
+                 * (allowlist_path_odd). */
+                r |= buffer_printf(&b, "acl aisb_path_odd urlpath_regex -i "
+                                       "/\\.\\.?(/|\\?|;|#|$) \\\\ %%(2e|2f|5c)\n");
+                /* Headers many frameworks read as the method instead of the request line's. */
+                r |= buffer_printf(&b, "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts\n"
+                                       "request_header_access X-HTTP-Method deny aisb_rule_hosts\n"
+                                       "request_header_access X-Method-Override deny aisb_rule_hosts\n");
+        }
 
         /* Secrets: over HTTPS to their hosts only, the header is the gate's, never the
          * client's (denied, then added: replaced, not appended). */
@@ -584,10 +638,11 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                         for (size_t k = 0; o->secrets[i].hosts[k]; k++)
                                 if (strv_push(&bump, o->secrets[i].hosts[k]) < 0)
                                         return error_oom(err);
-                r |= acl_lines(&b, "aisb_bump", "ssl::server_name", "", bump);
+                /* Decided at the first step, on the name the CONNECT asked for: the name the
+                 * client puts in its TLS hello is the client's to choose, and a tunnel spliced
+                 * for another name would reach the host unread. */
+                r |= acl_lines(&b, "aisb_bump", "dstdomain -n", "", bump);
                 r |= buffer_printf(&b,
-                        "acl aisb_step1 at_step SslBump1\n"
-                        "ssl_bump peek aisb_step1\n"
                         "ssl_bump bump aisb_bump\n"
                         "ssl_bump splice all\n");
         }
@@ -596,8 +651,11 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "\n"
                 "http_access deny manager\n"
                 "http_access deny !aisb_clients\n"
+                "%s"
                 "http_access deny aisb_ip_literal\n"
-                "http_access deny !aisb_connect !aisb_schemes\n");
+                "http_access deny !aisb_connect !aisb_schemes\n",
+                o->client_key ? "http_access deny !aisb_keyed !aisb_key\n"
+                                "http_access deny aisb_key aisb_mark_keyed !all\n" : "");
         if (any)
                 r |= buffer_printf(&b, "http_access deny !aisb_ports\n");
         /* The gate shares the host's network: a listed name that resolves to loopback,
@@ -607,7 +665,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         r |= buffer_printf(&b, "http_access deny aisb_local_dst%s\n",
                            local_names ? " !aisb_local_names" : "");
         for (size_t i = 0; rules && rules[i]; i++)
-                r |= buffer_printf(&b, "%s\n", rules[i]);
+                r |= buffer_printf(&b, "%s%s\n", i == n_plain ? "http_access deny aisb_rule_hosts aisb_path_odd\n" : "",
+                                   rules[i]);
         if (rule_hosts)
                 r |= buffer_printf(&b, "http_access deny aisb_rule_hosts\n");
         r |= buffer_printf(&b,
@@ -620,7 +679,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "deny_info ERR_AISB_LITERAL aisb_ip_literal\n"
                 "deny_info ERR_AISB_DENIED all\n");
         if (rule_hosts)
-                r |= buffer_printf(&b, "deny_info ERR_AISB_RULE aisb_rule_hosts\n");
+                r |= buffer_printf(&b, "deny_info ERR_AISB_RULE aisb_rule_hosts\n"
+                                       "deny_info ERR_AISB_RULE aisb_path_odd\n");
         if (r < 0)
                 return error_oom(err);
 
@@ -680,8 +740,8 @@ int egress_count_line(egress_summary *s, const char *line)
         /* A connection that sent no request (aisb's own liveness probe) is no egress. */
         if (FIELD_IS(METHOD, "-") && no_status)
                 return 0;
-        /* A gate that intercepts TLS logs each CONNECT once more as NONE_NONE/200 when it peeks
-         * at the client's hello; what follows (the tunnel, or each intercepted request) is
+        /* A gate that intercepts TLS logs each CONNECT it intercepts once more as
+         * NONE_NONE/200; what follows (the tunnel, or each intercepted request) is
          * counted on its own line. */
         if (FIELD_IS(METHOD, "CONNECT") && FIELD_IS(STATUS, "200") && FIELD_STARTS(TAG, "NONE"))
                 return 0;

@@ -83,7 +83,12 @@ typedef struct squid_options {
         const char *bump_cert, *bump_key, *bump_db;
         const gate_secret *secrets;
         size_t n_secrets;
+        /* Serve only clients whose requests carry "Proxy-Authorization: Basic" with user
+         * GATE_CLIENT_USER and this password (hex digits), on every request not inside a TLS
+         * connection the gate opened; the header goes no further. NULL: any local client. */
+        const char *client_key;
 } squid_options;
+#define GATE_CLIENT_USER "aisb"
 
 /* Whether a gate for l (and these secrets) intercepts TLS for some host. */
 bool gate_squid_intercepts(const allowlist *l, size_t n_secrets);

@@ -47,7 +47,8 @@
 /* The gate's first process: makes the CA when the gate intercepts TLS (the key never leaves
  * the gate's tls/, readable by the user alone), starts squid, and stops it once no run holds
  * a lease, no connection is open and nothing was logged for the idle time. Arguments: idle
- * seconds (0: never), port, intercept (0 or 1). */
+ * seconds (0: never; "held": a run's own gate, which stops within 2 s of its run's lease
+ * going, even when the run was killed), port, intercept (0 or 1). */
 static const char gate_script[] =
         "idle=$1 port=$2 intercept=$3\n"
         "if [ \"$intercept\" = 1 ]; then\n"
@@ -61,8 +62,15 @@ static const char gate_script[] =
         "fi\n"
         "squid -N -f " GATE_CONFIG_INSIDE "/squid.conf & pid=$!\n"
         "trap 'kill $pid 2>/dev/null' TERM INT\n"
-        "start=$(date +%s) hex=$(printf %04X \"$port\")\n"
-        "while sleep 15 & wait $!; kill -0 $pid 2>/dev/null; do\n"
+        "start=$(date +%s) hex=$(printf %04X \"$port\") every=15\n"
+        "[ \"$idle\" = held ] && every=2\n"
+        "while sleep $every & wait $!; kill -0 $pid 2>/dev/null; do\n"
+        "  if [ \"$idle\" = held ]; then\n"
+        "    for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
+        "      [ -e \"$f\" ] && ! flock -n -x \"$f\" true && continue 2\n"
+        "    done\n"
+        "    kill $pid; wait $pid; exit 0\n"
+        "  fi\n"
         "  [ \"$idle\" -gt 0 ] || continue\n"
         "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
         "    [ -e \"$f\" ] && ! flock -n -x \"$f\" true && continue 2\n"
@@ -87,6 +95,7 @@ void gate_info_done(gate_info *g)
         free(g->hash);
         free(g->dir);
         free(g->ca_pem);
+        free_secret(g->client_key);
         free(g->lease);
         if (g->lease_fd >= 0)
                 close(g->lease_fd);
@@ -333,7 +342,10 @@ static int gate_create_body(const gate_info *g, const char *image, unsigned idle
                 leases[PATH_MAX];
         snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
         snprintf(port_text, sizeof port_text, "%u", g->port);
-        snprintf(idle_text, sizeof idle_text, "%u", g->per_run ? 0 : idle_stop_s);
+        if (g->per_run)
+                snprintf(idle_text, sizeof idle_text, "held");
+        else
+                snprintf(idle_text, sizeof idle_text, "%u", idle_stop_s);
         snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, g->dir);
         snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, g->dir);
         snprintf(tls, sizeof tls, "%s/" GATE_TLS_DIR, g->dir);
@@ -507,6 +519,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                 .bump_db = "/tmp/aisb-certs",
                 .secrets = req->secrets,
                 .n_secrets = req->n_secrets,
+                .client_key = g->client_key,
         };
         r = gate_squid_config(req->list, &so, &conf, err);
         if (r >= 0)
@@ -615,6 +628,9 @@ static int gate_found(const gate_request *req, gate_info *g, aisb_error **err)
                      : 0;
 }
 
+static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err);
+static void gate_prune_run_gates(aisb_ctx *ctx);
+
 int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *ret,
                 aisb_error **err)
 {
@@ -634,6 +650,15 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, ga
                              random[3], random[4], random[5], random[6], random[7]) < 0)
                         return error_oom(err);
                 g.per_run = true;
+                uint8_t key[16];
+                if (getrandom(key, sizeof key, 0) != sizeof key)
+                        return aisb_error_set(err, -errno, "getrandom: %s", strerror(errno));
+                g.client_key = malloc(2 * sizeof key + 1);
+                if (!g.client_key)
+                        return error_oom(err);
+                for (size_t i = 0; i < sizeof key; i++)
+                        snprintf(g.client_key + 2 * i, 3, "%02x", key[i]);
+                explicit_bzero(key, sizeof key);
         }
         if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0 || asprintf(&sub, "gates/%s", g.hash) < 0)
                 return error_oom(err);
@@ -641,9 +666,18 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, ga
         if (r < 0)
                 return r;
         if (g.per_run) {
-                r = gate_start(ctx, p, req, &g, err);
+                /* A run's own gate lives while this lease is held: if the run is killed, the
+                 * gate stops, and the next run with secrets removes what is left of it. */
+                gate_prune_run_gates(ctx);
+                r = gate_lease_take(&g);
                 if (r < 0)
+                        return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir,
+                                              strerror(-r));
+                r = gate_start(ctx, p, req, &g, err);
+                if (r < 0) {
+                        gate_release(ctx, &g);
                         return r;
+                }
                 *ret = g;
                 g = GATE_INFO_NULL;
                 return 0;
@@ -726,6 +760,52 @@ static void wipe_file(int dir, const char *name)
         (void) unlinkat(dir, name, 0);
 }
 
+/* A run's own gate removed, and its directory: the configuration that held the secrets
+ * overwritten first, then its CA key, its logs, the directory. */
+static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err)
+{
+        int r = podman_container_remove(ctx, name, err);
+        if (!dir_path)
+                return r;
+        _cleanup_close_ int config = gate_subdir_open(dir_path, GATE_CONFIG_DIR);
+        if (config >= 0)
+                wipe_file(config, "squid.conf");
+        _cleanup_close_ int dir = open(dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir >= 0) {
+                remove_below(dir, 2);
+                (void) rmdir(dir_path);
+        }
+        return r;
+}
+
+/* What is left of runs' own gates whose run was killed (they stopped when its lease went):
+ * removed, their secrets wiped. Best effort: a failure leaves them for "aisb clean --all". */
+static void gate_prune_run_gates(aisb_ctx *ctx)
+{
+        _cleanup_json_ json_object *list = NULL;
+        if (ctx->http.dry_run_fn ||
+            podman_container_list(ctx, "{\"label\":[\"" AISB_LABEL_PREFIX "gate.run=true\"]}", &list, NULL) < 0)
+                return;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *state, *v;
+                const char *name = json_object_object_get_ex(c, "Names", &names)
+                                           ? json_object_get_string(json_object_array_get_idx(names, 0))
+                                           : NULL;
+                const char *hash = json_object_object_get_ex(c, "Labels", &labels) &&
+                                                   json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate", &v)
+                                           ? json_object_get_string(v)
+                                           : NULL;
+                if (!name || !hash || strspn(hash, "0123456789abcdef") != strlen(hash) || strlen(hash) != 16 ||
+                    (json_object_object_get_ex(c, "State", &state) && streq(json_object_get_string(state), "running")))
+                        continue;
+                _cleanup_free_ char *sub = NULL, *dir = NULL;
+                if (asprintf(&sub, "gates/%s", hash) < 0)
+                        return;
+                dir = state_path(sub);
+                (void) gate_forget(ctx, name, dir, NULL);
+        }
+}
+
 void gate_release(aisb_ctx *ctx, gate_info *g)
 {
         if (g->lease_fd >= 0) {
@@ -738,19 +818,10 @@ void gate_release(aisb_ctx *ctx, gate_info *g)
         if (!g->per_run || !g->name)
                 return;
         aisb_error *e = NULL;
-        if (podman_container_remove(ctx, g->name, &e) < 0)
+        if (gate_forget(ctx, g->name, g->dir, &e) < 0)
                 aisb_log(ctx, AISB_LOG_WARNING, "could not remove this run's gate %s (\"aisb clean --all\" will): %s",
                          g->name, aisb_error_message(e));
         aisb_error_free(e);
-        _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
-        if (config >= 0)
-                wipe_file(config, "squid.conf");
-        /* Nothing of the run's gate stays: its CA key, its logs, the directory. */
-        _cleanup_close_ int dir = open(g->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dir >= 0) {
-                remove_below(dir, 2);
-                (void) rmdir(g->dir);
-        }
 }
 
 int gate_log_offset(const gate_info *g, long long *ret)

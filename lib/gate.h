@@ -24,6 +24,10 @@ typedef struct gate_info {
         unsigned port;
         bool per_run;  /* holds a run's secrets: removed with the run (gate_release) */
         char *ca_pem;  /* the gate's CA certificate when it intercepts TLS, else NULL */
+        /* A per-run gate serves only clients that present this key (as the password of the
+         * proxy URL): the gate listens on the host's loopback, which every local user
+         * reaches, and it puts the run's secrets into requests. NULL for a shared gate. */
+        char *client_key;
         int lease_fd;  /* this run's lease on a shared gate, or -1 */
         char *lease;   /* its name in leases/ */
 } gate_info;

@@ -53,10 +53,12 @@ static int push_address_entries(sandbox_network *n, const allowlist *l)
         return 0;
 }
 
-static int set_proxy_env(sandbox_network *n, const allowlist *l, const char *host, unsigned port)
+static int set_proxy_env(sandbox_network *n, const allowlist *l, const char *host, unsigned port,
+                         const char *key)
 {
         _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "http://%s:%u", host, port) < 0)
+        if (asprintf(&url, "http://%s%s%s%s:%u", key ? GATE_CLIENT_USER ":" : "", key ? key : "", key ? "@" : "",
+                     host, port) < 0)
                 return -ENOMEM;
         static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
                                              "https_proxy" };
@@ -251,7 +253,7 @@ static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_ne
                         return -ENOMEM;
                 r = push_allow(&n->entrypoint_args, dest);
                 r = r < 0 ? r : push_address_entries(n, &in->list);
-                return r < 0 ? r : set_proxy_env(n, &in->list, in->proxy_host, in->proxy_port);
+                return r < 0 ? r : set_proxy_env(n, &in->list, in->proxy_host, in->proxy_port, NULL);
         }
         if (r < 0)
                 return r;
@@ -270,7 +272,7 @@ static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_ne
                 _cleanup_free_ char *dest = NULL;
                 if (asprintf(&dest, SANDBOX_HOST_LOOPBACK ":%u", in->gate_port) < 0 ||
                     push_allow(&n->entrypoint_args, dest) < 0 ||
-                    set_proxy_env(n, &in->list, SANDBOX_HOST_LOOPBACK, in->gate_port) < 0)
+                    set_proxy_env(n, &in->list, SANDBOX_HOST_LOOPBACK, in->gate_port, in->gate_key) < 0)
                         return -ENOMEM;
         }
         return push_address_entries(n, &in->list);

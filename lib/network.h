@@ -40,6 +40,7 @@ typedef struct network_inputs {
         unsigned proxy_port;
         bool proxy_loopback;
         unsigned gate_port; /* set by the caller once a gate serves this run */
+        const char *gate_key; /* and the key it asks of its clients, or NULL (gate_info) */
 } network_inputs;
 void network_inputs_done(network_inputs *in);
 /* Whether this policy's network, with these inputs, goes through a gate. */

@@ -537,6 +537,7 @@ static int run_network(aisb_ctx *ctx, const aisb_policy *p, const project_settin
                 if (r < 0)
                         return aisb_error_wrap(err, r, "the gate");
                 in.gate_port = ret_gate->port;
+                in.gate_key = ret_gate->client_key;
         }
         if (p->net == SANDBOX_NET_FULL)
                 aisb_log(ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");

@@ -40,6 +40,10 @@ for line in open(sys.argv[1]):
 
 "$AISB" build --quiet --ca-cert "$ca" >/dev/null
 
+# The gates of a run's own there are before (another user of this podman may have some).
+run_gates() { podman ps -a --filter label=aisb.gate.run=true --format '{{.Names}}' | sort; }
+gates_before=$(run_gates)
+
 # The value goes where it is meant to, the placeholder everywhere else.
 out=$("$AISB" run $secret -- sh -c "
   printf 'inside=%s\n' \"\$STUB_KEY\"
@@ -67,7 +71,7 @@ expect_contains "the gate's state is not in the sandbox" "No such file" "$out"
 expect_absent "nor in what aisb printed" "$real" "$(cat "$E2E_TMP/err")"
 expect_absent "nor in the session log" "$real" "$(cat "$HOME/.local/state/ai-sandbox/sessions.log")"
 expect_eq "the run's gate went with the run" "" \
-  "$(podman ps -a --filter label=aisb.gate.run=true --format '{{.Names}}')"
+  "$(run_gates | comm -13 <(printf '%s\n' "$gates_before") - | grep . || true)"
 expect_eq "and nothing of it stays in the state directory" "" \
   "$(grep -rsl "$real" "$HOME/.local/state/ai-sandbox" || true)"
 
@@ -115,10 +119,74 @@ done
 expect_absent "podman inspect of the sandbox" "$real" "$(podman inspect "$id")"
 expect_contains "(which shows the placeholder)" "aisb-secret-" "$(podman inspect "$id")"
 expect_absent "aisb's argv" "$real" "$(tr '\0' ' ' < /proc/$sleeper/cmdline)"
+# The run's gate listens on the host's loopback, where every local user can connect: without
+# the key the sandbox's proxy URL holds, it serves nothing (a CONNECT, a plain request naming
+# an https URL, a wrong key), so nobody else's request gets the value.
+proxy=$(podman inspect "$id" --format '{{range .Config.Env}}{{println .}}{{end}}' | sed -n 's/^http_proxy=//p')
+case "$proxy" in http://aisb:????????????????????????????????@10.0.2.2:*) pass "the sandbox's proxy URL holds a key" ;;
+  *) fail "the sandbox's proxy URL: '$proxy'" ;; esac
+gate_port=${proxy##*:}
+for attempt in "-x http://127.0.0.1:$gate_port https://api.stub.test:$TLS/stranger-connect" \
+    "-x http://aisb:0123456789abcdef0123456789abcdef@127.0.0.1:$gate_port https://api.stub.test:$TLS/stranger-key"; do
+  code=$(curl -sk -o /dev/null -w '%{http_code}' $attempt || true)
+  [ "$code" != 200 ] || fail "the gate served a client without the run's key: $attempt"
+done
+exec 3<>/dev/tcp/127.0.0.1/"$gate_port"
+printf 'GET https://api.stub.test:%s/stranger-plain HTTP/1.1\r\nHost: api.stub.test:%s\r\nConnection: close\r\n\r\n' \
+  "$TLS" "$TLS" >&3
+status=$(head -c 12 <&3 || true); exec 3>&-
+expect_contains "a plain request for an https URL without the key is refused" "403" "$status"
+expect_eq "nothing of a client without the key reached the host" "" \
+  "$(seen /stranger-connect)$(seen /stranger-key)$(seen /stranger-plain)"
+# Control: the same from the host with the sandbox's key does reach it, with the value.
+key=$(printf '%s' "$proxy" | sed -n 's|^http://aisb:\([0-9a-f]*\)@.*|\1|p')
+curl -sk -o /dev/null -x "http://aisb:$key@127.0.0.1:$gate_port" https://api.stub.test:$TLS/keyed || true
+expect_eq "control: with the key, the gate serves it" "https Bearer $real" "$(seen /keyed)"
 kill -TERM $sleeper; wait $sleeper || true
+
+# aisb killed outright (no cleanup of its own): its gate stops once the run's lease is gone,
+# and the next run with secrets removes what is left, value and all.
+before=$(run_gates)
+"$AISB" run $secret -- sleep 120 >/dev/null 2>&1 &
+victim=$!
+for _ in $(seq 150); do
+  orphan=$(run_gates | comm -13 <(printf '%s\n' "$before") - | grep . || true)
+  [ -n "$orphan" ] && podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | grep -q . && break
+  sleep 0.2
+done
+[ -n "$orphan" ] || fail "the run's gate did not start"
+kill -KILL $victim; wait $victim 2>/dev/null || true
+state=running
+for _ in $(seq 40); do
+  state=$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null || echo gone)
+  [ "$state" = running ] || break; sleep 0.5
+done
+case $state in exited|stopped) pass "a killed run's gate stops by itself ($state)" ;;
+  *) fail "a killed run's gate is $state" ;; esac
+podman ps -q --filter "label=aisb.project=$E2E_TMP/project" | xargs -r podman rm -f >/dev/null
+"$AISB" run $secret -- true >/dev/null 2>&1 || fail "the run after the killed one"
+expect_eq "the next run with secrets removes it" gone "$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null || echo gone)"
+expect_eq "and the value with it" "" "$(grep -rsl "$real" "$HOME/.local/state/ai-sandbox" || true)"
 expect_absent "a dry run" "$real" "$("$AISB" run $secret --dry-run -- true 2>&1)"
 
 # Rules: methods and path prefixes, over HTTPS (intercepted) and plain HTTP, with a reason.
+# A CONNECT to the host with rules whose TLS hello names another server: intercepted all the
+# same (a tunnel spliced for the other name would carry any request unread).
+cat > "$E2E_TMP/project/sni.py" <<'PY'
+import os, socket, ssl, sys, urllib.parse
+host, port, sni, method, path = sys.argv[1:6]
+proxy = urllib.parse.urlsplit(os.environ["https_proxy"])
+s = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
+s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+s.recv(4096)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+try:
+    t = ctx.wrap_socket(s, server_hostname=sni)
+    t.sendall(f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+    print("sni", sni, method, t.recv(64).split(b"\r\n")[0].decode())
+except (ssl.SSLError, OSError) as e:
+    print("sni", sni, "refused", type(e).__name__)
+PY
 rules_args=(--ca-cert "$ca" --net allow --allow "rules.stub.test:$TLS GET,HEAD /allowed/"
   --allow "rules.stub.test:$PLAIN GET,HEAD /allowed/" $names)
 out=$("$AISB" run "${rules_args[@]}" -- sh -c "
@@ -127,10 +195,25 @@ out=$("$AISB" run "${rules_args[@]}" -- sh -c "
     printf '%s ' \$(curl -s -o /dev/null -w '%{http_code}' \$u/other)
     printf '%s\n' \$(curl -s -o /dev/null -w '%{http_code}' -X POST \$u/allowed/x)
   done
+  for p in /allowed/../other /allowed/%2e%2e/other /allowed/.%2E/other /allowed/x%3f/../../other \
+      /allowed/%252e%252e/other /allowed/a%5cb /allowed/./x; do
+    printf 'odd %s %s\n' \$p \$(curl -s --path-as-is -o /dev/null -w '%{http_code}' https://rules.stub.test:$TLS\$p)
+  done
+  python3 /project/sni.py rules.stub.test $TLS rules.stub.test GET /allowed/sni-control 2>&1
+  python3 /project/sni.py rules.stub.test $TLS other.invalid DELETE /sni-other
+  python3 /project/sni.py rules.stub.test $TLS rules.stub.test. DELETE /sni-dot
   curl -s https://rules.stub.test:$TLS/other; curl -s http://denied.stub.test:$PLAIN/
   cp /run/aisb/gate-ca.pem /project/old-ca.pem" 2>"$E2E_TMP/err") || true
 expect_contains "HTTPS: an allowed path passes, another path and another method do not" "200 403 403
 200 403 403" "$out"
+expect_eq "a path the server could resolve past the prefix is refused" \
+  "odd /allowed/../other 403 odd /allowed/%2e%2e/other 403 odd /allowed/.%2E/other 403 odd /allowed/x%3f/../../other 403 odd /allowed/%252e%252e/other 403 odd /allowed/a%5cb 403 odd /allowed/./x 403" \
+  "$(printf '%s\n' "$out" | grep '^odd ' | tr '\n' ' ' | sed 's/ $//')"
+expect_contains "control: a raw CONNECT and TLS hello pass for an allowed request" \
+  "sni rules.stub.test GET HTTP/1.1 200" "$out"
+expect_absent "a TLS hello naming another server is intercepted all the same" "DELETE HTTP/1.1 200" "$out"
+expect_eq "and nothing reached the host that way" "" "$(seen /sni-other)$(seen /sni-dot)"
+expect_eq "and reached nothing" "" "$(grep -i -E '"path": "[^"]*(\.\./|%2e|%25|%5c|/\./)' "$E2E_TMP/requests" || true)"
 expect_contains "the agent reads why" \
   "aisb gate: GET https://rules.stub.test:$TLS/other is outside the rules the allowlist gives rules.stub.test" "$out"
 expect_contains "and how the user allows a name" \

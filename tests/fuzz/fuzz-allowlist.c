@@ -4,8 +4,8 @@
  * by whoever wrote the repository. Beyond not crashing: every message is one printable line;
  * every accepted entry, written back in its canonical form, parses to itself; an address
  * entry's entrypoint argument is accepted by the entrypoint's own parser; a domain entry
- * allows its own host; and the squid configuration and gate hash can be made from whatever
- * was accepted.
+ * allows its own host (its rules, methods and paths, written back the same); and the squid
+ * configuration and gate hash can be made from whatever was accepted.
  */
 #include <sys/socket.h>
 
@@ -28,9 +28,7 @@ static char *entry_text(const allow_entry *e)
                 FUZZ_CHECK(allowlist_entrypoint_arg(e, &text) == 0);
                 return text;
         }
-        int n = e->port ? asprintf(&text, "%s:%u", e->host, e->port) : asprintf(&text, "%s", e->host);
-        if (n < 0)
-                abort();
+        FUZZ_CHECK(allowlist_entry_text(e, &text) == 0);
         return text;
 }
 
@@ -55,7 +53,12 @@ static void check_entry(const allow_entry *e)
         FUZZ_CHECK(r == 0 && again.n == 1);
         const allow_entry *a = &again.entries[0];
         FUZZ_CHECK(a->kind == e->kind && a->family == e->family && a->prefix == e->prefix &&
-                   a->port == e->port && streq(a->host, e->host));
+                   a->port == e->port && streq(a->host, e->host) && a->methods == e->methods &&
+                   streq(a->rules ? a->rules : "", e->rules ? e->rules : ""));
+        /* A CONNECT to the entry's own host passes; rules are decided inside. */
+        if (e->kind == ALLOW_DOMAIN)
+                FUZZ_CHECK(allowlist_request_allows(&(allowlist) { .entries = (allow_entry *) e, .n = 1 }, e->host,
+                                                    e->port ? e->port : 443, NULL, NULL));
         allowlist_done(&again);
 
         if (e->kind == ALLOW_ADDRESS) {
@@ -94,10 +97,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    allowlist_count_addresses(&l) <= ALLOWLIST_MAX_ADDRESSES);
         for (size_t i = 0; i < l.n; i++) {
                 check_entry(&l.entries[i]);
-                for (size_t j = 0; j < i; j++) /* duplicates are merged */
+                for (size_t j = 0; j < i; j++) /* duplicates are merged (rules differing add up) */
                         FUZZ_CHECK(!(l.entries[i].kind == l.entries[j].kind &&
                                      l.entries[i].port == l.entries[j].port &&
-                                     streq(l.entries[i].host, l.entries[j].host)));
+                                     streq(l.entries[i].host, l.entries[j].host) &&
+                                     streq(l.entries[i].rules ? l.entries[i].rules : "",
+                                           l.entries[j].rules ? l.entries[j].rules : "")));
         }
 
         /* The host-range check refuses exactly the entries that reach the host or catch all,
@@ -123,7 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(gate_squid_hash(&l, NULL, &hash) == 0 && strlen(hash) == 16);
         free(hash);
         char *conf = NULL;
-        squid_options o = { .port = 3128 };
+        /* Rules need interception, so a CA. */
+        squid_options o = { .port = 3128, .bump_cert = "/g/ca.pem", .bump_key = "/g/ca.key", .bump_db = "/tmp/db" };
         FUZZ_CHECK(gate_squid_config(&l, &o, &conf, &err) == 0);
         free(conf);
 

@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "allowlist.h"
+#include "gate-squid.h"
 
 /* The real parser of aisb-entrypoint, so the --allow arguments are checked against what the
  * entrypoint accepts rather than against a copy of its syntax. It is pure C and links alone. */
@@ -145,6 +146,7 @@ static const struct {
         { "example.com /a\"b", "a path may hold" },
         { "example.com /a\\b", "a path may hold" },
         { "example.com /a(b", "a path may hold" },
+        { "example.com /a%20b", "write it decoded, without %" },
         { "10.0.0.0/8 GET", "methods and paths apply to names only" },
         { "example.com CONNECT", "'CONNECT' is no method" },
         { "example.com get", "'get' is no method" },
@@ -743,6 +745,348 @@ START_TEST(test_squid_config_refused)
                 aisb_error_free(err);
         }
         allowlist_done(&l);
+}
+END_TEST
+
+/* ---- method and path rules ---- */
+
+START_TEST(test_rules_entries)
+{
+        static const struct {
+                const char *text, *host, *rules, *written;
+                unsigned port, methods;
+        } cases[] = {
+                { "api.github.com GET /repos/acme/", "api.github.com", "GET /repos/acme/",
+                  "api.github.com GET /repos/acme/", 0, ALLOW_METHOD_GET },
+                { "Api.GitHub.com.  read-only", "api.github.com", "GET,HEAD,OPTIONS",
+                  "api.github.com GET,HEAD,OPTIONS", 0, ALLOW_METHODS_READ_ONLY },
+                /* Methods in a fixed order, repeats left out; paths in the order given. */
+                { "example.com POST,GET\tDELETE /b /a /b", "example.com", "GET,POST,DELETE /b /a",
+                  "example.com GET,POST,DELETE /b /a", 0, ALLOW_METHOD_GET | ALLOW_METHOD_POST | ALLOW_METHOD_DELETE },
+                { "example.com:8443 /x", "example.com", "/x", "example.com:8443 /x", 8443, 0 },
+                { "example.com read-only PATCH /~u/a+b", "example.com", "GET,HEAD,OPTIONS,PATCH /~u/a+b",
+                  "example.com GET,HEAD,OPTIONS,PATCH /~u/a+b", 0, ALLOW_METHODS_READ_ONLY | ALLOW_METHOD_PATCH },
+                /* No rule words: every request, as before. */
+                { "example.com ", "example.com", NULL, "example.com", 0, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                allowlist l = {};
+                aisb_error *err = NULL;
+                ck_assert_msg(allowlist_add(&l, cases[i].text, "--allow", &err) == 0, "'%s': %s", cases[i].text,
+                              aisb_error_message(err));
+                const allow_entry *e = &l.entries[0];
+                ck_assert_str_eq(e->host, cases[i].host);
+                ck_assert_uint_eq(e->port, cases[i].port);
+                ck_assert_uint_eq(e->methods, cases[i].methods);
+                if (cases[i].rules)
+                        ck_assert_str_eq(e->rules, cases[i].rules);
+                else
+                        ck_assert_ptr_null(e->rules);
+                char *text = NULL;
+                ck_assert_int_eq(allowlist_entry_text(e, &text), 0);
+                ck_assert_str_eq(text, cases[i].written);
+                /* What is written is read back the same. */
+                allowlist again = {};
+                ck_assert_int_eq(allowlist_add(&again, text, "--allow", NULL), 0);
+                ck_assert_str_eq(again.entries[0].rules ? again.entries[0].rules : "", e->rules ? e->rules : "");
+                free(text);
+                allowlist_done(&again);
+                allowlist_done(&l);
+        }
+        /* Sixteen paths, not seventeen; a path of 128 characters, not 129. */
+        char many[17 * 4 + 16] = "example.com";
+        for (int i = 0; i < 16; i++)
+                snprintf(many + strlen(many), sizeof many - strlen(many), " /%c", 'a' + i);
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, many, "--allow", NULL), 0);
+        allowlist_done(&l);
+        strcat(many, " /z");
+        expect_refused(many, "more than 16 paths");
+        char long_path[160] = "example.com /";
+        memset(long_path + strlen(long_path), 'p', 127);
+        ck_assert_int_eq(allowlist_add(&l, long_path, "--allow", NULL), 0);
+        allowlist_done(&l);
+        strcat(long_path, "p");
+        expect_refused(long_path, "longer than 128");
+}
+END_TEST
+
+START_TEST(test_path_odd)
+{
+        /* Decoded once, as squid decodes a path before it matches it. */
+        static const char *const odd[] = {
+                "/a/../b", "/a/..", "/..", "/a/./b", "/a/.", "/a/%2e%2e/b", "/a/%2E./b", "/a/.%2e",
+                "/a/%2e/b", "/a/..;x", "/a/..?q", "/a/..#f", "/a%5cb", "/a\\b",
+                /* the query too: a %3f decoded is no end of the path to a server */
+                "/a/x%3f/../../b", "/a?p=/../",
+                /* encoded twice */
+                "/a/%252e%252e/b", "/a%252fb", "/a%255cb",
+        };
+        static const char *const plain[] = {
+                "/", "/a/b", "/a/...", "/a/.b", "/a/b.", "/a/..b", "/a/%2e%2e%2e", "/a/b?x=%2f", "/a?../",
+                "/a%2fb", "/a%2Fb/c", "/a%20b", "/a%2", "/a%", "",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(odd); i++)
+                ck_assert_msg(allowlist_path_odd(odd[i]), "'%s' not odd", odd[i]);
+        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
+                ck_assert_msg(!allowlist_path_odd(plain[i]), "'%s' odd", plain[i]);
+}
+END_TEST
+
+START_TEST(test_request_allows)
+{
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, "api.github.com GET,HEAD /repos/acme/ /user", "--allow", NULL), 0);
+        ck_assert_int_eq(allowlist_add(&l, "example.com", "--allow", NULL), 0);
+        ck_assert_int_eq(allowlist_add(&l, "ro.test:8443 read-only", "--allow", NULL), 0);
+        static const struct {
+                const char *host;
+                unsigned port;
+                const char *method, *path;
+                bool allowed;
+        } cases[] = {
+                { "api.github.com", 443, "GET", "/repos/acme/x", true },
+                { "API.github.com.", 80, "HEAD", "/user", true },
+                { "api.github.com", 443, "GET", "/users/other", true }, /* "/user" is a prefix */
+                { "deep.api.github.com", 443, "GET", "/repos/acme/", true },
+                { "api.github.com", 443, "POST", "/repos/acme/x", false },
+                { "api.github.com", 443, "get", "/repos/acme/x", false },
+                { "api.github.com", 443, "GET", "/repos/other/x", false },
+                { "api.github.com", 443, "GET", "/repos/acme", false },
+                { "api.github.com", 443, "GET", "/repos/acme/../../orgs/x", false },
+                { "api.github.com", 443, "GET", "/repos/acme/%2e%2e/x", false },
+                { "api.github.com", 443, "GET", "/repos/acme/a%2Fb", true }, /* as squid: decoded */
+                { "api.github.com", 443, "GET", "/repos%2facme/x", true },
+                { "api.github.com", 443, "GET", "/rep%6fs/acme/x", true },
+                { "api.github.com", 443, "GET", "/repos/acme/x%3f/../../orgs", false },
+                { "api.github.com", 443, "GET", "/repos/acme/%252e%252e/orgs", false },
+                { "api.github.com", 443, "GET", "/repos/acme/x?q=a%2Fb", true },
+                { "api.github.com", 443, NULL, NULL, true }, /* a CONNECT: decided inside */
+                { "api.github.com", 8443, NULL, NULL, false },
+                { "github.com", 443, "GET", "/repos/acme/", false },
+                { "example.com", 443, "DELETE", "/../anything", true }, /* no rules: everything */
+                { "ro.test", 8443, "OPTIONS", "/", true },
+                { "ro.test", 8443, "PUT", "/", false },
+                { "ro.test", 443, "GET", "/", false },
+                { "other.test", 443, NULL, NULL, false },
+                { "bad name", 443, "GET", "/", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                ck_assert_msg(allowlist_request_allows(&l, cases[i].host, cases[i].port, cases[i].method,
+                                                       cases[i].path) == cases[i].allowed,
+                              "%s %s:%u%s", cases[i].method ? cases[i].method : "CONNECT", cases[i].host,
+                              cases[i].port, cases[i].path ? cases[i].path : "");
+        allowlist_done(&l);
+}
+END_TEST
+
+/* The squid.conf of a gate with rules: the host intercepted, each request checked against
+ * its methods and paths, odd paths refused there, the refusal page saying why. */
+START_TEST(test_squid_config_rules)
+{
+        static const char *const entries[] = { "api.github.com GET,HEAD /repos/acme/ /a+b.c", "example.com", NULL };
+        squid_options o = { .port = 3128, .bump_cert = "/g/tls/ca.pem", .bump_key = "/g/tls/ca.key",
+                            .bump_db = "/tmp/certs" };
+        char *text = squid_config(entries, &o);
+        static const char *const expected[] = {
+                "http_port 127.0.0.1:3128 ssl-bump tls-cert=/g/tls/ca.pem tls-key=/g/tls/ca.key "
+                "generate-host-certificates=on dynamic_cert_mem_cache_size=4MB",
+                "acl aisb_rule0_dst dstdomain -n .api.github.com",
+                "acl aisb_rule0_port port 80 443",
+                "acl aisb_rule0_method method GET HEAD",
+                "acl aisb_rule0_path urlpath_regex ^/repos/acme/ ^/a\\+b\\.c",
+                "acl aisb_rule_hosts dstdomain -n .api.github.com",
+                "acl aisb_bump dstdomain -n .api.github.com",
+                "ssl_bump bump aisb_bump",
+                "ssl_bump splice all",
+                "deny_info ERR_AISB_RULE aisb_rule_hosts",
+                "deny_info ERR_AISB_RULE aisb_path_odd",
+                "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts",
+                "acl aisb_path_odd urlpath_regex -i /\\.\\.?(/|\\?|;|#|$) \\\\ %(2e|2f|5c)",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(expected); i++)
+                ck_assert_msg(has_line(text, expected[i]), "no line '%s' in:\n%s", expected[i], text);
+        /* The host with rules is in no plain allow. */
+        ck_assert(has_line(text, "acl aisb_dst_web dstdomain -n .example.com"));
+        char **rules = http_access_lines(text);
+        static const char *const expected_rules[] = {
+                "http_access deny manager",
+                "http_access deny !aisb_clients",
+                "http_access deny aisb_ip_literal",
+                "http_access deny !aisb_connect !aisb_schemes",
+                "http_access deny !aisb_ports",
+                "http_access deny aisb_local_dst",
+                "http_access allow aisb_dst_web aisb_port_web",
+                "http_access deny aisb_rule_hosts aisb_path_odd",
+                "http_access allow aisb_connect aisb_rule0_dst aisb_rule0_port",
+                "http_access allow !aisb_connect aisb_rule0_dst aisb_rule0_port aisb_rule0_method aisb_rule0_path",
+                "http_access deny aisb_rule_hosts",
+                "http_access deny all",
+        };
+        ck_assert_uint_eq(strv_length((const char *const *) rules), ELEMENTSOF(expected_rules));
+        for (size_t i = 0; i < ELEMENTSOF(expected_rules); i++)
+                ck_assert_str_eq(rules[i], expected_rules[i]);
+        strv_free(rules);
+        free(text);
+
+        /* Without rules or secrets nothing is intercepted and no CA is needed. */
+        static const char *const plain[] = { "example.com", NULL };
+        squid_options bare = { .port = 3128 };
+        text = squid_config(plain, &bare);
+        ck_assert(has_line(text, "http_port 127.0.0.1:3128"));
+        ck_assert_ptr_null(strstr(text, "ssl_bump"));
+        ck_assert_ptr_null(strstr(text, "aisb_path_odd"));
+        free(text);
+        /* With rules and no CA: refused, not a gate that silently cannot see the requests. */
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, "api.github.com GET", "--allow", NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(gate_squid_config(&l, &bare, &text, &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err), "the gate must intercept TLS here but has no CA");
+        aisb_error_free(err);
+        allowlist_done(&l);
+}
+END_TEST
+
+/* --secret's syntax, the header each known host gets, and the values squid could misread. */
+START_TEST(test_secret_parse)
+{
+        static const struct {
+                const char *spec, *hosts, *header, *scheme;
+        } valid[] = {
+                { "K@api.anthropic.com", "api.anthropic.com", "x-api-key", NULL },
+                { "K@api.openai.com", "api.openai.com", "Authorization", "Bearer" },
+                { "K@generativelanguage.googleapis.com", "generativelanguage.googleapis.com", "x-goog-api-key", NULL },
+                { "K@unknown.test", "unknown.test", "Authorization", "Bearer" },
+                { "K@Api.Example.COM.,other.test/X-Token", "api.example.com other.test", "X-Token", NULL },
+                { "GH_TOKEN@api.github.com/Authorization:token", "api.github.com", "Authorization", "token" },
+        };
+        char why[256];
+        for (size_t i = 0; i < ELEMENTSOF(valid); i++) {
+                gate_secret g = {}, again = {};
+                int r = gate_secret_parse(valid[i].spec, "sk-value_1.2", &g, why, sizeof why);
+                ck_assert_msg(r == 0, "'%s': %s", valid[i].spec, why);
+                buffer hosts = {};
+                for (size_t k = 0; g.hosts[k]; k++)
+                        ck_assert_int_ge(buffer_printf(&hosts, "%s%s", k ? " " : "", g.hosts[k]), 0);
+                ck_assert_str_eq(hosts.data, valid[i].hosts);
+                buffer_free(&hosts);
+                ck_assert_str_eq(g.header, valid[i].header);
+                ck_assert_str_eq(g.scheme ? g.scheme : "(none)", valid[i].scheme ? valid[i].scheme : "(none)");
+                ck_assert_str_eq(g.value, "sk-value_1.2");
+                ck_assert_uint_eq(strlen(g.placeholder), strlen("aisb-secret-") + 32);
+                ck_assert(startswith(g.placeholder, "aisb-secret-"));
+                ck_assert_uint_eq(strspn(g.placeholder + 12, "0123456789abcdef"), 32);
+                /* A placeholder is the run's own. */
+                ck_assert_int_eq(gate_secret_parse(valid[i].spec, "sk-value_1.2", &again, why, sizeof why), 0);
+                ck_assert_str_ne(g.placeholder, again.placeholder);
+                gate_secret_done(&again);
+                gate_secret_done(&g);
+                ck_assert_ptr_null(g.value);
+        }
+        static const struct {
+                const char *spec, *value, *needle;
+        } invalid[] = {
+                { "K", "v", "expected NAME@HOST" },
+                { "@a.test", "v", "expected NAME@HOST" },
+                { "K@", "v", "no host after '@'" },
+                { "K@,", "v", "no host after '@'" },
+                { "K@*.a.test", "v", "is no host name" },
+                { "K@a.test:443", "v", "is no host name" },
+                { "K@10.0.0.1", "v", "is no host name" },
+                { "K@a.test/X Y", "v", "is no header name" },
+                { "K@a.test/", "v", "is no header name" },
+                { "K@a.test/X:Bear er", "v", "is no scheme" },
+                { "K@a.test/X:", "v", "is no scheme" },
+                { "K@a.test/host", "v", "Host is no header for a credential" },
+                { "K@a.test/Proxy-Authorization:Basic", "v", "Proxy-Authorization is no header" },
+                { "K@a.test/content-length", "v", "Content-Length is no header" },
+                { "K@a.test", "", "K is empty" },
+                { "K@a.test", NULL, "K is empty" },
+                { "K@a.test", "a b", "a character the gate cannot put" },
+                { "K@a.test", "a\"b", "a character the gate cannot put" },
+                { "K@a.test", "a%b", "a character the gate cannot put" },
+                { "K@a.test", "a\\b", "a character the gate cannot put" },
+                { "K@a.test", "a'b", "a character the gate cannot put" },
+                { "K@a.test", "a\nhttp_access allow all", "a character the gate cannot put" },
+                { "K@a.test", "\xc3\xa9", "a character the gate cannot put" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(invalid); i++) {
+                gate_secret g = {};
+                why[0] = 0;
+                ck_assert_msg(gate_secret_parse(invalid[i].spec, invalid[i].value, &g, why, sizeof why) == -EINVAL,
+                              "'%s' accepted", invalid[i].spec);
+                ck_assert_msg(strstr(why, invalid[i].needle), "'%s': '%s' lacks '%s'", invalid[i].spec, why,
+                              invalid[i].needle);
+                ck_assert_ptr_null(g.value);
+        }
+        char *long_value = malloc(4098);
+        memset(long_value, 'v', 4097);
+        long_value[4097] = 0;
+        gate_secret g = {};
+        ck_assert_int_eq(gate_secret_parse("K@a.test", long_value, &g, why, sizeof why), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(why, "longer than 4096"));
+        long_value[4096] = 0;
+        ck_assert_int_eq(gate_secret_parse("K@a.test", long_value, &g, why, sizeof why), 0);
+        gate_secret_done(&g);
+        free(long_value);
+}
+END_TEST
+
+/* A gate holding secrets: the header replaced for their hosts over HTTPS only, those hosts
+ * intercepted exactly (no names below them), and only clients with the run's key served. */
+START_TEST(test_squid_config_secrets)
+{
+        char why[256];
+        gate_secret g = {};
+        ck_assert_int_eq(gate_secret_parse("K@api.openai.com,b.test", "sk-123", &g, why, sizeof why), 0);
+        static const char *const entries[] = { "api.openai.com", "b.test", NULL };
+        squid_options o = { .port = 3128, .bump_cert = "/g/c", .bump_key = "/g/k", .bump_db = "/tmp/d",
+                            .secrets = &g, .n_secrets = 1, .client_key = "00ff00ff00ff00ff00ff00ff00ff00fe" };
+        char *text = squid_config(entries, &o);
+        static const char *const expected[] = {
+                "acl aisb_https proto HTTPS",
+                "acl aisb_secret0 dstdomain -n api.openai.com b.test",
+                "request_header_access Authorization deny aisb_secret0",
+                "request_header_add Authorization \"Bearer sk-123\" aisb_secret0 aisb_https",
+                "acl aisb_bump dstdomain -n api.openai.com b.test",
+                /* base64 of "aisb:00ff00ff00ff00ff00ff00ff00ff00fe" */
+                "acl aisb_key req_header Proxy-Authorization "
+                "^Basic[[:blank:]]+YWlzYjowMGZmMDBmZjAwZmYwMGZmMDBmZjAwZmYwMGZmMDBmZQ==$",
+                "acl aisb_keyed note aisb_keyed yes",
+                "acl aisb_mark_keyed annotate_client aisb_keyed=yes",
+                "request_header_access Proxy-Authorization deny all",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(expected); i++)
+                ck_assert_msg(has_line(text, expected[i]), "no line '%s' in:\n%s", expected[i], text);
+        char **rules = http_access_lines(text);
+        ck_assert_str_eq(rules[0], "http_access deny manager");
+        ck_assert_str_eq(rules[1], "http_access deny !aisb_clients");
+        ck_assert_str_eq(rules[2], "http_access deny !aisb_keyed !aisb_key");
+        ck_assert_str_eq(rules[3], "http_access deny aisb_key aisb_mark_keyed !all");
+        strv_free(rules);
+        free(text);
+
+        /* A bad key is refused; no key, no key lines. */
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, "api.openai.com", "--allow", NULL), 0);
+        static const char *const bad_keys[] = { "", "00FF", "0 1", "0\nhttp_access allow all", "g" };
+        for (size_t i = 0; i < ELEMENTSOF(bad_keys); i++) {
+                squid_options so = o;
+                so.client_key = bad_keys[i];
+                aisb_error *err = NULL;
+                text = NULL;
+                ck_assert_msg(gate_squid_config(&l, &so, &text, &err) == -EINVAL, "key '%s' accepted", bad_keys[i]);
+                ck_assert_ptr_null(text);
+                aisb_error_free(err);
+        }
+        o.client_key = NULL;
+        ck_assert_int_eq(gate_squid_config(&l, &o, &text, NULL), 0);
+        ck_assert_ptr_null(strstr(text, "aisb_key"));
+        ck_assert_ptr_null(strstr(text, "Proxy-Authorization"));
+        free(text);
+        allowlist_done(&l);
+        gate_secret_done(&g);
 }
 END_TEST
 
@@ -1531,6 +1875,9 @@ static Suite *allowlist_suite(void)
         suite_add_tcase(s, tc);
         tc = tcase_create("matching");
         tcase_add_test(tc, test_domain_allows);
+        tcase_add_test(tc, test_rules_entries);
+        tcase_add_test(tc, test_path_odd);
+        tcase_add_test(tc, test_request_allows);
         suite_add_tcase(s, tc);
         tc = tcase_create("files");
         tcase_add_test(tc, test_file_syntax);
@@ -1542,6 +1889,9 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_squid_config_empty);
         tcase_add_test(tc, test_squid_config_long_acl);
         tcase_add_test(tc, test_squid_config_refused);
+        tcase_add_test(tc, test_squid_config_rules);
+        tcase_add_test(tc, test_squid_config_secrets);
+        tcase_add_test(tc, test_secret_parse);
         tcase_add_test(tc, test_gate_hash);
         tcase_add_loop_test(tc, test_egress_real_lines, 0, ELEMENTSOF(squid_logs));
         tcase_add_test(tc, test_egress_classes);
