@@ -611,16 +611,23 @@ static char *path_decode(const char *path)
         return out;
 }
 
-/* On a decoded path: a segment "." or ".." ended by / ? ; # or the end, a \, or what is still
- * encoded after one decoding (%2e %2f %5c). The query too: a decoded %3f is a '?'. */
+/* On a decoded path: a segment "." or ".." (dots and blanks after it, which Windows drops,
+ * included) ended by / ? ; # or the end; a \; what is still encoded after one decoding (%2e
+ * %2f %5c, and IIS's %u); a byte that is not printable ASCII (overlong and wide forms of '.'
+ * and '/', controls). The query too: a decoded %3f is a '?'. */
 static bool decoded_path_odd(const char *path)
 {
         for (const char *p = path; *p; p++) {
-                if (*p == '\\' || strncasecmp(p, "%2e", 3) == 0 || strncasecmp(p, "%2f", 3) == 0 ||
-                    strncasecmp(p, "%5c", 3) == 0)
+                unsigned char c = (unsigned char) *p;
+                if (c < 0x20 || c >= 0x7f || c == '\\' || strncasecmp(p, "%2e", 3) == 0 ||
+                    strncasecmp(p, "%2f", 3) == 0 || strncasecmp(p, "%5c", 3) == 0 || strncasecmp(p, "%u", 2) == 0)
                         return true;
-                if (p[0] == '/' && p[1] == '.' && strchr("/?;#", p[p[2] == '.' ? 3 : 2]))
-                        return true;
+                if (p[0] == '/' && p[1] == '.') {
+                        const char *after = p + (p[2] == '.' ? 3 : 2);
+                        after += strspn(after, ". \t\n\v\f\r");
+                        if (strchr("/?;#", *after))
+                                return true;
+                }
         }
         return false;
 }

@@ -336,6 +336,7 @@ static int client_key_lines(buffer *b, const char *key)
         int r = buffer_printf(b, "acl aisb_key req_header Proxy-Authorization ^Basic[[:blank:]]+%s$\n"
                                  "acl aisb_keyed note aisb_keyed yes\n"
                                  "acl aisb_mark_keyed annotate_client aisb_keyed=yes\n"
+                                 "acl aisb_trusted any-of aisb_keyed aisb_key\n"
                                  "request_header_access Proxy-Authorization deny all\n",
                               encoded);
         explicit_bzero(encoded, strlen(encoded));
@@ -399,7 +400,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         if (o->client_key && (!*o->client_key || strlen(o->client_key) > 64 ||
                               strspn(o->client_key, "0123456789abcdef") != strlen(o->client_key)))
                 return aisb_error_set(err, -EINVAL, "the gate's client key must be 1..64 hex digits");
-        const char *paths[] = { o->hosts_file, access_log, cache_log,
+        const char *paths[] = { o->hosts_file, access_log, cache_log, o->held_include,
                                 intercepts ? o->bump_cert : NULL, intercepts ? o->bump_key : NULL,
                                 intercepts ? o->bump_db : NULL };
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
@@ -509,7 +510,6 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         /* squid runs as user proxy and cannot open /dev/stdout: logs go to files. */
         r |= buffer_printf(&b,
                 "logformat aisb %s\n"
-                "access_log stdio:%s logformat=aisb\n"
                 "cache_log %s\n"
                 "strip_query_terms on\n"
                 "via off\n"
@@ -526,7 +526,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "cachemgr_passwd disable all\n"
                 "email_err_data off\n"
                 "\n",
-                GATE_SQUID_LOGFORMAT, access_log, cache_log);
+                GATE_SQUID_LOGFORMAT, cache_log);
 
         /* -n everywhere: without it squid looks up the PTR record of an IP literal and
          * matches that name, and whoever owns the address chooses its PTR record. */
@@ -537,6 +537,10 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n");
         if (o->client_key)
                 r |= client_key_lines(&b, o->client_key);
+        /* A gate with a key logs only what its clients sent: another local user's refused
+         * requests are not the run's, for its summary or for aisb allow to propose. */
+        r |= buffer_printf(&b, "access_log stdio:%s logformat=aisb%s\n", access_log,
+                           o->client_key ? " aisb_trusted" : "");
         r |= acl_lines(&b, "aisb_local_dst", "dst", "", local_dst);
         if (local_names)
                 r |= acl_lines(&b, "aisb_local_names", "dstdomain -n", "", local_names) < 0 ? -ENOMEM : 0;
@@ -593,23 +597,30 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 const allow_entry *e = &l->entries[i];
                 if (e->kind != ALLOW_DOMAIN || !e->rules)
                         continue;
+                /* Each host once, and none below another: squid refuses both in one list. */
                 bool seen = false;
-                for (size_t j = 0; rule_hosts && rule_hosts[j]; j++)
-                        seen |= streq(rule_hosts[j], e->host);
+                for (size_t j = 0; j < l->n; j++) {
+                        const allow_entry *o2 = &l->entries[j];
+                        if (o2->kind == ALLOW_DOMAIN && o2->rules && allowlist_domain_covers(o2->host, e->host) &&
+                            (!streq(o2->host, e->host) || j < i))
+                                seen = true;
+                }
                 if (rules_lines(&b, e, i, &rules) < 0 || (!seen && strv_push(&rule_hosts, e->host) < 0))
                         return error_oom(err);
         }
         if (rule_hosts) {
                 r |= acl_lines(&b, "aisb_rule_hosts", "dstdomain -n", ".", rule_hosts);
                 /* squid matches a path (with its query) decoded once; a server that resolves
-                 * dot segments, reads \ as /, or decodes twice would serve what no prefix names
-                 * (allowlist_path_odd). */
+                 * dot segments (also with dots or blanks after them, which Windows drops), reads
+                 * \ as /, decodes twice or %u-encoded, or maps overlong or wide forms (any byte
+                 * not printable ASCII) would serve what no prefix names (allowlist_path_odd). */
                 r |= buffer_printf(&b, "acl aisb_path_odd urlpath_regex -i "
-                                       "/\\.\\.?(/|\\?|;|#|$) \\\\ %%(2e|2f|5c)\n");
+                                       "/\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %%(2e|2f|5c|u) [^[:print:]]\n");
                 /* Headers many frameworks read as the method instead of the request line's. */
                 r |= buffer_printf(&b, "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts\n"
                                        "request_header_access X-HTTP-Method deny aisb_rule_hosts\n"
-                                       "request_header_access X-Method-Override deny aisb_rule_hosts\n");
+                                       "request_header_access X-Method-Override deny aisb_rule_hosts\n"
+                                       "request_header_access X-Original-Method deny aisb_rule_hosts\n");
         }
 
         /* Secrets: over HTTPS to their hosts only, the header is the gate's, never the
@@ -634,19 +645,68 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                         if (asprintf(&below, ".%s", rule_hosts[i]) < 0 || strv_push(&bump, below) < 0)
                                 return error_oom(err);
                 }
+                /* A secret's host that a rule's host covers is in already (squid refuses a
+                 * name twice in one list). */
                 for (size_t i = 0; i < o->n_secrets; i++)
-                        for (size_t k = 0; o->secrets[i].hosts[k]; k++)
-                                if (strv_push(&bump, o->secrets[i].hosts[k]) < 0)
+                        for (size_t k = 0; o->secrets[i].hosts[k]; k++) {
+                                bool covered = false;
+                                for (size_t j = 0; rule_hosts && rule_hosts[j]; j++)
+                                        covered |= allowlist_domain_covers(rule_hosts[j], o->secrets[i].hosts[k]);
+                                for (size_t j = 0; bump && bump[j]; j++)
+                                        covered |= streq(bump[j], o->secrets[i].hosts[k]);
+                                if (!covered && strv_push(&bump, o->secrets[i].hosts[k]) < 0)
                                         return error_oom(err);
-                /* Decided at the first step, on the name the CONNECT asked for: the name the
-                 * client puts in its TLS hello is the client's to choose, and a tunnel spliced
-                 * for another name would reach the host unread. */
+                        }
+                /* Which tunnels stay unread: those whose CONNECT names no host of a rule or a
+                 * secret and whose TLS hello names a host of an entry without rules. Anything
+                 * else is opened (after a peek, so that the certificate made for the client
+                 * mimics the server's, identifiers and all): a hello naming a host with rules
+                 * through a CONNECT to another name the same front end serves, a hello naming
+                 * no listed host, a CONNECT to a host of a rule or a secret. */
+                _cleanup_strv_free_ char **plain = NULL;
+                for (size_t i = 0; i < l->n; i++) {
+                        const allow_entry *e = &l->entries[i];
+                        if (e->kind != ALLOW_DOMAIN || e->rules)
+                                continue;
+                        /* Once, and not below another (squid refuses both in one list). */
+                        bool covered = false;
+                        for (size_t j = 0; j < l->n; j++) {
+                                const allow_entry *o2 = &l->entries[j];
+                                if (o2->kind == ALLOW_DOMAIN && !o2->rules && allowlist_domain_covers(o2->host, e->host) &&
+                                    (!streq(o2->host, e->host) || j < i))
+                                        covered = true;
+                        }
+                        _cleanup_free_ char *below = NULL;
+                        if (!covered && (asprintf(&below, ".%s", e->host) < 0 || strv_push(&plain, below) < 0))
+                                return error_oom(err);
+                }
                 r |= acl_lines(&b, "aisb_bump", "dstdomain -n", "", bump);
-                r |= buffer_printf(&b,
-                        "ssl_bump bump aisb_bump\n"
-                        "ssl_bump splice all\n");
+                /* The same names as the client's hello may spell them (any case, a trailing
+                 * dot): a hello naming one through a CONNECT to another name is ended, for the
+                 * front end behind it would choose its site by that name. */
+                _cleanup_strv_free_ char **bump_re = NULL;
+                for (size_t i = 0; bump && bump[i]; i++) {
+                        const char *name = bump[i][0] == '.' ? bump[i] + 1 : bump[i];
+                        _cleanup_(buffer_free) buffer re = {};
+                        int k = buffer_printf(&re, "%s", bump[i][0] == '.' ? "(^|\\.)" : "^");
+                        for (const char *c = name; *c && k >= 0; c++)
+                                k = buffer_printf(&re, *c == '.' ? "\\." : "%c", *c);
+                        if (k < 0 || buffer_printf(&re, "\\.?$") < 0 || strv_push(&bump_re, re.data) < 0)
+                                return error_oom(err);
+                }
+                r |= acl_lines(&b, "aisb_bump_sni", "ssl::server_name_regex --client-requested -i", "", bump_re);
+                r |= buffer_printf(&b, "acl aisb_step1 at_step SslBump1\n"
+                                       "ssl_bump peek aisb_step1\n"
+                                       "ssl_bump terminate !aisb_bump aisb_bump_sni\n");
+                if (plain) {
+                        r |= acl_lines(&b, "aisb_plain_sni", "ssl::server_name --client-requested", "", plain);
+                        r |= buffer_printf(&b, "ssl_bump splice !aisb_bump aisb_plain_sni\n");
+                }
+                r |= buffer_printf(&b, "ssl_bump bump all\n");
         }
 
+        if (o->held_include)
+                r |= buffer_printf(&b, "include %s\n", o->held_include);
         r |= buffer_printf(&b,
                 "\n"
                 "http_access deny manager\n"

@@ -87,6 +87,10 @@ typedef struct squid_options {
          * GATE_CLIENT_USER and this password (hex digits), on every request not inside a TLS
          * connection the gate opened; the header goes no further. NULL: any local client. */
         const char *client_key;
+        /* A file squid includes before its access rules, which the gate itself writes (a
+         * run's own gate: "http_access deny all" once its run is gone, so that it keeps the
+         * port and serves nothing). NULL: none. */
+        const char *held_include;
 } squid_options;
 #define GATE_CLIENT_USER "aisb"
 

@@ -47,10 +47,13 @@
 /* The gate's first process: makes the CA when the gate intercepts TLS (the key never leaves
  * the gate's tls/, readable by the user alone), starts squid, and stops it once no run holds
  * a lease, no connection is open and nothing was logged for the idle time. Arguments: idle
- * seconds (0: never; "held": a run's own gate, which stops within 2 s of its run's lease
- * going, even when the run was killed), port, intercept (0 or 1). */
+ * seconds (0: never; "held": a run's own gate, which within 2 s of its run's lease going,
+ * even when the run was killed, refuses everything and keeps its port, so that the sandbox
+ * left behind reaches nothing and nobody else takes the port; the next run with secrets
+ * removes it), port, intercept (0 or 1). */
 static const char gate_script[] =
         "idle=$1 port=$2 intercept=$3\n"
+        ": > " GATE_TLS_INSIDE "/held.conf || exit 70\n"
         "if [ \"$intercept\" = 1 ]; then\n"
         "  umask 077\n"
         "  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
@@ -69,7 +72,7 @@ static const char gate_script[] =
         "    for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
         "      [ -e \"$f\" ] && ! flock -n -x \"$f\" true && continue 2\n"
         "    done\n"
-        "    kill $pid; wait $pid; exit 0\n"
+        "    echo 'http_access deny all' > " GATE_TLS_INSIDE "/held.conf && kill -HUP $pid; idle=0\n"
         "  fi\n"
         "  [ \"$idle\" -gt 0 ] || continue\n"
         "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
@@ -413,7 +416,7 @@ static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t 
  * following anything planted there. */
 static void gate_tls_reset(int tls)
 {
-        static const char *const names[] = { "ca.pem", "ca.pem.new", "ca.key" };
+        static const char *const names[] = { "ca.pem", "ca.pem.new", "ca.key", "held.conf" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 struct stat st;
                 if (fstatat(tls, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -520,6 +523,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                 .secrets = req->secrets,
                 .n_secrets = req->n_secrets,
                 .client_key = g->client_key,
+                .held_include = g->per_run ? GATE_TLS_INSIDE "/held.conf" : NULL,
         };
         r = gate_squid_config(req->list, &so, &conf, err);
         if (r >= 0)
@@ -778,8 +782,37 @@ static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, ai
         return r;
 }
 
-/* What is left of runs' own gates whose run was killed (they stopped when its lease went):
- * removed, their secrets wiped. Best effort: a failure leaves them for "aisb clean --all". */
+/* Whether some run holds a lease in dir/leases (a file it keeps locked): the leases' owner
+ * is alive. The host only tries a lock, through the directory, on regular files. */
+static bool gate_leases_held(const char *dir)
+{
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/" GATE_LEASES_DIR, dir) < 0)
+                return true;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d)
+                return false;
+        int leases = dirfd(d);
+        fd = -1;
+        bool held = false;
+        struct dirent *e;
+        while (!held && (e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int f = openat(leases, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                struct stat st;
+                held = f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) && flock(f, LOCK_EX | LOCK_NB) < 0 &&
+                       errno == EWOULDBLOCK;
+        }
+        closedir(d);
+        return held;
+}
+
+/* What is left of runs' own gates whose run is gone (killed: its gate then refuses
+ * everything, keeping its port): removed, their secrets wiped. A gate whose run still holds
+ * its lease (one starting now, too) stays. Best effort: a failure leaves them for "aisb clean
+ * --all". */
 static void gate_prune_run_gates(aisb_ctx *ctx)
 {
         _cleanup_json_ json_object *list = NULL;
@@ -787,7 +820,7 @@ static void gate_prune_run_gates(aisb_ctx *ctx)
             podman_container_list(ctx, "{\"label\":[\"" AISB_LABEL_PREFIX "gate.run=true\"]}", &list, NULL) < 0)
                 return;
         for (size_t i = 0; i < json_object_array_length(list); i++) {
-                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *state, *v;
+                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *v;
                 const char *name = json_object_object_get_ex(c, "Names", &names)
                                            ? json_object_get_string(json_object_array_get_idx(names, 0))
                                            : NULL;
@@ -795,13 +828,14 @@ static void gate_prune_run_gates(aisb_ctx *ctx)
                                                    json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate", &v)
                                            ? json_object_get_string(v)
                                            : NULL;
-                if (!name || !hash || strspn(hash, "0123456789abcdef") != strlen(hash) || strlen(hash) != 16 ||
-                    (json_object_object_get_ex(c, "State", &state) && streq(json_object_get_string(state), "running")))
+                if (!name || !hash || strspn(hash, "0123456789abcdef") != strlen(hash) || strlen(hash) != 16)
                         continue;
                 _cleanup_free_ char *sub = NULL, *dir = NULL;
                 if (asprintf(&sub, "gates/%s", hash) < 0)
                         return;
                 dir = state_path(sub);
+                if (!dir || gate_leases_held(dir))
+                        continue;
                 (void) gate_forget(ctx, name, dir, NULL);
         }
 }

@@ -67,6 +67,10 @@ static int set_proxy_env(sandbox_network *n, const allowlist *l, const char *hos
                 if (asprintf(&kv, "%s=%s", names[i], url) < 0 || strv_push(&n->env, kv) < 0)
                         return -ENOMEM;
         }
+        /* git asks libcurl for any proxy authentication, which waits for a challenge the gate
+         * does not send: basic, sent at once, as the other clients do. */
+        if (key && strv_push(&n->env, "GIT_HTTP_PROXY_AUTHMETHOD=basic") < 0)
+                return -ENOMEM;
         /* Node ignores the proxy variables unless told (pi, codex and claude run on it), and
          * then warns on every start that the agent doing it is experimental: the command's
          * output stays the command's. A NODE_OPTIONS of the user's (--env) replaces this. */

@@ -55,11 +55,18 @@ out=$("$AISB" run $secret -- sh -c "
     -H \"Authorization: Bearer \$STUB_KEY\"; echo mismatch=\$?
   cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -c '$real' || true
   grep -rsl '$real' /etc /home /run /tmp /var/tmp /project /usr/local 2>/dev/null | head -3
-  ls /aisb-gate 2>&1 | head -1" 2>"$E2E_TMP/err") || { cat "$E2E_TMP/err" >&2; fail "the secret run: $out"; }
+  ls /aisb-gate 2>&1 | head -1
+  python3 -c \"import urllib.request; print('py=%d' % urllib.request.urlopen('https://api.stub.test:$TLS/py').status)\" 2>&1 | tail -1
+  git ls-remote https://api.stub.test:$TLS/repo.git >/dev/null 2>&1; echo git=\$?" 2>"$E2E_TMP/err") ||
+  { cat "$E2E_TMP/err" >&2; fail "the secret run: $out"; }
 placeholder=$(printf '%s\n' "$out" | sed -n 's/^inside=//p')
 case "$placeholder" in aisb-secret-????????????????????????????????) pass "the sandbox holds a placeholder" ;;
   *) fail "the sandbox's STUB_KEY is '$placeholder'" ;; esac
 expect_eq "its host gets the value" "https Bearer $real" "$(seen /to-its-host)"
+expect_contains "Python 3.13 (strict verification) accepts the gate's certificates" "py=200" "$out"
+expect_eq "(and its request carried the value)" "https Bearer $real" "$(seen /py)"
+expect_contains "git reaches the host through a gate that asks for its key" "https Bearer $real" \
+  "$(seen '/repo.git/info/refs?service=git-upload-pack')"
 expect_eq "another host gets only the placeholder" "https Bearer $placeholder" "$(seen /elsewhere)"
 expect_eq "a forged header is replaced, not added to" "https Bearer $real" "$(seen /forged)"
 expect_eq "plain HTTP to its host carries no credential at all" "http " "$(seen /downgraded)"
@@ -143,9 +150,12 @@ key=$(printf '%s' "$proxy" | sed -n 's|^http://aisb:\([0-9a-f]*\)@.*|\1|p')
 curl -sk -o /dev/null -x "http://aisb:$key@127.0.0.1:$gate_port" https://api.stub.test:$TLS/keyed || true
 expect_eq "control: with the key, the gate serves it" "https Bearer $real" "$(seen /keyed)"
 kill -TERM $sleeper; wait $sleeper || true
+expect_absent "a stranger's refused requests are not the run's to learn from" "stranger" "$("$AISB" allow 2>&1)"
 
-# aisb killed outright (no cleanup of its own): its gate stops once the run's lease is gone,
-# and the next run with secrets removes what is left, value and all.
+# aisb killed outright (no cleanup of its own): once the run's lease is gone its gate serves
+# nothing, to the sandbox left behind or anyone else, and keeps its port (a port let go could
+# be taken by another local user, whom the sandbox would then reach); the next run with
+# secrets removes the gate, value and all.
 before=$(run_gates)
 "$AISB" run $secret -- sleep 120 >/dev/null 2>&1 &
 victim=$!
@@ -155,14 +165,19 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 [ -n "$orphan" ] || fail "the run's gate did not start"
+left=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | head -1)
+probe() { podman exec "$left" curl -s -o /dev/null -w '%{http_code}' "https://api.stub.test:$TLS/$1" 2>/dev/null || true; }
+expect_eq "control: before, the sandbox is served" 200 "$(probe before-kill)"
 kill -KILL $victim; wait $victim 2>/dev/null || true
-state=running
+code=200
 for _ in $(seq 40); do
-  state=$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null || echo gone)
-  [ "$state" = running ] || break; sleep 0.5
+  code=$(probe after-kill)
+  [ "$code" = 200 ] || break; sleep 0.5
 done
-case $state in exited|stopped) pass "a killed run's gate stops by itself ($state)" ;;
-  *) fail "a killed run's gate is $state" ;; esac
+expect_eq "a killed run's gate serves the sandbox left behind nothing" 403 "$code"
+expect_eq "and keeps refusing" 403 "$(probe after-kill-again)"
+expect_eq "(nothing reached the host)" "" "$(seen /after-kill-again)"
+expect_eq "and keeps running, holding its port" running "$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null)"
 podman ps -q --filter "label=aisb.project=$E2E_TMP/project" | xargs -r podman rm -f >/dev/null
 "$AISB" run $secret -- true >/dev/null 2>&1 || fail "the run after the killed one"
 expect_eq "the next run with secrets removes it" gone "$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null || echo gone)"
@@ -187,7 +202,7 @@ try:
 except (ssl.SSLError, OSError) as e:
     print("sni", sni, "refused", type(e).__name__)
 PY
-rules_args=(--ca-cert "$ca" --net allow --allow "rules.stub.test:$TLS GET,HEAD /allowed/"
+rules_args=(--ca-cert "$ca" --net allow --allow "rules.stub.test:$TLS GET,HEAD /allowed/" --allow "other.stub.test:$TLS"
   --allow "rules.stub.test:$PLAIN GET,HEAD /allowed/" $names)
 out=$("$AISB" run "${rules_args[@]}" -- sh -c "
   for u in https://rules.stub.test:$TLS http://rules.stub.test:$PLAIN; do
@@ -202,6 +217,8 @@ out=$("$AISB" run "${rules_args[@]}" -- sh -c "
   python3 /project/sni.py rules.stub.test $TLS rules.stub.test GET /allowed/sni-control 2>&1
   python3 /project/sni.py rules.stub.test $TLS other.invalid DELETE /sni-other
   python3 /project/sni.py rules.stub.test $TLS rules.stub.test. DELETE /sni-dot
+  python3 /project/sni.py other.stub.test $TLS rules.stub.test DELETE /sni-alias
+  python3 /project/sni.py other.stub.test $TLS other.stub.test GET /sni-plain
   curl -s https://rules.stub.test:$TLS/other; curl -s http://denied.stub.test:$PLAIN/
   cp /run/aisb/gate-ca.pem /project/old-ca.pem" 2>"$E2E_TMP/err") || true
 expect_contains "HTTPS: an allowed path passes, another path and another method do not" "200 403 403
@@ -213,6 +230,10 @@ expect_contains "control: a raw CONNECT and TLS hello pass for an allowed reques
   "sni rules.stub.test GET HTTP/1.1 200" "$out"
 expect_absent "a TLS hello naming another server is intercepted all the same" "DELETE HTTP/1.1 200" "$out"
 expect_eq "and nothing reached the host that way" "" "$(seen /sni-other)$(seen /sni-dot)"
+expect_absent "a hello naming the host with rules through a CONNECT to another listed name is ended" \
+  "sni rules.stub.test DELETE HTTP/1.1 200" "$out"
+expect_eq "(and reached nothing)" "" "$(seen /sni-alias)"
+expect_contains "control: a plain name's own tunnel passes" "sni other.stub.test GET HTTP/1.1 200" "$out"
 expect_eq "and reached nothing" "" "$(grep -i -E '"path": "[^"]*(\.\./|%2e|%25|%5c|/\./)' "$E2E_TMP/requests" || true)"
 expect_contains "the agent reads why" \
   "aisb gate: GET https://rules.stub.test:$TLS/other is outside the rules the allowlist gives rules.stub.test" "$out"

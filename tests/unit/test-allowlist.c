@@ -821,9 +821,13 @@ START_TEST(test_path_odd)
                 "/a/x%3f/../../b", "/a?p=/../",
                 /* encoded twice */
                 "/a/%252e%252e/b", "/a%252fb", "/a%255cb",
+                /* what some servers read as a dot segment: dots and blanks after it (Windows),
+                 * a NUL that ends it, IIS's %u, overlong and wide forms, controls */
+                "/a/.../b", "/a/..%20/b", "/a/.. ", "/a/..%00/b", "/a/%u002e%u002e/b", "/a/%U005cb",
+                "/a/%c0%ae%c0%ae/b", "/a/%ef%bc%8e%ef%bc%8e/b", "/a/.\x0b./b", "/a/b\x7f",
         };
         static const char *const plain[] = {
-                "/", "/a/b", "/a/...", "/a/.b", "/a/b.", "/a/..b", "/a/%2e%2e%2e", "/a/b?x=%2f", "/a?../",
+                "/", "/a/b", "/a/.b", "/a/b.", "/a/..b", "/a/b?x=%2f", "/a?../", "/a/b%20c", "/a/~u/x+y",
                 "/a%2fb", "/a%2Fb/c", "/a%20b", "/a%2", "/a%", "",
         };
         for (size_t i = 0; i < ELEMENTSOF(odd); i++)
@@ -897,12 +901,18 @@ START_TEST(test_squid_config_rules)
                 "acl aisb_rule0_path urlpath_regex ^/repos/acme/ ^/a\\+b\\.c",
                 "acl aisb_rule_hosts dstdomain -n .api.github.com",
                 "acl aisb_bump dstdomain -n .api.github.com",
-                "ssl_bump bump aisb_bump",
-                "ssl_bump splice all",
+                "acl aisb_bump_sni ssl::server_name_regex --client-requested -i (^|\\.)api\\.github\\.com\\.?$",
+                "acl aisb_step1 at_step SslBump1",
+                "ssl_bump peek aisb_step1",
+                "ssl_bump terminate !aisb_bump aisb_bump_sni",
+                "acl aisb_plain_sni ssl::server_name --client-requested .example.com",
+                "ssl_bump splice !aisb_bump aisb_plain_sni",
+                "ssl_bump bump all",
+                "request_header_access X-Original-Method deny aisb_rule_hosts",
                 "deny_info ERR_AISB_RULE aisb_rule_hosts",
                 "deny_info ERR_AISB_RULE aisb_path_odd",
                 "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts",
-                "acl aisb_path_odd urlpath_regex -i /\\.\\.?(/|\\?|;|#|$) \\\\ %(2e|2f|5c)",
+                "acl aisb_path_odd urlpath_regex -i /\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %(2e|2f|5c|u) [^[:print:]]",
         };
         for (size_t i = 0; i < ELEMENTSOF(expected); i++)
                 ck_assert_msg(has_line(text, expected[i]), "no line '%s' in:\n%s", expected[i], text);
@@ -1050,6 +1060,10 @@ START_TEST(test_squid_config_secrets)
                 "request_header_access Authorization deny aisb_secret0",
                 "request_header_add Authorization \"Bearer sk-123\" aisb_secret0 aisb_https",
                 "acl aisb_bump dstdomain -n api.openai.com b.test",
+                "acl aisb_bump_sni ssl::server_name_regex --client-requested -i ^api\\.openai\\.com\\.?$ ^b\\.test\\.?$",
+                "ssl_bump splice !aisb_bump aisb_plain_sni",
+                "acl aisb_trusted any-of aisb_keyed aisb_key",
+                "access_log stdio:/var/log/squid/access.log logformat=aisb aisb_trusted",
                 /* base64 of "aisb:00ff00ff00ff00ff00ff00ff00ff00fe" */
                 "acl aisb_key req_header Proxy-Authorization "
                 "^Basic[[:blank:]]+YWlzYjowMGZmMDBmZjAwZmYwMGZmMDBmZjAwZmYwMGZmMDBmZQ==$",
@@ -1084,8 +1098,23 @@ START_TEST(test_squid_config_secrets)
         ck_assert_int_eq(gate_squid_config(&l, &o, &text, NULL), 0);
         ck_assert_ptr_null(strstr(text, "aisb_key"));
         ck_assert_ptr_null(strstr(text, "Proxy-Authorization"));
+        ck_assert(has_line(text, "access_log stdio:/var/log/squid/access.log logformat=aisb"));
         free(text);
         allowlist_done(&l);
+        gate_secret_done(&g);
+
+        /* A secret for a host that has rules, and rules on a name and a name below it: each
+         * name once in each list, none below another (squid refuses such a list). */
+        ck_assert_int_eq(gate_secret_parse("K@api.github.com", "v", &g, why, sizeof why), 0);
+        static const char *const overlap[] = { "api.github.com GET /repos/", "github.com read-only",
+                                               "api.github.com POST /gists", NULL };
+        squid_options so = { .port = 3128, .bump_cert = "/g/c", .bump_key = "/g/k", .bump_db = "/tmp/d",
+                             .secrets = &g, .n_secrets = 1 };
+        text = squid_config(overlap, &so);
+        ck_assert(has_line(text, "acl aisb_bump dstdomain -n .github.com"));
+        ck_assert(has_line(text, "acl aisb_rule_hosts dstdomain -n .github.com"));
+        ck_assert_ptr_null(strstr(text, "ssl::server_name --client-requested")); /* no entry without rules */
+        free(text);
         gate_secret_done(&g);
 }
 END_TEST
