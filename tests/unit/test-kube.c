@@ -295,6 +295,28 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* With a project: its workspace claim, mounted at /project. */
+START_TEST(test_project)
+{
+        const char *dir = "/tmp/aisb-kube-golden/acme";
+        ck_assert(mkdir("/tmp/aisb-kube-golden", 0755) == 0 || errno == EEXIST);
+        ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
+        aisb_policy *p = policy("allow");
+        set(p, "no-cwd", "false");
+        set(p, "project", dir);
+        set(p, "allow", "10.20.0.0/16");
+        set(p, "insecure-allow-host-ranges", "true");
+        kube_options o = { .workspace_size = 1ULL << 30 };
+        char *text = manifests(p, &o);
+        expect_golden(text, "project.json");
+        json_object *docs = documents(text);
+        check_all_pods(docs);
+        json_object_put(docs);
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A project with a name no cluster takes as it is still names valid objects. */
 START_TEST(test_names)
 {
@@ -327,6 +349,7 @@ int main(void)
         TCase *tc = tcase_create("manifests");
         tcase_add_test(tc, test_allow);
         tcase_add_test(tc, test_none);
+        tcase_add_test(tc, test_project);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
