@@ -332,12 +332,14 @@ int command_inspect(int argc, char **argv)
 int command_kube(int argc, char **argv)
 {
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-                printf("Usage: aisb kube [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
+                printf("Usage: aisb kube [--as pod|sandbox] [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
                        "The sandbox \"aisb run\" with these OPTIONS would start, as Kubernetes objects on\n"
                        "stdout (JSON documents after --- lines, which YAML reads): the gate's ConfigMap,\n"
                        "Deployment, Service and NetworkPolicy, the workspace's PersistentVolumeClaim, the\n"
                        "sandbox's NetworkPolicy and its Pod. Environment variables are taken by name from\n"
                        "a Secret named like the pod, never by value. docs/kubernetes.md has the details.\n\n"
+                       "  --as pod|sandbox    the sandbox as a Pod (default) or as a Sandbox of\n"
+                       "                      kubernetes-sigs/agent-sandbox around the same pod spec\n"
                        "  --image-repo REPO   the registry path a cluster pulls the images from\n"
                        "                      (default: the local tags, never pulled)\n"
                        "  --timeout SECONDS   the pod's activeDeadlineSeconds\n\n"
@@ -348,6 +350,7 @@ int command_kube(int argc, char **argv)
         }
         const char *repo = NULL;
         unsigned long long timeout = 0;
+        bool as_sandbox = false;
         char **rest = calloc((size_t) argc + 1, sizeof *rest);
         int n = 0, code = 0;
         if (!rest) {
@@ -362,7 +365,8 @@ int command_kube(int argc, char **argv)
                 size_t len = eq ? (size_t) (eq - name) : strlen(name);
                 bool is_repo = !after_dashdash && len == 12 && strncmp(name, "--image-repo", 12) == 0;
                 bool is_timeout = !after_dashdash && len == 9 && strncmp(name, "--timeout", 9) == 0;
-                if (!is_repo && !is_timeout) {
+                bool is_as = !after_dashdash && len == 4 && strncmp(name, "--as", 4) == 0;
+                if (!is_repo && !is_timeout && !is_as) {
                         rest[n++] = argv[i];
                         continue;
                 }
@@ -374,6 +378,14 @@ int command_kube(int argc, char **argv)
                 }
                 if (is_repo)
                         repo = value;
+                else if (is_as) {
+                        if (strcmp(value, "pod") != 0 && strcmp(value, "sandbox") != 0) {
+                                fprintf(stderr, "aisb: --as %s: pod or sandbox\n", value);
+                                code = EXIT_USAGE;
+                                break;
+                        }
+                        as_sandbox = strcmp(value, "sandbox") == 0;
+                }
                 else {
                         char *end = NULL;
                         errno = 0;
@@ -409,7 +421,7 @@ int command_kube(int argc, char **argv)
         }
         if (code == 0) {
                 char *text = NULL;
-                int r = aisb_policy_kube(policy, repo, timeout, &text, &err);
+                int r = aisb_policy_kube(policy, repo, timeout, as_sandbox ? AISB_KUBE_AS_SANDBOX : 0, &text, &err);
                 if (r < 0)
                         code = cli_fail(err, r == -EOPNOTSUPP || r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
                 else {

@@ -423,11 +423,16 @@ AISB_PUBLIC int aisb_policy_inspect(const aisb_policy *policy, char **ret_text, 
  * YAML): the gate's ConfigMap, Deployment, Service and NetworkPolicy, the workspace's
  * PersistentVolumeClaim, the sandbox's NetworkPolicy and its Pod (docs/kubernetes.md).
  * image_repo: where a cluster pulls the images from (NULL: the local tags, never pulled);
- * timeout_s: the pod's activeDeadlineSeconds (0: none). -EOPNOTSUPP, saying why, for a policy
+ * timeout_s: the pod's activeDeadlineSeconds (0: none); flags: AISB_KUBE_*. -EOPNOTSUPP, saying why, for a policy
  * a cluster cannot enforce as it says (secrets, rules, host paths, ...). Reads only what the
  * image's content tag covers; the same policy gives the same text. */
+enum {
+        /* The pod as a Sandbox of kubernetes-sigs/agent-sandbox (agents.x-k8s.io/v1beta1),
+         * its podTemplate the same pod spec. */
+        AISB_KUBE_AS_SANDBOX = 1 << 0,
+};
 AISB_PUBLIC int aisb_policy_kube(const aisb_policy *policy, const char *image_repo, unsigned long long timeout_s,
-                                 char **ret_text, aisb_error **err);
+                                 unsigned flags, char **ret_text, aisb_error **err);
 
 /* The directory a run of this policy mounts read-only at /home/sandbox/.agents: the
  * "agents-dir" key's, or ~/.agents. -ENOENT, saying why, when a run mounts none ("no-agents",

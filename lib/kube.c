@@ -501,7 +501,12 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         json_object *pod_labels = labels_object("aisb.sandbox", n->sandbox);
         if (gate && pod_labels)
                 r |= json_add_string(pod_labels, "aisb.gate-client", n->gate_hash);
-        json_object *pod = object_head("v1", "Pod", n->sandbox, pod_labels);
+        /* A Pod, or the agent-sandbox Sandbox (agents.x-k8s.io/v1beta1) around the same pod
+         * spec, whose template carries the labels the NetworkPolicies select on. */
+        json_object *pod = ko->as_sandbox
+                                   ? object_head("agents.x-k8s.io/v1beta1", "Sandbox", n->sandbox,
+                                                 json_object_get(pod_labels))
+                                   : object_head("v1", "Pod", n->sandbox, pod_labels);
         json_object *spec = json_object_new_object(), *containers = json_object_new_array(),
                     *c = json_object_new_object(), *env = json_object_new_array(),
                     *mounts = json_object_new_array(), *volumes = json_object_new_array();
@@ -576,7 +581,16 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         r |= json_append(volumes, empty_dir("var-tmp", NULL, p->tmp_size));
         r |= json_append(volumes, empty_dir("run", "Memory", 64ULL << 20));
         r |= json_add(spec, "volumes", volumes);
-        r |= pod ? json_add(pod, "spec", spec) : -ENOMEM;
+        if (ko->as_sandbox) {
+                json_object *sspec = json_object_new_object(), *tmpl = json_object_new_object(),
+                            *tmeta = json_object_new_object();
+                r |= json_add(tmeta, "labels", pod_labels);
+                r |= json_add(tmpl, "metadata", tmeta);
+                r |= json_add(tmpl, "spec", spec);
+                r |= json_add(sspec, "podTemplate", tmpl);
+                r |= pod ? json_add(pod, "spec", sspec) : -ENOMEM;
+        } else
+                r |= pod ? json_add(pod, "spec", spec) : -ENOMEM;
         r |= json_append(docs, pod);
         return r < 0 ? error_oom(err) : 0;
 }
@@ -671,10 +685,13 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
         return *ret_text ? 0 : error_oom(err);
 }
 
-int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long long timeout_s, char **ret_text,
-                     aisb_error **err)
+int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long long timeout_s, unsigned flags,
+                     char **ret_text, aisb_error **err)
 {
-        kube_options o = { .image_repo = image_repo, .timeout_s = timeout_s };
+        if (flags & ~(unsigned) AISB_KUBE_AS_SANDBOX)
+                return aisb_error_set(err, -EINVAL, "kube: unknown flags 0x%x", flags);
+        kube_options o = { .image_repo = image_repo, .timeout_s = timeout_s,
+                           .as_sandbox = flags & AISB_KUBE_AS_SANDBOX };
         if (image_repo && (!*image_repo || strspn(image_repo, "abcdefghijklmnopqrstuvwxyz0123456789.-_/:") !=
                                                    strlen(image_repo) || strlen(image_repo) > 200))
                 return aisb_error_set(err, -EINVAL, "kube: --image-repo '%.64s': a registry path like "

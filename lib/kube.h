@@ -12,6 +12,7 @@ typedef struct kube_options {
         const char *image_repo;             /* the images' repository on a registry, or NULL: local */
         unsigned long long timeout_s;       /* activeDeadlineSeconds; 0: none */
         unsigned long long workspace_size;  /* bytes of the workspace claim; 0: 10 GiB */
+        bool as_sandbox;                    /* an agent-sandbox Sandbox instead of a Pod */
 } kube_options;
 
 /* The objects as JSON documents, each after a "---" line (YAML 1.2 reads them): the gate's

@@ -290,7 +290,8 @@ START_TEST(test_refused)
         p = policy("none");
         static const char *const bad_repos[] = { "", "Registry/Team", "a b", "x\ny", "repo\"", "r;m" };
         for (size_t i = 0; i < ELEMENTSOF(bad_repos); i++)
-                ck_assert_int_eq(aisb_policy_kube(p, bad_repos[i], 0, &text, NULL), -EINVAL);
+                ck_assert_int_eq(aisb_policy_kube(p, bad_repos[i], 0, 0, &text, NULL), -EINVAL);
+        ck_assert_int_eq(aisb_policy_kube(p, NULL, 0, 1u << 7, &text, NULL), -EINVAL);
         aisb_policy_free(p);
 }
 END_TEST
@@ -312,6 +313,31 @@ START_TEST(test_project)
         json_object *docs = documents(text);
         check_all_pods(docs);
         json_object_put(docs);
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* The agent-sandbox Sandbox: the same pod spec in its podTemplate, with the labels the
+ * NetworkPolicies select on. */
+START_TEST(test_sandbox)
+{
+        aisb_policy *p = policy("allow");
+        set(p, "allow", "example.com");
+        kube_options pod_o = {}, sandbox_o = { .as_sandbox = true };
+        char *pod_text = manifests(p, &pod_o), *text = manifests(p, &sandbox_o);
+        expect_golden(text, "sandbox.json");
+        json_object *pods = documents(pod_text), *docs = documents(text);
+        size_t last = json_object_array_length(docs) - 1;
+        json_object *sandbox = json_object_array_get_idx(docs, last), *pod = json_object_array_get_idx(pods, last);
+        ck_assert_str_eq(json_object_get_string(get(sandbox, "apiVersion")), "agents.x-k8s.io/v1beta1");
+        ck_assert_str_eq(json_object_get_string(get(sandbox, "kind")), "Sandbox");
+        ck_assert(json_object_equal(get(sandbox, "spec.podTemplate.spec"), get(pod, "spec")));
+        ck_assert(json_object_equal(get(sandbox, "spec.podTemplate.metadata.labels"), get(pod, "metadata.labels")));
+        check_restricted(get(sandbox, "spec.podTemplate.spec"), "Sandbox");
+        json_object_put(pods);
+        json_object_put(docs);
+        free(pod_text);
         free(text);
         aisb_policy_free(p);
 }
@@ -350,6 +376,7 @@ int main(void)
         tcase_add_test(tc, test_allow);
         tcase_add_test(tc, test_none);
         tcase_add_test(tc, test_project);
+        tcase_add_test(tc, test_sandbox);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
