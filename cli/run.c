@@ -332,7 +332,8 @@ int command_inspect(int argc, char **argv)
 int command_kube(int argc, char **argv)
 {
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-                printf("Usage: aisb kube [--as pod|sandbox] [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
+                printf("Usage: aisb kube [--as pod|sandbox] [--target cluster|podman] [--part all|gate|sandbox]\n"
+                       "                 [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
                        "The sandbox \"aisb run\" with these OPTIONS would start, as Kubernetes objects on\n"
                        "stdout (JSON documents after --- lines, which YAML reads): the gate's ConfigMap,\n"
                        "Deployment, Service and NetworkPolicy, the workspace's PersistentVolumeClaim, the\n"
@@ -340,6 +341,10 @@ int command_kube(int argc, char **argv)
                        "a Secret named like the pod, never by value. docs/kubernetes.md has the details.\n\n"
                        "  --as pod|sandbox    the sandbox as a Pod (default) or as a Sandbox of\n"
                        "                      kubernetes-sigs/agent-sandbox around the same pod spec\n"
+                       "  --target podman     for \"podman kube play\" on this machine: no Service or\n"
+                       "                      NetworkPolicy; the gate at a fixed address of an internal\n"
+                       "                      network (docs/kubernetes.md has the commands)\n"
+                       "  --part gate|sandbox only the gate's objects, or only the sandbox's\n"
                        "  --image-repo REPO   the registry path a cluster pulls the images from\n"
                        "                      (default: the local tags, never pulled)\n"
                        "  --timeout SECONDS   the pod's activeDeadlineSeconds\n\n"
@@ -351,6 +356,7 @@ int command_kube(int argc, char **argv)
         const char *repo = NULL;
         unsigned long long timeout = 0;
         bool as_sandbox = false;
+        unsigned flags_kube = 0;
         char **rest = calloc((size_t) argc + 1, sizeof *rest);
         int n = 0, code = 0;
         if (!rest) {
@@ -366,7 +372,9 @@ int command_kube(int argc, char **argv)
                 bool is_repo = !after_dashdash && len == 12 && strncmp(name, "--image-repo", 12) == 0;
                 bool is_timeout = !after_dashdash && len == 9 && strncmp(name, "--timeout", 9) == 0;
                 bool is_as = !after_dashdash && len == 4 && strncmp(name, "--as", 4) == 0;
-                if (!is_repo && !is_timeout && !is_as) {
+                bool is_target = !after_dashdash && len == 8 && strncmp(name, "--target", 8) == 0;
+                bool is_part = !after_dashdash && len == 6 && strncmp(name, "--part", 6) == 0;
+                if (!is_repo && !is_timeout && !is_as && !is_target && !is_part) {
                         rest[n++] = argv[i];
                         continue;
                 }
@@ -378,7 +386,23 @@ int command_kube(int argc, char **argv)
                 }
                 if (is_repo)
                         repo = value;
-                else if (is_as) {
+                else if (is_target || is_part) {
+                        const char *a = is_target ? "cluster" : "gate", *b = is_target ? "podman" : "sandbox";
+                        if (strcmp(value, a) != 0 && strcmp(value, b) != 0 && (is_target || strcmp(value, "all") != 0)) {
+                                fprintf(stderr, "aisb: --%s %s: %s or %s%s\n", is_target ? "target" : "part", value, a, b,
+                                        is_target ? "" : " (or all)");
+                                code = EXIT_USAGE;
+                                break;
+                        }
+                        if (is_target)
+                                flags_kube = (flags_kube & ~(unsigned) AISB_KUBE_PODMAN) |
+                                             (strcmp(value, "podman") == 0 ? AISB_KUBE_PODMAN : 0);
+                        else
+                                flags_kube = (flags_kube & ~(unsigned) (AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY)) |
+                                             (strcmp(value, "gate") == 0      ? AISB_KUBE_GATE_ONLY
+                                              : strcmp(value, "sandbox") == 0 ? AISB_KUBE_SANDBOX_ONLY
+                                                                              : 0);
+                } else if (is_as) {
                         if (strcmp(value, "pod") != 0 && strcmp(value, "sandbox") != 0) {
                                 fprintf(stderr, "aisb: --as %s: pod or sandbox\n", value);
                                 code = EXIT_USAGE;
@@ -421,7 +445,8 @@ int command_kube(int argc, char **argv)
         }
         if (code == 0) {
                 char *text = NULL;
-                int r = aisb_policy_kube(policy, repo, timeout, as_sandbox ? AISB_KUBE_AS_SANDBOX : 0, &text, &err);
+                int r = aisb_policy_kube(policy, repo, timeout, flags_kube | (as_sandbox ? AISB_KUBE_AS_SANDBOX : 0), &text,
+                                         &err);
                 if (r < 0)
                         code = cli_fail(err, r == -EOPNOTSUPP || r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
                 else {

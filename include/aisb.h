@@ -430,6 +430,13 @@ enum {
         /* The pod as a Sandbox of kubernetes-sigs/agent-sandbox (agents.x-k8s.io/v1beta1),
          * its podTemplate the same pod spec. */
         AISB_KUBE_AS_SANDBOX = 1 << 0,
+        /* For "podman kube play" on this machine rather than a cluster: no Service and no
+         * NetworkPolicy (podman has neither; the sandbox is played on an internal network
+         * the gate shares), the seccomp annotation podman reads, the project as a hostPath,
+         * no resources (docs/kubernetes.md). */
+        AISB_KUBE_PODMAN = 1 << 1,
+        AISB_KUBE_GATE_ONLY = 1 << 2,    /* only the gate's objects */
+        AISB_KUBE_SANDBOX_ONLY = 1 << 3, /* only the workspace's and the sandbox's */
 };
 AISB_PUBLIC int aisb_policy_kube(const aisb_policy *policy, const char *image_repo, unsigned long long timeout_s,
                                  unsigned flags, char **ret_text, aisb_error **err);

@@ -83,6 +83,14 @@ static json_object *labels_object(const char *key, const char *value)
         return o;
 }
 
+/* podman reads a pod's seccomp profile from this annotation only, not from its spec. */
+static int podman_seccomp(json_object *meta)
+{
+        json_object *a = json_object_new_object();
+        int r = json_add_string(a, "seccomp.security.alpha.kubernetes.io/pod", "runtime/default");
+        return r < 0 ? (json_object_put(a), r) : json_add(meta, "annotations", a);
+}
+
 static json_object *object_head(const char *api_version, const char *kind, const char *name,
                                 json_object *labels)
 {
@@ -333,6 +341,8 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
         r |= json_add_int64(spec, "replicas", 1);
         r |= json_add(spec, "selector", selector("aisb.gate", n->gate_hash));
         r |= json_add(tmeta, "labels", labels_object("aisb.gate", n->gate_hash));
+        if (ko->podman)
+                r |= podman_seccomp(tmeta);
         r |= json_add(tmpl, "metadata", tmeta);
         r |= json_add_bool(pspec, "automountServiceAccountToken", false);
         r |= json_add_bool(pspec, "enableServiceLinks", false);
@@ -341,12 +351,16 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
         r |= json_add_string(c, "image", image);
         r |= json_add_string(c, "imagePullPolicy", ko->image_repo ? "IfNotPresent" : "Never");
         r |= json_add(c, "command", json_string_array(squid_argv));
-        json_object *cport = json_object_new_object();
-        r |= json_add_string(cport, "name", "proxy");
-        r |= json_add_int64(cport, "containerPort", KUBE_GATE_PORT);
-        r |= json_add_string(cport, "protocol", "TCP");
-        r |= json_append(ports, cport);
-        r |= json_add(c, "ports", ports);
+        /* podman publishes a containerPort on the host: none there. */
+        if (!ko->podman) {
+                json_object *cport = json_object_new_object();
+                r |= json_add_string(cport, "name", "proxy");
+                r |= json_add_int64(cport, "containerPort", KUBE_GATE_PORT);
+                r |= json_add_string(cport, "protocol", "TCP");
+                r |= json_append(ports, cport);
+                r |= json_add(c, "ports", ports);
+        } else
+                json_object_put(ports);
         r |= json_add(c, "securityContext", container_security());
         r |= json_append(mounts, volume_mount("config", "/etc/aisb-gate", true));
         r |= json_append(mounts, volume_mount("logs", "/var/log/squid", false));
@@ -367,6 +381,8 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
         r |= json_add(spec, "template", tmpl);
         r |= dep ? json_add(dep, "spec", spec) : -ENOMEM;
         r |= json_append(docs, dep);
+        if (ko->podman) /* which takes no Service and no NetworkPolicy */
+                return r < 0 ? error_oom(err) : 0;
 
         json_object *svc = object_head("v1", "Service", n->gate, labels_object("aisb.gate", n->gate_hash));
         json_object *sspec = json_object_new_object(), *sports = json_object_new_array(),
@@ -455,7 +471,8 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         int r = image_ref(p, ko, false, &image, err);
         if (r < 0)
                 return r;
-        if (gate && proxy_url(n, &proxy) < 0)
+        if (gate && (ko->podman ? asprintf(&proxy, "http://%s:%u", n->gate, KUBE_GATE_PORT) < 0
+                                : proxy_url(n, &proxy) < 0))
                 return error_oom(err);
 
         /* The sandbox's NetworkPolicy: nothing in; out, only the gate and address entries
@@ -495,7 +512,10 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         }
         r |= json_add(nspec, "egress", egress);
         r |= np ? json_add(np, "spec", nspec) : -ENOMEM;
-        r |= json_append(docs, np);
+        if (ko->podman)
+                json_object_put(np);
+        else
+                r |= json_append(docs, np);
 
         /* The pod. */
         json_object *pod_labels = labels_object("aisb.sandbox", n->sandbox);
@@ -507,13 +527,25 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
                                    ? object_head("agents.x-k8s.io/v1beta1", "Sandbox", n->sandbox,
                                                  json_object_get(pod_labels))
                                    : object_head("v1", "Pod", n->sandbox, pod_labels);
+        if (ko->podman && pod)
+                r |= podman_seccomp(json_object_object_get(pod, "metadata"));
         json_object *spec = json_object_new_object(), *containers = json_object_new_array(),
                     *c = json_object_new_object(), *env = json_object_new_array(),
                     *mounts = json_object_new_array(), *volumes = json_object_new_array();
         r |= json_add_string(spec, "restartPolicy", "Never");
         r |= json_add_bool(spec, "automountServiceAccountToken", false);
-        /* The gate's address comes from the Service's variables; nothing else is needed. */
-        r |= json_add_bool(spec, "enableServiceLinks", gate);
+        /* The gate's address comes from the Service's variables; nothing else is needed.
+         * podman has no Services: a host alias names the gate's fixed address. */
+        r |= json_add_bool(spec, "enableServiceLinks", gate && !ko->podman);
+        if (gate && ko->podman) {
+                json_object *aliases = json_object_new_array(), *alias = json_object_new_object(),
+                            *names = json_object_new_array();
+                r |= json_add_string(alias, "ip", KUBE_PODMAN_GATE_IP);
+                r |= json_append_string(names, n->gate);
+                r |= json_add(alias, "hostnames", names);
+                r |= json_append(aliases, alias);
+                r |= json_add(spec, "hostAliases", aliases);
+        }
         r |= json_add_bool(spec, "hostNetwork", false);
         r |= json_add_bool(spec, "hostPID", false);
         r |= json_add_bool(spec, "hostIPC", false);
@@ -546,8 +578,11 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
                 r |= json_append(env, env_value("NODE_USE_ENV_PROXY", "1"));
                 r |= json_append(env, env_value("NODE_OPTIONS", "--disable-warning=UNDICI-EHPA"));
         }
-        /* Values never: each variable the policy names comes from a Secret the user makes. */
+        /* Values never: each variable the policy names comes from a Secret the user makes.
+         * The terminal's own (TERM, LANG, ...) a pod has none of. */
         for (size_t i = 0; i < p->n_env; i++) {
+                if (policy_env_inherited(p->env[i].name))
+                        continue;
                 json_object *e = json_object_new_object(), *from = json_object_new_object(),
                             *ref = json_object_new_object();
                 r |= json_add_string(e, "name", p->env[i].name);
@@ -558,7 +593,10 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
                 r |= json_append(env, e);
         }
         r |= json_add(c, "env", env);
-        r |= json_add(c, "resources", resources(p));
+        /* podman on a host whose cgroups it cannot delegate fails the pod for any: its
+         * own caps (aisb run's) are the way there. */
+        if (!ko->podman)
+                r |= json_add(c, "resources", resources(p));
         r |= json_add(c, "securityContext", container_security());
         if (p->project)
                 r |= json_append(mounts, volume_mount("project", AISB_PROJECT_DIR, false));
@@ -570,10 +608,17 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         r |= json_append(containers, c);
         r |= json_add(spec, "containers", containers);
         if (p->project) {
-                json_object *project = json_object_new_object(), *claim = json_object_new_object();
+                /* The workspace: the project itself on one machine, a claim on a cluster. */
+                json_object *project = json_object_new_object(), *src = json_object_new_object();
                 r |= json_add_string(project, "name", "project");
-                r |= json_add_string(claim, "claimName", n->sandbox);
-                r |= json_add(project, "persistentVolumeClaim", claim);
+                if (ko->podman) {
+                        r |= json_add_string(src, "path", p->project);
+                        r |= json_add_string(src, "type", "Directory");
+                        r |= json_add(project, "hostPath", src);
+                } else {
+                        r |= json_add_string(src, "claimName", n->sandbox);
+                        r |= json_add(project, "persistentVolumeClaim", src);
+                }
                 r |= json_append(volumes, project);
         }
         r |= json_append(volumes, empty_dir("home", NULL, p->tmp_size));
@@ -616,7 +661,7 @@ static int workspace_claim(const kube_options *ko, const kube_names *n, json_obj
 
 /* What a cluster cannot be given as the policy says: refused, each in one line, rather than
  * emitted weaker. */
-static int kube_check(const aisb_policy *p, const allowlist *l, aisb_error **err)
+static int kube_check(const aisb_policy *p, const kube_options *o, const allowlist *l, aisb_error **err)
 {
         if (p->n_secrets)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --secret is not supported on Kubernetes yet "
@@ -637,6 +682,8 @@ static int kube_check(const aisb_policy *p, const allowlist *l, aisb_error **err
                                       p->keep_root ? "insecure-keep-root" : "allow-unenforced");
         if (p->create_patch)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --unsafe-create-patch is podman's, not a cluster's");
+        if (o->podman && o->as_sandbox)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: podman plays no Sandbox: --target podman takes --as pod");
         if (p->net == SANDBOX_NET_ALLOW && l->n == 0)
                 return aisb_error_set(err, -EINVAL, "--net allow with an empty allowlist reaches nothing: add "
                                                     "--allow DOMAIN, or choose --net none");
@@ -652,7 +699,7 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
                 if (r < 0)
                         return r;
         }
-        r = kube_check(p, &l, err);
+        r = kube_check(p, ko, &l, err);
         if (r < 0)
                 return r;
         kube_names n = {};
@@ -663,14 +710,16 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
         _cleanup_json_ json_object *docs = json_object_new_array();
         if (!docs)
                 return error_oom(err);
+        unsigned parts = ko->parts ? ko->parts : KUBE_PART_GATE | KUBE_PART_SANDBOX;
         /* The Service before the Pod: the pod's environment names it. */
-        if (gate && (r = gate_objects(p, ko, &l, &n, docs, err)) < 0)
+        if (gate && (parts & KUBE_PART_GATE) && (r = gate_objects(p, ko, &l, &n, docs, err)) < 0)
                 return r;
-        if (p->project && workspace_claim(ko, &n, docs) < 0)
+        if ((parts & KUBE_PART_SANDBOX) && p->project && !ko->podman && workspace_claim(ko, &n, docs) < 0)
                 return error_oom(err);
-        r = sandbox_objects(p, ko, &l, &n, gate, docs, err);
-        if (r < 0)
+        if ((parts & KUBE_PART_SANDBOX) && (r = sandbox_objects(p, ko, &l, &n, gate, docs, err)) < 0)
                 return r;
+        if (json_object_array_length(docs) == 0)
+                return aisb_error_set(err, -EINVAL, "kube: this policy has no gate: nothing to print for the gate alone");
 
         _cleanup_(buffer_free) buffer b = {};
         for (size_t i = 0; i < json_object_array_length(docs); i++) {
@@ -688,10 +737,14 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
 int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long long timeout_s, unsigned flags,
                      char **ret_text, aisb_error **err)
 {
-        if (flags & ~(unsigned) AISB_KUBE_AS_SANDBOX)
-                return aisb_error_set(err, -EINVAL, "kube: unknown flags 0x%x", flags);
+        const unsigned known = AISB_KUBE_AS_SANDBOX | AISB_KUBE_PODMAN | AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY;
+        if ((flags & ~known) || ((flags & AISB_KUBE_GATE_ONLY) && (flags & AISB_KUBE_SANDBOX_ONLY)))
+                return aisb_error_set(err, -EINVAL, "kube: flags 0x%x: unknown, or both parts alone", flags);
         kube_options o = { .image_repo = image_repo, .timeout_s = timeout_s,
-                           .as_sandbox = flags & AISB_KUBE_AS_SANDBOX };
+                           .as_sandbox = flags & AISB_KUBE_AS_SANDBOX, .podman = flags & AISB_KUBE_PODMAN,
+                           .parts = flags & AISB_KUBE_GATE_ONLY      ? KUBE_PART_GATE
+                                    : flags & AISB_KUBE_SANDBOX_ONLY ? KUBE_PART_SANDBOX
+                                                                     : 0 };
         if (image_repo && (!*image_repo || strspn(image_repo, "abcdefghijklmnopqrstuvwxyz0123456789.-_/:") !=
                                                    strlen(image_repo) || strlen(image_repo) > 200))
                 return aisb_error_set(err, -EINVAL, "kube: --image-repo '%.64s': a registry path like "

@@ -111,6 +111,10 @@ static bool is_true(json_object *o)
         return o && json_object_is_type(o, json_type_boolean) && json_object_get_boolean(o);
 }
 
+/* podman kube play on one machine, not a cluster's admission: the project is a hostPath
+ * there, and that is all it may add to the standard. */
+static bool podman_target;
+
 /* The "restricted" Pod Security Standard (v1.30), as admission checks a pod spec. */
 static void check_restricted(json_object *spec, const char *what)
 {
@@ -125,7 +129,7 @@ static void check_restricted(json_object *spec, const char *what)
                         (void) value;
                         if (streq(key, "name"))
                                 continue;
-                        bool ok = false;
+                        bool ok = podman_target && streq(key, "hostPath");
                         for (size_t k = 0; k < ELEMENTSOF(allowed_volumes); k++)
                                 ok |= streq(key, allowed_volumes[k]);
                         ck_assert_msg(ok, "%s: volume type %s", what, key);
@@ -343,6 +347,51 @@ START_TEST(test_sandbox)
 }
 END_TEST
 
+/* For podman kube play: no Service, no NetworkPolicy, the annotation podman reads, the
+ * project as a hostPath, no resources; the parts apart. */
+START_TEST(test_podman)
+{
+        const char *dir = "/tmp/aisb-kube-golden/acme";
+        ck_assert(mkdir("/tmp/aisb-kube-golden", 0755) == 0 || errno == EEXIST);
+        ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
+        aisb_policy *p = policy("allow");
+        set(p, "no-cwd", "false");
+        set(p, "project", dir);
+        set(p, "allow", "example.com");
+        kube_options o = { .podman = true };
+        char *text = manifests(p, &o);
+        expect_golden(text, "podman.json");
+        json_object *docs = documents(text);
+        podman_target = true;
+        check_all_pods(docs);
+        podman_target = false;
+        ck_assert_uint_eq(json_object_array_length(docs), 3); /* ConfigMap, Deployment, Pod */
+        json_object *pod = json_object_array_get_idx(docs, 2);
+        ck_assert_str_eq(json_object_get_string(get(pod, "kind")), "Pod");
+        ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(get(pod, "spec.volumes"), 0), "hostPath.path")),
+                         dir);
+        ck_assert_ptr_null(get(json_object_array_get_idx(get(pod, "spec.containers"), 0), "resources"));
+        json_object_put(docs);
+        free(text);
+        o.parts = KUBE_PART_GATE;
+        text = manifests(p, &o);
+        docs = documents(text);
+        ck_assert_uint_eq(json_object_array_length(docs), 2);
+        json_object_put(docs);
+        free(text);
+        o.parts = KUBE_PART_SANDBOX;
+        text = manifests(p, &o);
+        docs = documents(text);
+        ck_assert_uint_eq(json_object_array_length(docs), 1);
+        json_object_put(docs);
+        free(text);
+        /* podman plays no Sandbox */
+        o = (kube_options) { .podman = true, .as_sandbox = true };
+        ck_assert_int_eq(kube_manifests(p, &o, &text, NULL), -EOPNOTSUPP);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A project with a name no cluster takes as it is still names valid objects. */
 START_TEST(test_names)
 {
@@ -377,6 +426,7 @@ int main(void)
         tcase_add_test(tc, test_none);
         tcase_add_test(tc, test_project);
         tcase_add_test(tc, test_sandbox);
+        tcase_add_test(tc, test_podman);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
