@@ -92,6 +92,16 @@ static bool caps_all_empty(void)
         return true;
 }
 
+/* The first capability up to last still in the bounding or the ambient set, or -1. */
+static int bounding_or_ambient(int last)
+{
+        for (int cap = 0; cap <= last; cap++)
+                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 ||
+                    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
+                        return cap;
+        return -1;
+}
+
 /* The order leaves no window (bubblewrap's drop_privs, crun): the bounding set and the
  * securebits need CAP_SETPCAP, so they go first; setgroups and setresgid need CAP_SETGID and
  * must precede setresuid, which (without SECBIT_KEEP_CAPS) clears the permitted set; capset
@@ -145,10 +155,9 @@ static void drop_privileges(const struct netpolicy *p)
                 die(EP_EXIT_UNENFORCED, "supplementary groups remain after setgroups(0)");
         if (!caps_all_empty())
                 die(EP_EXIT_UNENFORCED, "capabilities remain after capset");
-        for (int cap = 0; cap <= last; cap++)
-                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 ||
-                    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
-                        die(EP_EXIT_UNENFORCED, "capability %d remains in the bounding or ambient set", cap);
+        int cap = bounding_or_ambient(last);
+        if (cap >= 0)
+                die(EP_EXIT_UNENFORCED, "capability %d remains in the bounding or ambient set", cap);
         if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
                 die(EP_EXIT_UNENFORCED, "no_new_privs is not set");
 }
@@ -176,12 +185,11 @@ static void check_unprivileged(const struct netpolicy *p)
                 die(EP_EXIT_UNENFORCED, "--net external: supplementary groups present; nothing was run");
         if (!caps_all_empty())
                 die(EP_EXIT_UNENFORCED, "--net external: started with capabilities; drop ALL; nothing was run");
-        for (int cap = 0; cap <= last; cap++)
-                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 ||
-                    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
-                        die(EP_EXIT_UNENFORCED, "--net external: capability %d in the bounding or ambient set; "
-                                                "drop ALL; nothing was run",
-                            cap);
+        int cap = bounding_or_ambient(last);
+        if (cap >= 0)
+                die(EP_EXIT_UNENFORCED, "--net external: capability %d in the bounding or ambient set; "
+                                        "drop ALL; nothing was run",
+                    cap);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
                 die(EP_EXIT_UNENFORCED, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 }

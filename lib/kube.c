@@ -30,6 +30,16 @@
 #define KUBE_GATE_PORT 3128
 #define KUBE_GATE_UID 13 /* Debian's "proxy" user, whom squid's files belong to */
 
+/* o, or NULL (o put) when building it failed: the end of every builder here. */
+static json_object *built(json_object *o, int r)
+{
+        if (r < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
 /* A DNS-1123 label from the project's short name: lowercase letters, digits and '-'. */
 static void kube_label(const char *in, char *out, size_t size)
 {
@@ -76,11 +86,7 @@ static json_object *labels_object(const char *key, const char *value)
         json_object *o = json_object_new_object();
         int r = json_add_string(o, "app.kubernetes.io/managed-by", "aisb");
         r |= json_add_string(o, key, value);
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        return built(o, r);
 }
 
 /* podman reads a pod's seccomp profile from this annotation only, not from its spec. */
@@ -100,11 +106,7 @@ static json_object *object_head(const char *api_version, const char *kind, const
         r |= json_add_string(meta, "name", name);
         r |= json_add(meta, "labels", labels);
         r |= json_add(o, "metadata", meta);
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        return built(o, r);
 }
 
 /* What every container of ours is held to: the "restricted" standard and then some. */
@@ -121,11 +123,7 @@ static json_object *container_security(void)
         r |= json_add(o, "capabilities", caps);
         r |= json_add_string(seccomp, "type", "RuntimeDefault");
         r |= json_add(o, "seccompProfile", seccomp);
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        return built(o, r);
 }
 
 static json_object *pod_security(unsigned uid)
@@ -136,11 +134,7 @@ static json_object *pod_security(unsigned uid)
         r |= json_add_int64(o, "runAsGroup", uid);
         r |= json_add_string(seccomp, "type", "RuntimeDefault");
         r |= json_add(o, "seccompProfile", seccomp);
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        return built(o, r);
 }
 
 static json_object *empty_dir(const char *name, const char *medium, unsigned long long size)
@@ -153,11 +147,7 @@ static json_object *empty_dir(const char *name, const char *medium, unsigned lon
                 r |= json_add_string(d, "medium", medium);
         r |= json_add_string(d, "sizeLimit", text);
         r |= json_add(v, "emptyDir", d);
-        if (r < 0) {
-                json_object_put(v);
-                return NULL;
-        }
-        return v;
+        return built(v, r);
 }
 
 static json_object *volume_mount(const char *name, const char *path, bool read_only)
@@ -167,21 +157,15 @@ static json_object *volume_mount(const char *name, const char *path, bool read_o
         r |= json_add_string(m, "mountPath", path);
         if (read_only)
                 r |= json_add_bool(m, "readOnly", true);
-        if (r < 0) {
-                json_object_put(m);
-                return NULL;
-        }
-        return m;
+        return built(m, r);
 }
 
 static json_object *env_value(const char *name, const char *value)
 {
         json_object *e = json_object_new_object();
-        if (json_add_string(e, "name", name) < 0 || json_add_string(e, "value", value) < 0) {
-                json_object_put(e);
-                return NULL;
-        }
-        return e;
+        int r = json_add_string(e, "name", name);
+        r |= json_add_string(e, "value", value);
+        return built(e, r);
 }
 
 /* requests = limits: the Guaranteed class, and no burst past what the policy says. */
@@ -197,11 +181,7 @@ static json_object *resources(const aisb_policy *p)
         r |= json_add_string(q, "ephemeral-storage", storage);
         r |= json_add(o, "limits", q);
         r |= json_add(o, "requests", json_object_get(q));
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        return built(o, r);
 }
 
 static int image_ref(const aisb_policy *p, const kube_options *o, bool gate, char **ret, aisb_error **err)
@@ -226,11 +206,7 @@ static json_object *port_object(const char *protocol, unsigned port)
         int r = json_add_string(o, "protocol", protocol);
         if (port)
                 r |= json_add_int64(o, "port", port);
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        return built(o, r);
 }
 
 /* An egress rule to an IP block (with exceptions) on these ports (TCP and, for an address
@@ -256,11 +232,7 @@ static json_object *egress_block(const char *cidr, const char *const *except, co
                 r |= json_add(rule, "ports", port_list);
         else
                 json_object_put(port_list);
-        if (r < 0) {
-                json_object_put(rule);
-                return NULL;
-        }
-        return rule;
+        return built(rule, r);
 }
 
 /* Egress to the cluster's resolver: kube-dns in kube-system, port 53. */
@@ -281,21 +253,15 @@ static json_object *egress_dns(void)
         r |= json_append(ports, port_object("UDP", 53));
         r |= json_append(ports, port_object("TCP", 53));
         r |= json_add(rule, "ports", ports);
-        if (r < 0) {
-                json_object_put(rule);
-                return NULL;
-        }
-        return rule;
+        return built(rule, r);
 }
 
 static json_object *selector(const char *key, const char *value)
 {
         json_object *s = json_object_new_object(), *m = json_object_new_object();
-        if (json_add_string(m, key, value) < 0 || json_add(s, "matchLabels", m) < 0) {
-                json_object_put(s);
-                return NULL;
-        }
-        return s;
+        int r = json_add_string(m, key, value);
+        r |= json_add(s, "matchLabels", m);
+        return built(s, r);
 }
 
 /* The ranges a gate never reaches for a name: those of the local gate (gate_local_range),

@@ -38,6 +38,18 @@ static void set(aisb_policy *p, const char *key, const char *value)
         ck_assert_msg(aisb_policy_set(p, key, value, &err) == 0, "%s=%s: %s", key, value, aisb_error_message(err));
 }
 
+/* A project at a fixed path, so that the names in the golden files stay the same. */
+#define GOLDEN_PROJECT "/tmp/aisb-kube-golden/acme"
+static aisb_policy *project_policy(void)
+{
+        ck_assert(mkdir("/tmp/aisb-kube-golden", 0755) == 0 || errno == EEXIST);
+        ck_assert(mkdir(GOLDEN_PROJECT, 0755) == 0 || errno == EEXIST);
+        aisb_policy *p = policy("allow");
+        set(p, "no-cwd", "false");
+        set(p, "project", GOLDEN_PROJECT);
+        return p;
+}
+
 /* The text with every image tag's hash replaced by TAG. */
 static char *untagged(const char *text)
 {
@@ -303,12 +315,7 @@ END_TEST
 /* With a project: its workspace claim, mounted at /project. */
 START_TEST(test_project)
 {
-        const char *dir = "/tmp/aisb-kube-golden/acme";
-        ck_assert(mkdir("/tmp/aisb-kube-golden", 0755) == 0 || errno == EEXIST);
-        ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
-        aisb_policy *p = policy("allow");
-        set(p, "no-cwd", "false");
-        set(p, "project", dir);
+        aisb_policy *p = project_policy();
         set(p, "allow", "10.20.0.0/16");
         set(p, "insecure-allow-host-ranges", "true");
         kube_options o = { .workspace_size = 1ULL << 30 };
@@ -351,12 +358,8 @@ END_TEST
  * project as a hostPath, no resources; the parts apart. */
 START_TEST(test_podman)
 {
-        const char *dir = "/tmp/aisb-kube-golden/acme";
-        ck_assert(mkdir("/tmp/aisb-kube-golden", 0755) == 0 || errno == EEXIST);
-        ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
-        aisb_policy *p = policy("allow");
-        set(p, "no-cwd", "false");
-        set(p, "project", dir);
+        const char *dir = GOLDEN_PROJECT;
+        aisb_policy *p = project_policy();
         set(p, "allow", "example.com");
         kube_options o = { .podman = true };
         char *text = manifests(p, &o);
