@@ -13,3 +13,4 @@ int command_doctor(int argc, char **argv);
 int command_skill_lint(int argc, char **argv);
 int command_alias(int argc, char **argv);
 int command_allow(int argc, char **argv);
+int command_kube(int argc, char **argv);

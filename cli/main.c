@@ -23,6 +23,7 @@ static const command commands[] = {
         { "clean", command_clean, "remove what aisb left behind (only aisb's own)" },
         { "log", command_log, "the session log: one record per run" },
         { "inspect", command_inspect, "what a run would be: policy, mounts, allowlist, bridge" },
+        { "kube", command_kube, "the same sandbox as Kubernetes objects (printed, never applied)" },
         { "allow", command_allow, "the allowlist lines the last run was refused (--write to add them)" },
         { "doctor", command_doctor, "check this host, with the fix for each problem" },
         { "skill-lint", command_skill_lint, "credentials in ~/.agents, which every sandbox reads" },

@@ -326,3 +326,139 @@ int command_inspect(int argc, char **argv)
         }
         return sandbox_command(argc, argv, false, true);
 }
+
+/* aisb kube: its own two options (--image-repo, --timeout) are taken out first; the rest are
+ * aisb run's, so the same options name the same sandbox. */
+int command_kube(int argc, char **argv)
+{
+        if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+                printf("Usage: aisb kube [--as pod|sandbox] [--target cluster|podman] [--part all|gate|sandbox]\n"
+                       "                 [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
+                       "The sandbox \"aisb run\" with these OPTIONS would start, as Kubernetes objects on\n"
+                       "stdout (JSON documents after --- lines, which YAML reads): the gate's ConfigMap,\n"
+                       "Deployment, Service and NetworkPolicy, the workspace's PersistentVolumeClaim, the\n"
+                       "sandbox's NetworkPolicy and its Pod. Environment variables are taken by name from\n"
+                       "a Secret named like the pod, never by value. docs/kubernetes.md has the details.\n\n"
+                       "  --as pod|sandbox    the sandbox as a Pod (default) or as a Sandbox of\n"
+                       "                      kubernetes-sigs/agent-sandbox around the same pod spec\n"
+                       "  --target podman     for \"podman kube play\" on this machine: no Service or\n"
+                       "                      NetworkPolicy; the gate at a fixed address of an internal\n"
+                       "                      network (docs/kubernetes.md has the commands)\n"
+                       "  --part gate|sandbox only the gate's objects, or only the sandbox's\n"
+                       "  --image-repo REPO   the registry path a cluster pulls the images from\n"
+                       "                      (default: the local tags, never pulled)\n"
+                       "  --timeout SECONDS   the pod's activeDeadlineSeconds\n\n"
+                       "Exit status: 0; %d for bad options or a policy a cluster cannot enforce as it\n"
+                       "says (one line says which); %d when aisb failed.\n",
+                       EXIT_USAGE, EXIT_AISB_FAILED);
+                return 0;
+        }
+        const char *repo = NULL;
+        unsigned long long timeout = 0;
+        bool as_sandbox = false;
+        unsigned flags_kube = 0;
+        char **rest = calloc((size_t) argc + 1, sizeof *rest);
+        int n = 0, code = 0;
+        if (!rest) {
+                fprintf(stderr, "aisb: out of memory\n");
+                return EXIT_AISB_FAILED;
+        }
+        for (int i = 0; i < argc; i++) {
+                bool after_dashdash = false;
+                for (int k = 0; k < i; k++)
+                        after_dashdash |= strcmp(argv[k], "--") == 0;
+                const char *name = argv[i], *eq = strchr(name, '=');
+                size_t len = eq ? (size_t) (eq - name) : strlen(name);
+                bool is_repo = !after_dashdash && len == 12 && strncmp(name, "--image-repo", 12) == 0;
+                bool is_timeout = !after_dashdash && len == 9 && strncmp(name, "--timeout", 9) == 0;
+                bool is_as = !after_dashdash && len == 4 && strncmp(name, "--as", 4) == 0;
+                bool is_target = !after_dashdash && len == 8 && strncmp(name, "--target", 8) == 0;
+                bool is_part = !after_dashdash && len == 6 && strncmp(name, "--part", 6) == 0;
+                if (!is_repo && !is_timeout && !is_as && !is_target && !is_part) {
+                        rest[n++] = argv[i];
+                        continue;
+                }
+                const char *value = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+                if (!value) {
+                        fprintf(stderr, "aisb: %.*s needs a value\n", (int) len, name);
+                        code = EXIT_USAGE;
+                        break;
+                }
+                if (is_repo)
+                        repo = value;
+                else if (is_target || is_part) {
+                        const char *a = is_target ? "cluster" : "gate", *b = is_target ? "podman" : "sandbox";
+                        if (strcmp(value, a) != 0 && strcmp(value, b) != 0 && (is_target || strcmp(value, "all") != 0)) {
+                                fprintf(stderr, "aisb: --%s %s: %s or %s%s\n", is_target ? "target" : "part", value, a, b,
+                                        is_target ? "" : " (or all)");
+                                code = EXIT_USAGE;
+                                break;
+                        }
+                        if (is_target)
+                                flags_kube = (flags_kube & ~(unsigned) AISB_KUBE_PODMAN) |
+                                             (strcmp(value, "podman") == 0 ? AISB_KUBE_PODMAN : 0);
+                        else
+                                flags_kube = (flags_kube & ~(unsigned) (AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY)) |
+                                             (strcmp(value, "gate") == 0      ? AISB_KUBE_GATE_ONLY
+                                              : strcmp(value, "sandbox") == 0 ? AISB_KUBE_SANDBOX_ONLY
+                                                                              : 0);
+                } else if (is_as) {
+                        if (strcmp(value, "pod") != 0 && strcmp(value, "sandbox") != 0) {
+                                fprintf(stderr, "aisb: --as %s: pod or sandbox\n", value);
+                                code = EXIT_USAGE;
+                                break;
+                        }
+                        as_sandbox = strcmp(value, "sandbox") == 0;
+                }
+                else {
+                        char *end = NULL;
+                        errno = 0;
+                        timeout = strtoull(value, &end, 10);
+                        if (errno || !*value || *end || value[0] == '-' || timeout == 0 || timeout > 31536000ULL) {
+                                fprintf(stderr, "aisb: --timeout %s: give seconds, 1 to 31536000\n", value);
+                                code = EXIT_USAGE;
+                                break;
+                        }
+                }
+        }
+        aisb_policy *policy = NULL;
+        aisb_error *err = NULL;
+        cli_flags flags = {};
+        int after = 0;
+        bool dashdash = false;
+        if (code == 0)
+                code = cli_policy_new(&policy);
+        int config_code = code == 0 ? cli_load_config(policy, find_config_flag(n, rest)) : 0;
+        if (code == 0)
+                code = cli_parse_options(n, rest, false, policy, &flags, &after, &dashdash);
+        if (code == 0 && config_code)
+                code = config_code;
+        if (code == 0 && dashdash && after >= n) {
+                fprintf(stderr, "aisb: -- must be followed by a command\n");
+                code = EXIT_USAGE;
+        }
+        if (code == 0 && after < n) {
+                int r = dashdash ? aisb_policy_set_command(policy, (const char *const *) rest + after, &err)
+                                 : aisb_policy_set_harness_args(policy, (const char *const *) rest + after, &err);
+                if (r < 0)
+                        code = cli_fail(err, EXIT_USAGE);
+        }
+        if (code == 0) {
+                char *text = NULL;
+                int r = aisb_policy_kube(policy, repo, timeout, flags_kube | (as_sandbox ? AISB_KUBE_AS_SANDBOX : 0), &text,
+                                         &err);
+                if (r < 0)
+                        code = cli_fail(err, r == -EOPNOTSUPP || r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+                else {
+                        fputs(text, stdout);
+                        free(text);
+                        if (fflush(stdout) != 0) {
+                                fprintf(stderr, "aisb: writing the objects: %s\n", strerror(errno));
+                                code = EXIT_AISB_FAILED;
+                        }
+                }
+        }
+        aisb_policy_free(policy);
+        free(rest);
+        return code;
+}

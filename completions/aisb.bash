@@ -47,7 +47,7 @@ _aisb()
     local cur prev words cword split
     _init_completion -s -n := || return
 
-    local commands='run build gate doctor skill-lint ps clean inspect allow log alias'
+    local commands='run build gate doctor skill-lint ps clean inspect kube allow log alias'
     local command='' verb='' i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -108,6 +108,7 @@ _aisb()
         ps) options='--json --help' ;;
         clean) options='--all --volumes --volumes= --dry-run --help' ;;
         inspect) options='--help' ;;
+        kube) options="--as --target --part --image-repo --timeout $_aisb_run_options" ;;
         allow) options='--write --help' ;;
         log) options='-n --help' ;;
         alias) options='--shell --install --help' ;;

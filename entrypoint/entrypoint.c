@@ -92,6 +92,16 @@ static bool caps_all_empty(void)
         return true;
 }
 
+/* The first capability up to last still in the bounding or the ambient set, or -1. */
+static int bounding_or_ambient(int last)
+{
+        for (int cap = 0; cap <= last; cap++)
+                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 ||
+                    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
+                        return cap;
+        return -1;
+}
+
 /* The order leaves no window (bubblewrap's drop_privs, crun): the bounding set and the
  * securebits need CAP_SETPCAP, so they go first; setgroups and setresgid need CAP_SETGID and
  * must precede setresuid, which (without SECBIT_KEEP_CAPS) clears the permitted set; capset
@@ -145,12 +155,43 @@ static void drop_privileges(const struct netpolicy *p)
                 die(EP_EXIT_UNENFORCED, "supplementary groups remain after setgroups(0)");
         if (!caps_all_empty())
                 die(EP_EXIT_UNENFORCED, "capabilities remain after capset");
-        for (int cap = 0; cap <= last; cap++)
-                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 ||
-                    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
-                        die(EP_EXIT_UNENFORCED, "capability %d remains in the bounding or ambient set", cap);
+        int cap = bounding_or_ambient(last);
+        if (cap >= 0)
+                die(EP_EXIT_UNENFORCED, "capability %d remains in the bounding or ambient set", cap);
         if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
                 die(EP_EXIT_UNENFORCED, "no_new_privs is not set");
+}
+
+/* --net external: started without privileges (runAsNonRoot, drop ALL, no privilege
+ * escalation), which is checked rather than trusted: the identity given, not root, no
+ * supplementary group, every capability set empty, bounding and ambient included. Then
+ * no_new_privs, which needs no privilege and makes the seccomp load possible. */
+static void check_unprivileged(const struct netpolicy *p)
+{
+        int last = read_cap_last_cap();
+        uid_t ru, eu, su;
+        gid_t rg, eg, sg;
+        if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+                die(EP_EXIT_UNENFORCED, "getresuid: %s", strerror(errno));
+        if (ru == 0 || eu == 0 || su == 0)
+                die(EP_EXIT_UNENFORCED, "--net external: started as root; run the container as uid %u "
+                                        "(runAsUser, runAsNonRoot); nothing was run",
+                    (unsigned) p->uid);
+        if (ru != p->uid || eu != p->uid || su != p->uid || rg != p->gid || eg != p->gid || sg != p->gid)
+                die(EP_EXIT_UNENFORCED, "--net external: started as uid %u gid %u, not %u:%u; nothing was run",
+                    (unsigned) eu, (unsigned) eg, (unsigned) p->uid, (unsigned) p->gid);
+        int groups = getgroups(0, NULL);
+        if (groups < 0 || groups > 1 || (groups == 1 && (getgroups(1, &rg) != 1 || rg != p->gid)))
+                die(EP_EXIT_UNENFORCED, "--net external: supplementary groups present; nothing was run");
+        if (!caps_all_empty())
+                die(EP_EXIT_UNENFORCED, "--net external: started with capabilities; drop ALL; nothing was run");
+        int cap = bounding_or_ambient(last);
+        if (cap >= 0)
+                die(EP_EXIT_UNENFORCED, "--net external: capability %d in the bounding or ambient set; "
+                                        "drop ALL; nothing was run",
+                    cap);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+                die(EP_EXIT_UNENFORCED, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 }
 
 static void install_ruleset(const struct netpolicy *p)
@@ -290,7 +331,8 @@ int main(int argc, char **argv)
 
         if (p->net == NET_ALLOW && p->allow_dns)
                 read_resolvers(p);
-        install_ruleset(p);
+        if (p->net != NET_EXTERNAL)
+                install_ruleset(p);
 
         /* Build the filter while allocation is still unconstrained; load it last. */
         r = sandbox_seccomp_build(&filter, err, sizeof(err));
@@ -304,7 +346,10 @@ int main(int argc, char **argv)
 
         if (p->keep_root)
                 say("--keep-root: the command runs as uid 0, with no capabilities, the ruleset and seccomp");
-        drop_privileges(p);
+        if (p->net == NET_EXTERNAL)
+                check_unprivileged(p);
+        else
+                drop_privileges(p);
 
         /* As the user now, so the copy can do nothing the user could not. */
         if (p->seed_source[0] && seed_copy(p->seed_source, p->seed_dest, err, sizeof(err)) < 0)

@@ -270,8 +270,10 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                                 p.net = NET_ALLOW;
                         else if (streq_safe(val, "full"))
                                 p.net = NET_FULL;
+                        else if (streq_safe(val, "external"))
+                                p.net = NET_EXTERNAL;
                         else
-                                return ERR("--net %s: must be none, allow or full", val);
+                                return ERR("--net %s: must be none, allow, full or external", val);
                         net_given = true;
                 } else if (streq_safe(name, "--allow")) {
                         if (p.n_allow >= NETPOLICY_MAX_ALLOW)
@@ -343,6 +345,10 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                 return ERR("--allow-dns needs --net allow");
         if (p.keep_root && (p.have_uid || p.have_gid))
                 return ERR("--keep-root and --uid/--gid exclude each other");
+        /* Started unprivileged: nothing may need root (the trust bundle is written to /run
+         * before the drop), and the identity is the one it was started with. */
+        if (p.net == NET_EXTERNAL && (p.keep_root || p.ca_extra[0]))
+                return ERR("--net external starts without privileges: no --keep-root, no --ca-bundle");
         if (!p.keep_root) {
                 /* The print modes describe a policy; they may leave out whom it runs as. */
                 bool printing = p.print_ruleset || p.print_plan;
@@ -370,7 +376,7 @@ static void add_rule(struct netchain *c, struct netrule r)
 void netpolicy_ruleset(const struct netpolicy *p, struct netruleset *ret)
 {
         memset(ret, 0, sizeof(*ret));
-        if (p->net == NET_FULL)
+        if (p->net == NET_FULL || p->net == NET_EXTERNAL)
                 return;
 
         struct netchain *in = &ret->chains[0], *fwd = &ret->chains[1], *out = &ret->chains[2];
@@ -456,7 +462,8 @@ void netpolicy_print_ruleset(const struct netpolicy *p, FILE *f)
                 return;
         netpolicy_ruleset(p, rs);
         if (rs->n_chains == 0) {
-                fprintf(f, "# --net full: no ruleset is installed\n");
+                fprintf(f, p->net == NET_EXTERNAL ? "# --net external: no ruleset; the network is enforced outside the container\n"
+                                                  : "# --net full: no ruleset is installed\n");
                 free(rs);
                 return;
         }
@@ -509,16 +516,25 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
         for (size_t c = 0; c < rs->n_chains; c++)
                 nrules += rs->chains[c].n_rules;
 
-        fprintf(f, "capabilities kept until the drop (the container must be created with exactly these):\n");
-        for (size_t i = 0; i < netpolicy_n_needed_capabilities; i++)
-                fprintf(f, "  %-14s %s\n", netpolicy_needed_capabilities[i].name,
-                        netpolicy_needed_capabilities[i].why);
+        if (p->net == NET_EXTERNAL)
+                fprintf(f, "capabilities: none; started as uid %u gid %u, not root, every capability set and the "
+                           "bounding set empty, or nothing runs (exit %d)\n",
+                        p->uid, p->gid, EP_EXIT_UNENFORCED);
+        else {
+                fprintf(f, "capabilities kept until the drop (the container must be created with exactly these):\n");
+                for (size_t i = 0; i < netpolicy_n_needed_capabilities; i++)
+                        fprintf(f, "  %-14s %s\n", netpolicy_needed_capabilities[i].name,
+                                netpolicy_needed_capabilities[i].why);
+        }
         fprintf(f, "steps:\n");
         for (size_t i = 0; i < p->n_expect; i++)
                 fprintf(f, "  0. %s must be the file aisb chose (device %llu, inode %llu): one swapped for "
                            "a link while the container started exits %d\n",
                         p->expect[i].path, p->expect[i].dev, p->expect[i].ino, EP_EXIT_UNENFORCED);
-        if (rs->n_chains == 0) {
+        if (p->net == NET_EXTERNAL) {
+                fprintf(f, "  1. network: --net external: no ruleset; the network is enforced outside the container\n");
+                fprintf(f, "  2. verify: the identity and the empty capability sets, then no_new_privs\n");
+        } else if (rs->n_chains == 0) {
                 fprintf(f, "  1. network: --net full: no ruleset (warning on stderr)\n");
                 fprintf(f, "  2. verify: nothing to verify\n");
         } else {
@@ -539,19 +555,26 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                            "over netlink and compare; a difference exits %d%s\n",
                         EP_EXIT_UNENFORCED, p->allow_unenforced ? " unless --allow-unenforced" : "");
         }
-        fprintf(f, "  3. privileges: empty the bounding set up to cap_last_cap; lock securebits "
-                   "(noroot, no ambient raise); setgroups(0); ");
-        if (p->keep_root)
-                fprintf(f, "stay uid 0 gid 0 (--keep-root); ");
-        else if (p->have_uid && p->have_gid)
-                fprintf(f, "setresgid(%u); setresuid(%u); ", (unsigned) p->gid, (unsigned) p->uid);
-        else
-                fprintf(f, "setresgid(--gid); setresuid(--uid); ");
-        if (p->ca_extra[0])
-                fprintf(f, "(before: " NETPOLICY_CA_BUNDLE " = " NETPOLICY_SYSTEM_CAS " then %s, the gate's CA; "
-                           "failure exits %d) ", p->ca_extra, EP_EXIT_UNENFORCED);
-        fprintf(f, "capset: effective, permitted, inheritable empty; clear ambient; "
-                   "PR_SET_NO_NEW_PRIVS; check all of it; failure exits %d\n", EP_EXIT_UNENFORCED);
+        if (p->net == NET_EXTERNAL) {
+                fprintf(f, "  3. privileges: none to drop: check uid %u and gid %u (real, effective, saved), "
+                           "no capability in any set, bounding and ambient included; PR_SET_NO_NEW_PRIVS; "
+                           "failure exits %d\n",
+                        (unsigned) p->uid, (unsigned) p->gid, EP_EXIT_UNENFORCED);
+        } else {
+                fprintf(f, "  3. privileges: empty the bounding set up to cap_last_cap; lock securebits "
+                           "(noroot, no ambient raise); setgroups(0); ");
+                if (p->keep_root)
+                        fprintf(f, "stay uid 0 gid 0 (--keep-root); ");
+                else if (p->have_uid && p->have_gid)
+                        fprintf(f, "setresgid(%u); setresuid(%u); ", (unsigned) p->gid, (unsigned) p->uid);
+                else
+                        fprintf(f, "setresgid(--gid); setresuid(--uid); ");
+                if (p->ca_extra[0])
+                        fprintf(f, "(before: " NETPOLICY_CA_BUNDLE " = " NETPOLICY_SYSTEM_CAS " then %s, the gate's CA; "
+                                   "failure exits %d) ", p->ca_extra, EP_EXIT_UNENFORCED);
+                fprintf(f, "capset: effective, permitted, inheritable empty; clear ambient; "
+                           "PR_SET_NO_NEW_PRIVS; check all of it; failure exits %d\n", EP_EXIT_UNENFORCED);
+        }
         if (p->seed_source[0])
                 fprintf(f, "     then, as that user: copy the regular files of %s into %s (created, mode 0700); "
                            "failure exits %d\n", p->seed_source, p->seed_dest, EP_EXIT_BAD_POLICY);

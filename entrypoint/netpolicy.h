@@ -43,6 +43,9 @@ enum net_mode {
         NET_NONE,
         NET_ALLOW,
         NET_FULL,
+        /* Enforced outside the container (a Kubernetes NetworkPolicy): no ruleset, and the
+         * entrypoint starts without privileges, which it checks instead of dropping. */
+        NET_EXTERNAL,
 };
 
 struct allow_dest {

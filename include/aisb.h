@@ -419,6 +419,28 @@ AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, int deep,
  * bridged into the harness. */
 AISB_PUBLIC int aisb_policy_inspect(const aisb_policy *policy, char **ret_text, aisb_error **err);
 
+/* The same sandbox as Kubernetes objects, printed as JSON documents after "---" lines (valid
+ * YAML): the gate's ConfigMap, Deployment, Service and NetworkPolicy, the workspace's
+ * PersistentVolumeClaim, the sandbox's NetworkPolicy and its Pod (docs/kubernetes.md).
+ * image_repo: where a cluster pulls the images from (NULL: the local tags, never pulled);
+ * timeout_s: the pod's activeDeadlineSeconds (0: none); flags: AISB_KUBE_*. -EOPNOTSUPP, saying why, for a policy
+ * a cluster cannot enforce as it says (secrets, rules, host paths, ...). Reads only what the
+ * image's content tag covers; the same policy gives the same text. */
+enum {
+        /* The pod as a Sandbox of kubernetes-sigs/agent-sandbox (agents.x-k8s.io/v1beta1),
+         * its podTemplate the same pod spec. */
+        AISB_KUBE_AS_SANDBOX = 1 << 0,
+        /* For "podman kube play" on this machine rather than a cluster: no Service and no
+         * NetworkPolicy (podman has neither; the sandbox is played on an internal network
+         * the gate shares), the seccomp annotation podman reads, the project as a hostPath,
+         * no resources (docs/kubernetes.md). */
+        AISB_KUBE_PODMAN = 1 << 1,
+        AISB_KUBE_GATE_ONLY = 1 << 2,    /* only the gate's objects */
+        AISB_KUBE_SANDBOX_ONLY = 1 << 3, /* only the workspace's and the sandbox's */
+};
+AISB_PUBLIC int aisb_policy_kube(const aisb_policy *policy, const char *image_repo, unsigned long long timeout_s,
+                                 unsigned flags, char **ret_text, aisb_error **err);
+
 /* The directory a run of this policy mounts read-only at /home/sandbox/.agents: the
  * "agents-dir" key's, or ~/.agents. -ENOENT, saying why, when a run mounts none ("no-agents",
  * or the directory does not exist). */

@@ -482,18 +482,18 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "# Only the listed names (and the names below them) on their ports pass;\n"
                 "# everything else, IP literals included, is refused.\n");
         if (!intercepts)
-                r |= buffer_printf(&b, "http_port 127.0.0.1:%u\n", o->port);
+                r |= buffer_printf(&b, "http_port %s%u\n", o->cluster ? "" : "127.0.0.1:", o->port);
         else
                 /* The port's CA, and the helper that makes each intercepted host's certificate
                  * from it. Upstream certificates are checked against the gate image's trusted
                  * CAs (the system's and --ca-cert's): an error refuses the request. */
                 r |= buffer_printf(&b,
-                        "http_port 127.0.0.1:%u ssl-bump tls-cert=%s tls-key=%s generate-host-certificates=on "
+                        "http_port %s%u ssl-bump tls-cert=%s tls-key=%s generate-host-certificates=on "
                         "dynamic_cert_mem_cache_size=4MB\n"
                         "sslcrtd_program /usr/lib/squid/security_file_certgen -s %s -M 4MB\n"
                         "sslcrtd_children 3 startup=1 idle=1\n"
                         "host_verify_strict on\n",
-                        o->port, o->bump_cert, o->bump_key, o->bump_db);
+                        o->cluster ? "" : "127.0.0.1:", o->port, o->bump_cert, o->bump_key, o->bump_db);
         r |= buffer_printf(&b,
                 "visible_hostname aisb-gate\n"
                 "pid_filename none\n"
@@ -530,8 +530,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
 
         /* -n everywhere: without it squid looks up the PTR record of an IP literal and
          * matches that name, and whoever owns the address chooses its PTR record. */
+        r |= buffer_printf(&b, o->cluster ? "acl aisb_clients src all\n" : "acl aisb_clients src 127.0.0.0/8 ::1\n");
         r |= buffer_printf(&b,
-                "acl aisb_clients src 127.0.0.0/8 ::1\n"
                 "acl aisb_connect method CONNECT\n"
                 "acl aisb_schemes proto HTTP HTTPS\n"
                 "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n");

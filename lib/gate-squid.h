@@ -65,6 +65,9 @@ int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, cha
 
 typedef struct squid_options {
         unsigned port;          /* listen on 127.0.0.1:port, 1..65535 */
+        /* A gate of its own pod (aisb kube): listen on every address, serve any client; who
+         * may connect is the cluster's NetworkPolicy's to say. */
+        bool cluster;
         const char *hosts_file; /* path inside the gate container, or NULL */
         /* "NAME:IP" entries the hosts file maps; only these names may reach the local
          * destinations (loopback, link-local, private and shared ranges, the host's own

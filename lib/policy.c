@@ -1357,6 +1357,14 @@ int aisb_policy_new(aisb_policy **ret_policy, aisb_error **err)
 /* The only variables a sandbox inherits without being asked. */
 static const char *const inherited_env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ" };
 
+bool policy_env_inherited(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(inherited_env); i++)
+                if (streq(name, inherited_env[i]))
+                        return true;
+        return false;
+}
+
 int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
 {
         if (!p)

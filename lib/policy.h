@@ -113,6 +113,8 @@ void project_short_name(const char *project, char *buf, size_t size);
  * CA certificates, harness, Node source and entrypoint. For aisb's own sandboxes (doctor). */
 int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error **err);
 int env_name_valid(const char *name);
+/* One of the variables a run inherits without being asked (TERM, LANG, ...). */
+bool policy_env_inherited(const char *name);
 int policy_env_file_parse(const char *text, size_t size, const char *origin,
                           env_entry **entries, size_t *n, aisb_error **err);
 void env_entries_free(env_entry *e, size_t n);

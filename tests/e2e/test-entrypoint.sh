@@ -86,3 +86,30 @@ ruleset=$("$AISB" run --print-ruleset)
 expect_contains "--print-ruleset shows the drop policy" "policy drop" "$ruleset"
 plan=$("$AISB" run --print-entrypoint)
 expect_contains "--print-entrypoint names the capabilities kept" "NET_ADMIN" "$plan"
+
+# --net external (a cluster enforces the network): the container starts unprivileged, as a
+# Kubernetes pod under the "restricted" standard does, and the entrypoint checks that rather
+# than trusting it: a capability, root, or a supplementary group, and nothing runs.
+tag=$("$AISB" build --quiet)
+ep=/usr/local/libexec/aisb/aisb-entrypoint
+external() { podman run --rm --net none "$@" "$tag" $ep --net external --uid 1000 --gid 1000 -- \
+  sh -c 'grep -E "^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status; id -u'; }
+out=$(external --user 1000:1000 --cap-drop ALL 2>&1)
+expect_eq "external: unprivileged, no-new-privileges and seccomp, as uid 1000" "CapPrm:	0000000000000000
+CapEff:	0000000000000000
+CapBnd:	0000000000000000
+CapAmb:	0000000000000000
+NoNewPrivs:	1
+Seccomp:	2
+1000" "$out"
+for bad in "--user 1000:1000 --cap-drop ALL --cap-add NET_RAW|started with capabilities" \
+    "--user 1000:1000|in the bounding or ambient set; drop ALL" "--user 0:0 --cap-drop ALL|started as root" \
+    "--user 1000:1000 --cap-drop ALL --group-add 5|supplementary groups" \
+    "--user 1001:1001 --cap-drop ALL|not 1000:1000"; do
+  set +e
+  out=$(external ${bad%%|*} 2>&1)
+  rc=$?
+  set -e
+  expect_eq "external refuses ${bad%%|*}" 77 "$rc"
+  expect_contains "saying why" "${bad#*|}" "$out"
+done

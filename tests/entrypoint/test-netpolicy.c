@@ -110,6 +110,9 @@ START_TEST(options_good)
 
         ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--net", "full", "--", "x", NULL), 0);
         ck_assert(p.keep_root);
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1000", "--gid", "1000", "--net", "external", "--", "x",
+                               NULL), 0);
+        ck_assert_int_eq(p.net, NET_EXTERNAL);
         ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-ruleset", NULL), 0);
         ck_assert_int_eq(p.net, NET_NONE); /* the default is the strictest */
         /* Options after -- belong to the command. */
@@ -173,6 +176,13 @@ START_TEST(options_hostile)
                 { "--uid", "1", "--gid", "1", "--seed", "/a:/b:/c", "--", "sh", NULL },
                 { "--uid", "1", "--gid", "1", "--seed", "/a:/b/../etc", "--", "sh", NULL },
                 { "--uid", "1", "--gid", "1", "--seed", "/a:/b", "--seed", "/c:/d", "--", "sh", NULL },
+                /* external: started unprivileged, so nothing that needs root, and no rules */
+                { "--keep-root", "--net", "external", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "external", "--ca-bundle", "/run/ca.pem", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "external", "--allow", "10.0.0.1", "--", "sh", NULL },
+                { "--uid", "1", "--gid", "1", "--net", "external", "--allow-dns", "--", "sh", NULL },
+                { "--net", "external", "--", "sh", NULL },                            /* no identity */
+                { "--uid", "0", "--gid", "0", "--net", "external", "--", "sh", NULL },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 const char *argv[16] = { "aisb-entrypoint" };
@@ -261,6 +271,11 @@ START_TEST(print_ruleset_text)
         t = capture(netpolicy_print_ruleset, &p);
         ck_assert_ptr_null(strstr(t, "table"));
         free(t);
+
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-ruleset", "--net", "external", NULL), 0);
+        t = capture(netpolicy_print_ruleset, &p);
+        ck_assert_str_eq(t, "# --net external: no ruleset; the network is enforced outside the container\n");
+        free(t);
 }
 END_TEST
 
@@ -280,6 +295,18 @@ START_TEST(print_plan_text)
         ck_assert(strstr(t, "2. verify") < strstr(t, "3. privileges"));
         ck_assert(strstr(t, "3. privileges") < strstr(t, "4. seccomp"));
         ck_assert(strstr(t, "4. seccomp") < strstr(t, "5. exec"));
+        free(t);
+
+        /* External: no capability kept, none dropped; checked instead. */
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-plan", "--net", "external", "--uid", "1000", "--gid",
+                               "100", NULL), 0);
+        t = capture(netpolicy_print_plan, &p);
+        ck_assert_ptr_null(strstr(t, "CAP_NET_ADMIN"));
+        ck_assert_ptr_null(strstr(t, "setresuid"));
+        ck_assert_ptr_nonnull(strstr(t, "capabilities: none; started as uid 1000 gid 100"));
+        ck_assert_ptr_nonnull(strstr(t, "3. privileges: none to drop: check uid 1000 and gid 100"));
+        ck_assert_ptr_nonnull(strstr(t, "PR_SET_NO_NEW_PRIVS"));
+        ck_assert(strstr(t, "3. privileges") < strstr(t, "4. seccomp"));
         free(t);
 }
 END_TEST

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# aisb kube --target podman, played for real with "podman kube play": the gate comes up from
+# the emitted Deployment (on the internal network at its fixed address and on one that reaches
+# out), the sandbox from the emitted Pod (on the internal network only); an allowlisted
+# stand-in is reached through the gate, a name not listed is refused, a direct connection has
+# no route; inside, no capability, no-new-privileges, seccomp; "podman kube down" removes the
+# pods. The same emitter writes the cluster's objects (golden files in tests/unit/kube).
+. "$(dirname "$0")/lib.sh"
+
+command -v catatonit >/dev/null || [ -x /usr/libexec/podman/catatonit ] ||
+  cannot_run "catatonit is not installed: podman plays no pod without it (run scripts/setup)"
+
+internal=aisb-kube-internal
+egress=aisb-kube-egress-$$
+stub=aisb-kube-stub-$$
+files=()
+kube_cleanup() {
+  for f in "${files[@]}"; do podman kube down "$f" >/dev/null 2>&1 || true; done
+  # What podman's kube down leaves: the volume it made of the ConfigMap.
+  [ -z "${gate_name:-}" ] || podman volume rm -f "$gate_name" >/dev/null 2>&1 || true
+  podman rm -f "$stub" >/dev/null 2>&1 || true
+  podman network rm -f "$egress" >/dev/null 2>&1 || true
+  cleanup
+}
+trap kube_cleanup EXIT
+
+tag=$("$AISB" build --quiet)
+podman network exists "$internal" || podman network create --internal --subnet 10.89.78.0/24 "$internal" >/dev/null
+podman network create --subnet 10.89.79.0/24 "$egress" >/dev/null
+# The stand-in the allowlist names: a server on the outside network only.
+podman run -d --name "$stub" --network "$egress:ip=10.89.79.20" --entrypoint python3 "$tag" \
+  -m http.server --directory /etc 8080 >/dev/null
+
+policy=(--net allow --allow stub.test:8080 --gate-add-host stub.test:10.89.79.20)
+# The gate's image, built as a run would build it.
+"$AISB" gate up "${policy[@]}" >/dev/null
+"$AISB" gate down "${policy[@]}" >/dev/null
+"$AISB" kube --target podman --part gate "${policy[@]}" > "$E2E_TMP/gate.json"
+"$AISB" kube --target podman --part sandbox "${policy[@]}" -- sh -c '
+  for _ in $(seq 40); do
+    code=$(curl -s -o /dev/null -w "%{http_code}" http://stub.test:8080/hostname) && [ "$code" = 200 ] && break
+    sleep 0.5
+  done
+  echo "listed=$code"
+  echo "denied=$(curl -s -o /dev/null -w "%{http_code}" http://denied.test/)"
+  curl -s --noproxy "*" --max-time 5 -o /dev/null http://10.89.79.20:8080/hostname; echo "direct=$?"
+  grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status; echo "uid=$(id -u)"' > "$E2E_TMP/sandbox.json"
+files=("$E2E_TMP/sandbox.json" "$E2E_TMP/gate.json")
+gate_name=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().split("---\n")[1])["metadata"]["name"])' \
+  "$E2E_TMP/gate.json")
+expect_contains "the sandbox's pod has no NetworkPolicy or Service here" '"kind": "Pod"' "$(cat "$E2E_TMP/sandbox.json")"
+expect_absent "(none emitted for podman)" '"kind": "Service"' "$(cat "$E2E_TMP/gate.json" "$E2E_TMP/sandbox.json")"
+
+podman kube play --network "$internal:ip=10.89.78.10" --network "$egress" "$E2E_TMP/gate.json" >/dev/null ||
+  fail "podman kube play of the gate"
+gate_pod=$(podman pod ps --filter label=aisb.gate --format '{{.Name}}' | grep -- '^aisb-gate-' | head -1)
+[ -n "$gate_pod" ] || fail "no gate pod from the Deployment"
+pass "the gate's pod comes up from the emitted Deployment ($gate_pod)"
+
+podman kube play --network "$internal" "$E2E_TMP/sandbox.json" >/dev/null || fail "podman kube play of the sandbox"
+pod=$(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(json.loads(t.split("---\n")[-1])["metadata"]["name"])' \
+  "$E2E_TMP/sandbox.json")
+ctr=$pod-sandbox
+rc=$(timeout 120 podman wait "$ctr" || echo timeout)
+out=$(podman logs "$ctr" 2>&1)
+[ "$rc" = 0 ] || { printf '%s\n' "$out" >&2; fail "the sandbox's command ended with $rc"; }
+expect_contains "an allowlisted name is reached through the gate" "listed=200" "$out"
+expect_contains "a name not listed is refused by the gate" "denied=403" "$out"
+expect_contains "a direct connection was tried" "direct=" "$out"
+expect_absent "and has no route" "direct=0" "$out"
+expect_contains "no capability" "CapEff:	0000000000000000" "$out"
+expect_contains "not even in the bounding set" "CapBnd:	0000000000000000" "$out"
+expect_contains "no-new-privileges" "NoNewPrivs:	1" "$out"
+expect_contains "seccomp in filter mode" "Seccomp:	2" "$out"
+expect_contains "as the pod's uid" "uid=1000" "$out"
+
+podman kube down "$E2E_TMP/sandbox.json" >/dev/null
+podman kube down "$E2E_TMP/gate.json" >/dev/null
+files=()
+expect_eq "podman kube down removes the pods" "" \
+  "$(podman pod ps -a --format '{{.Name}}' | grep -E -- "^($pod|$gate_pod)\$" || true)"
+expect_eq "and their containers" "" \
+  "$(podman ps -a --format '{{.Names}}' | grep -E -- "^($pod|$gate_pod)" || true)"
