@@ -333,6 +333,7 @@ int command_kube(int argc, char **argv)
 {
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
                 printf("Usage: aisb kube [--as pod|sandbox] [--target cluster|podman] [--part all|gate|sandbox]\n"
+                       "                 [--netfilter init|none]\n"
                        "                 [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
                        "The sandbox \"aisb run\" with these OPTIONS would start, as Kubernetes objects on\n"
                        "stdout (JSON documents after --- lines, which YAML reads): the gate's ConfigMap,\n"
@@ -345,6 +346,8 @@ int command_kube(int argc, char **argv)
                        "                      NetworkPolicy; the gate at a fixed address of an internal\n"
                        "                      network (docs/kubernetes.md has the commands)\n"
                        "  --part gate|sandbox only the gate's objects, or only the sandbox's\n"
+                       "  --netfilter init    also an init container that installs the default-drop\n"
+                       "                      ruleset in the pod (root and NET_ADMIN: a privileged namespace)\n"
                        "  --image-repo REPO   the registry path a cluster pulls the images from\n"
                        "                      (default: the local tags, never pulled)\n"
                        "  --timeout SECONDS   the pod's activeDeadlineSeconds\n\n"
@@ -374,7 +377,8 @@ int command_kube(int argc, char **argv)
                 bool is_as = !after_dashdash && len == 4 && strncmp(name, "--as", 4) == 0;
                 bool is_target = !after_dashdash && len == 8 && strncmp(name, "--target", 8) == 0;
                 bool is_part = !after_dashdash && len == 6 && strncmp(name, "--part", 6) == 0;
-                if (!is_repo && !is_timeout && !is_as && !is_target && !is_part) {
+                bool is_netfilter = !after_dashdash && len == 11 && strncmp(name, "--netfilter", 11) == 0;
+                if (!is_repo && !is_timeout && !is_as && !is_target && !is_part && !is_netfilter) {
                         rest[n++] = argv[i];
                         continue;
                 }
@@ -386,7 +390,15 @@ int command_kube(int argc, char **argv)
                 }
                 if (is_repo)
                         repo = value;
-                else if (is_target || is_part) {
+                else if (is_netfilter) {
+                        if (strcmp(value, "init") != 0 && strcmp(value, "none") != 0) {
+                                fprintf(stderr, "aisb: --netfilter %s: init or none\n", value);
+                                code = EXIT_USAGE;
+                                break;
+                        }
+                        flags_kube = (flags_kube & ~(unsigned) AISB_KUBE_NETFILTER_INIT) |
+                                     (strcmp(value, "init") == 0 ? AISB_KUBE_NETFILTER_INIT : 0);
+                } else if (is_target || is_part) {
                         const char *a = is_target ? "cluster" : "gate", *b = is_target ? "podman" : "sandbox";
                         if (strcmp(value, a) != 0 && strcmp(value, b) != 0 && (is_target || strcmp(value, "all") != 0)) {
                                 fprintf(stderr, "aisb: --%s %s: %s or %s%s\n", is_target ? "target" : "part", value, a, b,

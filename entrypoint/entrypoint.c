@@ -270,6 +270,25 @@ static void read_resolvers(struct netpolicy *p)
                 say("no nameserver in %s: no DNS rule, names do not resolve", path);
 }
 
+/* --allow-env VAR:PORT: the address a Kubernetes Service's variable holds, as one more
+ * destination. Read as untrusted text: it must be an IP address and nothing else, or nothing
+ * runs (an unset variable means the Service was not there when the pod started). */
+static void allow_from_env(struct netpolicy *p)
+{
+        const char *value = getenv(p->allow_env);
+        char dest[96], err[256];
+        if (!value || !*value)
+                die(EP_EXIT_UNENFORCED, "--allow-env: $%s is not set; nothing was run", p->allow_env);
+        if (strlen(value) > 45 || strspn(value, "0123456789abcdefABCDEF.:") != strlen(value))
+                die(EP_EXIT_UNENFORCED, "--allow-env: $%s is not an IP address; nothing was run", p->allow_env);
+        snprintf(dest, sizeof(dest), strchr(value, ':') ? "[%s]:%u" : "%s:%u", value, (unsigned) p->allow_env_port);
+        if (p->n_allow >= NETPOLICY_MAX_ALLOW)
+                die(EP_EXIT_UNENFORCED, "--allow-env: too many destinations; nothing was run");
+        if (netpolicy_parse_allow(dest, &p->allow[p->n_allow], err, sizeof(err)) < 0)
+                die(EP_EXIT_UNENFORCED, "--allow-env: $%s: %s; nothing was run", p->allow_env, err);
+        p->n_allow++;
+}
+
 /* execvp reports EACCES when any PATH entry was unreadable, even if the command exists
  * nowhere; a shell says "not found" (127) then, and so do we. */
 static bool found_in_path(const char *name)
@@ -331,8 +350,14 @@ int main(int argc, char **argv)
 
         if (p->net == NET_ALLOW && p->allow_dns)
                 read_resolvers(p);
+        if (p->allow_env[0])
+                allow_from_env(p);
         if (p->net != NET_EXTERNAL)
                 install_ruleset(p);
+        if (p->ruleset_only) {
+                say("ruleset in force; --ruleset-only: nothing else runs here");
+                return 0;
+        }
 
         /* Build the filter while allocation is still unconstrained; load it last. */
         r = sandbox_seccomp_build(&filter, err, sizeof(err));

@@ -237,6 +237,7 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                 bool takes_value = streq_safe(name, "--uid") || streq_safe(name, "--gid") ||
                                    streq_safe(name, "--net") || streq_safe(name, "--allow") ||
                                    streq_safe(name, "--seed") || streq_safe(name, "--expect-mount") ||
+                                   streq_safe(name, "--allow-env") ||
                                    streq_safe(name, "--ca-bundle");
                 if (takes_value) {
                         if (eq)
@@ -281,6 +282,21 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                         if (netpolicy_parse_allow(val, &p.allow[p.n_allow], err, errlen) < 0)
                                 return -EINVAL;
                         p.n_allow++;
+                } else if (streq_safe(name, "--allow-env")) {
+                        const char *colon = strrchr(val, ':');
+                        unsigned long long port = 0;
+                        size_t len = colon ? (size_t) (colon - val) : 0;
+                        if (p.allow_env[0])
+                                return ERR("--allow-env given twice");
+                        if (!colon || len == 0 || len >= sizeof(p.allow_env) ||
+                            strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != len || (val[0] >= '0' && val[0] <= '9') ||
+                            parse_number(colon + 1, 65535, &port) < 0 || port == 0)
+                                return ERR("--allow-env %s: must be VARIABLE:PORT (upper case, digits, _; port 1..65535)", val);
+                        memcpy(p.allow_env, val, len);
+                        p.allow_env[len] = '\0';
+                        p.allow_env_port = (uint16_t) port;
+                } else if (streq_safe(name, "--ruleset-only")) {
+                        p.ruleset_only = true;
                 } else if (streq_safe(name, "--expect-mount")) {
                         if (p.n_expect >= NETPOLICY_MAX_EXPECT)
                                 return ERR("too many --expect-mount (at most %d)", NETPOLICY_MAX_EXPECT);
@@ -343,6 +359,10 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                 return ERR("--allow needs --net allow");
         if (p.net != NET_ALLOW && p.allow_dns)
                 return ERR("--allow-dns needs --net allow");
+        if (p.net != NET_ALLOW && p.allow_env[0])
+                return ERR("--allow-env needs --net allow");
+        if (p.ruleset_only && (p.net == NET_FULL || p.net == NET_EXTERNAL))
+                return ERR("--ruleset-only installs a ruleset: --net none or allow");
         if (p.keep_root && (p.have_uid || p.have_gid))
                 return ERR("--keep-root and --uid/--gid exclude each other");
         /* Started unprivileged: nothing may need root (the trust bundle is written to /run
@@ -351,7 +371,7 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                 return ERR("--net external starts without privileges: no --keep-root, no --ca-bundle");
         if (!p.keep_root) {
                 /* The print modes describe a policy; they may leave out whom it runs as. */
-                bool printing = p.print_ruleset || p.print_plan;
+                bool printing = p.print_ruleset || p.print_plan || p.ruleset_only;
                 if ((!p.have_uid || !p.have_gid) && !printing)
                         return ERR("--uid and --gid are required (or --keep-root)");
                 if (p.have_uid && p.uid == 0)
@@ -359,7 +379,11 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
         }
         if (p.print_ruleset && p.print_plan)
                 return ERR("--print-ruleset and --print-plan exclude each other");
-        if (!p.print_ruleset && !p.print_plan && !p.command)
+        if (p.ruleset_only && (p.command || p.have_uid || p.have_gid || p.keep_root || p.seed_source[0] ||
+                               p.ca_extra[0] || p.n_expect))
+                return ERR("--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, "
+                           "--expect-mount or command");
+        if (!p.print_ruleset && !p.print_plan && !p.ruleset_only && !p.command)
                 return ERR("no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]");
 
         *ret = p;
@@ -482,6 +506,9 @@ void netpolicy_print_ruleset(const struct netpolicy *p, FILE *f)
                 if (ch->hook == NF_INET_LOCAL_OUT && p->net == NET_ALLOW && p->allow_dns && !p->resolvers_read)
                         fprintf(f, "\t\t# udp/tcp dport 53 to each nameserver of %s, read at start "
                                    "(loopback ones need no rule)\n", NETPOLICY_RESOLV_CONF);
+                if (ch->hook == NF_INET_LOCAL_OUT && p->allow_env[0])
+                        fprintf(f, "\t\t# tcp dport %u to the address in $%s, read at start\n",
+                                (unsigned) p->allow_env_port, p->allow_env);
                 fprintf(f, "\t}\n");
         }
         fprintf(f, "}\n");
@@ -544,6 +571,9 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                                    "udp/tcp dport 53 to each nameserver of %s, loopback ones needing no "
                                    "rule (none, or no such file: no DNS rule, said on stderr); ",
                                 NETPOLICY_RESOLV_CONF, NETPOLICY_RESOLV_CONF_MAX / 1024, NETPOLICY_RESOLV_CONF);
+                if (p->allow_env[0])
+                        fprintf(f, "read $%s (an IP address, or nothing runs: exit %d) to allow tcp dport %u to it; ",
+                                p->allow_env, EP_EXIT_UNENFORCED, (unsigned) p->allow_env_port);
                 fprintf(f, "install table inet %s as one netlink batch: %zu chains "
                            "(policy drop), %zu rules%s; failure exits %d%s\n",
                         NETPOLICY_TABLE, rs->n_chains, nrules,
@@ -586,7 +616,10 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                         d->errno_value == ENOSYS ? "ENOSYS" : "EPERM", denial_condition(d->kind),
                         d->reason);
         }
-        fprintf(f, "  5. exec: execvp the command with the environment unchanged "
-                   "(not found %d, not executable %d)\n", EP_EXIT_NOT_FOUND, EP_EXIT_NOT_EXECUTABLE);
+        if (p->ruleset_only)
+                fprintf(f, "  (--ruleset-only: after step 2, exit 0; the ruleset stays in the network namespace)\n");
+        else
+                fprintf(f, "  5. exec: execvp the command with the environment unchanged "
+                           "(not found %d, not executable %d)\n", EP_EXIT_NOT_FOUND, EP_EXIT_NOT_EXECUTABLE);
         free(rs);
 }

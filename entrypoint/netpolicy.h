@@ -78,6 +78,14 @@ struct netpolicy {
          * /etc/resolv.conf before it builds the ruleset (resolvers_read). The printers, which
          * read nothing, describe that instead of listing addresses. */
         bool allow_dns;
+        /* --allow-env VAR:PORT: one more destination, the address in VAR when the entrypoint
+         * starts (a Kubernetes Service's host variable), on PORT; a VAR unset or not an
+         * address runs nothing. The printers name it instead. */
+        char allow_env[NETPOLICY_SEED_PATH_MAX];
+        uint16_t allow_env_port;
+        /* --ruleset-only: install and verify the ruleset, then exit 0 (an init container
+         * that sets up the pod's network for the containers after it). */
+        bool ruleset_only;
         /* --seed SRC:DEST: after the drop, copy SRC's regular files into DEST (created) as the
          * user. Both absolute, or empty for none. */
         char seed_source[NETPOLICY_SEED_PATH_MAX];

@@ -437,6 +437,10 @@ enum {
         AISB_KUBE_PODMAN = 1 << 1,
         AISB_KUBE_GATE_ONLY = 1 << 2,    /* only the gate's objects */
         AISB_KUBE_SANDBOX_ONLY = 1 << 3, /* only the workspace's and the sandbox's */
+        /* An init container that installs aisb-entrypoint's default-drop ruleset in the pod's
+         * network namespace, besides the NetworkPolicy: it runs as root with NET_ADMIN, which
+         * a namespace under the "restricted" (or "baseline") standard refuses. */
+        AISB_KUBE_NETFILTER_INIT = 1 << 4,
 };
 AISB_PUBLIC int aisb_policy_kube(const aisb_policy *policy, const char *image_repo, unsigned long long timeout_s,
                                  unsigned flags, char **ret_text, aisb_error **err);

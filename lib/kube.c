@@ -430,6 +430,66 @@ static int proxy_url(const kube_names *n, char **ret)
         return asprintf(ret, "http://$(%s_SERVICE_HOST):%u", var, KUBE_GATE_PORT) < 0 ? -ENOMEM : 0;
 }
 
+/* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
+ * its default-drop ruleset in the pod's network namespace and exits; the containers after it
+ * share that namespace and cannot change it. The gate's address: its Service's variable on a
+ * cluster (read when the init container starts), the fixed one for podman. */
+static json_object *netfilter_init_containers(const aisb_policy *p, const kube_options *ko, const allowlist *l,
+                                              const kube_names *n, bool gate, const char *image, aisb_error **err)
+{
+        json_object *list = json_object_new_array(), *c = json_object_new_object(), *sc = json_object_new_object(),
+                    *caps = json_object_new_object(), *seccomp = json_object_new_object();
+        static const char *const all[] = { "ALL", NULL }, *const net_admin[] = { "NET_ADMIN", NULL };
+        _cleanup_strv_free_ char **argv = NULL;
+        int r = strv_push(&argv, AISB_ENTRYPOINT_IN_IMAGE);
+        r |= strv_push(&argv, "--net");
+        r |= strv_push(&argv, p->net == SANDBOX_NET_ALLOW ? "allow" : "none");
+        r |= strv_push(&argv, "--ruleset-only");
+        if (gate) {
+                _cleanup_free_ char *arg = NULL;
+                char var[80];
+                size_t k = 0;
+                for (const char *ch = n->gate; *ch && k + 1 < sizeof var; ch++)
+                        var[k++] = *ch == '-' ? '_' : (char) toupper((unsigned char) *ch);
+                var[k] = 0;
+                if (ko->podman ? asprintf(&arg, KUBE_PODMAN_GATE_IP ":%u", KUBE_GATE_PORT) < 0
+                               : asprintf(&arg, "%s_SERVICE_HOST:%u", var, KUBE_GATE_PORT) < 0)
+                        r = -ENOMEM;
+                r |= strv_push(&argv, ko->podman ? "--allow" : "--allow-env");
+                r |= arg ? strv_push(&argv, arg) : -ENOMEM;
+        }
+        for (size_t i = 0; p->net == SANDBOX_NET_ALLOW && i < l->n; i++) {
+                _cleanup_free_ char *arg = NULL;
+                if (l->entries[i].kind != ALLOW_ADDRESS)
+                        continue;
+                r |= allowlist_entrypoint_arg(&l->entries[i], &arg);
+                r |= strv_push(&argv, "--allow");
+                r |= arg ? strv_push(&argv, arg) : -ENOMEM;
+        }
+        r |= json_add_string(c, "name", "netfilter");
+        r |= json_add_string(c, "image", image);
+        r |= json_add_string(c, "imagePullPolicy", ko->image_repo ? "IfNotPresent" : "Never");
+        r |= json_add(c, "command", json_string_array((const char *const *) argv));
+        r |= json_add_bool(sc, "allowPrivilegeEscalation", false);
+        r |= json_add_bool(sc, "readOnlyRootFilesystem", true);
+        r |= json_add_bool(sc, "privileged", false);
+        r |= json_add_bool(sc, "runAsNonRoot", false);
+        r |= json_add_int64(sc, "runAsUser", 0);
+        r |= json_add_int64(sc, "runAsGroup", 0);
+        r |= json_add(caps, "drop", json_string_array(all));
+        r |= json_add(caps, "add", json_string_array(net_admin));
+        r |= json_add(sc, "capabilities", caps);
+        r |= json_add_string(seccomp, "type", "RuntimeDefault");
+        r |= json_add(sc, "seccompProfile", seccomp);
+        r |= json_add(c, "securityContext", sc);
+        if (!ko->podman)
+                r |= json_add(c, "resources", resources(p));
+        r |= json_append(list, c);
+        if (r < 0)
+                (void) error_oom(err);
+        return built(list, r);
+}
+
 static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
                            bool gate, json_object *docs, aisb_error **err)
 {
@@ -573,6 +633,8 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         r |= json_add(c, "volumeMounts", mounts);
         r |= json_append(containers, c);
         r |= json_add(spec, "containers", containers);
+        if (ko->netfilter_init)
+                r |= json_add(spec, "initContainers", netfilter_init_containers(p, ko, l, n, gate, image, err));
         if (p->project) {
                 /* The workspace: the project itself on one machine, a claim on a cluster. */
                 json_object *project = json_object_new_object(), *src = json_object_new_object();
@@ -648,6 +710,8 @@ static int kube_check(const aisb_policy *p, const kube_options *o, const allowli
                                       p->keep_root ? "insecure-keep-root" : "allow-unenforced");
         if (p->create_patch)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --unsafe-create-patch is podman's, not a cluster's");
+        if (o->netfilter_init && p->net == SANDBOX_NET_FULL)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: --netfilter init has no ruleset to install with --net full");
         if (o->podman && o->as_sandbox)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: podman plays no Sandbox: --target podman takes --as pod");
         if (p->net == SANDBOX_NET_ALLOW && l->n == 0)
@@ -703,11 +767,13 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
 int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long long timeout_s, unsigned flags,
                      char **ret_text, aisb_error **err)
 {
-        const unsigned known = AISB_KUBE_AS_SANDBOX | AISB_KUBE_PODMAN | AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY;
+        const unsigned known = AISB_KUBE_AS_SANDBOX | AISB_KUBE_PODMAN | AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY |
+                               AISB_KUBE_NETFILTER_INIT;
         if ((flags & ~known) || ((flags & AISB_KUBE_GATE_ONLY) && (flags & AISB_KUBE_SANDBOX_ONLY)))
                 return aisb_error_set(err, -EINVAL, "kube: flags 0x%x: unknown, or both parts alone", flags);
         kube_options o = { .image_repo = image_repo, .timeout_s = timeout_s,
                            .as_sandbox = flags & AISB_KUBE_AS_SANDBOX, .podman = flags & AISB_KUBE_PODMAN,
+                           .netfilter_init = flags & AISB_KUBE_NETFILTER_INIT,
                            .parts = flags & AISB_KUBE_GATE_ONLY      ? KUBE_PART_GATE
                                     : flags & AISB_KUBE_SANDBOX_ONLY ? KUBE_PART_SANDBOX
                                                                      : 0 };

@@ -15,6 +15,10 @@ typedef struct kube_options {
         bool as_sandbox;                    /* an agent-sandbox Sandbox instead of a Pod */
         /* For "podman kube play" on one machine (kube.c: KUBE_PODMAN_*), not a cluster. */
         bool podman;
+        /* An init container that installs the entrypoint's default-drop ruleset in the pod's
+         * network namespace (it needs root and NET_ADMIN, which the "restricted" standard
+         * refuses: a namespace that allows them). */
+        bool netfilter_init;
         unsigned parts;                     /* KUBE_PART_*; 0: all */
 } kube_options;
 

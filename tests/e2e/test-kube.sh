@@ -76,6 +76,30 @@ expect_contains "seccomp in filter mode" "Seccomp:	2" "$out"
 expect_contains "as the pod's uid" "uid=1000" "$out"
 
 podman kube down "$E2E_TMP/sandbox.json" >/dev/null
+
+# --netfilter init: the sandbox played on the outside network too, where only the ruleset its
+# init container installs stands between it and the stand-in. First without it (control: the
+# direct connection succeeds), then with it (refused), the gate still reached.
+probe='code=$(curl -s -o /dev/null -w "%{http_code}" http://stub.test:8080/hostname); echo "listed=$code"
+  curl -s --noproxy "*" --max-time 5 -o /dev/null http://10.89.79.20:8080/hostname; echo "direct=$?"'
+play_both() {
+  podman kube play --network "$internal" --network "$egress" "$1" >/dev/null || fail "podman kube play of $1"
+  [ "$(timeout 120 podman wait "$ctr" || echo timeout)" = 0 ] || { podman logs "$ctr" >&2; fail "the sandbox of $1"; }
+  podman logs "$ctr" 2>&1
+  podman kube down "$1" >/dev/null
+}
+"$AISB" kube --target podman --part sandbox "${policy[@]}" -- sh -c "$probe" > "$E2E_TMP/open.json"
+files=("$E2E_TMP/open.json" "$E2E_TMP/gate.json")
+out=$(play_both "$E2E_TMP/open.json")
+expect_contains "control: on the outside network, without the ruleset, the stand-in is reached directly" "direct=0" "$out"
+"$AISB" kube --target podman --part sandbox --netfilter init "${policy[@]}" -- sh -c "$probe" > "$E2E_TMP/nf.json"
+expect_contains "the init container installs the ruleset with NET_ADMIN alone" '"NET_ADMIN"' "$(cat "$E2E_TMP/nf.json")"
+files=("$E2E_TMP/nf.json" "$E2E_TMP/gate.json")
+out=$(play_both "$E2E_TMP/nf.json")
+expect_contains "with --netfilter init the gate is still reached" "listed=200" "$out"
+expect_contains "(a direct connection was tried)" "direct=" "$out"
+expect_absent "and the direct connection is refused by the ruleset" "direct=0" "$out"
+
 podman kube down "$E2E_TMP/gate.json" >/dev/null
 files=()
 expect_eq "podman kube down removes the pods" "" \

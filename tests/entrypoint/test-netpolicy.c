@@ -113,6 +113,13 @@ START_TEST(options_good)
         ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1000", "--gid", "1000", "--net", "external", "--", "x",
                                NULL), 0);
         ck_assert_int_eq(p.net, NET_EXTERNAL);
+        /* An init container's: the ruleset alone, one destination read from the environment. */
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--net", "allow", "--ruleset-only", "--allow-env",
+                               "AISB_GATE_0123456789ABCDEF_SERVICE_HOST:3128", "--allow", "10.0.0.0/8", NULL), 0);
+        ck_assert(p.ruleset_only);
+        ck_assert_str_eq(p.allow_env, "AISB_GATE_0123456789ABCDEF_SERVICE_HOST");
+        ck_assert_uint_eq(p.allow_env_port, 3128);
+        ck_assert_ptr_null(p.command);
         ck_assert_int_eq(parse(&p, err, sizeof(err), "--print-ruleset", NULL), 0);
         ck_assert_int_eq(p.net, NET_NONE); /* the default is the strictest */
         /* Options after -- belong to the command. */
@@ -183,6 +190,20 @@ START_TEST(options_hostile)
                 { "--uid", "1", "--gid", "1", "--net", "external", "--allow-dns", "--", "sh", NULL },
                 { "--net", "external", "--", "sh", NULL },                            /* no identity */
                 { "--uid", "0", "--gid", "0", "--net", "external", "--", "sh", NULL },
+                /* --ruleset-only runs nothing, so takes nothing a run needs; --allow-env is strict */
+                { "--net", "allow", "--ruleset-only", "--", "sh", NULL },
+                { "--net", "allow", "--ruleset-only", "--uid", "1", "--gid", "1", NULL },
+                { "--net", "full", "--ruleset-only", NULL },
+                { "--net", "external", "--ruleset-only", NULL },
+                { "--net", "none", "--ruleset-only", "--allow-env", "X:1", NULL },          /* needs allow */
+                { "--net", "allow", "--ruleset-only", "--allow-env", "X", NULL },
+                { "--net", "allow", "--ruleset-only", "--allow-env", "x:1", NULL },
+                { "--net", "allow", "--ruleset-only", "--allow-env", "1X:1", NULL },
+                { "--net", "allow", "--ruleset-only", "--allow-env", "X:0", NULL },
+                { "--net", "allow", "--ruleset-only", "--allow-env", "X:65536", NULL },
+                { "--net", "allow", "--ruleset-only", "--allow-env", ":1", NULL },
+                { "--net", "allow", "--ruleset-only", "--allow-env", "X;Y:1", NULL },
+                { "--net", "allow", "--ruleset-only", "--allow-env", "X:1", "--allow-env", "Y:2", NULL },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 const char *argv[16] = { "aisb-entrypoint" };

@@ -126,6 +126,9 @@ static bool is_true(json_object *o)
 /* podman kube play on one machine, not a cluster's admission: the project is a hostPath
  * there, and that is all it may add to the standard. */
 static bool podman_target;
+/* --netfilter init: its one init container, "netfilter", may run as root with NET_ADMIN, and
+ * nothing else may. */
+static bool netfilter_variant;
 
 /* The "restricted" Pod Security Standard (v1.30), as admission checks a pod spec. */
 static void check_restricted(json_object *spec, const char *what)
@@ -155,6 +158,17 @@ static void check_restricted(json_object *spec, const char *what)
                 json_object *cs = get(spec, lists[l]);
                 for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
                         json_object *c = json_object_array_get_idx(cs, i), *sc = get(c, "securityContext");
+                        if (netfilter_variant && streq(lists[l], "initContainers") &&
+                            streq(json_object_get_string(get(c, "name")), "netfilter")) {
+                                json_object *add = get(sc, "capabilities.add");
+                                ck_assert(add && json_object_array_length(add) == 1 &&
+                                          streq(json_object_get_string(json_object_array_get_idx(add, 0)), "NET_ADMIN"));
+                                ck_assert(!is_true(get(sc, "privileged")) && get(sc, "allowPrivilegeEscalation") &&
+                                          !json_object_get_boolean(get(sc, "allowPrivilegeEscalation")));
+                                ck_assert(is_true(get(sc, "readOnlyRootFilesystem")));
+                                ck_assert_str_eq(json_object_get_string(get(sc, "seccompProfile.type")), "RuntimeDefault");
+                                continue;
+                        }
                         ck_assert_msg(!is_true(get(sc, "privileged")), "%s: privileged", what);
                         ck_assert_msg(get(sc, "allowPrivilegeEscalation") &&
                                               !json_object_get_boolean(get(sc, "allowPrivilegeEscalation")),
@@ -395,6 +409,38 @@ START_TEST(test_podman)
 }
 END_TEST
 
+/* --netfilter init: an init container installs the ruleset (the gate's address from its
+ * Service's variable, the address entries), the sandbox's container is as restricted as ever. */
+START_TEST(test_netfilter)
+{
+        aisb_policy *p = policy("allow");
+        set(p, "allow", "example.com");
+        set(p, "allow", "192.0.2.10:5432");
+        kube_options o = { .netfilter_init = true };
+        char *text = manifests(p, &o);
+        expect_golden(text, "netfilter.json");
+        json_object *docs = documents(text);
+        netfilter_variant = true;
+        check_all_pods(docs);
+        netfilter_variant = false;
+        json_object *pod = json_object_array_get_idx(docs, json_object_array_length(docs) - 1);
+        json_object *argv = get(json_object_array_get_idx(get(pod, "spec.initContainers"), 0), "command");
+        char *joined = strdup(json_object_to_json_string_ext(argv, JSON_C_TO_STRING_PLAIN));
+        ck_assert_ptr_nonnull(strstr(joined, "\"--ruleset-only\""));
+        ck_assert_ptr_nonnull(strstr(joined, "\"--allow-env\",\"AISB_GATE_"));
+        ck_assert_ptr_nonnull(strstr(joined, "\"--allow\",\"192.0.2.10:5432\""));
+        free(joined);
+        /* The sandbox's own container gained nothing. */
+        ck_assert_ptr_null(get(json_object_array_get_idx(get(pod, "spec.containers"), 0), "securityContext.capabilities.add"));
+        json_object_put(docs);
+        free(text);
+        /* Nothing to install with --net full. */
+        set(p, "net", "full");
+        ck_assert_int_eq(kube_manifests(p, &o, &text, NULL), -EOPNOTSUPP);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A project with a name no cluster takes as it is still names valid objects. */
 START_TEST(test_names)
 {
@@ -430,6 +476,7 @@ int main(void)
         tcase_add_test(tc, test_project);
         tcase_add_test(tc, test_sandbox);
         tcase_add_test(tc, test_podman);
+        tcase_add_test(tc, test_netfilter);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
