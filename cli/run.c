@@ -333,7 +333,7 @@ int command_kube(int argc, char **argv)
 {
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
                 printf("Usage: aisb kube [--as pod|sandbox] [--target cluster|podman] [--part all|gate|sandbox]\n"
-                       "                 [--netfilter init|none]\n"
+                       "                 [--netfilter init|none] [--push [--insecure-registry]]\n"
                        "                 [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
                        "The sandbox \"aisb run\" with these OPTIONS would start, as Kubernetes objects on\n"
                        "stdout (JSON documents after --- lines, which YAML reads): the gate's ConfigMap,\n"
@@ -349,6 +349,8 @@ int command_kube(int argc, char **argv)
                        "  --netfilter init    also an init container that installs the default-drop\n"
                        "                      ruleset in the pod (root and NET_ADMIN: a privileged namespace)\n"
                        "  --image-repo REPO   the registry path a cluster pulls the images from\n"
+                       "  --push              build (or find) the images and push them to REPO first\n"
+                       "  --insecure-registry REPO speaks plain HTTP, or its certificate is not trusted\n"
                        "                      (default: the local tags, never pulled)\n"
                        "  --timeout SECONDS   the pod's activeDeadlineSeconds\n\n"
                        "Exit status: 0; %d for bad options or a policy a cluster cannot enforce as it\n"
@@ -358,7 +360,7 @@ int command_kube(int argc, char **argv)
         }
         const char *repo = NULL;
         unsigned long long timeout = 0;
-        bool as_sandbox = false;
+        bool as_sandbox = false, push = false, insecure_registry = false;
         unsigned flags_kube = 0;
         char **rest = calloc((size_t) argc + 1, sizeof *rest);
         int n = 0, code = 0;
@@ -378,6 +380,14 @@ int command_kube(int argc, char **argv)
                 bool is_target = !after_dashdash && len == 8 && strncmp(name, "--target", 8) == 0;
                 bool is_part = !after_dashdash && len == 6 && strncmp(name, "--part", 6) == 0;
                 bool is_netfilter = !after_dashdash && len == 11 && strncmp(name, "--netfilter", 11) == 0;
+                if (!after_dashdash && strcmp(name, "--push") == 0) {
+                        push = true;
+                        continue;
+                }
+                if (!after_dashdash && strcmp(name, "--insecure-registry") == 0) {
+                        insecure_registry = true;
+                        continue;
+                }
                 if (!is_repo && !is_timeout && !is_as && !is_target && !is_part && !is_netfilter) {
                         rest[n++] = argv[i];
                         continue;
@@ -454,6 +464,25 @@ int command_kube(int argc, char **argv)
                                  : aisb_policy_set_harness_args(policy, (const char *const *) rest + after, &err);
                 if (r < 0)
                         code = cli_fail(err, EXIT_USAGE);
+        }
+        if (code == 0 && (push || insecure_registry) && !repo) {
+                fprintf(stderr, "aisb: --push needs --image-repo REPO: where to push the images\n");
+                code = EXIT_USAGE;
+        }
+        if (code == 0 && push) {
+                /* The images first: objects that name images nobody can pull are no use. */
+                aisb_ctx *ctx = NULL;
+                int r = aisb_ctx_new(&ctx, &err);
+                if (r >= 0) {
+                        aisb_ctx_set_log_fn(ctx, cli_log, &flags);
+                        if (flags.socket)
+                                r = aisb_ctx_set_socket(ctx, flags.socket, &err);
+                }
+                if (r >= 0)
+                        r = aisb_kube_push(ctx, policy, repo, !insecure_registry, &err);
+                if (r < 0)
+                        code = cli_fail(err, r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+                aisb_ctx_free(ctx);
         }
         if (code == 0) {
                 char *text = NULL;

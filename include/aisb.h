@@ -444,6 +444,12 @@ enum {
 };
 AISB_PUBLIC int aisb_policy_kube(const aisb_policy *policy, const char *image_repo, unsigned long long timeout_s,
                                  unsigned flags, char **ret_text, aisb_error **err);
+/* Build (or find) the images aisb_policy_kube() names for image_repo, and push each there
+ * through the podman service, as REPO/aisb:TAG and, when the policy has a gate,
+ * REPO/aisb-gate:TAG: the same content tags. tls_verify 0 for a registry over plain HTTP or
+ * with a certificate the host does not trust. Credentials are podman's own (podman login). */
+AISB_PUBLIC int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *policy, const char *image_repo, int tls_verify,
+                               aisb_error **err);
 
 /* The directory a run of this policy mounts read-only at /home/sandbox/.agents: the
  * "agents-dir" key's, or ~/.agents. -ENOENT, saying why, when a run mounts none ("no-agents",

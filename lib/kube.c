@@ -23,7 +23,9 @@
 #include "gate-squid.h"
 #include "image.h"
 #include "jsonutil.h"
+#include "context.h"
 #include "kube.h"
+#include "podman.h"
 #include "policy.h"
 
 #define KUBE_UID 1000
@@ -764,6 +766,54 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
         return *ret_text ? 0 : error_oom(err);
 }
 
+static int image_repo_check(const char *image_repo, aisb_error **err)
+{
+        if (!image_repo || !*image_repo || strspn(image_repo, "abcdefghijklmnopqrstuvwxyz0123456789.-_/:") !=
+                                                     strlen(image_repo) || strlen(image_repo) > 200)
+                return aisb_error_set(err, -EINVAL, "kube: --image-repo '%.64s': a registry path like "
+                                                    "registry.example.com/team",
+                                      image_repo ? image_repo : "");
+        return 0;
+}
+
+/* One image built (or found) here and pushed as REPO/NAME:TAG, the name the objects give it. */
+static int push_image(aisb_ctx *ctx, const aisb_policy *p, const kube_options *o, bool gate, bool tls_verify,
+                      aisb_error **err)
+{
+        _cleanup_(build_context_done) build_context c = {};
+        _cleanup_free_ char *local = NULL, *remote = NULL;
+        int r = gate ? image_gate_context(p, &c, err) : image_context(p, &c, err);
+        if (r >= 0)
+                r = image_ensure_context(ctx, p, gate ? "localhost/aisb-gate" : "localhost/aisb", &c, &local, NULL, err);
+        if (r >= 0)
+                r = image_ref(p, o, gate, &remote, err);
+        if (r >= 0) {
+                aisb_log(ctx, AISB_LOG_INFO, "pushing %s", remote);
+                r = podman_image_push(ctx, local, remote, tls_verify, err);
+        }
+        return r;
+}
+
+int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const char *image_repo, int tls_verify, aisb_error **err)
+{
+        int r = image_repo_check(image_repo, err);
+        if (r < 0)
+                return r;
+        ctx_operation_begin(ctx);
+        _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
+        r = aisb_ctx_connect(ctx, err);
+        if (r < 0)
+                return r;
+        kube_options o = { .image_repo = image_repo };
+        r = push_image(ctx, p, &o, false, tls_verify, err);
+        /* The gate's image too, when this policy has a gate. */
+        _cleanup_(allowlist_done) allowlist l = {};
+        if (r >= 0 && p->net == SANDBOX_NET_ALLOW && policy_allowlist(p, NULL, &l, NULL) >= 0 &&
+            allowlist_count_domains(&l) > 0)
+                r = push_image(ctx, p, &o, true, tls_verify, err);
+        return r;
+}
+
 int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long long timeout_s, unsigned flags,
                      char **ret_text, aisb_error **err)
 {
@@ -777,10 +827,7 @@ int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long
                            .parts = flags & AISB_KUBE_GATE_ONLY      ? KUBE_PART_GATE
                                     : flags & AISB_KUBE_SANDBOX_ONLY ? KUBE_PART_SANDBOX
                                                                      : 0 };
-        if (image_repo && (!*image_repo || strspn(image_repo, "abcdefghijklmnopqrstuvwxyz0123456789.-_/:") !=
-                                                   strlen(image_repo) || strlen(image_repo) > 200))
-                return aisb_error_set(err, -EINVAL, "kube: --image-repo '%.64s': a registry path like "
-                                                    "registry.example.com/team",
-                                      image_repo);
+        if (image_repo && image_repo_check(image_repo, err) < 0)
+                return -EINVAL;
         return kube_manifests(p, &o, ret_text, err);
 }

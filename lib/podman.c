@@ -170,6 +170,40 @@ static int post_tar(aisb_ctx *ctx, const char *path, http_request req, const cha
         return r;
 }
 
+/* A push's progress: a line with "error" is its failure. */
+static int push_line(const char *line, size_t size, void *userdata)
+{
+        char **error = userdata;
+        _cleanup_json_ json_object *o = json_tokener_parse(line);
+        json_object *e;
+        (void) size;
+        if (o && json_object_object_get_ex(o, "error", &e) && !*error)
+                *error = strdup(json_object_get_string(e));
+        return 0;
+}
+
+int podman_image_push(aisb_ctx *ctx, const char *ref, const char *destination, bool tls_verify, aisb_error **err)
+{
+        _cleanup_free_ char *dest = http_escape(destination), *after = NULL, *path = NULL, *failure = NULL;
+        if (!dest || asprintf(&after, "/push?destination=%s&tlsVerify=%s&quiet=false", dest,
+                              tls_verify ? "true" : "false") < 0 ||
+            !(path = libpod_path(LIBPOD "/images/", ref, after)))
+                return error_oom(err);
+        http_response resp = {};
+        /* The progress keeps the connection busy: bounded by silence, as a build is. */
+        int r = send_request(ctx,
+                             (http_request) { .method = "POST", .path = path, .line_fn = push_line,
+                                              .line_userdata = &failure, .idle_timeout_s = PODMAN_BUILD_IDLE_TIMEOUT_S },
+                             &resp, err);
+        if (r >= 0 && resp.status != 200)
+                r = aisb_error_set(err, -EIO, "the service refused to push %s (%ld): %s", ref, resp.status,
+                                   podman_error_message(&resp));
+        else if (r >= 0 && failure)
+                r = aisb_error_set(err, -EIO, "pushing %s to %s: %s", ref, destination, failure);
+        http_response_done(&resp);
+        return r;
+}
+
 int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t size,
                        const char *shown, http_line_fn line_fn, void *userdata, aisb_error **err)
 {

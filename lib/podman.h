@@ -39,6 +39,9 @@ int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t s
 int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size, const char *shown,
                         aisb_error **err);
 int podman_image_list(aisb_ctx *ctx, json_object **ret, aisb_error **err);
+/* Push ref to destination (a registry reference); tls_verify false for a registry over plain
+ * HTTP or with a certificate this host does not trust. Credentials are podman's own. */
+int podman_image_push(aisb_ctx *ctx, const char *ref, const char *destination, bool tls_verify, aisb_error **err);
 /* Gone already is no error; in use (a container of someone else's) is. */
 int podman_image_remove(aisb_ctx *ctx, const char *ref, aisb_error **err);
 

@@ -52,6 +52,31 @@ gate_name=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read
 expect_contains "the sandbox's pod has no NetworkPolicy or Service here" '"kind": "Pod"' "$(cat "$E2E_TMP/sandbox.json")"
 expect_absent "(none emitted for podman)" '"kind": "Service"' "$(cat "$E2E_TMP/gate.json" "$E2E_TMP/sandbox.json")"
 
+# --push: the images the objects name, pushed through the podman service to a registry (a
+# stand-in on 127.0.0.1 that checks each blob against its digest), under exactly those names.
+python3 "$AISB_SRC/tests/e2e/registry-stub.py" > "$E2E_TMP/registry.port" 2> "$E2E_TMP/registry.log" &
+registry=$!
+for _ in $(seq 50); do [ -s "$E2E_TMP/registry.port" ] && break; sleep 0.1; done
+repo=127.0.0.1:$(cat "$E2E_TMP/registry.port")/team
+set +e
+"$AISB" kube --image-repo "$repo" --push "${policy[@]}" > /dev/null 2> "$E2E_TMP/push.err"
+rc=$?
+set -e
+expect_eq "a push to a registry speaking plain HTTP, without --insecure-registry, fails" 125 "$rc"
+"$AISB" kube --image-repo "$repo" --push --insecure-registry "${policy[@]}" > "$E2E_TMP/pushed.json" \
+  2> "$E2E_TMP/push.err" || { cat "$E2E_TMP/push.err" >&2; fail "aisb kube --push"; }
+kill "$registry" 2>/dev/null || true
+named=$(grep -o "\"$repo/aisb[-a-z]*:[0-9a-f]*\"" "$E2E_TMP/pushed.json" | tr -d '"' | sort -u)
+pushed=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(sys.argv[2] + "/" + r["repository"].split("/", 1)[1] + ":" + r["reference"], "missing=%d" % len(r["missing"]))' \
+  "$E2E_TMP/registry.log" "$repo" | sort -u)
+expect_eq "the objects name two images in the repository" 2 "$(printf '%s\n' "$named" | grep -c .)"
+expect_eq "both were pushed there under those names, every blob with them" \
+  "$(printf '%s missing=0\n' $named)" "$pushed"
+
 podman kube play --network "$internal:ip=10.89.78.10" --network "$egress" "$E2E_TMP/gate.json" >/dev/null ||
   fail "podman kube play of the gate"
 gate_pod=$(podman pod ps --filter label=aisb.gate --format '{{.Name}}' | grep -- '^aisb-gate-' | head -1)
