@@ -30,7 +30,18 @@ class Registry(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def body_into(self, digest):
-        n = int(self.headers.get("Content-Length") or 0)
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return
+                self.copy_into(digest, size)
+                self.rfile.readline()
+        self.copy_into(digest, int(self.headers.get("Content-Length") or 0))
+
+    def copy_into(self, digest, n):
         while n > 0:
             chunk = self.rfile.read(min(n, 1 << 20))
             if not chunk:
@@ -82,7 +93,12 @@ class Registry(http.server.BaseHTTPRequestHandler):
         m = re.match(r"^/v2/(.+)/manifests/([^/?]+)$", self.path)
         if not m:
             return self.reply(404)
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        chunks = []
+        class Keep:
+            def update(self, b):
+                chunks.append(b)
+        self.body_into(Keep())
+        body = b"".join(chunks)
         manifest = json.loads(body)
         named = [manifest["config"]["digest"]] + [layer["digest"] for layer in manifest.get("layers", [])]
         print(json.dumps({"repository": m.group(1), "reference": m.group(2), "layers": named,
