@@ -418,6 +418,15 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
         return r < 0 ? error_oom(err) : 0;
 }
 
+/* The variable Kubernetes gives a pod for the gate's Service: AISB_GATE_HASH_SERVICE_HOST. */
+static void service_host_variable(const kube_names *n, char var[static 80])
+{
+        size_t k = 0;
+        for (const char *c = n->gate; *c && k + 14 < 80; c++)
+                var[k++] = *c == '-' ? '_' : (char) toupper((unsigned char) *c);
+        snprintf(var + k, 80 - k, "_SERVICE_HOST");
+}
+
 /* The gate's address as the sandbox's environment holds it: Kubernetes' variables for a
  * Service that exists when the pod starts (the Service comes before the Pod here), so the
  * sandbox needs no DNS. Were the Service missing, the URL stays unexpanded and every request
@@ -425,11 +434,8 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
 static int proxy_url(const kube_names *n, char **ret)
 {
         char var[80];
-        size_t k = 0;
-        for (const char *c = n->gate; *c && k + 1 < sizeof var; c++)
-                var[k++] = *c == '-' ? '_' : (char) toupper((unsigned char) *c);
-        var[k] = 0;
-        return asprintf(ret, "http://$(%s_SERVICE_HOST):%u", var, KUBE_GATE_PORT) < 0 ? -ENOMEM : 0;
+        service_host_variable(n, var);
+        return asprintf(ret, "http://$(%s):%u", var, KUBE_GATE_PORT) < 0 ? -ENOMEM : 0;
 }
 
 /* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
@@ -450,12 +456,9 @@ static json_object *netfilter_init_containers(const aisb_policy *p, const kube_o
         if (gate) {
                 _cleanup_free_ char *arg = NULL;
                 char var[80];
-                size_t k = 0;
-                for (const char *ch = n->gate; *ch && k + 1 < sizeof var; ch++)
-                        var[k++] = *ch == '-' ? '_' : (char) toupper((unsigned char) *ch);
-                var[k] = 0;
+                service_host_variable(n, var);
                 if (ko->podman ? asprintf(&arg, KUBE_PODMAN_GATE_IP ":%u", KUBE_GATE_PORT) < 0
-                               : asprintf(&arg, "%s_SERVICE_HOST:%u", var, KUBE_GATE_PORT) < 0)
+                               : asprintf(&arg, "%s:%u", var, KUBE_GATE_PORT) < 0)
                         r = -ENOMEM;
                 r |= strv_push(&argv, ko->podman ? "--allow" : "--allow-env");
                 r |= arg ? strv_push(&argv, arg) : -ENOMEM;
