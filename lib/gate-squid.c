@@ -555,8 +555,25 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 if (!(have_default && (ports[i] == 80 || ports[i] == 443)))
                         r |= strv_push(&all_ports, text);
         }
-        if (any)
+        if (any) {
                 r |= acl_lines(&b, "aisb_ports", "port", "", all_ports);
+                _cleanup_strv_free_ char **listed = NULL;
+                for (size_t i = 0; i < l->n; i++) {
+                        const allow_entry *e = &l->entries[i];
+                        if (e->kind != ALLOW_DOMAIN)
+                                continue;
+                        bool covered = false;
+                        for (size_t j = 0; j < l->n && !covered; j++) {
+                                const allow_entry *o2 = &l->entries[j];
+                                covered = o2->kind == ALLOW_DOMAIN && allowlist_domain_covers(o2->host, e->host) &&
+                                          (!streq(o2->host, e->host) || j < i);
+                        }
+                        if (!covered && strv_push(&listed, e->host) < 0)
+                                return error_oom(err);
+                }
+                strv_sort(listed);
+                r |= acl_lines(&b, "aisb_listed", "dstdomain -n", ".", listed);
+        }
 
         /* One allow rule a port set, pairing names with their ports: a listed name on another
          * port, over CONNECT or plain HTTP, matches no allow line. */
@@ -717,7 +734,14 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 o->client_key ? "http_access deny !aisb_keyed !aisb_key\n"
                                 "http_access deny aisb_key aisb_mark_keyed !all\n" : "");
         if (any)
-                r |= buffer_printf(&b, "http_access deny !aisb_ports\n");
+                r |= buffer_printf(&b, "http_access deny !aisb_ports\n"
+                                       /* A name no entry lists is refused here, by name: the
+                                        * address check below makes squid resolve the name, and
+                                        * a lookup of a name the agent chose is a message out
+                                        * through the resolvers (a DNS tunnel). */
+                                       "http_access deny !aisb_listed\n");
+        else
+                r |= buffer_printf(&b, "http_access deny all\n");
         /* The gate shares the host's network: a listed name that resolves to loopback,
          * link-local (cloud metadata), a private or shared range (the host's neighbours, its
          * containers, a VPN) or one of the host's own addresses would reach the host or its
@@ -738,6 +762,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "deny_info ERR_AISB_LOCAL aisb_local_dst\n"
                 "deny_info ERR_AISB_LITERAL aisb_ip_literal\n"
                 "deny_info ERR_AISB_DENIED all\n");
+        if (any)
+                r |= buffer_printf(&b, "deny_info ERR_AISB_DENIED aisb_listed\n");
         if (rule_hosts)
                 r |= buffer_printf(&b, "deny_info ERR_AISB_RULE aisb_rule_hosts\n"
                                        "deny_info ERR_AISB_RULE aisb_path_odd\n");

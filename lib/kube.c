@@ -65,16 +65,57 @@ typedef struct kube_names {
         char gate_hash[17];
 } kube_names;
 
-static int kube_names_make(const aisb_policy *p, const allowlist *l, kube_names *ret)
+/* What the sandbox's objects are made of, as text: the project, the network mode, the
+ * allowlist and the names mapped for the gate, the variables' names, the command, the caps,
+ * and the options that shape the objects. Nothing of this machine (no path of aisb's own, no
+ * terminal variable), so the same policy names the same objects anywhere. */
+static int kube_identity(const aisb_policy *p, const kube_options *o, const allowlist *l, char **ret_hex)
+{
+        _cleanup_(buffer_free) buffer b = {};
+        _cleanup_strv_free_ char **entries = NULL, **hosts = strv_copy((const char *const *) p->add_hosts);
+        int r = buffer_printf(&b, "project=%s\nnet=%d\n", p->project ? p->project : "", (int) p->net);
+        for (size_t i = 0; r >= 0 && i < l->n; i++) {
+                _cleanup_free_ char *text = NULL;
+                r = allowlist_entry_text(&l->entries[i], &text);
+                if (r >= 0)
+                        r = strv_push(&entries, text);
+        }
+        if (r < 0 || (p->add_hosts && !hosts))
+                return -ENOMEM;
+        strv_sort(entries);
+        strv_sort(hosts);
+        for (size_t i = 0; entries && entries[i]; i++)
+                r |= buffer_printf(&b, "allow=%s\n", entries[i]);
+        for (size_t i = 0; hosts && hosts[i]; i++)
+                r |= buffer_printf(&b, "gate-add-host=%s\n", hosts[i]);
+        for (size_t i = 0; i < p->n_env; i++)
+                if (!policy_env_inherited(p->env[i].name))
+                        r |= buffer_printf(&b, "env=%s\n", p->env[i].name);
+        const char *const *cmd = policy_command(p);
+        for (size_t i = 0; cmd && cmd[i]; i++)
+                r |= buffer_printf(&b, "command=%zu:%s\n", strlen(cmd[i]), cmd[i]);
+        r |= buffer_printf(&b, "memory=%llu\ncpus=%llu\ntmp=%llu\nread-only=%d\n", p->memory, p->cpus_milli,
+                           p->tmp_size, (int) p->read_only);
+        r |= buffer_printf(&b, "as-sandbox=%d\npodman=%d\nnetfilter=%d\ntimeout=%llu\nworkspace=%llu\nrepo=%s\n",
+                           (int) o->as_sandbox, (int) o->podman, (int) o->netfilter_init, o->timeout_s,
+                           o->workspace_size, o->image_repo ? o->image_repo : "");
+        if (r < 0)
+                return -ENOMEM;
+        return sha256_hex(b.data, b.size, 12, ret_hex);
+}
+
+static int kube_names_make(const aisb_policy *p, const kube_options *o, const allowlist *l, kube_names *ret)
 {
         char base[33], short_name[33];
         project_short_name(p->project, base, sizeof base);
         kube_label(base, short_name, sizeof short_name);
+        /* The project and all that shapes its objects: another policy for the same project, or
+         * another scratch sandbox, is another set of objects, and applying one never widens or
+         * removes another's NetworkPolicy. */
         _cleanup_free_ char *hash = NULL, *gate = NULL;
-        const char *what = p->project ? p->project : "scratch";
-        if (sha256_hex(what, strlen(what), 12, &hash) < 0)
+        if (kube_identity(p, o, l, &hash) < 0)
                 return -ENOMEM;
-        snprintf(ret->sandbox, sizeof ret->sandbox, "aisb-%.32s-%s", short_name, hash);
+        snprintf(ret->sandbox, sizeof ret->sandbox, "aisb-%.32s-%.12s", short_name, hash);
         int r = gate_squid_hash(l, (const char *const *) p->add_hosts, &gate);
         if (r < 0)
                 return r;
@@ -269,8 +310,17 @@ static json_object *selector(const char *key, const char *value)
 /* The ranges a gate never reaches for a name: those of the local gate (gate_local_range),
  * which on a cluster are its pods, services, nodes and the cloud's metadata service. */
 static const char *const v4_except[] = { "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
-                                         "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", NULL };
-static const char *const v6_except[] = { "::1/128", "fc00::/7", "fe80::/10", "64:ff9b::/96", NULL };
+                                         "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16",
+                                         /* benchmarking and reserved space some clouds give pods */
+                                         "198.18.0.0/15", "240.0.0.0/4", NULL };
+static const char *const v6_except[] = { "::1/128", "fc00::/7", "fe80::/10", "64:ff9b::/96", "64:ff9b:1::/48",
+                                         NULL };
+
+static int compare_ports(const void *a, const void *b)
+{
+        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
+        return (x > y) - (x < y);
+}
 
 static int gate_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
                         json_object *docs, aisb_error **err)
@@ -398,10 +448,14 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
                         bool seen = !want[k];
                         for (size_t j = 0; j < n_ports && !seen; j++)
                                 seen = ports_out[j] == want[k];
-                        if (!seen && n_ports < ELEMENTSOF(ports_out))
+                        if (!seen && n_ports == ELEMENTSOF(ports_out))
+                                return aisb_error_set(err, -EOPNOTSUPP, "kube: more than %zu ports in the allowlist",
+                                                      ELEMENTSOF(ports_out));
+                        if (!seen)
                                 ports_out[n_ports++] = want[k];
                 }
         }
+        qsort(ports_out, n_ports, sizeof *ports_out, compare_ports);
         r |= json_append(egress, egress_block("0.0.0.0/0", v4_except, ports_out, n_ports, false));
         r |= json_append(egress, egress_block("::/0", v6_except, ports_out, n_ports, false));
         for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++) {
@@ -565,6 +619,9 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
                     *mounts = json_object_new_array(), *volumes = json_object_new_array();
         r |= json_add_string(spec, "restartPolicy", "Never");
         r |= json_add_bool(spec, "automountServiceAccountToken", false);
+        /* Deleted, it goes at once: the agent's command is PID 1 and may ignore SIGTERM, and
+         * "kubectl delete -f" removes its NetworkPolicy first. */
+        r |= json_add_int64(spec, "terminationGracePeriodSeconds", 1);
         /* The gate's address comes from the Service's variables; nothing else is needed.
          * podman has no Services: a host alias names the gate's fixed address. */
         r |= json_add_bool(spec, "enableServiceLinks", gate && !ko->podman);
@@ -591,9 +648,17 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         const char *const head[] = { AISB_ENTRYPOINT_IN_IMAGE, "--uid", uid, "--gid", uid, "--net", "external", "--", NULL };
         for (size_t i = 0; head[i]; i++)
                 r |= strv_push(&argv, head[i]);
+        /* Kubernetes expands $(NAME) in a command and turns $$ into $: every '$' of the
+         * command doubled, so that it runs as given (and names no variable's value). podman
+         * kube play expands nothing: there the words go as they are. */
         const char *const *cmd = policy_command(p);
-        for (size_t i = 0; cmd && cmd[i]; i++)
-                r |= strv_push(&argv, cmd[i]);
+        for (size_t i = 0; cmd && cmd[i]; i++) {
+                _cleanup_(buffer_free) buffer word = {};
+                int k = buffer_printf(&word, "%s", "");
+                for (const char *ch = cmd[i]; *ch && k >= 0; ch++)
+                        k = buffer_printf(&word, *ch == '$' && !ko->podman ? "$$" : "%c", *ch);
+                r |= k < 0 ? k : strv_push(&argv, word.data);
+        }
         r |= json_add_string(c, "name", "sandbox");
         r |= json_add_string(c, "image", image);
         r |= json_add_string(c, "imagePullPolicy", ko->image_repo ? "IfNotPresent" : "Never");
@@ -738,7 +803,7 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
         if (r < 0)
                 return r;
         kube_names n = {};
-        r = kube_names_make(p, &l, &n);
+        r = kube_names_make(p, ko, &l, &n);
         if (r < 0)
                 return aisb_error_set(err, r, "kube: cannot name the objects: %s", strerror(-r));
         bool gate = p->net == SANDBOX_NET_ALLOW && allowlist_count_domains(&l) > 0;

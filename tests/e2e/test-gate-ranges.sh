@@ -74,6 +74,36 @@ expect_eq "a name mapped on purpose (exempt) reaches 127.0.0.1" server:http \
 expect_eq "the host's address does serve" server:wide "$(curl -s -m 10 --noproxy '*' "http://$HOSTIP:$WIDE/")"
 podman rm -f "$squid_name" >/dev/null
 
+# 3. A name no entry lists is refused by name, before squid resolves it: a lookup of a name
+#    the agent chose would carry a message out through the resolvers (a DNS tunnel). The real
+#    gate image again, alone in a network namespace of its own, its resolver a logger of every
+#    query (perl, which the image has): a listed name is looked up (control), an unlisted one
+#    over plain HTTP and over CONNECT is not.
+"$TOOL" --port 3128 --allow example.test --access-log /tmp/access.log --cache-log /tmp/cache.log > "$dir/dns.conf"
+cat > "$dir/dns.sh" <<'SH'
+echo "nameserver 127.0.0.1" > /etc/resolv.conf
+perl -MIO::Socket::INET -e '
+  my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 53, Proto => "udp") or die;
+  open(my $log, ">>", "/aisb-gate/dns.log") or die; $log->autoflush(1);
+  while ($s->recv(my $q, 512)) { (my $t = substr($q, 12)) =~ s/[^a-z0-9-]/./g; print $log "$t\n"; }' &
+squid -N -f /aisb-gate/dns.conf & sleep 2
+for req in "GET http://probe-listed.example.test/ HTTP/1.1" "GET http://c2VjcmV0.unlisted-a.test/ HTTP/1.1" \
+    "CONNECT dGhlLXRva2Vu.unlisted-b.test:443 HTTP/1.1"; do
+  exec 3<>/dev/tcp/127.0.0.1/3128
+  printf '%s\r\nHost: x\r\nConnection: close\r\n\r\n' "$req" >&3
+  timeout 15 head -c 12 <&3 | tail -c 3 >> /aisb-gate/codes; echo >> /aisb-gate/codes
+  exec 3>&-
+done
+SH
+: > "$dir/dns.log"; : > "$dir/codes"
+podman run --rm --network none --user 0 --cap-drop ALL --cap-add NET_BIND_SERVICE,SETUID,SETGID,CHOWN \
+  -v "$dir:/aisb-gate:rw" "$image" sh /aisb-gate/dns.sh >/dev/null 2>&1 || true
+expect_contains "control: the resolver logs the lookup of a listed name" "probe-listed" "$(cat "$dir/dns.log")"
+expect_eq "the unlisted names are refused" "403
+403" "$(sed -n '2,3p' "$dir/codes")"
+expect_absent "and never looked up (plain HTTP)" "unlisted-a" "$(cat "$dir/dns.log")"
+expect_absent "(nor over CONNECT)" "unlisted-b" "$(cat "$dir/dns.log")"
+
 # A run through a real gate: one request that worked, one the gate refused, one it let
 # through to a port where nothing listens. Each counted where it belongs.
 dead=$(free_port)

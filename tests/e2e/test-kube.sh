@@ -26,7 +26,9 @@ kube_cleanup() {
 trap kube_cleanup EXIT
 
 tag=$("$AISB" build --quiet)
-podman network exists "$internal" || podman network create --internal --subnet 10.89.78.0/24 "$internal" >/dev/null
+# The gate's address (.10) below the range the network hands out, so no sandbox can get it.
+podman network exists "$internal" ||
+  podman network create --internal --subnet 10.89.78.0/24 --ip-range 10.89.78.128/25 "$internal" >/dev/null
 podman network create --subnet 10.89.79.0/24 "$egress" >/dev/null
 # The stand-in the allowlist names: a server on the outside network only.
 podman run -d --name "$stub" --network "$egress:ip=10.89.79.20" --entrypoint python3 "$tag" \

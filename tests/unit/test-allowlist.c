@@ -558,6 +558,8 @@ START_TEST(test_squid_config)
                 "acl aisb_dst_8080 dstdomain -n .example.com",
                 "acl aisb_port_8080 port 8080",
                 "acl aisb_dst_8443 dstdomain -n .example.net .other.test",
+                /* every listed name, checked by name before anything resolves one */
+                "acl aisb_listed dstdomain -n .example.com .example.net .example.org .other.test",
                 "acl aisb_port_8443 port 8443",
         };
         for (size_t i = 0; i < ELEMENTSOF(expected); i++)
@@ -578,6 +580,7 @@ START_TEST(test_squid_config)
                 "http_access deny aisb_ip_literal",
                 "http_access deny !aisb_connect !aisb_schemes",
                 "http_access deny !aisb_ports",
+                "http_access deny !aisb_listed",
                 "http_access deny aisb_local_dst !aisb_local_names",
                 "http_access allow aisb_dst_web aisb_port_web",
                 "http_access allow aisb_dst_8080 aisb_port_8080",
@@ -638,8 +641,9 @@ START_TEST(test_squid_config_local_dst)
                                  "192.0.2.2 2001:db8::7 198.51.100.1");
         free(values);
         char **rules = http_access_lines(text);
-        ck_assert_str_eq(rules[5], "http_access deny aisb_local_dst !aisb_local_names");
-        ck_assert_str_eq(rules[6], "http_access allow aisb_dst_web aisb_port_web");
+        ck_assert_str_eq(rules[5], "http_access deny !aisb_listed");
+        ck_assert_str_eq(rules[6], "http_access deny aisb_local_dst !aisb_local_names");
+        ck_assert_str_eq(rules[7], "http_access allow aisb_dst_web aisb_port_web");
         strv_free(rules);
         values = acl_values(text, "aisb_local_names dstdomain -n");
         ck_assert_str_eq(values, "allowed.test");
@@ -650,7 +654,7 @@ START_TEST(test_squid_config_local_dst)
         squid_options bare = { .port = 3128 };
         text = squid_config(entries, &bare);
         rules = http_access_lines(text);
-        ck_assert_str_eq(rules[5], "http_access deny aisb_local_dst");
+        ck_assert_str_eq(rules[6], "http_access deny aisb_local_dst");
         strv_free(rules);
         values = acl_values(text, "aisb_local_dst dst");
         ck_assert(startswith(values, "0.0.0.0/8 127.0.0.0/8 169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 "));
@@ -925,6 +929,7 @@ START_TEST(test_squid_config_rules)
                 "http_access deny aisb_ip_literal",
                 "http_access deny !aisb_connect !aisb_schemes",
                 "http_access deny !aisb_ports",
+                "http_access deny !aisb_listed",
                 "http_access deny aisb_local_dst",
                 "http_access allow aisb_dst_web aisb_port_web",
                 "http_access deny aisb_rule_hosts aisb_path_odd",

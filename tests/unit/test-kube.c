@@ -358,7 +358,13 @@ START_TEST(test_sandbox)
         ck_assert_str_eq(json_object_get_string(get(sandbox, "apiVersion")), "agents.x-k8s.io/v1beta1");
         ck_assert_str_eq(json_object_get_string(get(sandbox, "kind")), "Sandbox");
         ck_assert(json_object_equal(get(sandbox, "spec.podTemplate.spec"), get(pod, "spec")));
-        ck_assert(json_object_equal(get(sandbox, "spec.podTemplate.metadata.labels"), get(pod, "metadata.labels")));
+        /* Its own name (another shape is another set of objects), in the labels the policies
+         * select on. */
+        ck_assert_str_eq(json_object_get_string(json_object_object_get(get(sandbox, "spec.podTemplate.metadata.labels"),
+                                                                       "aisb.sandbox")),
+                         json_object_get_string(get(sandbox, "metadata.name")));
+        ck_assert_str_ne(json_object_get_string(get(sandbox, "metadata.name")),
+                         json_object_get_string(get(pod, "metadata.name")));
         check_restricted(get(sandbox, "spec.podTemplate.spec"), "Sandbox");
         json_object_put(pods);
         json_object_put(docs);
@@ -441,6 +447,51 @@ START_TEST(test_netfilter)
 }
 END_TEST
 
+/* What an attack review found: a command's '$' reaches the pod as written (Kubernetes would
+ * expand $(NAME), a Secret's value included, and fold $$); another policy for the same
+ * project, or another scratch sandbox, names other objects; more ports than the gate's
+ * NetworkPolicy lists are refused, not cut. */
+START_TEST(test_review)
+{
+        aisb_policy *p = policy("none");
+        const char *const cmd[] = { "sh", "-c", "echo $HOME $(SECRET) $$", NULL };
+        ck_assert_int_eq(aisb_policy_set_command(p, cmd, NULL), 0);
+        kube_options o = {};
+        char *text = manifests(p, &o);
+        ck_assert_ptr_nonnull(strstr(text, "\"echo $$HOME $$(SECRET) $$$$\""));
+        json_object *docs = documents(text);
+        const char *none_name = json_object_get_string(get(json_object_array_get_idx(docs, 0), "metadata.name"));
+        char *first = strdup(none_name);
+        json_object_put(docs);
+        free(text);
+        o.podman = true; /* podman expands nothing */
+        text = manifests(p, &o);
+        ck_assert_ptr_nonnull(strstr(text, "\"echo $HOME $(SECRET) $$\""));
+        free(text);
+        o.podman = false;
+        set(p, "net", "full");
+        text = manifests(p, &o);
+        docs = documents(text);
+        ck_assert_str_ne(json_object_get_string(get(json_object_array_get_idx(docs, 0), "metadata.name")), first);
+        json_object_put(docs);
+        free(text);
+        free(first);
+        aisb_policy_free(p);
+
+        p = policy("allow");
+        char entry[64];
+        for (unsigned port = 1000; port < 1070; port++) {
+                snprintf(entry, sizeof entry, "example.com:%u", port);
+                set(p, "allow", entry);
+        }
+        aisb_error *err = NULL;
+        ck_assert_int_eq(kube_manifests(p, &o, &text, &err), -EOPNOTSUPP);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "more than 64 ports"));
+        aisb_error_free(err);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A project with a name no cluster takes as it is still names valid objects. */
 START_TEST(test_names)
 {
@@ -477,6 +528,7 @@ int main(void)
         tcase_add_test(tc, test_sandbox);
         tcase_add_test(tc, test_podman);
         tcase_add_test(tc, test_netfilter);
+        tcase_add_test(tc, test_review);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
