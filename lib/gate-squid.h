@@ -17,9 +17,9 @@
 /* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
  * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
  * %err_code logged; 4: NAT64 forms of the local ranges; 5: rules, secrets and interception,
- * refusal pages, the cache manager refused), so that a gate named by
+ * refusal pages, the cache manager refused; 6: unlisted names refused before a lookup), so that a gate named by
  * gate_squid_hash() under an older generator is never reused. */
-#define GATE_SQUID_VERSION "aisb-gate 5"
+#define GATE_SQUID_VERSION "aisb-gate 6"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
