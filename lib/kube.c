@@ -193,6 +193,14 @@ static json_object *empty_dir(const char *name, const char *medium, unsigned lon
         return built(v, r);
 }
 
+/* A volume's name: its pod's, then what it holds. podman kube play makes a named volume of
+ * an emptyDir, by that name: "tmp" alone would be one /tmp for the gate and every sandbox. */
+static const char *volume_name(char buf[static 64], const char *owner, const char *what)
+{
+        snprintf(buf, 64, "%.50s-%.8s", owner, what); /* names are at most 50 (kube_names_make) */
+        return buf;
+}
+
 static json_object *volume_mount(const char *name, const char *path, bool read_only)
 {
         json_object *m = json_object_new_object();
@@ -380,20 +388,25 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
         } else
                 json_object_put(ports);
         r |= json_add(c, "securityContext", container_security());
-        r |= json_append(mounts, volume_mount("config", "/etc/aisb-gate", true));
-        r |= json_append(mounts, volume_mount("logs", "/var/log/squid", false));
-        r |= json_append(mounts, volume_mount("run", "/run", false));
-        r |= json_append(mounts, volume_mount("tmp", "/tmp", false));
+        char v_config[64], v_logs[64], v_run[64], v_tmp[64];
+        volume_name(v_config, n->gate, "config");
+        volume_name(v_logs, n->gate, "logs");
+        volume_name(v_run, n->gate, "run");
+        volume_name(v_tmp, n->gate, "tmp");
+        r |= json_append(mounts, volume_mount(v_config, "/etc/aisb-gate", true));
+        r |= json_append(mounts, volume_mount(v_logs, "/var/log/squid", false));
+        r |= json_append(mounts, volume_mount(v_run, "/run", false));
+        r |= json_append(mounts, volume_mount(v_tmp, "/tmp", false));
         r |= json_add(c, "volumeMounts", mounts);
         r |= json_append(containers, c);
         r |= json_add(pspec, "containers", containers);
-        r |= json_add_string(cm_vol, "name", "config");
+        r |= json_add_string(cm_vol, "name", v_config);
         r |= json_add_string(cm_src, "name", n->gate);
         r |= json_add(cm_vol, "configMap", cm_src);
         r |= json_append(volumes, cm_vol);
-        r |= json_append(volumes, empty_dir("logs", NULL, 256ULL << 20));
-        r |= json_append(volumes, empty_dir("run", "Memory", 16ULL << 20));
-        r |= json_append(volumes, empty_dir("tmp", "Memory", 64ULL << 20));
+        r |= json_append(volumes, empty_dir(v_logs, NULL, 256ULL << 20));
+        r |= json_append(volumes, empty_dir(v_run, "Memory", 16ULL << 20));
+        r |= json_append(volumes, empty_dir(v_tmp, "Memory", 64ULL << 20));
         r |= json_add(pspec, "volumes", volumes);
         r |= json_add(tmpl, "spec", pspec);
         r |= json_add(spec, "template", tmpl);
@@ -694,12 +707,18 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         if (!ko->podman)
                 r |= json_add(c, "resources", resources(p));
         r |= json_add(c, "securityContext", container_security());
+        char v_project[64], v_home[64], v_tmp[64], v_var_tmp[64], v_run[64];
+        volume_name(v_project, n->sandbox, "project");
+        volume_name(v_home, n->sandbox, "home");
+        volume_name(v_tmp, n->sandbox, "tmp");
+        volume_name(v_var_tmp, n->sandbox, "var-tmp");
+        volume_name(v_run, n->sandbox, "run");
         if (p->project)
-                r |= json_append(mounts, volume_mount("project", AISB_PROJECT_DIR, false));
-        r |= json_append(mounts, volume_mount("home", AISB_SANDBOX_HOME, false));
-        r |= json_append(mounts, volume_mount("tmp", "/tmp", false));
-        r |= json_append(mounts, volume_mount("var-tmp", "/var/tmp", false));
-        r |= json_append(mounts, volume_mount("run", "/run", false));
+                r |= json_append(mounts, volume_mount(v_project, AISB_PROJECT_DIR, false));
+        r |= json_append(mounts, volume_mount(v_home, AISB_SANDBOX_HOME, false));
+        r |= json_append(mounts, volume_mount(v_tmp, "/tmp", false));
+        r |= json_append(mounts, volume_mount(v_var_tmp, "/var/tmp", false));
+        r |= json_append(mounts, volume_mount(v_run, "/run", false));
         r |= json_add(c, "volumeMounts", mounts);
         r |= json_append(containers, c);
         r |= json_add(spec, "containers", containers);
@@ -708,7 +727,7 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         if (p->project) {
                 /* The workspace: the project itself on one machine, a claim on a cluster. */
                 json_object *project = json_object_new_object(), *src = json_object_new_object();
-                r |= json_add_string(project, "name", "project");
+                r |= json_add_string(project, "name", v_project);
                 if (ko->podman) {
                         r |= json_add_string(src, "path", p->project);
                         r |= json_add_string(src, "type", "Directory");
@@ -719,10 +738,10 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
                 }
                 r |= json_append(volumes, project);
         }
-        r |= json_append(volumes, empty_dir("home", NULL, p->tmp_size));
-        r |= json_append(volumes, empty_dir("tmp", NULL, p->tmp_size));
-        r |= json_append(volumes, empty_dir("var-tmp", NULL, p->tmp_size));
-        r |= json_append(volumes, empty_dir("run", "Memory", 64ULL << 20));
+        r |= json_append(volumes, empty_dir(v_home, NULL, p->tmp_size));
+        r |= json_append(volumes, empty_dir(v_tmp, NULL, p->tmp_size));
+        r |= json_append(volumes, empty_dir(v_var_tmp, NULL, p->tmp_size));
+        r |= json_append(volumes, empty_dir(v_run, "Memory", 64ULL << 20));
         r |= json_add(spec, "volumes", volumes);
         if (ko->as_sandbox) {
                 json_object *sspec = json_object_new_object(), *tmpl = json_object_new_object(),

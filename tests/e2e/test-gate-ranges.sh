@@ -91,13 +91,13 @@ for req in "GET http://probe-listed.example.test/ HTTP/1.1" "GET http://c2VjcmV0
     "CONNECT dGhlLXRva2Vu.unlisted-b.test:443 HTTP/1.1"; do
   exec 3<>/dev/tcp/127.0.0.1/3128
   printf '%s\r\nHost: x\r\nConnection: close\r\n\r\n' "$req" >&3
-  timeout 15 head -c 12 <&3 | tail -c 3 >> /aisb-gate/codes; echo >> /aisb-gate/codes
+  timeout 5 head -c 12 <&3 | tail -c 3 >> /aisb-gate/codes; echo >> /aisb-gate/codes
   exec 3>&-
 done
 SH
 : > "$dir/dns.log"; : > "$dir/codes"
 podman run --rm --network none --user 0 --cap-drop ALL --cap-add NET_BIND_SERVICE,SETUID,SETGID,CHOWN \
-  -v "$dir:/aisb-gate:rw" "$image" sh /aisb-gate/dns.sh >/dev/null 2>&1 || true
+  -v "$dir:/aisb-gate:rw" "$image" bash /aisb-gate/dns.sh >/dev/null 2>&1 || true
 expect_contains "control: the resolver logs the lookup of a listed name" "probe-listed" "$(cat "$dir/dns.log")"
 expect_eq "the unlisted names are refused" "403
 403" "$(sed -n '2,3p' "$dir/codes")"

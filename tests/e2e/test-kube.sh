@@ -15,10 +15,18 @@ internal=aisb-kube-internal
 egress=aisb-kube-egress-$$
 stub=aisb-kube-stub-$$
 files=()
+# The names of a file's objects.
+names_of() { python3 -c 'import json,sys; [print(json.loads(d)["metadata"]["name"]) for d in open(sys.argv[1]).read().split("---\n")[1:]]' "$1"; }
+# podman kube down, and what it leaves: the volumes it made of the ConfigMap and emptyDirs
+# (named after their pods).
+kube_down() {
+  podman kube down "$1" >/dev/null 2>&1 || true
+  for n in $(names_of "$1"); do
+    podman volume ls -q | grep -E "^$n(-|\$)" | xargs -r podman volume rm -f >/dev/null 2>&1 || true
+  done
+}
 kube_cleanup() {
-  for f in "${files[@]}"; do podman kube down "$f" >/dev/null 2>&1 || true; done
-  # What podman's kube down leaves: the volume it made of the ConfigMap.
-  [ -z "${gate_name:-}" ] || podman volume rm -f "$gate_name" >/dev/null 2>&1 || true
+  for f in "${files[@]}"; do kube_down "$f"; done
   podman rm -f "$stub" >/dev/null 2>&1 || true
   podman network rm -f "$egress" >/dev/null 2>&1 || true
   cleanup
@@ -49,8 +57,6 @@ policy=(--net allow --allow stub.test:8080 --gate-add-host stub.test:10.89.79.20
   curl -s --noproxy "*" --max-time 5 -o /dev/null http://10.89.79.20:8080/hostname; echo "direct=$?"
   grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status; echo "uid=$(id -u)"' > "$E2E_TMP/sandbox.json"
 files=("$E2E_TMP/sandbox.json" "$E2E_TMP/gate.json")
-gate_name=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().split("---\n")[1])["metadata"]["name"])' \
-  "$E2E_TMP/gate.json")
 expect_contains "the sandbox's pod has no NetworkPolicy or Service here" '"kind": "Pod"' "$(cat "$E2E_TMP/sandbox.json")"
 expect_absent "(none emitted for podman)" '"kind": "Service"' "$(cat "$E2E_TMP/gate.json" "$E2E_TMP/sandbox.json")"
 
@@ -102,7 +108,12 @@ expect_contains "no-new-privileges" "NoNewPrivs:	1" "$out"
 expect_contains "seccomp in filter mode" "Seccomp:	2" "$out"
 expect_contains "as the pod's uid" "uid=1000" "$out"
 
-podman kube down "$E2E_TMP/sandbox.json" >/dev/null
+# podman makes a named volume of each emptyDir: the sandbox's must be none of the gate's.
+vols() { podman ps -a --filter "pod=$1" --format '{{.Names}}' | xargs -r podman inspect --format '{{range .Mounts}}{{.Name}}{{"\n"}}{{end}}' | grep . | sort -u; }
+shared=$(comm -12 <(vols "$pod") <(vols "$gate_pod"))
+[ -n "$(vols "$pod")" ] || fail "the sandbox's pod shows no volumes"
+expect_eq "the sandbox's pod shares no volume with the gate's" "" "$shared"
+kube_down "$E2E_TMP/sandbox.json"
 
 # --netfilter init: the sandbox played on the outside network too, where only the ruleset its
 # init container installs stands between it and the stand-in. First without it (control: the
@@ -110,10 +121,12 @@ podman kube down "$E2E_TMP/sandbox.json" >/dev/null
 probe='code=$(curl -s -o /dev/null -w "%{http_code}" http://stub.test:8080/hostname); echo "listed=$code"
   curl -s --noproxy "*" --max-time 5 -o /dev/null http://10.89.79.20:8080/hostname; echo "direct=$?"'
 play_both() {
+  local c
+  c=$(names_of "$1" | tail -1)-sandbox
   podman kube play --network "$internal" --network "$egress" "$1" >/dev/null || fail "podman kube play of $1"
-  [ "$(timeout 120 podman wait "$ctr" || echo timeout)" = 0 ] || { podman logs "$ctr" >&2; fail "the sandbox of $1"; }
-  podman logs "$ctr" 2>&1
-  podman kube down "$1" >/dev/null
+  [ "$(timeout 120 podman wait "$c" || echo timeout)" = 0 ] || { podman logs "$c" >&2; fail "the sandbox of $1"; }
+  podman logs "$c" 2>&1
+  kube_down "$1"
 }
 "$AISB" kube --target podman --part sandbox "${policy[@]}" -- sh -c "$probe" > "$E2E_TMP/open.json"
 files=("$E2E_TMP/open.json" "$E2E_TMP/gate.json")
@@ -127,7 +140,7 @@ expect_contains "with --netfilter init the gate is still reached" "listed=200" "
 expect_contains "(a direct connection was tried)" "direct=" "$out"
 expect_absent "and the direct connection is refused by the ruleset" "direct=0" "$out"
 
-podman kube down "$E2E_TMP/gate.json" >/dev/null
+kube_down "$E2E_TMP/gate.json"
 files=()
 expect_eq "podman kube down removes the pods" "" \
   "$(podman pod ps -a --format '{{.Name}}' | grep -E -- "^($pod|$gate_pod)\$" || true)"
