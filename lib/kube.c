@@ -333,6 +333,35 @@ static int compare_ports(const void *a, const void *b)
 static int gate_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
                         json_object *docs, aisb_error **err)
 {
+        /* What can be refused, before anything is built. The allowed ports, sorted. */
+        unsigned ports_out[64];
+        size_t n_ports = 0;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_DOMAIN)
+                        continue;
+                unsigned want[2] = { e->port ? e->port : 80, e->port ? 0 : 443 };
+                for (size_t k = 0; k < 2; k++) {
+                        bool seen = !want[k];
+                        for (size_t j = 0; j < n_ports && !seen; j++)
+                                seen = ports_out[j] == want[k];
+                        if (!seen && n_ports == ELEMENTSOF(ports_out))
+                                return aisb_error_set(err, -EOPNOTSUPP, "kube: more than %zu ports in the allowlist",
+                                                      ELEMENTSOF(ports_out));
+                        if (!seen)
+                                ports_out[n_ports++] = want[k];
+                }
+        }
+        qsort(ports_out, n_ports, sizeof *ports_out, compare_ports);
+        /* Each --gate-add-host address, as the gate's policy lets it out. */
+        _cleanup_strv_free_ char **add_cidrs = NULL;
+        for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL, *cidr = NULL;
+                if (allowlist_parse_add_host(p->add_hosts[i], &name, &ip, err) < 0)
+                        return -EINVAL;
+                if (asprintf(&cidr, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0 || strv_push(&add_cidrs, cidr) < 0)
+                        return error_oom(err);
+        }
         /* The configuration: the local gate's generator, listening on the pod's addresses. */
         squid_options so = { .port = KUBE_GATE_PORT, .cluster = true,
                              .hosts_file = p->add_hosts ? "/etc/aisb-gate/hosts" : NULL,
@@ -450,35 +479,10 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
         r |= json_append(ingress, from_rule);
         r |= json_add(nspec, "ingress", ingress);
         r |= json_append(egress, egress_dns());
-        unsigned ports_out[64];
-        size_t n_ports = 0;
-        for (size_t i = 0; i < l->n; i++) {
-                const allow_entry *e = &l->entries[i];
-                if (e->kind != ALLOW_DOMAIN)
-                        continue;
-                unsigned want[2] = { e->port ? e->port : 80, e->port ? 0 : 443 };
-                for (size_t k = 0; k < 2; k++) {
-                        bool seen = !want[k];
-                        for (size_t j = 0; j < n_ports && !seen; j++)
-                                seen = ports_out[j] == want[k];
-                        if (!seen && n_ports == ELEMENTSOF(ports_out))
-                                return aisb_error_set(err, -EOPNOTSUPP, "kube: more than %zu ports in the allowlist",
-                                                      ELEMENTSOF(ports_out));
-                        if (!seen)
-                                ports_out[n_ports++] = want[k];
-                }
-        }
-        qsort(ports_out, n_ports, sizeof *ports_out, compare_ports);
         r |= json_append(egress, egress_block("0.0.0.0/0", v4_except, ports_out, n_ports, false));
         r |= json_append(egress, egress_block("::/0", v6_except, ports_out, n_ports, false));
-        for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++) {
-                _cleanup_free_ char *name = NULL, *ip = NULL, *cidr = NULL;
-                if (allowlist_parse_add_host(p->add_hosts[i], &name, &ip, err) < 0)
-                        return -EINVAL;
-                if (asprintf(&cidr, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0)
-                        return error_oom(err);
-                r |= json_append(egress, egress_block(cidr, NULL, ports_out, n_ports, false));
-        }
+        for (size_t i = 0; add_cidrs && add_cidrs[i]; i++)
+                r |= json_append(egress, egress_block(add_cidrs[i], NULL, ports_out, n_ports, false));
         r |= json_add(nspec, "egress", egress);
         r |= np ? json_add(np, "spec", nspec) : -ENOMEM;
         r |= json_append(docs, np);
@@ -603,10 +607,11 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
                 _cleanup_free_ char *cidr = NULL;
                 char text[INET6_ADDRSTRLEN];
                 inet_ntop(e->family, e->addr, text, sizeof text);
-                if (asprintf(&cidr, "%s/%u", text, e->prefix) < 0)
-                        return error_oom(err);
                 unsigned port = e->port;
-                r |= json_append(egress, egress_block(cidr, NULL, &port, port ? 1 : 0, true));
+                /* Out of memory here is counted in r: what was built so far is freed with it. */
+                r |= asprintf(&cidr, "%s/%u", text, e->prefix) < 0
+                             ? -ENOMEM
+                             : json_append(egress, egress_block(cidr, NULL, &port, port ? 1 : 0, true));
         }
         r |= json_add(nspec, "egress", egress);
         r |= np ? json_add(np, "spec", nspec) : -ENOMEM;
