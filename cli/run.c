@@ -368,10 +368,8 @@ int command_kube(int argc, char **argv)
                 fprintf(stderr, "aisb: out of memory\n");
                 return EXIT_AISB_FAILED;
         }
+        bool after_dashdash = false; /* the rest is the command's */
         for (int i = 0; i < argc; i++) {
-                bool after_dashdash = false;
-                for (int k = 0; k < i; k++)
-                        after_dashdash |= strcmp(argv[k], "--") == 0;
                 const char *name = argv[i], *eq = strchr(name, '=');
                 size_t len = eq ? (size_t) (eq - name) : strlen(name);
                 bool is_repo = !after_dashdash && len == 12 && strncmp(name, "--image-repo", 12) == 0;
@@ -389,6 +387,7 @@ int command_kube(int argc, char **argv)
                         continue;
                 }
                 if (!is_repo && !is_timeout && !is_as && !is_target && !is_part && !is_netfilter) {
+                        after_dashdash |= strcmp(argv[i], "--") == 0;
                         rest[n++] = argv[i];
                         continue;
                 }

@@ -83,28 +83,51 @@ static bool squid_path_valid(const char *p)
                strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == len;
 }
 
-/* The domains that get one http_access line together: all entries with the same port (0 =
- * the default 80 and 443), sorted, without names another name of the group already covers
- * (squid warns about those and drops one of them). */
-static int port_group(const allowlist *l, unsigned port, char ***ret)
+/* Which domain entries a list of hosts is made of. */
+typedef enum host_kind {
+        HOSTS_ALL,
+        HOSTS_WITH_RULES,
+        HOSTS_WITHOUT_RULES,
+} host_kind;
+#define HOSTS_ANY_PORT (-1L)
+
+static bool host_wanted(const allow_entry *e, host_kind kind, long port)
+{
+        return e->kind == ALLOW_DOMAIN && (port == HOSTS_ANY_PORT || e->port == (unsigned) port) &&
+               (kind == HOSTS_ALL || (kind == HOSTS_WITH_RULES) == (e->rules != NULL));
+}
+
+/* The hosts of the domain entries of a kind (and a port, or HOSTS_ANY_PORT), in entry order,
+ * each once and none below another of them: squid warns about a name below another in one
+ * list and drops one, or refuses the list. */
+static int outermost_hosts(const allowlist *l, host_kind kind, long port, char ***ret)
 {
         _cleanup_strv_free_ char **names = NULL;
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
-                if (e->kind != ALLOW_DOMAIN || e->port != port || e->rules)
+                if (!host_wanted(e, kind, port))
                         continue;
                 bool covered = false;
                 for (size_t j = 0; j < l->n && !covered; j++) {
                         const allow_entry *o = &l->entries[j];
-                        covered = j != i && o->kind == ALLOW_DOMAIN && o->port == port && !o->rules &&
-                                  !streq(o->host, e->host) && allowlist_domain_covers(o->host, e->host);
+                        covered = host_wanted(o, kind, port) && allowlist_domain_covers(o->host, e->host) &&
+                                  (!streq(o->host, e->host) || j < i);
                 }
                 if (!covered && strv_push(&names, e->host) < 0)
                         return -ENOMEM;
         }
-        strv_sort(names);
         *ret = steal_pointer(&names);
         return 0;
+}
+
+/* The domains that get one http_access line together: all entries without rules with the
+ * same port (0 = the default 80 and 443), sorted. */
+static int port_group(const allowlist *l, unsigned port, char ***ret)
+{
+        int r = outermost_hosts(l, HOSTS_WITHOUT_RULES, port, ret);
+        if (r >= 0)
+                strv_sort(*ret);
+        return r;
 }
 
 static int compare_unsigned(const void *a, const void *b)
@@ -558,19 +581,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         if (any) {
                 r |= acl_lines(&b, "aisb_ports", "port", "", all_ports);
                 _cleanup_strv_free_ char **listed = NULL;
-                for (size_t i = 0; i < l->n; i++) {
-                        const allow_entry *e = &l->entries[i];
-                        if (e->kind != ALLOW_DOMAIN)
-                                continue;
-                        bool covered = false;
-                        for (size_t j = 0; j < l->n && !covered; j++) {
-                                const allow_entry *o2 = &l->entries[j];
-                                covered = o2->kind == ALLOW_DOMAIN && allowlist_domain_covers(o2->host, e->host) &&
-                                          (!streq(o2->host, e->host) || j < i);
-                        }
-                        if (!covered && strv_push(&listed, e->host) < 0)
-                                return error_oom(err);
-                }
+                if (outermost_hosts(l, HOSTS_ALL, HOSTS_ANY_PORT, &listed) < 0)
+                        return error_oom(err);
                 strv_sort(listed);
                 r |= acl_lines(&b, "aisb_listed", "dstdomain -n", ".", listed);
         }
@@ -610,21 +622,12 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
          * is told so). */
         _cleanup_strv_free_ char **rule_hosts = NULL;
         size_t n_plain = strv_length((const char *const *) rules);
-        for (size_t i = 0; i < l->n; i++) {
-                const allow_entry *e = &l->entries[i];
-                if (e->kind != ALLOW_DOMAIN || !e->rules)
-                        continue;
-                /* Each host once, and none below another: squid refuses both in one list. */
-                bool seen = false;
-                for (size_t j = 0; j < l->n; j++) {
-                        const allow_entry *o2 = &l->entries[j];
-                        if (o2->kind == ALLOW_DOMAIN && o2->rules && allowlist_domain_covers(o2->host, e->host) &&
-                            (!streq(o2->host, e->host) || j < i))
-                                seen = true;
-                }
-                if (rules_lines(&b, e, i, &rules) < 0 || (!seen && strv_push(&rule_hosts, e->host) < 0))
+        for (size_t i = 0; i < l->n; i++)
+                if (host_wanted(&l->entries[i], HOSTS_WITH_RULES, HOSTS_ANY_PORT) &&
+                    rules_lines(&b, &l->entries[i], i, &rules) < 0)
                         return error_oom(err);
-        }
+        if (outermost_hosts(l, HOSTS_WITH_RULES, HOSTS_ANY_PORT, &rule_hosts) < 0)
+                return error_oom(err);
         if (rule_hosts) {
                 r |= acl_lines(&b, "aisb_rule_hosts", "dstdomain -n", ".", rule_hosts);
                 /* squid matches a path (with its query) decoded once; a server that resolves
@@ -681,22 +684,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                  * through a CONNECT to another name the same front end serves, a hello naming
                  * no listed host, a CONNECT to a host of a rule or a secret. */
                 _cleanup_strv_free_ char **plain = NULL;
-                for (size_t i = 0; i < l->n; i++) {
-                        const allow_entry *e = &l->entries[i];
-                        if (e->kind != ALLOW_DOMAIN || e->rules)
-                                continue;
-                        /* Once, and not below another (squid refuses both in one list). */
-                        bool covered = false;
-                        for (size_t j = 0; j < l->n; j++) {
-                                const allow_entry *o2 = &l->entries[j];
-                                if (o2->kind == ALLOW_DOMAIN && !o2->rules && allowlist_domain_covers(o2->host, e->host) &&
-                                    (!streq(o2->host, e->host) || j < i))
-                                        covered = true;
-                        }
-                        _cleanup_free_ char *below = NULL;
-                        if (!covered && (asprintf(&below, ".%s", e->host) < 0 || strv_push(&plain, below) < 0))
-                                return error_oom(err);
-                }
+                if (outermost_hosts(l, HOSTS_WITHOUT_RULES, HOSTS_ANY_PORT, &plain) < 0)
+                        return error_oom(err);
                 r |= acl_lines(&b, "aisb_bump", "dstdomain -n", "", bump);
                 /* The same names as the client's hello may spell them (any case, a trailing
                  * dot): a hello naming one through a CONNECT to another name is ended, for the
@@ -716,7 +705,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                                        "ssl_bump peek aisb_step1\n"
                                        "ssl_bump terminate !aisb_bump aisb_bump_sni\n");
                 if (plain) {
-                        r |= acl_lines(&b, "aisb_plain_sni", "ssl::server_name --client-requested", "", plain);
+                        r |= acl_lines(&b, "aisb_plain_sni", "ssl::server_name --client-requested", ".", plain);
                         r |= buffer_printf(&b, "ssl_bump splice !aisb_bump aisb_plain_sni\n");
                 }
                 r |= buffer_printf(&b, "ssl_bump bump all\n");
