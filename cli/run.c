@@ -16,16 +16,30 @@
 #include "commands.h"
 #include "options.h"
 
+#define BUILD_TAIL_LINES 20
+
 typedef struct build_display {
         bool terminal;
         bool quiet;
+        bool verbose;
         bool line_open;
+        /* The last lines of the steps' output that were not shown, for a failed build. */
+        char *tail[BUILD_TAIL_LINES];
+        size_t n_tail;
 } build_display;
 
-/* On a terminal: one line that shows the current step, rewritten in place. Otherwise every
- * line, for logs. Either way through cli_put: what a build prints is the Containerfile's
- * commands' (a package's install script), and none of its control strings may reach the
- * terminal as one. */
+static void print_build_line(const char *line)
+{
+        fputs("build: ", stderr);
+        cli_put(stderr, line);
+        fputc('\n', stderr);
+}
+
+/* On a terminal: one line that shows the current step, rewritten in place. Otherwise the
+ * steps as they begin and whether each came from the cache, for logs; the steps' own output
+ * too with --verbose, and its last lines if the build fails. Either way through cli_put:
+ * what a build prints is the Containerfile's commands' (a package's install script), and
+ * none of its control strings may reach the terminal as one. */
 static void on_build_line(aisb_log_level level, const char *line, void *userdata)
 {
         build_display *d = userdata;
@@ -41,10 +55,13 @@ static void on_build_line(aisb_log_level level, const char *line, void *userdata
                 copy[--n] = 0;
         const char *cr = strrchr(copy, '\r');
         line = cr ? cr + 1 : copy;
+        if (level < AISB_LOG_INFO && !d->verbose) {
+                free(d->tail[d->n_tail % BUILD_TAIL_LINES]);
+                d->tail[d->n_tail++ % BUILD_TAIL_LINES] = strdup(line);
+        }
         if (!d->terminal) {
-                fputs("build: ", stderr);
-                cli_put(stderr, line);
-                fputc('\n', stderr);
+                if (level >= AISB_LOG_INFO || d->verbose)
+                        print_build_line(line);
                 free(copy);
                 return;
         }
@@ -71,11 +88,21 @@ static void on_build_line(aisb_log_level level, const char *line, void *userdata
         d->line_open = true;
 }
 
-static void end_build_display(build_display *d)
+/* After a failed build, the steps' last output lines that were not shown. */
+static void end_build_display(build_display *d, bool failed)
 {
         if (d->line_open)
                 fputs("\r\033[K", stderr);
         d->line_open = false;
+        size_t first = d->n_tail > BUILD_TAIL_LINES ? d->n_tail - BUILD_TAIL_LINES : 0;
+        for (size_t i = first; i < d->n_tail; i++) {
+                char **l = &d->tail[i % BUILD_TAIL_LINES];
+                if (failed && *l)
+                        print_build_line(*l);
+                free(*l);
+                *l = NULL;
+        }
+        d->n_tail = 0;
 }
 
 static void on_request(const char *text, void *userdata)
@@ -219,7 +246,8 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                 goto out;
         }
         aisb_ctx_set_log_fn(ctx, cli_log, &flags);
-        build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags.quiet };
+        build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags.quiet,
+                                  .verbose = flags.verbose };
         aisb_ctx_set_build_fn(ctx, on_build_line, &display);
         if (flags.dry_run)
                 aisb_ctx_set_dry_run(ctx, on_request, NULL);
@@ -232,7 +260,7 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
         char *tag = NULL;
         int built = 0;
         int r = aisb_image_ensure(ctx, policy, &tag, &built, &err);
-        end_build_display(&display);
+        end_build_display(&display, r < 0);
         if (r < 0) {
                 code = cli_fail(err, EXIT_AISB_FAILED);
                 goto out;
@@ -283,6 +311,7 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
         }
         int exit_code = 0;
         r = aisb_run(ctx, policy, io, &exit_code, &err);
+        end_build_display(&display, r < 0); /* the gate's image, if it was built */
         if (raw)
                 (void) tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
         if (st.signal_fd >= 0)

@@ -183,7 +183,9 @@ AISB_PUBLIC void aisb_ctx_free(aisb_ctx *ctx);
 /* Messages the library would otherwise drop: warnings, progress, debug detail. */
 AISB_PUBLIC void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
 
-/* Build output, one line at a time, as the service streams it. */
+/* Build output, one line at a time, as the service streams it: at AISB_LOG_INFO the lines
+ * that mark progress (a step begins, a step's layer comes from the cache, the image is
+ * committed), at AISB_LOG_DEBUG the output of the steps' commands. */
 AISB_PUBLIC void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
 
 /* Use this API socket instead of discovering one. No transient service is started then.
@@ -245,7 +247,8 @@ typedef struct aisb_egress {
 
 typedef struct aisb_event {
         aisb_event_type type;
-        aisb_log_level level;      /* MESSAGE; INFO for the others */
+        aisb_log_level level;      /* MESSAGE, BUILD_OUTPUT (as the build callback gets it);
+                                    * INFO for the others */
         const char *text;          /* MESSAGE, BUILD_OUTPUT, STEP */
         const aisb_egress *egress; /* EGRESS */
 } aisb_event;

@@ -34,7 +34,7 @@ int ctx_emit(aisb_ctx *ctx, const aisb_event *e)
         if (e->type == AISB_EVENT_MESSAGE && ctx->log_fn)
                 ctx->log_fn(e->level, e->text, ctx->log_userdata);
         if (e->type == AISB_EVENT_BUILD_OUTPUT && ctx->build_fn)
-                ctx->build_fn(AISB_LOG_INFO, e->text, ctx->build_userdata);
+                ctx->build_fn(e->level, e->text, ctx->build_userdata);
         if (!ctx->event_fn || ctx->event_fn(e, ctx->event_userdata) == 0)
                 return 0;
         /* As aisb_ctx_cancel: the request in flight is cut short too. */

@@ -553,7 +553,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
         r = image_gate_context(p, &context, err);
         if (r < 0)
                 return r;
-        r = image_ensure_context(ctx, p, "localhost/aisb-gate", &context, &image, NULL, err);
+        r = image_ensure_context(ctx, p, "localhost/aisb-gate", &context, false, &image, NULL, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "the gate's image");
 

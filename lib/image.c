@@ -7,6 +7,7 @@
  * imported, for machines that reach no registry.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 
 #define IMAGE_REPO "localhost/aisb"
 #define BASE_REPO "localhost/aisb-base"
+#define GATE_REPO "localhost/aisb-gate"
 #define TAG_HEX_LENGTH 32
 
 /* The tools every sandbox has. */
@@ -68,26 +70,38 @@ static int base_reference(const aisb_policy *p, char **ret)
 #define NODE_NPM_COREPACK_SHA512 "f03f4dfe4f610e3a084820c65331f6c011747c90f8f69dc6ee27e811971cd2f8" \
                                  "41ecfcbaafe31cd52a49f1dbe7598fc730ff792bad169106cdeef81b5205e0a4"
 
-static int print_ca_copy(buffer *b, const aisb_policy *p)
+/* The user's CA certificates, trusted by every later step of the stage (npm and curl through
+ * a proxy that intercepts TLS); none of the base packages needs them: Debian's mirrors are
+ * plain HTTP with signed indexes. update-ca-certificates comes with the base's
+ * ca-certificates. */
+static int print_ca_layer(buffer *b, const aisb_policy *p)
 {
-        /* Certificates go in before apt runs, so a proxy that intercepts TLS is trusted by
-         * every step after this one. */
         return p->n_ca_certs > 0
-                       ? buffer_printf(b, "COPY ca-certificates/ /usr/local/share/ca-certificates/aisb/\n")
+                       ? buffer_printf(b, "COPY ca-certificates/ /usr/local/share/ca-certificates/aisb/\n"
+                                          "RUN update-ca-certificates\n")
                        : 0;
 }
 
-/* The first stage: Node and the harnesses, installed with the base's own npm and copied
- * into the final image without it. */
+#define NPM_REGISTRY "https://registry.npmjs.org/"
+
+/* The first stage: Node and the harnesses, copied into the final image. It depends on the
+ * base, the CA certificates, the Node source and the harness, never on --install, so every
+ * variant of a policy shares it. Node comes as a verified tarball, and its own npm installs
+ * the harnesses: no Debian nodejs or npm (hundreds of packages) to install first. */
 static int print_harness_stage(buffer *b, const aisb_policy *p, const char *base)
 {
-        int r = buffer_printf(b, "FROM %s AS harness\nENV DEBIAN_FRONTEND=noninteractive\n", base);
-        r |= print_ca_copy(b, p);
-        r |= buffer_printf(b, "RUN apt-get update \\\n"
-                              " && apt-get install -y --no-install-recommends ca-certificates curl xz-utils nodejs npm \\\n"
-                              " && update-ca-certificates\nWORKDIR /harness\n");
+        int r = buffer_printf(b, "FROM %s AS harness\nENV DEBIAN_FRONTEND=noninteractive\n"
+                                 "RUN apt-get update \\\n"
+                                 " && apt-get install -y --no-install-recommends ca-certificates curl%s \\\n"
+                                 " && rm -rf /var/lib/apt/lists/*\n",
+                              base, p->node_source_npm ? "" : " xz-utils");
+        r |= print_ca_layer(b, p);
+        /* Official Node trusts only its own CA list; the system's has the user's. */
+        r |= buffer_printf(b, "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt PATH=/opt/aisb/node/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+                              "WORKDIR /harness\n");
         if (p->node_source_npm)
-                r |= buffer_printf(b, "RUN npm pack --silent " NODE_NPM_PACKAGE "@" NODE_VERSION " " NODE_NPM_NPM " " NODE_NPM_COREPACK " \\\n"
+                r |= buffer_printf(b, "RUN curl -fsSL --remote-name-all " NPM_REGISTRY NODE_NPM_PACKAGE "/-/" NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz \\\n"
+                                      "      " NPM_REGISTRY "npm/-/" NODE_NPM_NPM_TGZ " " NPM_REGISTRY "corepack/-/" NODE_NPM_COREPACK_TGZ " \\\n"
                                       " && echo '" NODE_NPM_SHA512 "  " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz' | sha512sum -c - \\\n"
                                       " && echo '" NODE_NPM_NPM_SHA512 "  " NODE_NPM_NPM_TGZ "' | sha512sum -c - \\\n"
                                       " && echo '" NODE_NPM_COREPACK_SHA512 "  " NODE_NPM_COREPACK_TGZ "' | sha512sum -c - \\\n"
@@ -97,22 +111,30 @@ static int print_harness_stage(buffer *b, const aisb_policy *p, const char *base
                                       " && tar -xzf " NODE_NPM_COREPACK_TGZ " -C /opt/aisb/node/lib/node_modules/corepack --strip-components=1 \\\n"
                                       " && ln -s ../lib/node_modules/npm/bin/npm-cli.js /opt/aisb/node/bin/npm \\\n"
                                       " && ln -s ../lib/node_modules/npm/bin/npx-cli.js /opt/aisb/node/bin/npx \\\n"
-                                      " && ln -s ../lib/node_modules/corepack/dist/corepack.js /opt/aisb/node/bin/corepack\n");
+                                      " && ln -s ../lib/node_modules/corepack/dist/corepack.js /opt/aisb/node/bin/corepack \\\n"
+                                      " && rm -f *.tgz\n");
         else
                 r |= buffer_printf(b, "RUN curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/node-v" NODE_VERSION "-linux-x64.tar.xz \\\n"
                                       " && curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/SHASUMS256.txt \\\n"
                                       " && grep ' node-v" NODE_VERSION "-linux-x64.tar.xz$' SHASUMS256.txt | sha256sum -c - \\\n"
                                       " && mkdir -p /opt/aisb/node \\\n"
-                                      " && tar -xJf node-v" NODE_VERSION "-linux-x64.tar.xz -C /opt/aisb/node --strip-components=1\n");
-        /* pi always (the default harness), and the one chosen. */
-        r |= buffer_printf(b, "RUN npm install -g --prefix /opt/aisb/harness --no-audit --no-fund %s",
+                                      " && tar -xJf node-v" NODE_VERSION "-linux-x64.tar.xz -C /opt/aisb/node --strip-components=1 \\\n"
+                                      " && rm -f node-v" NODE_VERSION "-linux-x64.tar.xz\n");
+        /* pi always (the default harness), and the one chosen, beside Node's own npm: the
+         * tree is laid out as /usr/local is, and goes there as one layer. */
+        r |= buffer_printf(b, "RUN npm install -g --prefix /opt/aisb/node --no-audit --no-fund %s",
                            policy_harness_package(AISB_DEFAULT_HARNESS));
         if (!streq(p->harness, AISB_DEFAULT_HARNESS) && policy_harness_package(p->harness))
                 r |= buffer_printf(b, " %s", policy_harness_package(p->harness));
-        r |= buffer_printf(b, "\n");
+        r |= buffer_printf(b, " \\\n && mkdir -p /opt/aisb/node/share/doc/node && mv /opt/aisb/node/LICENSE /opt/aisb/node/share/doc/node/ \\\n"
+                              " && rm -f /opt/aisb/node/README.md /opt/aisb/node/CHANGELOG.md\n");
         return r;
 }
 
+/* The final stage, one layer per input, each after what it depends on and before what
+ * changes more often: the base tools (the base alone), the CA certificates, the harness
+ * stage's Node and harnesses, the --install packages, the entrypoint (every aisb release).
+ * A variant with other packages rebuilds the last two; a new CA certificate the last four. */
 int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
         buffer b = {};
@@ -124,29 +146,24 @@ int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
                                "build context.\n", AISB_VERSION);
         r |= print_harness_stage(&b, p, base);
         r |= buffer_printf(&b, "FROM %s\nENV DEBIAN_FRONTEND=noninteractive\n", base);
-        r |= print_ca_copy(&b, p);
         r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
         for (size_t i = 0; i < ELEMENTSOF(base_packages); i++)
                 r |= buffer_printf(&b, " %s", base_packages[i]);
-        r |= buffer_printf(&b, " \\\n && update-ca-certificates \\\n"
-                               " && rm -rf /var/lib/apt/lists/*\n");
-        /* A layer of their own: another --install reuses the base tools' layer. */
+        /* The home volume is created from this directory on first use; 1777 lets whichever
+         * user the sandbox maps in own what it writes there. */
+        r |= buffer_printf(&b, " \\\n && rm -rf /var/lib/apt/lists/* \\\n"
+                               " && mkdir -p " AISB_SANDBOX_HOME " " AISB_PROJECT_DIR
+                               " && chmod 1777 " AISB_SANDBOX_HOME "\n");
+        r |= print_ca_layer(&b, p);
+        /* Node as users know it: node, npm, npx and corepack of the one pinned release. */
+        r |= buffer_printf(&b, "COPY --from=harness /opt/aisb/node/ /usr/local/\n"
+                               "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt\n");
         if (p->install && p->install[0]) {
                 r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
                 for (size_t i = 0; p->install[i]; i++)
                         r |= buffer_printf(&b, " %s", p->install[i]);
                 r |= buffer_printf(&b, " \\\n && rm -rf /var/lib/apt/lists/*\n");
         }
-        /* The home volume is created from this directory on first use; 1777 lets whichever
-         * user the sandbox maps in own what it writes there. */
-        r |= buffer_printf(&b, "RUN mkdir -p " AISB_SANDBOX_HOME " " AISB_PROJECT_DIR
-                               " && chmod 1777 " AISB_SANDBOX_HOME "\n");
-        /* Node as users know it: node, npm, npx and corepack of the one pinned release. */
-        r |= buffer_printf(&b, "COPY --from=harness /opt/aisb/node/bin/ /usr/local/bin/\n"
-                               "COPY --from=harness /opt/aisb/node/lib/ /usr/local/lib/\n"
-                               "COPY --from=harness /opt/aisb/harness/ /usr/local/\n"
-                               "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt\n");
-        /* Last, so a new entrypoint rebuilds one small layer. */
         r |= buffer_printf(&b, "COPY aisb-entrypoint " AISB_ENTRYPOINT_IN_IMAGE "\n");
         r |= buffer_printf(&b, "WORKDIR " AISB_PROJECT_DIR "\n");
         if (r < 0) {
@@ -353,14 +370,14 @@ int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **er
         buffer b = {};
         int r = buffer_printf(&b, "# Generated by aisb %s: the egress gate.\nFROM %s\n"
                                   "ENV DEBIAN_FRONTEND=noninteractive\n", AISB_VERSION, base);
-        if (p->n_ca_certs > 0)
-                r |= buffer_printf(&b, "COPY ca-certificates/ /usr/local/share/ca-certificates/aisb/\n");
         /* squid-openssl: squid with TLS interception, for the hosts whose requests the gate
-         * must see (rules, secrets); openssl makes the gate's CA at each start. Then the pages
-         * a refused client reads: which name, which rule, how the user allows it. */
+         * must see (rules, secrets); openssl makes the gate's CA at each start. Then the CA
+         * certificates squid trusts upstream, and the pages a refused client reads: which
+         * name, which rule, how the user allows it. */
         r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends"
-                               " squid-openssl openssl ca-certificates \\\n && update-ca-certificates \\\n"
+                               " squid-openssl openssl ca-certificates \\\n"
                                " && rm -rf /var/lib/apt/lists/*\n");
+        r |= print_ca_layer(&b, p);
         r |= buffer_printf(&b, "RUN d=/usr/share/squid/errors/aisb && mkdir -p $d"
                                " && cp /usr/share/squid/errors/templates/* $d/ \\\n");
         for (size_t i = 0; i < ELEMENTSOF(gate_pages); i++)
@@ -460,6 +477,21 @@ static bool is_image_id(const char *s)
         return n == 64 && (s[64] == '\n' || s[64] == 0);
 }
 
+/* A line of buildah's own that marks progress: a step begins ("STEP 3/9: RUN ...", with a
+ * "[2/2] " stage in front when there are stages), a step's layer is taken from the cache
+ * ("--> Using cache ID"), the image is written ("COMMIT ..."). Everything else is the
+ * output of a step's command. */
+bool build_line_is_progress(const char *s)
+{
+        if (s[0] == '[') {
+                size_t n = strspn(s + 1, "0123456789/");
+                if (n == 0 || s[1 + n] != ']' || s[2 + n] != ' ')
+                        return false;
+                s += n + 3;
+        }
+        return startswith(s, "STEP ") || startswith(s, "--> Using cache ") || startswith(s, "COMMIT ");
+}
+
 static int build_line(const char *line, size_t size, void *userdata)
 {
         build_state *st = userdata;
@@ -482,13 +514,13 @@ static int build_line(const char *line, size_t size, void *userdata)
                 nl = strchr(s, '\n');
                 if (nl)
                         *nl = 0;
+                bool progress = build_line_is_progress(s);
                 /* A callback that asks to stop ends the build at once. */
                 if (*s && ctx_emit(st->ctx, &(aisb_event) { .type = AISB_EVENT_BUILD_OUTPUT,
-                                                             .level = AISB_LOG_INFO,
+                                                             .level = progress ? AISB_LOG_INFO : AISB_LOG_DEBUG,
                                                              .text = s }))
                         return -ECANCELED;
-                if (strlen(s) >= 12 && !startswith(s, "STEP ") && !startswith(s, "--> ") &&
-                    !startswith(s, "time=\""))
+                if (strlen(s) >= 12 && !progress && !startswith(s, "--> ") && !startswith(s, "time=\""))
                         snprintf(st->last_line, sizeof st->last_line, "%s", s);
                 if (strcasestr(s, "no space left on device"))
                         st->no_space = true;
@@ -629,8 +661,83 @@ static int bootstrap_base(aisb_ctx *ctx, const char *suite, const char *ref, ais
         return 0;
 }
 
+/* The gate's image built alongside the sandbox's: a first run in allow mode needs both, and
+ * neither build depends on the other once the base exists. A thread builds it through a
+ * context of its own on the same socket, with no callbacks (nothing it says reaches the
+ * caller's); the sandbox's build waits for it at its end. A build that failed there is done
+ * again by the gate's step, where its output is seen. */
+typedef struct image_prefetch {
+        pthread_t thread;
+        bool joined;
+        aisb_ctx *child;
+        build_context context;
+        char *tag;
+        int result;
+        aisb_error *error;
+} image_prefetch;
+
+static void image_prefetch_freep(image_prefetch **p);
+
+static void *prefetch_thread(void *userdata)
+{
+        image_prefetch *pf = userdata;
+        pf->result = build_image(pf->child, pf->tag, &pf->context, &pf->error);
+        return NULL;
+}
+
+static void prefetch_start(aisb_ctx *ctx, const aisb_policy *p, image_prefetch **ret)
+{
+        _cleanup_(image_prefetch_freep) image_prefetch *pf = calloc(1, sizeof *pf);
+        if (!pf || image_gate_context(p, &pf->context, NULL) < 0 ||
+            image_context_tag(GATE_REPO, &pf->context, &pf->tag) < 0 ||
+            podman_image_exists(ctx, pf->tag, NULL) != 0)
+                return; /* present, or not knowable: the gate's own step sees to it */
+        pf->joined = true; /* until there is a thread */
+        if (aisb_ctx_new(&pf->child, NULL) < 0 || http_conn_set_socket(&pf->child->http, ctx->http.socket_path) < 0)
+                return;
+        pf->child->socket_fixed = true;
+        pf->child->connected = true;
+        pf->child->version_major = ctx->version_major;
+        pf->child->version_minor = ctx->version_minor;
+        pf->child->request_timeout_ms = ctx->request_timeout_ms;
+        if (pthread_create(&pf->thread, NULL, prefetch_thread, pf) != 0)
+                return;
+        pf->joined = false;
+        aisb_log(ctx, AISB_LOG_INFO, "building %s alongside (the gate's image)", pf->tag);
+        *ret = steal_pointer(&pf);
+}
+
+static void image_prefetch_wait(aisb_ctx *ctx, image_prefetch *pf)
+{
+        if (!pf || pf->joined)
+                return;
+        (void) pthread_join(pf->thread, NULL);
+        pf->joined = true;
+        if (pf->result < 0)
+                aisb_log(ctx, AISB_LOG_DEBUG, "building %s alongside failed (%s); building it again",
+                         pf->tag, pf->error ? aisb_error_message(pf->error) : strerror(-pf->result));
+}
+
+static void image_prefetch_freep(image_prefetch **p)
+{
+        image_prefetch *pf = *p;
+        if (!pf)
+                return;
+        if (!pf->joined) {
+                aisb_ctx_cancel(pf->child);
+                (void) pthread_join(pf->thread, NULL);
+        }
+        aisb_ctx_free(pf->child);
+        build_context_done(&pf->context);
+        free(pf->tag);
+        aisb_error_free(pf->error);
+        free(pf);
+        *p = NULL;
+}
+
 int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
-                         const build_context *c, char **ret_tag, int *ret_built, aisb_error **err)
+                         const build_context *c, bool with_gate, char **ret_tag, int *ret_built,
+                         aisb_error **err)
 {
         _cleanup_free_ char *tag = NULL;
         int r = image_context_tag(repo, c, &tag);
@@ -652,8 +759,13 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                         if (r < 0)
                                 return aisb_error_wrap(err, r, "bootstrapping the base image");
                 }
+                _cleanup_(image_prefetch_freep) image_prefetch *gate = NULL;
+                if (with_gate && !ctx->http.dry_run_fn)
+                        prefetch_start(ctx, p, &gate);
                 aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
                 r = build_image(ctx, tag, c, err);
+                if (r >= 0)
+                        image_prefetch_wait(ctx, gate);
                 if (r < 0 && !is_bootstrap(p->base_image, &suite) && err && *err &&
                     registry_unreachable(aisb_error_message(*err))) {
                         _cleanup_free_ char *why = strdup(aisb_error_message(*err));
@@ -678,6 +790,7 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
 int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *ret_built,
                       aisb_error **err)
 {
+
         ctx_operation_begin(ctx);
         _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
         if (ctx_stopping(ctx))
@@ -698,7 +811,8 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
         r = image_context(p, &c, err);
         if (r < 0)
                 return r;
-        r = image_ensure_context(ctx, p, IMAGE_REPO, &c, &tag, ret_built, err);
+        /* In allow mode the run needs the gate's image too: built alongside when both are. */
+        r = image_ensure_context(ctx, p, IMAGE_REPO, &c, p->net == SANDBOX_NET_ALLOW, &tag, ret_built, err);
         if (r < 0)
                 return r;
         free(ctx->ensured_tag);

@@ -40,8 +40,15 @@ int image_context_tag(const char *repo, const build_context *c, char **ret_tag);
 int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *ret_size,
                aisb_error **err);
 /* Reuse the image named by the context's hash in repo, or build it (bootstrap base first). */
+/* with_gate: when this image must be built and the gate's image (of the same policy) is
+ * missing too, that one is built alongside, and waited for before this returns; if it
+ * failed there, the gate's own step builds it again. */
 int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
-                         const build_context *c, char **ret_tag, int *ret_built, aisb_error **err);
+                         const build_context *c, bool with_gate, char **ret_tag, int *ret_built,
+                         aisb_error **err);
 /* One NDJSON line of a build's answer: its "stream" text or its error. -EBADMSG when the
  * line is not a JSON object. */
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);
+/* Whether a line of build output is buildah's progress (a step, a cached layer, the commit)
+ * rather than a step's command's output. */
+bool build_line_is_progress(const char *line);

@@ -876,7 +876,7 @@ static int push_image(aisb_ctx *ctx, const aisb_policy *p, const kube_options *o
         _cleanup_free_ char *local = NULL, *remote = NULL;
         int r = gate ? image_gate_context(p, &c, err) : image_context(p, &c, err);
         if (r >= 0)
-                r = image_ensure_context(ctx, p, gate ? "localhost/aisb-gate" : "localhost/aisb", &c, &local, NULL, err);
+                r = image_ensure_context(ctx, p, gate ? "localhost/aisb-gate" : "localhost/aisb", &c, false, &local, NULL, err);
         if (r >= 0)
                 r = image_ref(p, o, gate, &remote, err);
         if (r >= 0) {

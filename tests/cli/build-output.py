@@ -6,10 +6,11 @@ A build runs the Containerfile's commands: an npm package's install script among
 prints what it likes. This serves, at a unix socket of its own, enough of the libpod API for
 "aisb build --socket" to start a build, and streams build lines that hold an OSC title
 (ESC ] 0 ; ... BEL), an OSC 52 clipboard write, a DCS, a CSI, and C1 controls as UTF-8
-(U+009D, U+009B, U+0090), then an error that ends the build. The CLI runs twice: with pipes
-(every line, "build: ...") and on a pseudo-terminal (one line rewritten in place). Neither
-output holds one of those controls raw; each shows as text, and the terminal's display is
-still its one line.
+(U+009D, U+009B, U+0090), then an error that ends the build. The CLI runs with pipes (the
+step as it begins, then the failed build's last output, "build: ..."), on a pseudo-terminal
+(one line rewritten in place, then that last output), and with pipes for a build that
+succeeds (its steps only, or every line with --verbose). No output holds one of those
+controls raw; each shows as text, and the terminal's display is still its one line.
 
 Usage: build-output.py AISB
 """
@@ -43,10 +44,19 @@ LINES = [
 ]
 
 
+# A build that fails (the error ends it), or one that succeeds (the image exists after it).
+state = {"fail": True, "built": False}
+
+
 def answer(method, path):
     if path.endswith("/build"):
         body = b"".join(json.dumps({"stream": line}).encode() + b"\n" for line in LINES)
+        if not state["fail"]:
+            state["built"] = True
+            return 200, body
         return 200, body + json.dumps({"error": "the test ends the build here"}).encode() + b"\n"
+    if state["built"] and path.endswith("/exists"):
+        return 204, b""
     return fake_libpod.NOT_FOUND  # no image exists: build it
 
 
@@ -98,8 +108,20 @@ check("pipes: the build's error ends aisb (125)", p.returncode == 125, "exit %d:
 check("pipes: no control of the build reaches stdout or stderr raw", not raw_controls(out),
       repr(raw_controls(out)))
 expect_shown("pipes", p.stderr)
-check("pipes: one line per build line",
+check("pipes: one line per build line (the step as it began, the rest as the failed build's last output)",
       sum(1 for l in p.stderr.split(b"\n") if l.startswith(b"build: ")) == len(LINES), repr(p.stderr))
+
+# ---- pipes, a build that succeeds: the steps only; the commands' output with --verbose ----
+state.update(fail=False, built=False)
+p = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+shown = [l for l in p.stderr.split(b"\n") if l.startswith(b"build: ")]
+check("pipes, built: aisb succeeds", p.returncode == 0, "exit %d: %r" % (p.returncode, p.stderr))
+check("pipes, built: only the step is shown", shown == [b"build: STEP 1/2: FROM debian:12"], repr(p.stderr))
+state.update(fail=False, built=False)
+p = subprocess.run(command + ["--verbose"], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+shown = [l for l in p.stderr.split(b"\n") if l.startswith(b"build: ")]
+check("pipes, built, --verbose: every line", len(shown) == len(LINES) and p.returncode == 0, repr(p.stderr))
+state.update(fail=True, built=False)
 
 # ---- a terminal: one line, rewritten in place ----
 requests.clear()
@@ -129,7 +151,12 @@ check("terminal: the build's error ends aisb (125)", rc == 125, "exit %d: %r" % 
 check("terminal: no control of the build reaches the terminal raw", not raw_controls(data),
       repr(raw_controls(data)))
 expect_shown("terminal", data)
-check("terminal: each build line rewrites the one line", data.count(b"\r\x1b[Kbuild: ") == len(LINES), repr(data))
+# Each line rewrites the one line; the line is erased at the end, and a failed build's last
+# output follows as lines of their own.
+check("terminal: each build line rewrites the one line", data.count(b"\r\x1b[Kbuild: ") == len(LINES) + 1
+      and data.count(b"\r\x1b[K") == len(LINES) + 1, repr(data))
+check("terminal: the failed build's last output follows",
+      data.count(b"\nbuild: ") == len(LINES) - 2 and data.count(b"\r\x1b[Kbuild: title ") == 2, repr(data))
 
 server.shutdown()
 subprocess.run(["rm", "-rf", work])

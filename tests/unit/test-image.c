@@ -46,6 +46,159 @@ START_TEST(test_containerfile)
 }
 END_TEST
 
+/* A Containerfile as buildah's layer cache sees it: its instructions (continuation lines
+ * joined, comments dropped), numbered through the whole file; each stage starts at a FROM.
+ * An instruction's cached layer is reused only when every instruction of its stage before
+ * it is the same (and, for COPY --from, the stage it copies from). */
+typedef struct instructions {
+        char *line[64];
+        size_t n;
+} instructions;
+
+static void instructions_of(const aisb_policy *p, instructions *ret)
+{
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        *ret = (instructions) {};
+        buffer cur = {};
+        for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                if (l[0] == '#' && !cur.size)
+                        continue;
+                size_t len = strlen(l);
+                bool more = len > 0 && l[len - 1] == '\\';
+                ck_assert_int_ge(buffer_append(&cur, l, more ? len - 1 : len), 0);
+                if (more)
+                        continue;
+                ck_assert_uint_lt(ret->n, ELEMENTSOF(ret->line));
+                ret->line[ret->n++] = buffer_steal(&cur);
+        }
+        ck_assert_uint_eq(cur.size, 0);
+        buffer_free(&cur);
+        free(text);
+}
+
+static void instructions_done(instructions *i)
+{
+        for (size_t k = 0; k < i->n; k++)
+                free(i->line[k]);
+}
+
+/* Where the final stage starts: the second FROM. */
+static size_t final_stage(const instructions *i)
+{
+        size_t froms = 0;
+        for (size_t k = 0; k < i->n; k++)
+                if (startswith(i->line[k], "FROM ") && ++froms == 2)
+                        return k;
+        ck_abort_msg("no second stage");
+        return 0;
+}
+
+static size_t common_prefix(const instructions *a, const instructions *b)
+{
+        size_t k = 0;
+        while (k < a->n && k < b->n && streq(a->line[k], b->line[k]))
+                k++;
+        return k;
+}
+
+static size_t find(const instructions *i, size_t from, const char *needle)
+{
+        for (size_t k = from; k < i->n; k++)
+                if (strstr(i->line[k], needle))
+                        return k;
+        ck_abort_msg("no instruction with %s", needle);
+        return 0;
+}
+
+static char *write_ca(void)
+{
+        static char path[] = "/tmp/aisb-ca-layers-XXXXXX";
+        int fd = mkstemp(path);
+        static const char pem[] = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        ck_assert_int_eq(write_all(fd, pem, sizeof pem - 1), 0);
+        close(fd);
+        return path;
+}
+
+/* Each input invalidates only the layers after it: --install packages rebuild their own
+ * layer and the entrypoint's; CA certificates all but the base tools; the harness neither
+ * the base tools nor the CA layer. And the harness stage never depends on --install. */
+START_TEST(test_containerfile_layers)
+{
+        aisb_policy *plain = new_policy(), *cowsay = new_policy(), *sl = new_policy();
+        aisb_policy *ca = new_policy(), *ca_cowsay = new_policy(), *codex = new_policy();
+        ck_assert_int_eq(aisb_policy_set(cowsay, "install", "cowsay", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(sl, "install", "sl", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(sl, "install", "file", NULL), 0);
+        char *ca_path = write_ca();
+        ck_assert_int_eq(aisb_policy_set(ca, "ca-cert", ca_path, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(ca_cowsay, "ca-cert", ca_path, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(ca_cowsay, "install", "cowsay", NULL), 0);
+        unlink(ca_path);
+        ck_assert_int_eq(aisb_policy_set(codex, "harness", "codex", NULL), 0);
+        instructions i_plain, i_cowsay, i_sl, i_ca, i_ca_cowsay, i_codex;
+        instructions_of(plain, &i_plain);
+        instructions_of(cowsay, &i_cowsay);
+        instructions_of(sl, &i_sl);
+        instructions_of(ca, &i_ca);
+        instructions_of(ca_cowsay, &i_ca_cowsay);
+        instructions_of(codex, &i_codex);
+
+        /* The packages: one RUN, after everything but the entrypoint; all before it shared. */
+        size_t fin = final_stage(&i_plain);
+        size_t entry = find(&i_plain, fin, "COPY aisb-entrypoint ");
+        ck_assert_uint_eq(entry, i_plain.n - 2);
+        ck_assert(startswith(i_plain.line[entry + 1], "WORKDIR "));
+        ck_assert_uint_eq(i_cowsay.n, i_plain.n + 1);
+        ck_assert_uint_eq(common_prefix(&i_plain, &i_cowsay), entry);
+        ck_assert(startswith(i_cowsay.line[entry], "RUN apt-get update"));
+        ck_assert_ptr_nonnull(strstr(i_cowsay.line[entry], " cowsay "));
+        ck_assert_str_eq(i_cowsay.line[entry + 1], i_plain.line[entry]);
+        ck_assert_str_eq(i_cowsay.line[entry + 2], i_plain.line[entry + 1]);
+        /* Two variants share every layer before their packages, the harness stage included. */
+        ck_assert_uint_eq(common_prefix(&i_cowsay, &i_sl), entry);
+        ck_assert_ptr_nonnull(strstr(i_sl.line[entry], " sl file "));
+        ck_assert_uint_ge(final_stage(&i_cowsay), fin);
+        ck_assert_uint_eq(final_stage(&i_cowsay), fin);
+
+        /* CA certificates: the base tools' layer is shared in both stages; the certificates
+         * come right after it, and the packages still have their own layer. */
+        size_t tools = find(&i_plain, fin, " build-essential ");
+        ck_assert_uint_eq(tools, fin + 2);
+        size_t ca_fin = final_stage(&i_ca);
+        ck_assert_str_eq(i_ca.line[ca_fin + 2], i_plain.line[tools]);
+        ck_assert(startswith(i_ca.line[ca_fin + 3], "COPY ca-certificates/ "));
+        ck_assert_str_eq(i_ca.line[ca_fin + 4], "RUN update-ca-certificates");
+        /* In the harness stage: its first RUN, before the certificates. */
+        ck_assert_uint_ge(common_prefix(&i_plain, &i_ca), 3);
+        ck_assert(startswith(i_ca.line[2], "RUN apt-get update"));
+        ck_assert(startswith(i_ca.line[3], "COPY ca-certificates/ "));
+        ck_assert_uint_eq(common_prefix(&i_ca, &i_ca_cowsay), find(&i_ca, ca_fin, "COPY aisb-entrypoint "));
+
+        /* Another harness: the harness stage differs from its npm install on; the final
+         * stage's base tools are the same. */
+        size_t h_install = find(&i_plain, 0, "RUN npm install -g ");
+        ck_assert_uint_lt(h_install, fin);
+        ck_assert_uint_eq(common_prefix(&i_plain, &i_codex), h_install);
+        ck_assert_str_eq(i_codex.line[tools], i_plain.line[tools]);
+        ck_assert_str_eq(i_codex.line[fin], i_plain.line[fin]);
+
+        instructions_done(&i_plain);
+        instructions_done(&i_cowsay);
+        instructions_done(&i_sl);
+        instructions_done(&i_ca);
+        instructions_done(&i_ca_cowsay);
+        instructions_done(&i_codex);
+        aisb_policy_free(plain);
+        aisb_policy_free(cowsay);
+        aisb_policy_free(sl);
+        aisb_policy_free(ca);
+        aisb_policy_free(ca_cowsay);
+        aisb_policy_free(codex);
+}
+END_TEST
+
 START_TEST(test_tag_follows_content)
 {
         aisb_policy *a = new_policy(), *b = new_policy();
@@ -257,6 +410,7 @@ static Suite *image_suite(void)
         Suite *s = suite_create("image");
         TCase *tc = tcase_create("context");
         tcase_add_test(tc, test_containerfile);
+        tcase_add_test(tc, test_containerfile_layers);
         tcase_add_test(tc, test_tag_follows_content);
         tcase_add_test(tc, test_context_holds_ca_certificates);
         tcase_add_test(tc, test_tag_is_entries_hash);

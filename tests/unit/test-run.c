@@ -178,12 +178,18 @@ END_TEST
 
 typedef struct lines {
         char text[4096];
+        char progress[4096]; /* the lines at AISB_LOG_INFO */
         int count;
 } lines;
 
 static void collect_line(aisb_log_level level, const char *line, void *userdata)
 {
         lines *l = userdata;
+        if (level == AISB_LOG_INFO) {
+                strncat(l->progress, line, sizeof l->progress - strlen(l->progress) - 2);
+                strcat(l->progress, "\n");
+        } else
+                ck_assert_int_eq(level, AISB_LOG_DEBUG);
         strncat(l->text, line, sizeof l->text - strlen(l->text) - 2);
         strcat(l->text, "\n");
         l->count++;
@@ -193,6 +199,8 @@ static const char build_ok[] =
         "{\"stream\":\"STEP 1/3: FROM base\\n\"}\n"
         "{\"stream\":\"STEP 2/3: RUN apt-get\\n\"}\n"
         "{\"stream\":\"partial \"}\n{\"stream\":\"line\\n\"}\n"
+        "{\"stream\":\"[2/2] STEP 3/3: COPY x y\\n--> Using cache 0123abcd\\n\"}\n"
+        "{\"stream\":\"[2 STEP 4/4 is the command's\\n\"}\n"
         "{\"stream\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\\n\"}\n";
 
 /* Whether libarchive is in this process (each test is its own fork). */
@@ -231,12 +239,16 @@ static void test_build_with(fake_mode mode)
         ck_assert(startswith(tag, "localhost/aisb:"));
         ck_assert_msg(libarchive_mapped(), "a build packed a tar without loading libarchive?");
         ck_assert_ptr_nonnull(strstr(l.text, "STEP 2/3: RUN apt-get\n"));
+        /* Progress at INFO, the commands' output at DEBUG. */
+        ck_assert_str_eq(l.progress, "STEP 1/3: FROM base\nSTEP 2/3: RUN apt-get\n"
+                                     "[2/2] STEP 3/3: COPY x y\n--> Using cache 0123abcd\n");
         ck_assert_ptr_nonnull(strstr(l.text, "partial line\n") ? strstr(l.text, "partial line\n")
                                                                 : strstr(l.text, "partial \nline\n"));
         ssize_t b = fake_podman_find_request(fp, "POST", "/libpod/build");
         ck_assert_int_ge(b, 0);
         const char *path = fake_podman_request_path(fp, (size_t) b);
         ck_assert_ptr_nonnull(strstr(path, "layers=1"));
+        ck_assert_ptr_nonnull(strstr(path, "&jobs=2"));
         ck_assert_ptr_nonnull(strstr(path, "outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson"));
         ck_assert_str_eq(fake_podman_request_header(fp, (size_t) b, "Content-Type"), "application/x-tar");
         /* The body is the tar: its first member is the Containerfile. */
