@@ -31,13 +31,15 @@ expect_eq "the variant has the tag --print-policy named" "$tag3" "$(tail -n 1 "$
 awk '
         / STEP [0-9]+\/[0-9]+: RUN apt-get update .* install .* file / { at = NR }
         /^build: --> Using cache / { if (at) after++; else cached++ }
+        / STEP [0-9]+\/[0-9]+: COPY --from=harness / { if (!at) harness = 1 }
         /^build: (\[[0-9]\/[0-9]\] )?STEP [0-9]+\/[0-9]+: / && !/: FROM / { if (!at) steps++ }
-        END { printf "%d %d %d %d\n", (at ? 1 : 0), steps, cached, after }' "$E2E_TMP/variant.err" >"$E2E_TMP/variant.count"
-read -r found steps cached after <"$E2E_TMP/variant.count"
+        END { printf "%d %d %d %d %d\n", (at ? 1 : 0), steps, cached, after, harness }' "$E2E_TMP/variant.err" >"$E2E_TMP/variant.count"
+read -r found steps cached after harness <"$E2E_TMP/variant.count"
 [ "$found" = 1 ] || { cat "$E2E_TMP/variant.err" >&2; fail "no step installs the variant's package"; }
 [ "$steps" -ge 10 ] && [ "$cached" = "$steps" ] ||
         { cat "$E2E_TMP/variant.err" >&2; fail "$cached of the $steps steps before the packages came from the cache"; }
 pass "every step before the variant's packages came from the cache ($cached of $steps, both stages)"
+expect_eq "Node and the harness come before the packages (cached too)" 1 "$harness"
 expect_eq "the packages' layer and the entrypoint's were built, not cached" 0 "$after"
 expect_contains "the variant has its package" "/usr/bin/file" \
         "$("$AISB" run --install file -- sh -c 'command -v file' 2>&1)"
