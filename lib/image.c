@@ -688,11 +688,13 @@ static void *prefetch_thread(void *userdata)
 static void prefetch_start(aisb_ctx *ctx, const aisb_policy *p, image_prefetch **ret)
 {
         _cleanup_(image_prefetch_freep) image_prefetch *pf = calloc(1, sizeof *pf);
-        if (!pf || image_gate_context(p, &pf->context, NULL) < 0 ||
+        if (!pf)
+                return;
+        pf->joined = true; /* until there is a thread */
+        if (image_gate_context(p, &pf->context, NULL) < 0 ||
             image_context_tag(GATE_REPO, &pf->context, &pf->tag) < 0 ||
             podman_image_exists(ctx, pf->tag, NULL) != 0)
                 return; /* present, or not knowable: the gate's own step sees to it */
-        pf->joined = true; /* until there is a thread */
         if (aisb_ctx_new(&pf->child, NULL) < 0 || http_conn_set_socket(&pf->child->http, ctx->http.socket_path) < 0)
                 return;
         pf->child->socket_fixed = true;

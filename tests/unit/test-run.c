@@ -270,6 +270,63 @@ START_TEST(test_build_trickles)
 }
 END_TEST
 
+/* Allow mode with neither image present: the gate's image is built alongside the sandbox's,
+ * on a connection of its own, and is there when aisb_image_ensure returns. */
+START_TEST(test_build_gate_alongside)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 2);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_CHUNKED, 0);
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        lines l = {};
+        aisb_ctx_set_build_fn(ctx, collect_line, &l);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "allow", "example.org", NULL), 0);
+        ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
+        size_t n = fake_podman_request_count(fp), builds = 0;
+        unsigned conn[2] = {};
+        bool gate = false, sandbox = false;
+        for (size_t i = 0; i < n; i++) {
+                if (!streq(fake_podman_request_method(fp, i), "POST") ||
+                    !strstr(fake_podman_request_path(fp, i), "/libpod/build?"))
+                        continue;
+                ck_assert_uint_lt(builds, 2);
+                conn[builds++] = fake_podman_request_connection(fp, i);
+                gate |= strstr(fake_podman_request_path(fp, i), "t=localhost%2Faisb-gate%3A") != NULL;
+                sandbox |= strstr(fake_podman_request_path(fp, i), "t=localhost%2Faisb%3A") != NULL;
+        }
+        ck_assert_uint_eq(builds, 2);
+        ck_assert(gate && sandbox);
+        ck_assert_uint_ne(conn[0], conn[1]);
+        /* Only the sandbox's build reaches the callback: the other thread says nothing. */
+        ck_assert_ptr_nonnull(strstr(l.progress, "STEP 1/3: FROM base\n"));
+        ck_assert_ptr_null(strstr(strstr(l.progress, "STEP 1/3: FROM base\n") + 1, "STEP 1/3: FROM base\n"));
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* With the gate's image present, only the sandbox's image is built. */
+START_TEST(test_build_gate_present)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "allow", "example.org", NULL), 0);
+        ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
+        ssize_t b = fake_podman_find_request(fp, "POST", "/libpod/build");
+        ck_assert_int_ge(b, 0);
+        ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) b), "t=localhost%2Faisb%3A"));
+        size_t builds = 0;
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                builds += streq(fake_podman_request_method(fp, i), "POST") &&
+                          strstr(fake_podman_request_path(fp, i), "/libpod/build?") != NULL;
+        ck_assert_uint_eq(builds, 1);
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_build_reused)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
@@ -1049,6 +1106,8 @@ static Suite *run_suite(void)
         tcase_add_test(tc, test_build_streams);
         tcase_add_test(tc, test_build_trickles);
         tcase_add_test(tc, test_build_reused);
+        tcase_add_test(tc, test_build_gate_alongside);
+        tcase_add_test(tc, test_build_gate_present);
         tcase_add_test(tc, test_build_error);
         tcase_add_test(tc, test_build_service_dies);
         tcase_add_test(tc, test_build_ends_without_image);
