@@ -28,7 +28,7 @@
 /* What an agent on any project reaches for (README lists why each). */
 static const char *const base_packages[] = {
         "ca-certificates", "git", "curl", "jq", "build-essential", "python3", "python3-venv",
-        "python3-pip", "less", "procps",
+        "python3-pip", "less", "procps", "xz-utils",
 };
 
 static bool is_bootstrap(const char *base, const char **ret_suite)
@@ -70,10 +70,9 @@ static int base_reference(const aisb_policy *p, char **ret)
 #define NODE_NPM_COREPACK_SHA512 "f03f4dfe4f610e3a084820c65331f6c011747c90f8f69dc6ee27e811971cd2f8" \
                                  "41ecfcbaafe31cd52a49f1dbe7598fc730ff792bad169106cdeef81b5205e0a4"
 
-/* The user's CA certificates, trusted by every later step of the stage (npm and curl through
- * a proxy that intercepts TLS); none of the base packages needs them: Debian's mirrors are
- * plain HTTP with signed indexes. update-ca-certificates comes with the base's
- * ca-certificates. */
+/* The user's CA certificates, trusted by every later step (npm and curl through a proxy that
+ * intercepts TLS); none of the base packages needs them: Debian's mirrors are plain HTTP
+ * with signed indexes. update-ca-certificates comes with the ca-certificates package. */
 static int print_ca_layer(buffer *b, const aisb_policy *p)
 {
         return p->n_ca_certs > 0
@@ -84,57 +83,42 @@ static int print_ca_layer(buffer *b, const aisb_policy *p)
 
 #define NPM_REGISTRY "https://registry.npmjs.org/"
 
-/* The first stage: Node and the harnesses, copied into the final image. It depends on the
- * base, the CA certificates, the Node source and the harness, never on --install, so every
- * variant of a policy shares it. Node comes as a verified tarball, and its own npm installs
- * the harnesses: no Debian nodejs or npm (hundreds of packages) to install first. */
-static int print_harness_stage(buffer *b, const aisb_policy *p, const char *base)
+/* Node into /usr/local, from a tarball checked against its pinned digest before it is
+ * unpacked; with the npm source, npm and corepack of the release from their own tarballs. */
+static int print_node_layer(buffer *b, const aisb_policy *p)
 {
-        int r = buffer_printf(b, "FROM %s AS harness\nENV DEBIAN_FRONTEND=noninteractive\n"
-                                 "RUN apt-get update \\\n"
-                                 " && apt-get install -y --no-install-recommends ca-certificates curl%s \\\n"
-                                 " && rm -rf /var/lib/apt/lists/*\n",
-                              base, p->node_source_npm ? "" : " xz-utils");
-        r |= print_ca_layer(b, p);
-        /* Official Node trusts only its own CA list; the system's has the user's. */
-        r |= buffer_printf(b, "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt PATH=/opt/aisb/node/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
-                              "WORKDIR /harness\n");
         if (p->node_source_npm)
-                r |= buffer_printf(b, "RUN curl -fsSL --remote-name-all " NPM_REGISTRY NODE_NPM_PACKAGE "/-/" NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz \\\n"
-                                      "      " NPM_REGISTRY "npm/-/" NODE_NPM_NPM_TGZ " " NPM_REGISTRY "corepack/-/" NODE_NPM_COREPACK_TGZ " \\\n"
-                                      " && echo '" NODE_NPM_SHA512 "  " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz' | sha512sum -c - \\\n"
-                                      " && echo '" NODE_NPM_NPM_SHA512 "  " NODE_NPM_NPM_TGZ "' | sha512sum -c - \\\n"
-                                      " && echo '" NODE_NPM_COREPACK_SHA512 "  " NODE_NPM_COREPACK_TGZ "' | sha512sum -c - \\\n"
-                                      " && mkdir -p /opt/aisb/node/lib/node_modules/npm /opt/aisb/node/lib/node_modules/corepack \\\n"
-                                      " && tar -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /opt/aisb/node --strip-components=1 package/bin/node package/LICENSE \\\n"
-                                      " && tar -xzf " NODE_NPM_NPM_TGZ " -C /opt/aisb/node/lib/node_modules/npm --strip-components=1 \\\n"
-                                      " && tar -xzf " NODE_NPM_COREPACK_TGZ " -C /opt/aisb/node/lib/node_modules/corepack --strip-components=1 \\\n"
-                                      " && ln -s ../lib/node_modules/npm/bin/npm-cli.js /opt/aisb/node/bin/npm \\\n"
-                                      " && ln -s ../lib/node_modules/npm/bin/npx-cli.js /opt/aisb/node/bin/npx \\\n"
-                                      " && ln -s ../lib/node_modules/corepack/dist/corepack.js /opt/aisb/node/bin/corepack \\\n"
-                                      " && rm -f *.tgz\n");
-        else
-                r |= buffer_printf(b, "RUN curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/node-v" NODE_VERSION "-linux-x64.tar.xz \\\n"
-                                      " && curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/SHASUMS256.txt \\\n"
-                                      " && grep ' node-v" NODE_VERSION "-linux-x64.tar.xz$' SHASUMS256.txt | sha256sum -c - \\\n"
-                                      " && mkdir -p /opt/aisb/node \\\n"
-                                      " && tar -xJf node-v" NODE_VERSION "-linux-x64.tar.xz -C /opt/aisb/node --strip-components=1 \\\n"
-                                      " && rm -f node-v" NODE_VERSION "-linux-x64.tar.xz\n");
-        /* pi always (the default harness), and the one chosen, beside Node's own npm: the
-         * tree is laid out as /usr/local is, and goes there as one layer. */
-        r |= buffer_printf(b, "RUN npm install -g --prefix /opt/aisb/node --no-audit --no-fund %s",
-                           policy_harness_package(AISB_DEFAULT_HARNESS));
-        if (!streq(p->harness, AISB_DEFAULT_HARNESS) && policy_harness_package(p->harness))
-                r |= buffer_printf(b, " %s", policy_harness_package(p->harness));
-        r |= buffer_printf(b, " \\\n && mkdir -p /opt/aisb/node/share/doc/node && mv /opt/aisb/node/LICENSE /opt/aisb/node/share/doc/node/ \\\n"
-                              " && rm -f /opt/aisb/node/README.md /opt/aisb/node/CHANGELOG.md\n");
-        return r;
+                return buffer_printf(b, "RUN cd /tmp \\\n"
+                                        " && curl -fsSL --remote-name-all " NPM_REGISTRY NODE_NPM_PACKAGE "/-/" NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz \\\n"
+                                        "      " NPM_REGISTRY "npm/-/" NODE_NPM_NPM_TGZ " " NPM_REGISTRY "corepack/-/" NODE_NPM_COREPACK_TGZ " \\\n"
+                                        " && echo '" NODE_NPM_SHA512 "  " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz' | sha512sum -c - \\\n"
+                                        " && echo '" NODE_NPM_NPM_SHA512 "  " NODE_NPM_NPM_TGZ "' | sha512sum -c - \\\n"
+                                        " && echo '" NODE_NPM_COREPACK_SHA512 "  " NODE_NPM_COREPACK_TGZ "' | sha512sum -c - \\\n"
+                                        " && mkdir -p /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /usr/local/share/doc/node \\\n"
+                                        " && tar -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /usr/local --strip-components=1 package/bin/node \\\n"
+                                        " && tar -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /usr/local/share/doc/node --strip-components=1 package/LICENSE \\\n"
+                                        " && tar -xzf " NODE_NPM_NPM_TGZ " -C /usr/local/lib/node_modules/npm --strip-components=1 \\\n"
+                                        " && tar -xzf " NODE_NPM_COREPACK_TGZ " -C /usr/local/lib/node_modules/corepack --strip-components=1 \\\n"
+                                        " && ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \\\n"
+                                        " && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \\\n"
+                                        " && ln -s ../lib/node_modules/corepack/dist/corepack.js /usr/local/bin/corepack \\\n"
+                                        " && rm -f /tmp/*.tgz\n");
+        return buffer_printf(b, "RUN cd /tmp \\\n"
+                                " && curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/node-v" NODE_VERSION "-linux-x64.tar.xz \\\n"
+                                " && curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/SHASUMS256.txt \\\n"
+                                " && grep ' node-v" NODE_VERSION "-linux-x64.tar.xz$' SHASUMS256.txt | sha256sum -c - \\\n"
+                                " && tar -xJf node-v" NODE_VERSION "-linux-x64.tar.xz -C /usr/local --strip-components=1 \\\n"
+                                " && mkdir -p /usr/local/share/doc/node && mv /usr/local/LICENSE /usr/local/share/doc/node/ \\\n"
+                                " && rm -f /usr/local/README.md /usr/local/CHANGELOG.md node-v" NODE_VERSION "-linux-x64.tar.xz SHASUMS256.txt\n");
 }
 
-/* The final stage, one layer per input, each after what it depends on and before what
- * changes more often: the base tools (the base alone), the CA certificates, the harness
- * stage's Node and harnesses, the --install packages, the entrypoint (every aisb release).
- * A variant with other packages rebuilds the last two; a new CA certificate the last four. */
+/* One layer per input, each after what it depends on and before what changes more often:
+ * the base tools (the base alone), the CA certificates, Node, the harness, the --install
+ * packages, the entrypoint (every aisb release). A variant with other packages rebuilds the
+ * last two layers; another harness the last three; a new CA certificate all but the base
+ * tools. One stage: a second one (Node and the harness built beside the base tools) costs
+ * more than it saves, since copying its tree over, and even checking that copy against the
+ * cache, means reading all of it (measured: docs/performance.md). */
 int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
         buffer b = {};
@@ -144,7 +128,6 @@ int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
                 return error_oom(err);
         r |= buffer_printf(&b, "# Generated by aisb %s. The image tag is the SHA-256 of this "
                                "build context.\n", AISB_VERSION);
-        r |= print_harness_stage(&b, p, base);
         r |= buffer_printf(&b, "FROM %s\nENV DEBIAN_FRONTEND=noninteractive\n", base);
         r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
         for (size_t i = 0; i < ELEMENTSOF(base_packages); i++)
@@ -155,9 +138,17 @@ int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
                                " && mkdir -p " AISB_SANDBOX_HOME " " AISB_PROJECT_DIR
                                " && chmod 1777 " AISB_SANDBOX_HOME "\n");
         r |= print_ca_layer(&b, p);
-        /* Node as users know it: node, npm, npx and corepack of the one pinned release. */
-        r |= buffer_printf(&b, "COPY --from=harness /opt/aisb/node/ /usr/local/\n"
-                               "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt\n");
+        /* Node trusts only its own CA list unless told: the system's has the user's. Node as
+         * users know it: node, npm, npx and corepack of the one pinned release. */
+        r |= buffer_printf(&b, "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt\n");
+        r |= print_node_layer(&b, p);
+        /* pi always (the default harness), and the one chosen; npm's cache stays out of
+         * the image. */
+        r |= buffer_printf(&b, "RUN npm install -g --no-audit --no-fund --cache /tmp/aisb-npm %s",
+                           policy_harness_package(AISB_DEFAULT_HARNESS));
+        if (!streq(p->harness, AISB_DEFAULT_HARNESS) && policy_harness_package(p->harness))
+                r |= buffer_printf(&b, " %s", policy_harness_package(p->harness));
+        r |= buffer_printf(&b, " \\\n && rm -rf /tmp/aisb-npm\n");
         if (p->install && p->install[0]) {
                 r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
                 for (size_t i = 0; p->install[i]; i++)

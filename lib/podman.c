@@ -208,10 +208,9 @@ int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t s
                        const char *shown, http_line_fn line_fn, void *userdata, aisb_error **err)
 {
         /* layers=1 with an OCI output format is what turns the layer cache on for the libpod
-         * endpoint; without it every build starts from nothing. jobs=2: stages that do not
-         * depend on each other (the harness and the system packages) are built at once. */
+         * endpoint; without it every build starts from nothing. */
         _cleanup_free_ char *path = libpod_path(LIBPOD "/build?t=", tag,
-                                                "&layers=1&rm=1&pullpolicy=missing&jobs=2"
+                                                "&layers=1&rm=1&pullpolicy=missing"
                                                 "&outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson");
         if (!path)
                 return error_oom(err);

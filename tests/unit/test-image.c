@@ -47,9 +47,8 @@ START_TEST(test_containerfile)
 END_TEST
 
 /* A Containerfile as buildah's layer cache sees it: its instructions (continuation lines
- * joined, comments dropped), numbered through the whole file; each stage starts at a FROM.
- * An instruction's cached layer is reused only when every instruction of its stage before
- * it is the same (and, for COPY --from, the stage it copies from). */
+ * joined, comments dropped). An instruction's cached layer is reused only when it and every
+ * instruction before it are the same (and, for COPY, what it copies). */
 typedef struct instructions {
         char *line[64];
         size_t n;
@@ -83,17 +82,6 @@ static void instructions_done(instructions *i)
                 free(i->line[k]);
 }
 
-/* Where the final stage starts: the second FROM. */
-static size_t final_stage(const instructions *i)
-{
-        size_t froms = 0;
-        for (size_t k = 0; k < i->n; k++)
-                if (startswith(i->line[k], "FROM ") && ++froms == 2)
-                        return k;
-        ck_abort_msg("no second stage");
-        return 0;
-}
-
 static size_t common_prefix(const instructions *a, const instructions *b)
 {
         size_t k = 0;
@@ -102,9 +90,9 @@ static size_t common_prefix(const instructions *a, const instructions *b)
         return k;
 }
 
-static size_t find(const instructions *i, size_t from, const char *needle)
+static size_t find(const instructions *i, const char *needle)
 {
-        for (size_t k = from; k < i->n; k++)
+        for (size_t k = 0; k < i->n; k++)
                 if (strstr(i->line[k], needle))
                         return k;
         ck_abort_msg("no instruction with %s", needle);
@@ -122,8 +110,8 @@ static char *write_ca(void)
 }
 
 /* Each input invalidates only the layers after it: --install packages rebuild their own
- * layer and the entrypoint's; CA certificates all but the base tools; the harness neither
- * the base tools nor the CA layer. And the harness stage never depends on --install. */
+ * layer and the entrypoint's; another harness those and its own; CA certificates all but
+ * the base tools. One stage: nothing is copied from another. */
 START_TEST(test_containerfile_layers)
 {
         aisb_policy *plain = new_policy(), *cowsay = new_policy(), *sl = new_policy();
@@ -145,44 +133,42 @@ START_TEST(test_containerfile_layers)
         instructions_of(ca_cowsay, &i_ca_cowsay);
         instructions_of(codex, &i_codex);
 
-        /* The packages: one RUN, after everything but the entrypoint; all before it shared. */
-        size_t fin = final_stage(&i_plain);
-        size_t entry = find(&i_plain, fin, "COPY aisb-entrypoint ");
+        ck_assert(startswith(i_plain.line[0], "FROM "));
+        for (size_t k = 1; k < i_plain.n; k++)
+                ck_assert_msg(!startswith(i_plain.line[k], "FROM ") && !strstr(i_plain.line[k], "--from="),
+                              "a second stage: %s", i_plain.line[k]);
+        /* The order: base tools, Node, the harness, (packages,) the entrypoint, last but the
+         * working directory. */
+        size_t tools = find(&i_plain, " build-essential ");
+        size_t node = find(&i_plain, "sum -c - ");
+        size_t harness = find(&i_plain, "RUN npm install -g ");
+        size_t entry = find(&i_plain, "COPY aisb-entrypoint ");
+        ck_assert_uint_eq(tools, 2);
+        ck_assert(tools < node && node < harness && harness < entry);
         ck_assert_uint_eq(entry, i_plain.n - 2);
         ck_assert(startswith(i_plain.line[entry + 1], "WORKDIR "));
+
+        /* The packages: one RUN, after everything but the entrypoint; all before it shared. */
         ck_assert_uint_eq(i_cowsay.n, i_plain.n + 1);
         ck_assert_uint_eq(common_prefix(&i_plain, &i_cowsay), entry);
         ck_assert(startswith(i_cowsay.line[entry], "RUN apt-get update"));
         ck_assert_ptr_nonnull(strstr(i_cowsay.line[entry], " cowsay "));
         ck_assert_str_eq(i_cowsay.line[entry + 1], i_plain.line[entry]);
         ck_assert_str_eq(i_cowsay.line[entry + 2], i_plain.line[entry + 1]);
-        /* Two variants share every layer before their packages, the harness stage included. */
+        /* Two variants share every layer before their packages. */
         ck_assert_uint_eq(common_prefix(&i_cowsay, &i_sl), entry);
         ck_assert_ptr_nonnull(strstr(i_sl.line[entry], " sl file "));
-        ck_assert_uint_ge(final_stage(&i_cowsay), fin);
-        ck_assert_uint_eq(final_stage(&i_cowsay), fin);
 
-        /* CA certificates: the base tools' layer is shared in both stages; the certificates
-         * come right after it, and the packages still have their own layer. */
-        size_t tools = find(&i_plain, fin, " build-essential ");
-        ck_assert_uint_eq(tools, fin + 2);
-        size_t ca_fin = final_stage(&i_ca);
-        ck_assert_str_eq(i_ca.line[ca_fin + 2], i_plain.line[tools]);
-        ck_assert(startswith(i_ca.line[ca_fin + 3], "COPY ca-certificates/ "));
-        ck_assert_str_eq(i_ca.line[ca_fin + 4], "RUN update-ca-certificates");
-        /* In the harness stage: its first RUN, before the certificates. */
-        ck_assert_uint_ge(common_prefix(&i_plain, &i_ca), 3);
-        ck_assert(startswith(i_ca.line[2], "RUN apt-get update"));
-        ck_assert(startswith(i_ca.line[3], "COPY ca-certificates/ "));
-        ck_assert_uint_eq(common_prefix(&i_ca, &i_ca_cowsay), find(&i_ca, ca_fin, "COPY aisb-entrypoint "));
+        /* CA certificates: the base tools' layer is shared; the certificates come right
+         * after it, and the packages still have their own layer. */
+        ck_assert_uint_eq(common_prefix(&i_plain, &i_ca), tools + 1);
+        ck_assert(startswith(i_ca.line[tools + 1], "COPY ca-certificates/ "));
+        ck_assert_str_eq(i_ca.line[tools + 2], "RUN update-ca-certificates");
+        ck_assert_uint_eq(common_prefix(&i_ca, &i_ca_cowsay), find(&i_ca, "COPY aisb-entrypoint "));
 
-        /* Another harness: the harness stage differs from its npm install on; the final
-         * stage's base tools are the same. */
-        size_t h_install = find(&i_plain, 0, "RUN npm install -g ");
-        ck_assert_uint_lt(h_install, fin);
-        ck_assert_uint_eq(common_prefix(&i_plain, &i_codex), h_install);
-        ck_assert_str_eq(i_codex.line[tools], i_plain.line[tools]);
-        ck_assert_str_eq(i_codex.line[fin], i_plain.line[fin]);
+        /* Another harness: the same layers up to Node's, its own from the harness on. */
+        ck_assert_uint_eq(common_prefix(&i_plain, &i_codex), harness);
+        ck_assert_ptr_nonnull(strstr(i_codex.line[harness], "@openai/codex"));
 
         instructions_done(&i_plain);
         instructions_done(&i_cowsay);

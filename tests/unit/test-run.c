@@ -248,7 +248,6 @@ static void test_build_with(fake_mode mode)
         ck_assert_int_ge(b, 0);
         const char *path = fake_podman_request_path(fp, (size_t) b);
         ck_assert_ptr_nonnull(strstr(path, "layers=1"));
-        ck_assert_ptr_nonnull(strstr(path, "&jobs=2"));
         ck_assert_ptr_nonnull(strstr(path, "outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson"));
         ck_assert_str_eq(fake_podman_request_header(fp, (size_t) b, "Content-Type"), "application/x-tar");
         /* The body is the tar: its first member is the Containerfile. */
