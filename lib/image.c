@@ -709,7 +709,20 @@ static void image_prefetch_wait(aisb_ctx *ctx, image_prefetch *pf)
 {
         if (!pf || pf->joined)
                 return;
-        (void) pthread_join(pf->thread, NULL);
+        /* A stop of the caller's operation stops the other build too. */
+        for (;;) {
+                struct timespec t;
+                (void) clock_gettime(CLOCK_REALTIME, &t);
+                t.tv_nsec += 50 * 1000 * 1000;
+                if (t.tv_nsec >= 1000 * 1000 * 1000) {
+                        t.tv_sec++;
+                        t.tv_nsec -= 1000 * 1000 * 1000;
+                }
+                if (pthread_timedjoin_np(pf->thread, NULL, &t) == 0)
+                        break;
+                if (ctx_stopping(ctx))
+                        aisb_ctx_cancel(pf->child);
+        }
         pf->joined = true;
         if (pf->result < 0)
                 aisb_log(ctx, AISB_LOG_DEBUG, "building %s alongside failed (%s); building it again",

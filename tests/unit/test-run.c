@@ -7,6 +7,8 @@
 #include <check.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -301,6 +303,66 @@ START_TEST(test_build_gate_alongside)
         ck_assert_ptr_nonnull(strstr(l.progress, "STEP 1/3: FROM base\n"));
         ck_assert_ptr_null(strstr(strstr(l.progress, "STEP 1/3: FROM base\n") + 1, "STEP 1/3: FROM base\n"));
         aisb_policy_free(p);
+}
+END_TEST
+
+typedef struct ensure_call {
+        aisb_ctx *ctx;
+        aisb_policy *p;
+        int r;
+} ensure_call;
+
+static void *ensure_thread(void *userdata)
+{
+        ensure_call *c = userdata;
+        c->r = aisb_image_ensure(c->ctx, c->p, NULL, NULL, NULL);
+        return NULL;
+}
+
+/* The sandbox's image is built and the gate's build never ends: a cancel of the caller's
+ * context ends the wait for it, and the call returns. */
+START_TEST(test_build_gate_alongside_cancel)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 2);
+        fake_podman_route(fp, "POST", "/build?*aisb-gate*", 200, "application/json", "", FAKE_HIJACK_UNTIL_DELETE, 0);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        ensure_call c = { .ctx = ctx, .p = new_policy(), .r = 1 };
+        ck_assert_int_eq(aisb_policy_set(c.p, "net", "allow", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(c.p, "allow", "example.org", NULL), 0);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, ensure_thread, &c), 0);
+        /* Both builds asked for, and the sandbox's answered (its image then checked). */
+        for (int i = 0; i < 500; i++) {
+                size_t builds = 0, checked = 0;
+                for (size_t k = 0; k < fake_podman_request_count(fp); k++) {
+                        bool post = streq(fake_podman_request_method(fp, k), "POST");
+                        builds += post && strstr(fake_podman_request_path(fp, k), "/libpod/build?") != NULL;
+                        checked += !post && strstr(fake_podman_request_path(fp, k), "/exists") != NULL;
+                }
+                if (builds == 2 && checked == 3)
+                        break;
+                usleep(10 * 1000);
+        }
+        usleep(100 * 1000);
+        ck_assert_int_eq(c.r, 1); /* still waiting for the gate's build */
+        aisb_ctx_cancel(ctx);
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 5;
+        ck_assert_msg(pthread_timedjoin_np(t, NULL, &deadline) == 0, "aisb_image_ensure did not return after a cancel");
+        ck_assert(c.r == 0 || c.r == -ECANCELED);
+        aisb_policy_free(c.p);
+        /* The fake answers the gate's build until it sees a DELETE. */
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", fake_podman_socket(fp));
+        ck_assert_int_eq(connect(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        static const char del[] = "DELETE /v4.0.0/libpod/containers/none HTTP/1.1\r\nHost: d\r\n\r\n";
+        ck_assert_int_eq(write_all(fd, del, sizeof del - 1), 0);
+        char answer[256];
+        ck_assert_int_gt(read(fd, answer, sizeof answer), 0);
+        close(fd);
 }
 END_TEST
 
@@ -1106,6 +1168,7 @@ static Suite *run_suite(void)
         tcase_add_test(tc, test_build_trickles);
         tcase_add_test(tc, test_build_reused);
         tcase_add_test(tc, test_build_gate_alongside);
+        tcase_add_test(tc, test_build_gate_alongside_cancel);
         tcase_add_test(tc, test_build_gate_present);
         tcase_add_test(tc, test_build_error);
         tcase_add_test(tc, test_build_service_dies);
