@@ -271,6 +271,15 @@ START_TEST(test_build_trickles)
 }
 END_TEST
 
+/* A policy whose run needs the gate. */
+static aisb_policy *allow_policy(void)
+{
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "allow", "example.org", NULL), 0);
+        return p;
+}
+
 /* Allow mode with neither image present: the gate's image is built alongside the sandbox's,
  * on a connection of its own, and is there when aisb_image_ensure returns. */
 START_TEST(test_build_gate_alongside)
@@ -280,9 +289,7 @@ START_TEST(test_build_gate_alongside)
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         lines l = {};
         aisb_ctx_set_build_fn(ctx, collect_line, &l);
-        aisb_policy *p = new_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "allow", "example.org", NULL), 0);
+        aisb_policy *p = allow_policy();
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
         size_t n = fake_podman_request_count(fp), builds = 0;
         unsigned conn[2] = {};
@@ -327,9 +334,7 @@ START_TEST(test_build_gate_alongside_cancel)
         fake_podman_route(fp, "POST", "/build?*aisb-gate*", 200, "application/json", "", FAKE_HIJACK_UNTIL_DELETE, 0);
         fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        ensure_call c = { .ctx = ctx, .p = new_policy(), .r = 1 };
-        ck_assert_int_eq(aisb_policy_set(c.p, "net", "allow", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(c.p, "allow", "example.org", NULL), 0);
+        ensure_call c = { .ctx = ctx, .p = allow_policy(), .r = 1 };
         pthread_t t;
         ck_assert_int_eq(pthread_create(&t, NULL, ensure_thread, &c), 0);
         /* Both builds asked for, and the sandbox's answered (its image then checked). */
@@ -372,9 +377,7 @@ START_TEST(test_build_gate_present)
         fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
-        aisb_policy *p = new_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "allow", "example.org", NULL), 0);
+        aisb_policy *p = allow_policy();
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
         ssize_t b = fake_podman_find_request(fp, "POST", "/libpod/build");
         ck_assert_int_ge(b, 0);
