@@ -23,7 +23,7 @@ static const cli_option cli_options[] = {
         { "config", "FILE", "read this config file instead of ~/.config/ai-sandbox/config", true },
         { "socket", "PATH", "use this podman API socket", true },
         { "quiet", NULL, "no progress messages", true },
-        { "verbose", NULL, "also what the host says on every run (podman's warnings about it), and every line of an image build", true },
+        { "verbose", NULL, "also what the host says on every run (podman's warnings about it), and every line of an image build when not on a terminal", true },
         { "unfiltered-output", NULL, "let the sandbox's control strings reach this terminal: OSC (title, clipboard write and read, links, files), DCS (tmux passthrough, queries), SOS, PM, APC, ESC k", false },
         { "help", NULL, "show this help", true },
         {},

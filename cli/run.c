@@ -22,6 +22,8 @@ typedef struct build_display {
         bool terminal;
         bool quiet;
         bool verbose;
+        bool raw; /* the terminal is in raw mode: log lines end with \r\n */
+        const cli_flags *flags;
         bool line_open;
         /* The last lines of the steps' output that were not shown, for a failed build. */
         char *tail[BUILD_TAIL_LINES];
@@ -55,7 +57,8 @@ static void on_build_line(aisb_log_level level, const char *line, void *userdata
                 copy[--n] = 0;
         const char *cr = strrchr(copy, '\r');
         line = cr ? cr + 1 : copy;
-        if (level < AISB_LOG_INFO && !d->verbose) {
+        /* Kept when not shown as a line of its own: on a terminal, or without --verbose. */
+        if (level < AISB_LOG_INFO && (d->terminal || !d->verbose)) {
                 free(d->tail[d->n_tail % BUILD_TAIL_LINES]);
                 d->tail[d->n_tail++ % BUILD_TAIL_LINES] = strdup(line);
         }
@@ -104,6 +107,7 @@ static void end_build_display(build_display *d, bool failed)
         }
         d->n_tail = 0;
 }
+
 
 static void on_request(const char *text, void *userdata)
 {
@@ -158,6 +162,19 @@ static void raw_log(aisb_log_level level, const char *message, void *userdata)
         fprintf(stderr, "aisb: %s", level == AISB_LOG_WARNING ? "warning: " : "");
         cli_put(stderr, message);
         fputs("\r\n", stderr);
+}
+
+/* A message of aisb's own after build lines means the build is over (the gate's image is
+ * built within a run, then the gate starts): its line is erased and its output dropped, so
+ * that a later failure does not show a successful build's lines, and the end of the display
+ * does not erase what the sandbox printed. */
+static void display_log(aisb_log_level level, const char *message, void *userdata)
+{
+        build_display *d = userdata;
+        if ((level == AISB_LOG_DEBUG && !d->verbose) || (level == AISB_LOG_INFO && d->quiet))
+                return;
+        end_build_display(d, false);
+        (d->raw ? raw_log : cli_log)(level, message, (void *) d->flags);
 }
 
 typedef struct run_state {
@@ -245,9 +262,9 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                 code = cli_fail(err, EXIT_AISB_FAILED);
                 goto out;
         }
-        aisb_ctx_set_log_fn(ctx, cli_log, &flags);
         build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags.quiet,
-                                  .verbose = flags.verbose };
+                                  .verbose = flags.verbose, .flags = &flags };
+        aisb_ctx_set_log_fn(ctx, display_log, &display);
         aisb_ctx_set_build_fn(ctx, on_build_line, &display);
         if (flags.dry_run)
                 aisb_ctx_set_dry_run(ctx, on_request, NULL);
@@ -306,14 +323,14 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
                 struct termios t = saved;
                 cfmakeraw(&t);
                 raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
-                if (raw)
-                        aisb_ctx_set_log_fn(ctx, raw_log, &flags);
+                display.raw = raw;
         }
         int exit_code = 0;
         r = aisb_run(ctx, policy, io, &exit_code, &err);
-        end_build_display(&display, r < 0); /* the gate's image, if it was built */
+        display.raw = false;
         if (raw)
                 (void) tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
+        end_build_display(&display, r < 0); /* the gate's image, if its build failed */
         if (st.signal_fd >= 0)
                 close(st.signal_fd);
         if (r == -ECANCELED) {

@@ -185,7 +185,9 @@ AISB_PUBLIC void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userda
 
 /* Build output, one line at a time, as the service streams it: at AISB_LOG_INFO the lines
  * that mark progress (a step begins, a step's layer comes from the cache, the image is
- * committed), at AISB_LOG_DEBUG the output of the steps' commands. */
+ * committed), at AISB_LOG_DEBUG the output of the steps' commands. The level goes by the
+ * line's text alone, so a step's command can print a line that reads as progress: use it to
+ * choose what to show, never to decide anything. */
 AISB_PUBLIC void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
 
 /* Use this API socket instead of discovering one. No transient service is started then.

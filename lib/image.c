@@ -89,7 +89,10 @@ static int print_ca_layer(buffer *b, const aisb_policy *p)
 #define NPM_REGISTRY "https://registry.npmjs.org/"
 
 /* Node into /usr/local, from a tarball checked against its pinned digest before it is
- * unpacked; with the npm source, npm and corepack of the release from their own tarballs. */
+ * unpacked; with the npm source, npm and corepack of the release from their own tarballs.
+ * Unpacked as root: --no-same-owner, or the files keep the archive's owner (nodejs.org's are
+ * uid 1001, which may be the sandbox's user), and --no-overwrite-dir, or /usr/local/bin and
+ * the like take the archive's directories' owner and mode. */
 static int print_node_layer(buffer *b, const aisb_policy *p)
 {
         if (p->node_source_npm)
@@ -100,10 +103,10 @@ static int print_node_layer(buffer *b, const aisb_policy *p)
                                         " && echo '" NODE_NPM_NPM_SHA512 "  " NODE_NPM_NPM_TGZ "' | sha512sum -c - \\\n"
                                         " && echo '" NODE_NPM_COREPACK_SHA512 "  " NODE_NPM_COREPACK_TGZ "' | sha512sum -c - \\\n"
                                         " && mkdir -p /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /usr/local/share/doc/node \\\n"
-                                        " && tar -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /usr/local --strip-components=1 package/bin/node \\\n"
-                                        " && tar -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /usr/local/share/doc/node --strip-components=1 package/LICENSE \\\n"
-                                        " && tar -xzf " NODE_NPM_NPM_TGZ " -C /usr/local/lib/node_modules/npm --strip-components=1 \\\n"
-                                        " && tar -xzf " NODE_NPM_COREPACK_TGZ " -C /usr/local/lib/node_modules/corepack --strip-components=1 \\\n"
+                                        " && tar --no-same-owner --no-overwrite-dir -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /usr/local --strip-components=1 package/bin/node \\\n"
+                                        " && tar --no-same-owner --no-overwrite-dir -xzf " NODE_NPM_PACKAGE "-" NODE_VERSION ".tgz -C /usr/local/share/doc/node --strip-components=1 package/LICENSE \\\n"
+                                        " && tar --no-same-owner --no-overwrite-dir -xzf " NODE_NPM_NPM_TGZ " -C /usr/local/lib/node_modules/npm --strip-components=1 \\\n"
+                                        " && tar --no-same-owner --no-overwrite-dir -xzf " NODE_NPM_COREPACK_TGZ " -C /usr/local/lib/node_modules/corepack --strip-components=1 \\\n"
                                         " && ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \\\n"
                                         " && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \\\n"
                                         " && ln -s ../lib/node_modules/corepack/dist/corepack.js /usr/local/bin/corepack \\\n"
@@ -112,7 +115,7 @@ static int print_node_layer(buffer *b, const aisb_policy *p)
                                 " && curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/node-v" NODE_VERSION "-linux-x64.tar.xz \\\n"
                                 " && curl -fsSLO https://nodejs.org/dist/v" NODE_VERSION "/SHASUMS256.txt \\\n"
                                 " && grep ' node-v" NODE_VERSION "-linux-x64.tar.xz$' SHASUMS256.txt | sha256sum -c - \\\n"
-                                " && tar -xJf node-v" NODE_VERSION "-linux-x64.tar.xz -C /usr/local --strip-components=1 \\\n"
+                                " && tar --no-same-owner --no-overwrite-dir -xJf node-v" NODE_VERSION "-linux-x64.tar.xz -C /usr/local --strip-components=1 \\\n"
                                 " && mkdir -p /usr/local/share/doc/node && mv /usr/local/LICENSE /usr/local/share/doc/node/ \\\n"
                                 " && rm -f /usr/local/README.md /usr/local/CHANGELOG.md node-v" NODE_VERSION "-linux-x64.tar.xz SHASUMS256.txt\n");
 }
@@ -147,13 +150,13 @@ int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
          * users know it: node, npm, npx and corepack of the one pinned release. */
         r |= buffer_printf(&b, "ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt\n");
         r |= print_node_layer(&b, p);
-        /* pi always (the default harness), and the one chosen; npm's cache stays out of
-         * the image. */
+        /* pi always (the default harness), and the one chosen; npm's cache and Node's
+         * compile cache stay out of the image. */
         r |= buffer_printf(&b, "RUN npm install -g --no-audit --no-fund --cache /tmp/aisb-npm %s",
                            policy_harness_package(AISB_DEFAULT_HARNESS));
         if (!streq(p->harness, AISB_DEFAULT_HARNESS) && policy_harness_package(p->harness))
                 r |= buffer_printf(&b, " %s", policy_harness_package(p->harness));
-        r |= buffer_printf(&b, " \\\n && rm -rf /tmp/aisb-npm\n");
+        r |= buffer_printf(&b, " \\\n && rm -rf /tmp/aisb-npm /tmp/node-compile-cache\n");
         if (p->install && p->install[0]) {
                 r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
                 for (size_t i = 0; p->install[i]; i++)
@@ -705,10 +708,12 @@ static void prefetch_start(aisb_ctx *ctx, const aisb_policy *p, image_prefetch *
         *ret = steal_pointer(&pf);
 }
 
-static void image_prefetch_wait(aisb_ctx *ctx, image_prefetch *pf)
+/* -ECANCELED when the caller's operation was stopped meanwhile (the build is stopped too). */
+static int image_prefetch_wait(aisb_ctx *ctx, image_prefetch *pf)
 {
         if (!pf || pf->joined)
-                return;
+                return 0;
+        bool stopped = false;
         /* A stop of the caller's operation stops the other build too. */
         for (;;) {
                 struct timespec t;
@@ -720,13 +725,18 @@ static void image_prefetch_wait(aisb_ctx *ctx, image_prefetch *pf)
                 }
                 if (pthread_timedjoin_np(pf->thread, NULL, &t) == 0)
                         break;
-                if (ctx_stopping(ctx))
+                if (ctx_stopping(ctx)) {
+                        stopped = true;
                         aisb_ctx_cancel(pf->child);
+                }
         }
         pf->joined = true;
+        if (stopped)
+                return -ECANCELED;
         if (pf->result < 0)
                 aisb_log(ctx, AISB_LOG_DEBUG, "building %s alongside failed (%s); building it again",
                          pf->tag, pf->error ? aisb_error_message(pf->error) : strerror(-pf->result));
+        return 0;
 }
 
 static void image_prefetch_freep(image_prefetch **p)
@@ -775,8 +785,8 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                         prefetch_start(ctx, p, &gate);
                 aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
                 r = build_image(ctx, tag, c, err);
-                if (r >= 0)
-                        image_prefetch_wait(ctx, gate);
+                if (r >= 0 && image_prefetch_wait(ctx, gate) < 0)
+                        r = aisb_error_set(err, -ECANCELED, "stopped while the gate's image was being built");
                 if (r < 0 && !is_bootstrap(p->base_image, &suite) && err && *err &&
                     registry_unreachable(aisb_error_message(*err))) {
                         _cleanup_free_ char *why = strdup(aisb_error_message(*err));

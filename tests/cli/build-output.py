@@ -30,7 +30,7 @@ sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_libpod  # noqa: E402
 
-aisb = sys.argv[1]
+aisb = os.path.abspath(sys.argv[1])
 work = tempfile.mkdtemp(prefix="aisb-build-output-")
 sock = os.path.join(work, "podman.sock")
 
@@ -55,8 +55,8 @@ def answer(method, path):
             state["built"] = True
             return 200, body
         return 200, body + json.dumps({"error": "the test ends the build here"}).encode() + b"\n"
-    if state["built"] and path.endswith("/exists"):
-        return 204, b""
+    if path.endswith("/exists") and (state["built"] or (state.get("gate") and "aisb-gate" not in path)):
+        return 204, b""  # built; or, for the run, the sandbox's image and its volume
     return fake_libpod.NOT_FOUND  # no image exists: build it
 
 
@@ -124,27 +124,32 @@ check("pipes, built, --verbose: every line", len(shown) == len(LINES) and p.retu
 state.update(fail=True, built=False)
 
 # ---- a terminal: one line, rewritten in place ----
+def on_terminal(argv):
+    master, slave = pty.openpty()
+    # Wide enough that no line of the test is cut.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    proc = subprocess.Popen(argv, env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    data = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            proc.kill()
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        data += chunk
+    rc = proc.wait(timeout=60)
+    os.close(master)
+    return rc, data
+
+
 requests.clear()
-master, slave = pty.openpty()
-# Wide enough that no line of the test is cut.
-fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-proc = subprocess.Popen(command, env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-os.close(slave)
-data = b""
-while True:
-    ready, _, _ = select.select([master], [], [], 120)
-    if not ready:
-        proc.kill()
-        break
-    try:
-        chunk = os.read(master, 65536)
-    except OSError:  # EIO: the last writer closed the terminal
-        break
-    if not chunk:
-        break
-    data += chunk
-rc = proc.wait(timeout=60)
-os.close(master)
+rc, data = on_terminal(command)
 check("terminal: the build ran against the fake service", any(r.endswith("/build") for r in requests),
       "requests: %s; output: %r" % (requests, data))
 check("terminal: the build's error ends aisb (125)", rc == 125, "exit %d: %r" % (rc, data))
@@ -157,6 +162,29 @@ check("terminal: each build line rewrites the one line", data.count(b"\r\x1b[Kbu
       and data.count(b"\r\x1b[K") == len(LINES) + 1, repr(data))
 check("terminal: the failed build's last output follows",
       data.count(b"\nbuild: ") == len(LINES) - 2 and data.count(b"\r\x1b[Kbuild: title ") == 2, repr(data))
+
+# --verbose changes nothing on a terminal: still the one line, and a failure's last output.
+rc, data = on_terminal(command + ["--verbose"])
+check("terminal, --verbose: the failed build's last output follows",
+      rc == 125 and data.count(b"\nbuild: ") == len(LINES) - 2, repr(data))
+
+# ---- a run whose gate's image is built, then fails on something else ----
+# The sandbox's image exists, the gate's is built (successfully) within the run, and the run
+# then fails (the fake refuses what follows): the gate build's output is not shown as if it
+# had failed, and nothing of it is left to erase.
+state.update(fail=False, built=False, gate=True)
+with open(os.path.join(config_home, "ai-sandbox", "config"), "w") as f:
+    f.write("base-image = docker.io/library/debian:12\nnode-source = npm\nnet = allow\n")
+project = os.path.join(work, "project")
+os.makedirs(project)
+p = subprocess.run([aisb, "run", "--socket", sock, "--allow", "example.org", "--no-pi-config", "--no-agents",
+                    "--", "true"], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120, cwd=project)
+gate_builds = [r for r in requests if r.endswith("/build")]
+check("run: the gate's image was built, then the run failed", len(gate_builds) >= 1 and p.returncode == 125,
+      "exit %d: %r; requests %s" % (p.returncode, p.stderr, requests))
+check("run: only the gate build's step is shown, none of its output",
+      [l for l in p.stderr.split(b"\n") if l.startswith(b"build: ")] == [b"build: STEP 1/2: FROM debian:12"],
+      repr(p.stderr))
 
 server.shutdown()
 subprocess.run(["rm", "-rf", work])

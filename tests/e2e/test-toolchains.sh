@@ -22,6 +22,9 @@ expect_eq "node, npm, npx and corepack are there, of the pinned release" "v22.21
 10.9.4
 10.9.4
 0.34.0" "$out"
+# Root owns all of /usr/local: the sandbox's user (whatever its uid) can replace none of it.
+expect_eq "nothing under /usr/local belongs to anyone but root" "" \
+        "$("$AISB" run -- find /usr/local ! -user 0 2>&1 | head -5)"
 
 # npm install from the registry through the gate, the module used, its bin run by npx.
 cat > "$E2E_TMP/project/npm.sh" <<SH

@@ -166,6 +166,24 @@ START_TEST(test_containerfile_layers)
         ck_assert_str_eq(i_ca.line[tools + 2], "RUN update-ca-certificates");
         ck_assert_uint_eq(common_prefix(&i_ca, &i_ca_cowsay), find(&i_ca, "COPY aisb-entrypoint "));
 
+        /* Unpacked as root, nothing keeps an archive's owner (nodejs.org's files are uid
+         * 1001) or gives /usr/local's directories the archive's: from either source. */
+        aisb_policy *npm = new_policy();
+        ck_assert_int_eq(aisb_policy_set(npm, "node-source", "npm", NULL), 0);
+        instructions i_npm;
+        instructions_of(npm, &i_npm);
+        const instructions *sources[] = { &i_plain, &i_npm };
+        for (size_t k = 0; k < ELEMENTSOF(sources); k++) {
+                size_t tars = 0;
+                for (const char *at = sources[k]->line[node]; (at = strstr(at, " tar ")); at++, tars++)
+                        ck_assert_msg(startswith(at, " tar --no-same-owner --no-overwrite-dir -x"), "%s", at);
+                ck_assert_uint_ge(tars, 1);
+        }
+        ck_assert_ptr_nonnull(strstr(i_plain.line[node], "nodejs.org"));
+        ck_assert_ptr_nonnull(strstr(i_npm.line[node], "registry.npmjs.org"));
+        instructions_done(&i_npm);
+        aisb_policy_free(npm);
+
         /* Another harness: the same layers up to Node's, its own from the harness on. */
         ck_assert_uint_eq(common_prefix(&i_plain, &i_codex), harness);
         ck_assert_ptr_nonnull(strstr(i_codex.line[harness], "@openai/codex"));
