@@ -37,6 +37,25 @@ static void print_build_line(const char *line)
         fputc('\n', stderr);
 }
 
+static void drop_build_tail(build_display *d)
+{
+        for (size_t i = 0; i < BUILD_TAIL_LINES; i++) {
+                free(d->tail[i]);
+                d->tail[i] = NULL;
+        }
+        d->n_tail = 0;
+}
+
+/* buildah's "COMMIT <name>", after a "[n/m] " stage prefix or none. */
+static bool is_commit_line(const char *line)
+{
+        if (line[0] == '[') {
+                const char *end = strstr(line, "] ");
+                line = end ? end + 2 : line;
+        }
+        return strncmp(line, "COMMIT ", 7) == 0;
+}
+
 /* On a terminal: one line that shows the current step, rewritten in place. Otherwise the
  * steps as they begin and whether each came from the cache, for logs; the steps' own output
  * too with --verbose, and its last lines if the build fails. Either way through cli_put:
@@ -62,6 +81,10 @@ static void on_build_line(aisb_log_level level, const char *line, void *userdata
                 free(d->tail[d->n_tail % BUILD_TAIL_LINES]);
                 d->tail[d->n_tail++ % BUILD_TAIL_LINES] = strdup(line);
         }
+        /* The image is being written: every step succeeded, none of their output is a
+         * failure's to show. */
+        if (level >= AISB_LOG_INFO && is_commit_line(line))
+                drop_build_tail(d);
         if (!d->terminal) {
                 if (level >= AISB_LOG_INFO || d->verbose)
                         print_build_line(line);
@@ -98,14 +121,10 @@ static void end_build_display(build_display *d, bool failed)
                 fputs("\r\033[K", stderr);
         d->line_open = false;
         size_t first = d->n_tail > BUILD_TAIL_LINES ? d->n_tail - BUILD_TAIL_LINES : 0;
-        for (size_t i = first; i < d->n_tail; i++) {
-                char **l = &d->tail[i % BUILD_TAIL_LINES];
-                if (failed && *l)
-                        print_build_line(*l);
-                free(*l);
-                *l = NULL;
-        }
-        d->n_tail = 0;
+        for (size_t i = first; failed && i < d->n_tail; i++)
+                if (d->tail[i % BUILD_TAIL_LINES])
+                        print_build_line(d->tail[i % BUILD_TAIL_LINES]);
+        drop_build_tail(d);
 }
 
 
@@ -164,16 +183,17 @@ static void raw_log(aisb_log_level level, const char *message, void *userdata)
         fputs("\r\n", stderr);
 }
 
-/* A message of aisb's own after build lines means the build is over (the gate's image is
- * built within a run, then the gate starts): its line is erased and its output dropped, so
- * that a later failure does not show a successful build's lines, and the end of the display
- * does not erase what the sandbox printed. */
+/* A message of aisb's own goes on a line of its own: the build's line is erased first, so
+ * that the message is not glued to it, and nothing is left open for the end of the display
+ * to erase later (the sandbox's output by then). The steps' output is kept for a failure. */
 static void display_log(aisb_log_level level, const char *message, void *userdata)
 {
         build_display *d = userdata;
         if ((level == AISB_LOG_DEBUG && !d->verbose) || (level == AISB_LOG_INFO && d->quiet))
                 return;
-        end_build_display(d, false);
+        if (d->line_open)
+                fputs("\r\033[K", stderr);
+        d->line_open = false;
         (d->raw ? raw_log : cli_log)(level, message, (void *) d->flags);
 }
 

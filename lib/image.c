@@ -717,13 +717,13 @@ static int image_prefetch_wait(aisb_ctx *ctx, image_prefetch *pf)
         /* A stop of the caller's operation stops the other build too. */
         for (;;) {
                 struct timespec t;
-                (void) clock_gettime(CLOCK_REALTIME, &t);
+                (void) clock_gettime(CLOCK_MONOTONIC, &t);
                 t.tv_nsec += 50 * 1000 * 1000;
                 if (t.tv_nsec >= 1000 * 1000 * 1000) {
                         t.tv_sec++;
                         t.tv_nsec -= 1000 * 1000 * 1000;
                 }
-                if (pthread_timedjoin_np(pf->thread, NULL, &t) == 0)
+                if (pthread_clockjoin_np(pf->thread, NULL, CLOCK_MONOTONIC, &t) == 0)
                         break;
                 if (ctx_stopping(ctx)) {
                         stopped = true;
@@ -786,7 +786,7 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                 aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
                 r = build_image(ctx, tag, c, err);
                 if (r >= 0 && image_prefetch_wait(ctx, gate) < 0)
-                        r = aisb_error_set(err, -ECANCELED, "stopped while the gate's image was being built");
+                        r = aisb_error_set(err, -ECANCELED, "stopped (this image was built; the gate's was still being built)");
                 if (r < 0 && !is_bootstrap(p->base_image, &suite) && err && *err &&
                     registry_unreachable(aisb_error_message(*err))) {
                         _cleanup_free_ char *why = strdup(aisb_error_message(*err));

@@ -53,8 +53,10 @@ def answer(method, path):
         body = b"".join(json.dumps({"stream": line}).encode() + b"\n" for line in LINES)
         if not state["fail"]:
             state["built"] = True
-            return 200, body
+            return 200, body + json.dumps({"stream": "COMMIT localhost/aisb:test\n"}).encode() + b"\n"
         return 200, body + json.dumps({"error": "the test ends the build here"}).encode() + b"\n"
+    if method == "DELETE" and state.get("delete_fails"):
+        return 500, b'{"cause":"test","message":"the test refuses this","response":500}'
     if path.endswith("/exists") and (state["built"] or (state.get("gate") and "aisb-gate" not in path)):
         return 204, b""  # built; or, for the run, the sandbox's image and its volume
     return fake_libpod.NOT_FOUND  # no image exists: build it
@@ -116,11 +118,12 @@ state.update(fail=False, built=False)
 p = subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
 shown = [l for l in p.stderr.split(b"\n") if l.startswith(b"build: ")]
 check("pipes, built: aisb succeeds", p.returncode == 0, "exit %d: %r" % (p.returncode, p.stderr))
-check("pipes, built: only the step is shown", shown == [b"build: STEP 1/2: FROM debian:12"], repr(p.stderr))
+check("pipes, built: only the step and the commit are shown",
+      shown == [b"build: STEP 1/2: FROM debian:12", b"build: COMMIT localhost/aisb:test"], repr(p.stderr))
 state.update(fail=False, built=False)
 p = subprocess.run(command + ["--verbose"], env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
 shown = [l for l in p.stderr.split(b"\n") if l.startswith(b"build: ")]
-check("pipes, built, --verbose: every line", len(shown) == len(LINES) and p.returncode == 0, repr(p.stderr))
+check("pipes, built, --verbose: every line", len(shown) == len(LINES) + 1 and p.returncode == 0, repr(p.stderr))
 state.update(fail=True, built=False)
 
 # ---- a terminal: one line, rewritten in place ----
@@ -182,9 +185,33 @@ p = subprocess.run([aisb, "run", "--socket", sock, "--allow", "example.org", "--
 gate_builds = [r for r in requests if r.endswith("/build")]
 check("run: the gate's image was built, then the run failed", len(gate_builds) >= 1 and p.returncode == 125,
       "exit %d: %r; requests %s" % (p.returncode, p.stderr, requests))
-check("run: only the gate build's step is shown, none of its output",
-      [l for l in p.stderr.split(b"\n") if l.startswith(b"build: ")] == [b"build: STEP 1/2: FROM debian:12"],
-      repr(p.stderr))
+check("run: only the gate build's step and commit are shown, none of its output",
+      [l for l in p.stderr.split(b"\n") if l.startswith(b"build: ")] ==
+      [b"build: STEP 1/2: FROM debian:12", b"build: COMMIT localhost/aisb:test"], repr(p.stderr))
+
+# The same on a terminal (raw while the run goes on): nothing of the build is left to show
+# after the failure, and aisb's messages start lines of their own.
+state.update(fail=False, built=False, gate=True)
+rc, data = on_terminal([aisb, "run", "--socket", sock, "--allow", "example.org", "--no-pi-config", "--no-agents",
+                        "--", "true"])
+check("run on a terminal: the gate built, then the run failed", rc == 125, "exit %d: %r" % (rc, data))
+check("run on a terminal: no build line after the build, none glued to a message",
+      b"\nbuild: " not in data and b"build: COMMIT localhost/aisb:test\r\x1b[K\raisb: " not in data
+      and b"done\raisb:" not in data and b"\r\x1b[Kaisb: " in data, repr(data))
+
+# A gate build that fails within a run on a terminal: its last output is shown once the
+# terminal is restored (lines end with \r\n), even when removing the run's gate fails too
+# and warns (--secret: a gate of the run's own; the fake refuses the DELETE).
+state.update(fail=True, built=False, gate=True, delete_fails=True)
+env["AISB_TEST_TOKEN"] = "not-a-real-token"
+rc, data = on_terminal([aisb, "run", "--socket", sock, "--allow", "example.org", "--no-pi-config", "--no-agents",
+                        "--secret", "AISB_TEST_TOKEN@example.org", "--", "true"])
+tail = [l for l in data.split(b"\n") if l.startswith(b"build: ")]
+check("run on a terminal, the gate's build failed: its last output shown after the warning",
+      rc == 125 and len(tail) == len(LINES) - 1 and b"warning" in data.split(b"\nbuild: ")[0], repr(data))
+check("run on a terminal, the gate's build failed: shown with the terminal restored",
+      all(l.endswith(b"\r") for l in tail), repr(data))
+state.update(delete_fails=False)
 
 server.shutdown()
 subprocess.run(["rm", "-rf", work])
