@@ -521,7 +521,8 @@ static int build_line(const char *line, size_t size, void *userdata)
                         return -ECANCELED;
                 if (strlen(s) >= 12 && !progress && !startswith(s, "--> ") && !startswith(s, "time=\""))
                         snprintf(st->last_line, sizeof st->last_line, "%s", s);
-                if (strcasestr(s, "no space left on device"))
+                /* The kernel's words, or apt's when it checks before it downloads. */
+                if (strcasestr(s, "no space left on device") || strcasestr(s, "enough free space in "))
                         st->no_space = true;
         }
         return 0;

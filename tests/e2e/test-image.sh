@@ -23,8 +23,22 @@ pass "--install changes the content tag"
 
 # A variant (another --install) reuses every layer before its packages: the base tools, the
 # CA certificates, Node and the harness come from the cache; the packages' layer and the
-# entrypoint's after it are built. Removed first, so that this build is a new one.
-podman rmi "$tag3" >/dev/null 2>&1 || true
+# entrypoint's after it are built. Every image holding a layer that installs this package
+# (earlier runs of any tree: another entrypoint, the same packages' layer) is removed first,
+# children before parents, so that this build is a new one; and this one at the end.
+remove_file_variants() {
+        local pass id
+        for pass in 1 2 3 4; do
+                for id in $(podman images -a -q | sort -u); do
+                        podman history --no-trunc --format '{{.CreatedBy}}' "$id" 2>/dev/null |
+                                grep -q -- '--no-install-recommends file ' &&
+                                podman rmi "$id" >/dev/null 2>&1
+                done
+        done
+        return 0
+}
+remove_file_variants
+trap 'remove_file_variants; cleanup' EXIT
 "$AISB" build --install file >"$E2E_TMP/variant.out" 2>"$E2E_TMP/variant.err" ||
         { cat "$E2E_TMP/variant.err" >&2; fail "aisb build --install file"; }
 expect_eq "the variant has the tag --print-policy named" "$tag3" "$(tail -n 1 "$E2E_TMP/variant.out")"

@@ -271,6 +271,30 @@ START_TEST(test_build_trickles)
 }
 END_TEST
 
+/* A build that ran out of disk says so, whether the kernel's words or apt's (which checks
+ * before it downloads) are in the step's output. */
+START_TEST(test_build_out_of_disk)
+{
+        static const char *const words[] = {
+                "{\"stream\":\"write /var/lib/x: no space left on device\\n\"}\n",
+                "{\"stream\":\"E: You don't have enough free space in /var/cache/apt/archives/.\\n\"}\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(words); i++) {
+                char body[512];
+                snprintf(body, sizeof body, "{\"stream\":\"STEP 1/2: RUN apt-get\\n\"}\n%s"
+                                            "{\"error\":\"exit status 100\"}\n", words[i]);
+                fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
+                fake_podman_route(fp, "POST", "/build", 200, "application/json", body, FAKE_NORMAL, 1);
+                aisb_policy *p = new_policy();
+                aisb_error *err = NULL;
+                ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, &err), -ENOSPC);
+                ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "no space left on device"));
+                aisb_error_free(err);
+                aisb_policy_free(p);
+        }
+}
+END_TEST
+
 /* A policy whose run needs the gate. */
 static aisb_policy *allow_policy(void)
 {
@@ -1170,6 +1194,7 @@ static Suite *run_suite(void)
         tcase_add_test(tc, test_build_streams);
         tcase_add_test(tc, test_build_trickles);
         tcase_add_test(tc, test_build_reused);
+        tcase_add_test(tc, test_build_out_of_disk);
         tcase_add_test(tc, test_build_gate_alongside);
         tcase_add_test(tc, test_build_gate_alongside_cancel);
         tcase_add_test(tc, test_build_gate_present);
