@@ -78,6 +78,8 @@ named=$(grep -o "\"$repo/aisb[-a-z]*:[0-9a-f]*\"" "$E2E_TMP/pushed.json" | tr -d
 pushed=$(python3 -c '
 import json, sys
 for line in open(sys.argv[1]):
+    if not line.startswith("{"):
+        continue  # the stub'"'"'s stderr: a traceback of a connection a client dropped, say
     r = json.loads(line)
     print(sys.argv[2] + "/" + r["repository"].split("/", 1)[1] + ":" + r["reference"], "missing=%d" % len(r["missing"]))' \
   "$E2E_TMP/registry.log" "$repo" | sort -u)
