@@ -114,19 +114,24 @@ static void on_build_line(aisb_log_level level, const char *line, void *userdata
         d->line_open = true;
 }
 
-/* After a failed build, the steps' last output lines that were not shown. */
-static void end_build_display(build_display *d, bool failed)
+/* The one rewritten line erased, so that whatever comes next starts a line of its own. */
+static void close_build_line(build_display *d)
 {
         if (d->line_open)
                 fputs("\r\033[K", stderr);
         d->line_open = false;
+}
+
+/* After a failed build, the steps' last output lines that were not shown. */
+static void end_build_display(build_display *d, bool failed)
+{
+        close_build_line(d);
         size_t first = d->n_tail > BUILD_TAIL_LINES ? d->n_tail - BUILD_TAIL_LINES : 0;
         for (size_t i = first; failed && i < d->n_tail; i++)
                 if (d->tail[i % BUILD_TAIL_LINES])
                         print_build_line(d->tail[i % BUILD_TAIL_LINES]);
         drop_build_tail(d);
 }
-
 
 static void on_request(const char *text, void *userdata)
 {
@@ -191,9 +196,7 @@ static void display_log(aisb_log_level level, const char *message, void *userdat
         build_display *d = userdata;
         if ((level == AISB_LOG_DEBUG && !d->verbose) || (level == AISB_LOG_INFO && d->quiet))
                 return;
-        if (d->line_open)
-                fputs("\r\033[K", stderr);
-        d->line_open = false;
+        close_build_line(d);
         (d->raw ? raw_log : cli_log)(level, message, (void *) d->flags);
 }
 
