@@ -17,6 +17,7 @@
 #include "entrypoint-args.h"
 #include "image.h"
 #include "jsonutil.h"
+#include "network.h"
 #include "podman.h"
 
 #define IMAGE_REPO "localhost/aisb"
@@ -833,8 +834,8 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
         r = image_context(p, &c, err);
         if (r < 0)
                 return r;
-        /* In allow mode the run needs the gate's image too: built alongside when both are. */
-        r = image_ensure_context(ctx, p, IMAGE_REPO, &c, p->net == SANDBOX_NET_ALLOW, &tag, ret_built, err);
+        /* A run through the gate needs its image too: built alongside when both are. */
+        r = image_ensure_context(ctx, p, IMAGE_REPO, &c, network_policy_may_need_gate(p), &tag, ret_built, err);
         if (r < 0)
                 return r;
         free(ctx->ensured_tag);

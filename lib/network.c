@@ -241,9 +241,14 @@ int network_gather(const aisb_policy *p, const network_backend *backend,
         return 0;
 }
 
+bool network_policy_may_need_gate(const aisb_policy *p)
+{
+        return p->net == SANDBOX_NET_ALLOW && !p->proxy && !p->no_gate;
+}
+
 bool network_needs_gate(const aisb_policy *p, const network_inputs *in)
 {
-        return p->net == SANDBOX_NET_ALLOW && !p->proxy && !p->no_gate && allowlist_count_domains(&in->list) > 0;
+        return network_policy_may_need_gate(p) && allowlist_count_domains(&in->list) > 0;
 }
 
 static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_network *n, aisb_error **err)

@@ -45,6 +45,9 @@ typedef struct network_inputs {
 void network_inputs_done(network_inputs *in);
 /* Whether this policy's network, with these inputs, goes through a gate. */
 bool network_needs_gate(const aisb_policy *p, const network_inputs *in);
+/* The part of that the policy alone decides (allow mode, no proxy, no --no-gate): before
+ * the inputs are gathered, whether a run may need the gate's image. */
+bool network_policy_may_need_gate(const aisb_policy *p);
 /* The merged allowlist, the host-range checks, and the names of --no-gate and --proxy
  * resolved. settings: the run's snapshot of .ai-sandbox (NULL: read it now, the same way). */
 int network_gather(const aisb_policy *p, const network_backend *backend,

@@ -395,6 +395,24 @@ START_TEST(test_build_gate_alongside_cancel)
 }
 END_TEST
 
+/* Allow mode without a gate of aisb's (--no-gate, or a proxy of the user's): no gate's
+ * image to build. */
+START_TEST(test_build_no_gate)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
+        aisb_policy *p = allow_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "no-gate", "true", NULL), 0);
+        ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                ck_assert_msg(!strstr(fake_podman_request_path(fp, i), "aisb-gate"), "%s",
+                              fake_podman_request_path(fp, i));
+        ck_assert_int_ge(fake_podman_find_request(fp, "POST", "/libpod/build"), 0);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* With the gate's image present, only the sandbox's image is built. */
 START_TEST(test_build_gate_present)
 {
@@ -1197,6 +1215,7 @@ static Suite *run_suite(void)
         tcase_add_test(tc, test_build_out_of_disk);
         tcase_add_test(tc, test_build_gate_alongside);
         tcase_add_test(tc, test_build_gate_alongside_cancel);
+        tcase_add_test(tc, test_build_no_gate);
         tcase_add_test(tc, test_build_gate_present);
         tcase_add_test(tc, test_build_error);
         tcase_add_test(tc, test_build_service_dies);
