@@ -267,11 +267,12 @@ AISB_PUBLIC void aisb_ctx_set_event_fn(aisb_ctx *ctx, aisb_event_fn fn, void *us
 AISB_PUBLIC int aisb_image_tag(const aisb_policy *policy, char **ret_tag, aisb_error **err);
 
 /* Make sure the image exists: reuse it when its tag exists, build it otherwise (and the
- * bootstrap base first, for "bootstrap:debian:SUITE"). For a policy whose runs go through aisb's
- * gate (allow mode without a proxy or no-gate), when the image must be built and the gate's image is missing too, that one is built at the same
- * time (on a thread and a connection of its own; its output is not passed to the callbacks)
- * and waited for; if it failed there, the run's gate step builds it again. *ret_built (may
- * be NULL) says whether a build ran. */
+ * bootstrap base first, for "bootstrap:debian:SUITE"). For a policy whose runs go through
+ * aisb's gate (allow mode without a proxy or no-gate), when the image must be built and the
+ * gate's image is missing too, that one is built at the same time (on a thread and a
+ * connection of its own; its output is not passed to the callbacks) and waited for; if it
+ * failed there, the run's gate step builds it again. *ret_built (may be NULL) says whether a
+ * build ran. */
 AISB_PUBLIC int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *policy, char **ret_tag,
                                   int *ret_built, aisb_error **err);
 
