@@ -47,7 +47,7 @@ mkdir -p "$E2E_TMP/project/bin"
 cat > "$E2E_TMP/project/bin/pi" <<'SH'
 #!/bin/sh
 grep -o '"defaultThinkingLevel": *"[a-z]*"' ~/.pi/agent/settings.json | tr -d ' '
-dd if=/dev/zero of="$HOME/.pi/agent/big" bs=1M count=200 2>&1 | grep -o 'No space left on device' | head -1
+dd if=/dev/zero of="$HOME/.pi/agent/big" bs=1M count=200 2>&1 | grep -m1 -o 'No space left on device'
 touch ~/.pi/agent/sessions-written && echo writable
 SH
 chmod +x "$E2E_TMP/project/bin/pi"

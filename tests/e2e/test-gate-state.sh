@@ -133,7 +133,7 @@ expect_eq "the links planted in tls/ are gone, not followed" "" "$(find "$tls" -
 
 # Another local user listens on a port; the user's gate container claims that port (a
 # stand-in: any container named and labelled as the gate).
-image=$(podman images --format '{{.Repository}}:{{.Tag}}' --filter reference=localhost/aisb-gate | head -1)
+image=$(podman images --format '{{.Repository}}:{{.Tag}}' --filter reference=localhost/aisb-gate | sed -n 1p)
 podman rm -f "$gate" >/dev/null
 podman run -d --name "$gate" --label aisb.managed=true --label "aisb.gate=$hash" \
   --label "aisb.gate.port=$EVIL_PORT" --net none --entrypoint sleep "$image" 600 >/dev/null

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 out=$("$AISB" run --no-pi-config -- sh -c 'id -u; pi --version 2>&1' 2>/dev/null)
-expect_eq "pi runs as the invoking user" "$(id -u)" "$(printf '%s\n' "$out" | head -1)"
+expect_eq "pi runs as the invoking user" "$(id -u)" "${out%%$'\n'*}"
 printf '%s\n' "$out" | tail -1 | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+' || fail "pi --version printed '$out'"
 pass "pi --version answers ($(printf '%s\n' "$out" | tail -1))"
 

@@ -89,7 +89,7 @@ expect_eq "both were pushed there under those names, every blob with them" \
 
 podman kube play --network "$internal:ip=10.89.78.10" --network "$egress" "$E2E_TMP/gate.json" >/dev/null ||
   fail "podman kube play of the gate"
-gate_pod=$(podman pod ps --filter label=aisb.gate --format '{{.Name}}' | grep -- '^aisb-gate-' | head -1)
+gate_pod=$(podman pod ps --filter label=aisb.gate --format '{{.Name}}' | grep -- '^aisb-gate-' | sed -n 1p)
 [ -n "$gate_pod" ] || fail "no gate pod from the Deployment"
 pass "the gate's pod comes up from the emitted Deployment ($gate_pod)"
 

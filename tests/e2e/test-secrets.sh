@@ -119,7 +119,7 @@ expect_eq "no file in the sandbox holds a private key (the gate CA's included)" 
 "$AISB" run $secret -- sleep 30 >/dev/null 2>&1 &
 sleeper=$!
 for _ in $(seq 100); do
-  id=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | head -1)
+  id=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | sed -n 1p)
   [ -n "$id" ] && break; sleep 0.2
 done
 [ -n "$id" ] || fail "the sandbox did not start"
@@ -165,7 +165,7 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 [ -n "$orphan" ] || fail "the run's gate did not start"
-left=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | head -1)
+left=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | sed -n 1p)
 probe() { podman exec "$left" curl -s -o /dev/null -w '%{http_code}' "https://api.stub.test:$TLS/$1" 2>/dev/null || true; }
 expect_eq "control: before, the sandbox is served" 200 "$(probe before-kill)"
 kill -KILL $victim; wait $victim 2>/dev/null || true
