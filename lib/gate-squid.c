@@ -423,7 +423,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         if (o->client_key && (!*o->client_key || strlen(o->client_key) > 64 ||
                               strspn(o->client_key, "0123456789abcdef") != strlen(o->client_key)))
                 return aisb_error_set(err, -EINVAL, "the gate's client key must be 1..64 hex digits");
-        const char *paths[] = { o->hosts_file, access_log, cache_log, o->held_include,
+        const char *paths[] = { o->hosts_file, access_log, cache_log, o->held_helper,
                                 intercepts ? o->bump_cert : NULL, intercepts ? o->bump_key : NULL,
                                 intercepts ? o->bump_db : NULL };
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
@@ -711,8 +711,12 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 r |= buffer_printf(&b, "ssl_bump bump all\n");
         }
 
-        if (o->held_include)
-                r |= buffer_printf(&b, "include %s\n", o->held_include);
+        if (o->held_helper)
+                r |= buffer_printf(&b, "external_acl_type aisb_held ttl=0 negative_ttl=0 cache=0 "
+                                       "children-max=1 children-startup=1 concurrency=32 queue-size=4096 "
+                                       "%%>a /bin/sh %s\n"
+                                       "acl aisb_held external aisb_held\n"
+                                       "http_access deny aisb_held\n", o->held_helper);
         r |= buffer_printf(&b,
                 "\n"
                 "http_access deny manager\n"

@@ -90,10 +90,12 @@ typedef struct squid_options {
          * GATE_CLIENT_USER and this password (hex digits), on every request not inside a TLS
          * connection the gate opened; the header goes no further. NULL: any local client. */
         const char *client_key;
-        /* A file squid includes before its access rules, which the gate itself writes (a
-         * run's own gate: "http_access deny all" once its run is gone, so that it keeps the
-         * port and serves nothing). NULL: none. */
-        const char *held_include;
+        /* A helper squid asks about every request, before its access rules: a script run by
+         * /bin/sh, answering OK to refuse everything (a run's own gate, once its run is gone:
+         * it keeps its port and serves nothing, with no reload, which would close the port
+         * for a moment). Its answers are not cached; it is asked 32 at a time (channel
+         * numbers), and requests beyond wait rather than being refused. NULL: none. */
+        const char *held_helper;
 } squid_options;
 #define GATE_CLIENT_USER "aisb"
 

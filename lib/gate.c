@@ -50,10 +50,12 @@
  * seconds (0: never; "held": a run's own gate, which within 2 s of its run's lease going,
  * even when the run was killed, refuses everything and keeps its port, so that the sandbox
  * left behind reaches nothing and nobody else takes the port; the next run with secrets
- * removes it), port, intercept (0 or 1). */
+ * removes it), port, intercept (0 or 1). The refusal is the marker tls/held, which squid's
+ * helper (gate_held_helper) looks for at every request: a reload of squid would close its
+ * port for a moment. */
 static const char gate_script[] =
         "idle=$1 port=$2 intercept=$3\n"
-        ": > " GATE_TLS_INSIDE "/held.conf || exit 70\n"
+        "rm -f " GATE_TLS_INSIDE "/held || exit 70\n"
         "if [ \"$intercept\" = 1 ]; then\n"
         "  umask 077\n"
         "  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
@@ -72,7 +74,7 @@ static const char gate_script[] =
         "    for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
         "      [ -e \"$f\" ] && ! flock -n -x \"$f\" true && continue 2\n"
         "    done\n"
-        "    echo 'http_access deny all' > " GATE_TLS_INSIDE "/held.conf && kill -HUP $pid; idle=0\n"
+        "    : > " GATE_TLS_INSIDE "/held || { kill $pid; wait $pid; exit 70; }; idle=0\n"
         "  fi\n"
         "  [ \"$idle\" -gt 0 ] || continue\n"
         "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
@@ -85,6 +87,15 @@ static const char gate_script[] =
         "  kill $pid; wait $pid; exit 0\n"
         "done\n"
         "wait $pid\n";
+
+/* squid's helper for a run's own gate: asked about every request (no answer is cached), it
+ * answers OK, which refuses the request, once the gate's first process has written the
+ * marker. A line is a channel number and the client's address; the answer names the
+ * channel. */
+static const char gate_held_helper[] =
+        "while read -r channel _; do\n"
+        "  if [ -e " GATE_TLS_INSIDE "/held ]; then echo \"$channel OK\"; else echo \"$channel ERR\"; fi\n"
+        "done\n";
 #define GATE_START_TIMEOUT_MS 20000
 /* Read of the access log per run, past where the run started: far above any real run's. */
 #define GATE_LOG_READ_MAX (16 * 1024 * 1024)
@@ -416,7 +427,7 @@ static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t 
  * following anything planted there. */
 static void gate_tls_reset(int tls)
 {
-        static const char *const names[] = { "ca.pem", "ca.pem.new", "ca.key", "held.conf" };
+        static const char *const names[] = { "ca.pem", "ca.pem.new", "ca.key", "held" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 struct stat st;
                 if (fstatat(tls, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -523,7 +534,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                 .secrets = req->secrets,
                 .n_secrets = req->n_secrets,
                 .client_key = g->client_key,
-                .held_include = g->per_run ? GATE_TLS_INSIDE "/held.conf" : NULL,
+                .held_helper = g->per_run ? GATE_CONFIG_INSIDE "/held.sh" : NULL,
         };
         r = gate_squid_config(req->list, &so, &conf, err);
         if (r >= 0)
@@ -543,6 +554,8 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
         explicit_bzero(conf, strlen(conf));
         if (r >= 0)
                 r = write_config(config, "hosts", hosts, err);
+        if (r >= 0 && g->per_run)
+                r = write_config(config, "held.sh", gate_held_helper, err);
         if (r < 0)
                 return r;
         gate_log_reset(logs, "cache.log", true);

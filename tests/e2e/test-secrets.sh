@@ -168,21 +168,52 @@ done
 left=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | sed -n 1p)
 probe() { podman exec "$left" curl -s -o /dev/null -w '%{http_code}' "https://api.stub.test:$TLS/$1" 2>/dev/null || true; }
 expect_eq "control: before, the sandbox is served" 200 "$(probe before-kill)"
+# squid asks the held helper about every request, 32 at a time: many more at once are all
+# served (squid refuses what its helper's queue cannot take).
+burst=$(podman exec "$left" sh -c "for i in \$(seq 100); do curl -s -o /dev/null -w '%{http_code}\n' \
+  https://api.stub.test:$TLS/burst & done; wait" 2>/dev/null | sort | uniq -c)
+expect_eq "100 requests at once through the run's gate are all served" "100 200" "$(echo $burst)"
+# Another local user tries to take the gate's port, every millisecond, from before the kill
+# until the gate refuses: a moment with the port let go is a bind that succeeds.
+orphan_port=$(podman inspect "$orphan" --format '{{index .Config.Labels "aisb.gate.port"}}')
+squat() { # PORT STOPFILE: "bound" for every bind that succeeded, then how many were tried
+  python3 - "$@" <<'PY'
+import os, socket, sys, time
+port, stop = int(sys.argv[1]), sys.argv[2]
+tries = 0
+while not os.path.exists(stop) and tries < 60000:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port)); s.listen(1); print("bound", flush=True)
+    except OSError:
+        pass
+    s.close(); tries += 1; time.sleep(0.001)
+print("tries", tries)
+PY
+}
+squat "$orphan_port" "$E2E_TMP/squat-stop" > "$E2E_TMP/squat" &
+squatter=$!
 kill -KILL $victim; wait $victim 2>/dev/null || true
-# Until the gate has taken in the change: served (200), or no answer while squid reloads its
-# configuration and reopens its port (000).
-code=200
+# Until the gate has taken in the change: served (200); never no answer (000).
+code=200 codes=
 for _ in $(seq 40); do
-  code=$(probe after-kill)
-  [ "$code" = 200 ] || [ "$code" = 000 ] || break; sleep 0.5
+  code=$(probe after-kill); codes="$codes $code"
+  [ "$code" = 200 ] || break; sleep 0.5
 done
 expect_eq "a killed run's gate serves the sandbox left behind nothing" 403 "$code"
 expect_eq "and keeps refusing" 403 "$(probe after-kill-again)"
+touch "$E2E_TMP/squat-stop"; wait $squatter
+expect_absent "the gate answered throughout (codes:$codes)" " 000" "$codes"
+expect_eq "nobody else could bind its port meanwhile" "" "$(grep bound "$E2E_TMP/squat" || true)"
+case "$(cat "$E2E_TMP/squat")" in "tries "[1-9]*) pass "(the squatter tried: $(cat "$E2E_TMP/squat"))" ;;
+  *) fail "the squatter did not run: $(cat "$E2E_TMP/squat")" ;; esac
 expect_eq "(nothing reached the host)" "" "$(seen /after-kill-again)"
 expect_eq "and keeps running, holding its port" running "$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null)"
 podman ps -q --filter "label=aisb.project=$E2E_TMP/project" | xargs -r podman rm -f >/dev/null
 "$AISB" run $secret -- true >/dev/null 2>&1 || fail "the run after the killed one"
 expect_eq "the next run with secrets removes it" gone "$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null || echo gone)"
+rm -f "$E2E_TMP/squat-stop"; (sleep 0.05; touch "$E2E_TMP/squat-stop") &
+expect_contains "control: with the gate gone, the squatter binds its port" bound "$(squat "$orphan_port" "$E2E_TMP/squat-stop")"
 expect_eq "and the value with it" "" "$(grep -rsl "$real" "$HOME/.local/state/ai-sandbox" || true)"
 expect_absent "a dry run" "$real" "$("$AISB" run $secret --dry-run -- true 2>&1)"
 
@@ -296,7 +327,8 @@ wait $holder || true
 state=running
 for _ in $(seq 60); do
   state=$(podman inspect -f '{{.State.Status}}' "aisb-gate-$gate" 2>/dev/null || echo gone)
-  [ "$state" = running ] || break; sleep 1
+  # "stopping" and "stopped" come before "exited", once podman has seen the process go.
+  case $state in running|stopping|stopped) sleep 1 ;; *) break ;; esac
 done
 expect_eq "once no run holds it, it stops" exited "$state"
 code=$("$AISB" run "${idle[@]}" -- curl -s -o /dev/null -w '%{http_code}' -k \

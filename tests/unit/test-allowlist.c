@@ -1086,6 +1086,30 @@ START_TEST(test_squid_config_secrets)
         strv_free(rules);
         free(text);
 
+        /* A run's own gate: its helper is asked before every other rule, and none of its
+         * answers is kept (a kept "not held" would serve on after the run is gone). */
+        squid_options held = o;
+        held.held_helper = "/aisb-gate/config/held.sh";
+        text = squid_config(entries, &held);
+        ck_assert_msg(has_line(text, "external_acl_type aisb_held ttl=0 negative_ttl=0 cache=0 children-max=1 "
+                                     "children-startup=1 concurrency=32 queue-size=4096 %>a /bin/sh "
+                                     "/aisb-gate/config/held.sh"), "%s", text);
+        ck_assert(has_line(text, "acl aisb_held external aisb_held"));
+        rules = http_access_lines(text);
+        ck_assert_str_eq(rules[0], "http_access deny aisb_held");
+        ck_assert_str_eq(rules[1], "http_access deny manager");
+        strv_free(rules);
+        free(text);
+        held.held_helper = "/aisb-gate/config/held.sh -c x";
+        allowlist held_list = {};
+        ck_assert_int_eq(allowlist_add(&held_list, "api.openai.com", "--allow", NULL), 0);
+        aisb_error *held_err = NULL;
+        text = NULL;
+        ck_assert_int_eq(gate_squid_config(&held_list, &held, &text, &held_err), -EINVAL);
+        ck_assert_ptr_null(text);
+        aisb_error_free(held_err);
+        allowlist_done(&held_list);
+
         /* A bad key is refused; no key, no key lines. */
         allowlist l = {};
         ck_assert_int_eq(allowlist_add(&l, "api.openai.com", "--allow", NULL), 0);
