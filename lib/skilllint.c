@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <nettle/base64.h>
+
 #include "skilllint.h"
 
 #define SPANS_MAX 64
@@ -219,38 +221,33 @@ static bool placeholder(const char *v, size_t n)
         return n >= 8 && ascending * 2 >= n - 1;
 }
 
-/* Decode base64 (standard or URL-safe, padding optional) into out; the decoded size, or
- * SIZE_MAX when s is not base64. */
+/* Decode base64 (URL-safe when it holds '-' or '_', else standard; padding optional) into
+ * out, keeping at most out_size bytes; the decoded size, or SIZE_MAX when s is not base64.
+ * What follows the first '=' is not read. */
 static size_t base64_decode(const char *s, size_t n, unsigned char *out, size_t out_size)
 {
-        uint32_t acc = 0;
-        unsigned bits = 0;
-        size_t o = 0;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                unsigned v;
-                if (is_upper(c))
-                        v = (unsigned) (c - 'A');
-                else if (is_lower(c))
-                        v = (unsigned) (c - 'a' + 26);
-                else if (is_digit(c))
-                        v = (unsigned) (c - '0' + 52);
-                else if (c == '+' || c == '-')
-                        v = 62;
-                else if (c == '/' || c == '_')
-                        v = 63;
-                else if (c == '=')
-                        break;
-                else
+        const char *pad = memchr(s, '=', n);
+        if (pad)
+                n = (size_t) (pad - s);
+        struct base64_decode_ctx ctx;
+        if (memchr(s, '-', n) || memchr(s, '_', n))
+                base64url_decode_init(&ctx);
+        else
+                base64_decode_init(&ctx);
+        /* Either alphabet's letters only: nettle would pass over whitespace. */
+        for (size_t i = 0; i < n; i++)
+                if (!is_alpha(s[i]) && !is_digit(s[i]) && s[i] != '+' && s[i] != '/' && s[i] != '-' &&
+                    s[i] != '_')
                         return SIZE_MAX;
-                acc = (acc << 6) | v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        if (o < out_size)
-                                out[o++] = (unsigned char) (acc >> bits);
-                        acc &= (1u << bits) - 1;
-                }
+        size_t o = 0;
+        for (size_t i = 0; i < n; i += 64) {
+                size_t chunk = n - i < 64 ? n - i : 64;
+                uint8_t decoded[BASE64_DECODE_LENGTH(64)];
+                size_t m = sizeof decoded;
+                if (!base64_decode_update(&ctx, &m, decoded, chunk, s + i))
+                        return SIZE_MAX;
+                for (size_t j = 0; j < m && o < out_size; j++)
+                        out[o++] = decoded[j];
         }
         return o;
 }
