@@ -176,12 +176,13 @@ expect_eq "100 requests at once through the run's gate are all served" "100 200"
 # Another local user tries to take the gate's port, every millisecond, from before the kill
 # until the gate refuses: a moment with the port let go is a bind that succeeds.
 orphan_port=$(podman inspect "$orphan" --format '{{index .Config.Labels "aisb.gate.port"}}')
-squat() { # PORT STOPFILE: "bound" for every bind that succeeded, then how many were tried
+squat() { # PORT STOPFILE [TRIES]: "bound" for every bind that succeeded, then how many were tried
   python3 - "$@" <<'PY'
 import os, socket, sys, time
 port, stop = int(sys.argv[1]), sys.argv[2]
+most = int(sys.argv[3]) if len(sys.argv) > 3 else 60000
 tries = 0
-while not os.path.exists(stop) and tries < 60000:
+while not os.path.exists(stop) and tries < most:
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         s.bind(("127.0.0.1", port)); s.listen(1); print("bound", flush=True)
@@ -212,8 +213,8 @@ expect_eq "and keeps running, holding its port" running "$(podman inspect -f '{{
 podman ps -q --filter "label=aisb.project=$E2E_TMP/project" | xargs -r podman rm -f >/dev/null
 "$AISB" run $secret -- true >/dev/null 2>&1 || fail "the run after the killed one"
 expect_eq "the next run with secrets removes it" gone "$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null || echo gone)"
-rm -f "$E2E_TMP/squat-stop"; (sleep 0.05; touch "$E2E_TMP/squat-stop") &
-expect_contains "control: with the gate gone, the squatter binds its port" bound "$(squat "$orphan_port" "$E2E_TMP/squat-stop")"
+expect_contains "control: with the gate gone, the squatter binds its port" bound \
+  "$(squat "$orphan_port" "$E2E_TMP/squat-stop" 50)"
 expect_eq "and the value with it" "" "$(grep -rsl "$real" "$HOME/.local/state/ai-sandbox" || true)"
 expect_absent "a dry run" "$real" "$("$AISB" run $secret --dry-run -- true 2>&1)"
 
