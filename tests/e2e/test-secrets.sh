@@ -214,7 +214,7 @@ podman ps -q --filter "label=aisb.project=$E2E_TMP/project" | xargs -r podman rm
 "$AISB" run $secret -- true >/dev/null 2>&1 || fail "the run after the killed one"
 expect_eq "the next run with secrets removes it" gone "$(podman inspect -f '{{.State.Status}}' "$orphan" 2>/dev/null || echo gone)"
 expect_contains "control: with the gate gone, the squatter binds its port" bound \
-  "$(squat "$orphan_port" "$E2E_TMP/squat-stop" 50)"
+  "$(squat "$orphan_port" /nonexistent 50)"
 expect_eq "and the value with it" "" "$(grep -rsl "$real" "$HOME/.local/state/ai-sandbox" || true)"
 expect_absent "a dry run" "$real" "$("$AISB" run $secret --dry-run -- true 2>&1)"
 
