@@ -715,8 +715,7 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 r |= buffer_printf(&b, "external_acl_type aisb_held ttl=0 negative_ttl=0 cache=0 "
                                        "children-max=1 children-startup=1 concurrency=32 queue-size=4096 "
                                        "%%>a /bin/sh %s\n"
-                                       "acl aisb_held external aisb_held\n"
-                                       "http_access deny aisb_held\n", o->held_helper);
+                                       "acl aisb_held external aisb_held\n", o->held_helper);
         r |= buffer_printf(&b,
                 "\n"
                 "http_access deny manager\n"
@@ -726,6 +725,10 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "http_access deny !aisb_connect !aisb_schemes\n",
                 o->client_key ? "http_access deny !aisb_keyed !aisb_key\n"
                                 "http_access deny aisb_key aisb_mark_keyed !all\n" : "");
+        /* After the key: a client without it never reaches the helper, whose queue it could
+         * otherwise fill. */
+        if (o->held_helper)
+                r |= buffer_printf(&b, "http_access deny aisb_held\n");
         if (any)
                 r |= buffer_printf(&b, "http_access deny !aisb_ports\n"
                                        /* A name no entry lists is refused here, by name: the

@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
 #include "gate-squid.h"
 #include "gate.h"
 #include "image.h"
@@ -97,6 +99,8 @@ static const char gate_held_helper[] =
         "  if [ -e " GATE_TLS_INSIDE "/held ]; then echo \"$channel OK\"; else echo \"$channel ERR\"; fi\n"
         "done\n";
 #define GATE_START_TIMEOUT_MS 20000
+/* A listening gate answers at once; squid with no helper never does. */
+#define GATE_PROBE_TIMEOUT_MS 5000
 /* Read of the access log per run, past where the run started: far above any real run's. */
 #define GATE_LOG_READ_MAX (16 * 1024 * 1024)
 #define GATE_LOG_LINE_MAX 4096
@@ -505,6 +509,42 @@ static int gate_lease_take(gate_info *g)
         return 0;
 }
 
+static size_t probe_discard(char *data, size_t size, size_t n, void *userdata)
+{
+        (void) data;
+        (void) userdata;
+        return size * n;
+}
+
+int gate_probe(unsigned port, const char *key, long timeout_ms, aisb_error **err)
+{
+        CURL *c = curl_easy_init();
+        if (!c)
+                return error_oom(err);
+        char proxy[32];
+        snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", port);
+        curl_easy_setopt(c, CURLOPT_URL, "http://aisb-gate-probe.invalid/");
+        curl_easy_setopt(c, CURLOPT_PROXY, proxy);
+        curl_easy_setopt(c, CURLOPT_NOPROXY, ""); /* whatever no_proxy says */
+        curl_easy_setopt(c, CURLOPT_PROXYUSERNAME, GATE_CLIENT_USER);
+        curl_easy_setopt(c, CURLOPT_PROXYPASSWORD, key);
+        curl_easy_setopt(c, CURLOPT_PROXYAUTH, (long) CURLAUTH_BASIC);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, probe_discard);
+        CURLcode rc = curl_easy_perform(c);
+        long status = 0;
+        (void) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_cleanup(c);
+        if (rc == CURLE_OK && status > 0)
+                return 0;
+        return aisb_error_set(err, -ETIMEDOUT,
+                              "the gate on 127.0.0.1:%u did not answer a request (%s): squid could not "
+                              "start the helper that refuses the sandbox once its run is gone (as when "
+                              "something holds every port on the loopback); run again",
+                              port, curl_easy_strerror(rc));
+}
+
 /* Write the configuration, build or find the image, create and start the container, and
  * wait until squid listens. g has name, hash and dir; this fills the port. */
 static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *g,
@@ -603,7 +643,9 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                                 return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s",
                                                       g->dir, strerror(-r));
                         }
-                        return 0;
+                        if (g->per_run && (r = gate_probe(g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err)) < 0)
+                                (void) podman_container_remove(ctx, g->name, NULL);
+                        return r < 0 ? r : 0;
                 }
                 /* Taken between our choosing it and squid binding it: squid cannot listen
                  * there, and another user's listener must never pass for the gate. A retry
@@ -683,8 +725,8 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, ga
         if (r < 0)
                 return r;
         if (g.per_run) {
-                /* A run's own gate lives while this lease is held: if the run is killed, the
-                 * gate stops, and the next run with secrets removes what is left of it. */
+                /* A run's own gate serves while this lease is held: if the run is killed, the
+                 * gate refuses everything, and the next run with secrets removes it. */
                 gate_prune_run_gates(ctx);
                 r = gate_lease_take(&g);
                 if (r < 0)

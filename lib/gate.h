@@ -60,6 +60,15 @@ int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners 
 /* Whether a listening socket of this user is bound to 127.0.0.1:port. */
 bool gate_port_ours(unsigned port);
 
+/* Whether the gate on 127.0.0.1:port answers a request with its key (a run's own gate): the
+ * request passes the key, is put to squid's held helper, and is then refused (no allowlist
+ * names the name). squid holds a request unanswered while that helper is not running, as
+ * when something held every port on the loopback as squid started it (another local user
+ * can): such a gate serves nothing, and once enough requests pile up squid exits and lets
+ * its port go. 0, or -ETIMEDOUT when no answer came within timeout_ms. A run sends it before
+ * its sandbox exists and before its part of the access log begins. */
+int gate_probe(unsigned port, const char *key, long timeout_ms, aisb_error **err);
+
 /* The gate for allowlist l: found running and ours, or (re)started, waiting until squid
  * listens. Stopped with the context (-ECANCELED), leaving no half-started gate. */
 int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *ret,

@@ -150,7 +150,9 @@ key=$(printf '%s' "$proxy" | sed -n 's|^http://aisb:\([0-9a-f]*\)@.*|\1|p')
 curl -sk -o /dev/null -x "http://aisb:$key@127.0.0.1:$gate_port" https://api.stub.test:$TLS/keyed || true
 expect_eq "control: with the key, the gate serves it" "https Bearer $real" "$(seen /keyed)"
 kill -TERM $sleeper; wait $sleeper || true
-expect_absent "a stranger's refused requests are not the run's to learn from" "stranger" "$("$AISB" allow 2>&1)"
+allow_out=$("$AISB" allow 2>&1)
+expect_absent "a stranger's refused requests are not the run's to learn from" "stranger" "$allow_out"
+expect_absent "nor is aisb's own request to its gate" "aisb-gate-probe" "$allow_out"
 
 # aisb killed outright (no cleanup of its own): once the run's lease is gone its gate serves
 # nothing, to the sandbox left behind or anyone else, and keeps its port (a port let go could
@@ -168,6 +170,8 @@ done
 left=$(podman ps --filter "label=aisb.project=$E2E_TMP/project" --format '{{.ID}}' | sed -n 1p)
 probe() { podman exec "$left" curl -s -o /dev/null -w '%{http_code}' "https://api.stub.test:$TLS/$1" 2>/dev/null || true; }
 expect_eq "control: before, the sandbox is served" 200 "$(probe before-kill)"
+expect_contains "aisb had the run's gate answer a request before the sandbox started" \
+  "aisb-gate-probe.invalid" "$(cat "$HOME/.local/state/ai-sandbox/gates/${orphan#aisb-gate-}/logs/access.log")"
 # squid asks the held helper about every request, 32 at a time: many more at once are all
 # served (squid refuses what its helper's queue cannot take).
 burst=$(podman exec "$left" sh -c "for i in \$(seq 100); do curl -s -o /dev/null -w '%{http_code}\n' \

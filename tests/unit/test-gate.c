@@ -874,6 +874,77 @@ START_TEST(test_summary_symlink)
 }
 END_TEST
 
+/* ---- a run's own gate answers ---- */
+
+/* A proxy that takes one request and answers 403, as squid does for an unlisted name. */
+typedef struct {
+        int listener;
+        char request[4096];
+} answering_proxy;
+
+static void *answer_once(void *userdata)
+{
+        answering_proxy *a = userdata;
+        int fd = accept(a->listener, NULL, NULL);
+        if (fd < 0)
+                return NULL;
+        size_t n = 0;
+        while (n < sizeof a->request - 1 && !strstr(a->request, "\r\n\r\n")) {
+                ssize_t k = read(fd, a->request + n, sizeof a->request - 1 - n);
+                if (k <= 0)
+                        break;
+                n += (size_t) k;
+                a->request[n] = 0;
+        }
+        static const char reply[] = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        (void) !write(fd, reply, sizeof reply - 1);
+        close(fd);
+        return NULL;
+}
+
+START_TEST(test_probe_answered)
+{
+        /* Whatever the environment says of proxies: the request goes to the gate. */
+        setenv("no_proxy", "*", 1);
+        setenv("NO_PROXY", "*", 1);
+        answering_proxy a = {};
+        unsigned port;
+        a.listener = listen_loopback(0, &port);
+        ck_assert_int_ge(a.listener, 0);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, answer_once, &a), 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(gate_probe(port, "00ff00ff00ff00ff00ff00ff00ff00fe", 5000, &err) == 0, "%s",
+                      aisb_error_message(err));
+        pthread_join(t, NULL);
+        close(a.listener);
+        unsetenv("no_proxy");
+        unsetenv("NO_PROXY");
+        /* A proxy request for a name no allowlist holds, with the key squid checks first. */
+        ck_assert_msg(startswith(a.request, "GET http://aisb-gate-probe.invalid/ HTTP/1.1\r\n"), "%s", a.request);
+        /* base64 of "aisb:00ff00ff00ff00ff00ff00ff00ff00fe" */
+        ck_assert_ptr_nonnull(strstr(a.request, "\r\nProxy-Authorization: Basic "
+                                                "YWlzYjowMGZmMDBmZjAwZmYwMGZmMDBmZjAwZmYwMGZmMDBmZQ==\r\n"));
+}
+END_TEST
+
+/* squid whose held helper never started listens but never answers: that gate is refused. */
+START_TEST(test_probe_unanswered)
+{
+        unsigned port;
+        int listener = listen_loopback(0, &port);
+        ck_assert_int_ge(listener, 0);
+        aisb_error *err = NULL;
+        char expected[128];
+        snprintf(expected, sizeof expected, "the gate on 127.0.0.1:%u did not answer a request", port);
+        expect_error(gate_probe(port, "00ff", 300, &err), -ETIMEDOUT, &err, expected);
+        close(listener);
+        /* Nothing listening at all: refused too. */
+        port = unused_port();
+        expect_error(gate_probe(port, "00ff", 300, &err), -ETIMEDOUT, &err, "did not answer a request");
+}
+END_TEST
+
 static Suite *gate_suite(bool as_root)
 {
         Suite *s = suite_create("gate");
@@ -898,6 +969,8 @@ static Suite *gate_suite(bool as_root)
         tcase_add_test(tc, test_up_never_listens_log_planted);
         tcase_add_test(tc, test_up_never_listens_log_symlink);
         tcase_add_test(tc, test_up_cancelled_while_starting);
+        tcase_add_test(tc, test_probe_answered);
+        tcase_add_test(tc, test_probe_unanswered);
         suite_add_tcase(s, tc);
         tc = tcase_create("manage");
         tcase_add_checked_fixture(tc, setup, teardown);
