@@ -514,7 +514,10 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                         "http_port %s%u ssl-bump tls-cert=%s tls-key=%s generate-host-certificates=on "
                         "dynamic_cert_mem_cache_size=4MB\n"
                         "sslcrtd_program /usr/lib/squid/security_file_certgen -s %s -M 4MB\n"
-                        "sslcrtd_children 3 startup=1 idle=1\n"
+                        /* Past its queue, a certificate request fails that handshake: squid's
+                         * default is to exit after 3 minutes of it, which a sandbox naming a new
+                         * server in each TLS hello could bring about, letting the port go. */
+                        "sslcrtd_children 3 startup=1 idle=1 queue-size=1024 on-persistent-overload=ERR\n"
                         "host_verify_strict on\n",
                         o->cluster ? "" : "127.0.0.1:", o->port, o->bump_cert, o->bump_key, o->bump_db);
         r |= buffer_printf(&b,
@@ -819,8 +822,10 @@ int egress_count_line(egress_summary *s, const char *line)
         if (n <= TAG)
                 return -EBADMSG;
         bool no_status = FIELD_IS(STATUS, "0") || FIELD_IS(STATUS, "000");
-        /* A connection that sent no request (aisb's own liveness probe) is no egress. */
-        if (FIELD_IS(METHOD, "-") && no_status)
+        /* A connection that sent no request (aisb's own liveness probe) is no egress, nor is
+         * aisb's request to a run's own gate, which squid may log after the run's part of the
+         * log began. */
+        if ((FIELD_IS(METHOD, "-") && no_status) || FIELD_IS(HOST, GATE_PROBE_HOST ":80"))
                 return 0;
         /* A gate that intercepts TLS logs each CONNECT it intercepts once more as
          * NONE_NONE/200; what follows (the tunnel, or each intercepted request) is

@@ -17,9 +17,10 @@
 /* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
  * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
  * %err_code logged; 4: NAT64 forms of the local ranges; 5: rules, secrets and interception,
- * refusal pages, the cache manager refused; 6: unlisted names refused before a lookup), so that a gate named by
+ * refusal pages, the cache manager refused; 6: unlisted names refused before a lookup; 7: the
+ * certificate helper's overload fails a handshake, never squid), so that a gate named by
  * gate_squid_hash() under an older generator is never reused. */
-#define GATE_SQUID_VERSION "aisb-gate 6"
+#define GATE_SQUID_VERSION "aisb-gate 7"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
@@ -90,14 +91,18 @@ typedef struct squid_options {
          * GATE_CLIENT_USER and this password (hex digits), on every request not inside a TLS
          * connection the gate opened; the header goes no further. NULL: any local client. */
         const char *client_key;
-        /* A helper squid asks about every request, before its access rules: a script run by
-         * /bin/sh, answering OK to refuse everything (a run's own gate, once its run is gone:
-         * it keeps its port and serves nothing, with no reload, which would close the port
-         * for a moment). Its answers are not cached; it is asked 32 at a time (channel
-         * numbers), and requests beyond wait rather than being refused. NULL: none. */
+        /* A helper squid asks about every request with the client key, after the key's rules
+         * and before anything is allowed: a script run by /bin/sh, answering OK to refuse
+         * (a run's own gate, once its run is gone: it keeps its port and serves nothing, with
+         * no reload, which would close the port for a moment). Its answers are not cached; it
+         * is asked 32 at a time (channel numbers), 4096 more wait, and a request beyond those
+         * is refused. NULL: none. */
         const char *held_helper;
 } squid_options;
 #define GATE_CLIENT_USER "aisb"
+/* The name aisb's request to a run's own gate asks for (gate_probe): refused, and no
+ * egress. */
+#define GATE_PROBE_HOST "aisb-gate-probe.invalid"
 
 /* Whether a gate for l (and these secrets) intercepts TLS for some host. */
 bool gate_squid_intercepts(const allowlist *l, size_t n_secrets);

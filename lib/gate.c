@@ -52,12 +52,13 @@
  * seconds (0: never; "held": a run's own gate, which within 2 s of its run's lease going,
  * even when the run was killed, refuses everything and keeps its port, so that the sandbox
  * left behind reaches nothing and nobody else takes the port; the next run with secrets
- * removes it), port, intercept (0 or 1). The refusal is the marker tls/held, which squid's
- * helper (gate_held_helper) looks for at every request: a reload of squid would close its
+ * removes it), port, intercept (0 or 1). What serves is the marker tls/serving, made before
+ * squid starts and removed (which needs no space) once the lease is gone: squid's helper
+ * (gate_held_helper) looks for it at every request, where a reload of squid would close its
  * port for a moment. */
 static const char gate_script[] =
         "idle=$1 port=$2 intercept=$3\n"
-        "rm -f " GATE_TLS_INSIDE "/held || exit 70\n"
+        ": > " GATE_TLS_INSIDE "/serving || exit 70\n"
         "if [ \"$intercept\" = 1 ]; then\n"
         "  umask 077\n"
         "  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
@@ -76,7 +77,7 @@ static const char gate_script[] =
         "    for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
         "      [ -e \"$f\" ] && ! flock -n -x \"$f\" true && continue 2\n"
         "    done\n"
-        "    : > " GATE_TLS_INSIDE "/held || { kill $pid; wait $pid; exit 70; }; idle=0\n"
+        "    rm -f " GATE_TLS_INSIDE "/serving && idle=0\n"
         "  fi\n"
         "  [ \"$idle\" -gt 0 ] || continue\n"
         "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
@@ -91,12 +92,12 @@ static const char gate_script[] =
         "wait $pid\n";
 
 /* squid's helper for a run's own gate: asked about every request (no answer is cached), it
- * answers OK, which refuses the request, once the gate's first process has written the
- * marker. A line is a channel number and the client's address; the answer names the
- * channel. */
+ * answers OK, which refuses the request, unless the marker the gate's first process keeps
+ * while the run holds its lease is there (so a marker it cannot see refuses). A line is a
+ * channel number and the client's address; the answer names the channel. */
 static const char gate_held_helper[] =
         "while read -r channel _; do\n"
-        "  if [ -e " GATE_TLS_INSIDE "/held ]; then echo \"$channel OK\"; else echo \"$channel ERR\"; fi\n"
+        "  if [ -e " GATE_TLS_INSIDE "/serving ]; then echo \"$channel ERR\"; else echo \"$channel OK\"; fi\n"
         "done\n";
 #define GATE_START_TIMEOUT_MS 20000
 /* A listening gate answers at once; squid with no helper never does. */
@@ -431,7 +432,7 @@ static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t 
  * following anything planted there. */
 static void gate_tls_reset(int tls)
 {
-        static const char *const names[] = { "ca.pem", "ca.pem.new", "ca.key", "held" };
+        static const char *const names[] = { "ca.pem", "ca.pem.new", "ca.key", "serving" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 struct stat st;
                 if (fstatat(tls, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -523,7 +524,7 @@ int gate_probe(unsigned port, const char *key, long timeout_ms, aisb_error **err
                 return error_oom(err);
         char proxy[32];
         snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", port);
-        curl_easy_setopt(c, CURLOPT_URL, "http://aisb-gate-probe.invalid/");
+        curl_easy_setopt(c, CURLOPT_URL, "http://" GATE_PROBE_HOST "/");
         curl_easy_setopt(c, CURLOPT_PROXY, proxy);
         curl_easy_setopt(c, CURLOPT_NOPROXY, ""); /* whatever no_proxy says */
         curl_easy_setopt(c, CURLOPT_PROXYUSERNAME, GATE_CLIENT_USER);

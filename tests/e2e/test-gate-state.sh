@@ -117,7 +117,7 @@ for name in squid.conf .squid.conf.tmp hosts .hosts.tmp cache.log access.log; do
   ln -s "$sentinel" "$rw/$name"
 done
 tls=$(dirname "$rw")/tls
-for name in ca.pem ca.pem.new ca.key held; do
+for name in ca.pem ca.pem.new ca.key serving; do
   rm -f "$tls/$name"
   ln -s "$sentinel" "$tls/$name"
 done

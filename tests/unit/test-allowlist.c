@@ -1254,6 +1254,9 @@ START_TEST(test_egress_classes)
                 /* a connection that sent nothing is no egress; one that sent garbage is */
                 { "1 127.0.0.1 - -:- 000 NONE 0 - error:transaction-end-before-headers\n", 0 },
                 { "1 127.0.0.1 - -:- 400 NONE_NONE 3307 ERR_PROTOCOL_UNKNOWN error:invalid-request\n", 'f' },
+                /* aisb's own request to a run's gate, refused; the same refusal of another name */
+                { "1 127.0.0.1 GET aisb-gate-probe.invalid:80 403 TCP_DENIED 3900 ERR_ACCESS_DENIED http://aisb-gate-probe.invalid/\n", 0 },
+                { "1 127.0.0.1 GET aisb-gate-probe.invalid.test:80 403 TCP_DENIED 3900 ERR_ACCESS_DENIED http://aisb-gate-probe.invalid.test/\n", 'd' },
                 /* too short to say anything */
                 { "1 127.0.0.1 GET a.test:80 200\n", 'x' },
                 { "\n", 'x' },
