@@ -50,7 +50,7 @@
  * the gate's tls/, readable by the user alone), starts squid, and stops it once no run holds
  * a lease, no connection is open and nothing was logged for the idle time. Arguments: idle
  * seconds (0: never; "held": a run's own gate, which within 2 s of its run's lease going,
- * even when the run was killed, refuses everything and keeps its port, so that the sandbox
+ * even when the run was killed, refuses every request and keeps its port, so that the sandbox
  * left behind reaches nothing and nobody else takes the port; the next run with secrets
  * removes it), port, intercept (0 or 1). What serves is the marker tls/serving, made before
  * squid starts and removed (which needs no space) once the lease is gone: squid's helper
@@ -517,7 +517,12 @@ static size_t probe_discard(char *data, size_t size, size_t n, void *userdata)
         return size * n;
 }
 
-int gate_probe(unsigned port, const char *key, long timeout_ms, aisb_error **err)
+static int probe_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+        return ctx_stopping(userdata) ? 1 : 0;
+}
+
+int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, aisb_error **err)
 {
         CURL *c = curl_easy_init();
         if (!c)
@@ -533,12 +538,17 @@ int gate_probe(unsigned port, const char *key, long timeout_ms, aisb_error **err
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, probe_discard);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, probe_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, ctx);
         CURLcode rc = curl_easy_perform(c);
         long status = 0;
         (void) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_cleanup(c);
         if (rc == CURLE_OK && status > 0)
                 return 0;
+        if (rc == CURLE_ABORTED_BY_CALLBACK)
+                return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
         return aisb_error_set(err, -ETIMEDOUT,
                               "the gate on 127.0.0.1:%u did not answer a request (%s): squid could not "
                               "start the helper that refuses the sandbox once its run is gone (as when "
@@ -644,7 +654,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                                 return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s",
                                                       g->dir, strerror(-r));
                         }
-                        if (g->per_run && (r = gate_probe(g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err)) < 0)
+                        if (g->per_run && (r = gate_probe(ctx, g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err)) < 0)
                                 (void) podman_container_remove(ctx, g->name, NULL);
                         return r < 0 ? r : 0;
                 }

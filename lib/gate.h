@@ -65,9 +65,9 @@ bool gate_port_ours(unsigned port);
  * names the name). squid holds a request unanswered while that helper is not running, as
  * when something held every port on the loopback as squid started it (another local user
  * can): such a gate serves nothing, and once enough requests pile up squid exits and lets
- * its port go. 0, or -ETIMEDOUT when no answer came within timeout_ms. A run sends it before
- * its sandbox exists and before its part of the access log begins. */
-int gate_probe(unsigned port, const char *key, long timeout_ms, aisb_error **err);
+ * its port go. 0, -ETIMEDOUT when no answer came within timeout_ms, or -ECANCELED when ctx
+ * was stopped meanwhile. A run sends it before its sandbox exists. */
+int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, aisb_error **err);
 
 /* The gate for allowlist l: found running and ours, or (re)started, waiting until squid
  * listens. Stopped with the context (-ECANCELED), leaving no half-started gate. */

@@ -876,6 +876,14 @@ END_TEST
 
 /* ---- a run's own gate answers ---- */
 
+static void *cancel_soon(void *userdata)
+{
+        (void) userdata;
+        nanosleep(&(struct timespec) { 0, 200 * 1000 * 1000 }, NULL);
+        aisb_ctx_cancel(ctx);
+        return NULL;
+}
+
 /* A proxy that takes one request and answers 403, as squid does for an unlisted name. */
 typedef struct {
         int listener;
@@ -914,7 +922,7 @@ START_TEST(test_probe_answered)
         pthread_t t;
         ck_assert_int_eq(pthread_create(&t, NULL, answer_once, &a), 0);
         aisb_error *err = NULL;
-        ck_assert_msg(gate_probe(port, "00ff00ff00ff00ff00ff00ff00ff00fe", 5000, &err) == 0, "%s",
+        ck_assert_msg(gate_probe(ctx, port, "00ff00ff00ff00ff00ff00ff00ff00fe", 5000, &err) == 0, "%s",
                       aisb_error_message(err));
         pthread_join(t, NULL);
         close(a.listener);
@@ -937,11 +945,30 @@ START_TEST(test_probe_unanswered)
         aisb_error *err = NULL;
         char expected[128];
         snprintf(expected, sizeof expected, "the gate on 127.0.0.1:%u did not answer a request", port);
-        expect_error(gate_probe(port, "00ff", 300, &err), -ETIMEDOUT, &err, expected);
+        expect_error(gate_probe(ctx, port, "00ff", 300, &err), -ETIMEDOUT, &err, expected);
         close(listener);
         /* Nothing listening at all: refused too. */
         port = unused_port();
-        expect_error(gate_probe(port, "00ff", 300, &err), -ETIMEDOUT, &err, "did not answer a request");
+        expect_error(gate_probe(ctx, port, "00ff", 300, &err), -ETIMEDOUT, &err, "did not answer a request");
+}
+END_TEST
+
+/* A stop of the run while the gate is asked ends the wait. */
+START_TEST(test_probe_cancelled)
+{
+        unsigned port;
+        int listener = listen_loopback(0, &port);
+        ck_assert_int_ge(listener, 0);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, cancel_soon, NULL), 0);
+        struct timespec start, end;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        aisb_error *err = NULL;
+        expect_error(gate_probe(ctx, port, "00ff", 20000, &err), -ECANCELED, &err, "stopped while the gate started");
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        pthread_join(t, NULL);
+        ck_assert_int_lt(end.tv_sec - start.tv_sec, 10);
+        close(listener);
 }
 END_TEST
 
@@ -971,6 +998,7 @@ static Suite *gate_suite(bool as_root)
         tcase_add_test(tc, test_up_cancelled_while_starting);
         tcase_add_test(tc, test_probe_answered);
         tcase_add_test(tc, test_probe_unanswered);
+        tcase_add_test(tc, test_probe_cancelled);
         suite_add_tcase(s, tc);
         tc = tcase_create("manage");
         tcase_add_checked_fixture(tc, setup, teardown);
