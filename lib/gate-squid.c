@@ -761,6 +761,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "deny_info ERR_AISB_LOCAL aisb_local_dst\n"
                 "deny_info ERR_AISB_LITERAL aisb_ip_literal\n"
                 "deny_info ERR_AISB_DENIED all\n");
+        if (o->held_helper)
+                r |= buffer_printf(&b, "deny_info " GATE_HELD_PAGE " aisb_held\n");
         if (any)
                 r |= buffer_printf(&b, "deny_info ERR_AISB_DENIED aisb_listed\n");
         if (rule_hosts)
@@ -825,7 +827,8 @@ int egress_count_line(egress_summary *s, const char *line)
         /* A connection that sent no request (aisb's own liveness probe) is no egress, nor is
          * aisb's request to a run's own gate, which squid may log after the run's part of the
          * log began. */
-        if ((FIELD_IS(METHOD, "-") && no_status) || FIELD_IS(HOST, GATE_PROBE_HOST ":80"))
+        if ((FIELD_IS(METHOD, "-") && no_status) ||
+            (FIELD_IS(HOST, GATE_PROBE_HOST ":80") && FIELD_STARTS(TAG, "TCP_DENIED")))
                 return 0;
         /* A gate that intercepts TLS logs each CONNECT it intercepts once more as
          * NONE_NONE/200; what follows (the tunnel, or each intercepted request) is

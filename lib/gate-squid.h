@@ -103,6 +103,8 @@ typedef struct squid_options {
 /* The name aisb's request to a run's own gate asks for (gate_probe): refused, and no
  * egress. */
 #define GATE_PROBE_HOST "aisb-gate-probe.invalid"
+/* The page (and X-Squid-Error) of a run's own gate that refuses because its run is gone. */
+#define GATE_HELD_PAGE "ERR_AISB_HELD"
 
 /* Whether a gate for l (and these secrets) intercepts TLS for some host. */
 bool gate_squid_intercepts(const allowlist *l, size_t n_secrets);

@@ -58,7 +58,16 @@
  * port for a moment. */
 static const char gate_script[] =
         "idle=$1 port=$2 intercept=$3\n"
-        ": > " GATE_TLS_INSIDE "/serving || exit 70\n"
+        /* A run's own gate serves only while a lease is held, from its first start on (a
+         * container started again keeps the marker of its last life). */
+        "if [ \"$idle\" = held ]; then\n"
+        "  rm -f " GATE_TLS_INSIDE "/serving || exit 70\n"
+        "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
+        "    [ -e \"$f\" ] && ! flock -n -x \"$f\" true && { : > " GATE_TLS_INSIDE "/serving || exit 70; break; }\n"
+        "  done\n"
+        "else\n"
+        "  : > " GATE_TLS_INSIDE "/serving || exit 70\n"
+        "fi\n"
         "if [ \"$intercept\" = 1 ]; then\n"
         "  umask 077\n"
         "  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
@@ -522,6 +531,21 @@ static int probe_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t
         return ctx_stopping(userdata) ? 1 : 0;
 }
 
+/* Whether squid's answer names the page of a gate whose run is gone. */
+static size_t probe_header(char *data, size_t size, size_t n, void *userdata)
+{
+        static const char name[] = "X-Squid-Error:";
+        size_t len = size * n;
+        if (len > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
+                size_t i = sizeof name - 1;
+                while (i < len && (data[i] == ' ' || data[i] == '\t'))
+                        i++;
+                if (len - i >= strlen(GATE_HELD_PAGE) && memcmp(data + i, GATE_HELD_PAGE, strlen(GATE_HELD_PAGE)) == 0)
+                        *(bool *) userdata = true;
+        }
+        return len;
+}
+
 int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, aisb_error **err)
 {
         CURL *c = curl_easy_init();
@@ -541,10 +565,18 @@ int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, a
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, probe_progress);
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, ctx);
+        bool held = false;
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, probe_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &held);
         CURLcode rc = curl_easy_perform(c);
         long status = 0;
         (void) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_cleanup(c);
+        if (rc == CURLE_OK && status > 0 && held)
+                return aisb_error_set(err, -EIO,
+                                      "the gate on 127.0.0.1:%u refuses as if its run were gone: it cannot "
+                                      "see its marker " GATE_TLS_DIR "/serving; run again",
+                                      port);
         if (rc == CURLE_OK && status > 0)
                 return 0;
         if (rc == CURLE_ABORTED_BY_CALLBACK)

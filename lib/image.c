@@ -359,6 +359,9 @@ static const struct {
           "--gate-add-host NAME:IP." },
         { "ERR_AISB_LITERAL",
           "aisb gate: requests to an IP address are refused; use the host name, and allow it." },
+        { "ERR_AISB_HELD",
+          "aisb gate: the run this sandbox belongs to has ended (aisb was stopped or killed), so its "
+          "gate refuses every request. aisb clean removes the sandbox left behind." },
 };
 
 int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err)

@@ -899,6 +899,8 @@ START_TEST(test_squid_config_rules)
         static const char *const expected[] = {
                 "http_port 127.0.0.1:3128 ssl-bump tls-cert=/g/tls/ca.pem tls-key=/g/tls/ca.key "
                 "generate-host-certificates=on dynamic_cert_mem_cache_size=4MB",
+                /* an overloaded certificate helper fails handshakes; squid does not exit */
+                "sslcrtd_children 3 startup=1 idle=1 queue-size=1024 on-persistent-overload=ERR",
                 "acl aisb_rule0_dst dstdomain -n .api.github.com",
                 "acl aisb_rule0_port port 80 443",
                 "acl aisb_rule0_method method GET HEAD",
@@ -1096,6 +1098,7 @@ START_TEST(test_squid_config_secrets)
                                      "children-startup=1 concurrency=32 queue-size=4096 %>a /bin/sh "
                                      "/aisb-gate/config/held.sh"), "%s", text);
         ck_assert(has_line(text, "acl aisb_held external aisb_held"));
+        ck_assert(has_line(text, "deny_info ERR_AISB_HELD aisb_held"));
         rules = http_access_lines(text);
         size_t held_at = SIZE_MAX;
         for (size_t i = 0; rules[i]; i++) {
@@ -1257,6 +1260,8 @@ START_TEST(test_egress_classes)
                 /* aisb's own request to a run's gate, refused; the same refusal of another name */
                 { "1 127.0.0.1 GET aisb-gate-probe.invalid:80 403 TCP_DENIED 3900 ERR_ACCESS_DENIED http://aisb-gate-probe.invalid/\n", 0 },
                 { "1 127.0.0.1 GET aisb-gate-probe.invalid.test:80 403 TCP_DENIED 3900 ERR_ACCESS_DENIED http://aisb-gate-probe.invalid.test/\n", 'd' },
+                /* (were that name ever let through, it would count) */
+                { "1 127.0.0.1 GET aisb-gate-probe.invalid:80 200 TCP_MISS 10 - http://aisb-gate-probe.invalid/\n", 'a' },
                 /* too short to say anything */
                 { "1 127.0.0.1 GET a.test:80 200\n", 'x' },
                 { "\n", 'x' },

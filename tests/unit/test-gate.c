@@ -884,9 +884,11 @@ static void *cancel_soon(void *userdata)
         return NULL;
 }
 
-/* A proxy that takes one request and answers 403, as squid does for an unlisted name. */
+/* A proxy that takes one request and answers 403, as squid does for an unlisted name (or
+ * with the page it names). */
 typedef struct {
         int listener;
+        const char *page;
         char request[4096];
 } answering_proxy;
 
@@ -904,8 +906,11 @@ static void *answer_once(void *userdata)
                 n += (size_t) k;
                 a->request[n] = 0;
         }
-        static const char reply[] = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-        (void) !write(fd, reply, sizeof reply - 1);
+        char reply[256];
+        int n_reply = snprintf(reply, sizeof reply,
+                               "HTTP/1.1 403 Forbidden\r\nX-Squid-Error: %s 0\r\nContent-Length: 0\r\n"
+                               "Connection: close\r\n\r\n", a->page ? a->page : "ERR_AISB_DENIED");
+        (void) !write(fd, reply, (size_t) n_reply);
         close(fd);
         return NULL;
 }
@@ -933,6 +938,18 @@ START_TEST(test_probe_answered)
         /* base64 of "aisb:00ff00ff00ff00ff00ff00ff00ff00fe" */
         ck_assert_ptr_nonnull(strstr(a.request, "\r\nProxy-Authorization: Basic "
                                                 "YWlzYjowMGZmMDBmZjAwZmYwMGZmMDBmZjAwZmYwMGZmMDBmZQ==\r\n"));
+
+        /* A gate that refuses as if its run were gone (it cannot see its marker) is no gate
+         * for a run. */
+        answering_proxy held = { .page = "ERR_AISB_HELD" };
+        held.listener = listen_loopback(0, &port);
+        ck_assert_int_ge(held.listener, 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, answer_once, &held), 0);
+        char expected[128];
+        snprintf(expected, sizeof expected, "the gate on 127.0.0.1:%u refuses as if its run were gone", port);
+        expect_error(gate_probe(ctx, port, "00ff", 5000, &err), -EIO, &err, expected);
+        pthread_join(t, NULL);
+        close(held.listener);
 }
 END_TEST
 
