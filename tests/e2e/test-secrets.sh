@@ -207,8 +207,9 @@ for _ in $(seq 40); do
 done
 expect_eq "a killed run's gate serves the sandbox left behind nothing" 403 "$code"
 expect_eq "and keeps refusing" 403 "$(probe after-kill-again)"
-expect_contains "saying why, to the sandbox left behind" "the run this sandbox belongs to has ended" \
-  "$(podman exec "$left" curl -s "http://api.stub.test:$PLAIN/after-kill-page" 2>/dev/null || true)"
+page=$(podman exec "$left" curl -s -D - "http://api.stub.test:$PLAIN/after-kill-page" 2>/dev/null || true)
+expect_contains "saying why, to the sandbox left behind" "the run this sandbox belongs to has ended" "$page"
+expect_contains "(the page aisb's request at a gate's start must not get)" "X-Squid-Error: ERR_AISB_HELD" "$page"
 touch "$E2E_TMP/squat-stop"; wait $squatter
 expect_absent "the gate answered throughout (codes:$codes)" " 000" "$codes"
 expect_eq "nobody else could bind its port meanwhile" "" "$(grep bound "$E2E_TMP/squat" || true)"
