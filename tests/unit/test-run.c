@@ -395,13 +395,19 @@ START_TEST(test_build_gate_alongside_cancel)
 }
 END_TEST
 
-/* Allow mode without a gate of aisb's (--no-gate, or a proxy of the user's): no gate's
- * image to build. */
-START_TEST(test_build_no_gate)
+/* The first image asked for is missing, every later one present; builds succeed. */
+static void route_first_image_missing(void)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
+}
+
+/* Allow mode without a gate of aisb's (--no-gate, or a proxy of the user's): no gate's
+ * image to build. */
+START_TEST(test_build_no_gate)
+{
+        route_first_image_missing();
         aisb_policy *p = allow_policy();
         ck_assert_int_eq(aisb_policy_set(p, "no-gate", "true", NULL), 0);
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
@@ -416,9 +422,7 @@ END_TEST
 /* With the gate's image present, only the sandbox's image is built. */
 START_TEST(test_build_gate_present)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
+        route_first_image_missing();
         aisb_policy *p = allow_policy();
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
         ssize_t b = fake_podman_find_request(fp, "POST", "/libpod/build");
