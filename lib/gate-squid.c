@@ -318,6 +318,19 @@ int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, cha
         return 0;
 }
 
+/* Where a request is meant to go is compared with where its connection goes, in lower case
+ * and without a hello's trailing dot; a line short of fields is refused. */
+const char gate_squid_tunnel_helper[] =
+        "{\n"
+        "  to = tolower($2); host = to; sub(/:[0-9]+$/, \"\", host)\n"
+        "  sni = tolower($7); sub(/\\.$/, \"\", sni)\n"
+        "  astray = NF < 7 || $3 == \"CONNECT\" || $4 != \"https\" || tolower($5) \":\" $6 != to ||\n"
+        "           (sni != \"-\" && sni != host)\n"
+        "  answer = $1 (astray ? \" OK\" : \" ERR\")\n"
+        "  print answer\n"
+        "  fflush()\n"
+        "}\n";
+
 bool gate_squid_intercepts(const allowlist *l, size_t n_secrets)
 {
         for (size_t i = 0; i < l->n; i++)
@@ -420,12 +433,14 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         bool intercepts = gate_squid_intercepts(l, o->n_secrets);
         if (intercepts && (!o->bump_cert || !o->bump_key || !o->bump_db))
                 return aisb_error_set(err, -EINVAL, "the gate must intercept TLS here but has no CA");
+        if (intercepts && !o->tunnel_helper)
+                return aisb_error_set(err, -EINVAL, "the gate must intercept TLS here but has no tunnel helper");
         if (o->client_key && (!*o->client_key || strlen(o->client_key) > 64 ||
                               strspn(o->client_key, "0123456789abcdef") != strlen(o->client_key)))
                 return aisb_error_set(err, -EINVAL, "the gate's client key must be 1..64 hex digits");
         const char *paths[] = { o->hosts_file, access_log, cache_log, o->held_helper,
                                 intercepts ? o->bump_cert : NULL, intercepts ? o->bump_key : NULL,
-                                intercepts ? o->bump_db : NULL };
+                                intercepts ? o->bump_db : NULL, intercepts ? o->tunnel_helper : NULL };
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
                 if (paths[i] && !squid_path_valid(paths[i])) {
                         char shown[ALLOWLIST_SHOWN_MAX];
@@ -711,7 +726,29 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                         r |= acl_lines(&b, "aisb_plain_sni", "ssl::server_name --client-requested", ".", plain);
                         r |= buffer_printf(&b, "ssl_bump splice !aisb_bump aisb_plain_sni\n");
                 }
-                r |= buffer_printf(&b, "ssl_bump bump all\n");
+                /* A connection it opens is marked with where it goes: the CONNECT's name and
+                 * port, which squid resolved and connected to, and whose certificate it
+                 * checked. Inside, squid takes each request's URL from what the client wrote
+                 * (an absolute-form target, else Host) and sends it down that same server
+                 * connection: the tunnel helper refuses every request whose URL names another
+                 * destination, another scheme, a TLS hello's name that is not the
+                 * destination's, or a CONNECT (an unread tunnel inside). Marked at the
+                 * decision to open it, so the CONNECT itself, and the one squid makes again to
+                 * splice a tunnel, are not in it. */
+                r |= buffer_printf(&b, "acl aisb_mark_tunnel annotate_client aisb_tunnel=\"%%>rd:%%>rP\"\n"
+                                       "ssl_bump bump all aisb_mark_tunnel\n"
+                                       "acl aisb_tunneled note aisb_tunnel\n"
+                                       "external_acl_type aisb_tunnel ttl=0 negative_ttl=0 cache=0 "
+                                       "children-max=1 children-startup=1 concurrency=32 queue-size=4096 "
+                                       "%%{aisb_tunnel}note %%>rm %%>rs %%>rd %%>rP %%ssl::>sni "
+                                       GATE_TUNNEL_HELPER_AWK " %s\n"
+                                       "acl aisb_astray external aisb_tunnel\n",
+                                   o->tunnel_helper);
+                /* What is not TLS inside a CONNECT (Node sends plain HTTP through one) goes on
+                 * unread, as through a gate that opens nothing, except to a host with rules,
+                 * whose every request the gate must read: there squid closes the connection
+                 * (it has no page to send on it). */
+                r |= buffer_printf(&b, "on_unsupported_protocol tunnel %s\n", rule_hosts ? "!aisb_rule_hosts" : "all");
         }
 
         if (o->held_helper)
@@ -732,6 +769,15 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
          * otherwise fill. */
         if (o->held_helper)
                 r |= buffer_printf(&b, "http_access deny aisb_held\n");
+        if (intercepts)
+                r |= buffer_printf(&b, "http_access deny aisb_tunneled aisb_astray\n");
+        /* TRACE echoes the request, headers and all: the secret's, at a host that gets one. */
+        if (rule_hosts || o->n_secrets)
+                r |= buffer_printf(&b, "acl aisb_trace method TRACE\n");
+        if (rule_hosts)
+                r |= buffer_printf(&b, "http_access deny aisb_rule_hosts aisb_trace\n");
+        for (size_t i = 0; i < o->n_secrets; i++)
+                r |= buffer_printf(&b, "http_access deny aisb_secret%zu aisb_trace\n", i);
         if (any)
                 r |= buffer_printf(&b, "http_access deny !aisb_ports\n"
                                        /* A name no entry lists is refused here, by name: the
@@ -763,6 +809,10 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 "deny_info ERR_AISB_DENIED all\n");
         if (o->held_helper)
                 r |= buffer_printf(&b, "deny_info " GATE_HELD_PAGE " aisb_held\n");
+        if (intercepts)
+                r |= buffer_printf(&b, "deny_info ERR_AISB_ASTRAY aisb_astray\n");
+        if (rule_hosts || o->n_secrets)
+                r |= buffer_printf(&b, "deny_info ERR_AISB_TRACE aisb_trace\n");
         if (any)
                 r |= buffer_printf(&b, "deny_info ERR_AISB_DENIED aisb_listed\n");
         if (rule_hosts)

@@ -18,9 +18,11 @@
  * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
  * %err_code logged; 4: NAT64 forms of the local ranges; 5: rules, secrets and interception,
  * refusal pages, the cache manager refused; 6: unlisted names refused before a lookup; 7: the
- * certificate helper's overload fails a handshake, never squid), so that a gate named by
+ * certificate helper's overload fails a handshake, never squid; 8: a request inside an opened
+ * connection goes only where the connection goes, TRACE refused where a secret or a rule
+ * is, what is not TLS inside a CONNECT tunnelled), so that a gate named by
  * gate_squid_hash() under an older generator is never reused. */
-#define GATE_SQUID_VERSION "aisb-gate 7"
+#define GATE_SQUID_VERSION "aisb-gate 8"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
@@ -98,7 +100,19 @@ typedef struct squid_options {
          * is asked 32 at a time (channel numbers), 4096 more wait, and a request beyond those
          * is refused. NULL: none. */
         const char *held_helper;
+        /* The file holding gate_squid_tunnel_helper, which squid runs with
+         * GATE_TUNNEL_HELPER_AWK; required when the gate intercepts TLS. */
+        const char *tunnel_helper;
 } squid_options;
+
+/* The tunnel helper: an awk program squid asks about each request inside a TLS connection
+ * the gate opened. A line is a channel number, where the connection goes (HOST:PORT, as its
+ * CONNECT named it), the request's method, its URL's scheme, host and port, the TLS hello's
+ * server name ("-": none) and the ACL's argument ("-"); the answer OK refuses the request
+ * (another destination, scheme or server name, a CONNECT), ERR lets the rest of the rules
+ * decide. Each answer is one write: squid misreads one that arrives in pieces. */
+extern const char gate_squid_tunnel_helper[];
+#define GATE_TUNNEL_HELPER_AWK "/usr/bin/mawk -W interactive -f"
 #define GATE_CLIENT_USER "aisb"
 /* The name aisb's request to a run's own gate asks for (gate_probe): refused, and no
  * egress. */

@@ -615,6 +615,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                 .n_secrets = req->n_secrets,
                 .client_key = g->client_key,
                 .held_helper = g->per_run ? GATE_CONFIG_INSIDE "/held.sh" : NULL,
+                .tunnel_helper = intercept ? GATE_CONFIG_INSIDE "/tunnel.awk" : NULL,
         };
         r = gate_squid_config(req->list, &so, &conf, err);
         if (r >= 0)
@@ -636,6 +637,8 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                 r = write_config(config, "hosts", hosts, err);
         if (r >= 0 && g->per_run)
                 r = write_config(config, "held.sh", gate_held_helper, err);
+        if (r >= 0 && intercept)
+                r = write_config(config, "tunnel.awk", gate_squid_tunnel_helper, err);
         if (r < 0)
                 return r;
         gate_log_reset(logs, "cache.log", true);

@@ -4,7 +4,8 @@
 api.stub.test, other.stub.test, rules.stub.test) and plain HTTP on two free ports, which it
 prints as "TLS_PORT HTTP_PORT", on 127.0.0.1 and on 127.0.0.2 alike (so that a test can map
 two names to two addresses and see which one a request reached). Every request is answered
-200 with the path, except /redirect?to=URL (302 to URL), and logged to stderr as one JSON
+200 with the path, except /redirect?to=URL (302 to URL) and TRACE (the request echoed, headers
+and all, as a real server's TRACE does), and logged to stderr as one JSON
 line: the address it reached, scheme, host, method, path and the credential headers it
 carried (all values of Authorization and x-api-key, in order)."""
 import http.server
@@ -36,6 +37,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sys.stderr.write(json.dumps(record) + "\n")
         sys.stderr.flush()
         body = ("stub %s %s\n" % (self.command, self.path)).encode()
+        if self.command == "TRACE":
+            # What a real server's TRACE does: the request back, headers and all.
+            body = ("%s %s %s\r\n%s" % (self.command, self.path, self.request_version, self.headers)).encode()
         if self.path.startswith("/redirect?to="):
             self.send_response(302)
             self.send_header("Location", self.path[len("/redirect?to="):])
@@ -46,7 +50,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = answer
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_TRACE = answer
 
     def log_message(self, *args):
         pass

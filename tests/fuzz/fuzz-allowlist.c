@@ -129,7 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(hash);
         char *conf = NULL;
         /* Rules need interception, so a CA. */
-        squid_options o = { .port = 3128, .bump_cert = "/g/ca.pem", .bump_key = "/g/ca.key", .bump_db = "/tmp/db" };
+        squid_options o = { .port = 3128, .bump_cert = "/g/ca.pem", .bump_key = "/g/ca.key", .bump_db = "/tmp/db",
+                            .tunnel_helper = "/g/tunnel.awk" };
         FUZZ_CHECK(gate_squid_config(&l, &o, &conf, &err) == 0);
         free(conf);
 

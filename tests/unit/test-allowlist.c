@@ -894,7 +894,7 @@ START_TEST(test_squid_config_rules)
 {
         static const char *const entries[] = { "api.github.com GET,HEAD /repos/acme/ /a+b.c", "example.com", NULL };
         squid_options o = { .port = 3128, .bump_cert = "/g/tls/ca.pem", .bump_key = "/g/tls/ca.key",
-                            .bump_db = "/tmp/certs" };
+                            .bump_db = "/tmp/certs", .tunnel_helper = "/g/config/tunnel.awk" };
         char *text = squid_config(entries, &o);
         static const char *const expected[] = {
                 "http_port 127.0.0.1:3128 ssl-bump tls-cert=/g/tls/ca.pem tls-key=/g/tls/ca.key "
@@ -913,7 +913,19 @@ START_TEST(test_squid_config_rules)
                 "ssl_bump terminate !aisb_bump aisb_bump_sni",
                 "acl aisb_plain_sni ssl::server_name --client-requested .example.com",
                 "ssl_bump splice !aisb_bump aisb_plain_sni",
-                "ssl_bump bump all",
+                /* a connection the gate opens is marked with where it goes, at the decision */
+                "acl aisb_mark_tunnel annotate_client aisb_tunnel=\"%>rd:%>rP\"",
+                "ssl_bump bump all aisb_mark_tunnel",
+                "acl aisb_tunneled note aisb_tunnel",
+                "external_acl_type aisb_tunnel ttl=0 negative_ttl=0 cache=0 children-max=1 children-startup=1 "
+                "concurrency=32 queue-size=4096 %{aisb_tunnel}note %>rm %>rs %>rd %>rP %ssl::>sni "
+                "/usr/bin/mawk -W interactive -f /g/config/tunnel.awk",
+                "acl aisb_astray external aisb_tunnel",
+                "deny_info ERR_AISB_ASTRAY aisb_astray",
+                /* plain HTTP in a CONNECT: refused to the host with rules, tunnelled elsewhere */
+                "on_unsupported_protocol tunnel !aisb_rule_hosts",
+                "acl aisb_trace method TRACE",
+                "deny_info ERR_AISB_TRACE aisb_trace",
                 "request_header_access X-Original-Method deny aisb_rule_hosts",
                 "deny_info ERR_AISB_RULE aisb_rule_hosts",
                 "deny_info ERR_AISB_RULE aisb_path_odd",
@@ -930,6 +942,8 @@ START_TEST(test_squid_config_rules)
                 "http_access deny !aisb_clients",
                 "http_access deny aisb_ip_literal",
                 "http_access deny !aisb_connect !aisb_schemes",
+                "http_access deny aisb_tunneled aisb_astray",
+                "http_access deny aisb_rule_hosts aisb_trace",
                 "http_access deny !aisb_ports",
                 "http_access deny !aisb_listed",
                 "http_access deny aisb_local_dst",
@@ -962,6 +976,62 @@ START_TEST(test_squid_config_rules)
         ck_assert_str_eq(aisb_error_message(err), "the gate must intercept TLS here but has no CA");
         aisb_error_free(err);
         allowlist_done(&l);
+}
+END_TEST
+
+/* The tunnel helper's verdicts, from mawk itself (the gate image's awk, Debian's on the host):
+ * a request inside a connection the gate opened passes only to where that connection goes,
+ * over https, with no other server named in the TLS hello; OK refuses. */
+START_TEST(test_tunnel_helper)
+{
+        if (access("/usr/bin/mawk", X_OK) < 0) {
+                /* scripts/setup installs it; a unit run without it cannot judge the helper. */
+                ck_abort_msg("/usr/bin/mawk is missing (scripts/setup installs it)");
+        }
+        static const struct {
+                const char *line, *answer;
+        } cases[] = {
+                { "0 api.test:443 GET https api.test 443 api.test -", "0 ERR" },
+                { "1 api.test:443 POST https api.test 443 - -", "1 ERR" },          /* no hello name */
+                { "2 api.test:443 GET https API.Test 443 API.TEST. -", "2 ERR" },   /* case, a trailing dot */
+                { "3 evil.test:443 POST https api.test 443 - -", "3 OK" },          /* Host names another */
+                { "4 api.test:443 GET https api.test 8443 api.test -", "4 OK" },    /* another port */
+                { "5 api.test:8443 GET https api.test 443 api.test -", "5 OK" },
+                { "6 api.test:443 GET http api.test 443 api.test -", "6 OK" },      /* http:// inside */
+                { "7 api.test:443 CONNECT authority_form api.test 443 - -", "7 OK" }, /* a tunnel inside */
+                { "8 evil.test:443 GET https evil.test 443 api.test -", "8 OK" },   /* hello names another */
+                { "9 xapi.test:443 GET https api.test 443 - -", "9 OK" },           /* a suffix is another */
+                { "10 api.test:443 GET https api.test.evil.test 443 - -", "10 OK" },
+                { "11 api.test:443 GET", "11 OK" },                                  /* short: refused */
+                { "12 api.test:443 GET https api.test 443 evil.test. -", "12 OK" },
+        };
+        char prog[] = "/tmp/aisb-tunnel-helper.XXXXXX", input[] = "/tmp/aisb-tunnel-input.XXXXXX";
+        int pfd = mkstemp(prog), ifd = mkstemp(input);
+        ck_assert_int_ge(pfd, 0);
+        ck_assert_int_ge(ifd, 0);
+        ck_assert_int_eq(write_all(pfd, gate_squid_tunnel_helper, strlen(gate_squid_tunnel_helper)), 0);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ck_assert_int_eq(write_all(ifd, cases[i].line, strlen(cases[i].line)), 0);
+                ck_assert_int_eq(write_all(ifd, "\n", 1), 0);
+        }
+        close(pfd);
+        close(ifd);
+        char *command = NULL;
+        ck_assert_int_ge(asprintf(&command, GATE_TUNNEL_HELPER_AWK " %s < %s", prog, input), 0);
+        FILE *out = popen(command, "r");
+        ck_assert_ptr_nonnull(out);
+        char line[128];
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ck_assert_msg(fgets(line, sizeof line, out), "no answer to '%s'", cases[i].line);
+                line[strcspn(line, "\n")] = 0;
+                ck_assert_msg(streq(line, cases[i].answer), "'%s': '%s', not '%s'", cases[i].line, line,
+                              cases[i].answer);
+        }
+        ck_assert_ptr_null(fgets(line, sizeof line, out));
+        ck_assert_int_eq(pclose(out), 0);
+        free(command);
+        unlink(prog);
+        unlink(input);
 }
 END_TEST
 
@@ -1059,7 +1129,8 @@ START_TEST(test_squid_config_secrets)
         ck_assert_int_eq(gate_secret_parse("K@api.openai.com,b.test", "sk-123", &g, why, sizeof why), 0);
         static const char *const entries[] = { "api.openai.com", "b.test", NULL };
         squid_options o = { .port = 3128, .bump_cert = "/g/c", .bump_key = "/g/k", .bump_db = "/tmp/d",
-                            .secrets = &g, .n_secrets = 1, .client_key = "00ff00ff00ff00ff00ff00ff00ff00fe" };
+                            .tunnel_helper = "/g/t", .secrets = &g, .n_secrets = 1,
+                            .client_key = "00ff00ff00ff00ff00ff00ff00ff00fe" };
         char *text = squid_config(entries, &o);
         static const char *const expected[] = {
                 "acl aisb_https proto HTTPS",
@@ -1077,16 +1148,48 @@ START_TEST(test_squid_config_secrets)
                 "acl aisb_keyed note aisb_keyed yes",
                 "acl aisb_mark_keyed annotate_client aisb_keyed=yes",
                 "request_header_access Proxy-Authorization deny all",
+                "acl aisb_trace method TRACE",
+                /* plain HTTP in a CONNECT: no host has rules, so every one is tunnelled */
+                "on_unsupported_protocol tunnel all",
         };
         for (size_t i = 0; i < ELEMENTSOF(expected); i++)
                 ck_assert_msg(has_line(text, expected[i]), "no line '%s' in:\n%s", expected[i], text);
+        ck_assert_ptr_null(strstr(text, "!aisb_rule_hosts"));
         char **rules = http_access_lines(text);
         ck_assert_str_eq(rules[0], "http_access deny manager");
         ck_assert_str_eq(rules[1], "http_access deny !aisb_clients");
         ck_assert_str_eq(rules[2], "http_access deny !aisb_keyed !aisb_key");
         ck_assert_str_eq(rules[3], "http_access deny aisb_key aisb_mark_keyed !all");
+        /* After the key (no stranger reaches the helper), before anything is allowed: a
+         * request inside an opened connection goes only where that connection goes; TRACE
+         * is refused where the secret would be added. */
+        size_t astray_at = SIZE_MAX, trace_at = SIZE_MAX;
+        for (size_t i = 0; rules[i]; i++) {
+                if (streq(rules[i], "http_access deny aisb_tunneled aisb_astray"))
+                        astray_at = i;
+                else if (streq(rules[i], "http_access deny aisb_secret0 aisb_trace"))
+                        trace_at = i;
+                else
+                        ck_assert_msg(!startswith(rules[i], "http_access allow") ||
+                                              (astray_at != SIZE_MAX && trace_at != SIZE_MAX),
+                                      "'%s' before the tunnel's and TRACE's rules", rules[i]);
+        }
+        ck_assert_uint_gt(astray_at, 3);
+        ck_assert_uint_ne(trace_at, SIZE_MAX);
         strv_free(rules);
         free(text);
+        /* Intercepting with no tunnel helper: refused, never a gate that sends a request
+         * where its Host says. */
+        squid_options no_helper = o;
+        no_helper.tunnel_helper = NULL;
+        allowlist one = {};
+        ck_assert_int_eq(allowlist_add(&one, "api.openai.com", "--allow", NULL), 0);
+        aisb_error *helper_err = NULL;
+        text = NULL;
+        ck_assert_int_eq(gate_squid_config(&one, &no_helper, &text, &helper_err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(helper_err), "the gate must intercept TLS here but has no tunnel helper");
+        aisb_error_free(helper_err);
+        allowlist_done(&one);
 
         /* A run's own gate: its helper is asked after the key is checked (a client without
          * it must not fill the helper's queue) and before anything is allowed; none of its
@@ -1151,7 +1254,7 @@ START_TEST(test_squid_config_secrets)
         static const char *const overlap[] = { "api.github.com GET /repos/", "github.com read-only",
                                                "api.github.com POST /gists", NULL };
         squid_options so = { .port = 3128, .bump_cert = "/g/c", .bump_key = "/g/k", .bump_db = "/tmp/d",
-                             .secrets = &g, .n_secrets = 1 };
+                             .tunnel_helper = "/g/t", .secrets = &g, .n_secrets = 1 };
         text = squid_config(overlap, &so);
         ck_assert(has_line(text, "acl aisb_bump dstdomain -n .github.com"));
         ck_assert(has_line(text, "acl aisb_rule_hosts dstdomain -n .github.com"));
@@ -1967,6 +2070,7 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_squid_config_refused);
         tcase_add_test(tc, test_squid_config_rules);
         tcase_add_test(tc, test_squid_config_secrets);
+        tcase_add_test(tc, test_tunnel_helper);
         tcase_add_test(tc, test_secret_parse);
         tcase_add_test(tc, test_gate_hash);
         tcase_add_loop_test(tc, test_egress_real_lines, 0, ELEMENTSOF(squid_logs));
