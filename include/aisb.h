@@ -393,7 +393,8 @@ AISB_PUBLIC int aisb_session_log_path(char **ret_path, aisb_error **err);
 typedef void (*aisb_allow_fn)(const char *line, void *userdata);
 /*
  * The allowlist lines that would have let the last run of this policy's project (the session
- * log's last record of it) through: a name the gate refused ("example.com", "host:8080"), or,
+ * log's last record of it) through, names only: a name the gate refused ("example.com",
+ * "host:8080"), or,
  * where the gate saw the refused request whole (plain HTTP, or a host it intercepts), that
  * request ("api.example.com GET /v1/models"). Each line is one the allowlist takes. fn gets
  * each; *ret_time (may be NULL) the run's time. Returns the number of lines (0 when the run was
@@ -401,6 +402,17 @@ typedef void (*aisb_allow_fn)(const char *line, void *userdata);
  */
 AISB_PUBLIC int aisb_allow_proposals(const aisb_policy *policy, aisb_allow_fn fn, void *userdata,
                                      long long *ret_time, aisb_error **err);
+/*
+ * What aisb_allow_proposals leaves out: each address (IP literal, "ADDRESS[:PORT]") the gate
+ * refused in that run, to fn. An address is never proposed: as an allowlist entry it would be
+ * a rule straight to it in the sandbox's ruleset, past the gate, which refuses every address.
+ * *ret_shared (may be NULL) tells whether that run's gate was shared (it had no --secret):
+ * a shared gate serves every local client, so what it refused during the run may be another
+ * local user's request or another run's; a run's own gate refuses and logs nothing of a
+ * client without its key. Returns the number of addresses (0 also when there is no run).
+ */
+AISB_PUBLIC int aisb_allow_refused_addresses(const aisb_policy *policy, aisb_allow_fn fn, void *userdata,
+                                             int *ret_shared, aisb_error **err);
 /* Append lines (NULL-terminated) to the user's allowlist (project_file 0), or to the project's
  * .ai-sandbox/allow (1: names only, as its reader takes them), each checked first: nothing is
  * written when one is refused. */

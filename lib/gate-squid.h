@@ -142,6 +142,9 @@ typedef struct egress_summary {
         size_t n_denied_requests;
         char failed_names[8][128];
         size_t n_failed_names;
+        /* The gate served every local client, not only the run's (it holds no key): what it
+         * refused in the run's time may be another local user's request, or another run's. */
+        bool shared_gate;
 } egress_summary;
 /* Count one access log line (GATE_SQUID_LOGFORMAT); -EBADMSG for a line that is not one. */
 int egress_count_line(egress_summary *s, const char *line);

@@ -972,7 +972,7 @@ static int count_line(char *line, void *userdata)
 
 int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
 {
-        *ret = (egress_summary) {};
+        *ret = (egress_summary) { .shared_gate = !g->client_key };
         struct stat st;
         _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
         if (fd == -ENOENT)

@@ -2,9 +2,10 @@
 /*
  * Learn, then lock: the allowlist lines that would have let a project's last run through,
  * from what its gate refused (the session log keeps the names and the refused requests), for
- * the user to accept into their own allowlist or the project's. Every line proposed is one
- * the allowlist parser takes; nothing is written without being asked, and the project's file
- * is appended to through descriptors that follow no link.
+ * the user to accept into their own allowlist or the project's. Every line proposed is a name
+ * the allowlist parser takes as it is; an address the gate refused is reported, never
+ * proposed. Nothing is written without being asked, and the project's file is appended to
+ * through descriptors that follow no link.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -53,18 +54,43 @@ static int last_record(const aisb_policy *p, json_object **ret, aisb_error **err
         return found ? 1 : 0;
 }
 
-/* A line is proposed once, and only one the allowlist takes as it is. */
-static int propose(char ***lines, const char *line)
+/* What a refused line is to learn from: a name the allowlist takes as it is (proposed), an
+ * address (reported, never proposed: an address entry is an nftables rule straight to it,
+ * past the gate, which refuses every address), or nothing. */
+typedef enum learned {
+        LEARNED_NOTHING,
+        LEARNED_NAME,
+        LEARNED_ADDRESS,
+} learned;
+
+static learned learn_kind(const char *line)
 {
         allowlist probe = {};
         int r = allowlist_add(&probe, line, "learned", NULL);
+        learned k = r < 0 ? LEARNED_NOTHING : probe.entries[0].kind == ALLOW_DOMAIN ? LEARNED_NAME : LEARNED_ADDRESS;
         allowlist_done(&probe);
-        if (r < 0)
-                return 0;
+        return k;
+}
+
+/* A line kept once. */
+static int keep(char ***lines, const char *line)
+{
         for (size_t i = 0; *lines && (*lines)[i]; i++)
                 if (streq((*lines)[i], line))
                         return 0;
         return strv_push(lines, line);
+}
+
+static int propose(char ***names, char ***addresses, const char *line)
+{
+        switch (learn_kind(line)) {
+        case LEARNED_NAME:
+                return keep(names, line);
+        case LEARNED_ADDRESS:
+                return keep(addresses, line);
+        default:
+                return 0;
+        }
 }
 
 /* "GET https://host:port/path" -> "host[:port] GET /path". */
@@ -87,8 +113,21 @@ static int request_line(const char *request, char **ret)
                        : 1;
 }
 
-int aisb_allow_proposals(const aisb_policy *p, aisb_allow_fn fn, void *userdata, long long *ret_time,
-                         aisb_error **err)
+/* What the last run of p's project was refused: the lines to propose, the addresses to
+ * report, whether its gate was shared, when it ran. 0 when there is no such run. */
+typedef struct refusals {
+        char **names, **addresses;
+        bool shared;
+        long long time;
+} refusals;
+
+static void refusals_done(refusals *f)
+{
+        strv_free(f->names);
+        strv_free(f->addresses);
+}
+
+static int refusals_read(const aisb_policy *p, refusals *ret, aisb_error **err)
 {
         _cleanup_json_ json_object *record = NULL;
         int r = last_record(p, &record, err);
@@ -98,9 +137,10 @@ int aisb_allow_proposals(const aisb_policy *p, aisb_allow_fn fn, void *userdata,
         json_object_object_get_ex(record, "egress", &egress);
         json_object_object_get_ex(egress, "denied_names", &names);
         json_object_object_get_ex(egress, "denied_requests", &requests);
-        if (ret_time)
-                *ret_time = json_object_object_get_ex(record, "time", &v) ? json_object_get_int64(v) : 0;
-        _cleanup_strv_free_ char **lines = NULL, **ruled = NULL;
+        ret->time = json_object_object_get_ex(record, "time", &v) ? json_object_get_int64(v) : 0;
+        /* A record without the key is from before gates said: shared, the cautious answer. */
+        ret->shared = !json_object_object_get_ex(egress, "shared_gate", &v) || json_object_get_boolean(v);
+        _cleanup_strv_free_ char **ruled = NULL;
         /* A refused request the gate saw whole asks for that request, not for its whole host. */
         for (size_t i = 0; r >= 0 && json_object_is_type(requests, json_type_array) &&
                            i < json_object_array_length(requests);
@@ -109,8 +149,8 @@ int aisb_allow_proposals(const aisb_policy *p, aisb_allow_fn fn, void *userdata,
                 int k = request_line(json_object_get_string(json_object_array_get_idx(requests, i)), &line);
                 if (k < 0)
                         return error_oom(err);
-                if (k > 0) {
-                        r = propose(&lines, line);
+                if (k > 0 && learn_kind(line) == LEARNED_NAME) {
+                        r = keep(&ret->names, line);
                         line[strcspn(line, " ")] = 0;
                         r = r < 0 ? r : strv_push(&ruled, line);
                 }
@@ -122,13 +162,37 @@ int aisb_allow_proposals(const aisb_policy *p, aisb_allow_fn fn, void *userdata,
                 for (size_t k = 0; name && ruled && ruled[k]; k++)
                         covered |= streq(ruled[k], name);
                 if (name && !covered)
-                        r = propose(&lines, name);
+                        r = propose(&ret->names, &ret->addresses, name);
         }
-        if (r < 0)
-                return error_oom(err);
-        for (size_t i = 0; lines && lines[i]; i++)
-                fn(lines[i], userdata);
-        return (int) strv_length((const char *const *) lines);
+        return r < 0 ? error_oom(err) : 1;
+}
+
+int aisb_allow_proposals(const aisb_policy *p, aisb_allow_fn fn, void *userdata, long long *ret_time,
+                         aisb_error **err)
+{
+        _cleanup_(refusals_done) refusals f = {};
+        int r = refusals_read(p, &f, err);
+        if (r <= 0)
+                return r;
+        if (ret_time)
+                *ret_time = f.time;
+        for (size_t i = 0; f.names && f.names[i]; i++)
+                fn(f.names[i], userdata);
+        return (int) strv_length((const char *const *) f.names);
+}
+
+int aisb_allow_refused_addresses(const aisb_policy *p, aisb_allow_fn fn, void *userdata, int *ret_shared,
+                                 aisb_error **err)
+{
+        _cleanup_(refusals_done) refusals f = {};
+        int r = refusals_read(p, &f, err);
+        if (r <= 0)
+                return r;
+        if (ret_shared)
+                *ret_shared = f.shared;
+        for (size_t i = 0; f.addresses && f.addresses[i]; i++)
+                fn(f.addresses[i], userdata);
+        return (int) strv_length((const char *const *) f.addresses);
 }
 
 /* The project's .ai-sandbox/allow for appending: each step through a descriptor, no link

@@ -51,6 +51,7 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code, c
                 r |= json_add(e, "denied_requests", json_string_array(requests));
                 r |= json_add_int64(e, "failed", (int64_t) egress->failed);
                 r |= json_add(e, "failed_names", json_string_array(failed));
+                r |= json_add(e, "shared_gate", json_object_new_boolean(egress->shared_gate));
                 r |= json_add(o, "egress", e);
         }
         if (r < 0)

@@ -106,6 +106,7 @@ out=$("$AISB" run "${rules[@]}" -- sh -c "
   printf 'plain %s\n' \$(curl -s -o /dev/null -w '%{http_code}' http://rules.stub.test:$PLAIN/allowed/plain)
   node -e \"fetch('http://rules.stub.test:$PLAIN/allowed/node').then(r => r.text()).then(t => console.log('node', t.trim()),
     e => console.log('node failed', e.cause && e.cause.code))\"
+  curl -s -o /dev/null https://192.168.1.10:22/ || true
   " 2>"$E2E_TMP/err") || { cat "$E2E_TMP/err" >&2; fail "the rules run: $out"; }
 expect_eq "(control: an allowed request on the rule host's own tunnel passes)" "200 -" "$(verdict rule-own.0)"
 expect_eq "a request naming a plain listed host on the rule host's tunnel is refused" "$astray" "$(verdict bypass.0)"
@@ -117,3 +118,12 @@ expect_contains "(control: plain HTTP sent to the gate as such is checked and pa
 expect_contains "Node's plain HTTP to a host with rules, through a CONNECT the gate cannot read, is refused" \
   "node failed UND_ERR_SOCKET" "$out"
 expect_eq "(and reached nothing)" "" "$(reached /allowed/node)"
+
+# Learn, then lock: an address the gate refused is shown, never proposed, never written (as an
+# allowlist entry it would be a rule straight to it, past the gate).
+allow_out=$("$AISB" allow 2>&1)
+expect_contains "aisb allow shows the refused address as not proposed" "# not proposed: 192.168.1.10:22" "$allow_out"
+expect_absent "and proposes no address" "
+192.168.1.10" "$allow_out"
+"$AISB" allow --write user >/dev/null 2>&1 || true
+expect_absent "--write user writes no address" "192.168.1.10" "$(cat "$XDG_CONFIG_HOME/ai-sandbox/allow" 2>/dev/null)"

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/* Learn, then lock (lib/learn.c): what a project's last run was refused, read back from the
+ * session log, becomes names to propose; an address the gate refused is reported, never
+ * proposed, so never written; whether the run's gate was shared is told; the project's file
+ * takes names only and nothing when one line is refused. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+static char state[64], config[64], project[64];
+
+static void setup(void)
+{
+        snprintf(state, sizeof state, "/tmp/aisb-test-learn-state-XXXXXX");
+        snprintf(config, sizeof config, "/tmp/aisb-test-learn-config-XXXXXX");
+        snprintf(project, sizeof project, "/tmp/aisb-test-learn-project-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(state));
+        ck_assert_ptr_nonnull(mkdtemp(config));
+        ck_assert_ptr_nonnull(mkdtemp(project));
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+        ck_assert_int_eq(setenv("XDG_CONFIG_HOME", config, 1), 0);
+}
+
+static void teardown(void)
+{
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", state, config, project);
+        ck_assert_int_eq(system(cmd), 0);
+        unsetenv("XDG_STATE_HOME");
+        unsetenv("XDG_CONFIG_HOME");
+}
+
+/* The session log holding these records (one JSON object a line), @ for the project. */
+static void write_log(const char *records)
+{
+        char dir[128], path[160];
+        snprintf(dir, sizeof dir, "%s/ai-sandbox", state);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        snprintf(path, sizeof path, "%s/sessions.log", dir);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        for (const char *c = records; *c; c++)
+                if (*c == '@')
+                        fputs(project, f);
+                else
+                        fputc(*c, f);
+        fclose(f);
+}
+
+static aisb_policy *project_policy(void)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
+        return p;
+}
+
+typedef struct lines {
+        char text[1024];
+        size_t n;
+} lines;
+
+static void collect(const char *line, void *userdata)
+{
+        lines *l = userdata;
+        size_t used = strlen(l->text);
+        snprintf(l->text + used, sizeof l->text - used, "%s%s", l->n++ ? "|" : "", line);
+}
+
+/* A run through its own gate (a secret's) refused names, addresses with and without a port,
+ * an IP literal's request and a request the gate saw whole: names and that request proposed,
+ * the addresses reported, never among the proposals. */
+START_TEST(test_names_only)
+{
+        write_log("{\"time\":1,\"project\":\"@\",\"egress\":{\"denied_names\":[\"old.test\"],\"shared_gate\":false}}\n"
+                  "{\"time\":1800000000,\"project\":\"@\",\"egress\":{\"denied\":6,"
+                  "\"denied_names\":[\"denied.test\",\"192.168.1.10:22\",\"10.0.0.1\",\"[2001:db8::1]:443\","
+                  "\"api.test:8443\",\"denied.test\",\"rules.test\"],"
+                  "\"denied_requests\":[\"GET https://rules.test/other\",\"GET http://192.168.1.10:22/\"],"
+                  "\"shared_gate\":false}}\n"
+                  "{\"time\":2,\"project\":\"/elsewhere\",\"egress\":{\"denied_names\":[\"not-ours.test\"]}}\n");
+        aisb_policy *p = project_policy();
+        lines proposed = {}, addresses = {};
+        long long when = 0;
+        int shared = -1;
+        ck_assert_int_eq(aisb_allow_proposals(p, collect, &proposed, &when, NULL), 3);
+        ck_assert_str_eq(proposed.text, "rules.test GET /other|denied.test|api.test:8443");
+        ck_assert_int_eq(when, 1800000000);
+        ck_assert_int_eq(aisb_allow_refused_addresses(p, collect, &addresses, &shared, NULL), 3);
+        ck_assert_str_eq(addresses.text, "192.168.1.10:22|10.0.0.1|[2001:db8::1]:443");
+        ck_assert_int_eq(shared, 0);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* A shared gate's run says so; a record from before gates said counts as shared. */
+START_TEST(test_shared_gate)
+{
+        write_log("{\"time\":3,\"project\":\"@\",\"egress\":{\"denied_names\":[\"a.test\"],\"shared_gate\":true}}\n");
+        aisb_policy *p = project_policy();
+        lines l = {};
+        int shared = 0;
+        ck_assert_int_eq(aisb_allow_refused_addresses(p, collect, &l, &shared, NULL), 0);
+        ck_assert_int_eq(shared, 1);
+        write_log("{\"time\":3,\"project\":\"@\",\"egress\":{\"denied_names\":[\"a.test\"]}}\n");
+        shared = 0;
+        ck_assert_int_eq(aisb_allow_refused_addresses(p, collect, &l, &shared, NULL), 0);
+        ck_assert_int_eq(shared, 1);
+        /* No run of this project: nothing, and *ret_shared untouched. */
+        write_log("{\"time\":3,\"project\":\"/elsewhere\",\"egress\":{}}\n");
+        shared = 7;
+        ck_assert_int_eq(aisb_allow_proposals(p, collect, &l, NULL, NULL), 0);
+        ck_assert_int_eq(aisb_allow_refused_addresses(p, collect, &l, &shared, NULL), 0);
+        ck_assert_int_eq(shared, 7);
+        ck_assert_uint_eq(l.n, 0);
+        aisb_policy_free(p);
+}
+END_TEST
+
+static char *read_text(const char *path)
+{
+        char *text = NULL;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        (void) read_full_fd(fd, 1 << 20, &text, NULL);
+        close(fd);
+        return text;
+}
+
+/* The project's file takes names; an address line refuses the whole write, so nothing of it
+ * lands; the user's file takes what its reader takes. */
+START_TEST(test_append)
+{
+        aisb_policy *p = project_policy();
+        const char *const names[] = { "denied.test", "api.test:8443", NULL };
+        ck_assert_int_eq(aisb_allowlist_append(p, 1, names, NULL), 0);
+        char path[160];
+        snprintf(path, sizeof path, "%s/.ai-sandbox/allow", project);
+        char *text = read_text(path);
+        ck_assert_str_eq(text, "denied.test\napi.test:8443\n");
+        free(text);
+        const char *const mixed[] = { "more.test", "192.168.1.10:22", NULL };
+        aisb_error *err = NULL;
+        ck_assert_int_lt(aisb_allowlist_append(p, 1, mixed, &err), 0);
+        ck_assert_ptr_nonnull(err);
+        aisb_error_free(err);
+        text = read_text(path);
+        ck_assert_str_eq(text, "denied.test\napi.test:8443\n");
+        free(text);
+        /* A link planted at the project's file is not written through. */
+        ck_assert_int_eq(unlink(path), 0);
+        char target[160];
+        snprintf(target, sizeof target, "%s/target", project);
+        ck_assert_int_eq(symlink(target, path), 0);
+        err = NULL;
+        ck_assert_int_lt(aisb_allowlist_append(p, 1, names, &err), 0);
+        aisb_error_free(err);
+        ck_assert_int_eq(access(target, F_OK), -1);
+        aisb_policy_free(p);
+}
+END_TEST
+
+static Suite *learn_suite(void)
+{
+        Suite *s = suite_create("learn");
+        TCase *tc = tcase_create("proposals");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_names_only);
+        tcase_add_test(tc, test_shared_gate);
+        tcase_add_test(tc, test_append);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(learn_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
