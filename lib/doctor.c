@@ -121,10 +121,10 @@ static void check_host(doctor *d, json_object *info)
         report(d, "security-modules", AISB_CHECK_OK, lsm, NULL);
 }
 
-static int capture(int stream, const void *data, size_t size, void *userdata)
-{
-        return stream == AISB_STREAM_STDOUT ? buffer_append(userdata, data, size) : 0;
-}
+/* What a doctor's sandbox may write and aisb keeps: git status --porcelain is asked only
+ * whether it printed anything, the --deep probe prints two codes. The repository chooses what
+ * its git runs (an fsmonitor writing forever), and so how much there is. */
+#define DOCTOR_OUTPUT_MAX (64 * 1024)
 
 /* A doctor's sandbox runs a bounded time: what the project configures (git's fsmonitor, a
  * hook) may wait forever. The timer's expiry stops the run like a ^C would. Seconds, from
@@ -218,7 +218,7 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
         }
         aisb_policy *q = NULL;
         aisb_error *e = NULL;
-        buffer out = {};
+        run_capture out = { .max = DOCTOR_OUTPUT_MAX };
         static const char *const git[] = { "git", "--no-optional-locks", "-C", AISB_PROJECT_DIR,
                                            "status", "--porcelain", NULL };
         int r = policy_new_for_image(p, &q, &e);
@@ -252,7 +252,7 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
                 }
         }
         int code = -1;
-        r = run_captured(ctx, q, doctor_timeout(), capture, &out, &code, &e);
+        r = run_captured(ctx, q, doctor_timeout(), run_capture_stdout, &out, &code, &e);
         if (r < 0)
                 report(d, "project", AISB_CHECK_WARN, aisb_error_message(e), "see the checks above");
         else if (code == 128)
@@ -261,14 +261,14 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
         else if (code != 0)
                 report(d, "project", AISB_CHECK_WARN, "git status failed in the sandbox",
                        "run git status yourself once you trust the repository's configuration");
-        else if (out.size > 0)
+        else if (out.b.size > 0)
                 report(d, "project", AISB_CHECK_WARN, "the project has uncommitted changes",
                        "commit or stash them first, so what the agent changes is what git shows");
         else
                 report(d, "project", AISB_CHECK_OK, "git work tree is clean", NULL);
 out:
         aisb_error_free(e);
-        buffer_free(&out);
+        buffer_free(&out.b);
         aisb_policy_free(q);
 }
 
@@ -301,7 +301,7 @@ static void *serve(void *userdata)
 static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
 {
         /* A sandbox at all: the entrypoint installs its ruleset, drops, execs. */
-        buffer out = {};
+        run_capture out = { .max = DOCTOR_OUTPUT_MAX };
         tiny_server s = { .fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) };
         struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t len = sizeof a;
@@ -336,7 +336,7 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
                 r = aisb_policy_set_command(p, cmd, &e);
         int code = -1;
         if (r >= 0)
-                r = run_captured(ctx, p, doctor_timeout(), capture, &out, &code, &e);
+                r = run_captured(ctx, p, doctor_timeout(), run_capture_stdout, &out, &code, &e);
         if (r < 0)
                 report(d, "sandbox", AISB_CHECK_FAIL, aisb_error_message(e), "see the checks above");
         else if (code == 77)
@@ -344,11 +344,11 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
                        "the kernel must allow nftables in a user namespace (nf_tables module)");
         else {
                 report(d, "nftables", AISB_CHECK_OK, "the egress ruleset is installed in a sandbox", NULL);
-                if (out.data && streq(out.data, "200 403"))
+                if (out.b.data && streq(out.b.data, "200 403"))
                         report(d, "egress", AISB_CHECK_OK,
                                "an allowlisted request passed the gate, a listed-out one was refused", NULL);
                 else
-                        report(d, "egress", AISB_CHECK_FAIL, out.data ? out.data : "no answer",
+                        report(d, "egress", AISB_CHECK_FAIL, out.b.data ? out.b.data : "no answer",
                                "aisb gate logs, and the gate's logs/cache.log in ~/.local/state/ai-sandbox/gates");
         }
         aisb_error_free(e);
@@ -361,7 +361,7 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
 out:
         if (s.fd >= 0)
                 close(s.fd);
-        buffer_free(&out);
+        buffer_free(&out.b);
 }
 
 /* What every sandbox can read in the agents directory: the files' result, cached by runs

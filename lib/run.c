@@ -713,6 +713,18 @@ static int on_timer(int fd, unsigned short *rows, unsigned short *cols, void *us
                                                                                  : AISB_CONTROL_NONE;
 }
 
+int run_capture_stdout(int stream, const void *data, size_t size, void *userdata)
+{
+        run_capture *c = userdata;
+        if (stream != AISB_STREAM_STDOUT)
+                return 0;
+        if (c->b.size + size > c->max) {
+                c->truncated = true;
+                size = c->max > c->b.size ? c->max - c->b.size : 0;
+        }
+        return size ? buffer_append(&c->b, data, size) : 0;
+}
+
 int run_captured(aisb_ctx *ctx, const aisb_policy *q, long timeout, aisb_output_fn fn,
                  void *userdata, int *ret_code, aisb_error **err)
 {

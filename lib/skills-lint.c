@@ -27,24 +27,6 @@ static const char history_script[] =
         "  i=$((i + 1))\n"
         "done | head -c \"$limit\"\n";
 
-typedef struct bounded {
-        buffer b;
-        size_t max;
-        bool truncated;
-} bounded;
-
-static int capture_bounded(int stream, const void *data, size_t size, void *userdata)
-{
-        bounded *c = userdata;
-        if (stream != AISB_STREAM_STDOUT)
-                return 0;
-        if (c->b.size + size > c->max) {
-                c->truncated = true;
-                size = c->max > c->b.size ? c->max - c->b.size : 0;
-        }
-        return size ? buffer_append(&c->b, data, size) : 0;
-}
-
 int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
                    skilllint_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
                    bool *ret_truncated, aisb_error **err)
@@ -88,10 +70,10 @@ int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *c
         r = r < 0 ? r : podman_image_exists(ctx, tag, err);
         if (r == 0)
                 r = aisb_error_set(err, -ENOENT, "the sandbox image is not built yet: run \"aisb build\" first");
-        bounded out = { .max = SKILLS_HISTORY_MAX };
+        run_capture out = { .max = SKILLS_HISTORY_MAX };
         int code = -1;
         if (r > 0)
-                r = run_captured(ctx, q, SKILLS_HISTORY_TIMEOUT_S, capture_bounded, &out, &code, err);
+                r = run_captured(ctx, q, SKILLS_HISTORY_TIMEOUT_S, run_capture_stdout, &out, &code, err);
         aisb_policy_free(q);
         if (r >= 0 && code != 0)
                 r = aisb_error_set(err, -EIO, "git in the sandbox failed (exit %d)", code);

@@ -78,3 +78,41 @@ expect_contains "a git that waits is stopped" "the sandbox did not finish within
 [ "$took" -lt 60 ] || fail "doctor took ${took}s"
 expect_eq "no sandbox of that project is left" "" \
   "$(podman ps -a --filter "label=aisb.project=$E2E_TMP/waits" --format '{{.Names}}')"
+
+# A repository can make git print as much as it likes: one index entry with a 100 MiB path
+# name, which "git status --porcelain" prints whole. doctor keeps a bounded part of what its
+# sandbox writes: aisb's peak memory (VmHWM, read from /proc while doctor runs) stays small,
+# and doctor still answers.
+plant flood 'git hash-object -w --stdin </dev/null >/dev/null
+python3 - <<PY
+import hashlib, struct
+name = b"d/" + b"x" * (100 << 20)
+entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o100644, 0, 0, 0)
+entry += bytes.fromhex("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391") + struct.pack(">H", 0xFFF) + name
+entry += bytes(8 - len(entry) % 8)
+data = b"DIRC" + struct.pack(">II", 2, 1) + entry
+open(".git/index", "wb").write(data + hashlib.sha1(data).digest())
+PY'
+size=$(cd "$E2E_TMP/flood" && git status --porcelain 2>/dev/null | wc -c)
+[ "$size" -gt $((100 << 20)) ] || fail "control: the planted index makes git print only $size bytes"
+pass "control: git status on the planted index prints $size bytes"
+peak=$(cd "$E2E_TMP/flood" && python3 - "$AISB" <<'PY'
+import subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "doctor"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+peak = 0
+while p.poll() is None:
+    try:
+        for line in open("/proc/%d/status" % p.pid):
+            if line.startswith("VmHWM:"):
+                peak = max(peak, int(line.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.05)
+out = p.stdout.read().decode(errors="replace")
+print(peak, "answered" if "uncommitted changes" in out else "no answer: " + out[-300:].replace("\n", " "))
+PY
+)
+expect_contains "doctor answers on that repository" "answered" "$peak"
+kib=${peak%% *}
+[ "$kib" -gt 0 ] && [ "$kib" -lt 65536 ] || fail "aisb doctor's peak memory with 100 MiB of git output: ${kib} KiB"
+pass "aisb doctor's peak memory with 100 MiB of git output stays small (${kib} KiB)"
