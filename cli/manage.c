@@ -133,8 +133,10 @@ int command_clean(int argc, char **argv)
                         glob = argv[i] + 10;
                 } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         printf("Usage: aisb clean [--all] [--volumes[=GLOB]] [--dry-run]\n\n"
-                               "Remove stopped sandboxes, sandboxes whose aisb is gone, stopped gates and\n"
-                               "aisb images nothing uses. --all: running gates and the bootstrap bases too.\n"
+                               "Remove stopped sandboxes, sandboxes whose aisb is gone, stopped gates, the\n"
+                               "gate of a run whose aisb is gone (it holds the run's secrets), the state of\n"
+                               "every gate that is gone (its configuration zeroed first) and aisb images\n"
+                               "nothing uses. --all: running gates and the bootstrap bases too.\n"
                                "--volumes: aisb-* volumes no container uses (GLOB narrows by name).\n"
                                "Nothing outside aisb's namespace is touched.\n");
                         return 0;

@@ -375,10 +375,13 @@ enum {
         AISB_CLEAN_VOLUMES = 1 << 1, /* also aisb-* volumes no container uses */
         AISB_CLEAN_DRY_RUN = 1 << 2, /* report, remove nothing */
 };
-/* Remove stopped and orphaned sandboxes, stopped gates, unused aisb images except keep_image
- * (the one the next run needs; NULL for none), and with AISB_CLEAN_VOLUMES aisb-* volumes,
- * narrowed by volume_glob when not NULL. fn is told each thing removed: kind ("sandbox",
- * "gate", "image", "volume") and name. Never touches anything outside aisb's namespace. */
+/* Remove stopped and orphaned sandboxes, stopped gates and runs' own gates whose run is gone
+ * (a killed aisb's: they hold its secrets), unused aisb images except keep_image (the one the
+ * next run needs; NULL for none), and with AISB_CLEAN_VOLUMES aisb-* volumes, narrowed by
+ * volume_glob when not NULL. A gate's state directory goes with it, and any whose gate is
+ * gone (no run holding it), its configuration zeroed first. fn is told each thing removed:
+ * kind ("sandbox", "gate", "gate-state", "image", "volume") and name (a gate-state's
+ * directory). Never touches anything outside aisb's namespace. */
 typedef void (*aisb_clean_fn)(const char *kind, const char *name, void *userdata);
 AISB_PUBLIC int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob,
                            const char *keep_image, aisb_clean_fn fn, void *userdata,

@@ -938,6 +938,70 @@ static void gate_prune_run_gates(aisb_ctx *ctx)
         }
 }
 
+/* The state directory of the gate named by hash (16 hex digits), or NULL. */
+static char *gate_state_path(const char *hash)
+{
+        if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
+                return NULL;
+        _cleanup_free_ char *sub = NULL;
+        if (asprintf(&sub, "gates/%s", hash) < 0)
+                return NULL;
+        return state_path(sub);
+}
+
+bool gate_run_gone(const char *hash)
+{
+        _cleanup_free_ char *dir = gate_state_path(hash);
+        return dir && !gate_leases_held(dir);
+}
+
+int gate_prune_states(const char *const *live_hashes, bool dry, gate_state_fn fn, void *userdata)
+{
+        _cleanup_free_ char *path = state_path("gates");
+        if (!path)
+                return 0;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        DIR *d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -1;
+        _cleanup_strv_free_ char **gone = NULL;
+        struct dirent *e;
+        int r = 0;
+        while (r >= 0 && (e = readdir(d))) {
+                bool live = false;
+                for (size_t i = 0; live_hashes && live_hashes[i]; i++)
+                        live |= streq(live_hashes[i], e->d_name);
+                _cleanup_free_ char *dir = live ? NULL : gate_state_path(e->d_name);
+                /* A run holding a lease is starting that gate now, or still uses it. */
+                if (dir && !gate_leases_held(dir))
+                        r = strv_push(&gone, e->d_name);
+        }
+        closedir(d);
+        if (gone)
+                strv_sort(gone);
+        for (size_t i = 0; r >= 0 && gone && gone[i]; i++) {
+                _cleanup_free_ char *dir = gate_state_path(gone[i]);
+                if (!dir)
+                        continue;
+                fn(dir, userdata);
+                if (dry)
+                        continue;
+                /* What a run's own gate held: its configuration zeroed first, then the rest. */
+                _cleanup_close_ int config = gate_subdir_open(dir, GATE_CONFIG_DIR);
+                if (config >= 0)
+                        wipe_file(config, "squid.conf");
+                _cleanup_close_ int top = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (top >= 0) {
+                        remove_below(top, 2);
+                        (void) rmdir(dir);
+                }
+        }
+        return r;
+}
+
 void gate_release(aisb_ctx *ctx, gate_info *g)
 {
         if (g->lease_fd >= 0) {
@@ -951,7 +1015,7 @@ void gate_release(aisb_ctx *ctx, gate_info *g)
                 return;
         aisb_error *e = NULL;
         if (gate_forget(ctx, g->name, g->dir, &e) < 0)
-                aisb_log(ctx, AISB_LOG_WARNING, "could not remove this run's gate %s (\"aisb clean --all\" will): %s",
+                aisb_log(ctx, AISB_LOG_WARNING, "could not remove this run's gate %s (\"aisb clean\" will): %s",
                          g->name, aisb_error_message(e));
         aisb_error_free(e);
 }

@@ -77,6 +77,15 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, ga
 /* The run is done with its gate: a per-run gate is removed and its configuration (which held
  * the secrets) wiped; a shared gate's lease is given back. */
 void gate_release(aisb_ctx *ctx, gate_info *g);
+/* For aisb clean. Whether the run of a run's own gate (named by its hash) is gone: no lease
+ * is held on it (a killed run's gate refuses everything and keeps its port until removed). */
+bool gate_run_gone(const char *hash);
+/* The state directories of gates podman no longer has (their hash in none of live_hashes),
+ * unless a run holds a lease there: each told to fn (its path), then, unless dry, its
+ * squid.conf zeroed and the directory removed. Only directories named as gates are (16 hex
+ * digits), opened without following links. Negative errno. */
+typedef void (*gate_state_fn)(const char *dir, void *userdata);
+int gate_prune_states(const char *const *live_hashes, bool dry, gate_state_fn fn, void *userdata);
 /* Where the access log ends now: a run's summary reads from there. */
 int gate_log_offset(const gate_info *g, long long *ret);
 /* The access log past offset, counted. -EBADFD when it is not a regular file. */

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "gate.h"
 #include "jsonutil.h"
 #include "podman.h"
 #include "policy.h"
@@ -199,6 +200,17 @@ static void warn_on_error(aisb_ctx *ctx, int r, aisb_error **e)
         aisb_error_free(steal_pointer(e));
 }
 
+typedef struct clean_told {
+        aisb_clean_fn fn;
+        void *userdata;
+} clean_told;
+
+static void tell_state(const char *dir, void *userdata)
+{
+        clean_told *t = userdata;
+        t->fn("gate-state", dir, t->userdata);
+}
+
 int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
                aisb_clean_fn fn, void *userdata, aisb_error **err)
 {
@@ -212,9 +224,10 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
         if (r < 0)
                 return r;
 
-        /* Containers: stopped ones and orphans; with all, running gates too. A sandbox whose
-         * aisb still runs is never touched. */
-        _cleanup_strv_free_ char **kept_images = NULL, **removed = NULL;
+        /* Containers: stopped ones and orphans, and runs' own gates whose run is gone (they
+         * hold its secrets); with all, running gates too. A sandbox whose aisb still runs is
+         * never touched. */
+        _cleanup_strv_free_ char **kept_images = NULL, **removed = NULL, **kept_gates = NULL;
         if (keep_image && !all && strv_push(&kept_images, keep_image) < 0)
                 return error_oom(err);
         for (size_t i = 0; i < json_object_array_length(list); i++) {
@@ -226,12 +239,18 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                 const char *state = json_object_object_get_ex(c, "State", &v) ? json_object_get_string(v) : "";
                 const char *image = json_object_object_get_ex(c, "Image", &v) ? json_object_get_string(v) : "";
                 bool gate = label(labels, AISB_LABEL_PREFIX "gate.port") != NULL;
+                const char *hash = gate ? label(labels, AISB_LABEL_PREFIX "gate") : NULL;
+                const char *run_label = label(labels, AISB_LABEL_PREFIX "gate.run");
+                bool per_run = gate && run_label && streq(run_label, "true");
                 bool running = streq(state, "running");
-                bool remove = !running || (!gate && orphaned(labels)) || (gate && all);
+                bool remove = !running || (!gate && orphaned(labels)) || (gate && all) ||
+                              (per_run && gate_run_gone(hash));
                 if (!name)
                         continue;
                 if (!remove) {
                         (void) strv_push(&kept_images, image);
+                        if (hash && strv_push(&kept_gates, hash) < 0)
+                                return error_oom(err);
                         continue;
                 }
                 fn(gate ? "gate" : "sandbox", name, userdata);
@@ -243,6 +262,12 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                                 return r;
                 }
         }
+        /* The state of every gate gone now, just removed or long since (a killed run's gate
+         * removed behind aisb's back, say), whose squid.conf may hold a run's secrets: wiped. */
+        clean_told told = { fn, userdata };
+        r = gate_prune_states((const char *const *) kept_gates, dry, tell_state, &told);
+        if (r < 0)
+                return aisb_error_set(err, r, "cleaning the gates' state: %s", strerror(-r));
 
         /* Images of ours that nothing kept uses: the next run rebuilds what it needs. */
         _cleanup_json_ json_object *images = NULL;

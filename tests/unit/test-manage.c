@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,9 +22,14 @@
 
 static fake_podman *fp;
 static aisb_ctx *ctx;
+/* Every case's own state directory: a clean prunes gates' state there. */
+static char state_home[64];
 
 static void setup(void)
 {
+        snprintf(state_home, sizeof state_home, "/tmp/aisb-test-manage-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(state_home));
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", state_home, 1), 0);
         fp = fake_podman_start();
         ck_assert_ptr_nonnull(fp);
         ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
@@ -34,6 +40,10 @@ static void teardown(void)
 {
         aisb_ctx_free(ctx);
         fake_podman_stop(fp);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", state_home);
+        ck_assert_int_eq(system(cmd), 0);
+        unsetenv("XDG_STATE_HOME");
 }
 
 /* The pid of a process that has ended (and been reaped): what an aisb killed with -9 leaves
@@ -557,6 +567,110 @@ START_TEST(test_clean_dry_run)
 }
 END_TEST
 
+/* A gate's state directory (gates/HASH) with a squid.conf holding text, and a lease file;
+ * returns a descriptor of the squid.conf, to see it zeroed after it is gone. */
+static int plant_state(const char *hash, const char *conf)
+{
+        char dir[256], path[300];
+        snprintf(dir, sizeof dir, "%s/ai-sandbox/gates/%s/config", state_home, hash);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        snprintf(dir, sizeof dir, "%s/ai-sandbox/gates/%s/leases", state_home, hash);
+        ck_assert_int_eq(mkdir_p(dir, 0700), 0);
+        snprintf(path, sizeof path, "%s/ai-sandbox/gates/%s/leases/run", state_home, hash);
+        close(open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        snprintf(path, sizeof path, "%s/ai-sandbox/gates/%s/config/squid.conf", state_home, hash);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_all(fd, conf, strlen(conf)), 0);
+        return fd;
+}
+
+/* A lease held on a gate's state, as a run holds it: a locked file in its leases/. */
+static int hold_lease(const char *hash)
+{
+        char path[300];
+        snprintf(path, sizeof path, "%s/ai-sandbox/gates/%s/leases/run", state_home, hash);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+        return fd;
+}
+
+static bool state_exists(const char *hash)
+{
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/ai-sandbox/gates/%s", state_home, hash);
+        return access(dir, F_OK) == 0;
+}
+
+/* A killed run's own gate (running, refusing everything, holding the secret in squid.conf)
+ * is removed by a plain clean, its state with it; the state of a gate podman no longer has is
+ * wiped; nothing a run still holds is touched, nor a shared gate, nor what is no gate's. */
+START_TEST(test_clean_gate_state)
+{
+        const char *killed = "00000000000000aa", *live = "00000000000000bb", *left = "00000000000000cc",
+                   *starting = "00000000000000dd", *shared = "00000000000000ee";
+        int killed_conf = plant_state(killed, "request_header_add Authorization \"Bearer SECRET\"");
+        int live_conf = plant_state(live, "SECRET");
+        int left_conf = plant_state(left, "request_header_add x-api-key \"SECRET\"");
+        int starting_conf = plant_state(starting, "SECRET");
+        int shared_conf = plant_state(shared, "shared");
+        int live_lease = hold_lease(live), starting_lease = hold_lease(starting);
+        char other[256];
+        snprintf(other, sizeof other, "%s/ai-sandbox/gates/not-a-gate", state_home);
+        ck_assert_int_eq(mkdir_p(other, 0700), 0);
+        char containers[2048];
+        snprintf(containers, sizeof containers,
+                 "[{\"Names\":[\"aisb-gate-%s\"],\"Image\":\"localhost/aisb-gate:g\",\"State\":\"running\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"%s\",\"aisb.gate.port\":\"40001\",\"aisb.gate.run\":\"true\"}},"
+                 "{\"Names\":[\"aisb-gate-%s\"],\"Image\":\"localhost/aisb-gate:g\",\"State\":\"running\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"%s\",\"aisb.gate.port\":\"40002\",\"aisb.gate.run\":\"true\"}},"
+                 "{\"Names\":[\"aisb-gate-%s\"],\"Image\":\"localhost/aisb-gate:g\",\"State\":\"running\","
+                 "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"%s\",\"aisb.gate.port\":\"40003\"}}]",
+                 killed, killed, live, live, shared, shared);
+        fake_podman_route(fp, "GET", "/containers/json?*label*aisb.managed=true*", 200, "application/json",
+                          containers, FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/images/json", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "DELETE", "/containers/*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+
+        /* A dry run tells the same and touches nothing. */
+        removed r = {};
+        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_DRY_RUN, NULL, NULL, on_removed, &r, NULL), 0);
+        char expected[1024];
+        snprintf(expected, sizeof expected, "gate:aisb-gate-%s gate-state:%s/ai-sandbox/gates/%s "
+                 "gate-state:%s/ai-sandbox/gates/%s", killed, state_home, killed, state_home, left);
+        ck_assert_str_eq(r.text, expected);
+        expect_requests("DELETE", "containers/", "");
+        ck_assert(state_exists(killed) && state_exists(left));
+
+        r = (removed) {};
+        ck_assert_int_eq(aisb_clean(ctx, 0, NULL, NULL, on_removed, &r, NULL), 0);
+        ck_assert_str_eq(r.text, expected);
+        char delete_gate[64];
+        snprintf(delete_gate, sizeof delete_gate, "containers/aisb-gate-%s", killed);
+        expect_requests("DELETE", "containers/", delete_gate);
+        ck_assert(!state_exists(killed));
+        ck_assert(!state_exists(left));
+        ck_assert(state_exists(live) && state_exists(starting) && state_exists(shared));
+        ck_assert_int_eq(access(other, F_OK), 0);
+        /* What held the secrets was zeroed before it went; the rest is as it was. */
+        char buf[64];
+        for (int i = 0; i < 2; i++) {
+                int fd = i ? left_conf : killed_conf;
+                ssize_t n = pread(fd, buf, sizeof buf, 0);
+                ck_assert_int_gt(n, 0);
+                for (ssize_t k = 0; k < n; k++)
+                        ck_assert_int_eq(buf[k], 0);
+        }
+        ck_assert_int_eq(pread(live_conf, buf, 6, 0), 6);
+        ck_assert_int_eq(memcmp(buf, "SECRET", 6), 0);
+        ck_assert_int_eq(pread(shared_conf, buf, 6, 0), 6);
+        ck_assert_int_eq(memcmp(buf, "shared", 6), 0);
+        close(killed_conf), close(live_conf), close(left_conf), close(starting_conf), close(shared_conf);
+        close(live_lease), close(starting_lease);
+}
+END_TEST
+
 static Suite *manage_suite(void)
 {
         Suite *s = suite_create("manage");
@@ -576,6 +690,7 @@ static Suite *manage_suite(void)
         tcase_add_test(tc, test_clean_volumes);
         tcase_add_test(tc, test_clean_volumes_glob);
         tcase_add_test(tc, test_clean_dry_run);
+        tcase_add_test(tc, test_clean_gate_state);
         suite_add_tcase(s, tc);
         return s;
 }
