@@ -167,18 +167,22 @@ static int refusals_read(const aisb_policy *p, refusals *ret, aisb_error **err)
         return r < 0 ? error_oom(err) : 1;
 }
 
+/* Each line to fn; how many. */
+static int give(char *const *lines, aisb_allow_fn fn, void *userdata)
+{
+        for (size_t i = 0; lines && lines[i]; i++)
+                fn(lines[i], userdata);
+        return (int) strv_length((const char *const *) lines);
+}
+
 int aisb_allow_proposals(const aisb_policy *p, aisb_allow_fn fn, void *userdata, long long *ret_time,
                          aisb_error **err)
 {
         _cleanup_(refusals_done) refusals f = {};
         int r = refusals_read(p, &f, err);
-        if (r <= 0)
-                return r;
-        if (ret_time)
+        if (r > 0 && ret_time)
                 *ret_time = f.time;
-        for (size_t i = 0; f.names && f.names[i]; i++)
-                fn(f.names[i], userdata);
-        return (int) strv_length((const char *const *) f.names);
+        return r > 0 ? give(f.names, fn, userdata) : r;
 }
 
 int aisb_allow_refused_addresses(const aisb_policy *p, aisb_allow_fn fn, void *userdata, int *ret_shared,
@@ -186,13 +190,9 @@ int aisb_allow_refused_addresses(const aisb_policy *p, aisb_allow_fn fn, void *u
 {
         _cleanup_(refusals_done) refusals f = {};
         int r = refusals_read(p, &f, err);
-        if (r <= 0)
-                return r;
-        if (ret_shared)
+        if (r > 0 && ret_shared)
                 *ret_shared = f.shared;
-        for (size_t i = 0; f.addresses && f.addresses[i]; i++)
-                fn(f.addresses[i], userdata);
-        return (int) strv_length((const char *const *) f.addresses);
+        return r > 0 ? give(f.addresses, fn, userdata) : r;
 }
 
 /* The project's .ai-sandbox/allow for appending: each step through a descriptor, no link

@@ -86,5 +86,16 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; pass "$1"; 
 expect_contains() { case "$3" in *"$2"*) pass "$1" ;; *) fail "$1: '$2' not in: $3" ;; esac; }
 expect_absent() { case "$3" in *"$2"*) fail "$1: '$2' found in: $3" ;; *) pass "$1" ;; esac; }
 
+# The API stand-in (tests/e2e/https-stub.py) on 127.0.0.1 and 127.0.0.2, stopped with the
+# test: sets TLS and PLAIN, its ports; it logs each request to $E2E_TMP/requests.
+https_stub_start() {
+  python3 "$AISB_SRC/tests/e2e/https-stub.py" > "$E2E_TMP/ports" 2> "$E2E_TMP/requests" &
+  STUB_PID=$!
+  trap 'kill $STUB_PID 2>/dev/null; cleanup' EXIT
+  for _ in $(seq 50); do [ -s "$E2E_TMP/ports" ] && break; sleep 0.1; done
+  read -r TLS PLAIN < "$E2E_TMP/ports" || true
+  [ -n "${PLAIN:-}" ] || cannot_run "the HTTPS stand-in did not start"
+}
+
 # Sandboxes of this test's project (names), for leak checks.
 our_containers() { podman ps -a --filter "label=aisb.project=$E2E_TMP/project" --format '{{.Names}}'; }

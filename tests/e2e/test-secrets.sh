@@ -10,12 +10,7 @@
 # against stand-ins on the host's loopback (tests/e2e/https-stub.py, stub-openai.py).
 . "$(dirname "$0")/lib.sh"
 
-python3 "$AISB_SRC/tests/e2e/https-stub.py" > "$E2E_TMP/ports" 2> "$E2E_TMP/requests" &
-stub=$!
-trap 'kill $stub 2>/dev/null; cleanup' EXIT
-for _ in $(seq 50); do [ -s "$E2E_TMP/ports" ] && break; sleep 0.1; done
-read -r TLS PLAIN < "$E2E_TMP/ports" || true
-[ -n "${PLAIN:-}" ] || cannot_run "the HTTPS stand-in did not start"
+https_stub_start
 ca=$AISB_SRC/tests/e2e/tls/ca.pem
 names="--gate-add-host api.stub.test:127.0.0.1 --gate-add-host other.stub.test:127.0.0.2
   --gate-add-host rules.stub.test:127.0.0.1 --gate-add-host denied.stub.test:127.0.0.1"
