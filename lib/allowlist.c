@@ -593,14 +593,16 @@ bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port
 
 /* Whether an entry's rules let this request through: its method among the entry's (any when
  * none is named), its path below one of the entry's prefixes (any when none is named). */
-/* %XX decoded once, as squid does before it matches a path (anything else kept as it is). */
+/* %XX decoded once, as squid does before it matches a path (anything else kept as it is,
+ * %00 too: squid leaves it encoded). */
 static char *path_decode(const char *path)
 {
         char *out = malloc(strlen(path) + 1), *o = out;
         if (!out)
                 return NULL;
         for (const char *p = path; *p; p++) {
-                if (p[0] == '%' && isxdigit((unsigned char) p[1]) && isxdigit((unsigned char) p[2])) {
+                if (p[0] == '%' && isxdigit((unsigned char) p[1]) && isxdigit((unsigned char) p[2]) &&
+                    !(p[1] == '0' && p[2] == '0')) {
                         char hex[3] = { p[1], p[2], 0 };
                         *o++ = (char) strtoul(hex, NULL, 16);
                         p += 2;
@@ -613,14 +615,16 @@ static char *path_decode(const char *path)
 
 /* On a decoded path: a segment "." or ".." (dots and blanks after it, which Windows drops,
  * included) ended by / ? ; # or the end; a \; what is still encoded after one decoding (%2e
- * %2f %5c, and IIS's %u); a byte that is not printable ASCII (overlong and wide forms of '.'
- * and '/', controls). The query too: a decoded %3f is a '?'. */
+ * %2f %5c, a NUL's %00, which hides a segment's end from the first rule, and IIS's %u); a
+ * byte that is not printable ASCII (overlong and wide forms of '.' and '/', controls). The
+ * query too: a decoded %3f is a '?'. */
 static bool decoded_path_odd(const char *path)
 {
         for (const char *p = path; *p; p++) {
                 unsigned char c = (unsigned char) *p;
                 if (c < 0x20 || c >= 0x7f || c == '\\' || strncasecmp(p, "%2e", 3) == 0 ||
-                    strncasecmp(p, "%2f", 3) == 0 || strncasecmp(p, "%5c", 3) == 0 || strncasecmp(p, "%u", 2) == 0)
+                    strncasecmp(p, "%2f", 3) == 0 || strncasecmp(p, "%5c", 3) == 0 || strncmp(p, "%00", 3) == 0 ||
+                    strncasecmp(p, "%u", 2) == 0)
                         return true;
                 if (p[0] == '/' && p[1] == '.') {
                         const char *after = p + (p[2] == '.' ? 3 : 2);

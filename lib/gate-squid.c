@@ -185,6 +185,10 @@ static const struct gate_local_range {
         { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 192, 168 }, 112, "64:ff9b::c0a8:0/112" },
         { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 100, 64 }, 106, "64:ff9b::6440:0/106" },
         { AF_INET6, { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, "64:ff9b:1::/48" },
+        /* Azure's platform address (its wire server and DNS, which serves a VM's extensions'
+         * settings and certificates): public, but the host's own surroundings there. */
+        { AF_INET, { 168, 63, 129, 16 }, 32, "168.63.129.16" },
+        { AF_INET6, { 0, 0x64, 0xff, 0x9b, [12] = 168, 63, 129, 16 }, 128, "64:ff9b::a83f:8110" },
 };
 
 const char *gate_local_range(int family, const uint8_t addr[static 16])
@@ -653,12 +657,22 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                  * \ as /, decodes twice or %u-encoded, or maps overlong or wide forms (any byte
                  * not printable ASCII) would serve what no prefix names (allowlist_path_odd). */
                 r |= buffer_printf(&b, "acl aisb_path_odd urlpath_regex -i "
-                                       "/\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %%(2e|2f|5c|u) [^[:print:]]\n");
-                /* Headers many frameworks read as the method instead of the request line's. */
+                                       "/\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %%(00|2e|2f|5c|u) [^[:print:]]\n");
+                /* Headers many frameworks read as the method, or the path, instead of the
+                 * request line's. */
                 r |= buffer_printf(&b, "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts\n"
                                        "request_header_access X-HTTP-Method deny aisb_rule_hosts\n"
                                        "request_header_access X-Method-Override deny aisb_rule_hosts\n"
-                                       "request_header_access X-Original-Method deny aisb_rule_hosts\n");
+                                       "request_header_access X-Original-Method deny aisb_rule_hosts\n"
+                                       "request_header_access X-Original-URL deny aisb_rule_hosts\n"
+                                       "request_header_access X-Rewrite-URL deny aisb_rule_hosts\n"
+                                       "request_header_access X-Forwarded-Prefix deny aisb_rule_hosts\n"
+                                       "request_header_access X-Envoy-Original-Path deny aisb_rule_hosts\n");
+                /* A body on a method that carries none is a second request to a server that
+                 * ignores its length (a request outside the rules). */
+                r |= buffer_printf(&b, "acl aisb_bodiless method GET HEAD OPTIONS\n"
+                                       "acl aisb_body_length req_header Content-Length [1-9]\n"
+                                       "acl aisb_body_chunked req_header Transfer-Encoding .\n");
         }
 
         /* Secrets: over HTTPS to their hosts only, the header is the gate's, never the
@@ -794,7 +808,11 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
         r |= buffer_printf(&b, "http_access deny aisb_local_dst%s\n",
                            local_names ? " !aisb_local_names" : "");
         for (size_t i = 0; rules && rules[i]; i++)
-                r |= buffer_printf(&b, "%s%s\n", i == n_plain ? "http_access deny aisb_rule_hosts aisb_path_odd\n" : "",
+                r |= buffer_printf(&b, "%s%s\n",
+                                   i == n_plain ? "http_access deny aisb_rule_hosts aisb_path_odd\n"
+                                                  "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_length\n"
+                                                  "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_chunked\n"
+                                                : "",
                                    rules[i]);
         if (rule_hosts)
                 r |= buffer_printf(&b, "http_access deny aisb_rule_hosts\n");
@@ -817,7 +835,9 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 r |= buffer_printf(&b, "deny_info ERR_AISB_DENIED aisb_listed\n");
         if (rule_hosts)
                 r |= buffer_printf(&b, "deny_info ERR_AISB_RULE aisb_rule_hosts\n"
-                                       "deny_info ERR_AISB_RULE aisb_path_odd\n");
+                                       "deny_info ERR_AISB_RULE aisb_path_odd\n"
+                                       "deny_info ERR_AISB_RULE aisb_body_length\n"
+                                       "deny_info ERR_AISB_RULE aisb_body_chunked\n");
         if (r < 0)
                 return error_oom(err);
 

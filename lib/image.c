@@ -351,8 +351,9 @@ static const struct {
           ".ai-sandbox/allow (aisb allow proposes such lines from what a run was refused)." },
         { "ERR_AISB_RULE",
           "aisb gate: %M %U is outside the rules the allowlist gives %H (its methods and path "
-          "prefixes; a path with . or .. segments, a backslash or an encoding twice over is never "
-          "inside them), so the request was refused. To allow it, widen the allowlist entry for %H." },
+          "prefixes; a path with . or .. segments, a backslash, a NUL or an encoding twice over, and "
+          "a GET, HEAD or OPTIONS with a body, are never inside them), so the request was refused. "
+          "To allow it, widen the allowlist entry for %H." },
         { "ERR_AISB_LOCAL",
           "aisb gate: %H resolves to a local or private address (this host, its network, cloud "
           "metadata), which the gate never reaches for a name. If that is meant, map the name with "

@@ -320,7 +320,9 @@ static json_object *selector(const char *key, const char *value)
 static const char *const v4_except[] = { "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
                                          "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16",
                                          /* benchmarking and reserved space some clouds give pods */
-                                         "198.18.0.0/15", "240.0.0.0/4", NULL };
+                                         "198.18.0.0/15", "240.0.0.0/4",
+                                         /* Azure's platform address (wire server, DNS) */
+                                         "168.63.129.16/32", NULL };
 static const char *const v6_except[] = { "::1/128", "fc00::/7", "fe80::/10", "64:ff9b::/96", "64:ff9b:1::/48",
                                          NULL };
 

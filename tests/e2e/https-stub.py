@@ -7,7 +7,8 @@ two names to two addresses and see which one a request reached). Every request i
 200 with the path, except /redirect?to=URL (302 to URL) and TRACE (the request echoed, headers
 and all, as a real server's TRACE does), and logged to stderr as one JSON
 line: the address it reached, scheme, host, method, path and the credential headers it
-carried (all values of Authorization and x-api-key, in order)."""
+carried (all values of Authorization and x-api-key, in order), and the names of all its
+headers, in lower case."""
 import http.server
 import json
 import os
@@ -33,6 +34,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "path": self.path,
             "authorization": self.headers.get_all("Authorization") or [],
             "x-api-key": self.headers.get_all("x-api-key") or [],
+            "headers": sorted(h.lower() for h in self.headers.keys()),
         }
         sys.stderr.write(json.dumps(record) + "\n")
         sys.stderr.flush()

@@ -99,6 +99,10 @@ out=$("$AISB" run "${rules[@]}" -- sh -c "
   \$c carry $O api.stub.test 'GET /allowed/carry $R'
   printf 'trace %s\n' \$(curl -s -o /dev/null -X TRACE -w '%{http_code}' http://rules.stub.test:$PLAIN/allowed/trace)
   printf 'plain %s\n' \$(curl -s -o /dev/null -w '%{http_code}' http://rules.stub.test:$PLAIN/allowed/plain)
+  printf 'body %s\n' \$(curl -s -o /dev/null -w '%{http_code}' -X GET --data 'DELETE /other HTTP/1.1' https://$R/allowed/body)
+  printf 'nul %s\n' \$(curl -s --path-as-is -o /dev/null -w '%{http_code}' https://$R/allowed/..%00/other)
+  printf 'override %s\n' \$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Original-URL: /other' \
+    -H 'X-Rewrite-URL: /other' https://$R/allowed/override)
   node -e \"fetch('http://rules.stub.test:$PLAIN/allowed/node').then(r => r.text()).then(t => console.log('node', t.trim()),
     e => console.log('node failed', e.cause && e.cause.code))\"
   curl -s -o /dev/null https://192.168.1.10:22/ || true
@@ -110,6 +114,16 @@ expect_eq "(neither reached a server)" "" "$(reached /bypass)$(reached /allowed/
 expect_contains "TRACE to a host whose rule names only paths is refused" "trace 403" "$out"
 expect_eq "(and reached nothing)" "" "$(reached /allowed/trace)"
 expect_contains "(control: plain HTTP sent to the gate as such is checked and passes)" "plain 200" "$out"
+expect_contains "a GET with a body (a second request to a server that ignores its length) is refused" "body 403" "$out"
+expect_contains "a %00 hiding a dot segment is refused" "nul 403" "$out"
+expect_eq "(neither reached a server)" "" "$(reached /allowed/body)$(grep -F '%00' "$E2E_TMP/requests" || true)"
+expect_contains "a request with path-override headers passes" "override 200" "$out"
+expect_eq "without them" "[]" "$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["path"] == "/allowed/override":
+        print([h for h in r["headers"] if h in ("x-original-url", "x-rewrite-url")])' "$E2E_TMP/requests")"
 expect_contains "Node's plain HTTP to a host with rules, through a CONNECT the gate cannot read, is refused" \
   "node failed UND_ERR_SOCKET" "$out"
 expect_eq "(and reached nothing)" "" "$(reached /allowed/node)"

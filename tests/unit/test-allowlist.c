@@ -638,6 +638,7 @@ START_TEST(test_squid_config_local_dst)
                                  "192.168.0.0/16 100.64.0.0/10 ::/128 ::1 fe80::/10 fc00::/7 "
                          "64:ff9b::/104 64:ff9b::7f00:0/104 64:ff9b::a9fe:0/112 64:ff9b::a00:0/104 64:ff9b::ac10:0/108 "
                          "64:ff9b::c0a8:0/112 64:ff9b::6440:0/106 64:ff9b:1::/48 "
+                         "168.63.129.16 64:ff9b::a83f:8110 "
                                  "192.0.2.2 2001:db8::7 198.51.100.1");
         free(values);
         char **rules = http_access_lines(text);
@@ -930,7 +931,14 @@ START_TEST(test_squid_config_rules)
                 "deny_info ERR_AISB_RULE aisb_rule_hosts",
                 "deny_info ERR_AISB_RULE aisb_path_odd",
                 "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts",
-                "acl aisb_path_odd urlpath_regex -i /\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %(2e|2f|5c|u) [^[:print:]]",
+                "acl aisb_path_odd urlpath_regex -i /\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %(00|2e|2f|5c|u) [^[:print:]]",
+                /* path overrides, and a body where a method carries none */
+                "request_header_access X-Original-URL deny aisb_rule_hosts",
+                "request_header_access X-Rewrite-URL deny aisb_rule_hosts",
+                "acl aisb_bodiless method GET HEAD OPTIONS",
+                "acl aisb_body_length req_header Content-Length [1-9]",
+                "acl aisb_body_chunked req_header Transfer-Encoding .",
+                "deny_info ERR_AISB_RULE aisb_body_length",
         };
         for (size_t i = 0; i < ELEMENTSOF(expected); i++)
                 ck_assert_msg(has_line(text, expected[i]), "no line '%s' in:\n%s", expected[i], text);
@@ -949,6 +957,8 @@ START_TEST(test_squid_config_rules)
                 "http_access deny aisb_local_dst",
                 "http_access allow aisb_dst_web aisb_port_web",
                 "http_access deny aisb_rule_hosts aisb_path_odd",
+                "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_length",
+                "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_chunked",
                 "http_access allow aisb_connect aisb_rule0_dst aisb_rule0_port",
                 "http_access allow !aisb_connect aisb_rule0_dst aisb_rule0_port aisb_rule0_method aisb_rule0_path",
                 "http_access deny aisb_rule_hosts",
