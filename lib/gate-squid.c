@@ -741,8 +741,8 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                         r |= buffer_printf(&b, "ssl_bump splice !aisb_bump aisb_plain_sni\n");
                 }
                 /* A connection it opens is marked with where it goes: the CONNECT's name and
-                 * port, which squid resolved and connected to, and whose certificate it
-                 * checked. Inside, squid takes each request's URL from what the client wrote
+                 * port, which squid resolves and connects to, and whose certificate it checks
+                 * against the hello's name or that one. Inside, squid takes each request's URL from what the client wrote
                  * (an absolute-form target, else Host) and sends it down that same server
                  * connection: the tunnel helper refuses every request whose URL names another
                  * destination, another scheme, a TLS hello's name that is not the
