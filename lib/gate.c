@@ -862,13 +862,10 @@ static void wipe_file(int dir, const char *name)
         (void) unlinkat(dir, name, 0);
 }
 
-/* A run's own gate removed, and its directory: the configuration that held the secrets
+/* A gate's state directory gone: the configuration that may hold a run's secrets
  * overwritten first, then its CA key, its logs, the directory. */
-static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err)
+static void gate_state_wipe(const char *dir_path)
 {
-        int r = podman_container_remove(ctx, name, err);
-        if (!dir_path)
-                return r;
         _cleanup_close_ int config = gate_subdir_open(dir_path, GATE_CONFIG_DIR);
         if (config >= 0)
                 wipe_file(config, "squid.conf");
@@ -877,6 +874,14 @@ static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, ai
                 remove_below(dir, 2);
                 (void) rmdir(dir_path);
         }
+}
+
+/* A run's own gate removed, and its directory wiped. */
+static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err)
+{
+        int r = podman_container_remove(ctx, name, err);
+        if (dir_path)
+                gate_state_wipe(dir_path);
         return r;
 }
 
@@ -987,17 +992,8 @@ int gate_prune_states(const char *const *live_hashes, bool dry, gate_state_fn fn
                 if (!dir)
                         continue;
                 fn(dir, userdata);
-                if (dry)
-                        continue;
-                /* What a run's own gate held: its configuration zeroed first, then the rest. */
-                _cleanup_close_ int config = gate_subdir_open(dir, GATE_CONFIG_DIR);
-                if (config >= 0)
-                        wipe_file(config, "squid.conf");
-                _cleanup_close_ int top = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (top >= 0) {
-                        remove_below(top, 2);
-                        (void) rmdir(dir);
-                }
+                if (!dry)
+                        gate_state_wipe(dir);
         }
         return r;
 }
