@@ -935,6 +935,8 @@ START_TEST(test_squid_config_rules)
                 /* path overrides, and a body where a method carries none */
                 "request_header_access X-Original-URL deny aisb_rule_hosts",
                 "request_header_access X-Rewrite-URL deny aisb_rule_hosts",
+                "request_header_access X-Forwarded-Prefix deny aisb_rule_hosts",
+                "request_header_access X-Envoy-Original-Path deny aisb_rule_hosts",
                 "acl aisb_bodiless method GET HEAD OPTIONS",
                 "acl aisb_body_length req_header Content-Length [1-9]",
                 "acl aisb_body_chunked req_header Transfer-Encoding .",
