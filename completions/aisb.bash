@@ -5,7 +5,7 @@
 # shellcheck disable=SC2207
 
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
-  --gate-add-host --secret --gate-idle-stop --network-backend --env --env-file --mount --device --no-cwd --memory --cpus --pids-limit --tmp-size
+  --gate-add-host --secret --gate-idle-stop --network-backend --env --env-file --mount --protect --device --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
   --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset

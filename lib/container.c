@@ -8,6 +8,7 @@
 #include "container.h"
 #include "jsonutil.h"
 #include "project.h"
+#include "protect.h"
 
 #define REDACTED "<redacted>"
 
@@ -105,6 +106,13 @@ int container_create_body(const container_spec *spec, json_object **ret)
                 static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
                 r |= json_append(mounts, mount_object("bind", settings_copy,
                                                                 AISB_PROJECT_DIR "/" PROJECT_SETTINGS_DIR, ro));
+        }
+        /* Over the project: what the host's own tools act on, read-only; a git directory a
+         * bind of itself, so that it cannot be moved aside (protect.h). */
+        for (size_t i = 0; rm && rm->protect && i < rm->protect->n_mounts; i++) {
+                const protect_mount *m = &rm->protect->mounts[i];
+                const char *const opts[] = { "rbind", m->read_only ? "ro" : "rw", "nosuid", "nodev", NULL };
+                r |= json_append(mounts, mount_object("bind", m->source, m->destination, opts));
         }
         for (size_t i = 0; i < p->n_mounts; i++) {
                 const char *const opts[] = { "rbind", p->mounts[i].read_only ? "ro" : "rw", NULL };

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "describe.h"
+#include "protect.h"
 #include "entrypoint-args.h"
 #include "harness.h"
 #include "image.h"
@@ -99,6 +100,21 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
                 r |= buffer_printf(&b, "agents=none\n");
         else
                 r |= buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);
+        /* What a run would keep from the agent, made the way a run makes it. */
+        if (r >= 0 && p->project && p->protect && p->protect[0]) {
+                _cleanup_(protect_plan_done) protect_plan plan = {};
+                int k = protect_plan_make(p->project, p->project_is_cwd, (const char *const *) p->protect,
+                                          (unsigned) getuid(), &plan, err);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < plan.n_mounts; i++)
+                        r |= buffer_printf(&b, "protected=%s (%s)\n", plan.mounts[i].destination,
+                                           plan.mounts[i].read_only ? "read-only"
+                                                                    : "a git directory, bound over itself: not to be moved aside");
+                if (plan.repository_top)
+                        r |= buffer_printf(&b, "repository=%s (above the project: the sandbox has no git)\n",
+                                           plan.repository_top);
+        }
         if (harness_bridge_applies(p))
                 r |= harness_describe(p, &b);
         else

@@ -6,6 +6,7 @@
  * container must start with for it.
  */
 #include "entrypoint-args.h"
+#include "protect.h"
 
 /* The minimal set, each proved necessary (docs/entrypoint.md): NET_ADMIN for the ruleset,
  * SETGID/SETUID for the drop to the user, SETPCAP to empty the bounding set. */
@@ -48,6 +49,9 @@ int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const run_
                 r = push_expect(&v, AISB_PROJECT_DIR, rm->project_dev, rm->project_ino);
         for (size_t i = 0; r >= 0 && i < p->n_mounts; i++)
                 r = push_expect(&v, p->mounts[i].destination, p->mounts[i].dev, p->mounts[i].ino);
+        for (size_t i = 0; r >= 0 && rm && rm->protect && i < rm->protect->n_mounts; i++)
+                r = push_expect(&v, rm->protect->mounts[i].destination, rm->protect->mounts[i].dev,
+                                rm->protect->mounts[i].ino);
         if (r >= 0 && rm && rm->gate_ca) {
                 r = strv_push(&v, "--ca-bundle");
                 r = r < 0 ? r : strv_push(&v, AISB_GATE_CA_IN_SANDBOX);

@@ -30,6 +30,7 @@ typedef struct run_mounts {
         const char *seed_dir;      /* ephemeral home: the bridged files, copied in by the entrypoint */
         const char *agents_dir;    /* read-only at ~/.agents; NULL: none */
         const char *gate_ca;       /* the gate's CA when it intercepts TLS (a file); NULL: none */
+        const struct protect_plan *protect; /* protected paths' mounts; NULL: none */
         /* What the project directory was when the run began: the entrypoint refuses a
          * /project that is not it. */
         bool have_project_id;

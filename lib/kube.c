@@ -25,6 +25,7 @@
 #include "jsonutil.h"
 #include "context.h"
 #include "kube.h"
+#include "protect.h"
 #include "podman.h"
 #include "policy.h"
 
@@ -568,11 +569,42 @@ static json_object *netfilter_init_containers(const aisb_policy *p, const kube_o
         return built(list, r);
 }
 
+/* On one machine the project is the user's own tree: what a run keeps from the agent is kept
+ * here too, as mounts of the project volume's subpaths over themselves (read-only, or a git
+ * directory over itself so that it cannot be moved aside). A git directory outside the
+ * project (a worktree's) is a host path the pod is not given: refused. */
+static int protect_for_podman(const aisb_policy *p, const kube_options *ko, protect_plan *plan, aisb_error **err)
+{
+        if (!ko->podman || !p->project || !p->protect || !p->protect[0])
+                return 0;
+        int r = protect_plan_make(p->project, p->project_is_cwd, (const char *const *) p->protect, (unsigned) getuid(),
+                                  plan, err);
+        if (r < 0)
+                return r;
+        if (plan->outside)
+                return aisb_error_set(err, -EOPNOTSUPP,
+                                      "kube: the project's .git names %s, outside the project, which the pod is not "
+                                      "given; run from the repository's main worktree, or --protect=-.git",
+                                      plan->outside[0]);
+        return 0;
+}
+
+static json_object *protected_mount(const char *volume, const protect_mount *m)
+{
+        json_object *o = volume_mount(volume, m->destination, m->read_only);
+        int r = o ? json_add_string(o, "subPath", m->destination + strlen(AISB_PROJECT_DIR "/")) : -ENOMEM;
+        return built(o, r);
+}
+
 static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
                            bool gate, json_object *docs, aisb_error **err)
 {
         _cleanup_free_ char *image = NULL, *proxy = NULL;
-        int r = image_ref(p, ko, false, &image, err);
+        _cleanup_(protect_plan_done) protect_plan plan = {};
+        int r = protect_for_podman(p, ko, &plan, err);
+        if (r < 0)
+                return r;
+        r = image_ref(p, ko, false, &image, err);
         if (r < 0)
                 return r;
         if (gate && (ko->podman ? asprintf(&proxy, "http://%s:%u", n->gate, KUBE_GATE_PORT) < 0
@@ -722,6 +754,8 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         volume_name(v_run, n->sandbox, "run");
         if (p->project)
                 r |= json_append(mounts, volume_mount(v_project, AISB_PROJECT_DIR, false));
+        for (size_t i = 0; i < plan.n_mounts; i++)
+                r |= json_append(mounts, protected_mount(v_project, &plan.mounts[i]));
         r |= json_append(mounts, volume_mount(v_home, AISB_SANDBOX_HOME, false));
         r |= json_append(mounts, volume_mount(v_tmp, "/tmp", false));
         r |= json_append(mounts, volume_mount(v_var_tmp, "/var/tmp", false));

@@ -21,6 +21,7 @@
 #include "pibridge.h"
 #include "policy.h"
 #include "project.h"
+#include "protect.h"
 #include "userdirs.h"
 
 static int rebuild_harness_command(aisb_policy *p);
@@ -173,6 +174,7 @@ void aisb_policy_free(aisb_policy *p)
         free(p->project);
         free(p->base_image);
         strv_free(p->install);
+        strv_free(p->protect);
         for (size_t i = 0; i < p->n_ca_certs; i++) {
                 free(p->ca_certs[i].path);
                 free(p->ca_certs[i].pem);
@@ -710,6 +712,67 @@ static int key_set_base_image(aisb_policy *p, const policy_key *k, const char *v
         return set_string(&p->base_image, value) < 0 ? -ENOMEM : 0;
 }
 
+/* protect: a comma-separated list replaces the list; +PATH adds one and -PATH drops one (a
+ * value of only those changes the list as it is); "none" empties it. */
+static int key_set_protect(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (streq(value, "none")) {
+                strv_free(p->protect);
+                p->protect = NULL;
+                return 0;
+        }
+        _cleanup_free_ char *copy = strdup(value);
+        _cleanup_strv_free_ char **list = NULL, **entries = NULL;
+        if (!copy)
+                return error_oom(err);
+        bool edits = false, plain = false;
+        char *save = NULL;
+        for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                while (*e == ' ')
+                        e++;
+                char reason[1200];
+                int r = protect_entry_valid(e, reason, sizeof reason);
+                if (r == -ENOMEM || strv_push(&entries, e) < 0)
+                        return error_oom(err);
+                if (r < 0)
+                        return aisb_error_set(err, r, "protect: %s", reason);
+                *(e[0] == '+' || e[0] == '-' ? &edits : &plain) = true;
+        }
+        if (edits && plain)
+                return aisb_error_set(err, -EINVAL, "protect: '%s' mixes a list with +PATH/-PATH changes: give the "
+                                      "whole list, or only changes", value);
+        if (edits && p->protect && !(list = strv_copy((const char *const *) p->protect)))
+                return error_oom(err);
+        for (size_t i = 0; entries && entries[i]; i++) {
+                const char *e = entries[i], *name = edits ? e + 1 : e;
+                size_t n = strv_length((const char *const *) list), at = n;
+                for (size_t j = 0; j < n; j++)
+                        if (streq(list[j], name))
+                                at = j;
+                if (e[0] == '-' && at < n) {
+                        free(list[at]);
+                        memmove(&list[at], &list[at + 1], (n - at) * sizeof *list);
+                } else if (e[0] != '-' && at == n && strv_push(&list, name) < 0)
+                        return error_oom(err);
+        }
+        strv_free(p->protect);
+        p->protect = steal_pointer(&list);
+        return 0;
+}
+
+/* One value: the list as set takes it back, or "none". */
+static int key_get_protect(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        buffer b = {};
+        int r = 0;
+        for (size_t i = 0; r >= 0 && p->protect && p->protect[i]; i++)
+                r = buffer_printf(&b, "%s%s", i ? "," : "", p->protect[i]);
+        if (r >= 0)
+                r = strv_push(values, b.data ? b.data : "none");
+        buffer_free(&b);
+        return r;
+}
+
 static int key_set_install(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
         if (!package_name_valid(value))
@@ -1192,6 +1255,12 @@ static const policy_key policy_keys[] = {
                    .help = "pass NAME=VALUE lines from FILE (must be yours, mode 0600)",
                    .flags = AISB_POLICY_KEY_REPEATABLE },
           .set = key_set_env_file, .get = key_get_strv, KEY_FIELD(env_files) },
+        { .pub = { .name = "protect", .placeholder = "PATH[,PATH...]",
+                   .help = "paths below the project the host's tools act on, kept from the agent (read-only "
+                           "inside, new ones quarantined after the run; .git is all of git's): a list replaces "
+                           "these, +PATH adds one, -PATH drops one, none protects nothing",
+                   .default_text = PROTECT_DEFAULT },
+          .set = key_set_protect, .get = key_get_protect },
         { .pub = { .name = "mount", .placeholder = "SRC:DST[:ro]", .help = "bind-mount a host path",
                    .flags = AISB_POLICY_KEY_REPEATABLE },
           .set = key_set_mount, .get = key_get_mount },

@@ -104,6 +104,7 @@ struct aisb_policy {
         gate_secret *secrets;        /* --secret: held by the run's own gate */
         size_t n_secrets;
         unsigned gate_idle_stop_s;   /* a shared gate stops after this long unused; 0: never */
+        char **protect;              /* paths below the project the agent cannot change for the host (protect.h) */
 };
 
 /* The project directory's last component, lower-cased and cut to [a-z0-9_-] (or "scratch"

@@ -22,9 +22,11 @@
 #include "network.h"
 #include "podman.h"
 #include "project.h"
+#include "protect.h"
 #include "run.h"
 #include "session-log.h"
 #include "termfilter.h"
+#include "userdirs.h"
 
 int aisb_io_new(aisb_io **ret_io, aisb_error **err)
 {
@@ -544,6 +546,71 @@ static int run_network(aisb_ctx *ctx, const aisb_policy *p, const project_settin
         return network_plan(p, backend, &in, ret_net, err);
 }
 
+
+/* Protected paths (protect.h): the plan, before anything of the sandbox exists, and what it
+ * keeps read-only said in one line. */
+static int protect_begin(aisb_ctx *ctx, const aisb_policy *p, protect_plan *ret, aisb_error **err)
+{
+        if (!p->project || p->project_read_only || !p->protect || !p->protect[0])
+                return 0;
+        int r = protect_plan_make(p->project, p->project_is_cwd, (const char *const *) p->protect,
+                                  (unsigned) getuid(), ret, err);
+        if (r < 0)
+                return r;
+        if (ret->repository_top)
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "%s is inside the git repository %s, which the sandbox does not see: git in it says "
+                         "\"not a git repository\"; run aisb from %s to use git there",
+                         p->project, ret->repository_top, ret->repository_top);
+        if (ret->walk_cut)
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "the project is larger than aisb looks through for git directories (%d directories, %d "
+                         "deep): one made deeper during the run is not found after it",
+                         PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_DEPTH);
+        size_t n = strv_length((const char *const *) ret->shown);
+        if (n == 0)
+                return 0;
+        buffer b = {};
+        for (size_t i = 0; r >= 0 && i < n && i < 6; i++)
+                r = buffer_printf(&b, "%s%s", i ? " " : "", ret->shown[i]);
+        if (r >= 0 && n > 6)
+                r = buffer_printf(&b, " and %zu more", n - 6);
+        if (r >= 0)
+                aisb_log(ctx, AISB_LOG_INFO, "protected, read-only in the sandbox: %s (--protect=-PATH to let the agent change one)",
+                         b.data);
+        buffer_free(&b);
+        return r < 0 ? error_oom(err) : 0;
+}
+
+static void protect_found(const char *was, const char *now, const char *why, void *userdata)
+{
+        aisb_log(userdata, AISB_LOG_WARNING, "%s is %s: moved to %s, where git and editors do not look (look at it "
+                 "before moving it back)", was, why, now);
+}
+
+/* After the sandbox is gone: what appeared where the plan watched goes into quarantine. */
+static void protect_end(aisb_ctx *ctx, const aisb_policy *p, const protect_plan *plan)
+{
+        if (!plan->project)
+                return;
+        char base[33], stamp[64];
+        project_short_name(p->project, base, sizeof base);
+        _cleanup_free_ char *hash = NULL, *top = state_path("quarantine"), *dir = NULL;
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", gmtime_r(&now, &tm));
+        if (!top || sha256_hex(p->project, strlen(p->project), 12, &hash) < 0 ||
+            asprintf(&dir, "%s/%s-%s/%s-%ld", top, base, hash, stamp, (long) getpid()) < 0) {
+                aisb_log(ctx, AISB_LOG_WARNING, "out of memory: the project's git and editor settings were not checked "
+                         "after the run; look at them before running git there");
+                return;
+        }
+        aisb_error *e = NULL;
+        if (protect_sweep(plan, dir, protect_found, ctx, &e) < 0)
+                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+        aisb_error_free(e);
+}
+
 static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
 {
         /* First, before anything is built or started for a project that is not what it seems. */
@@ -590,6 +657,9 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 if (r >= 0)
                         r = run_dir_write_settings(&rd, "ai-sandbox", &settings, &settings_copy, err);
         }
+        _cleanup_(protect_plan_done) protect_plan protect = {};
+        if (r >= 0)
+                r = protect_begin(ctx, p, &protect, err);
         if (r < 0)
                 return r;
         step(ctx, "network");
@@ -617,7 +687,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 return r;
         _cleanup_json_ json_object *body = NULL;
         run_mounts rm = { .settings_copy = settings_copy, .seed_dir = bridge.seed_dir, .agents_dir = bridge.agents_dir,
-                          .gate_ca = gate_ca };
+                          .gate_ca = gate_ca, .protect = &protect };
         project_identity(p, &rm);
         container_spec spec = { .policy = p, .net = &net, .mounts = &rm, .image = tag, .name = name,
                                 .gate_hash = gate.g.hash, .terminal = io->terminal };
@@ -684,6 +754,8 @@ out:
         http_stream_done(&stream);
         step(ctx, "remove");
         (void) remove_container(ctx, id);
+        if (!ctx->http.dry_run_fn)
+                protect_end(ctx, p, &protect);
         egress_summary egress = {};
         if (gate.g.name && !ctx->http.dry_run_fn)
                 report_egress(ctx, &gate.g, log_offset, &egress);

@@ -544,6 +544,7 @@ static void samples_setup(void)
         snprintf(path, sizeof path, "%s/entrypoint", sample_dir);
         sample("entrypoint", path, NULL);
         sample("net", "none", NULL);
+        sample("protect", ".git,tools/hooks", NULL);
         key_sample *s = sample("allow", "Example.COM:8443", "example.com:8443");
         snprintf(s->line, sizeof s->line, "allow=example.com:8443 # --allow");
         snprintf(s->second, sizeof s->second, "192.0.2.0/24");

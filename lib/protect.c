@@ -1,0 +1,893 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Protected paths (protect.h): the plan made before a run, the sweep after it.
+ *
+ * Everything here reads a tree the agent writes. Each path is walked a component at a time
+ * from a directory descriptor with O_NOFOLLOW (a link on the way is never followed, the link
+ * itself is what is looked at), directories are opened with O_NONBLOCK, files read are
+ * regular and bounded, and what is mounted is named with the device and inode it had when it
+ * was looked at, which the entrypoint compares before the command starts.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protect.h"
+#include "util.h"
+
+#define SANDBOX_PROJECT "/project"
+
+/* Files and directories of a git directory that decide what git runs or where it looks. */
+static const char *const gitdir_files[] = { "config", "config.worktree", "commondir", "gitdir" };
+static const char *const gitdir_dirs[] = { "hooks", "info" };
+
+static char *join(const char *a, const char *b)
+{
+        char *s = NULL;
+        if (!a || !*a)
+                return strdup(b);
+        if (!b || !*b)
+                return strdup(a);
+        return asprintf(&s, "%s%s%s", a, streq(a, "/") ? "" : "/", b) < 0 ? NULL : s;
+}
+
+int protect_entry_valid(const char *entry, char *reason, size_t size)
+{
+        const char *e = entry[0] == '-' || entry[0] == '+' ? entry + 1 : entry;
+        if (!*e || e[0] == '/' || strlen(e) > 1024) {
+                snprintf(reason, size, "'%s' is not a path below the project (write it relative, such as .vscode)", entry);
+                return -EINVAL;
+        }
+        _cleanup_free_ char *copy = strdup(e);
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
+                if (streq(c, ".") || streq(c, "..")) {
+                        snprintf(reason, size, "'%s' has a '%s' component: name the path itself", entry, c);
+                        return -EINVAL;
+                }
+        if (strstr(e, "//") || e[strlen(e) - 1] == '/') {
+                snprintf(reason, size, "'%s' is not a plain path: write it without empty components", entry);
+                return -EINVAL;
+        }
+        for (const char *c = e; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == ',') {
+                        snprintf(reason, size, "'%s' holds a control character or a comma", entry);
+                        return -EINVAL;
+                }
+        return 0;
+}
+
+/* The directory holding rel's last component, reached from root without following a link;
+ * *ret_base points into rel. A negative errno (-ELOOP: a link on the way). */
+static int open_parent(int root, const char *rel, const char **ret_base)
+{
+        const char *slash = strrchr(rel, '/');
+        *ret_base = slash ? slash + 1 : rel;
+        int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        if (!slash)
+                return fd;
+        _cleanup_free_ char *dirs = strndup(rel, (size_t) (slash - rel));
+        if (!dirs) {
+                close(fd);
+                return -ENOMEM;
+        }
+        char *save = NULL;
+        for (char *c = strtok_r(dirs, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                int e = errno;
+                close(fd);
+                if (next < 0)
+                        return -e;
+                fd = next;
+        }
+        return fd;
+}
+
+/* rel itself as a directory (rel "" is root). */
+static int open_dir(int root, const char *rel)
+{
+        if (!*rel) {
+                int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
+        }
+        const char *base;
+        _cleanup_close_ int parent = open_parent(root, rel, &base);
+        if (parent < 0)
+                return parent;
+        int fd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* An absolute path as a directory, no component a link. */
+static int open_absolute(const char *path)
+{
+        if (path[0] != '/')
+                return -EINVAL;
+        _cleanup_close_ int top = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return -errno;
+        return open_dir(top, path + 1);
+}
+
+static int stat_rel(int root, const char *rel, struct stat *st)
+{
+        const char *base;
+        _cleanup_close_ int parent = open_parent(root, rel, &base);
+        if (parent < 0)
+                return parent;
+        return fstatat(parent, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+/* A regular file below root, whole (at most PROTECT_READ_MAX): -ENOENT, -EINVAL (not a
+ * regular file), -EFBIG. */
+static int read_rel(int root, const char *rel, char **ret)
+{
+        const char *base;
+        _cleanup_close_ int parent = open_parent(root, rel, &base);
+        if (parent < 0)
+                return parent;
+        _cleanup_close_ int fd = openat(parent, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        size_t size;
+        return read_full_fd(fd, PROTECT_READ_MAX, ret, &size);
+}
+
+typedef struct builder {
+        protect_plan *plan;
+        int root_fd;
+        size_t root;
+        const char *host;  /* the root's host path */
+        const char *dest;  /* where the sandbox sees it */
+} builder;
+
+static int add_mount(builder *b, const char *rel, bool ro, const struct stat *st)
+{
+        protect_plan *p = b->plan;
+        protect_mount *m = realloc(p->mounts, (p->n_mounts + 1) * sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        p->mounts = m;
+        m = &p->mounts[p->n_mounts];
+        *m = (protect_mount) { .source = join(b->host, rel), .destination = join(b->dest, rel), .read_only = ro,
+                               .dev = (unsigned long long) st->st_dev, .ino = (unsigned long long) st->st_ino };
+        if (!m->source || !m->destination) {
+                free(m->source);
+                free(m->destination);
+                return -ENOMEM;
+        }
+        p->n_mounts++;
+        if (!ro)
+                return 0;
+        _cleanup_free_ char *shown = b->root == 0 ? strdup(rel) : strdup(m->source);
+        return shown ? strv_push(&p->shown, shown) : -ENOMEM;
+}
+
+static int add_watch(builder *b, const char *rel, const struct stat *st, char **names)
+{
+        protect_plan *p = b->plan;
+        protect_watch *w = realloc(p->watch, (p->n_watch + 1) * sizeof *w);
+        if (!w)
+                return -ENOMEM;
+        p->watch = w;
+        w = &p->watch[p->n_watch];
+        *w = (protect_watch) { .root = b->root, .rel = strdup(rel), .existed = st != NULL, .names = names,
+                               .is_dir_of_names = names != NULL };
+        if (st) {
+                w->dev = (unsigned long long) st->st_dev;
+                w->ino = (unsigned long long) st->st_ino;
+        }
+        if (!w->rel)
+                return -ENOMEM;
+        p->n_watch++;
+        return 0;
+}
+
+/* One protected entry: read-only over itself when it is a file or a directory; watched
+ * either way (a link cannot be mounted over: podman would follow it). */
+static int protect_one(builder *b, const char *rel)
+{
+        struct stat st;
+        int r = stat_rel(b->root_fd, rel, &st);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return add_watch(b, rel, NULL, NULL);
+        if (r < 0)
+                return add_watch(b, rel, NULL, NULL);
+        if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+                r = add_mount(b, rel, true, &st);
+                if (r < 0)
+                        return r;
+        }
+        return add_watch(b, rel, &st, NULL);
+}
+
+/* The names in directory rel, to find new ones after the run. */
+static int dir_names(int root, const char *rel, char ***ret)
+{
+        int fd = open_dir(root, rel);
+        if (fd < 0)
+                return fd;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        _cleanup_strv_free_ char **names = NULL;
+        int r = strv_push(&names, ""); /* never NULL: an empty directory has a list too */
+        for (struct dirent *de; r >= 0 && (de = readdir(d));)
+                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                        r = strv_push(&names, de->d_name);
+        closedir(d);
+        if (r < 0)
+                return r;
+        *ret = steal_pointer(&names);
+        return 0;
+}
+
+static bool strv_has(char *const *v, const char *s)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                if (streq(v[i], s))
+                        return true;
+        return false;
+}
+
+typedef struct gitdir_opts {
+        const char *own_worktree; /* in worktrees/: the run's own, left to its caller */
+        bool others_read_only;    /* the run is a linked worktree: the rest of the repository's state is not its */
+} gitdir_opts;
+
+static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, unsigned depth);
+
+/* A modules/ directory (or one below it: a submodule's name may hold slashes): new entries
+ * are quarantined after the run, and each git directory in it is protected. */
+static int protect_modules(builder *b, const char *rel, unsigned depth)
+{
+        if (depth > 8)
+                return 0;
+        char **names = NULL;
+        int r = dir_names(b->root_fd, rel, &names);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        struct stat st;
+        if (stat_rel(b->root_fd, rel, &st) < 0 || add_watch(b, rel, &st, names) < 0) {
+                strv_free(names);
+                return -ENOMEM;
+        }
+        for (size_t i = 1; names[i]; i++) {
+                _cleanup_free_ char *child = join(rel, names[i]), *head = child ? join(child, "HEAD") : NULL;
+                if (!head)
+                        return -ENOMEM;
+                if (stat_rel(b->root_fd, child, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                static const gitdir_opts none = {};
+                r = stat_rel(b->root_fd, head, &st) == 0 ? protect_gitdir(b, child, &none, depth + 1)
+                                                         : protect_modules(b, child, depth + 1);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* A git directory: a bind of itself (moving it aside is then refused), its configuration,
+ * hooks and info read-only, its submodules' git directories the same, and its worktrees'
+ * (or, for a run in a linked worktree, the others' state read-only). */
+static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, unsigned depth)
+{
+        if (depth > 8)
+                return 0;
+        struct stat st;
+        int r = *rel ? stat_rel(b->root_fd, rel, &st) : (fstat(b->root_fd, &st) < 0 ? -errno : 0);
+        if (r < 0 || !S_ISDIR(st.st_mode))
+                return 0;
+        r = add_mount(b, rel, false, &st);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(gitdir_files); i++) {
+                _cleanup_free_ char *f = join(rel, gitdir_files[i]);
+                r = f ? protect_one(b, f) : -ENOMEM;
+        }
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(gitdir_dirs); i++) {
+                _cleanup_free_ char *f = join(rel, gitdir_dirs[i]);
+                r = f ? protect_one(b, f) : -ENOMEM;
+        }
+        _cleanup_free_ char *modules = join(rel, "modules"), *worktrees = join(rel, "worktrees");
+        if (r < 0 || !modules || !worktrees)
+                return -ENOMEM;
+        if (stat_rel(b->root_fd, modules, &st) == 0 && S_ISDIR(st.st_mode)) {
+                r = protect_modules(b, modules, depth);
+                if (r < 0)
+                        return r;
+        }
+        if (o->others_read_only) {
+                /* The main worktree's own state, in the common directory. */
+                static const char *const main_state[] = { "HEAD", "index" };
+                for (size_t i = 0; i < ELEMENTSOF(main_state); i++) {
+                        _cleanup_free_ char *f = join(rel, main_state[i]);
+                        if (!f)
+                                return -ENOMEM;
+                        if (stat_rel(b->root_fd, f, &st) == 0 && S_ISREG(st.st_mode) && add_mount(b, f, true, &st) < 0)
+                                return -ENOMEM;
+                }
+        }
+        _cleanup_strv_free_ char **names = NULL;
+        if (dir_names(b->root_fd, worktrees, &names) < 0)
+                return 0;
+        for (size_t i = 1; names[i]; i++) {
+                if (o->own_worktree && streq(names[i], o->own_worktree))
+                        continue;
+                _cleanup_free_ char *w = join(worktrees, names[i]);
+                if (!w)
+                        return -ENOMEM;
+                if (stat_rel(b->root_fd, w, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                static const gitdir_opts none = {};
+                r = o->others_read_only ? add_mount(b, w, true, &st) : protect_gitdir(b, w, &none, depth + 1);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* "gitdir: PATH" of a .git file, or commondir's "PATH": the path, trimmed. */
+static char *first_line(char *text, const char *prefix)
+{
+        if (prefix) {
+                size_t n = strlen(prefix);
+                if (strncmp(text, prefix, n) != 0)
+                        return NULL;
+                text += n;
+                while (*text == ' ' || *text == '\t')
+                        text++;
+        }
+        text[strcspn(text, "\r\n")] = 0;
+        return *text ? text : NULL;
+}
+
+/* base/rel (rel may be absolute), with "." and ".." taken lexically: right only because no
+ * component will be a link (each is opened with O_NOFOLLOW afterwards). */
+static char *resolve(const char *base, const char *rel)
+{
+        _cleanup_free_ char *whole = rel[0] == '/' ? strdup(rel) : join(base, rel);
+        if (!whole)
+                return NULL;
+        size_t n = strlen(whole) + 2;
+        char *out = malloc(n);
+        if (!out)
+                return NULL;
+        out[0] = 0;
+        char *save = NULL;
+        for (char *c = strtok_r(whole, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (streq(c, "."))
+                        continue;
+                if (streq(c, "..")) {
+                        char *slash = strrchr(out, '/');
+                        if (slash)
+                                *slash = 0;
+                        continue;
+                }
+                strcat(out, "/");
+                strcat(out, c);
+        }
+        if (!out[0])
+                strcpy(out, "/");
+        return out;
+}
+
+static const char *below(const char *path, const char *top)
+{
+        size_t n = strlen(top);
+        if (strncmp(path, top, n) != 0)
+                return NULL;
+        if (path[n] == '/')
+                return path + n + 1;
+        return path[n] == 0 ? "" : NULL;
+}
+
+/* A git directory outside the project that the sandbox gets at its own path: reached
+ * without a link, every directory on the way the user's or root's and writable by no one
+ * else. Its index in plan->outside (plus one: a builder's root). */
+static int add_outside(protect_plan *plan, const char *path, unsigned uid, int *ret_fd, size_t *ret_root,
+                       aisb_error **err)
+{
+        int fd = open_absolute(path);
+        if (fd == -ELOOP || fd == -ENOTDIR)
+                return aisb_error_set(err, -ELOOP,
+                                      "the project's .git names %s, which is reached through a link: aisb mounts "
+                                      "only a git directory on a path without links (run from the repository's own "
+                                      "path, or --protect=-.git)",
+                                      path);
+        if (fd < 0)
+                return aisb_error_set(err, fd, "the project's .git names %s: %s", path, strerror(-fd));
+        char reason[256];
+        struct stat st;
+        int r = path_check_trusted(path, (uid_t) uid, reason, sizeof reason);
+        if (r >= 0 && (fstat(fd, &st) < 0 || st.st_uid != uid)) {
+                snprintf(reason, sizeof reason, "%s is not yours", path);
+                r = -EPERM;
+        }
+        if (r < 0) {
+                close(fd);
+                return aisb_error_set(err, -EPERM,
+                                      "the project's .git names %s, which aisb will not give the sandbox: %s",
+                                      path, reason[0] ? reason : strerror(-r));
+        }
+        if (strv_push(&plan->outside, path) < 0) {
+                close(fd);
+                return error_oom(err);
+        }
+        *ret_fd = fd;
+        *ret_root = strv_length((const char *const *) plan->outside);
+        return 0;
+}
+
+/* A worktree project: .git names PATH outside it; PATH's commondir names the repository. */
+static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid, aisb_error **err)
+{
+        _cleanup_close_ int gfd = -1;
+        size_t groot;
+        int r = add_outside(plan, gitdir, uid, &gfd, &groot, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *text = NULL;
+        char *common_rel = NULL;
+        if (read_rel(gfd, "commondir", &text) >= 0)
+                common_rel = first_line(text, NULL);
+        if (!common_rel) {
+                /* --separate-git-dir: the git directory is the whole repository. */
+                builder b = { .plan = plan, .root_fd = gfd, .root = groot, .host = gitdir, .dest = gitdir };
+                static const gitdir_opts none = {};
+                return protect_gitdir(&b, "", &none, 0) < 0 ? error_oom(err) : 0;
+        }
+        _cleanup_free_ char *common = resolve(gitdir, common_rel);
+        if (!common)
+                return error_oom(err);
+        const char *own = below(gitdir, common);
+        _cleanup_free_ char *own_name = NULL;
+        if (own && strncmp(own, "worktrees/", 10) == 0 && !strchr(own + 10, '/'))
+                own_name = strdup(own + 10);
+        _cleanup_close_ int cfd = -1;
+        size_t croot;
+        r = add_outside(plan, common, uid, &cfd, &croot, err);
+        if (r < 0)
+                return r;
+        builder c = { .plan = plan, .root_fd = cfd, .root = croot, .host = common, .dest = common };
+        gitdir_opts co = { .own_worktree = own_name, .others_read_only = true };
+        builder g = { .plan = plan, .root_fd = gfd, .root = groot, .host = gitdir, .dest = gitdir };
+        static const gitdir_opts none = {};
+        if (protect_gitdir(&c, "", &co, 0) < 0 || protect_gitdir(&g, "", &none, 0) < 0)
+                return error_oom(err);
+        return 0;
+}
+
+/* core.hooksPath as a git config file sets it, in [core] (the last one wins); NULL if not.
+ * Only what a plain file says: an include is not followed. */
+static char *config_hooks_path(char *text)
+{
+        char *found = NULL;
+        bool core = false;
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                while (isspace((unsigned char) *line))
+                        line++;
+                if (*line == '[') {
+                        size_t n = strcspn(line + 1, "]");
+                        core = n == 4 && strncasecmp(line + 1, "core", 4) == 0;
+                        line += n + 1;
+                        if (*line == ']')
+                                line++;
+                        while (isspace((unsigned char) *line))
+                                line++;
+                }
+                if (!core || strncasecmp(line, "hookspath", 9) != 0)
+                        continue;
+                char *v = line + 9;
+                while (*v == ' ' || *v == '\t')
+                        v++;
+                if (*v != '=')
+                        continue;
+                v++;
+                while (*v == ' ' || *v == '\t')
+                        v++;
+                bool quoted = *v == '"';
+                if (quoted)
+                        v++;
+                size_t n = strcspn(v, quoted ? "\"" : "#;\r");
+                while (!quoted && n && isspace((unsigned char) v[n - 1]))
+                        n--;
+                free(found);
+                found = strndup(v, n);
+        }
+        return found;
+}
+
+/* The hooks directory the host's git would use for this project, below the project; NULL. */
+static char *hooks_below(const protect_plan *plan, int config_root, const char *config_rel)
+{
+        _cleanup_free_ char *value = NULL;
+        _cleanup_free_ char *text = NULL;
+        if (read_rel(config_root, config_rel, &text) >= 0)
+                value = config_hooks_path(text);
+        const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+        _cleanup_free_ char *xdg_file = xdg && xdg[0] == '/' ? join(xdg, "git/config")
+                                        : home && home[0] == '/' ? join(home, ".config/git/config") : NULL;
+        _cleanup_free_ char *home_file = home && home[0] == '/' ? join(home, ".gitconfig") : NULL;
+        const char *globals[] = { home_file, xdg_file };
+        for (size_t i = 0; !value && i < ELEMENTSOF(globals); i++) {
+                if (!globals[i])
+                        continue;
+                _cleanup_close_ int fd = open(globals[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                struct stat st;
+                _cleanup_free_ char *g = NULL;
+                size_t size;
+                if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    read_full_fd(fd, PROTECT_READ_MAX, &g, &size) >= 0)
+                        value = config_hooks_path(g);
+        }
+        if (!value || !*value)
+                return NULL;
+        _cleanup_free_ char *abs = NULL;
+        if (strncmp(value, "~/", 2) == 0 && home && home[0] == '/')
+                abs = join(home, value + 2);
+        else
+                abs = resolve(plan->project, value);
+        const char *rel = abs ? below(abs, plan->project) : NULL;
+        return rel && *rel ? strdup(rel) : NULL;
+}
+
+/* What a walk below the project meets named .git. */
+typedef int (*git_entry_fn)(int dir, const char *name, const char *rel, void *userdata);
+
+typedef struct walk {
+        git_entry_fn fn;
+        void *userdata;
+        size_t dirs;
+        bool cut;
+} walk;
+
+/* The entries of directory fd, then its subdirectories: each .git entry goes to the walk's
+ * function, and so does a directory that is itself a git directory (HEAD, objects and refs:
+ * a bare repository), which is not descended into. 1 when fd is such a directory. */
+static int walk_dir(walk *w, int fd, const char *rel, unsigned depth)
+{
+        if (depth > PROTECT_WALK_MAX_DEPTH || ++w->dirs > PROTECT_WALK_MAX_DIRS) {
+                w->cut = true;
+                return 0;
+        }
+        int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!d) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                return 0;
+        }
+        _cleanup_strv_free_ char **subdirs = NULL;
+        unsigned looks = 0;
+        int r = 0;
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (streq(de->d_name, ".git")) {
+                        if (depth > 0) {
+                                _cleanup_free_ char *child = join(rel, de->d_name);
+                                r = child ? w->fn(fd, de->d_name, child, w->userdata) : -ENOMEM;
+                        }
+                        continue;
+                }
+                unsigned char type = de->d_type;
+                if (type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+                }
+                if (type == DT_REG && streq(de->d_name, "HEAD"))
+                        looks |= 1;
+                if (type == DT_DIR && (streq(de->d_name, "objects") || streq(de->d_name, "refs")))
+                        looks |= streq(de->d_name, "objects") ? 2 : 4;
+                if (type == DT_DIR)
+                        r = strv_push(&subdirs, de->d_name);
+        }
+        closedir(d);
+        if (r >= 0 && depth > 0 && looks == 7)
+                return 1;
+        for (size_t i = 0; r >= 0 && subdirs && subdirs[i]; i++) {
+                _cleanup_close_ int sub = openat(fd, subdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                if (sub < 0)
+                        continue;
+                _cleanup_free_ char *child = join(rel, subdirs[i]);
+                r = child ? walk_dir(w, sub, child, depth + 1) : -ENOMEM;
+                if (r == 1)
+                        r = w->fn(fd, subdirs[i], child, w->userdata);
+        }
+        return r < 0 ? r : 0;
+}
+
+/* A git entry below the project at the start (a .git, or a bare repository): a directory is
+ * a git directory; a file or a link is watched (a file also read-only over itself). */
+static int plan_nested(int dir, const char *name, const char *rel, void *userdata)
+{
+        builder *b = userdata;
+        struct stat st;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        if (S_ISDIR(st.st_mode)) {
+                static const gitdir_opts none = {};
+                int r = protect_gitdir(b, rel, &none, 1);
+                return r < 0 ? r : add_watch(b, rel, &st, NULL);
+        }
+        return protect_one(b, rel);
+}
+
+/* Whether a directory above path holds .git: the repository the project is inside. */
+static char *repository_above(const char *path)
+{
+        _cleanup_free_ char *d = strdup(path);
+        while (d && strcmp(d, "/") != 0) {
+                char *slash = strrchr(d, '/');
+                if (!slash)
+                        break;
+                slash[slash == d ? 1 : 0] = 0;
+                _cleanup_free_ char *git = join(d, ".git");
+                struct stat st;
+                if (git && lstat(git, &st) == 0)
+                        return strdup(d);
+        }
+        return NULL;
+}
+
+int protect_plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid,
+                      protect_plan *ret, aisb_error **err)
+{
+        _cleanup_(protect_plan_done) protect_plan plan = { .project = strdup(project) };
+        if (!plan.project)
+                return error_oom(err);
+        _cleanup_close_ int pfd = is_cwd ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : open_absolute(project);
+        if (is_cwd && pfd < 0)
+                pfd = -errno;
+        if (pfd < 0)
+                return aisb_error_set(err, pfd, "cannot open the project %s: %s", project, strerror(-pfd));
+        struct stat st;
+        if (fstat(pfd, &st) < 0)
+                return aisb_error_set(err, -errno, "%s: %s", project, strerror(errno));
+        plan.project_dev = (unsigned long long) st.st_dev;
+        plan.project_ino = (unsigned long long) st.st_ino;
+        builder b = { .plan = &plan, .root_fd = pfd, .root = 0, .host = project, .dest = SANDBOX_PROJECT };
+        int r = 0;
+        for (size_t i = 0; r >= 0 && names && names[i]; i++) {
+                if (streq(names[i], ".git"))
+                        plan.git = true;
+                else
+                        r = protect_one(&b, names[i]);
+        }
+        if (r >= 0 && plan.git) {
+                _cleanup_free_ char *hooks = NULL;
+                if (fstatat(pfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = add_watch(&b, ".git", NULL, NULL);
+                        plan.repository_top = repository_above(project);
+                } else if (S_ISDIR(st.st_mode)) {
+                        static const gitdir_opts none = {};
+                        r = protect_gitdir(&b, ".git", &none, 0);
+                        r = r < 0 ? r : add_watch(&b, ".git", &st, NULL);
+                        hooks = hooks_below(&plan, pfd, ".git/config");
+                } else if (S_ISREG(st.st_mode)) {
+                        r = protect_one(&b, ".git");
+                        _cleanup_free_ char *text = NULL;
+                        char *named = r >= 0 && read_rel(pfd, ".git", &text) >= 0 ? first_line(text, "gitdir:") : NULL;
+                        _cleanup_free_ char *gitdir = named ? resolve(project, named) : NULL;
+                        const char *inside = gitdir ? below(gitdir, project) : NULL;
+                        if (r < 0 || (named && !gitdir))
+                                return error_oom(err);
+                        if (inside && *inside) {
+                                static const gitdir_opts none = {};
+                                r = protect_gitdir(&b, inside, &none, 0);
+                                _cleanup_free_ char *config = join(inside, "config");
+                                hooks = config ? hooks_below(&plan, pfd, config) : NULL;
+                        } else if (gitdir && !inside) {
+                                r = protect_worktree(&plan, gitdir, uid, err);
+                                if (r < 0)
+                                        return r;
+                                /* The repository's configuration is in its common directory. */
+                                size_t last = strv_length((const char *const *) plan.outside);
+                                _cleanup_close_ int cfd = last ? open_absolute(plan.outside[last - 1]) : -1;
+                                if (cfd >= 0)
+                                        hooks = hooks_below(&plan, cfd, "config");
+                        }
+                } else
+                        r = add_watch(&b, ".git", &st, NULL);
+                if (r >= 0 && hooks && !strv_has(plan.shown, hooks))
+                        r = protect_one(&b, hooks);
+                if (r >= 0) {
+                        walk w = { .fn = plan_nested, .userdata = &b };
+                        r = walk_dir(&w, pfd, "", 0);
+                        plan.walk_cut = w.cut;
+                }
+        }
+        if (r < 0)
+                return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "protecting %s: %s", project, strerror(-r));
+        *ret = plan;
+        plan = (protect_plan) {};
+        return 0;
+}
+
+void protect_plan_done(protect_plan *plan)
+{
+        for (size_t i = 0; i < plan->n_mounts; i++) {
+                free(plan->mounts[i].source);
+                free(plan->mounts[i].destination);
+        }
+        free(plan->mounts);
+        for (size_t i = 0; i < plan->n_watch; i++) {
+                free(plan->watch[i].rel);
+                strv_free(plan->watch[i].names);
+        }
+        free(plan->watch);
+        strv_free(plan->outside);
+        strv_free(plan->shown);
+        free(plan->repository_top);
+        free(plan->project);
+        *plan = (protect_plan) {};
+}
+
+typedef struct sweep {
+        const protect_plan *plan;
+        const char *quarantine_dir;
+        int qfd;
+        protect_found_fn fn;
+        void *userdata;
+        size_t moved;
+        aisb_error **err;
+} sweep;
+
+/* dir/name (shown as was) into the quarantine, as rel below it. */
+static int quarantine(sweep *s, int dir, const char *name, const char *was, const char *rel, const char *why)
+{
+        if (s->qfd < 0) {
+                int r = mkdir_p(s->quarantine_dir, 0700);
+                if (r < 0)
+                        return aisb_error_set(s->err, r, "cannot create %s: %s", s->quarantine_dir, strerror(-r));
+                s->qfd = open(s->quarantine_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (s->qfd < 0)
+                        return aisb_error_set(s->err, -errno, "%s: %s", s->quarantine_dir, strerror(errno));
+        }
+        /* Below the quarantine, the same directories as below the root. */
+        _cleanup_free_ char *dirs = strdup(rel);
+        if (!dirs)
+                return error_oom(s->err);
+        _cleanup_close_ int to = fcntl(s->qfd, F_DUPFD_CLOEXEC, 3);
+        char *slash = strrchr(dirs, '/'), *save = NULL;
+        const char *leaf = slash ? slash + 1 : dirs;
+        if (slash) {
+                *slash = 0;
+                for (char *c = strtok_r(dirs, "/", &save); to >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+                        (void) mkdirat(to, c, 0700);
+                        int next = openat(to, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        close(to);
+                        to = next;
+                }
+        }
+        _cleanup_free_ char *now = join(s->quarantine_dir, rel);
+        if (!now)
+                return error_oom(s->err);
+        int r = to >= 0 && renameat2(dir, name, to, leaf, RENAME_NOREPLACE) == 0 ? 0 : -errno;
+        if (r == -EXDEV) {
+                /* Another filesystem: out of the way where it is. */
+                const char *stamp = strrchr(s->quarantine_dir, '/');
+                _cleanup_free_ char *aside = NULL;
+                if (asprintf(&aside, "%s.aisb-quarantined-%s", name, stamp ? stamp + 1 : "run") < 0)
+                        return error_oom(s->err);
+                r = renameat2(dir, name, dir, aside, RENAME_NOREPLACE) == 0 ? 0 : -errno;
+                free(now);
+                const char *cut = strrchr(was, '/');
+                now = cut ? NULL : strdup(aside);
+                if (cut && asprintf(&now, "%.*s/%s", (int) (cut - was), was, aside) < 0)
+                        now = NULL;
+                if (!now)
+                        return error_oom(s->err);
+        }
+        if (r < 0)
+                return aisb_error_set(s->err, r, "%s is %s, and could not be moved aside: %s; look at it before "
+                                      "running git or an editor there", was, why, strerror(-r));
+        s->moved++;
+        if (s->fn)
+                s->fn(was, now, why, s->userdata);
+        return 0;
+}
+
+static char *shown_path(const protect_plan *plan, size_t root, const char *rel)
+{
+        return join(root == 0 ? plan->project : plan->outside[root - 1], rel);
+}
+
+static bool watched(const protect_plan *plan, size_t root, const char *rel)
+{
+        for (size_t i = 0; i < plan->n_watch; i++)
+                if (plan->watch[i].root == root && streq(plan->watch[i].rel, rel))
+                        return true;
+        return false;
+}
+
+static int quarantine_rel(sweep *s, int dir, const char *name, size_t root, const char *rel, const char *why)
+{
+        _cleanup_free_ char *was = shown_path(s->plan, root, rel), *qrel = NULL;
+        if (!was || (root == 0 ? !(qrel = strdup(rel)) : asprintf(&qrel, "outside-%zu/%s", root, rel) < 0))
+                return error_oom(s->err);
+        return quarantine(s, dir, name, was, qrel, why);
+}
+
+static int sweep_new_git(int dir, const char *name, const char *rel, void *userdata)
+{
+        sweep *s = userdata;
+        if (watched(s->plan, 0, rel))
+                return 0;
+        return quarantine_rel(s, dir, name, 0, rel, "a git directory or .git file made during the run");
+}
+
+int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_found_fn fn, void *userdata,
+                  aisb_error **err)
+{
+        sweep s = { .plan = plan, .quarantine_dir = quarantine_dir, .qfd = -1, .fn = fn, .userdata = userdata,
+                    .err = err };
+        size_t n_roots = 1 + strv_length((const char *const *) plan->outside);
+        _cleanup_free_ int *roots = malloc(n_roots * sizeof *roots);
+        if (!roots)
+                return error_oom(err);
+        for (size_t i = 0; i < n_roots; i++)
+                roots[i] = open_absolute(i == 0 ? plan->project : plan->outside[i - 1]);
+        int r = 0;
+        struct stat st;
+        if (roots[0] < 0 || fstat(roots[0], &st) < 0 || (unsigned long long) st.st_dev != plan->project_dev ||
+            (unsigned long long) st.st_ino != plan->project_ino)
+                r = aisb_error_set(err, -ESTALE, "%s is no longer the directory the run began in: its git and editor "
+                                   "settings were not checked; look at them before running git there",
+                                   plan->project);
+        for (size_t i = 0; r >= 0 && i < plan->n_watch; i++) {
+                const protect_watch *w = &plan->watch[i];
+                if (roots[w->root] < 0)
+                        continue;
+                const char *base;
+                _cleanup_close_ int parent = open_parent(roots[w->root], w->rel, &base);
+                if (parent < 0)
+                        continue;
+                if (w->is_dir_of_names) {
+                        _cleanup_strv_free_ char **now = NULL;
+                        _cleanup_close_ int dir = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                        if (dir < 0 || dir_names(dir, "", &now) < 0)
+                                continue;
+                        for (size_t j = 1; r >= 0 && now[j]; j++) {
+                                if (strv_has(w->names, now[j]))
+                                        continue;
+                                _cleanup_free_ char *rel = join(w->rel, now[j]);
+                                r = rel ? quarantine_rel(&s, dir, now[j], w->root, rel,
+                                                         "a submodule's git directory made during the run")
+                                        : error_oom(err);
+                        }
+                        continue;
+                }
+                if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* gone: nothing there for git to use */
+                if (!w->existed)
+                        r = quarantine_rel(&s, parent, base, w->root, w->rel, "new since the run began");
+                else if ((unsigned long long) st.st_dev != w->dev || (unsigned long long) st.st_ino != w->ino)
+                        r = quarantine_rel(&s, parent, base, w->root, w->rel, "replaced during the run");
+        }
+        if (r >= 0 && plan->git) {
+                walk w = { .fn = sweep_new_git, .userdata = &s };
+                r = walk_dir(&w, roots[0], "", 0);
+        }
+        for (size_t i = 0; i < n_roots; i++)
+                if (roots[i] >= 0)
+                        close(roots[i]);
+        if (s.qfd >= 0)
+                close(s.qfd);
+        return r < 0 ? r : (int) s.moved;
+}

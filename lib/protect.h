@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Protected paths: what a program on the host acts on without the user choosing to run the
+ * project's code (git's configuration, hooks and git directories; editors' and host-side
+ * agents' project settings) must not be changed by the agent in a way that reaches the host.
+ *
+ * Before the run, protect_plan_make() looks at the project through directory descriptors,
+ * never following a link: each protected entry that exists becomes a read-only bind mount
+ * over itself (a git directory: a bind of itself, so it cannot be moved aside, with its
+ * config, hooks and info read-only over it), named by the device and inode the entrypoint
+ * checks before anything runs. What did not exist cannot be mounted without creating it in
+ * the user's tree, so the plan also records what each protected name was at the start, and
+ * protect_sweep(), after the sandbox is gone, moves anything new or replaced there (and any
+ * git directory that appeared below the project) into aisb's state: quarantined, named,
+ * restorable.
+ *
+ * A project whose .git is a file (git worktree add, --separate-git-dir) gets the git
+ * directory and common directory that file names, reached without links and the user's, at
+ * their own paths: objects and refs writable, the rest as above, the other worktrees' state
+ * read-only.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/* The policy's default list (the key `protect`). ".git" stands for all of git's. */
+#define PROTECT_DEFAULT ".git,.vscode,.idea,.devcontainer,.claude,.mcp.json,.codex,.cursor,.pi"
+/* Bounds of the walk that finds git directories below the project. */
+#define PROTECT_WALK_MAX_DIRS 200000
+#define PROTECT_WALK_MAX_DEPTH 64
+/* A .git file, a commondir file, a git config read for core.hooksPath. */
+#define PROTECT_READ_MAX (1024 * 1024)
+
+typedef struct protect_mount {
+        char *source;      /* absolute host path, reached without a link */
+        char *destination; /* where the sandbox sees it */
+        bool read_only;
+        unsigned long long dev, ino; /* what source was when checked */
+} protect_mount;
+
+typedef struct protect_watch {
+        size_t root;  /* 0: the project; i: the plan's outside[i - 1] */
+        char *rel;    /* below the root */
+        bool existed; /* at the start; then dev and ino say what it was */
+        unsigned long long dev, ino;
+        char **names; /* a directory whose new entries are quarantined (a modules/): its names */
+        bool is_dir_of_names;
+} protect_watch;
+
+typedef struct protect_plan {
+        char *project;
+        unsigned long long project_dev, project_ino;
+        protect_mount *mounts;
+        size_t n_mounts;
+        protect_watch *watch;
+        size_t n_watch;
+        char **outside;          /* git directories outside the project the sandbox gets */
+        char **shown;            /* what is read-only, as the sandbox sees it */
+        char *repository_top;    /* the project is inside this repository, below its top */
+        bool walk_cut;           /* the walk for git directories stopped at its bounds */
+        bool git;                /* ".git" is protected */
+} protect_plan;
+
+/* Check one entry of the key: a path below the project, relative, without "." or ".."
+ * components, after an optional "+" or "-". -EINVAL with why in reason. */
+int protect_entry_valid(const char *entry, char *reason, size_t reason_size);
+
+/* The plan for project (absolute; the working directory when is_cwd) and the protected
+ * names. uid: who must own a git directory outside the project. -EPERM/-ELOOP with one line
+ * when the project's .git names a git directory that is not the user's or is reached
+ * through a link; -ENOMEM. */
+int protect_plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid,
+                      protect_plan *ret, aisb_error **err);
+void protect_plan_done(protect_plan *plan);
+
+/* Called for each entry moved aside: where it was, where it is now, and why. */
+typedef void (*protect_found_fn)(const char *was, const char *now, const char *why, void *userdata);
+
+/* After the run: what is new or replaced where the plan watched, and every git directory
+ * below the project that was not there at the start, renamed into quarantine_dir (created;
+ * a rename there that crosses filesystems becomes a rename in place, NAME.aisb-quarantined-
+ * STAMP). The number moved, or a negative errno with one line (what was found before that
+ * was still reported). */
+int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_found_fn fn,
+                  void *userdata, aisb_error **err);
