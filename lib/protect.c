@@ -188,6 +188,7 @@ static int add_watch(builder *b, const char *rel, const struct stat *st, char **
         if (st) {
                 w->dev = (unsigned long long) st->st_dev;
                 w->ino = (unsigned long long) st->st_ino;
+                w->ctime_ns = (long long) st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
         }
         if (!w->rel)
                 return -ENOMEM;
@@ -205,12 +206,16 @@ static int protect_one(builder *b, const char *rel)
                 return add_watch(b, rel, NULL, NULL);
         if (r < 0)
                 return add_watch(b, rel, NULL, NULL);
-        if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+        bool mount = S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+        if (mount) {
                 r = add_mount(b, rel, true, &st);
                 if (r < 0)
                         return r;
         }
-        return add_watch(b, rel, &st, NULL);
+        r = add_watch(b, rel, &st, NULL);
+        if (r >= 0)
+                b->plan->watch[b->plan->n_watch - 1].mounted = mount;
+        return r;
 }
 
 /* The names in directory rel, to find new ones after the run. */
@@ -623,7 +628,10 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
         if (S_ISDIR(st.st_mode)) {
                 static const gitdir_opts none = {};
                 int r = protect_gitdir(b, rel, &none, 1);
-                return r < 0 ? r : add_watch(b, rel, &st, NULL);
+                r = r < 0 ? r : add_watch(b, rel, &st, NULL);
+                if (r >= 0)
+                        b->plan->watch[b->plan->n_watch - 1].mounted = true;
+                return r;
         }
         return protect_one(b, rel);
 }
@@ -678,6 +686,8 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                         static const gitdir_opts none = {};
                         r = protect_gitdir(&b, ".git", &none, 0);
                         r = r < 0 ? r : add_watch(&b, ".git", &st, NULL);
+                        if (r >= 0)
+                                plan.watch[plan.n_watch - 1].mounted = true;
                         hooks = hooks_below(&plan, pfd, ".git/config");
                 } else if (S_ISREG(st.st_mode)) {
                         r = protect_one(&b, ".git");
@@ -875,9 +885,12 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                 }
                 if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue; /* gone: nothing there for git to use */
+                long long ctime_ns = (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
                 if (!w->existed)
                         r = quarantine_rel(&s, parent, base, w->root, w->rel, "new since the run began");
-                else if ((unsigned long long) st.st_dev != w->dev || (unsigned long long) st.st_ino != w->ino)
+                else if (!w->mounted &&
+                         ((unsigned long long) st.st_dev != w->dev || (unsigned long long) st.st_ino != w->ino ||
+                          (!S_ISDIR(st.st_mode) && ctime_ns != w->ctime_ns)))
                         r = quarantine_rel(&s, parent, base, w->root, w->rel, "replaced during the run");
         }
         if (r >= 0 && plan->git) {

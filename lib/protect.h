@@ -44,8 +44,10 @@ typedef struct protect_mount {
 typedef struct protect_watch {
         size_t root;  /* 0: the project; i: the plan's outside[i - 1] */
         char *rel;    /* below the root */
-        bool existed; /* at the start; then dev and ino say what it was */
+        bool existed; /* at the start; then dev, ino and ctime say what it was */
+        bool mounted; /* over itself in the sandbox: what changes it is on the host's side */
         unsigned long long dev, ino;
+        long long ctime_ns; /* a new link may get a freed inode's number, never its ctime */
         char **names; /* a directory whose new entries are quarantined (a modules/): its names */
         bool is_dir_of_names;
 } protect_watch;

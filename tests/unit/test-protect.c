@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/* Protected paths (lib/protect.c): the key's values; the plan a project gives (what is
+ * mounted read-only, what a git directory gets, a worktree's directories, what is refused);
+ * and the sweep after a run (what is new or replaced is quarantined, and nothing else). */
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "protect.h"
+
+static char top[64], project[96], quarantine_dir[128];
+
+static void setup(void)
+{
+        snprintf(top, sizeof top, "/tmp/aisb-test-protect-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        snprintf(project, sizeof project, "%s/project", top);
+        snprintf(quarantine_dir, sizeof quarantine_dir, "%s/state/quarantine/p/stamp", top);
+        ck_assert_int_eq(mkdir(project, 0755), 0);
+        ck_assert_int_eq(setenv("HOME", top, 1), 0); /* no ~/.gitconfig of the user's */
+        unsetenv("XDG_CONFIG_HOME");
+}
+
+static void teardown(void)
+{
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", top);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Make path (below top; a trailing / makes a directory) with text. */
+static void make(const char *path, const char *text)
+{
+        char full[512], cmd[1200];
+        snprintf(full, sizeof full, "%s/%s", top, path);
+        size_t n = strlen(full);
+        if (full[n - 1] == '/') {
+                snprintf(cmd, sizeof cmd, "mkdir -p '%s'", full);
+                ck_assert_int_eq(system(cmd), 0);
+                return;
+        }
+        snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", full);
+        ck_assert_int_eq(system(cmd), 0);
+        int fd = open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+        close(fd);
+}
+
+static bool exists(const char *path)
+{
+        char full[512];
+        struct stat st;
+        snprintf(full, sizeof full, "%s/%s", top, path);
+        return lstat(full, &st) == 0;
+}
+
+/* A git directory as git makes one, at dir (below top). */
+static void gitdir(const char *dir)
+{
+        char p[256];
+        snprintf(p, sizeof p, "%s/HEAD", dir);
+        make(p, "ref: refs/heads/main\n");
+        snprintf(p, sizeof p, "%s/config", dir);
+        make(p, "[core]\n\trepositoryformatversion = 0\n");
+        snprintf(p, sizeof p, "%s/objects/", dir);
+        make(p, NULL);
+        snprintf(p, sizeof p, "%s/refs/heads/", dir);
+        make(p, NULL);
+        snprintf(p, sizeof p, "%s/hooks/", dir);
+        make(p, NULL);
+}
+
+static const protect_mount *mount_at(const protect_plan *plan, const char *destination)
+{
+        for (size_t i = 0; i < plan->n_mounts; i++)
+                if (streq(plan->mounts[i].destination, destination))
+                        return &plan->mounts[i];
+        return NULL;
+}
+
+static const char *const defaults[] = { ".git", ".vscode", ".idea", ".devcontainer", ".claude", ".mcp.json",
+                                        ".codex", ".cursor", ".pi", NULL };
+
+static void plan_of(protect_plan *plan)
+{
+        aisb_error *err = NULL;
+        int r = protect_plan_make(project, false, defaults, (unsigned) getuid(), plan, &err);
+        ck_assert_msg(r == 0, "plan: %s", err ? aisb_error_message(err) : "?");
+}
+
+typedef struct found {
+        char lines[16][512];
+        size_t n;
+} found;
+
+static void on_found(const char *was, const char *now, const char *why, void *userdata)
+{
+        found *f = userdata;
+        ck_assert_uint_lt(f->n, 16);
+        snprintf(f->lines[f->n++], sizeof f->lines[0], "%s -> %s (%s)", was, now, why);
+}
+
+static bool found_has(const found *f, const char *was_suffix)
+{
+        for (size_t i = 0; i < f->n; i++) {
+                char was[512];
+                snprintf(was, sizeof was, "%s", f->lines[i]);
+                char *arrow = strstr(was, " -> ");
+                *arrow = 0;
+                size_t a = strlen(was), b = strlen(was_suffix);
+                if (a >= b && streq(was + a - b, was_suffix))
+                        return true;
+        }
+        return false;
+}
+
+/* The key: a list replaces, +/- change, none empties, and what is not a path below the
+ * project is refused with why. */
+START_TEST(test_key)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        char *v = NULL;
+        ck_assert_int_eq(aisb_policy_get(p, "protect", &v, NULL), 0);
+        ck_assert_str_eq(v, PROTECT_DEFAULT);
+        free(v);
+        ck_assert_int_eq(aisb_policy_set(p, "protect", "-.vscode,+tools/hooks", NULL), 0);
+        ck_assert_int_eq(aisb_policy_get(p, "protect", &v, NULL), 0);
+        ck_assert_str_eq(v, ".git,.idea,.devcontainer,.claude,.mcp.json,.codex,.cursor,.pi,tools/hooks");
+        free(v);
+        ck_assert_int_eq(aisb_policy_set(p, "protect", ".git,.vscode", NULL), 0);
+        ck_assert_int_eq(aisb_policy_get(p, "protect", &v, NULL), 0);
+        ck_assert_str_eq(v, ".git,.vscode");
+        free(v);
+        ck_assert_int_eq(aisb_policy_set(p, "protect", "none", NULL), 0);
+        ck_assert_int_eq(aisb_policy_get(p, "protect", &v, NULL), 0);
+        ck_assert_str_eq(v, "none");
+        free(v);
+        static const char *const refused[][2] = {
+                { "/etc", "relative" }, { "a/../b", "'..'" }, { "./x", "'.'" }, { "a//b", "empty" },
+                { "x/", "empty" }, { ".git,-.vscode", "mixes" }, { "-", "below the project" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                aisb_error *err = NULL;
+                ck_assert_int_eq(aisb_policy_set(p, "protect", refused[i][0], &err), -EINVAL);
+                ck_assert_msg(strstr(aisb_error_message(err), refused[i][1]), "%s: %s", refused[i][0],
+                              aisb_error_message(err));
+                aisb_error_free(err);
+        }
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* A git project: the git directory over itself (read-write), its configuration, hooks and
+ * info read-only, a submodule's git directory the same, editors' directories read-only, a
+ * nested repository and a bare one below the project protected as git directories; what
+ * does not exist is not mounted (the user's tree gains nothing). */
+START_TEST(test_plan)
+{
+        gitdir("project/.git");
+        make("project/.git/info/exclude", "");
+        gitdir("project/.git/modules/lib/sub");
+        make("project/lib/sub/.git", "gitdir: ../../.git/modules/lib/sub\n");
+        make("project/.vscode/settings.json", "{}");
+        make("project/.mcp.json", "{}");
+        gitdir("project/vendor/nested/.git");
+        gitdir("project/fixtures/bare.git");
+        protect_plan plan = {};
+        plan_of(&plan);
+        const protect_mount *m = mount_at(&plan, "/project/.git");
+        ck_assert_msg(m && !m->read_only, "the git directory over itself, read-write");
+        char source[256];
+        snprintf(source, sizeof source, "%s/.git", project);
+        ck_assert_str_eq(m->source, source);
+        struct stat st;
+        ck_assert_int_eq(stat(source, &st), 0);
+        ck_assert(m->dev == (unsigned long long) st.st_dev && m->ino == (unsigned long long) st.st_ino);
+        static const char *const ro[] = { "/project/.git/config", "/project/.git/hooks", "/project/.git/info",
+                                          "/project/.git/modules/lib/sub/config", "/project/.git/modules/lib/sub/hooks",
+                                          "/project/lib/sub/.git", "/project/.vscode", "/project/.mcp.json",
+                                          "/project/vendor/nested/.git/config", "/project/fixtures/bare.git/hooks" };
+        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+                m = mount_at(&plan, ro[i]);
+                ck_assert_msg(m && m->read_only, "%s is not read-only", ro[i]);
+        }
+        static const char *const rw[] = { "/project/.git/modules/lib/sub", "/project/vendor/nested/.git",
+                                          "/project/fixtures/bare.git" };
+        for (size_t i = 0; i < ELEMENTSOF(rw); i++) {
+                m = mount_at(&plan, rw[i]);
+                ck_assert_msg(m && !m->read_only, "%s is not over itself", rw[i]);
+        }
+        static const char *const absent[] = { "/project/.idea", "/project/.git/commondir", "/project/.git/objects",
+                                              "/project/.git/modules/lib/sub/info" };
+        for (size_t i = 0; i < ELEMENTSOF(absent); i++)
+                ck_assert_msg(!mount_at(&plan, absent[i]), "%s is mounted", absent[i]);
+        ck_assert(!exists("project/.idea") && !exists("project/.git/commondir"));
+        ck_assert_ptr_null(plan.outside);
+        ck_assert_ptr_null(plan.repository_top);
+        protect_plan_done(&plan);
+}
+END_TEST
+
+/* Links are never followed: a .vscode that is a link is not mounted (podman would follow it),
+ * a hooks directory that is a link is not either, and neither is what is below a linked
+ * directory. The sweep then quarantines a link that was swapped. */
+START_TEST(test_links)
+{
+        gitdir("project/.git");
+        make("elsewhere/secret", "x");
+        char target[256], link_path[256];
+        snprintf(target, sizeof target, "%s/elsewhere", top);
+        snprintf(link_path, sizeof link_path, "%s/.vscode", project);
+        ck_assert_int_eq(symlink(target, link_path), 0);
+        snprintf(link_path, sizeof link_path, "%s/.git/info", project);
+        ck_assert_int_eq(symlink(target, link_path), 0);
+        protect_plan plan = {};
+        plan_of(&plan);
+        ck_assert_ptr_null(mount_at(&plan, "/project/.vscode"));
+        ck_assert_ptr_null(mount_at(&plan, "/project/.git/info"));
+        for (size_t i = 0; i < plan.n_mounts; i++)
+                ck_assert_msg(!strstr(plan.mounts[i].source, "elsewhere"), "%s", plan.mounts[i].source);
+        /* Swapped for another link during the run: quarantined. */
+        snprintf(link_path, sizeof link_path, "%s/.vscode", project);
+        ck_assert_int_eq(unlink(link_path), 0);
+        ck_assert_int_eq(symlink("/", link_path), 0);
+        found f = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, &err), 1);
+        ck_assert(found_has(&f, "/project/.vscode"));
+        ck_assert(!exists("project/.vscode") && exists("state/quarantine/p/stamp/.vscode"));
+        ck_assert(exists("elsewhere/secret"));
+        protect_plan_done(&plan);
+}
+END_TEST
+
+/* After the run: what appeared at a watched name, a new submodule git directory, a new .git
+ * and a new bare repository anywhere below the project go into the quarantine, with the same
+ * path below it; what was there, ordinary new files, and what replaced an entry the sandbox
+ * had read-only (the host's doing), stay. */
+START_TEST(test_sweep)
+{
+        gitdir("project/.git");
+        gitdir("project/.git/modules/old");
+        make("project/.vscode/settings.json", "{}");
+        make("project/src/main.c", "int main;\n");
+        protect_plan plan = {};
+        plan_of(&plan);
+        /* The agent's doing. */
+        make("project/.git/commondir", "../evil\n");
+        make("project/.git/config.worktree", "[core]\n");
+        make("project/.idea/workspace.xml", "<x/>");
+        gitdir("project/.git/modules/new");
+        gitdir("project/src/deep/er/.git");
+        gitdir("project/src/bare");
+        make("project/src/new.c", "int n;\n");
+        make("project/.git/COMMIT_EDITMSG", "two\n");
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%s/.vscode", project);
+        snprintf(b, sizeof b, "%s/.vscode-moved", project);
+        ck_assert_int_eq(rename(a, b), 0);
+        make("project/.vscode/tasks.json", "{\"runOn\": \"folderOpen\"}");
+        found f = {};
+        aisb_error *err = NULL;
+        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, &err);
+        ck_assert_msg(r == 6, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        static const char *const moved[] = { ".git/commondir", ".git/config.worktree", ".idea", ".git/modules/new",
+                                             "src/deep/er/.git", "src/bare" };
+        for (size_t i = 0; i < ELEMENTSOF(moved); i++) {
+                char was[128], now[192];
+                snprintf(was, sizeof was, "project/%s", moved[i]);
+                snprintf(now, sizeof now, "state/quarantine/p/stamp/%s", moved[i]);
+                ck_assert_msg(!exists(was) && exists(now), "%s was not quarantined", moved[i]);
+                snprintf(was, sizeof was, "/project/%s", moved[i]);
+                ck_assert_msg(found_has(&f, was), "%s was not reported", moved[i]);
+        }
+        /* .vscode was read-only over itself in the sandbox: what replaced it was on the host's
+         * side (the user's editor), and stays. */
+        static const char *const kept[] = { "project/src/new.c", "project/.git/COMMIT_EDITMSG", "project/.git/modules/old/HEAD",
+                                            "project/.git/config", "project/.vscode-moved/settings.json",
+                                            "project/.vscode/tasks.json" };
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+                ck_assert_msg(exists(kept[i]), "%s was moved", kept[i]);
+        /* Nothing new: nothing moved, and no quarantine directory made. */
+        protect_plan_done(&plan);
+        teardown();
+        setup();
+        gitdir("project/.git");
+        plan_of(&plan);
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, &err), 0);
+        ck_assert(!exists("state"));
+        protect_plan_done(&plan);
+}
+END_TEST
+
+/* A project that is not a repository gets a .git made during the run quarantined too; one
+ * that is inside a repository, below its top, is told so. */
+START_TEST(test_no_repository)
+{
+        protect_plan plan = {};
+        plan_of(&plan);
+        ck_assert_ptr_null(plan.repository_top);
+        gitdir("project/.git");
+        found f = {};
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL), 1);
+        ck_assert(!exists("project/.git") && exists("state/quarantine/p/stamp/.git/HEAD"));
+        protect_plan_done(&plan);
+
+        gitdir(".git"); /* top itself is a repository; the project is below its top */
+        make("project/.keep", "");
+        char p2[128];
+        snprintf(p2, sizeof p2, "%s/project", top);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(protect_plan_make(p2, false, defaults, (unsigned) getuid(), &plan, &err), 0);
+        ck_assert_str_eq(plan.repository_top, top);
+        protect_plan_done(&plan);
+}
+END_TEST
+
+/* A worktree: .git is a file naming a git directory outside the project; that directory
+ * and the common directory are mounted at their own paths, the common directory's
+ * configuration and hooks read-only, the other worktrees' state and the main worktree's
+ * HEAD and index read-only; core.hooksPath inside the project is read-only too. */
+START_TEST(test_worktree)
+{
+        gitdir("repo/.git");
+        make("repo/.git/index", "");
+        make("repo/.git/config", "[core]\n\tbare = false\n\thooksPath = \".husky/_\"  \n");
+        gitdir("repo/.git/worktrees/feature");
+        make("repo/.git/worktrees/feature/commondir", "../..\n");
+        make("repo/.git/worktrees/feature/gitdir", "x\n");
+        gitdir("repo/.git/worktrees/other");
+        char text[256];
+        snprintf(text, sizeof text, "gitdir: %s/repo/.git/worktrees/feature\n", top);
+        make("project/.git", text);
+        make("project/.husky/_/pre-commit", "#!/bin/sh\n");
+        protect_plan plan = {};
+        plan_of(&plan);
+        char common[192], own[224], path[256];
+        snprintf(common, sizeof common, "%s/repo/.git", top);
+        snprintf(own, sizeof own, "%s/worktrees/feature", common);
+        ck_assert_uint_eq(strv_length((const char *const *) plan.outside), 2);
+        const protect_mount *m = mount_at(&plan, own);
+        ck_assert(m && !m->read_only && streq(m->source, own));
+        m = mount_at(&plan, common);
+        ck_assert(m && !m->read_only);
+        static const char *const ro[] = { "config", "hooks", "HEAD", "index", "worktrees/other",
+                                          "worktrees/feature/commondir", "worktrees/feature/gitdir" };
+        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+                snprintf(path, sizeof path, "%s/%s", common, ro[i]);
+                m = mount_at(&plan, path);
+                ck_assert_msg(m && m->read_only, "%s is not read-only", path);
+        }
+        ck_assert(mount_at(&plan, "/project/.git") && mount_at(&plan, "/project/.git")->read_only);
+        ck_assert_msg(mount_at(&plan, "/project/.husky/_") && mount_at(&plan, "/project/.husky/_")->read_only,
+                      "core.hooksPath inside the project is read-only");
+        /* The common directory gains a commondir during the run: quarantined. */
+        make("repo/.git/commondir", "/tmp\n");
+        found f = {};
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL), 1);
+        ck_assert(!exists("repo/.git/commondir"));
+        ck_assert(found_has(&f, "/repo/.git/commondir"));
+        protect_plan_done(&plan);
+}
+END_TEST
+
+/* A .git file naming a directory through a link, or one another user could swap, is
+ * refused with one line; the plan holds nothing. */
+START_TEST(test_worktree_refused)
+{
+        gitdir("repo/.git");
+        char target[256], link_path[256], text[512];
+        snprintf(target, sizeof target, "%s/repo", top);
+        snprintf(link_path, sizeof link_path, "%s/link", top);
+        ck_assert_int_eq(symlink(target, link_path), 0);
+        snprintf(text, sizeof text, "gitdir: %s/link/.git\n", top);
+        make("project/.git", text);
+        protect_plan plan = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -ELOOP);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "through a link"));
+        ck_assert_ptr_null(plan.mounts);
+        aisb_error_free(err);
+        /* A relative path out of the project names the same directory without the link. */
+        make("project/.git", "gitdir: ../repo/.git\n");
+        err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), 0);
+        char named[300];
+        snprintf(named, sizeof named, "%s/.git", target);
+        ck_assert_ptr_nonnull(mount_at(&plan, named));
+        protect_plan_done(&plan);
+        /* Writable by others on the way: refused. */
+        snprintf(target, sizeof target, "%s/repo", top);
+        ck_assert_int_eq(chmod(target, 0777), 0);
+        err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "will not give the sandbox"));
+        aisb_error_free(err);
+}
+END_TEST
+
+static Suite *protect_suite(void)
+{
+        Suite *s = suite_create("protect");
+        TCase *tc = tcase_create("protect");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_key);
+        tcase_add_test(tc, test_plan);
+        tcase_add_test(tc, test_links);
+        tcase_add_test(tc, test_sweep);
+        tcase_add_test(tc, test_no_repository);
+        tcase_add_test(tc, test_worktree);
+        tcase_add_test(tc, test_worktree_refused);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        SRunner *sr = srunner_create(protect_suite());
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
