@@ -547,7 +547,16 @@ static char *hooks_below(const protect_plan *plan, int config_root, const char *
         else
                 abs = resolve(plan->project, value);
         const char *rel = abs ? below(abs, plan->project) : NULL;
-        return rel && *rel ? strdup(rel) : NULL;
+        if (!rel || !*rel)
+                return NULL;
+        /* husky's .husky/_ runs what is in .husky: all of it is the hooks. */
+        const char *slash = strrchr(rel, '/'), *parent = rel;
+        for (const char *c = rel; slash && c < slash; c++)
+                if (*c == '/')
+                        parent = c + 1;
+        if (slash && (size_t) (slash - parent) == strlen(".husky") && strncmp(parent, ".husky", 6) == 0)
+                return strndup(rel, (size_t) (slash - rel));
+        return strdup(rel);
 }
 
 /* What a walk below the project meets named .git. */

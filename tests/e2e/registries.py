@@ -2,18 +2,16 @@
 # SPDX-License-Identifier: MIT
 # A stand-in npm registry and a PyPI simple index on 127.0.0.1, for the tests of Node and
 # Python in the sandbox: one package each, built here, so no test depends on a public
-# registry. npm: the packument at /aisb-demo and its tarball (a module and a bin). PyPI: a
+# registry. npm: the packument at /aisb-demo and its tarball (a module and a bin), and a
+# stand-in for husky 9 at /husky (its bin does what husky's install does: point git's
+# core.hooksPath at .husky/_ and write there a script per hook that runs .husky/HOOK, or,
+# when git refuses the config write, print git's message and exit 0, as husky 9.1.7 does,
+# seen in a sandbox with the real package). PyPI: a
 # PEP 503 index at /simple/aisbdemo/ and a pure-Python wheel. Prints "PORT" once listening,
 # then serves until killed or for at most 15 minutes; every request path goes to stderr.
 import base64, hashlib, http.server, io, json, socketserver, sys, tarfile, threading, time, zipfile
 
-def npm_tarball():
-    files = {
-        "package/package.json": json.dumps({"name": "aisb-demo", "version": "1.0.0", "main": "index.js",
-                                            "bin": {"aisb-demo": "cli.js"}}),
-        "package/index.js": "module.exports = () => 'aisb-demo works';\n",
-        "package/cli.js": "#!/usr/bin/env node\nconsole.log('aisb-demo cli: ' + require('./index.js')());\n",
-    }
+def npm_tarball(files):
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as t:
         for name, text in files.items():
@@ -22,6 +20,29 @@ def npm_tarball():
             info.size, info.mode, info.mtime = len(data), 0o755 if name.endswith("cli.js") else 0o644, 0
             t.addfile(info, io.BytesIO(data))
     return out.getvalue()
+
+DEMO = {
+    "package/package.json": json.dumps({"name": "aisb-demo", "version": "1.0.0", "main": "index.js",
+                                        "bin": {"aisb-demo": "cli.js"}}),
+    "package/index.js": "module.exports = () => 'aisb-demo works';\n",
+    "package/cli.js": "#!/usr/bin/env node\nconsole.log('aisb-demo cli: ' + require('./index.js')());\n",
+}
+HOOKS = ["pre-commit", "commit-msg", "pre-push", "post-checkout", "post-merge"]
+HUSKY = {
+    "package/package.json": json.dumps({"name": "husky", "version": "9.1.7", "bin": {"husky": "cli.js"}}),
+    "package/cli.js": """#!/usr/bin/env node
+const { spawnSync } = require('child_process');
+const fs = require('fs');
+const set = spawnSync('git', ['config', 'core.hooksPath', '.husky/_'], { encoding: 'utf8' });
+if (set.status !== 0) { process.stdout.write(set.stderr || 'git config failed'); process.exit(0); }
+fs.mkdirSync('.husky/_', { recursive: true });
+fs.writeFileSync('.husky/_/.gitignore', '*');
+for (const hook of %s)
+  fs.writeFileSync('.husky/_/' + hook, '#!/bin/sh\\nh="$(dirname "$0")/../$(basename "$0")"\\n[ -f "$h" ] || exit 0\\nexec sh -e "$h" "$@"\\n', { mode: 0o755 });
+""" % json.dumps(HOOKS),
+}
+PACKAGES = {"aisb-demo": ("1.0.0", {"aisb-demo": "cli.js"}, npm_tarball(DEMO)),
+            "husky": ("9.1.7", {"husky": "cli.js"}, npm_tarball(HUSKY))}
 
 def wheel():
     def digest(data):
@@ -40,24 +61,26 @@ def wheel():
         z.writestr("aisbdemo-1.0.dist-info/RECORD", record)
     return out.getvalue()
 
-TGZ, WHL = npm_tarball(), wheel()
+WHL = wheel()
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         sys.stderr.write("request %s\n" % self.path)
         sys.stderr.flush()
         host = self.headers.get("Host", "")
-        if self.path in ("/aisb-demo", "/aisb-demo/"):
-            tarball = "http://%s/aisb-demo/-/aisb-demo-1.0.0.tgz" % host
-            integrity = "sha512-" + base64.b64encode(hashlib.sha512(TGZ).digest()).decode()
-            body = json.dumps({"name": "aisb-demo", "dist-tags": {"latest": "1.0.0"},
-                               "versions": {"1.0.0": {"name": "aisb-demo", "version": "1.0.0",
-                                                      "bin": {"aisb-demo": "cli.js"},
+        name = self.path.strip("/")
+        tarballs = {"/%s/-/%s-%s.tgz" % (n, n, v[0]): v[2] for n, v in PACKAGES.items()}
+        if name in PACKAGES:
+            version, bins, tgz = PACKAGES[name]
+            tarball = "http://%s/%s/-/%s-%s.tgz" % (host, name, name, version)
+            integrity = "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()
+            body = json.dumps({"name": name, "dist-tags": {"latest": version},
+                               "versions": {version: {"name": name, "version": version, "bin": bins,
                                                       "dist": {"tarball": tarball, "integrity": integrity,
-                                                               "shasum": hashlib.sha1(TGZ).hexdigest()}}}}).encode()
+                                                               "shasum": hashlib.sha1(tgz).hexdigest()}}}}).encode()
             kind = "application/json"
-        elif self.path == "/aisb-demo/-/aisb-demo-1.0.0.tgz":
-            body, kind = TGZ, "application/octet-stream"
+        elif self.path in tarballs:
+            body, kind = tarballs[self.path], "application/octet-stream"
         elif self.path in ("/simple/aisbdemo/", "/simple/aisbdemo"):
             sha = hashlib.sha256(WHL).hexdigest()
             body = ('<html><body><a href="/packages/aisbdemo-1.0-py3-none-any.whl#sha256=%s">'

@@ -355,8 +355,8 @@ START_TEST(test_worktree)
                 ck_assert_msg(m && m->read_only, "%s is not read-only", path);
         }
         ck_assert(mount_at(&plan, "/project/.git") && mount_at(&plan, "/project/.git")->read_only);
-        ck_assert_msg(mount_at(&plan, "/project/.husky/_") && mount_at(&plan, "/project/.husky/_")->read_only,
-                      "core.hooksPath inside the project is read-only");
+        ck_assert_msg(mount_at(&plan, "/project/.husky") && mount_at(&plan, "/project/.husky")->read_only,
+                      "core.hooksPath inside the project is read-only (husky's .husky/_: all of .husky)");
         /* The common directory gains a commondir during the run: quarantined. */
         make("repo/.git/commondir", "/tmp\n");
         found f = {};
