@@ -15,11 +15,12 @@ mkdir -p "$markers"
 
 # plant NAME SCRIPT: a fresh project with one commit and a tracked file whose timestamp is
 # stale (so "git status" refreshes the index and re-reads the file), then SCRIPT, all inside
-# a sandbox of that project.
+# a sandbox of that project, with nothing protected (--protect=none): what is tried here is
+# doctor itself, on a repository the agent configured (test-protect.sh tries the default).
 plant() {
   local name=$1 script=$2
   mkdir -p "$E2E_TMP/$name"
-  (cd "$E2E_TMP/$name" && "$AISB" run --quiet -- sh -c "
+  (cd "$E2E_TMP/$name" && "$AISB" run --quiet --protect=none -- sh -c "
     set -e
     git init -q . && git config user.email a@b.invalid && git config user.name agent
     echo data > file.txt && git add file.txt && git commit -q -m one
