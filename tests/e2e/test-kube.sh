@@ -54,7 +54,13 @@ policy=(--net allow --allow stub.test:8080 --gate-add-host stub.test:10.89.79.20
 "$AISB" gate up "${policy[@]}" >/dev/null
 "$AISB" gate down "${policy[@]}" >/dev/null
 "$AISB" kube --target podman --part gate "${policy[@]}" > "$E2E_TMP/gate.json"
+# A protected directory of the project, and one that is not: both writable by anyone, so only
+# the pod's read-only mount can keep a write out.
+mkdir -p "$E2E_TMP/project/.vscode" "$E2E_TMP/project/open"
+chmod 0777 "$E2E_TMP/project/.vscode" "$E2E_TMP/project/open"
 "$AISB" kube --target podman --part sandbox "${policy[@]}" -- sh -c '
+  echo x > /project/.vscode/probe 2>/dev/null; echo "vscode=$?"
+  echo x > /project/open/probe 2>/dev/null; echo "open=$?"
   for _ in $(seq 40); do
     code=$(curl -s -o /dev/null -w "%{http_code}" http://stub.test:8080/hostname) && [ "$code" = 200 ] && break
     sleep 0.5
@@ -116,6 +122,9 @@ expect_contains "not even in the bounding set" "CapBnd:	0000000000000000" "$out"
 expect_contains "no-new-privileges" "NoNewPrivs:	1" "$out"
 expect_contains "seccomp in filter mode" "Seccomp:	2" "$out"
 expect_contains "as the pod's uid" "uid=1000" "$out"
+expect_contains "a directory of the project not protected takes the pod's write (the control)" "open=0" "$out"
+expect_absent "a protected one does not: read-only in the pod too" "vscode=0" "$out"
+[ ! -e "$E2E_TMP/project/.vscode/probe" ] || fail "the pod wrote into the protected .vscode"
 
 # podman makes a named volume of each emptyDir: the sandbox's must be none of the gate's.
 vols() { podman ps -a --filter "pod=$1" --format '{{.Names}}' | xargs -r podman inspect --format '{{range .Mounts}}{{.Name}}{{"\n"}}{{end}}' | grep . | sort -u; }

@@ -165,8 +165,14 @@ expect_eq "its push reached the server through the gate" "$(git -C "$work" rev-p
   "$(git -C "$E2E_TMP/served/remote.git" rev-parse from-sandbox)"
 expect_contains "the server saw the push" "git-receive-pack" "$(cat "$E2E_TMP/git-requests")"
 expect_eq "nothing aisb made shows in git status" "" "$(git -C "$work" status --porcelain --untracked-files=all)"
-out=$(cd "$work" && "$AISB" run -- sh -c 'git config user.name agent; echo "config=$?"' 2>&1)
+out=$(cd "$work" && "$AISB" run "${net[@]}" -- sh -c 'git config user.name agent; echo "config=$?"
+  git remote add other /tmp; echo "remote=$?"; git push -q -u origin topic; echo "push-u=$?"' 2>&1)
 expect_contains "git config writes to the repository fail inside, with git's reason" "Device or resource busy" "$out"
+expect_contains "(git config's status says so)" "config=4" "$out"
+expect_contains "(so does git remote add's)" "remote=128" "$out"
+expect_contains "git push -u pushes (the upstream is not recorded)" "push-u=0" "$out"
+expect_eq "(the branch is on the server)" "$(git -C "$work" rev-parse topic)" "$(git -C "$E2E_TMP/served/remote.git" rev-parse topic)"
+expect_eq "(and the host's configuration has no upstream for it)" "" "$(git -C "$work" config branch.topic.remote || true)"
 expect_eq "the host's identity is unchanged" "user" "$(git -C "$work" config user.name)"
 
 # ---- 3. Worktrees: two runs at once, each on its own branch ----
