@@ -196,6 +196,14 @@ static int add_watch(builder *b, const char *rel, const struct stat *st, char **
         return 0;
 }
 
+static bool watched(const protect_plan *plan, size_t root, const char *rel)
+{
+        for (size_t i = 0; i < plan->n_watch; i++)
+                if (plan->watch[i].root == root && streq(plan->watch[i].rel, rel))
+                        return true;
+        return false;
+}
+
 /* One protected entry: read-only over itself when it is a file or a directory; watched
  * either way (a link cannot be mounted over: podman would follow it). */
 static int protect_one(builder *b, const char *rel)
@@ -475,32 +483,36 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
         return 0;
 }
 
-/* core.hooksPath as a git config file sets it, in [core] (the last one wins); NULL if not.
- * Only what a plain file says: an include is not followed. */
-static char *config_hooks_path(char *text)
+/* Each "key = value" of a git config file's text (changed in place), with its section's name
+ * (what the brackets hold up to a space or a quote: "core", "include", "includeIf"), to fn.
+ * Only what a plain file says: continuation lines and an include's own content are not. */
+typedef void (*config_fn)(const char *section, const char *key, const char *value, void *userdata);
+
+static void config_scan(char *text, config_fn fn, void *userdata)
 {
-        char *found = NULL;
-        bool core = false;
+        char section[64] = "";
         char *save = NULL;
         for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 while (isspace((unsigned char) *line))
                         line++;
                 if (*line == '[') {
-                        size_t n = strcspn(line + 1, "]");
-                        core = n == 4 && strncasecmp(line + 1, "core", 4) == 0;
-                        line += n + 1;
+                        size_t n = strcspn(line + 1, "] \t\"");
+                        snprintf(section, sizeof section, "%.*s", (int) (n < 63 ? n : 63), line + 1);
+                        line += 1 + strcspn(line + 1, "]");
                         if (*line == ']')
                                 line++;
                         while (isspace((unsigned char) *line))
                                 line++;
                 }
-                if (!core || strncasecmp(line, "hookspath", 9) != 0)
+                size_t k = strcspn(line, " \t=");
+                if (k == 0)
                         continue;
-                char *v = line + 9;
+                char *v = line + k;
                 while (*v == ' ' || *v == '\t')
                         v++;
                 if (*v != '=')
                         continue;
+                line[k] = 0;
                 v++;
                 while (*v == ' ' || *v == '\t')
                         v++;
@@ -510,9 +522,31 @@ static char *config_hooks_path(char *text)
                 size_t n = strcspn(v, quoted ? "\"" : "#;\r");
                 while (!quoted && n && isspace((unsigned char) v[n - 1]))
                         n--;
-                free(found);
-                found = strndup(v, n);
+                v[n] = 0;
+                fn(section, line, v, userdata);
         }
+}
+
+static void on_hooks_path(const char *section, const char *key, const char *value, void *userdata)
+{
+        char **found = userdata;
+        if (strcasecmp(section, "core") != 0 || strcasecmp(key, "hookspath") != 0)
+                return;
+        free(*found);
+        *found = strdup(value);
+}
+
+static void on_include(const char *section, const char *key, const char *value, void *userdata)
+{
+        if ((strcasecmp(section, "include") == 0 || strcasecmp(section, "includeif") == 0) &&
+            strcasecmp(key, "path") == 0 && *value)
+                (void) strv_push(userdata, value);
+}
+
+static char *config_hooks_path(char *text)
+{
+        char *found = NULL;
+        config_scan(text, on_hooks_path, &found);
         return found;
 }
 
@@ -559,15 +593,50 @@ static char *hooks_below(const protect_plan *plan, int config_root, const char *
         return strdup(rel);
 }
 
+/* The files a git config includes (include.path, includeIf.*.path) that are inside the
+ * project: read-only, like the config itself, and theirs in turn (three deep). dir: the host
+ * directory relative paths are taken from (the config's own). */
+static int protect_includes(builder *b, int config_root, const char *config_rel, const char *dir, unsigned depth)
+{
+        _cleanup_free_ char *text = NULL;
+        _cleanup_strv_free_ char **paths = NULL;
+        if (depth > 3 || read_rel(config_root, config_rel, &text) < 0)
+                return 0;
+        config_scan(text, on_include, &paths);
+        const char *home = getenv("HOME");
+        for (size_t i = 0; paths && paths[i]; i++) {
+                _cleanup_free_ char *abs = strncmp(paths[i], "~/", 2) == 0 && home && home[0] == '/'
+                                                   ? join(home, paths[i] + 2)
+                                                   : resolve(dir, paths[i]);
+                const char *rel = abs ? below(abs, b->plan->project) : NULL;
+                if (!rel || !*rel || watched(b->plan, 0, rel))
+                        continue;
+                int r = protect_one(b, rel);
+                if (r < 0)
+                        return r;
+                _cleanup_free_ char *inner_dir = strdup(abs);
+                if (!inner_dir)
+                        return -ENOMEM;
+                *strrchr(inner_dir, '/') = 0;
+                r = protect_includes(b, b->root_fd, rel, *inner_dir ? inner_dir : "/", depth + 1);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* What a walk below the project meets named .git. */
 typedef int (*git_entry_fn)(int dir, const char *name, const char *rel, void *userdata);
 
 typedef struct walk {
         git_entry_fn fn;
         void *userdata;
-        size_t dirs;
+        size_t dirs, entries;
         bool cut;
+        bool fix_access; /* a directory the agent made unreadable is made the user's again */
 } walk;
+
+static void make_ours(int dir, const char *name);
 
 /* The entries of directory fd, then its subdirectories: each .git entry goes to the walk's
  * function, and so does a directory that is itself a git directory (HEAD, objects and refs:
@@ -591,6 +660,10 @@ static int walk_dir(walk *w, int fd, const char *rel, unsigned depth)
         for (struct dirent *de; r >= 0 && (de = readdir(d));) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
+                if (++w->entries > PROTECT_WALK_MAX_ENTRIES) {
+                        w->cut = true;
+                        break;
+                }
                 if (streq(de->d_name, ".git")) {
                         if (depth > 0) {
                                 _cleanup_free_ char *child = join(rel, de->d_name);
@@ -616,6 +689,10 @@ static int walk_dir(walk *w, int fd, const char *rel, unsigned depth)
                 return 1;
         for (size_t i = 0; r >= 0 && subdirs && subdirs[i]; i++) {
                 _cleanup_close_ int sub = openat(fd, subdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                if (sub < 0 && errno == EACCES && w->fix_access) {
+                        make_ours(fd, subdirs[i]);
+                        sub = openat(fd, subdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                }
                 if (sub < 0)
                         continue;
                 _cleanup_free_ char *child = join(rel, subdirs[i]);
@@ -698,6 +775,8 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                         if (r >= 0)
                                 plan.watch[plan.n_watch - 1].mounted = true;
                         hooks = hooks_below(&plan, pfd, ".git/config");
+                        _cleanup_free_ char *gitdir_host = join(project, ".git");
+                        r = r < 0 ? r : gitdir_host ? protect_includes(&b, pfd, ".git/config", gitdir_host, 0) : -ENOMEM;
                 } else if (S_ISREG(st.st_mode)) {
                         r = protect_one(&b, ".git");
                         _cleanup_free_ char *text = NULL;
@@ -711,6 +790,7 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                                 r = protect_gitdir(&b, inside, &none, 0);
                                 _cleanup_free_ char *config = join(inside, "config");
                                 hooks = config ? hooks_below(&plan, pfd, config) : NULL;
+                                r = r < 0 ? r : config ? protect_includes(&b, pfd, config, gitdir, 0) : -ENOMEM;
                         } else if (gitdir && !inside) {
                                 r = protect_worktree(&plan, gitdir, uid, err);
                                 if (r < 0)
@@ -718,8 +798,10 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                                 /* The repository's configuration is in its common directory. */
                                 size_t last = strv_length((const char *const *) plan.outside);
                                 _cleanup_close_ int cfd = last ? open_absolute(plan.outside[last - 1]) : -1;
-                                if (cfd >= 0)
+                                if (cfd >= 0) {
                                         hooks = hooks_below(&plan, cfd, "config");
+                                        r = protect_includes(&b, cfd, "config", plan.outside[last - 1], 0);
+                                }
                         }
                 } else
                         r = add_watch(&b, ".git", &st, NULL);
@@ -763,26 +845,65 @@ typedef struct sweep {
         int qfd;
         protect_found_fn fn;
         void *userdata;
-        size_t moved;
+        size_t moved, failed;
         aisb_error **err;
 } sweep;
 
-/* dir/name (shown as was) into the quarantine, as rel below it. */
+/* Give the user back what the agent took from an entry of the user's own: the owner's read,
+ * write and search permission on a directory, never through a link. */
+static void make_ours(int dir, const char *name)
+{
+        struct stat st;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+                (void) fchmodat(dir, name, (st.st_mode & 07777) | S_IRWXU, AT_SYMLINK_NOFOLLOW);
+}
+
+static void make_dir_ours(int dir)
+{
+        struct stat st;
+        if (fstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+                (void) fchmod(dir, (st.st_mode & 07777) | S_IRWXU);
+}
+
+static int move_once(sweep *s, int dir, const char *name, int to, const char *leaf, const char *was, char **now)
+{
+        if (renameat2(dir, name, to, leaf, RENAME_NOREPLACE) == 0)
+                return 0;
+        int r = -errno;
+        if (r != -EXDEV)
+                return r;
+        /* Another filesystem: out of the way where it is. */
+        const char *stamp = strrchr(s->quarantine_dir, '/');
+        _cleanup_free_ char *aside = NULL;
+        if (asprintf(&aside, "%s.aisb-quarantined-%s", name, stamp ? stamp + 1 : "run") < 0)
+                return -ENOMEM;
+        if (renameat2(dir, name, dir, aside, RENAME_NOREPLACE) < 0)
+                return -errno;
+        free(*now);
+        const char *cut = strrchr(was, '/');
+        *now = NULL;
+        if (cut ? asprintf(now, "%.*s/%s", (int) (cut - was), was, aside) < 0 : !(*now = strdup(aside)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* dir/name (shown as was) into the quarantine, as rel below it. What cannot be moved is
+ * reported (now NULL) and the sweep goes on: one entry the agent made immovable must not
+ * keep the rest in place. -ENOMEM only. */
 static int quarantine(sweep *s, int dir, const char *name, const char *was, const char *rel, const char *why)
 {
+        int r = 0;
         if (s->qfd < 0) {
-                int r = mkdir_p(s->quarantine_dir, 0700);
-                if (r < 0)
-                        return aisb_error_set(s->err, r, "cannot create %s: %s", s->quarantine_dir, strerror(-r));
-                s->qfd = open(s->quarantine_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (s->qfd < 0)
-                        return aisb_error_set(s->err, -errno, "%s: %s", s->quarantine_dir, strerror(errno));
+                r = mkdir_p(s->quarantine_dir, 0700);
+                s->qfd = r < 0 ? r : open(s->quarantine_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (s->qfd < 0 && r >= 0)
+                        r = -errno;
         }
         /* Below the quarantine, the same directories as below the root. */
-        _cleanup_free_ char *dirs = strdup(rel);
-        if (!dirs)
+        _cleanup_free_ char *dirs = strdup(rel), *now = join(s->quarantine_dir, rel);
+        if (!dirs || !now)
                 return error_oom(s->err);
-        _cleanup_close_ int to = fcntl(s->qfd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_close_ int to = s->qfd >= 0 ? fcntl(s->qfd, F_DUPFD_CLOEXEC, 3) : -1;
         char *slash = strrchr(dirs, '/'), *save = NULL;
         const char *leaf = slash ? slash + 1 : dirs;
         if (slash) {
@@ -794,28 +915,28 @@ static int quarantine(sweep *s, int dir, const char *name, const char *was, cons
                         to = next;
                 }
         }
-        _cleanup_free_ char *now = join(s->quarantine_dir, rel);
-        if (!now)
-                return error_oom(s->err);
-        int r = to >= 0 && renameat2(dir, name, to, leaf, RENAME_NOREPLACE) == 0 ? 0 : -errno;
-        if (r == -EXDEV) {
-                /* Another filesystem: out of the way where it is. */
-                const char *stamp = strrchr(s->quarantine_dir, '/');
-                _cleanup_free_ char *aside = NULL;
-                if (asprintf(&aside, "%s.aisb-quarantined-%s", name, stamp ? stamp + 1 : "run") < 0)
-                        return error_oom(s->err);
-                r = renameat2(dir, name, dir, aside, RENAME_NOREPLACE) == 0 ? 0 : -errno;
-                free(now);
-                const char *cut = strrchr(was, '/');
-                now = cut ? NULL : strdup(aside);
-                if (cut && asprintf(&now, "%.*s/%s", (int) (cut - was), was, aside) < 0)
-                        now = NULL;
-                if (!now)
-                        return error_oom(s->err);
+        if (r >= 0 && to < 0)
+                r = -errno;
+        if (r >= 0)
+                r = move_once(s, dir, name, to, leaf, was, &now);
+        if (r == -EACCES || r == -EPERM) {
+                /* A directory moved to another parent must be writable itself; its parent too. */
+                make_dir_ours(dir);
+                make_ours(dir, name);
+                r = move_once(s, dir, name, to, leaf, was, &now);
         }
-        if (r < 0)
-                return aisb_error_set(s->err, r, "%s is %s, and could not be moved aside: %s; look at it before "
-                                      "running git or an editor there", was, why, strerror(-r));
+        if (r == -ENOMEM)
+                return error_oom(s->err);
+        if (r < 0) {
+                s->failed++;
+                _cleanup_free_ char *reason = NULL;
+                if (asprintf(&reason, "%s, and could not be moved aside (%s): look at it before running git or an "
+                             "editor there", why, strerror(-r)) < 0)
+                        return error_oom(s->err);
+                if (s->fn)
+                        s->fn(was, NULL, reason, s->userdata);
+                return 0;
+        }
         s->moved++;
         if (s->fn)
                 s->fn(was, now, why, s->userdata);
@@ -825,14 +946,6 @@ static int quarantine(sweep *s, int dir, const char *name, const char *was, cons
 static char *shown_path(const protect_plan *plan, size_t root, const char *rel)
 {
         return join(root == 0 ? plan->project : plan->outside[root - 1], rel);
-}
-
-static bool watched(const protect_plan *plan, size_t root, const char *rel)
-{
-        for (size_t i = 0; i < plan->n_watch; i++)
-                if (plan->watch[i].root == root && streq(plan->watch[i].rel, rel))
-                        return true;
-        return false;
 }
 
 static int quarantine_rel(sweep *s, int dir, const char *name, size_t root, const char *rel, const char *why)
@@ -860,8 +973,19 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
         _cleanup_free_ int *roots = malloc(n_roots * sizeof *roots);
         if (!roots)
                 return error_oom(err);
-        for (size_t i = 0; i < n_roots; i++)
-                roots[i] = open_absolute(i == 0 ? plan->project : plan->outside[i - 1]);
+        for (size_t i = 0; i < n_roots; i++) {
+                const char *path = i == 0 ? plan->project : plan->outside[i - 1];
+                roots[i] = open_absolute(path);
+                const char *slash = strrchr(path, '/');
+                if (roots[i] == -EACCES && slash && slash > path) {
+                        /* Made unreadable from inside: the user's own again. */
+                        _cleanup_free_ char *up = strndup(path, (size_t) (slash - path));
+                        _cleanup_close_ int parent = up ? open_absolute(up) : -1;
+                        if (parent >= 0)
+                                make_ours(parent, slash + 1);
+                        roots[i] = open_absolute(path);
+                }
+        }
         int r = 0;
         struct stat st;
         if (roots[0] < 0 || fstat(roots[0], &st) < 0 || (unsigned long long) st.st_dev != plan->project_dev ||
@@ -903,7 +1027,7 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                         r = quarantine_rel(&s, parent, base, w->root, w->rel, "replaced during the run");
         }
         if (r >= 0 && plan->git) {
-                walk w = { .fn = sweep_new_git, .userdata = &s };
+                walk w = { .fn = sweep_new_git, .userdata = &s, .fix_access = true };
                 r = walk_dir(&w, roots[0], "", 0);
         }
         for (size_t i = 0; i < n_roots; i++)
@@ -911,5 +1035,8 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                         close(roots[i]);
         if (s.qfd >= 0)
                 close(s.qfd);
+        if (r >= 0 && s.failed)
+                r = aisb_error_set(err, -EIO, "%zu of what the run left at protected paths could not be moved "
+                                   "aside (named above)", s.failed);
         return r < 0 ? r : (int) s.moved;
 }

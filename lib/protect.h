@@ -31,6 +31,7 @@
 /* Bounds of the walk that finds git directories below the project. */
 #define PROTECT_WALK_MAX_DIRS 200000
 #define PROTECT_WALK_MAX_DEPTH 64
+#define PROTECT_WALK_MAX_ENTRIES 4000000
 /* A .git file, a commondir file, a git config read for core.hooksPath. */
 #define PROTECT_READ_MAX (1024 * 1024)
 
@@ -78,13 +79,16 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                       protect_plan *ret, aisb_error **err);
 void protect_plan_done(protect_plan *plan);
 
-/* Called for each entry moved aside: where it was, where it is now, and why. */
+/* Called for each entry moved aside: where it was, where it is now, and why; now NULL when
+ * it could not be moved (why then says what failed). */
 typedef void (*protect_found_fn)(const char *was, const char *now, const char *why, void *userdata);
 
 /* After the run: what is new or replaced where the plan watched, and every git directory
  * below the project that was not there at the start, renamed into quarantine_dir (created;
  * a rename there that crosses filesystems becomes a rename in place, NAME.aisb-quarantined-
- * STAMP). The number moved, or a negative errno with one line (what was found before that
- * was still reported). */
+ * STAMP; a directory the agent made unwritable or unreadable is given back its owner's
+ * permissions first). The number moved; -EIO with one line when some could not be moved
+ * (each reported to fn, and the rest still moved); -ESTALE when the project is no longer the
+ * directory the run began in. */
 int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_found_fn fn,
                   void *userdata, aisb_error **err);

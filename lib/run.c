@@ -584,8 +584,11 @@ static int protect_begin(aisb_ctx *ctx, const aisb_policy *p, protect_plan *ret,
 
 static void protect_found(const char *was, const char *now, const char *why, void *userdata)
 {
-        aisb_log(userdata, AISB_LOG_WARNING, "%s is %s: moved to %s, where git and editors do not look (look at it "
-                 "before moving it back)", was, why, now);
+        if (now)
+                aisb_log(userdata, AISB_LOG_WARNING, "%s is %s: moved to %s, where git and editors do not look "
+                         "(look at it before moving it back)", was, why, now);
+        else
+                aisb_log(userdata, AISB_LOG_WARNING, "%s is %s", was, why);
 }
 
 /* After the sandbox is gone: what appeared where the plan watched goes into quarantine. */

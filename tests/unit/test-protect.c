@@ -296,6 +296,40 @@ START_TEST(test_sweep)
 }
 END_TEST
 
+/* What the agent made hard to move is moved all the same: a nested repository inside a
+ * directory it made unreadable, a .idea it made unwritable, a repository in a directory it
+ * made read-only. As root nothing is refused by permissions, so the case runs as nobody. */
+START_TEST(test_sweep_stubborn)
+{
+        if (geteuid() == 0) {
+                ck_assert_int_eq(chown(top, 65534, 65534), 0);
+                ck_assert_int_eq(chown(project, 65534, 65534), 0);
+                ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
+                ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
+        }
+        protect_plan plan = {};
+        plan_of(&plan);
+        gitdir("project/hide/x/.git");
+        gitdir("project/locked/.git");
+        make("project/.idea/workspace.xml", "<x/>");
+        char p[256];
+        snprintf(p, sizeof p, "%s/hide", project);
+        ck_assert_int_eq(chmod(p, 0), 0);
+        snprintf(p, sizeof p, "%s/.idea", project);
+        ck_assert_int_eq(chmod(p, 0500), 0);
+        snprintf(p, sizeof p, "%s/locked", project);
+        ck_assert_int_eq(chmod(p, 0555), 0);
+        found f = {};
+        aisb_error *err = NULL;
+        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, &err);
+        ck_assert_msg(r == 3, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        ck_assert(found_has(&f, "/project/hide/x/.git") && found_has(&f, "/project/.idea") &&
+                  found_has(&f, "/project/locked/.git"));
+        ck_assert(!exists("project/hide/x/.git") && !exists("project/.idea") && !exists("project/locked/.git"));
+        protect_plan_done(&plan);
+}
+END_TEST
+
 /* A project that is not a repository gets a .git made during the run quarantined too; one
  * that is inside a repository, below its top, is told so. */
 START_TEST(test_no_repository)
@@ -411,6 +445,7 @@ static Suite *protect_suite(void)
         tcase_add_test(tc, test_plan);
         tcase_add_test(tc, test_links);
         tcase_add_test(tc, test_sweep);
+        tcase_add_test(tc, test_sweep_stubborn);
         tcase_add_test(tc, test_no_repository);
         tcase_add_test(tc, test_worktree);
         tcase_add_test(tc, test_worktree_refused);
