@@ -27,7 +27,9 @@
 
 #define NETPOLICY_TABLE "aisb"
 #define NETPOLICY_SEED_PATH_MAX 256
-#define NETPOLICY_MAX_EXPECT 16
+/* The project, each --mount, and the protected paths' mounts (at most 256, lib/protect.h). */
+#define NETPOLICY_MAX_EXPECT 320
+#define NETPOLICY_EXPECT_PATH_MAX 1024
 #define NETPOLICY_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"
 #define NETPOLICY_CA_BUNDLE "/run/aisb/ca-bundle.crt"
 
@@ -35,7 +37,7 @@
  * inode as the host saw them), or nothing runs: a path podman resolved after aisb chose it
  * could have been swapped for a link in between. */
 struct expect_mount {
-        char path[NETPOLICY_SEED_PATH_MAX];
+        char path[NETPOLICY_EXPECT_PATH_MAX];
         unsigned long long dev, ino;
 };
 

@@ -153,9 +153,56 @@ typedef struct builder {
         const char *dest;  /* where the sandbox sees it */
 } builder;
 
+static bool mounted_at(const protect_plan *p, const char *destination)
+{
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (streq(p->mounts[i].destination, destination))
+                        return true;
+        return false;
+}
+
+static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat *st);
+
+/* Each directory between the root and rel, over itself: a directory that holds a mount can
+ * be renamed with the mount inside it, and a new one put in its place (a .git/modules moved
+ * aside, a vendor/ whose repository is then the agent's). */
+static int add_ancestors(builder *b, const char *rel)
+{
+        _cleanup_free_ char *prefix = strdup(rel);
+        if (!prefix)
+                return -ENOMEM;
+        for (char *slash = strchr(prefix, '/'); slash; slash = strchr(slash + 1, '/')) {
+                *slash = 0;
+                _cleanup_free_ char *dest = join(b->dest, prefix);
+                struct stat st;
+                int r = dest ? 0 : -ENOMEM;
+                if (r >= 0 && !mounted_at(b->plan, dest) && stat_rel(b->root_fd, prefix, &st) == 0 &&
+                    S_ISDIR(st.st_mode))
+                        r = add_one_mount(b, prefix, false, &st);
+                *slash = '/';
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int add_mount(builder *b, const char *rel, bool ro, const struct stat *st)
 {
+        int r = add_ancestors(b, rel);
+        return r < 0 ? r : add_one_mount(b, rel, ro, st);
+}
+
+/* 1 when mounted; 0 when past the plan's bounds (plan->mounts_cut says so). */
+static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat *st)
+{
         protect_plan *p = b->plan;
+        _cleanup_free_ char *destination = join(b->dest, rel);
+        if (!destination)
+                return -ENOMEM;
+        if (p->n_mounts >= PROTECT_MAX_MOUNTS || strlen(destination) > PROTECT_MOUNT_PATH_MAX) {
+                p->mounts_cut = true;
+                return 0;
+        }
         protect_mount *m = realloc(p->mounts, (p->n_mounts + 1) * sizeof *m);
         if (!m)
                 return -ENOMEM;
@@ -170,9 +217,9 @@ static int add_mount(builder *b, const char *rel, bool ro, const struct stat *st
         }
         p->n_mounts++;
         if (!ro)
-                return 0;
+                return 1;
         _cleanup_free_ char *shown = b->root == 0 ? strdup(rel) : strdup(m->source);
-        return shown ? strv_push(&p->shown, shown) : -ENOMEM;
+        return !shown || strv_push(&p->shown, shown) < 0 ? -ENOMEM : 1;
 }
 
 static int add_watch(builder *b, const char *rel, const struct stat *st, char **names)
@@ -214,11 +261,12 @@ static int protect_one(builder *b, const char *rel)
                 return add_watch(b, rel, NULL, NULL);
         if (r < 0)
                 return add_watch(b, rel, NULL, NULL);
-        bool mount = S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
-        if (mount) {
+        bool mount = false;
+        if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
                 r = add_mount(b, rel, true, &st);
                 if (r < 0)
                         return r;
+                mount = r > 0;
         }
         r = add_watch(b, rel, &st, NULL);
         if (r >= 0)
@@ -321,7 +369,8 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
                 r = protect_modules(b, modules, depth);
                 if (r < 0)
                         return r;
-        }
+        } else if (add_watch(b, modules, NULL, NULL) < 0)
+                return -ENOMEM; /* made during the run: all of it is quarantined */
         if (o->others_read_only) {
                 /* The main worktree's own state, in the common directory. */
                 static const char *const main_state[] = { "HEAD", "index" };
@@ -444,6 +493,51 @@ static int add_outside(protect_plan *plan, const char *path, unsigned uid, int *
         return 0;
 }
 
+typedef void (*config_fn)(const char *section, const char *key, const char *value, void *userdata);
+static void config_scan(char *text, config_fn fn, void *userdata);
+
+static void on_worktree(const char *section, const char *key, const char *value, void *userdata)
+{
+        char **found = userdata;
+        if (strcasecmp(section, "core") == 0 && strcasecmp(key, "worktree") == 0) {
+                free(*found);
+                *found = strdup(value);
+        }
+}
+
+/* Whether the git directory outside the project names the project back, as git writes it: a
+ * linked worktree's gitdir file names the project's .git; a submodule's or a separate git
+ * directory's core.worktree names the project. A .git file alone is the project's content,
+ * which the agent may have written: it does not decide what of the host a sandbox gets. */
+static int check_backlink(const protect_plan *plan, int gfd, const char *gitdir, bool linked, aisb_error **err)
+{
+        _cleanup_free_ char *text = NULL, *value = NULL, *named = NULL, *expected = join(plan->project, ".git");
+        if (!expected)
+                return error_oom(err);
+        if (linked) {
+                char *line = read_rel(gfd, "gitdir", &text) >= 0 ? first_line(text, NULL) : NULL;
+                named = line ? resolve(gitdir, line) : NULL;
+                if (named && streq(named, expected))
+                        return 0;
+                return aisb_error_set(err, -EPERM,
+                                      "the project's .git names the worktree git directory %s, whose gitdir file names "
+                                      "%s, not %s: a git directory outside the project is mounted only for its own "
+                                      "worktree (git worktree repair fixes a moved one; --protect=-.git runs without it)",
+                                      gitdir, named ? named : "nothing", expected);
+        }
+        if (read_rel(gfd, "config", &text) >= 0)
+                config_scan(text, on_worktree, &value);
+        named = value ? resolve(gitdir, value) : NULL;
+        if (named && streq(named, plan->project))
+                return 0;
+        return aisb_error_set(err, -EPERM,
+                              "the project's .git names the git directory %s, whose core.worktree %s%s: a git "
+                              "directory outside the project is mounted only when it names the project back; if it "
+                              "is this project's (git init --separate-git-dir), say so once with: git --git-dir=%s "
+                              "config core.worktree %s (or run with --protect=-.git)",
+                              gitdir, named ? "names " : "is not set", named ? named : "", gitdir, plan->project);
+}
+
 /* A worktree project: .git names PATH outside it; PATH's commondir names the repository. */
 static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid, aisb_error **err)
 {
@@ -456,8 +550,11 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
         char *common_rel = NULL;
         if (read_rel(gfd, "commondir", &text) >= 0)
                 common_rel = first_line(text, NULL);
+        r = check_backlink(plan, gfd, gitdir, common_rel != NULL, err);
+        if (r < 0)
+                return r;
         if (!common_rel) {
-                /* --separate-git-dir: the git directory is the whole repository. */
+                /* --separate-git-dir, a submodule: the git directory is the whole repository. */
                 builder b = { .plan = plan, .root_fd = gfd, .root = groot, .host = gitdir, .dest = gitdir };
                 static const gitdir_opts none = {};
                 return protect_gitdir(&b, "", &none, 0) < 0 ? error_oom(err) : 0;
@@ -480,14 +577,17 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
         static const gitdir_opts none = {};
         if (protect_gitdir(&c, "", &co, 0) < 0 || protect_gitdir(&g, "", &none, 0) < 0)
                 return error_oom(err);
+        /* The run's own worktree directory sits in the common one's worktrees/: that, too,
+         * cannot be moved aside with it inside. */
+        _cleanup_free_ char *own_child = own ? join(own, "x") : NULL;
+        if (own && (!own_child || add_ancestors(&c, own_child) < 0))
+                return error_oom(err);
         return 0;
 }
 
 /* Each "key = value" of a git config file's text (changed in place), with its section's name
  * (what the brackets hold up to a space or a quote: "core", "include", "includeIf"), to fn.
  * Only what a plain file says: continuation lines and an include's own content are not. */
-typedef void (*config_fn)(const char *section, const char *key, const char *value, void *userdata);
-
 static void config_scan(char *text, config_fn fn, void *userdata)
 {
         char section[64] = "";
@@ -550,18 +650,19 @@ static char *config_hooks_path(char *text)
         return found;
 }
 
-/* The hooks directory the host's git would use for this project, below the project; NULL. */
-static char *hooks_below(const protect_plan *plan, int config_root, const char *config_rel)
+/* core.hooksPath for a repository whose config is config_rel below config_root: its own,
+ * else the user's or the system's (as git takes them, last the system's); an absolute host
+ * path (relative ones are taken from top, the work tree's top), or NULL. */
+static char *hooks_path(int config_root, const char *config_rel, const char *top)
 {
-        _cleanup_free_ char *value = NULL;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *value = NULL, *text = NULL;
         if (read_rel(config_root, config_rel, &text) >= 0)
                 value = config_hooks_path(text);
         const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
         _cleanup_free_ char *xdg_file = xdg && xdg[0] == '/' ? join(xdg, "git/config")
                                         : home && home[0] == '/' ? join(home, ".config/git/config") : NULL;
         _cleanup_free_ char *home_file = home && home[0] == '/' ? join(home, ".gitconfig") : NULL;
-        const char *globals[] = { home_file, xdg_file };
+        const char *globals[] = { home_file, xdg_file, "/etc/gitconfig" };
         for (size_t i = 0; !value && i < ELEMENTSOF(globals); i++) {
                 if (!globals[i])
                         continue;
@@ -575,22 +676,78 @@ static char *hooks_below(const protect_plan *plan, int config_root, const char *
         }
         if (!value || !*value)
                 return NULL;
-        _cleanup_free_ char *abs = NULL;
-        if (strncmp(value, "~/", 2) == 0 && home && home[0] == '/')
-                abs = join(home, value + 2);
-        else
-                abs = resolve(plan->project, value);
-        const char *rel = abs ? below(abs, plan->project) : NULL;
-        if (!rel || !*rel)
-                return NULL;
-        /* husky's .husky/_ runs what is in .husky: all of it is the hooks. */
-        const char *slash = strrchr(rel, '/'), *parent = rel;
-        for (const char *c = rel; slash && c < slash; c++)
-                if (*c == '/')
-                        parent = c + 1;
-        if (slash && (size_t) (slash - parent) == strlen(".husky") && strncmp(parent, ".husky", 6) == 0)
-                return strndup(rel, (size_t) (slash - rel));
-        return strdup(rel);
+        if (strncmp(value, "~/", 2) == 0)
+                return home && home[0] == '/' ? join(home, value + 2) : NULL;
+        return value[0] == '/' || top ? resolve(top ? top : "/", value) : NULL;
+}
+
+/* What tracked files the installed hooks of a hook manager run from: with pre-commit's or
+ * lefthook's hooks in place, editing their configuration is editing the hooks. */
+static const char *const hook_manager_configs[] = { ".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml",
+                                                    "lefthook-local.yml", ".lefthook-local.yml", ".lefthook" };
+
+static bool has_hooks(const char *dir)
+{
+        _cleanup_close_ int fd = dir ? open_absolute(dir) : -1;
+        _cleanup_strv_free_ char **names = NULL;
+        if (fd < 0 || dir_names(fd, "", &names) < 0)
+                return false;
+        for (size_t i = 1; names[i]; i++) {
+                size_t n = strlen(names[i]);
+                if (n < 7 || !streq(names[i] + n - 7, ".sample"))
+                        return true;
+        }
+        return false;
+}
+
+static int protect_includes(builder *b, int config_root, const char *config_rel, const char *dir, unsigned depth);
+
+/* One repository's hooks as the host's git finds them: the directory core.hooksPath names
+ * when it is in the project (all of .husky for husky's .husky/_), the files its config
+ * includes from the project, and a hook manager's configuration when hooks are installed.
+ * b: the project's builder; the config is config_rel below config_root, in the host
+ * directory gitdir; top: the work tree's top on the host (NULL: none known). */
+static int protect_repo(builder *b, int config_root, const char *config_rel, const char *gitdir, const char *top)
+{
+        const protect_plan *plan = b->plan;
+        _cleanup_free_ char *hooks = hooks_path(config_root, config_rel, top);
+        _cleanup_free_ char *default_hooks = join(gitdir, "hooks");
+        if (!default_hooks)
+                return -ENOMEM;
+        const char *rel = hooks ? below(hooks, plan->project) : NULL;
+        if (rel && *rel) {
+                /* husky's .husky/_ runs what is in .husky: all of it is the hooks. */
+                _cleanup_free_ char *dir = strdup(rel);
+                if (!dir)
+                        return -ENOMEM;
+                char *slash = strrchr(dir, '/');
+                if (slash) {
+                        *slash = 0;
+                        const char *parent = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+                        if (!streq(parent, ".husky"))
+                                *slash = '/';
+                }
+                if (!watched(plan, 0, dir)) {
+                        int r = protect_one(b, dir);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        int r = protect_includes(b, config_root, config_rel, gitdir, 0);
+        if (r < 0)
+                return r;
+        const char *top_rel = top ? below(top, plan->project) : NULL;
+        if (!top_rel || !has_hooks(hooks ? hooks : default_hooks))
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(hook_manager_configs); i++) {
+                _cleanup_free_ char *f = join(top_rel, hook_manager_configs[i]);
+                if (!f)
+                        return -ENOMEM;
+                struct stat st;
+                if (!watched(plan, 0, f) && stat_rel(b->root_fd, f, &st) == 0 && (r = protect_one(b, f)) < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* The files a git config includes (include.path, includeIf.*.path) that are inside the
@@ -677,10 +834,16 @@ static int walk_dir(walk *w, int fd, const char *rel, unsigned depth)
                         if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                                 type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
                 }
-                if (type == DT_REG && streq(de->d_name, "HEAD"))
+                /* What git takes for a git directory: HEAD (a file or a link), and objects and
+                 * refs (of any kind: links too), or a commondir that names them elsewhere. */
+                if (streq(de->d_name, "HEAD"))
                         looks |= 1;
-                if (type == DT_DIR && (streq(de->d_name, "objects") || streq(de->d_name, "refs")))
-                        looks |= streq(de->d_name, "objects") ? 2 : 4;
+                else if (streq(de->d_name, "objects"))
+                        looks |= 2;
+                else if (streq(de->d_name, "refs"))
+                        looks |= 4;
+                else if (streq(de->d_name, "commondir"))
+                        looks |= 6;
                 if (type == DT_DIR)
                         r = strv_push(&subdirs, de->d_name);
         }
@@ -715,9 +878,18 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
                 static const gitdir_opts none = {};
                 int r = protect_gitdir(b, rel, &none, 1);
                 r = r < 0 ? r : add_watch(b, rel, &st, NULL);
+                _cleanup_free_ char *dest = join(b->dest, rel);
                 if (r >= 0)
-                        b->plan->watch[b->plan->n_watch - 1].mounted = true;
-                return r;
+                        b->plan->watch[b->plan->n_watch - 1].mounted = dest && mounted_at(b->plan, dest);
+                /* A nested repository's own hooks path and includes; its top is where .git is
+                 * (a bare one has none). */
+                _cleanup_free_ char *config = join(rel, "config"), *host = join(b->host, rel);
+                _cleanup_free_ char *top = host && streq(name, ".git") ? strdup(host) : NULL;
+                if (r >= 0 && (!config || !host || (streq(name, ".git") && !top)))
+                        return -ENOMEM;
+                if (top)
+                        *strrchr(top, '/') = 0;
+                return r < 0 ? r : protect_repo(b, b->root_fd, config, host, top);
         }
         return protect_one(b, rel);
 }
@@ -764,7 +936,6 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                         r = protect_one(&b, names[i]);
         }
         if (r >= 0 && plan.git) {
-                _cleanup_free_ char *hooks = NULL;
                 if (fstatat(pfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         r = add_watch(&b, ".git", NULL, NULL);
                         plan.repository_top = repository_above(project);
@@ -773,10 +944,9 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                         r = protect_gitdir(&b, ".git", &none, 0);
                         r = r < 0 ? r : add_watch(&b, ".git", &st, NULL);
                         if (r >= 0)
-                                plan.watch[plan.n_watch - 1].mounted = true;
-                        hooks = hooks_below(&plan, pfd, ".git/config");
+                                plan.watch[plan.n_watch - 1].mounted = mounted_at(&plan, SANDBOX_PROJECT "/.git");
                         _cleanup_free_ char *gitdir_host = join(project, ".git");
-                        r = r < 0 ? r : gitdir_host ? protect_includes(&b, pfd, ".git/config", gitdir_host, 0) : -ENOMEM;
+                        r = r < 0 ? r : gitdir_host ? protect_repo(&b, pfd, ".git/config", gitdir_host, project) : -ENOMEM;
                 } else if (S_ISREG(st.st_mode)) {
                         r = protect_one(&b, ".git");
                         _cleanup_free_ char *text = NULL;
@@ -789,8 +959,7 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                                 static const gitdir_opts none = {};
                                 r = protect_gitdir(&b, inside, &none, 0);
                                 _cleanup_free_ char *config = join(inside, "config");
-                                hooks = config ? hooks_below(&plan, pfd, config) : NULL;
-                                r = r < 0 ? r : config ? protect_includes(&b, pfd, config, gitdir, 0) : -ENOMEM;
+                                r = r < 0 ? r : config ? protect_repo(&b, pfd, config, gitdir, project) : -ENOMEM;
                         } else if (gitdir && !inside) {
                                 r = protect_worktree(&plan, gitdir, uid, err);
                                 if (r < 0)
@@ -798,17 +967,13 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                                 /* The repository's configuration is in its common directory. */
                                 size_t last = strv_length((const char *const *) plan.outside);
                                 _cleanup_close_ int cfd = last ? open_absolute(plan.outside[last - 1]) : -1;
-                                if (cfd >= 0) {
-                                        hooks = hooks_below(&plan, cfd, "config");
-                                        r = protect_includes(&b, cfd, "config", plan.outside[last - 1], 0);
-                                }
+                                if (cfd >= 0)
+                                        r = protect_repo(&b, cfd, "config", plan.outside[last - 1], project);
                         }
                 } else
                         r = add_watch(&b, ".git", &st, NULL);
-                if (r >= 0 && hooks && !strv_has(plan.shown, hooks))
-                        r = protect_one(&b, hooks);
                 if (r >= 0) {
-                        walk w = { .fn = plan_nested, .userdata = &b };
+                        walk w = { .fn = plan_nested, .userdata = &b, .fix_access = true };
                         r = walk_dir(&w, pfd, "", 0);
                         plan.walk_cut = w.cut;
                 }
@@ -879,6 +1044,10 @@ static int move_once(sweep *s, int dir, const char *name, int to, const char *le
                 return -ENOMEM;
         if (renameat2(dir, name, dir, aside, RENAME_NOREPLACE) < 0)
                 return -errno;
+        /* Still a git directory under its new name, to a git run inside it: no longer. */
+        _cleanup_close_ int moved = openat(dir, aside, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (moved >= 0)
+                (void) renameat2(moved, "HEAD", moved, "HEAD.aisb-quarantined", RENAME_NOREPLACE);
         free(*now);
         const char *cut = strrchr(was, '/');
         *now = NULL;
@@ -965,7 +1134,7 @@ static int sweep_new_git(int dir, const char *name, const char *rel, void *userd
 }
 
 int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_found_fn fn, void *userdata,
-                  aisb_error **err)
+                  bool *ret_cut, aisb_error **err)
 {
         sweep s = { .plan = plan, .quarantine_dir = quarantine_dir, .qfd = -1, .fn = fn, .userdata = userdata,
                     .err = err };
@@ -1029,6 +1198,8 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
         if (r >= 0 && plan->git) {
                 walk w = { .fn = sweep_new_git, .userdata = &s, .fix_access = true };
                 r = walk_dir(&w, roots[0], "", 0);
+                if (ret_cut)
+                        *ret_cut = w.cut;
         }
         for (size_t i = 0; i < n_roots; i++)
                 if (roots[i] >= 0)

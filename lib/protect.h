@@ -27,11 +27,14 @@
 #include "error.h"
 
 /* The policy's default list (the key `protect`). ".git" stands for all of git's. */
-#define PROTECT_DEFAULT ".git,.vscode,.idea,.devcontainer,.claude,.mcp.json,.codex,.cursor,.pi"
+#define PROTECT_DEFAULT ".git,.vscode,.idea,.devcontainer,.devcontainer.json,.claude,.mcp.json,.codex,.cursor,.gemini,.zed,.pi"
 /* Bounds of the walk that finds git directories below the project. */
 #define PROTECT_WALK_MAX_DIRS 200000
-#define PROTECT_WALK_MAX_DEPTH 64
+#define PROTECT_WALK_MAX_DEPTH 256
 #define PROTECT_WALK_MAX_ENTRIES 4000000
+/* Mounts a plan makes, and the longest path one may have (the entrypoint checks each). */
+#define PROTECT_MAX_MOUNTS 256
+#define PROTECT_MOUNT_PATH_MAX 1023
 /* A .git file, a commondir file, a git config read for core.hooksPath. */
 #define PROTECT_READ_MAX (1024 * 1024)
 
@@ -64,6 +67,7 @@ typedef struct protect_plan {
         char **shown;            /* what is read-only, as the sandbox sees it */
         char *repository_top;    /* the project is inside this repository, below its top */
         bool walk_cut;           /* the walk for git directories stopped at its bounds */
+        bool mounts_cut;         /* more to keep read-only than PROTECT_MAX_MOUNTS, or a path too long */
         bool git;                /* ".git" is protected */
 } protect_plan;
 
@@ -89,6 +93,6 @@ typedef void (*protect_found_fn)(const char *was, const char *now, const char *w
  * STAMP; a directory the agent made unwritable or unreadable is given back its owner's
  * permissions first). The number moved; -EIO with one line when some could not be moved
  * (each reported to fn, and the rest still moved); -ESTALE when the project is no longer the
- * directory the run began in. */
+ * directory the run began in. *ret_cut: the walk for git directories stopped at its bounds. */
 int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_found_fn fn,
-                  void *userdata, aisb_error **err);
+                  void *userdata, bool *ret_cut, aisb_error **err);

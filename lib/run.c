@@ -565,8 +565,17 @@ static int protect_begin(aisb_ctx *ctx, const aisb_policy *p, protect_plan *ret,
         if (ret->walk_cut)
                 aisb_log(ctx, AISB_LOG_WARNING,
                          "the project is larger than aisb looks through for git directories (%d directories, %d "
-                         "deep): one made deeper during the run is not found after it",
-                         PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_DEPTH);
+                         "entries, %d deep): those further in are not protected, and one made there during the run "
+                         "is not found after it",
+                         PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_ENTRIES, PROTECT_WALK_MAX_DEPTH);
+        if (ret->mounts_cut)
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "the project holds more to protect than aisb mounts read-only (%d entries, paths of at most "
+                         "%d bytes): the rest are writable in this run, and what is new there is still quarantined "
+                         "after it", PROTECT_MAX_MOUNTS, PROTECT_MOUNT_PATH_MAX);
+        for (size_t i = 0; ret->outside && ret->outside[i]; i++)
+                aisb_log(ctx, AISB_LOG_INFO, "the git directory %s, outside the project, is in the sandbox too: "
+                         "objects and refs writable, its configuration and hooks read-only", ret->outside[i]);
         size_t n = strv_length((const char *const *) ret->shown);
         if (n == 0)
                 return 0;
@@ -609,9 +618,16 @@ static void protect_end(aisb_ctx *ctx, const aisb_policy *p, const protect_plan 
                 return;
         }
         aisb_error *e = NULL;
-        if (protect_sweep(plan, dir, protect_found, ctx, &e) < 0)
+        bool cut = false;
+        if (protect_sweep(plan, dir, protect_found, ctx, &cut, &e) < 0)
                 aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
         aisb_error_free(e);
+        if (cut)
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "the project is now larger than aisb looks through for git directories (%d directories, "
+                         "%d entries, %d deep): one the run made further in was not looked for; look before running "
+                         "git in the project's deeper directories",
+                         PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_ENTRIES, PROTECT_WALK_MAX_DEPTH);
 }
 
 static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)

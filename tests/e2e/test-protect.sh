@@ -28,7 +28,7 @@ gate_down() {
   gate=$("$AISB" run "${net[@]}" --print-policy 2>/dev/null | sed -n 's/^gate=//p')
   [ -z "$gate" ] || podman rm -f "aisb-gate-$gate" >/dev/null 2>&1 || true
 }
-trap 'gate_down; kill $git_server $registry 2>/dev/null; cleanup' EXIT
+trap 'gate_down; kill $git_server $registry 2>/dev/null; chmod -R u+rwX "$E2E_TMP" 2>/dev/null; cleanup' EXIT
 for _ in $(seq 50); do [ -s "$E2E_TMP/git-port" ] && [ -s "$E2E_TMP/npm-port" ] && break; sleep 0.1; done
 GIT_PORT=$(cat "$E2E_TMP/git-port") NPM_PORT=$(cat "$E2E_TMP/npm-port")
 [ -n "$GIT_PORT" ] && [ -n "$NPM_PORT" ] || cannot_run "the stand-in git server or npm registry did not start"
@@ -53,6 +53,11 @@ repo_init "$E2E_TMP/subsrc"
 repo_init "$template"
 git -C "$template" submodule --quiet add "$E2E_TMP/subsrc" sub
 git -C "$template" commit -qm "a submodule"
+# A repository of its own below it, which the project ignores.
+repo_init "$template/vendor/other"
+echo vendor/ > "$template/.gitignore"
+git -C "$template" add .gitignore
+git -C "$template" commit -qm "vendor is not ours"
 git clone -q --bare "$template" "$E2E_TMP/served/remote.git"
 git -C "$template" remote add origin "http://git.test:$GIT_PORT/remote.git"
 git -C "$template" fetch -q origin
@@ -81,6 +86,9 @@ echo '*.txt filter=evil' > .gitattributes
 git config filter.evil.clean "sh -c 'touch \$M/filter; cat'" 2>/dev/null; say filter \$?
 echo '*.txt filter=evil' > .git/info/attributes 2>/dev/null; say filter-info \$?
 mv .git .git-aside 2>/dev/null; say moved \$?
+mv .git/modules .git/modules-aside 2>/dev/null; say modules-aside \$?
+mv vendor vendor-aside 2>/dev/null; say vendor-aside \$?
+git -C vendor/other config core.fsmonitor "touch \$M/vendor; false" 2>/dev/null; say vendor-fsmonitor \$?
 mkdir .evil-gitdir && cp -r .git/. .evil-gitdir/ && git --git-dir=.evil-gitdir config core.fsmonitor "touch \$M/gitfile; false"
 printf 'gitdir: .evil-gitdir\n' > .git 2>/dev/null; say gitfile \$?
 hook sub-hook > .git/modules/sub/hooks/post-index-change 2>/dev/null; say sub-hook \$?
@@ -89,11 +97,16 @@ printf 'gitdir: ../.evil-gitdir\n' > sub/.git 2>/dev/null; say sub-gitfile \$?
 git init -q plain/nested && echo n > plain/nested/file.txt && git -C plain/nested add file.txt &&
   git -C plain/nested -c user.name=a -c user.email=a@b.invalid commit -qm n &&
   git -C plain/nested config core.fsmonitor "touch \$M/nested; false"; say nested \$?
+mkdir -p hidden/deep && git init -q hidden/deep/repo && echo h > hidden/deep/repo/file.txt &&
+  git -C hidden/deep/repo add file.txt && git -C hidden/deep/repo -c user.name=a -c user.email=a@b.invalid commit -qm h &&
+  git -C hidden/deep/repo config core.fsmonitor "touch \$M/hidden; false" && chmod 0111 hidden; say hidden \$?
+mkdir .cursor && echo x > .cursor/rules && chmod 0555 .cursor; say stubborn \$?
 mkdir .common && cp -r .git/. .common/ && git --git-dir=.common config core.fsmonitor "touch \$M/commondir; false"
 echo ../.common > .git/commondir; say commondir \$?
 SH
 out=$("$AISB" run -- sh /project/plant.sh 2> "$E2E_TMP/plant.err") || { cat "$E2E_TMP/plant.err" >&2; fail "the plant run failed: $out"; }
-for v in hook hook-commit fsmonitor fsmonitor-by-hand filter filter-info moved gitfile sub-hook sub-fsmonitor sub-gitfile; do
+for v in hook hook-commit fsmonitor fsmonitor-by-hand filter filter-info moved modules-aside vendor-aside vendor-fsmonitor \
+         gitfile sub-hook sub-fsmonitor sub-gitfile; do
   case "$out" in
     *"$v=0"*) fail "$v: the write succeeded inside the sandbox" ;;
     *"$v="*) pass "$v: refused inside the sandbox" ;;
@@ -104,8 +117,10 @@ expect_contains "a nested repository can be made inside" "nested=0" "$out"
 expect_contains "a commondir can be written inside (the git directory stays writable)" "commondir=0" "$out"
 err=$(cat "$E2E_TMP/plant.err")
 expect_contains "aisb said what was read-only" "protected, read-only in the sandbox: .git/config .git/hooks .git/info" "$err"
+expect_contains "a repository in a directory made unreadable can be made inside" "hidden=0" "$out"
 for q in ".git/commondir is new since the run began" "plain/nested/.git is a git directory" \
-         ".evil-gitdir is a git directory" ".common is a git directory"; do
+         ".evil-gitdir is a git directory" ".common is a git directory" "hidden/deep/repo/.git is a git directory" \
+         ".cursor is new since the run began"; do
   expect_contains "aisb named it after the run: $q" "$project/$q" "$err"
 done
 [ ! -e "$project/.git/commondir" ] && [ ! -e "$project/plain/nested/.git" ] && [ ! -e "$project/.common" ] ||
@@ -115,7 +130,8 @@ pass "the commondir, the nested repository and the copies are out of the project
 [ -n "$(find "$quarantine" -path '*/plain/nested/.git/config' -print -quit)" ] || fail "the nested repository is not in $quarantine"
 pass "what was moved is in the quarantine, restorable"
 [ -z "$(ls "$markers")" ] || fail "planting left a marker on the host: $(ls "$markers")"
-for d in "$project" "$project/sub" "$project/plain" "$project/plain/nested"; do host_git "$d"; done
+for d in "$project" "$project/sub" "$project/plain" "$project/plain/nested" "$project/vendor/other" \
+         "$project/hidden/deep/repo"; do host_git "$d"; done
 no_markers "after the run, the user's git in the project, its submodule and below ran nothing planted"
 expect_eq "the host's repository still works (its commit is there)" "on the host" "$(git -C "$project" log -1 --format=%s)"
 
@@ -136,6 +152,8 @@ control moved . 'mv .git .git-aside && git init -q . && git config core.fsmonito
 control gitfile . 'mkdir .evil-gitdir && cp -r .git/. .evil-gitdir/ && git --git-dir=.evil-gitdir config core.fsmonitor "touch $M/gitfile; false" && rm -rf .git && printf "gitdir: .evil-gitdir\n" > .git'
 control sub-hook sub 'printf "#!/bin/sh\ntouch $M/sub-hook\n" > .git/modules/sub/hooks/post-index-change; chmod +x .git/modules/sub/hooks/post-index-change'
 control nested plain/nested 'mkdir -p plain && git init -q plain/nested && echo n > plain/nested/file.txt && git -C plain/nested add file.txt && git -C plain/nested -c user.name=a -c user.email=a@b.invalid commit -qm n && git -C plain/nested config core.fsmonitor "touch $M/nested; false"'
+control vendor vendor/other 'git -C vendor/other config core.fsmonitor "touch $M/vendor; false"'
+control hidden hidden/deep/repo 'mkdir -p hidden/deep && git init -q hidden/deep/repo && echo h > hidden/deep/repo/file.txt && git -C hidden/deep/repo add file.txt && git -C hidden/deep/repo -c user.name=a -c user.email=a@b.invalid commit -qm h && git -C hidden/deep/repo config core.fsmonitor "touch $M/hidden; false" && chmod 0111 hidden'
 control commondir . 'mkdir .common && cp -r .git/. .common/ && git --git-dir=.common config core.fsmonitor "touch $M/commondir; false" && echo ../.common > .git/commondir'
 rm -f "$markers"/*
 
@@ -158,7 +176,7 @@ out=$(cd "$work" && "$AISB" run "${net[@]}" -- sh -c '
   echo done' 2> "$E2E_TMP/work.err") || { cat "$E2E_TMP/work.err" >&2; fail "ordinary git work inside failed: $out"; }
 expect_eq "status, add, commit, branch, checkout, stash, rebase, diff, log, fetch and push work inside" \
   " 1 file changed, 1 insertion(+)
-4
+5
 done" "$out"
 expect_eq "the sandbox's commits are the host's" "topic-commit" "$(git -C "$work" log -1 --format=%s)"
 expect_eq "its push reached the server through the gate" "$(git -C "$work" rev-parse HEAD)" \
@@ -192,6 +210,7 @@ for w in a b; do
     echo x > $wt/main/.git/worktrees/$other/index 2>/dev/null; echo other-index=\$?
     echo x > $wt/main/.git/index 2>/dev/null; echo main-index=\$?
     echo '#!/bin/sh' > $wt/main/.git/hooks/pre-commit 2>/dev/null; echo hooks=\$?
+    mv $wt/main/.git/worktrees $wt/main/.git/worktrees-aside 2>/dev/null; echo worktrees-aside=\$?
     git log -1 --format=%s" > "$E2E_TMP/wt-$w.out" 2> "$E2E_TMP/wt-$w.err") &
   pids+=($!)
 done
@@ -201,10 +220,10 @@ for w in a b; do
   expect_contains "worktree $w: status works inside" "status=0" "$out"
   expect_contains "worktree $w: commit and branch work inside" "commit=0" "$out"
   expect_contains "worktree $w: its commit is there inside" "in-$w" "$out"
-  for x in other-head other-index main-index hooks; do
+  for x in other-head other-index main-index hooks worktrees-aside; do
     case "$out" in *"$x=0"*) fail "worktree $w: $x was written" ;; esac
   done
-  pass "worktree $w: the other worktree's HEAD and index, the main worktree's index and the hooks are read-only"
+  pass "worktree $w: the other worktree's HEAD and index, the main worktree's index and the hooks are read-only, worktrees/ stays"
   expect_eq "worktree $w: its branch has its commit on the host" "in-$w" "$(git -C "$wt/main" log -1 --format=%s $w)"
   expect_eq "worktree $w: its HEAD is its own branch" "refs/heads/$w" "$(git -C "$wt/$w" symbolic-ref HEAD)"
   expect_eq "worktree $w: clean after the run" "" "$(git -C "$wt/$w" status --porcelain)"
@@ -297,7 +316,7 @@ pass "directories the agent made for editors and agents are quarantined, and sai
 out=$(cd "$ed" && "$AISB" run --protect=-.vscode -- sh -c 'echo "{\"agent\": true}" > .vscode/settings.json; echo "w=$?"' 2>/dev/null)
 expect_eq "--protect=-.vscode gives .vscode back to the agent" "w=0" "$out"
 expect_eq "(and its write reached the host)" '{"agent": true}' "$(cat "$ed/.vscode/settings.json")"
-expect_contains "--print-policy shows the key" "protect=.git,.vscode,.idea,.devcontainer,.claude,.mcp.json,.codex,.cursor,.pi" \
+expect_contains "--print-policy shows the key" "protect=.git,.vscode,.idea,.devcontainer,.devcontainer.json,.claude,.mcp.json,.codex,.cursor,.gemini,.zed,.pi" \
   "$(cd "$ed" && "$AISB" run --print-policy)"
 expect_contains "inspect shows what a run keeps read-only" "protected=/project/.idea (read-only)" "$(cd "$ed" && "$AISB" inspect)"
 

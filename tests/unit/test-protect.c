@@ -82,8 +82,8 @@ static const protect_mount *mount_at(const protect_plan *plan, const char *desti
         return NULL;
 }
 
-static const char *const defaults[] = { ".git", ".vscode", ".idea", ".devcontainer", ".claude", ".mcp.json",
-                                        ".codex", ".cursor", ".pi", NULL };
+static const char *const defaults[] = { ".git", ".vscode", ".idea", ".devcontainer", ".devcontainer.json", ".claude",
+                                        ".mcp.json", ".codex", ".cursor", ".gemini", ".zed", ".pi", NULL };
 
 static void plan_of(protect_plan *plan)
 {
@@ -130,7 +130,8 @@ START_TEST(test_key)
         free(v);
         ck_assert_int_eq(aisb_policy_set(p, "protect", "-.vscode,+tools/hooks", NULL), 0);
         ck_assert_int_eq(aisb_policy_get(p, "protect", &v, NULL), 0);
-        ck_assert_str_eq(v, ".git,.idea,.devcontainer,.claude,.mcp.json,.codex,.cursor,.pi,tools/hooks");
+        ck_assert_str_eq(v, ".git,.idea,.devcontainer,.devcontainer.json,.claude,.mcp.json,.codex,.cursor,.gemini,.zed,"
+                            ".pi,tools/hooks");
         free(v);
         ck_assert_int_eq(aisb_policy_set(p, "protect", ".git,.vscode", NULL), 0);
         ck_assert_int_eq(aisb_policy_get(p, "protect", &v, NULL), 0);
@@ -204,6 +205,77 @@ START_TEST(test_plan)
 }
 END_TEST
 
+/* Every directory between the project and a protected one is over itself too (a parent can
+ * be renamed with its mounts inside); a repository's hooks are found where its git looks:
+ * core.hooksPath of a nested repository, a file the config includes, a hook manager's
+ * configuration when its hooks are installed. */
+START_TEST(test_plan_around)
+{
+        gitdir("project/.git");
+        make("project/.git/config", "[core]\n\tbare = false\n[include]\n\tpath = ../.gitconfig-project\n");
+        make("project/.gitconfig-project", "[includeIf \"gitdir:/x/\"]\n\tpath = tools/more.gitconfig\n");
+        make("project/tools/more.gitconfig", "");
+        make("project/.git/hooks/pre-commit", "#!/bin/sh\npre-commit run\n");
+        make("project/.pre-commit-config.yaml", "repos: []\n");
+        gitdir("project/.git/modules/lib/sub");
+        gitdir("project/vendor/nested/.git");
+        make("project/vendor/nested/.git/config", "[core]\n\thooksPath = .githooks\n");
+        make("project/vendor/nested/.githooks/pre-commit", "#!/bin/sh\n");
+        protect_plan plan = {};
+        plan_of(&plan);
+        static const char *const over_itself[] = { "/project/.git/modules", "/project/.git/modules/lib",
+                                                   "/project/vendor", "/project/vendor/nested" };
+        for (size_t i = 0; i < ELEMENTSOF(over_itself); i++) {
+                const protect_mount *m = mount_at(&plan, over_itself[i]);
+                ck_assert_msg(m && !m->read_only, "%s is not over itself", over_itself[i]);
+        }
+        static const char *const ro[] = { "/project/.gitconfig-project", "/project/tools/more.gitconfig",
+                                          "/project/.pre-commit-config.yaml", "/project/vendor/nested/.githooks" };
+        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+                const protect_mount *m = mount_at(&plan, ro[i]);
+                ck_assert_msg(m && m->read_only, "%s is not read-only", ro[i]);
+        }
+        protect_plan_done(&plan);
+        /* Without installed hooks, a hook manager's configuration is the project's own. */
+        char p[256], sample_path[300];
+        snprintf(p, sizeof p, "%s/.git/hooks/pre-commit", project);
+        snprintf(sample_path, sizeof sample_path, "%s.sample", p);
+        ck_assert_int_eq(rename(p, sample_path), 0);
+        plan_of(&plan);
+        ck_assert_ptr_null(mount_at(&plan, "/project/.pre-commit-config.yaml"));
+        protect_plan_done(&plan);
+}
+END_TEST
+
+/* Git directories git would take, however made: a .git/modules that did not exist, a bare
+ * repository whose HEAD and refs are links, one whose commondir names the rest. */
+START_TEST(test_sweep_git_kinds)
+{
+        gitdir("project/.git");
+        protect_plan plan = {};
+        plan_of(&plan);
+        gitdir("project/.git/modules/new");
+        make("project/tools/linked/objects/", NULL);
+        make("project/tools/real-refs/", NULL);
+        char p[256], t[256];
+        snprintf(p, sizeof p, "%s/tools/linked/HEAD", project);
+        ck_assert_int_eq(symlink("../../.git/HEAD", p), 0);
+        snprintf(p, sizeof p, "%s/tools/linked/refs", project);
+        snprintf(t, sizeof t, "%s/tools/real-refs", project);
+        ck_assert_int_eq(symlink(t, p), 0);
+        make("project/docs/wt/HEAD", "ref: refs/heads/main\n");
+        make("project/docs/wt/commondir", "../../.git\n");
+        found f = {};
+        aisb_error *err = NULL;
+        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
+        ck_assert_msg(r == 3, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        ck_assert(found_has(&f, "/project/.git/modules") && found_has(&f, "/project/tools/linked") &&
+                  found_has(&f, "/project/docs/wt"));
+        ck_assert(exists("project/tools/real-refs"));
+        protect_plan_done(&plan);
+}
+END_TEST
+
 /* Links are never followed: a .vscode that is a link is not mounted (podman would follow it),
  * a hooks directory that is a link is not either, and neither is what is below a linked
  * directory. The sweep then quarantines a link that was swapped. */
@@ -229,7 +301,7 @@ START_TEST(test_links)
         ck_assert_int_eq(symlink("/", link_path), 0);
         found f = {};
         aisb_error *err = NULL;
-        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, &err), 1);
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err), 1);
         ck_assert(found_has(&f, "/project/.vscode"));
         ck_assert(!exists("project/.vscode") && exists("state/quarantine/p/stamp/.vscode"));
         ck_assert(exists("elsewhere/secret"));
@@ -265,7 +337,7 @@ START_TEST(test_sweep)
         make("project/.vscode/tasks.json", "{\"runOn\": \"folderOpen\"}");
         found f = {};
         aisb_error *err = NULL;
-        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, &err);
+        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
         ck_assert_msg(r == 6, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
         static const char *const moved[] = { ".git/commondir", ".git/config.worktree", ".idea", ".git/modules/new",
                                              "src/deep/er/.git", "src/bare" };
@@ -290,7 +362,7 @@ START_TEST(test_sweep)
         setup();
         gitdir("project/.git");
         plan_of(&plan);
-        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, &err), 0);
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err), 0);
         ck_assert(!exists("state"));
         protect_plan_done(&plan);
 }
@@ -321,7 +393,7 @@ START_TEST(test_sweep_stubborn)
         ck_assert_int_eq(chmod(p, 0555), 0);
         found f = {};
         aisb_error *err = NULL;
-        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, &err);
+        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
         ck_assert_msg(r == 3, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
         ck_assert(found_has(&f, "/project/hide/x/.git") && found_has(&f, "/project/.idea") &&
                   found_has(&f, "/project/locked/.git"));
@@ -339,7 +411,7 @@ START_TEST(test_no_repository)
         ck_assert_ptr_null(plan.repository_top);
         gitdir("project/.git");
         found f = {};
-        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL), 1);
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, NULL), 1);
         ck_assert(!exists("project/.git") && exists("state/quarantine/p/stamp/.git/HEAD"));
         protect_plan_done(&plan);
 
@@ -365,7 +437,9 @@ START_TEST(test_worktree)
         make("repo/.git/config", "[core]\n\tbare = false\n\thooksPath = \".husky/_\"  \n");
         gitdir("repo/.git/worktrees/feature");
         make("repo/.git/worktrees/feature/commondir", "../..\n");
-        make("repo/.git/worktrees/feature/gitdir", "x\n");
+        char back[256];
+        snprintf(back, sizeof back, "%s/.git\n", project);
+        make("repo/.git/worktrees/feature/gitdir", back);
         gitdir("repo/.git/worktrees/other");
         char text[256];
         snprintf(text, sizeof text, "gitdir: %s/repo/.git/worktrees/feature\n", top);
@@ -389,15 +463,45 @@ START_TEST(test_worktree)
                 ck_assert_msg(m && m->read_only, "%s is not read-only", path);
         }
         ck_assert(mount_at(&plan, "/project/.git") && mount_at(&plan, "/project/.git")->read_only);
+        snprintf(path, sizeof path, "%s/worktrees", common);
+        ck_assert_msg(mount_at(&plan, path) && !mount_at(&plan, path)->read_only,
+                      "worktrees/, holding the run's own, cannot be moved aside");
         ck_assert_msg(mount_at(&plan, "/project/.husky") && mount_at(&plan, "/project/.husky")->read_only,
                       "core.hooksPath inside the project is read-only (husky's .husky/_: all of .husky)");
         /* The common directory gains a commondir during the run: quarantined. */
         make("repo/.git/commondir", "/tmp\n");
         found f = {};
-        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL), 1);
+        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, NULL), 1);
         ck_assert(!exists("repo/.git/commondir"));
         ck_assert(found_has(&f, "/repo/.git/commondir"));
         protect_plan_done(&plan);
+}
+END_TEST
+
+/* A .git file the agent wrote, naming a directory of the user's that is no git directory of
+ * this project (a worktree's whose gitdir file names another worktree, the user's ~/.ssh):
+ * refused, the plan holds nothing. */
+START_TEST(test_worktree_not_ours)
+{
+        gitdir("repo/.git");
+        gitdir("repo/.git/worktrees/feature");
+        make("repo/.git/worktrees/feature/commondir", "../..\n");
+        make("repo/.git/worktrees/feature/gitdir", "/somewhere/else/.git\n");
+        char text[256];
+        snprintf(text, sizeof text, "gitdir: %s/repo/.git/worktrees/feature\n", top);
+        make("project/.git", text);
+        protect_plan plan = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "names /somewhere/else/.git"));
+        aisb_error_free(err);
+        make("secret/id_rsa", "key");
+        snprintf(text, sizeof text, "gitdir: %s/secret\n", top);
+        make("project/.git", text);
+        err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EPERM);
+        ck_assert_ptr_null(plan.mounts);
+        aisb_error_free(err);
 }
 END_TEST
 
@@ -418,8 +522,18 @@ START_TEST(test_worktree_refused)
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "through a link"));
         ck_assert_ptr_null(plan.mounts);
         aisb_error_free(err);
-        /* A relative path out of the project names the same directory without the link. */
+        /* A relative path out of the project names the same directory without the link, but
+         * the directory does not name the project back: refused. */
         make("project/.git", "gitdir: ../repo/.git\n");
+        err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EPERM);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "core.worktree is not set"));
+        aisb_error_free(err);
+        /* Once it does (what git writes for a submodule; one git config for a separate git
+         * directory): mounted. */
+        char cfg[256];
+        snprintf(cfg, sizeof cfg, "[core]\n\tworktree = ../../project\n");
+        make("repo/.git/config", cfg);
         err = NULL;
         ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), 0);
         char named[300];
@@ -443,12 +557,15 @@ static Suite *protect_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_key);
         tcase_add_test(tc, test_plan);
+        tcase_add_test(tc, test_plan_around);
+        tcase_add_test(tc, test_sweep_git_kinds);
         tcase_add_test(tc, test_links);
         tcase_add_test(tc, test_sweep);
         tcase_add_test(tc, test_sweep_stubborn);
         tcase_add_test(tc, test_no_repository);
         tcase_add_test(tc, test_worktree);
         tcase_add_test(tc, test_worktree_refused);
+        tcase_add_test(tc, test_worktree_not_ours);
         suite_add_tcase(s, tc);
         return s;
 }
