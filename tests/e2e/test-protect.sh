@@ -287,26 +287,31 @@ rm -f "$markers"/*
 
 # ---- 5. Editors' and host-side agents' directories ----
 ed=$E2E_TMP/editors
-mkdir -p "$ed/.vscode" "$ed/.idea" "$ed/.claude"
+mkdir -p "$ed/.vscode" "$ed/.idea" "$ed/.claude" "$ed/.gemini"
+echo '{"user": true}' > "$ed/.gemini/settings.json"
 echo '{"user": true}' > "$ed/.vscode/settings.json"
 echo '<user/>' > "$ed/.idea/workspace.xml"
 echo '{"user": true}' > "$ed/.claude/settings.json"
 echo '{"user": true}' > "$ed/.mcp.json"
 before=$(cd "$ed" && find . -type f | sort | xargs sha256sum)
 out=$(cd "$ed" && "$AISB" run -- sh -c '
-  for f in .vscode/settings.json .idea/workspace.xml .claude/settings.json .mcp.json; do
+  for f in .vscode/settings.json .idea/workspace.xml .claude/settings.json .mcp.json .gemini/settings.json; do
     echo "{\"agent\": true}" > "$f" 2>/dev/null; echo "$f=$?"
   done
   echo "{\"tasks\": [{\"runOptions\": {\"runOn\": \"folderOpen\"}}]}" > .vscode/tasks.json 2>/dev/null; echo "tasks=$?"
-  for d in .devcontainer .codex .cursor .pi; do mkdir "$d" && echo agent > "$d/planted" && echo "$d=made"; done' 2> "$E2E_TMP/ed.err")
-for f in .vscode/settings.json .idea/workspace.xml .claude/settings.json .mcp.json tasks; do
+  for d in .devcontainer .codex .cursor .zed .pi; do mkdir "$d" && echo agent > "$d/planted" && echo "$d=made"; done
+  echo "{\"initializeCommand\": \"touch /tmp/x\"}" > .devcontainer.json && echo ".devcontainer.json=made"' 2> "$E2E_TMP/ed.err")
+for f in .vscode/settings.json .idea/workspace.xml .claude/settings.json .mcp.json .gemini/settings.json tasks; do
   case "$out" in *"$f=0"*) fail "$f was written inside" ;; *"$f="*) ;; *) fail "no answer for $f: $out" ;; esac
 done
 pass "existing editors' and agents' settings are read-only inside"
 expect_eq "their content on the host is the user's" "$before" "$(cd "$ed" && find . -type f | sort | xargs sha256sum)"
 err=$(cat "$E2E_TMP/ed.err")
-expect_contains "aisb said they are protected" "protected, read-only in the sandbox: .vscode .idea .claude .mcp.json" "$err"
-for d in .devcontainer .codex .cursor .pi; do
+expect_contains "aisb said they are protected" "protected, read-only in the sandbox: .vscode .idea .claude .mcp.json .gemini" "$err"
+expect_contains ".devcontainer.json: made inside" ".devcontainer.json=made" "$out"
+[ ! -e "$ed/.devcontainer.json" ] || fail ".devcontainer.json: what the agent made is still in the project"
+expect_contains ".devcontainer.json: aisb named it" "$ed/.devcontainer.json is new since the run began: moved to $quarantine/" "$err"
+for d in .devcontainer .codex .cursor .zed .pi; do
   expect_contains "$d: made inside" "$d=made" "$out"
   [ ! -e "$ed/$d" ] || fail "$d: what the agent made is still in the project"
   expect_contains "$d: aisb named it and where it went" "$ed/$d is new since the run began: moved to $quarantine/" "$err"
