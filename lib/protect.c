@@ -464,7 +464,7 @@ static int add_outside(protect_plan *plan, const char *path, unsigned uid, int *
 {
         int fd = open_absolute(path);
         if (fd == -ELOOP || fd == -ENOTDIR)
-                return aisb_error_set(err, -ELOOP,
+                return aisb_error_set(err, -EINVAL,
                                       "the project's .git names %s, which is reached through a link: aisb mounts "
                                       "only a git directory on a path without links (run from the repository's own "
                                       "path, or --protect=-.git)",
@@ -480,7 +480,7 @@ static int add_outside(protect_plan *plan, const char *path, unsigned uid, int *
         }
         if (r < 0) {
                 close(fd);
-                return aisb_error_set(err, -EPERM,
+                return aisb_error_set(err, -EINVAL,
                                       "the project's .git names %s, which aisb will not give the sandbox: %s",
                                       path, reason[0] ? reason : strerror(-r));
         }
@@ -519,7 +519,7 @@ static int check_backlink(const protect_plan *plan, int gfd, const char *gitdir,
                 named = line ? resolve(gitdir, line) : NULL;
                 if (named && streq(named, expected))
                         return 0;
-                return aisb_error_set(err, -EPERM,
+                return aisb_error_set(err, -EINVAL,
                                       "the project's .git names the worktree git directory %s, whose gitdir file names "
                                       "%s, not %s: a git directory outside the project is mounted only for its own "
                                       "worktree (git worktree repair fixes a moved one; --protect=-.git runs without it)",
@@ -530,7 +530,7 @@ static int check_backlink(const protect_plan *plan, int gfd, const char *gitdir,
         named = value ? resolve(gitdir, value) : NULL;
         if (named && streq(named, plan->project))
                 return 0;
-        return aisb_error_set(err, -EPERM,
+        return aisb_error_set(err, -EINVAL,
                               "the project's .git names the git directory %s, whose core.worktree %s%s: a git "
                               "directory outside the project is mounted only when it names the project back; if it "
                               "is this project's (git init --separate-git-dir), say so once with: git --git-dir=%s "

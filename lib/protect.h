@@ -76,9 +76,9 @@ typedef struct protect_plan {
 int protect_entry_valid(const char *entry, char *reason, size_t reason_size);
 
 /* The plan for project (absolute; the working directory when is_cwd) and the protected
- * names. uid: who must own a git directory outside the project. -EPERM/-ELOOP with one line
- * when the project's .git names a git directory that is not the user's or is reached
- * through a link; -ENOMEM. */
+ * names. uid: who must own a git directory outside the project. -EINVAL with one line when
+ * the project's .git names a git directory that is reached through a link, is not the
+ * user's, or does not name the project back; -ENOMEM. */
 int protect_plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid,
                       protect_plan *ret, aisb_error **err);
 void protect_plan_done(protect_plan *plan);
