@@ -199,6 +199,17 @@ static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat
         _cleanup_free_ char *destination = join(b->dest, rel);
         if (!destination)
                 return -ENOMEM;
+        /* Met twice (a git directory a .git file names and the walk finds, a hooks path that
+         * is a git directory's hooks/): one mount, read-only if either asked for it. */
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                if (!streq(p->mounts[i].destination, destination))
+                        continue;
+                if (!ro || p->mounts[i].read_only)
+                        return 1;
+                p->mounts[i].read_only = true;
+                _cleanup_free_ char *shown = b->root == 0 ? strdup(rel) : strdup(p->mounts[i].source);
+                return !shown || strv_push(&p->shown, shown) < 0 ? -ENOMEM : 1;
+        }
         if (p->n_mounts >= PROTECT_MAX_MOUNTS || strlen(destination) > PROTECT_MOUNT_PATH_MAX) {
                 p->mounts_cut = true;
                 return 0;
@@ -222,9 +233,15 @@ static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat
         return !shown || strv_push(&p->shown, shown) < 0 ? -ENOMEM : 1;
 }
 
+/* The watch of rel, made if it is not there yet: its index, or -ENOMEM (names taken over). */
 static int add_watch(builder *b, const char *rel, const struct stat *st, char **names)
 {
         protect_plan *p = b->plan;
+        for (size_t i = 0; i < p->n_watch; i++)
+                if (p->watch[i].root == b->root && streq(p->watch[i].rel, rel)) {
+                        strv_free(names);
+                        return (int) i;
+                }
         protect_watch *w = realloc(p->watch, (p->n_watch + 1) * sizeof *w);
         if (!w)
                 return -ENOMEM;
@@ -239,8 +256,7 @@ static int add_watch(builder *b, const char *rel, const struct stat *st, char **
         }
         if (!w->rel)
                 return -ENOMEM;
-        p->n_watch++;
-        return 0;
+        return (int) p->n_watch++;
 }
 
 static bool watched(const protect_plan *plan, size_t root, const char *rel)
@@ -269,9 +285,10 @@ static int protect_one(builder *b, const char *rel)
                 mount = r > 0;
         }
         r = add_watch(b, rel, &st, NULL);
-        if (r >= 0)
-                b->plan->watch[b->plan->n_watch - 1].mounted = mount;
-        return r;
+        if (r < 0)
+                return r;
+        b->plan->watch[r].mounted |= mount;
+        return 0;
 }
 
 /* The names in directory rel, to find new ones after the run. */
@@ -316,19 +333,26 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
  * are quarantined after the run, and each git directory in it is protected. */
 static int protect_modules(builder *b, const char *rel, unsigned depth)
 {
-        if (depth > 8)
+        if (depth > 8 || watched(b->plan, b->root, rel))
                 return 0;
         char **names = NULL;
         int r = dir_names(b->root_fd, rel, &names);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
         struct stat st;
-        if (stat_rel(b->root_fd, rel, &st) < 0 || add_watch(b, rel, &st, names) < 0) {
+        if (stat_rel(b->root_fd, rel, &st) < 0) {
+                strv_free(names);
+                return 0;
+        }
+        /* The watch holds the names from here on (a new watch: rel was not watched). */
+        char *const *kept = names;
+        if (add_watch(b, rel, &st, names) < 0) {
                 strv_free(names);
                 return -ENOMEM;
         }
-        for (size_t i = 1; names[i]; i++) {
-                _cleanup_free_ char *child = join(rel, names[i]), *head = child ? join(child, "HEAD") : NULL;
+        names = NULL;
+        for (size_t i = 1; kept[i]; i++) {
+                _cleanup_free_ char *child = join(rel, kept[i]), *head = child ? join(child, "HEAD") : NULL;
                 if (!head)
                         return -ENOMEM;
                 if (stat_rel(b->root_fd, child, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -493,49 +517,23 @@ static int add_outside(protect_plan *plan, const char *path, unsigned uid, int *
         return 0;
 }
 
-typedef void (*config_fn)(const char *section, const char *key, const char *value, void *userdata);
-static void config_scan(char *text, config_fn fn, void *userdata);
-
-static void on_worktree(const char *section, const char *key, const char *value, void *userdata)
+/* Whether a linked worktree's git directory names the project back, as git writes it: its
+ * gitdir file names the project's .git. A .git file alone is the project's content, which
+ * the agent may have written: it does not decide what of the host a sandbox gets. */
+static int check_backlink(const protect_plan *plan, int gfd, const char *gitdir, aisb_error **err)
 {
-        char **found = userdata;
-        if (strcasecmp(section, "core") == 0 && strcasecmp(key, "worktree") == 0) {
-                free(*found);
-                *found = strdup(value);
-        }
-}
-
-/* Whether the git directory outside the project names the project back, as git writes it: a
- * linked worktree's gitdir file names the project's .git; a submodule's or a separate git
- * directory's core.worktree names the project. A .git file alone is the project's content,
- * which the agent may have written: it does not decide what of the host a sandbox gets. */
-static int check_backlink(const protect_plan *plan, int gfd, const char *gitdir, bool linked, aisb_error **err)
-{
-        _cleanup_free_ char *text = NULL, *value = NULL, *named = NULL, *expected = join(plan->project, ".git");
+        _cleanup_free_ char *text = NULL, *named = NULL, *expected = join(plan->project, ".git");
         if (!expected)
                 return error_oom(err);
-        if (linked) {
-                char *line = read_rel(gfd, "gitdir", &text) >= 0 ? first_line(text, NULL) : NULL;
-                named = line ? resolve(gitdir, line) : NULL;
-                if (named && streq(named, expected))
-                        return 0;
-                return aisb_error_set(err, -EINVAL,
-                                      "the project's .git names the worktree git directory %s, whose gitdir file names "
-                                      "%s, not %s: a git directory outside the project is mounted only for its own "
-                                      "worktree (git worktree repair fixes a moved one; --protect=-.git runs without it)",
-                                      gitdir, named ? named : "nothing", expected);
-        }
-        if (read_rel(gfd, "config", &text) >= 0)
-                config_scan(text, on_worktree, &value);
-        named = value ? resolve(gitdir, value) : NULL;
-        if (named && streq(named, plan->project))
+        char *line = read_rel(gfd, "gitdir", &text) >= 0 ? first_line(text, NULL) : NULL;
+        named = line ? resolve(gitdir, line) : NULL;
+        if (named && streq(named, expected))
                 return 0;
         return aisb_error_set(err, -EINVAL,
-                              "the project's .git names the git directory %s, whose core.worktree %s%s: a git "
-                              "directory outside the project is mounted only when it names the project back; if it "
-                              "is this project's (git init --separate-git-dir), say so once with: git --git-dir=%s "
-                              "config core.worktree %s (or run with --protect=-.git)",
-                              gitdir, named ? "names " : "is not set", named ? named : "", gitdir, plan->project);
+                              "the project's .git names the worktree git directory %s, whose gitdir file names %s, "
+                              "not %s: a git directory outside the project is mounted only for its own worktree "
+                              "(git worktree repair fixes a moved one; --protect=-.git runs without git)",
+                              gitdir, named ? named : "nothing", expected);
 }
 
 /* A worktree project: .git names PATH outside it; PATH's commondir names the repository. */
@@ -550,15 +548,19 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
         char *common_rel = NULL;
         if (read_rel(gfd, "commondir", &text) >= 0)
                 common_rel = first_line(text, NULL);
-        r = check_backlink(plan, gfd, gitdir, common_rel != NULL, err);
+        /* A submodule's checkout names its git directory relative to the superproject, and
+         * its core.worktree names the host's path: neither is there in the sandbox. A
+         * separate git directory names nothing back. */
+        if (!common_rel)
+                return aisb_error_set(err, -EINVAL,
+                                      "the project's .git names %s, a git directory outside the project that is no "
+                                      "linked worktree's (a submodule's checkout, or git init --separate-git-dir): "
+                                      "run aisb from the superproject's top, keep the git directory inside the project, "
+                                      "or use git worktree add (--protect=-.git runs without git)",
+                                      gitdir);
+        r = check_backlink(plan, gfd, gitdir, err);
         if (r < 0)
                 return r;
-        if (!common_rel) {
-                /* --separate-git-dir, a submodule: the git directory is the whole repository. */
-                builder b = { .plan = plan, .root_fd = gfd, .root = groot, .host = gitdir, .dest = gitdir };
-                static const gitdir_opts none = {};
-                return protect_gitdir(&b, "", &none, 0) < 0 ? error_oom(err) : 0;
-        }
         _cleanup_free_ char *common = resolve(gitdir, common_rel);
         if (!common)
                 return error_oom(err);
@@ -588,6 +590,8 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
 /* Each "key = value" of a git config file's text (changed in place), with its section's name
  * (what the brackets hold up to a space or a quote: "core", "include", "includeIf"), to fn.
  * Only what a plain file says: continuation lines and an include's own content are not. */
+typedef void (*config_fn)(const char *section, const char *key, const char *value, void *userdata);
+
 static void config_scan(char *text, config_fn fn, void *userdata)
 {
         char section[64] = "";
@@ -880,7 +884,7 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
                 r = r < 0 ? r : add_watch(b, rel, &st, NULL);
                 _cleanup_free_ char *dest = join(b->dest, rel);
                 if (r >= 0)
-                        b->plan->watch[b->plan->n_watch - 1].mounted = dest && mounted_at(b->plan, dest);
+                        b->plan->watch[r].mounted = dest && mounted_at(b->plan, dest);
                 /* A nested repository's own hooks path and includes; its top is where .git is
                  * (a bare one has none). */
                 _cleanup_free_ char *config = join(rel, "config"), *host = join(b->host, rel);
@@ -944,7 +948,7 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                         r = protect_gitdir(&b, ".git", &none, 0);
                         r = r < 0 ? r : add_watch(&b, ".git", &st, NULL);
                         if (r >= 0)
-                                plan.watch[plan.n_watch - 1].mounted = mounted_at(&plan, SANDBOX_PROJECT "/.git");
+                                plan.watch[r].mounted = mounted_at(&plan, SANDBOX_PROJECT "/.git");
                         _cleanup_free_ char *gitdir_host = join(project, ".git");
                         r = r < 0 ? r : gitdir_host ? protect_repo(&b, pfd, ".git/config", gitdir_host, project) : -ENOMEM;
                 } else if (S_ISREG(st.st_mode)) {

@@ -245,6 +245,34 @@ host_git "$wt/main"
 pass "control: a commondir planted on the host fires"
 rm -f "$markers"/* "$wt/main/.git/commondir"
 
+# A .git file names a directory of the user's that is no git directory of this project (one
+# an agent wrote, that survived): nothing of it is mounted, the run is refused with the reason.
+mkdir -p "$E2E_TMP/secret" "$E2E_TMP/planted"
+echo key > "$E2E_TMP/secret/id_rsa"
+echo "gitdir: $E2E_TMP/secret" > "$E2E_TMP/planted/.git"
+set +e
+err=$(cd "$E2E_TMP/planted" && "$AISB" run -- cat "$E2E_TMP/secret/id_rsa" 2>&1)
+rc=$?
+set -e
+expect_eq "a .git file naming another directory of the user's refuses the run (exit 2)" 2 "$rc"
+expect_contains "(saying why)" "no linked worktree's" "$err"
+expect_absent "(and nothing of it reached a sandbox)" "key" "$err"
+# git init --separate-git-dir outside the project: refused, saying what works.
+git init -q --separate-git-dir="$E2E_TMP/sep.git" "$E2E_TMP/sep"
+set +e
+err=$(cd "$E2E_TMP/sep" && "$AISB" run -- git status 2>&1)
+rc=$?
+set -e
+expect_eq "a separate git directory outside the project is refused (exit 2)" 2 "$rc"
+expect_contains "(saying what works instead)" "keep the git directory inside the project, or use git worktree add" "$err"
+# One inside the project works, protected like .git.
+git init -q --separate-git-dir="$E2E_TMP/sep2/.git-dir" "$E2E_TMP/sep2"
+echo "gitdir: .git-dir" > "$E2E_TMP/sep2/.git"
+out=$(cd "$E2E_TMP/sep2" && "$AISB" run -- sh -c 'git status >/dev/null; echo status=$?
+  echo x > .git-dir/hooks/pre-commit 2>/dev/null; echo hooks=$?' 2>&1)
+expect_contains "a separate git directory inside the project works" "status=0" "$out"
+expect_absent "(and its hooks are read-only)" "hooks=0" "$out"
+
 # ---- 4. A husky project: npm install and commit work inside; its hooks stay the user's ----
 husky=$E2E_TMP/husky
 repo_init "$husky"

@@ -502,6 +502,13 @@ START_TEST(test_worktree_not_ours)
         ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
         ck_assert_ptr_null(plan.mounts);
         aisb_error_free(err);
+        /* The same with a commondir there naming another of the user's directories. */
+        make("secret/commondir", "..\n");
+        err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "gitdir file names nothing"));
+        ck_assert_ptr_null(plan.mounts);
+        aisb_error_free(err);
 }
 END_TEST
 
@@ -523,24 +530,14 @@ START_TEST(test_worktree_refused)
         ck_assert_ptr_null(plan.mounts);
         aisb_error_free(err);
         /* A relative path out of the project names the same directory without the link, but
-         * the directory does not name the project back: refused. */
+         * it is no linked worktree's (a separate git directory, a submodule's): refused. */
         make("project/.git", "gitdir: ../repo/.git\n");
         err = NULL;
         ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "core.worktree is not set"));
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "no linked worktree's"));
         aisb_error_free(err);
-        /* Once it does (what git writes for a submodule; one git config for a separate git
-         * directory): mounted. */
-        char cfg[256];
-        snprintf(cfg, sizeof cfg, "[core]\n\tworktree = ../../project\n");
-        make("repo/.git/config", cfg);
-        err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), 0);
-        char named[300];
-        snprintf(named, sizeof named, "%s/.git", target);
-        ck_assert_ptr_nonnull(mount_at(&plan, named));
-        protect_plan_done(&plan);
-        /* Writable by others on the way: refused. */
+        ck_assert_ptr_null(plan.mounts);
+        /* Writable by others on the way: refused before that. */
         snprintf(target, sizeof target, "%s/repo", top);
         ck_assert_int_eq(chmod(target, 0777), 0);
         err = NULL;
