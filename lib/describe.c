@@ -110,7 +110,7 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
                 for (size_t i = 0; i < plan.n_mounts; i++)
                         r |= buffer_printf(&b, "protected=%s (%s)\n", plan.mounts[i].destination,
                                            plan.mounts[i].read_only ? "read-only"
-                                                                    : "a git directory, bound over itself: not to be moved aside");
+                                                                    : "read-write, over itself: not to be moved aside");
                 if (plan.repository_top)
                         r |= buffer_printf(&b, "repository=%s (above the project: the sandbox has no git)\n",
                                            plan.repository_top);
