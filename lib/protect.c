@@ -34,6 +34,10 @@ static char *join(const char *a, const char *b)
         return asprintf(&s, "%s%s%s", a, streq(a, "/") ? "" : "/", b) < 0 ? NULL : s;
 }
 
+static char *resolve(const char *base, const char *rel);
+static const char *below(const char *path, const char *top);
+static int dir_names(int root, const char *rel, char ***ret);
+
 int protect_entry_valid(const char *entry, char *reason, size_t size)
 {
         const char *e = entry[0] == '-' || entry[0] == '+' ? entry + 1 : entry;
@@ -267,9 +271,59 @@ static bool watched(const protect_plan *plan, size_t root, const char *rel)
         return false;
 }
 
+static int protect_one_at(builder *b, const char *rel, unsigned links);
+
 /* One protected entry: read-only over itself when it is a file or a directory; watched
- * either way (a link cannot be mounted over: podman would follow it). */
+ * either way (a link cannot be mounted over: podman would follow it). A link is followed
+ * the way a program on the host would, and what it leads to inside the root is protected
+ * too (eight links deep). */
 static int protect_one(builder *b, const char *rel)
+{
+        return protect_one_at(b, rel, 0);
+}
+
+static int protect_link(builder *b, const char *rel, unsigned links)
+{
+        const char *base;
+        _cleanup_close_ int parent = open_parent(b->root_fd, rel, &base);
+        char target[PATH_MAX];
+        ssize_t n = parent >= 0 ? readlinkat(parent, base, target, sizeof target - 1) : -1;
+        if (n <= 0 || links >= 8)
+                return 0;
+        target[n] = 0;
+        _cleanup_free_ char *host = join(b->host, rel);
+        if (!host)
+                return -ENOMEM;
+        *strrchr(host, '/') = 0;
+        _cleanup_free_ char *abs = resolve(*host ? host : "/", target);
+        const char *inside = abs ? below(abs, b->host) : NULL;
+        if (!abs)
+                return -ENOMEM;
+        if (!inside || !*inside || watched(b->plan, b->root, inside))
+                return 0;
+        return protect_one_at(b, inside, links + 1);
+}
+
+/* The links in directory dir_rel (a hooks directory): what each leads to inside the root. */
+static int protect_links_in(builder *b, const char *dir_rel)
+{
+        _cleanup_close_ int dir = open_dir(b->root_fd, dir_rel);
+        _cleanup_strv_free_ char **names = NULL;
+        if (dir < 0 || dir_names(dir, "", &names) < 0)
+                return 0;
+        for (size_t i = 1; names[i]; i++) {
+                struct stat st;
+                if (fstatat(dir, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+                        continue;
+                _cleanup_free_ char *rel = join(dir_rel, names[i]);
+                int r = rel ? protect_one(b, rel) : -ENOMEM;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int protect_one_at(builder *b, const char *rel, unsigned links)
 {
         struct stat st;
         int r = stat_rel(b->root_fd, rel, &st);
@@ -288,7 +342,7 @@ static int protect_one(builder *b, const char *rel)
         if (r < 0)
                 return r;
         b->plan->watch[r].mounted |= mount;
-        return 0;
+        return S_ISLNK(st.st_mode) ? protect_link(b, rel, links) : 0;
 }
 
 /* The names in directory rel, to find new ones after the run. */
@@ -385,6 +439,9 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(gitdir_dirs); i++) {
                 _cleanup_free_ char *f = join(rel, gitdir_dirs[i]);
                 r = f ? protect_one(b, f) : -ENOMEM;
+                /* A hook that is a link runs what it leads to. */
+                if (r >= 0 && i == 0)
+                        r = protect_links_in(b, f);
         }
         _cleanup_free_ char *modules = join(rel, "modules"), *worktrees = join(rel, "worktrees");
         if (r < 0 || !modules || !worktrees)
@@ -408,7 +465,20 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
         }
         _cleanup_strv_free_ char **names = NULL;
         if (dir_names(b->root_fd, worktrees, &names) < 0)
-                return 0;
+                /* Made during the run: all of it is quarantined (its entries would name
+                 * worktrees the host never made, and take the next plan's mounts). */
+                return add_watch(b, worktrees, NULL, NULL) < 0 ? -ENOMEM : 0;
+        char **at_start = strv_copy((const char *const *) names);
+        if (!at_start || stat_rel(b->root_fd, worktrees, &st) < 0) {
+                strv_free(at_start);
+                return at_start ? 0 : -ENOMEM;
+        }
+        if (watched(b->plan, b->root, worktrees))
+                strv_free(at_start);
+        else if (add_watch(b, worktrees, &st, at_start) < 0) {
+                strv_free(at_start);
+                return -ENOMEM;
+        }
         for (size_t i = 1; names[i]; i++) {
                 if (o->own_worktree && streq(names[i], o->own_worktree))
                         continue;
@@ -631,15 +701,6 @@ static void config_scan(char *text, config_fn fn, void *userdata)
         }
 }
 
-static void on_hooks_path(const char *section, const char *key, const char *value, void *userdata)
-{
-        char **found = userdata;
-        if (strcasecmp(section, "core") != 0 || strcasecmp(key, "hookspath") != 0)
-                return;
-        free(*found);
-        *found = strdup(value);
-}
-
 static void on_include(const char *section, const char *key, const char *value, void *userdata)
 {
         if ((strcasecmp(section, "include") == 0 || strcasecmp(section, "includeif") == 0) &&
@@ -647,48 +708,83 @@ static void on_include(const char *section, const char *key, const char *value, 
                 (void) strv_push(userdata, value);
 }
 
-static char *config_hooks_path(char *text)
+/* Every core.hooksPath a git config file sets, and those of the files it includes (read in
+ * place, three deep), each as an absolute host path: relative ones from top (the work
+ * tree's top; NULL: none known), "~/" from HOME. Which one wins depends on git's order; all
+ * of them are protected. path: the file on the host (read without following a link at its
+ * end, regular files only, bounded). */
+typedef struct hooks_scan {
+        char ***found;
+        const char *top, *dir;
+        unsigned depth;
+} hooks_scan;
+
+static void scan_hooks_file(const char *path, const char *top, char ***found, unsigned depth);
+
+static void on_hooks_entry(const char *section, const char *key, const char *value, void *userdata)
 {
-        char *found = NULL;
-        config_scan(text, on_hooks_path, &found);
-        return found;
+        hooks_scan *h = userdata;
+        const char *home = getenv("HOME");
+        bool has_home = home && home[0] == '/';
+        if (strcasecmp(section, "core") == 0 && strcasecmp(key, "hookspath") == 0 && *value) {
+                _cleanup_free_ char *abs = strncmp(value, "~/", 2) == 0 ? (has_home ? join(home, value + 2) : NULL)
+                                           : value[0] == '/' || h->top ? resolve(h->top ? h->top : "/", value)
+                                                                      : NULL;
+                if (abs)
+                        (void) strv_push(h->found, abs);
+        } else if ((strcasecmp(section, "include") == 0 || strcasecmp(section, "includeif") == 0) &&
+                   strcasecmp(key, "path") == 0 && *value) {
+                _cleanup_free_ char *abs = strncmp(value, "~/", 2) == 0 ? (has_home ? join(home, value + 2) : NULL)
+                                                                        : resolve(h->dir, value);
+                if (abs)
+                        scan_hooks_file(abs, h->top, h->found, h->depth + 1);
+        }
 }
 
-/* core.hooksPath for a repository whose config is config_rel below config_root: its own,
- * else the user's or the system's (as git takes them, last the system's); an absolute host
- * path (relative ones are taken from top, the work tree's top), or NULL. */
-static char *hooks_path(int config_root, const char *config_rel, const char *top)
+static void scan_hooks_file(const char *path, const char *top, char ***found, unsigned depth)
 {
-        _cleanup_free_ char *value = NULL, *text = NULL;
-        if (read_rel(config_root, config_rel, &text) >= 0)
-                value = config_hooks_path(text);
+        if (depth > 3)
+                return;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        _cleanup_free_ char *text = NULL, *dir = strdup(path);
+        size_t size;
+        if (fd < 0 || !dir || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            read_full_fd(fd, PROTECT_READ_MAX, &text, &size) < 0)
+                return;
+        char *slash = strrchr(dir, '/');
+        if (slash)
+                slash[slash == dir ? 1 : 0] = 0;
+        hooks_scan h = { .found = found, .top = top, .dir = dir, .depth = depth };
+        config_scan(text, on_hooks_entry, &h);
+}
+
+/* The hooks directories a repository's git may use: from its config (and config.worktree)
+ * at the host directory gitdir, the user's and the system's. */
+static char **hooks_paths(const char *gitdir, const char *top)
+{
+        char **found = NULL;
         const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+        _cleanup_free_ char *local = join(gitdir, "config"), *worktree = join(gitdir, "config.worktree");
         _cleanup_free_ char *xdg_file = xdg && xdg[0] == '/' ? join(xdg, "git/config")
                                         : home && home[0] == '/' ? join(home, ".config/git/config") : NULL;
         _cleanup_free_ char *home_file = home && home[0] == '/' ? join(home, ".gitconfig") : NULL;
-        const char *globals[] = { home_file, xdg_file, "/etc/gitconfig" };
-        for (size_t i = 0; !value && i < ELEMENTSOF(globals); i++) {
-                if (!globals[i])
-                        continue;
-                _cleanup_close_ int fd = open(globals[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-                struct stat st;
-                _cleanup_free_ char *g = NULL;
-                size_t size;
-                if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                    read_full_fd(fd, PROTECT_READ_MAX, &g, &size) >= 0)
-                        value = config_hooks_path(g);
-        }
-        if (!value || !*value)
-                return NULL;
-        if (strncmp(value, "~/", 2) == 0)
-                return home && home[0] == '/' ? join(home, value + 2) : NULL;
-        return value[0] == '/' || top ? resolve(top ? top : "/", value) : NULL;
+        const char *files[] = { local, worktree, home_file, xdg_file, "/etc/gitconfig" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                if (files[i])
+                        scan_hooks_file(files[i], top, &found, 0);
+        return found;
 }
 
 /* What tracked files the installed hooks of a hook manager run from: with pre-commit's or
  * lefthook's hooks in place, editing their configuration is editing the hooks. */
-static const char *const hook_manager_configs[] = { ".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml",
-                                                    "lefthook-local.yml", ".lefthook-local.yml", ".lefthook" };
+static const char *const hook_manager_configs[] = {
+        ".pre-commit-config.yaml", ".pre-commit-config.yml", ".lefthook", ".config/lefthook.yml",
+        "lefthook.yml", ".lefthook.yml", "lefthook-local.yml", ".lefthook-local.yml",
+        "lefthook.yaml", ".lefthook.yaml", "lefthook-local.yaml", ".lefthook-local.yaml",
+        "lefthook.toml", ".lefthook.toml", "lefthook-local.toml", ".lefthook-local.toml",
+        "lefthook.json", ".lefthook.json", "lefthook-local.json", ".lefthook-local.json",
+};
 
 static bool has_hooks(const char *dir)
 {
@@ -714,12 +810,16 @@ static int protect_includes(builder *b, int config_root, const char *config_rel,
 static int protect_repo(builder *b, int config_root, const char *config_rel, const char *gitdir, const char *top)
 {
         const protect_plan *plan = b->plan;
-        _cleanup_free_ char *hooks = hooks_path(config_root, config_rel, top);
+        _cleanup_strv_free_ char **hooks = hooks_paths(gitdir, top);
         _cleanup_free_ char *default_hooks = join(gitdir, "hooks");
-        if (!default_hooks)
+        if (!default_hooks || strv_push(&hooks, default_hooks) < 0)
                 return -ENOMEM;
-        const char *rel = hooks ? below(hooks, plan->project) : NULL;
-        if (rel && *rel) {
+        bool installed = false;
+        for (size_t i = 0; hooks[i]; i++) {
+                installed |= has_hooks(hooks[i]);
+                const char *rel = below(hooks[i], plan->project);
+                if (!rel || !*rel)
+                        continue;
                 /* husky's .husky/_ runs what is in .husky: all of it is the hooks. */
                 _cleanup_free_ char *dir = strdup(rel);
                 if (!dir)
@@ -731,24 +831,24 @@ static int protect_repo(builder *b, int config_root, const char *config_rel, con
                         if (!streq(parent, ".husky"))
                                 *slash = '/';
                 }
-                if (!watched(plan, 0, dir)) {
-                        int r = protect_one(b, dir);
-                        if (r < 0)
-                                return r;
-                }
+                int r = watched(plan, 0, dir) ? 0 : protect_one(b, dir);
+                /* A hook that is a link runs what it leads to. */
+                r = r < 0 ? r : protect_links_in(b, rel);
+                if (r < 0)
+                        return r;
         }
         int r = protect_includes(b, config_root, config_rel, gitdir, 0);
         if (r < 0)
                 return r;
         const char *top_rel = top ? below(top, plan->project) : NULL;
-        if (!top_rel || !has_hooks(hooks ? hooks : default_hooks))
+        if (!top_rel || !installed)
                 return 0;
+        /* Watched where absent too: lefthook merges a -local file made during the run. */
         for (size_t i = 0; i < ELEMENTSOF(hook_manager_configs); i++) {
                 _cleanup_free_ char *f = join(top_rel, hook_manager_configs[i]);
                 if (!f)
                         return -ENOMEM;
-                struct stat st;
-                if (!watched(plan, 0, f) && stat_rel(b->root_fd, f, &st) == 0 && (r = protect_one(b, f)) < 0)
+                if (!watched(plan, 0, f) && (r = protect_one(b, f)) < 0)
                         return r;
         }
         return 0;
@@ -895,7 +995,24 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
                         *strrchr(top, '/') = 0;
                 return r < 0 ? r : protect_repo(b, b->root_fd, config, host, top);
         }
-        return protect_one(b, rel);
+        int r = protect_one(b, rel);
+        if (r < 0 || !S_ISREG(st.st_mode))
+                return r;
+        /* A .git file (a submodule's checkout): the repository it names, if inside the project,
+         * has its hooks where its top is. */
+        _cleanup_free_ char *text = NULL, *host = join(b->host, rel);
+        char *named = read_rel(b->root_fd, rel, &text) >= 0 ? first_line(text, "gitdir:") : NULL;
+        if (!host)
+                return -ENOMEM;
+        *strrchr(host, '/') = 0;
+        _cleanup_free_ char *gitdir = named ? resolve(host, named) : NULL;
+        const char *inside = gitdir ? below(gitdir, b->host) : NULL;
+        if (!inside || !*inside)
+                return 0;
+        static const gitdir_opts none = {};
+        _cleanup_free_ char *config = join(inside, "config");
+        r = protect_gitdir(b, inside, &none, 1);
+        return r < 0 ? r : config ? protect_repo(b, b->root_fd, config, gitdir, host) : -ENOMEM;
 }
 
 /* Whether a directory above path holds .git: the repository the project is inside. */
@@ -982,6 +1099,25 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                         plan.walk_cut = w.cut;
                 }
         }
+        if (r >= 0 && plan.git) {
+                /* The project itself, made a git directory (HEAD, objects, refs, a config with
+                 * core.worktree): git run in it, or in the repository it is below, would take
+                 * it. What of that is new after the run is quarantined. */
+                static const char *const root_names[] = { "HEAD", "objects", "refs", "commondir" };
+                unsigned present = 0;
+                for (size_t i = 0; i < ELEMENTSOF(root_names); i++)
+                        present |= fstatat(pfd, root_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1u << i : 0;
+                bool already = (present & 1) && ((present & 6) == 6 || (present & 8));
+                for (size_t i = 0; r >= 0 && !already && i < ELEMENTSOF(root_names); i++)
+                        r = add_watch(&b, root_names[i],
+                                      fstatat(pfd, root_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ? &st : NULL, NULL);
+        }
+        if (r >= 0 && plan.mounts_cut)
+                return aisb_error_set(err, -EINVAL,
+                                      "the project holds more to keep read-only than aisb mounts (%d entries, paths of "
+                                      "at most %d bytes), so its protection cannot hold; name fewer paths with --protect "
+                                      "(docs/protect.md)",
+                                      PROTECT_MAX_MOUNTS, PROTECT_MOUNT_PATH_MAX);
         if (r < 0)
                 return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "protecting %s: %s", project, strerror(-r));
         *ret = plan;
@@ -1184,7 +1320,7 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                                         continue;
                                 _cleanup_free_ char *rel = join(w->rel, now[j]);
                                 r = rel ? quarantine_rel(&s, dir, now[j], w->root, rel,
-                                                         "a submodule's git directory made during the run")
+                                                         "a git directory made during the run")
                                         : error_oom(err);
                         }
                         continue;
@@ -1196,7 +1332,7 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                         r = quarantine_rel(&s, parent, base, w->root, w->rel, "new since the run began");
                 else if (!w->mounted &&
                          ((unsigned long long) st.st_dev != w->dev || (unsigned long long) st.st_ino != w->ino ||
-                          (!S_ISDIR(st.st_mode) && ctime_ns != w->ctime_ns)))
+                          (S_ISLNK(st.st_mode) && ctime_ns != w->ctime_ns)))
                         r = quarantine_rel(&s, parent, base, w->root, w->rel, "replaced during the run");
         }
         if (r >= 0 && plan->git) {

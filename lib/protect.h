@@ -67,7 +67,8 @@ typedef struct protect_plan {
         char **shown;            /* what is read-only, as the sandbox sees it */
         char *repository_top;    /* the project is inside this repository, below its top */
         bool walk_cut;           /* the walk for git directories stopped at its bounds */
-        bool mounts_cut;         /* more to keep read-only than PROTECT_MAX_MOUNTS, or a path too long */
+        bool mounts_cut;         /* more to keep read-only than PROTECT_MAX_MOUNTS, or a path too long:
+                                  * protect_plan_make() refuses such a plan */
         bool git;                /* ".git" is protected */
 } protect_plan;
 

@@ -568,11 +568,6 @@ static int protect_begin(aisb_ctx *ctx, const aisb_policy *p, protect_plan *ret,
                          "entries, %d deep): those further in are not protected, and one made there during the run "
                          "is not found after it",
                          PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_ENTRIES, PROTECT_WALK_MAX_DEPTH);
-        if (ret->mounts_cut)
-                aisb_log(ctx, AISB_LOG_WARNING,
-                         "the project holds more to protect than aisb mounts read-only (%d entries, paths of at most "
-                         "%d bytes): the rest are writable in this run, and what is new there is still quarantined "
-                         "after it", PROTECT_MAX_MOUNTS, PROTECT_MOUNT_PATH_MAX);
         for (size_t i = 0; ret->outside && ret->outside[i]; i++)
                 aisb_log(ctx, AISB_LOG_INFO, "the git directory %s, outside the project, is in the sandbox too: "
                          "objects and refs writable, its configuration and hooks read-only", ret->outside[i]);

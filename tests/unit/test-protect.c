@@ -276,6 +276,63 @@ START_TEST(test_sweep_git_kinds)
 }
 END_TEST
 
+/* What the second attack review found: a hook that is a link into the project, a hooks
+ * directory that is one, a hooks path set in an included file, a submodule checkout's hooks
+ * path, worktrees made during the run, the project made a bare repository, and a plan that
+ * would need more mounts than it may make (refused). */
+START_TEST(test_plan_review_two)
+{
+        gitdir("project/.git");
+        make("project/scripts/pre-commit", "#!/bin/sh\n");
+        char p[256];
+        snprintf(p, sizeof p, "%s/.git/hooks/pre-commit", project);
+        ck_assert_int_eq(symlink("../../scripts/pre-commit", p), 0);
+        make("project/.git/config", "[include]\n\tpath = ../team.gitconfig\n");
+        make("project/team.gitconfig", "[core]\n\thooksPath = .githooks\n");
+        make("project/.githooks/post-checkout", "#!/bin/sh\n");
+        gitdir("project/.git/modules/lib");
+        make("project/.git/modules/lib/config", "[core]\n\tworktree = ../../../lib\n\thooksPath = .hooks\n");
+        make("project/lib/.git", "gitdir: ../.git/modules/lib\n");
+        make("project/lib/.hooks/pre-commit", "#!/bin/sh\n");
+        gitdir("project/other/.git");
+        make("project/config/vscode/settings.json", "{}");
+        snprintf(p, sizeof p, "%s/other/.git/hooks", project);
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && ln -s ../../config/vscode '%s'", p, p);
+        ck_assert_int_eq(system(cmd), 0);
+        protect_plan plan = {};
+        plan_of(&plan);
+        static const char *const ro[] = { "/project/scripts/pre-commit", "/project/.githooks", "/project/lib/.hooks",
+                                          "/project/config/vscode" };
+        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+                const protect_mount *m = mount_at(&plan, ro[i]);
+                ck_assert_msg(m && m->read_only, "%s is not read-only", ro[i]);
+        }
+        /* After the run: a worktree registered, the project itself made a git directory. */
+        gitdir("project/.git/worktrees/planted");
+        make("project/HEAD", "ref: refs/heads/main\n");
+        make("project/objects/", NULL);
+        make("project/refs/", NULL);
+        found f = {};
+        aisb_error *err = NULL;
+        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
+        ck_assert_msg(r == 4, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        ck_assert(found_has(&f, "/project/.git/worktrees") && found_has(&f, "/project/HEAD") &&
+                  found_has(&f, "/project/objects") && found_has(&f, "/project/refs"));
+        protect_plan_done(&plan);
+        /* 300 worktrees: more mounts than a plan may make. */
+        for (int i = 0; i < 300; i++) {
+                char w[96];
+                snprintf(w, sizeof w, "project/.git/worktrees/w%d/", i);
+                make(w, NULL);
+        }
+        err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "more to keep read-only than aisb mounts"));
+        aisb_error_free(err);
+}
+END_TEST
+
 /* Links are never followed: a .vscode that is a link is not mounted (podman would follow it),
  * a hooks directory that is a link is not either, and neither is what is below a linked
  * directory. The sweep then quarantines a link that was swapped. */
@@ -556,6 +613,7 @@ static Suite *protect_suite(void)
         tcase_add_test(tc, test_plan);
         tcase_add_test(tc, test_plan_around);
         tcase_add_test(tc, test_sweep_git_kinds);
+        tcase_add_test(tc, test_plan_review_two);
         tcase_add_test(tc, test_links);
         tcase_add_test(tc, test_sweep);
         tcase_add_test(tc, test_sweep_stubborn);
