@@ -53,6 +53,13 @@ repo_init "$E2E_TMP/subsrc"
 repo_init "$template"
 git -C "$template" submodule --quiet add "$E2E_TMP/subsrc" sub
 git -C "$template" commit -qm "a submodule"
+# A hook that is a link to a tracked script, as many projects install theirs.
+mkdir -p "$template/scripts"
+printf '#!/bin/sh\nexit 0\n' > "$template/scripts/commit-msg"
+chmod +x "$template/scripts/commit-msg"
+git -C "$template" add scripts/commit-msg
+git -C "$template" commit -qm "a commit-msg hook"
+ln -s ../../scripts/commit-msg "$template/.git/hooks/commit-msg"
 # A repository of its own below it, which the project ignores.
 repo_init "$template/vendor/other"
 echo vendor/ > "$template/.gitignore"
@@ -80,6 +87,7 @@ hook() { printf '#!/bin/sh\ntouch %s/%s\n' "\$M" "\$1"; }
 touch -d 2001-01-01 file.txt
 hook hook > .git/hooks/post-index-change 2>/dev/null; say hook \$?
 hook hook-commit > .git/hooks/pre-commit 2>/dev/null; say hook-commit \$?
+hook linked-hook > scripts/commit-msg 2>/dev/null; say linked-hook \$?
 git config core.fsmonitor "touch \$M/fsmonitor; false" 2>/dev/null; say fsmonitor \$?
 printf '[core]\n\tfsmonitor = "touch %s/fsmonitor; false"\n' "\$M" >> .git/config 2>/dev/null; say fsmonitor-by-hand \$?
 echo '*.txt filter=evil' > .gitattributes
@@ -105,7 +113,7 @@ mkdir .common && cp -r .git/. .common/ && git --git-dir=.common config core.fsmo
 echo ../.common > .git/commondir; say commondir \$?
 SH
 out=$("$AISB" run -- sh /project/plant.sh 2> "$E2E_TMP/plant.err") || { cat "$E2E_TMP/plant.err" >&2; fail "the plant run failed: $out"; }
-for v in hook hook-commit fsmonitor fsmonitor-by-hand filter filter-info moved modules-aside vendor-aside vendor-fsmonitor \
+for v in hook hook-commit linked-hook fsmonitor fsmonitor-by-hand filter filter-info moved modules-aside vendor-aside vendor-fsmonitor \
          gitfile sub-hook sub-fsmonitor sub-gitfile; do
   case "$out" in
     *"$v=0"*) fail "$v: the write succeeded inside the sandbox" ;;
@@ -116,7 +124,7 @@ done
 expect_contains "a nested repository can be made inside" "nested=0" "$out"
 expect_contains "a commondir can be written inside (the git directory stays writable)" "commondir=0" "$out"
 err=$(cat "$E2E_TMP/plant.err")
-expect_contains "aisb said what was read-only" "protected, read-only in the sandbox: .git/config .git/hooks .git/info" "$err"
+expect_contains "aisb said what was read-only" "protected, read-only in the sandbox: .git/config .git/hooks scripts/commit-msg .git/info" "$err"
 expect_contains "a repository in a directory made unreadable can be made inside" "hidden=0" "$out"
 for q in ".git/commondir is new since the run began" "plain/nested/.git is a git directory" \
          ".evil-gitdir is a git directory" ".common is a git directory" "hidden/deep/repo/.git is a git directory" \
@@ -146,6 +154,7 @@ control() { # NAME DIR-IN-COPY SCRIPT
 }
 control hook . 'printf "#!/bin/sh\ntouch $M/hook\n" > .git/hooks/post-index-change; chmod +x .git/hooks/post-index-change'
 control hook-commit . 'printf "#!/bin/sh\ntouch $M/hook-commit\n" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit'
+control linked-hook . 'printf "#!/bin/sh\ntouch $M/linked-hook\n" > scripts/commit-msg'
 control fsmonitor . 'git config core.fsmonitor "touch $M/fsmonitor; false"'
 control filter . 'echo "*.txt filter=evil" > .gitattributes; git config filter.evil.clean "sh -c \"touch $M/filter; cat\""'
 control moved . 'mv .git .git-aside && git init -q . && git config core.fsmonitor "touch $M/moved; false"'
@@ -176,7 +185,7 @@ out=$(cd "$work" && "$AISB" run "${net[@]}" -- sh -c '
   echo done' 2> "$E2E_TMP/work.err") || { cat "$E2E_TMP/work.err" >&2; fail "ordinary git work inside failed: $out"; }
 expect_eq "status, add, commit, branch, checkout, stash, rebase, diff, log, fetch and push work inside" \
   " 1 file changed, 1 insertion(+)
-5
+6
 done" "$out"
 expect_eq "the sandbox's commits are the host's" "topic-commit" "$(git -C "$work" log -1 --format=%s)"
 expect_eq "its push reached the server through the gate" "$(git -C "$work" rev-parse HEAD)" \
@@ -313,6 +322,29 @@ host_git "$husky"
 pass "control: a husky hook planted on the host fires"
 rm -f "$markers"/*
 
+# A hooks path that a tracked file sets, included by the repository's configuration (a team's
+# shared hooks): both read-only inside; the user's commit runs nothing planted.
+team=$E2E_TMP/team
+repo_init "$team"
+mkdir -p "$team/.githooks"
+printf '[core]\n\thooksPath = .githooks\n' > "$team/team.gitconfig"
+printf '#!/bin/sh\nexit 0\n' > "$team/.githooks/pre-commit"
+chmod +x "$team/.githooks/pre-commit"
+git -C "$team" add -A && git -C "$team" commit -qm "team hooks"
+git -C "$team" config include.path ../team.gitconfig
+out=$(cd "$team" && "$AISB" run -- sh -c "
+  printf '#!/bin/sh\ntouch $markers/team\n' > .githooks/pre-commit 2>/dev/null; echo hook=\$?
+  printf '[core]\n\thooksPath = elsewhere\n' > team.gitconfig 2>/dev/null; echo include=\$?" 2>&1)
+case "$out" in *"hook=0"* | *"include=0"*) fail "the included hooks path or its file was written: $out" ;; esac
+pass "a hooks path set by an included file, and that file, are read-only inside"
+host_git "$team"
+no_markers "the user's commit in the team's repository ran nothing planted"
+printf '#!/bin/sh\ntouch %s/team\n' "$markers" > "$team/.githooks/pre-commit"
+host_git "$team"
+[ -e "$markers/team" ] || fail "control: a hook planted in the included hooks path on the host did not fire"
+pass "control: a hook planted in the included hooks path on the host fires"
+rm -f "$markers"/*
+
 # ---- 5. Editors' and host-side agents' directories ----
 ed=$E2E_TMP/editors
 mkdir -p "$ed/.vscode" "$ed/.idea" "$ed/.claude" "$ed/.gemini"
@@ -358,3 +390,14 @@ mkdir -p "$work/deeper"
 out=$(cd "$work/deeper" && "$AISB" run -- git status 2>&1 || true)
 expect_contains "a run below a repository's top says so" "is inside the git repository $work" "$out"
 expect_contains "(git inside finds no repository, as said)" "not a git repository" "$out"
+# The agent makes the project itself a git directory: git on the host in it, before the
+# repository above, would take it. Quarantined after the run.
+err=$(cd "$work/deeper" && "$AISB" run -- sh -c "mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD &&
+  printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch $markers/deeper; false\"\n' > config" 2>&1)
+expect_contains "the project made a git directory is named after the run" "$work/deeper/HEAD is new since the run began" "$err"
+host_git "$work/deeper"
+no_markers "the user's git in it ran nothing planted"
+(cd "$work/deeper" && mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD)
+host_git "$work/deeper"
+[ -e "$markers/deeper" ] || fail "control: the project made a git directory on the host did not fire"
+pass "control: the project made a git directory on the host fires"
