@@ -11,7 +11,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -895,6 +897,7 @@ typedef struct walk {
         size_t dirs, entries;
         bool cut;
         bool fix_access; /* a directory the agent made unreadable is made the user's again */
+        char *buf;       /* getdents64's, PROTECT_WALK_BUFFER bytes */
 } walk;
 
 static void make_ours(int dir, const char *name);
@@ -902,71 +905,97 @@ static void make_ours(int dir, const char *name);
 /* The entries of directory fd, then its subdirectories: each .git entry goes to the walk's
  * function, and so does a directory that is itself a git directory (HEAD, objects and refs:
  * a bare repository), which is not descended into. 1 when fd is such a directory. */
+/* getdents64's record: read straight into the walk's one buffer, without a DIR per level. */
+struct dirent64_record {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+};
+
 static int walk_dir(walk *w, int fd, const char *rel, unsigned depth)
 {
         if (depth > PROTECT_WALK_MAX_DEPTH || ++w->dirs > PROTECT_WALK_MAX_DIRS) {
                 w->cut = true;
                 return 0;
         }
-        int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
-        if (!d) {
-                if (dup_fd >= 0)
-                        close(dup_fd);
+        if (!w->buf && !(w->buf = malloc(PROTECT_WALK_BUFFER)))
+                return -ENOMEM;
+        /* The walk's own descriptors are new; the root's may have been read before. */
+        if (depth == 0 && lseek(fd, 0, SEEK_SET) < 0)
                 return 0;
-        }
-        _cleanup_strv_free_ char **subdirs = NULL;
+        /* This directory's subdirectories, NUL-separated: read whole before descending,
+         * which reuses the buffer. */
+        buffer subdirs = {};
         unsigned looks = 0;
         int r = 0;
-        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                if (++w->entries > PROTECT_WALK_MAX_ENTRIES) {
-                        w->cut = true;
+        for (;;) {
+                long n = syscall(SYS_getdents64, fd, w->buf, PROTECT_WALK_BUFFER);
+                if (n <= 0)
                         break;
-                }
-                if (streq(de->d_name, ".git")) {
-                        if (depth > 0) {
-                                _cleanup_free_ char *child = join(rel, de->d_name);
-                                r = child ? w->fn(fd, de->d_name, child, w->userdata) : -ENOMEM;
+                for (long at = 0; r >= 0 && at < n;) {
+                        const struct dirent64_record *de = (const void *) (w->buf + at);
+                        at += de->d_reclen;
+                        const char *name = de->d_name;
+                        if (streq(name, ".") || streq(name, ".."))
+                                continue;
+                        if (++w->entries > PROTECT_WALK_MAX_ENTRIES) {
+                                w->cut = true;
+                                r = -E2BIG;
+                                break;
                         }
-                        continue;
+                        if (streq(name, ".git")) {
+                                if (depth > 0) {
+                                        _cleanup_free_ char *child = join(rel, name);
+                                        r = child ? w->fn(fd, name, child, w->userdata) : -ENOMEM;
+                                }
+                                continue;
+                        }
+                        unsigned char type = de->d_type;
+                        if (type == DT_UNKNOWN) {
+                                struct stat st;
+                                if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                                        type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                        }
+                        /* What git takes for a git directory: HEAD (a file or a link), and
+                         * objects and refs (of any kind: links too), or a commondir that
+                         * names them elsewhere. */
+                        if (streq(name, "HEAD"))
+                                looks |= 1;
+                        else if (streq(name, "objects"))
+                                looks |= 2;
+                        else if (streq(name, "refs"))
+                                looks |= 4;
+                        else if (streq(name, "commondir"))
+                                looks |= 6;
+                        if (type == DT_DIR)
+                                r = buffer_append(&subdirs, name, strlen(name) + 1);
                 }
-                unsigned char type = de->d_type;
-                if (type == DT_UNKNOWN) {
-                        struct stat st;
-                        if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
-                }
-                /* What git takes for a git directory: HEAD (a file or a link), and objects and
-                 * refs (of any kind: links too), or a commondir that names them elsewhere. */
-                if (streq(de->d_name, "HEAD"))
-                        looks |= 1;
-                else if (streq(de->d_name, "objects"))
-                        looks |= 2;
-                else if (streq(de->d_name, "refs"))
-                        looks |= 4;
-                else if (streq(de->d_name, "commondir"))
-                        looks |= 6;
-                if (type == DT_DIR)
-                        r = strv_push(&subdirs, de->d_name);
+                if (r < 0)
+                        break;
         }
-        closedir(d);
-        if (r >= 0 && depth > 0 && looks == 7)
+        if (r == -E2BIG)
+                r = 0;
+        if (r >= 0 && depth > 0 && looks == 7) {
+                buffer_free(&subdirs);
                 return 1;
-        for (size_t i = 0; r >= 0 && subdirs && subdirs[i]; i++) {
-                _cleanup_close_ int sub = openat(fd, subdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        }
+        for (size_t at = 0; r >= 0 && at < subdirs.size; at += strlen(subdirs.data + at) + 1) {
+                const char *name = subdirs.data + at;
+                _cleanup_close_ int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
                 if (sub < 0 && errno == EACCES && w->fix_access) {
-                        make_ours(fd, subdirs[i]);
-                        sub = openat(fd, subdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                        make_ours(fd, name);
+                        sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
                 }
                 if (sub < 0)
                         continue;
-                _cleanup_free_ char *child = join(rel, subdirs[i]);
+                _cleanup_free_ char *child = join(rel, name);
                 r = child ? walk_dir(w, sub, child, depth + 1) : -ENOMEM;
                 if (r == 1)
-                        r = w->fn(fd, subdirs[i], child, w->userdata);
+                        r = w->fn(fd, name, child, w->userdata);
         }
+        buffer_free(&subdirs);
         return r < 0 ? r : 0;
 }
 
@@ -1096,6 +1125,7 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                 if (r >= 0) {
                         walk w = { .fn = plan_nested, .userdata = &b, .fix_access = true };
                         r = walk_dir(&w, pfd, "", 0);
+                        free(w.buf);
                         plan.walk_cut = w.cut;
                 }
         }
@@ -1338,6 +1368,7 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
         if (r >= 0 && plan->git) {
                 walk w = { .fn = sweep_new_git, .userdata = &s, .fix_access = true };
                 r = walk_dir(&w, roots[0], "", 0);
+                free(w.buf);
                 if (ret_cut)
                         *ret_cut = w.cut;
         }
