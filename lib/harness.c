@@ -40,32 +40,6 @@ bool harness_bridge_applies(const aisb_policy *p)
         return streq(slash ? slash + 1 : cmd[0], "pi");
 }
 
-/* Open (creating) dir/sub/... one component at a time, never following a symlink. */
-static int open_dir_nofollow(int dirfd, const char *path, bool create)
-{
-        _cleanup_free_ char *copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
-        int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        char *save = NULL;
-        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                if (create && mkdirat(fd, c, 0700) < 0 && errno != EEXIST) {
-                        int r = -errno;
-                        close(fd);
-                        return r;
-                }
-                int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                int saved = errno;
-                close(fd);
-                if (next < 0)
-                        return -saved;
-                fd = next;
-        }
-        return fd;
-}
-
 /* Read dirfd/name as JSON. 0 with *ret NULL when absent. Never waits: a FIFO (or anything
  * but a regular file) planted there is refused at once, not opened for a writer that never
  * comes. */

@@ -74,41 +74,14 @@ static int open_parent(int root, const char *rel, const char **ret_base)
 {
         const char *slash = strrchr(rel, '/');
         *ret_base = slash ? slash + 1 : rel;
-        int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return -errno;
-        if (!slash)
-                return fd;
-        _cleanup_free_ char *dirs = strndup(rel, (size_t) (slash - rel));
-        if (!dirs) {
-                close(fd);
-                return -ENOMEM;
-        }
-        char *save = NULL;
-        for (char *c = strtok_r(dirs, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                int e = errno;
-                close(fd);
-                if (next < 0)
-                        return -e;
-                fd = next;
-        }
-        return fd;
+        _cleanup_free_ char *dirs = strndup(rel, slash ? (size_t) (slash - rel) : 0);
+        return dirs ? open_dir_nofollow(root, dirs, false) : -ENOMEM;
 }
 
 /* rel itself as a directory (rel "" is root). */
 static int open_dir(int root, const char *rel)
 {
-        if (!*rel) {
-                int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
-                return fd < 0 ? -errno : fd;
-        }
-        const char *base;
-        _cleanup_close_ int parent = open_parent(root, rel, &base);
-        if (parent < 0)
-                return parent;
-        int fd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
+        return open_dir_nofollow(root, rel, false);
 }
 
 /* An absolute path as a directory, no component a link. */

@@ -207,6 +207,32 @@ int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *
         }
 }
 
+/* Open (creating) dir/sub/... one component at a time, never following a symlink. */
+int open_dir_nofollow(int dirfd, const char *path, bool create)
+{
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (create && mkdirat(fd, c, 0700) < 0 && errno != EEXIST) {
+                        int r = -errno;
+                        close(fd);
+                        return r;
+                }
+                int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                int saved = errno;
+                close(fd);
+                if (next < 0)
+                        return -saved;
+                fd = next;
+        }
+        return fd;
+}
+
 int mkdir_p(const char *path, mode_t mode)
 {
         _cleanup_free_ char *copy = strdup(path);

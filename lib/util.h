@@ -109,6 +109,10 @@ int write_all(int fd, const void *data, size_t size);
 /* Create path and every directory above it that is missing (mode for each); an existing one
  * is no error. */
 int mkdir_p(const char *path, mode_t mode);
+/* dirfd/path/... as a directory, one component at a time, each opened with O_NOFOLLOW |
+ * O_NONBLOCK (a link on the way: -ELOOP or -ENOTDIR), created (0700) where missing with
+ * create. path "" is dirfd itself (a new descriptor). A negative errno. */
+int open_dir_nofollow(int dirfd, const char *path, bool create);
 /* All of the pieces, in order, across partial writes; the iovecs are consumed. */
 int writev_all(int fd, struct iovec *iov, size_t n);
 /* size bytes at offset, across short reads; -ENODATA if the file ends sooner. */
