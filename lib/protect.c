@@ -418,6 +418,22 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
                 if (r >= 0 && i == 0)
                         r = protect_links_in(b, f);
         }
+        /* What makes git show other objects than the repository holds, to the user reviewing
+         * the agent's commits: replace refs (new ones quarantined; packed ones told, after the
+         * run) and alternates. */
+        _cleanup_free_ char *replace = join(rel, "refs/replace"), *alternates = join(rel, "objects/info/alternates");
+        if (r >= 0 && (!replace || !alternates))
+                r = -ENOMEM;
+        if (r >= 0 && stat_rel(b->root_fd, replace, &st) == 0 && S_ISDIR(st.st_mode)) {
+                char **names = NULL;
+                if (!watched(b->plan, b->root, replace) && dir_names(b->root_fd, replace, &names) >= 0 &&
+                    add_watch(b, replace, &st, names) < 0) {
+                        strv_free(names);
+                        r = -ENOMEM;
+                }
+        } else if (r >= 0)
+                r = add_watch(b, replace, NULL, NULL) < 0 ? -ENOMEM : 0;
+        r = r < 0 ? r : protect_one(b, alternates);
         _cleanup_free_ char *modules = join(rel, "modules"), *worktrees = join(rel, "worktrees");
         if (r < 0 || !modules || !worktrees)
                 return -ENOMEM;
@@ -1017,6 +1033,27 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
         return r < 0 ? r : config ? protect_repo(b, b->root_fd, config, gitdir, host) : -ENOMEM;
 }
 
+static int count_replace(char *line, void *userdata)
+{
+        *(long *) userdata += strstr(line, " refs/replace/") != NULL;
+        return 0;
+}
+
+/* The replace refs a packed-refs file holds (-1: none to read). */
+static long packed_replace_refs(int root, const char *gitdir_rel)
+{
+        _cleanup_free_ char *rel = join(gitdir_rel, "packed-refs");
+        const char *base;
+        _cleanup_close_ int parent = rel ? open_parent(root, rel, &base) : -1;
+        _cleanup_close_ int fd = parent >= 0 ? openat(parent, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+        struct stat st;
+        long n = 0;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            read_lines(fd, 256ULL << 20, 4096, count_replace, &n) < 0)
+                return -1;
+        return n;
+}
+
 /* Whether a directory above path holds .git: the repository the project is inside. */
 static char *repository_above(const char *path)
 {
@@ -1064,7 +1101,9 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                         plan.repository_top = repository_above(project);
                 } else if (S_ISDIR(st.st_mode)) {
                         static const gitdir_opts none = {};
-                        r = protect_gitdir(&b, ".git", &none, 0);
+                        plan.packed_replace = packed_replace_refs(pfd, ".git");
+                        plan.packed_gitdir = strdup(".git");
+                        r = plan.packed_gitdir ? protect_gitdir(&b, ".git", &none, 0) : -ENOMEM;
                         r = r < 0 ? r : add_watch(&b, ".git", &st, NULL);
                         if (r >= 0)
                                 plan.watch[r].mounted = mounted_at(&plan, SANDBOX_PROJECT "/.git");
@@ -1090,8 +1129,13 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                                 /* The repository's configuration is in its common directory. */
                                 size_t last = strv_length((const char *const *) plan.outside);
                                 _cleanup_close_ int cfd = last ? open_absolute(plan.outside[last - 1]) : -1;
-                                if (cfd >= 0)
-                                        r = protect_repo(&b, cfd, "config", plan.outside[last - 1], project);
+                                if (cfd >= 0) {
+                                        plan.packed_root = last;
+                                        plan.packed_replace = packed_replace_refs(cfd, "");
+                                        plan.packed_gitdir = strdup("");
+                                        r = plan.packed_gitdir ? protect_repo(&b, cfd, "config", plan.outside[last - 1], project)
+                                                               : -ENOMEM;
+                                }
                         }
                 } else
                         r = add_watch(&b, ".git", &st, NULL);
@@ -1142,6 +1186,7 @@ void protect_plan_done(protect_plan *plan)
         free(plan->watch);
         strv_free(plan->outside);
         strv_free(plan->shown);
+        free(plan->packed_gitdir);
         free(plan->repository_top);
         free(plan->project);
         *plan = (protect_plan) {};
@@ -1173,24 +1218,61 @@ static void make_dir_ours(int dir)
                 (void) fchmod(dir, (st.st_mode & 07777) | S_IRWXU);
 }
 
+/* renameat2(RENAME_NOREPLACE) to name, or to name.1 ... name.99 where that is taken (a
+ * directory made for an entry quarantined below it, a name the agent made first): the
+ * name used, or NULL with errno. */
+static char *rename_unique(int from_dir, const char *from, int to_dir, const char *name)
+{
+        for (unsigned i = 0; i < 100; i++) {
+                char *to = NULL;
+                if ((i ? asprintf(&to, "%s.%u", name, i) : asprintf(&to, "%s", name)) < 0)
+                        return NULL;
+                if (renameat2(from_dir, from, to_dir, to, RENAME_NOREPLACE) == 0)
+                        return to;
+                int e = errno;
+                free(to);
+                if (e != EEXIST && e != ENOTEMPTY) {
+                        errno = e;
+                        return NULL;
+                }
+        }
+        errno = EEXIST;
+        return NULL;
+}
+
+/* dir/name renamed into to/leaf (a unique name there: *now gets it), or, across filesystems,
+ * aside where it is, its HEAD renamed too so that git run inside it no longer takes it for a
+ * repository (checked: a HEAD still there fails the move). */
 static int move_once(sweep *s, int dir, const char *name, int to, const char *leaf, const char *was, char **now)
 {
-        if (renameat2(dir, name, to, leaf, RENAME_NOREPLACE) == 0)
+        _cleanup_free_ char *used = rename_unique(dir, name, to, leaf);
+        if (used) {
+                if (!streq(used, leaf)) {
+                        char *longer = NULL;
+                        if (asprintf(&longer, "%s%s", *now, used + strlen(leaf)) < 0)
+                                return -ENOMEM;
+                        free(*now);
+                        *now = longer;
+                }
                 return 0;
+        }
         int r = -errno;
         if (r != -EXDEV)
                 return r;
-        /* Another filesystem: out of the way where it is. */
         const char *stamp = strrchr(s->quarantine_dir, '/');
-        _cleanup_free_ char *aside = NULL;
-        if (asprintf(&aside, "%s.aisb-quarantined-%s", name, stamp ? stamp + 1 : "run") < 0)
+        _cleanup_free_ char *aside_name = NULL;
+        if (asprintf(&aside_name, "%s.aisb-quarantined-%s", name, stamp ? stamp + 1 : "run") < 0)
                 return -ENOMEM;
-        if (renameat2(dir, name, dir, aside, RENAME_NOREPLACE) < 0)
+        _cleanup_free_ char *aside = rename_unique(dir, name, dir, aside_name);
+        if (!aside)
                 return -errno;
-        /* Still a git directory under its new name, to a git run inside it: no longer. */
         _cleanup_close_ int moved = openat(dir, aside, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (moved >= 0)
-                (void) renameat2(moved, "HEAD", moved, "HEAD.aisb-quarantined", RENAME_NOREPLACE);
+        if (moved >= 0) {
+                _cleanup_free_ char *head = rename_unique(moved, "HEAD", moved, "HEAD.aisb-quarantined");
+                struct stat st;
+                if (fstatat(moved, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        return -EEXIST; /* still a git directory: said as not moved */
+        }
         free(*now);
         const char *cut = strrchr(was, '/');
         *now = NULL;
@@ -1273,7 +1355,26 @@ static int sweep_new_git(int dir, const char *name, const char *rel, void *userd
         sweep *s = userdata;
         if (watched(s->plan, 0, rel))
                 return 0;
-        return quarantine_rel(s, dir, name, 0, rel, "a git directory or .git file made during the run");
+        if (streq(name, ".git"))
+                return quarantine_rel(s, dir, name, 0, rel, "a git directory or .git file made during the run");
+        /* A directory git takes for a git directory (it may have been the user's before the
+         * run: src/ given a HEAD, objects and refs): what makes it one goes, the rest stays. */
+        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        static const char *const makers[] = { "HEAD", "commondir" };
+        for (size_t i = 0; i < ELEMENTSOF(makers); i++) {
+                struct stat st;
+                if (fstatat(fd, makers[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                _cleanup_free_ char *entry = join(rel, makers[i]);
+                int r = entry ? quarantine_rel(s, fd, makers[i], 0, entry,
+                                               "what makes its directory a git directory, made during the run")
+                              : error_oom(s->err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_found_fn fn, void *userdata,
@@ -1322,8 +1423,12 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                                 if (strv_has(w->names, now[j]))
                                         continue;
                                 _cleanup_free_ char *rel = join(w->rel, now[j]);
+                                size_t n = strlen(w->rel);
+                                bool replace = n >= 12 && streq(w->rel + n - 12, "refs/replace");
                                 r = rel ? quarantine_rel(&s, dir, now[j], w->root, rel,
-                                                         "a git directory made during the run")
+                                                         replace ? "a replace ref made during the run (git log and "
+                                                                   "git show would show another object in its place)"
+                                                                 : "a git directory made during the run")
                                         : error_oom(err);
                         }
                         continue;
@@ -1337,6 +1442,17 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                          ((unsigned long long) st.st_dev != w->dev || (unsigned long long) st.st_ino != w->ino ||
                           (S_ISLNK(st.st_mode) && ctime_ns != w->ctime_ns)))
                         r = quarantine_rel(&s, parent, base, w->root, w->rel, "replaced during the run");
+        }
+        if (r >= 0 && plan->packed_gitdir && roots[plan->packed_root] >= 0 &&
+            packed_replace_refs(roots[plan->packed_root], plan->packed_gitdir) > plan->packed_replace && fn) {
+                _cleanup_free_ char *gitdir = shown_path(plan, plan->packed_root, plan->packed_gitdir);
+                _cleanup_free_ char *packed = gitdir ? join(gitdir, "packed-refs") : NULL;
+                if (!packed)
+                        r = error_oom(err);
+                else
+                        fn(packed, NULL, "changed during the run to hold more replace refs: git log and git show "
+                           "would show other objects than the commits hold (read the agent's commits with git "
+                           "--no-replace-objects log -p, and remove them with git replace -d)", userdata);
         }
         if (r >= 0 && plan->git) {
                 walk w = { .fn = sweep_new_git, .userdata = &s, .fix_access = true };

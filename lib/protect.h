@@ -71,6 +71,11 @@ typedef struct protect_plan {
         bool mounts_cut;         /* more to keep read-only than PROTECT_MAX_MOUNTS, or a path too long:
                                   * protect_plan_make() refuses such a plan */
         bool git;                /* ".git" is protected */
+        /* The repository's packed-refs: how many replace refs it held at the start (-1: none
+         * to read); below which root and git directory. NULL: no repository. */
+        char *packed_gitdir;
+        size_t packed_root;
+        long packed_replace;
 } protect_plan;
 
 /* Check one entry of the key: a path below the project, relative, without "." or ".."

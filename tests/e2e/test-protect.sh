@@ -109,6 +109,10 @@ mkdir -p hidden/deep && git init -q hidden/deep/repo && echo h > hidden/deep/rep
   git -C hidden/deep/repo add file.txt && git -C hidden/deep/repo -c user.name=a -c user.email=a@b.invalid commit -qm h &&
   git -C hidden/deep/repo config core.fsmonitor "touch \$M/hidden; false" && chmod 0111 hidden; say hidden \$?
 mkdir .cursor && echo x > .cursor/rules && chmod 0555 .cursor; say stubborn \$?
+mkdir -p scripts/objects scripts/refs/heads && echo 'ref: refs/heads/main' > scripts/HEAD &&
+  printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch %s/scripts-gitdir; false"\n' "\$M" > scripts/config &&
+  echo 'gitdir: /nonexistent' > scripts/.git; say scripts-gitdir \$?
+git replace "\$(git rev-parse HEAD:file.txt)" "\$(echo fake | git hash-object -w --stdin)"; say replace \$?
 mkdir .common && cp -r .git/. .common/ && git --git-dir=.common config core.fsmonitor "touch \$M/commondir; false"
 echo ../.common > .git/commondir; say commondir \$?
 SH
@@ -126,22 +130,29 @@ expect_contains "a commondir can be written inside (the git directory stays writ
 err=$(cat "$E2E_TMP/plant.err")
 expect_contains "aisb said what was read-only" "protected, read-only in the sandbox: .git/config .git/hooks scripts/commit-msg .git/info" "$err"
 expect_contains "a repository in a directory made unreadable can be made inside" "hidden=0" "$out"
+expect_contains "a tracked directory can be made a git directory inside" "scripts-gitdir=0" "$out"
+expect_contains "a replace ref can be made inside" "replace=0" "$out"
 for q in ".git/commondir is new since the run began" "plain/nested/.git is a git directory" \
-         ".evil-gitdir is a git directory" ".common is a git directory" "hidden/deep/repo/.git is a git directory" \
+         ".evil-gitdir/HEAD is what makes its directory a git directory" ".common/HEAD is what makes its directory" \
+         "hidden/deep/repo/.git is a git directory" "scripts/HEAD is what makes its directory" \
+         ".git/refs/replace is new since the run began" \
          ".cursor is new since the run began"; do
   expect_contains "aisb named it after the run: $q" "$project/$q" "$err"
 done
-[ ! -e "$project/.git/commondir" ] && [ ! -e "$project/plain/nested/.git" ] && [ ! -e "$project/.common" ] ||
+[ ! -e "$project/.git/commondir" ] && [ ! -e "$project/plain/nested/.git" ] && [ ! -e "$project/.common/HEAD" ] ||
   fail "what the run made is still in the project"
-pass "the commondir, the nested repository and the copies are out of the project"
+pass "the commondir, the nested repository and what made the copies git directories are out of the project"
 [ -n "$(find "$quarantine" -path '*/.git/commondir' -print -quit)" ] || fail "the commondir is not in $quarantine"
 [ -n "$(find "$quarantine" -path '*/plain/nested/.git/config' -print -quit)" ] || fail "the nested repository is not in $quarantine"
 pass "what was moved is in the quarantine, restorable"
 [ -z "$(ls "$markers")" ] || fail "planting left a marker on the host: $(ls "$markers")"
 for d in "$project" "$project/sub" "$project/plain" "$project/plain/nested" "$project/vendor/other" \
-         "$project/hidden/deep/repo"; do host_git "$d"; done
+         "$project/hidden/deep/repo" "$project/scripts"; do host_git "$d"; done
 no_markers "after the run, the user's git in the project, its submodule and below ran nothing planted"
 expect_eq "the host's repository still works (its commit is there)" "on the host" "$(git -C "$project" log -1 --format=%s)"
+expect_eq "the host's git shows the file's own content, not the agent's replacement" "data" \
+  "$(git -C "$project" show "$(git -C "$template" rev-parse HEAD):file.txt")"
+expect_eq "(and the tracked directory's own files stayed)" "#!/bin/sh" "$(head -1 "$project/scripts/commit-msg")"
 
 # The control: the same plants made directly on the host fire.
 control() { # NAME DIR-IN-COPY SCRIPT
@@ -163,6 +174,12 @@ control sub-hook sub 'printf "#!/bin/sh\ntouch $M/sub-hook\n" > .git/modules/sub
 control nested plain/nested 'mkdir -p plain && git init -q plain/nested && echo n > plain/nested/file.txt && git -C plain/nested add file.txt && git -C plain/nested -c user.name=a -c user.email=a@b.invalid commit -qm n && git -C plain/nested config core.fsmonitor "touch $M/nested; false"'
 control vendor vendor/other 'git -C vendor/other config core.fsmonitor "touch $M/vendor; false"'
 control hidden hidden/deep/repo 'mkdir -p hidden/deep && git init -q hidden/deep/repo && echo h > hidden/deep/repo/file.txt && git -C hidden/deep/repo add file.txt && git -C hidden/deep/repo -c user.name=a -c user.email=a@b.invalid commit -qm h && git -C hidden/deep/repo config core.fsmonitor "touch $M/hidden; false" && chmod 0111 hidden'
+control scripts-gitdir scripts 'mkdir -p scripts/objects scripts/refs/heads && echo "ref: refs/heads/main" > scripts/HEAD && printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch $M/scripts-gitdir; false\"\n" > scripts/config'
+c=$E2E_TMP/control-replace
+rm -rf "$c" && cp -a "$template" "$c"
+git -C "$c" replace "$(git -C "$c" rev-parse HEAD:file.txt)" "$(echo fake | git -C "$c" hash-object -w --stdin)"
+expect_eq "control: a replace ref made on the host makes git show the replacement" "fake" \
+  "$(git -C "$c" show HEAD:file.txt)"
 control commondir . 'mkdir .common && cp -r .git/. .common/ && git --git-dir=.common config core.fsmonitor "touch $M/commondir; false" && echo ../.common > .git/commondir'
 rm -f "$markers"/*
 

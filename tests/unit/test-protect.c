@@ -268,10 +268,12 @@ START_TEST(test_sweep_git_kinds)
         found f = {};
         aisb_error *err = NULL;
         int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
-        ck_assert_msg(r == 3, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
-        ck_assert(found_has(&f, "/project/.git/modules") && found_has(&f, "/project/tools/linked") &&
-                  found_has(&f, "/project/docs/wt"));
-        ck_assert(exists("project/tools/real-refs"));
+        ck_assert_msg(r == 4, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        /* Of a directory git takes for a git directory, what makes it one goes (it may have
+         * been the user's), the rest stays. */
+        ck_assert(found_has(&f, "/project/.git/modules") && found_has(&f, "/project/tools/linked/HEAD") &&
+                  found_has(&f, "/project/docs/wt/HEAD") && found_has(&f, "/project/docs/wt/commondir"));
+        ck_assert(exists("project/tools/real-refs") && exists("project/tools/linked/objects"));
         protect_plan_done(&plan);
 }
 END_TEST
@@ -330,6 +332,33 @@ START_TEST(test_plan_review_two)
         ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "more to keep read-only than aisb mounts"));
         aisb_error_free(err);
+}
+END_TEST
+
+/* What the third attack review found: an existing directory made a git directory together
+ * with a .git in it (the quarantine's directory for the one must not stop the other), a
+ * replace ref made during the run, an alternates file. */
+START_TEST(test_sweep_review_three)
+{
+        gitdir("project/.git");
+        make("project/src/main.c", "int main;\n");
+        protect_plan plan = {};
+        plan_of(&plan);
+        make("project/src/.git", "gitdir: /nonexistent\n");
+        make("project/src/HEAD", "ref: refs/heads/main\n");
+        make("project/src/objects/", NULL);
+        make("project/src/refs/heads/", NULL);
+        make("project/src/config", "[core]\n\tworktree = .\n");
+        make("project/.git/refs/replace/0123456789012345678901234567890123456789", "abcd\n");
+        make("project/.git/objects/info/alternates", "/elsewhere/objects\n");
+        found f = {};
+        aisb_error *err = NULL;
+        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
+        ck_assert_msg(r == 4, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        ck_assert(found_has(&f, "/project/src/.git") && found_has(&f, "/project/src/HEAD") &&
+                  found_has(&f, "/project/.git/refs/replace") && found_has(&f, "/project/.git/objects/info/alternates"));
+        ck_assert(exists("project/src/main.c") && !exists("project/src/HEAD"));
+        protect_plan_done(&plan);
 }
 END_TEST
 
@@ -397,7 +426,7 @@ START_TEST(test_sweep)
         int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
         ck_assert_msg(r == 6, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
         static const char *const moved[] = { ".git/commondir", ".git/config.worktree", ".idea", ".git/modules/new",
-                                             "src/deep/er/.git", "src/bare" };
+                                             "src/deep/er/.git", "src/bare/HEAD" };
         for (size_t i = 0; i < ELEMENTSOF(moved); i++) {
                 char was[128], now[192];
                 snprintf(was, sizeof was, "project/%s", moved[i]);
@@ -614,6 +643,7 @@ static Suite *protect_suite(void)
         tcase_add_test(tc, test_plan_around);
         tcase_add_test(tc, test_sweep_git_kinds);
         tcase_add_test(tc, test_plan_review_two);
+        tcase_add_test(tc, test_sweep_review_three);
         tcase_add_test(tc, test_links);
         tcase_add_test(tc, test_sweep);
         tcase_add_test(tc, test_sweep_stubborn);
