@@ -546,7 +546,6 @@ static int run_network(aisb_ctx *ctx, const aisb_policy *p, const project_settin
         return network_plan(p, backend, &in, ret_net, err);
 }
 
-
 /* Protected paths (protect.h): the plan, before anything of the sandbox exists, and what it
  * keeps read-only said in one line. */
 static int protect_begin(aisb_ctx *ctx, const aisb_policy *p, protect_plan *ret, aisb_error **err)
