@@ -223,7 +223,10 @@ static int on_control(int fd, unsigned short *rows, unsigned short *cols, void *
         return AISB_CONTROL_STOP;
 }
 
-static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
+/* inspect: 0 for a run or a build, INSPECT_TEXT or INSPECT_JSON for aisb inspect. */
+enum { INSPECT_TEXT = 1, INSPECT_JSON = 2 };
+
+static int sandbox_command(int argc, char **argv, bool for_build, int inspect)
 {
         aisb_error *err = NULL;
         aisb_policy *policy = NULL;
@@ -266,7 +269,8 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
         if (flags.print_policy || flags.print_containerfile || flags.print_ruleset ||
             flags.print_entrypoint || inspect) {
                 char *text = NULL;
-                int r = inspect ? aisb_policy_inspect(policy, &text, &err)
+                int r = inspect == INSPECT_JSON ? aisb_policy_inspect_json(policy, &text, &err)
+                        : inspect ? aisb_policy_inspect(policy, &text, &err)
                         : flags.print_policy ? aisb_policy_format(policy, &text, &err)
                         : flags.print_containerfile ? aisb_policy_containerfile(policy, &text, &err)
                         : flags.print_ruleset ? aisb_policy_ruleset(policy, &text, &err)
@@ -299,7 +303,8 @@ static int sandbox_command(int argc, char **argv, bool for_build, bool inspect)
         /* The image first, with signals at their defaults so ^C ends a long build. */
         char *tag = NULL;
         int built = 0;
-        int r = aisb_image_ensure(ctx, policy, &tag, &built, &err);
+        /* A dry run of a run shows the image's requests with the rest of its plan. */
+        int r = flags.dry_run && !for_build ? 0 : aisb_image_ensure(ctx, policy, &tag, &built, &err);
         end_build_display(&display, r < 0);
         if (r < 0) {
                 code = cli_fail(err, EXIT_AISB_FAILED);
@@ -387,13 +392,19 @@ int command_build(int argc, char **argv)
 int command_inspect(int argc, char **argv)
 {
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-                printf("Usage: aisb inspect [OPTIONS] [-- COMMAND...]\n\n"
+                printf("Usage: aisb inspect [--json] [OPTIONS] [-- COMMAND...]\n\n"
                        "What \"aisb run\" with these options would do: the policy, image, mounts,\n"
                        "environment names (never values), the allowlist with each entry's origin,\n"
-                       "and what would be bridged into the harness. OPTIONS are aisb run's.\n");
+                       "and what would be bridged into the harness. OPTIONS are aisb run's.\n\n"
+                       "  --json  the run's plan as JSON instead: image, name, network, protected\n"
+                       "          paths, environment names, the entrypoint's argv and the create\n"
+                       "          request (values redacted; the gate's port a placeholder)\n");
                 return 0;
         }
-        return sandbox_command(argc, argv, false, true);
+        /* --json first, before the run's options. */
+        if (argc > 0 && strcmp(argv[0], "--json") == 0)
+                return sandbox_command(argc - 1, argv + 1, false, INSPECT_JSON);
+        return sandbox_command(argc, argv, false, INSPECT_TEXT);
 }
 
 /* aisb kube: its own two options (--image-repo, --timeout) are taken out first; the rest are

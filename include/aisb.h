@@ -231,10 +231,23 @@ AISB_PUBLIC void aisb_ctx_cancel(aisb_ctx *ctx);
 typedef enum aisb_event_type {
         AISB_EVENT_MESSAGE = 1,      /* level, text: a warning, progress or debug detail */
         AISB_EVENT_BUILD_OUTPUT = 2, /* text: one line of an image build's output */
-        AISB_EVENT_STEP = 3,         /* text: a run's step begins: "image", "volume", "network",
-                                      * "bridge", "create", "start", "stream", "remove" */
+        AISB_EVENT_STEP = 3,         /* step (and its name as text): a run's step begins */
         AISB_EVENT_EGRESS = 4,       /* egress: what a run sent through its gate */
 } aisb_event_type;
+
+/* A run's steps, in the order they begin; "gate" only for a run through the gate. The text of
+ * the event is the name after AISB_STEP_, lower case. */
+typedef enum aisb_step {
+        AISB_STEP_IMAGE = 1,
+        AISB_STEP_VOLUME,
+        AISB_STEP_NETWORK,
+        AISB_STEP_GATE,
+        AISB_STEP_BRIDGE,
+        AISB_STEP_CREATE,
+        AISB_STEP_START,
+        AISB_STEP_STREAM,
+        AISB_STEP_REMOVE,
+} aisb_step;
 
 typedef struct aisb_egress {
         unsigned long allowed;
@@ -253,6 +266,7 @@ typedef struct aisb_event {
                                     * INFO for the others */
         const char *text;          /* MESSAGE, BUILD_OUTPUT, STEP */
         const aisb_egress *egress; /* EGRESS */
+        aisb_step step;            /* STEP */
 } aisb_event;
 
 /* Called on the thread of the operation, with data valid during the call only. Return 0, or
@@ -442,6 +456,11 @@ AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, int deep,
  * names (never values), the allowlist with where each entry came from, and what would be
  * bridged into the harness. */
 AISB_PUBLIC int aisb_policy_inspect(const aisb_policy *policy, char **ret_text, aisb_error **err);
+/* The plan a run of this policy would have, as JSON (aisb inspect --json): its image, name,
+ * network, protected paths, environment names (never values), the entrypoint's argv and the
+ * create request, its environment values redacted. The gate's port is a placeholder, the
+ * name's random part is XXXXXXXX, nothing is started. */
+AISB_PUBLIC int aisb_policy_inspect_json(const aisb_policy *policy, char **ret_text, aisb_error **err);
 
 /* The same sandbox as Kubernetes objects, printed as JSON documents after "---" lines (valid
  * YAML): the gate's ConfigMap, Deployment, Service and NetworkPolicy, the workspace's

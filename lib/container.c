@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The container's specification: the one JSON body that says what the sandbox may see and
- * do. Pure (no I/O), so unit tests check it key by key and a dry run prints it exactly,
- * with environment values redacted.
+ * do, rendered from the plan (plan.h). Pure (no I/O), so unit tests check it key by key and
+ * a dry run prints it exactly (from the plan's redacted environment).
  */
 #include "config.h"
 #include "container.h"
 #include "jsonutil.h"
 #include "project.h"
 #include "protect.h"
-
-#define REDACTED "<redacted>"
 
 static json_object *mount_object(const char *type, const char *source, const char *destination,
                                  const char *const *options)
@@ -36,6 +34,15 @@ static json_object *tmpfs_mount(const char *destination, unsigned long long size
         return mount_object("tmpfs", "tmpfs", destination, options);
 }
 
+int container_security(json_object *o, const security_spec *s)
+{
+        static const char *const drop_all[] = { "ALL", NULL };
+        int r = json_add(o, "cap_drop", json_string_array(drop_all));
+        if (r >= 0 && s->cap_add)
+                r = json_add(o, "cap_add", json_string_array(s->cap_add));
+        return r < 0 ? r : json_add_bool(o, "no_new_privileges", true);
+}
+
 int container_create_body(const container_spec *spec, json_object **ret)
 {
         const aisb_policy *p = spec->policy;
@@ -48,11 +55,8 @@ int container_create_body(const container_spec *spec, json_object **ret)
         int r = 0;
         r |= json_add_string(o, "name", name);
         r |= json_add_string(o, "image", image);
-        _cleanup_strv_free_ char **entrypoint = NULL;
         const char *settings_copy = rm ? rm->settings_copy : NULL;
-        if (entrypoint_argv(p, net, rm, &entrypoint) < 0)
-                return -ENOMEM;
-        r |= json_add(o, "entrypoint", json_string_array((const char *const *) entrypoint));
+        r |= json_add(o, "entrypoint", json_string_array(spec->entrypoint));
         r |= json_add(o, "command", json_string_array(policy_command(p)));
         r |= json_add_string(o, "work_dir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME);
         r |= json_add_string(o, "hostname", "aisb");
@@ -65,28 +69,15 @@ int container_create_body(const container_spec *spec, json_object **ret)
         r |= json_add_string(userns, "nsmode", "keep-id");
         r |= json_add(o, "userns", userns);
 
-        /* Nothing of the host's environment except what the policy holds. */
+        /* Nothing of the host's environment except what the plan holds. */
         json_object *env = json_object_new_object();
-        r |= json_add_string(env, "HOME", AISB_SANDBOX_HOME);
-        for (size_t i = 0; net->env && net->env[i]; i++) {
-                const char *eq = strchr(net->env[i], '=');
-                _cleanup_free_ char *name_part = strndup(net->env[i], (size_t) (eq - net->env[i]));
+        for (size_t i = 0; spec->env && spec->env[i]; i++) {
+                const char *eq = strchr(spec->env[i], '=');
+                _cleanup_free_ char *name_part = eq ? strndup(spec->env[i], (size_t) (eq - spec->env[i])) : NULL;
                 r |= name_part ? json_add_string(env, name_part, eq + 1) : -ENOMEM;
         }
-        /* The gate's CA trusted by the usual clients, for this run. */
-        for (size_t i = 0; rm && rm->gate_ca && entrypoint_trust_env[i]; i++)
-                r |= json_add_string(env, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
-        /* A secret is the gate's: the sandbox holds its placeholder. */
-        for (size_t i = 0; i < p->n_secrets; i++)
-                r |= json_add_string(env, p->secrets[i].name, p->secrets[i].placeholder);
-        for (size_t i = 0; i < p->n_env; i++)
-                r |= json_add_string(env, p->env[i].name, spec->redact ? REDACTED : p->env[i].value);
         r |= json_add(o, "env", env);
-
-        static const char *const drop_all[] = { "ALL", NULL };
-        r |= json_add(o, "cap_drop", json_string_array(drop_all));
-        r |= json_add(o, "cap_add", json_string_array(entrypoint_capabilities));
-        r |= json_add(o, "no_new_privileges", json_object_new_boolean(true));
+        r |= container_security(o, &security_sandbox);
         r |= json_add(o, "read_only_filesystem", json_object_new_boolean(p->read_only));
         /* From podman 4.4 a read-only root also makes /dev, /dev/shm and /dev/mqueue read-only
          * unless this says otherwise (podman 5 defaults it to false); 4.3 ignores the field
@@ -204,7 +195,7 @@ int container_create_body(const container_spec *spec, json_object **ret)
                 r |= json_add_string(labels, AISB_LABEL_PREFIX "gate", spec->gate_hash);
         r |= json_add_string(labels, AISB_LABEL_PREFIX "policy", hash ? hash : "");
         char pid[32];
-        snprintf(pid, sizeof pid, "%ld", (long) getpid());
+        snprintf(pid, sizeof pid, "%ld", spec->pid);
         r |= json_add_string(labels, AISB_LABEL_PREFIX "pid", pid);
         r |= json_add(o, "labels", labels);
 

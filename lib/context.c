@@ -134,6 +134,7 @@ void aisb_ctx_free(aisb_ctx *ctx)
                 close(ctx->wake_fd);
         free(ctx->podman_version);
         free(ctx->ensured_tag);
+        free(ctx->ensured_key);
         free(ctx);
 }
 
@@ -162,8 +163,8 @@ void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata)
 
 void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *userdata)
 {
-        ctx->http.dry_run_fn = fn;
-        ctx->http.dry_run_userdata = userdata;
+        ctx->dry_run_fn = fn;
+        ctx->dry_run_userdata = userdata;
 }
 
 int aisb_ctx_set_socket(aisb_ctx *ctx, const char *path, aisb_error **err)
@@ -526,7 +527,7 @@ static int ping_named(aisb_ctx *ctx, const char *path, const char *what, aisb_er
 
 int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
 {
-        if (ctx->connected || ctx->http.dry_run_fn)
+        if (ctx->connected)
                 return 0;
         ctx_operation_begin(ctx);
         _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;

@@ -23,6 +23,10 @@ typedef bool (*ctx_stop_fn)(void *userdata);
 
 struct aisb_ctx {
         http_conn http;
+        /* A dry run (aisb_ctx_set_dry_run): a run and an image are planned and their
+         * requests shown to this, never sent (plan.h). */
+        aisb_request_fn dry_run_fn;
+        void *dry_run_userdata;
         bool socket_fixed; /* set by the caller: never start a service */
         char *podman_version;
         unsigned version_major, version_minor;
@@ -49,10 +53,10 @@ struct aisb_ctx {
         ctx_stop_fn stop_fn;
         void *stop_userdata;
 
-        /* The last image this context made sure of: the run after "aisb_image_ensure" needs
-         * neither a second pack and hash of the context nor a second request. */
-        const void *ensured_policy;
-        unsigned long ensured_generation;
+        /* The last image this context made sure of, and its context's key (image.c): the run
+         * after "aisb_image_ensure" needs neither a second hash of the entrypoint nor a
+         * second request. */
+        char *ensured_key;
         char *ensured_tag;
 };
 

@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a policy would be, as text, for review: its key=value lines, its Containerfile, the
- * entrypoint's ruleset and plan (printed by the same netpolicy code the entrypoint runs),
- * and aisb inspect's summary. Nothing here starts anything: the gate's port is shown as a
- * placeholder, and the network is planned as it would be on podman 4.
+ * entrypoint's ruleset and plan (printed by the same netpolicy code the entrypoint runs, over
+ * the plan's argv), and aisb inspect's summary and JSON. Each renders the plan a run would
+ * make (describe_plan); nothing here starts anything.
  */
 #include <stdio.h>
 
 #include "describe.h"
-#include "protect.h"
-#include "entrypoint-args.h"
 #include "harness.h"
 #include "image.h"
+#include "jsonutil.h"
 #include "netpolicy.h"
-#include "network.h"
 
 int aisb_policy_format(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
@@ -29,33 +27,52 @@ int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error 
         return image_containerfile(p, ret_text, err);
 }
 
-int describe_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err)
+int describe_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts, run_plan *ret_plan,
+                  aisb_error **err)
 {
-        const network_backend *backend = network_backend_for(p, 0);
-        _cleanup_(network_inputs_done) network_inputs in = {};
-        int r = network_gather(p, backend, NULL, &in, err);
+        _cleanup_(plan_facts_done) plan_facts f = {};
+        int r = plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .network_only = network_only }, &f,
+                            err);
         if (r < 0)
                 return r;
-        if (network_needs_gate(p, &in))
-                in.gate_port = NETWORK_PLACEHOLDER_GATE_PORT;
-        return network_plan(p, backend, &in, ret, err);
+        /* The agents directory is decided the same way a run decides it. */
+        _cleanup_free_ char *agents = NULL;
+        if (harness_agents_dir(p, &agents, NULL) < 0)
+                return error_oom(err);
+        f.agents_dir = agents;
+        r = plan_build(p, &f, ret_plan, err);
+        f.agents_dir = NULL;
+        if (r < 0)
+                return r;
+        *ret_facts = f;
+        f = (plan_facts) {};
+        return 0;
 }
 
-/* Run one of netpolicy's printers over the argv this policy produces. */
+int describe_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err)
+{
+        _cleanup_(plan_facts_done) plan_facts f = {};
+        _cleanup_(run_plan_done) run_plan plan = {};
+        int r = describe_plan(p, true, &f, &plan, err);
+        if (r < 0)
+                return r;
+        *ret = plan.net;
+        plan.net = (sandbox_network) {};
+        return 0;
+}
+
+/* Run one of netpolicy's printers over the argv the plan gives the entrypoint. */
 static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpolicy *, FILE *),
                           char **ret_text, aisb_error **err)
 {
-        sandbox_network net = {};
-        int r = describe_network(p, &net, err);
+        _cleanup_(plan_facts_done) plan_facts f = {};
+        _cleanup_(run_plan_done) run_plan plan = {};
+        int r = describe_plan(p, true, &f, &plan, err);
         if (r < 0)
                 return r;
-        _cleanup_strv_free_ char **argv = NULL;
-        r = entrypoint_argv(p, &net, NULL, &argv);
-        sandbox_network_done(&net);
-        if (r < 0)
-                return error_oom(err);
+        _cleanup_strv_free_ char **argv = strv_copy((const char *const *) plan.entrypoint);
         /* A stand-in command: the printers describe the sandbox, not what runs in it. */
-        if (strv_push(&argv, "COMMAND") < 0)
+        if (!argv || strv_push(&argv, "COMMAND") < 0)
                 return error_oom(err);
         struct netpolicy np;
         char message[256];
@@ -64,11 +81,11 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
                 return aisb_error_set(err, -EINVAL, "the entrypoint refuses this policy: %s", message);
         char *text = NULL;
         size_t size = 0;
-        FILE *f = open_memstream(&text, &size);
-        if (!f)
+        FILE *out = open_memstream(&text, &size);
+        if (!out)
                 return error_oom(err);
-        print(&np, f);
-        if (fclose(f) != 0) {
+        print(&np, out);
+        if (fclose(out) != 0) {
                 free(text);
                 return error_oom(err);
         }
@@ -92,29 +109,33 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         int r = aisb_policy_format(p, &policy, err);
         if (r < 0)
                 return r;
+        _cleanup_(plan_facts_done) plan_facts f = {};
+        _cleanup_(run_plan_done) run_plan plan = {};
+        _cleanup_free_ char *agents = NULL;
+        /* A policy a run would refuse is still shown, with why. */
+        aisb_error *refused = NULL;
+        r = describe_plan(p, false, &f, &plan, &refused);
+        if (r == -ENOMEM) {
+                aisb_error_free(refused);
+                return error_oom(err);
+        }
         _cleanup_(buffer_free) buffer b = {};
         r = buffer_printf(&b, "%s", policy);
-        /* The agents directory is decided the same way a run decides it. */
-        _cleanup_free_ char *agents = NULL;
+        if (refused)
+                r |= buffer_printf(&b, "refused=%s\n", aisb_error_message(refused));
+        aisb_error_free(refused);
         if (harness_agents_dir(p, &agents, NULL) < 0 || !agents)
                 r |= buffer_printf(&b, "agents=none\n");
         else
                 r |= buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);
-        /* What a run would keep from the agent, made the way a run makes it. */
-        if (r >= 0 && p->project && p->protect && p->protect[0]) {
-                _cleanup_(protect_plan_done) protect_plan plan = {};
-                int k = protect_plan_make(p->project, p->project_is_cwd, (const char *const *) p->protect,
-                                          (unsigned) getuid(), &plan, err);
-                if (k < 0)
-                        return k;
-                for (size_t i = 0; i < plan.n_mounts; i++)
-                        r |= buffer_printf(&b, "protected=%s (%s)\n", plan.mounts[i].destination,
-                                           plan.mounts[i].read_only ? "read-only"
-                                                                    : "read-write, over itself: not to be moved aside");
-                if (plan.repository_top)
-                        r |= buffer_printf(&b, "repository=%s (above the project: the sandbox has no git)\n",
-                                           plan.repository_top);
-        }
+        /* What a run would keep from the agent. */
+        for (size_t i = 0; i < f.protect.n_mounts; i++)
+                r |= buffer_printf(&b, "protected=%s (%s)\n", f.protect.mounts[i].destination,
+                                   f.protect.mounts[i].read_only ? "read-only"
+                                                                 : "read-write, over itself: not to be moved aside");
+        if (f.protect.repository_top)
+                r |= buffer_printf(&b, "repository=%s (above the project: the sandbox has no git)\n",
+                                   f.protect.repository_top);
         if (harness_bridge_applies(p))
                 r |= harness_describe(p, &b);
         else
@@ -122,5 +143,22 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         if (r < 0)
                 return error_oom(err);
         *ret_text = buffer_steal(&b);
+        return 0;
+}
+
+int aisb_policy_inspect_json(const aisb_policy *p, char **ret_text, aisb_error **err)
+{
+        _cleanup_(plan_facts_done) plan_facts f = {};
+        _cleanup_(run_plan_done) run_plan plan = {};
+        int r = describe_plan(p, false, &f, &plan, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_object *o = NULL;
+        if (plan_to_json(&plan, &f, &o) < 0)
+                return error_oom(err);
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                    JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text || !(*ret_text = strdup(text)))
+                return error_oom(err);
         return 0;
 }

@@ -24,19 +24,24 @@ extern const char *const entrypoint_trust_env[];
 /* The capabilities the container starts with; the entrypoint drops them all. */
 extern const char *const entrypoint_capabilities[];
 
-/* What a run mounts beyond the policy, and what it expects to find mounted. */
+/* What a run mounts beyond the policy. */
 typedef struct run_mounts {
         const char *settings_copy; /* the run's copy of .ai-sandbox, read-only over it; NULL: none */
         const char *seed_dir;      /* ephemeral home: the bridged files, copied in by the entrypoint */
         const char *agents_dir;    /* read-only at ~/.agents; NULL: none */
         const char *gate_ca;       /* the gate's CA when it intercepts TLS (a file); NULL: none */
         const struct protect_plan *protect; /* protected paths' mounts; NULL: none */
-        /* What the project directory was when the run began: the entrypoint refuses a
-         * /project that is not it. */
-        bool have_project_id;
-        unsigned long long project_dev, project_ino;
 } run_mounts;
 
-/* The entrypoint's argv for this policy, network and run (rm NULL: a description, nothing
- * mounted), up to and including "--". -ENOMEM. */
-int entrypoint_argv(const aisb_policy *p, const sandbox_network *net, const run_mounts *rm, char ***ret);
+/* What a container of aisb's is held to: every capability dropped, then cap_add given back
+ * (NULL: none), no new privileges, seccomp's default at least; as_root: it starts as root of
+ * its user namespace (the entrypoint, which drops it), else as a user; read_only_root: its
+ * image read-only. container.c renders it for libpod, kube.c for Kubernetes. */
+typedef struct security_spec {
+        const char *const *cap_add;
+        bool as_root;
+        bool read_only_root;
+} security_spec;
+/* The sandbox (read_only_root is the policy's), the gate, aisb kube's init container that
+ * installs the ruleset, and the pods' other containers. */
+extern const security_spec security_sandbox, security_gate, security_netfilter, security_pod;

@@ -30,6 +30,7 @@
 #include <curl/curl.h>
 
 #include "gate-squid.h"
+#include "container.h"
 #include "gate.h"
 #include "image.h"
 #include "jsonutil.h"
@@ -377,7 +378,6 @@ static int gate_create_body(const gate_info *g, const char *image, unsigned idle
         snprintf(leases, sizeof leases, "%s/" GATE_LEASES_DIR, g->dir);
         const char *const argv[] = { "sh", "-c", gate_script, "aisb-gate", idle_text, port_text,
                                      intercept ? "1" : "0", NULL };
-        static const char *const all[] = { "ALL", NULL };
         static const char *const ro[] = { "rbind", "ro", NULL }, *const rw[] = { "rbind", "rw", NULL };
         static const char *const tmpfs_options[] = { "size=16m", "mode=1777", NULL };
         static const char *const tmpfs[] = { "/run", "/tmp", "/var/tmp", "/var/spool/squid",
@@ -404,9 +404,8 @@ static int gate_create_body(const gate_info *g, const char *image, unsigned idle
         r |= json_add(o, "netns", netns);
         r |= json_add(o, "userns", userns);
         r |= json_add_string(o, "user", user);
-        r |= json_add(o, "cap_drop", json_string_array(all));
-        r |= json_add_bool(o, "no_new_privileges", true);
-        r |= json_add_bool(o, "read_only_filesystem", true);
+        r |= container_security(o, &security_gate);
+        r |= json_add_bool(o, "read_only_filesystem", security_gate.read_only_root);
         /* squid keeps its shared memory in /dev/shm: podman 5 would make it read-only with
          * the root (4.3 ignores the field). */
         r |= json_add_bool(o, "read_write_tmpfs", true);
@@ -658,7 +657,7 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
         _cleanup_free_ char *id = NULL;
         if (gate_create_body(g, image, req->idle_stop_s, intercept, &body) < 0)
                 return error_oom(err);
-        r = podman_container_create(ctx, body, NULL, false, &id, err);
+        r = podman_container_create(ctx, body, false, &id, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the gate");
         r = podman_container_start(ctx, g->name, err);
@@ -669,9 +668,6 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
                 (void) podman_container_remove(ctx, g->name, NULL);
                 return r;
         }
-        if (ctx->http.dry_run_fn)
-                return 0;
-
         struct timespec delay = { 0, 50 * 1000 * 1000 };
         for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
                 if (ctx_stopping(ctx)) {
@@ -919,8 +915,7 @@ static bool gate_leases_held(const char *dir)
 static void gate_prune_run_gates(aisb_ctx *ctx)
 {
         _cleanup_json_ json_object *list = NULL;
-        if (ctx->http.dry_run_fn ||
-            podman_container_list(ctx, "{\"label\":[\"" AISB_LABEL_PREFIX "gate.run=true\"]}", &list, NULL) < 0)
+        if (podman_container_list(ctx, "{\"label\":[\"" AISB_LABEL_PREFIX "gate.run=true\"]}", &list, NULL) < 0)
                 return;
         for (size_t i = 0; i < json_object_array_length(list); i++) {
                 json_object *c = json_object_array_get_idx(list, i), *names, *labels, *v;

@@ -230,9 +230,8 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
         if (r < 0)
                 return error_oom(err);
         /* Every sandbox reads what it holds: said once each time it changes. */
-        if (!ctx->http.dry_run_fn)
-                skills_warn_if_changed(ctx, b.agents_dir);
-        if (!harness_bridge_applies(p) || ctx->http.dry_run_fn) {
+        skills_warn_if_changed(ctx, b.agents_dir);
+        if (!harness_bridge_applies(p)) {
                 *ret = b;
                 return 0;
         }

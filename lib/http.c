@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * HTTP over a unix socket with libcurl (http.h). In a dry run nothing is sent: each request
- * is written out for the caller and answered as the request says, so a dry run walks the
- * same code path as a real one.
+ * HTTP over a unix socket with libcurl (http.h).
  */
 #include <poll.h>
 #include <sys/socket.h>
@@ -120,28 +118,6 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
         return c->cancel_fn(c->cancel_userdata) ? 1 : 0;
 }
 
-static int dry_run_send(http_conn *c, const http_request *req, http_response *ret)
-{
-        buffer b = {};
-        int r = buffer_printf(&b, "%s %s\n", req->method, req->path);
-        if (req->dry_run_body)
-                r |= buffer_printf(&b, "%s\n", req->dry_run_body);
-        else if (req->body && req->body_size)
-                r |= buffer_printf(&b, "%.*s\n", (int) req->body_size, (const char *) req->body);
-        if (r < 0) {
-                buffer_free(&b);
-                return -ENOMEM;
-        }
-        c->dry_run_fn(b.data, c->dry_run_userdata);
-        buffer_free(&b);
-        *ret = (http_response) { .status = req->dry_run_status ? req->dry_run_status : 200,
-                                 .body = strdup(req->dry_run_answer ? req->dry_run_answer : "") };
-        if (!ret->body)
-                return -ENOMEM;
-        ret->body_size = strlen(ret->body);
-        return 0;
-}
-
 static CURL *handle_for(http_conn *conn, aisb_error **err)
 {
         if (!conn->curl) {
@@ -163,10 +139,6 @@ static CURL *handle_for(http_conn *conn, aisb_error **err)
 
 int http_send(http_conn *conn, const http_request *req, http_response *ret, aisb_error **err)
 {
-        if (conn->dry_run_fn) {
-                int r = dry_run_send(conn, req, ret);
-                return r < 0 ? error_oom(err) : 0;
-        }
         if (!conn->socket_path)
                 return aisb_error_set(err, -ENOTCONN, "not connected to the podman service");
         CURL *c = handle_for(conn, err);
@@ -289,14 +261,6 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
                 http_stream *ret, aisb_error **err)
 {
         http_stream s = HTTP_STREAM_NULL;
-        if (conn->dry_run_fn) {
-                _cleanup_free_ char *text = NULL;
-                if (asprintf(&text, "POST %s\n(hijacked: Connection: Upgrade, Upgrade: tcp)\n", path) < 0)
-                        return error_oom(err);
-                conn->dry_run_fn(text, conn->dry_run_userdata);
-                *ret = s;
-                return 0;
-        }
         s.curl = curl_easy_init();
         if (!s.curl)
                 return aisb_error_set(err, -ENOMEM, "cannot initialise libcurl");

@@ -26,8 +26,6 @@ typedef bool (*http_cancel_fn)(void *userdata);
 typedef struct http_conn {
         char *socket_path;
         CURL *curl; /* plain requests: one keep-alive connection */
-        aisb_request_fn dry_run_fn;
-        void *dry_run_userdata;
         http_cancel_fn cancel_fn;
         void *cancel_userdata;
 } http_conn;
@@ -50,11 +48,6 @@ typedef struct http_request {
         void *line_userdata;
         long timeout_ms;     /* the whole request; 0: none */
         long idle_timeout_s; /* no byte in either direction for this long ends it; 0: none */
-        /* A dry run: what it shows instead of the body (secrets redacted), and the answer it
-         * gets (status 0 means 200). */
-        const char *dry_run_body;
-        long dry_run_status;
-        const char *dry_run_answer;
 } http_request;
 
 typedef struct http_response {

@@ -561,23 +561,11 @@ static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, a
 {
         _cleanup_free_ void *tar = NULL;
         size_t size = 0;
-        _cleanup_(buffer_free) buffer shown = {};
-        int r = 0;
-        if (ctx->http.dry_run_fn) {
-                /* A dry run packs nothing (and loads no libarchive): it shows the file list. */
-                r = buffer_printf(&shown, "(build context for %s: a tar of Containerfile", tag);
-                for (size_t i = 0; r >= 0 && i < c->n_files; i++)
-                        r = buffer_printf(&shown, ", %s (%zu bytes)", c->files[i].name, c->files[i].size);
-                r = r < 0 ? r : buffer_printf(&shown, ")");
-                if (r < 0)
-                        return error_oom(err);
-        } else {
-                r = image_pack(c, tag, &tar, &size, err);
-                if (r < 0)
-                        return r;
-        }
+        int r = image_pack(c, tag, &tar, &size, err);
+        if (r < 0)
+                return r;
         build_state st = { .ctx = ctx };
-        r = podman_image_build(ctx, tag, tar, size, shown.data, build_line, &st, err);
+        r = podman_image_build(ctx, tag, tar, size, build_line, &st, err);
         if (r == -ECANCELED)
                 aisb_error_wrap(err, r, "the build was stopped");
         else if (r >= 0 && st.error) {
@@ -594,7 +582,7 @@ static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, a
         }
         free(st.error);
         free(st.last_id);
-        if (r < 0 || ctx->http.dry_run_fn)
+        if (r < 0)
                 return r;
         /* A build that streamed no error may still have left no tag (a dropped connection
          * mid-build): believe only the image store. */
@@ -613,63 +601,52 @@ static int bootstrap_base(aisb_ctx *ctx, const char *suite, const char *ref, ais
         _cleanup_free_ char *tar_path = NULL;
         if (asprintf(&tar_path, "%s/aisb-bootstrap-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/var/tmp") < 0)
                 return error_oom(err);
-        if (ctx->http.dry_run_fn) {
-                _cleanup_free_ char *text = NULL;
-                if (asprintf(&text, "# run: mmdebstrap --mode=unshare --variant=apt "
-                                    "--include=ca-certificates %s TMPFILE.tar\n", suite) >= 0)
-                        ctx->http.dry_run_fn(text, ctx->http.dry_run_userdata);
-        } else {
-                _cleanup_close_ int fd = mkostemp(tar_path, O_CLOEXEC);
-                if (fd < 0)
-                        return aisb_error_set(err, -errno, "cannot create a temporary file in %s: %s",
-                                              tmpdir ? tmpdir : "/var/tmp", strerror(errno));
-                aisb_log(ctx, AISB_LOG_INFO, "bootstrapping a Debian %s base with mmdebstrap", suite);
-                pid_t pid = fork();
-                if (pid < 0) {
-                        (void) unlink(tar_path);
-                        return aisb_error_set(err, -errno, "fork: %s", strerror(errno));
-                }
-                if (pid == 0) {
-                        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-                        if (devnull >= 0)
-                                (void) dup2(devnull, STDIN_FILENO);
-                        /* mmdebstrap's progress goes to our stderr: it is slow and says why. */
-                        (void) dup2(fd, STDOUT_FILENO);
-                        /* libcurl's sockets are not close-on-exec: close everything else. */
-                        (void) close_range(3, ~0U, 0);
-                        /* Not in the project: nothing of it is mmdebstrap's to read. */
-                        if (chdir("/") < 0)
-                                _exit(127);
-                        execlp("mmdebstrap", "mmdebstrap", "--quiet", "--mode=unshare",
-                               "--variant=apt", "--include=ca-certificates", "--format=tar",
-                               suite, "-", (char *) NULL);
+        _cleanup_close_ int fd = mkostemp(tar_path, O_CLOEXEC);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "cannot create a temporary file in %s: %s",
+                                      tmpdir ? tmpdir : "/var/tmp", strerror(errno));
+        aisb_log(ctx, AISB_LOG_INFO, "bootstrapping a Debian %s base with mmdebstrap", suite);
+        pid_t pid = fork();
+        if (pid < 0) {
+                (void) unlink(tar_path);
+                return aisb_error_set(err, -errno, "fork: %s", strerror(errno));
+        }
+        if (pid == 0) {
+                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (devnull >= 0)
+                        (void) dup2(devnull, STDIN_FILENO);
+                /* mmdebstrap's progress goes to our stderr: it is slow and says why. */
+                (void) dup2(fd, STDOUT_FILENO);
+                /* libcurl's sockets are not close-on-exec: close everything else. */
+                (void) close_range(3, ~0U, 0);
+                /* Not in the project: nothing of it is mmdebstrap's to read. */
+                if (chdir("/") < 0)
                         _exit(127);
-                }
-                int status;
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
-                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                        (void) unlink(tar_path);
-                        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-                                return aisb_error_set(err, -ENOENT,
-                                                      "mmdebstrap is not installed; install it (apt-get install mmdebstrap) or use a registry base image");
-                        return aisb_error_set(err, -EIO,
-                                              "mmdebstrap failed for suite %s (is the Debian mirror reachable, and do you have subuid ranges?)",
-                                              suite);
-                }
+                execlp("mmdebstrap", "mmdebstrap", "--quiet", "--mode=unshare", "--variant=apt",
+                       "--include=ca-certificates", "--format=tar", suite, "-", (char *) NULL);
+                _exit(127);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                (void) unlink(tar_path);
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+                        return aisb_error_set(err, -ENOENT,
+                                              "mmdebstrap is not installed; install it (apt-get install mmdebstrap) or use a registry base image");
+                return aisb_error_set(err, -EIO,
+                                      "mmdebstrap failed for suite %s (is the Debian mirror reachable, and do you have subuid ranges?)",
+                                      suite);
         }
 
-        _cleanup_fclose_ FILE *f = ctx->http.dry_run_fn ? NULL : fopen(tar_path, "re");
-        if (!ctx->http.dry_run_fn) {
-                (void) unlink(tar_path);
-                if (!f)
-                        return aisb_error_set(err, -errno, "cannot reopen %s: %s", tar_path,
-                                              strerror(errno));
-        }
+        _cleanup_fclose_ FILE *f = fopen(tar_path, "re");
+        (void) unlink(tar_path);
+        if (!f)
+                return aisb_error_set(err, -errno, "cannot reopen %s: %s", tar_path, strerror(errno));
         struct stat st = {};
-        if (f && fstat(fileno(f), &st) < 0)
+        if (fstat(fileno(f), &st) < 0)
                 return aisb_error_set(err, -errno, "stat: %s", strerror(errno));
-        int r = podman_image_import(ctx, ref, f, st.st_size, "(the mmdebstrap tar)", err);
+        int r = podman_image_import(ctx, ref, f, st.st_size, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "importing the %s base", suite);
         return 0;
@@ -796,7 +773,7 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                                 return aisb_error_wrap(err, r, "bootstrapping the base image");
                 }
                 _cleanup_(image_prefetch_freep) image_prefetch *gate = NULL;
-                if (with_gate && !ctx->http.dry_run_fn)
+                if (with_gate)
                         prefetch_start(ctx, p, &gate);
                 aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
                 r = build_image(ctx, tag, c, err);
@@ -823,38 +800,116 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
         return 0;
 }
 
+/* What names a context cheaply for the context's cache: its Containerfile, and each file's
+ * name, mode, size and content (held in memory) or identity (a file: device, inode, change
+ * time), hashed; the same policy content gives the same key, whatever its address. */
+static int context_key(const build_context *c, char **ret)
+{
+        _cleanup_(buffer_free) buffer b = {};
+        int r = buffer_printf(&b, "%s", c->containerfile);
+        for (size_t i = 0; r >= 0 && i < c->n_files; i++) {
+                const context_file *f = &c->files[i];
+                struct stat st = {};
+                if (!f->data && fstat(f->fd, &st) < 0)
+                        return -errno;
+                r = buffer_printf(&b, "%c%s %o %zu %llu:%llu:%lld.%ld", 0, f->name, (unsigned) f->mode, f->size,
+                                  (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
+                                  (long long) st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+                if (r >= 0 && f->data)
+                        r = buffer_append(&b, f->data, f->size);
+        }
+        return r < 0 ? r : sha256_hex(b.data, b.size, 64, ret);
+}
+
+int image_requests_text(const aisb_policy *p, const build_context *c, const char *tag, char **ret)
+{
+        _cleanup_(buffer_free) buffer b = {};
+        _cleanup_free_ char *line = NULL, *base = NULL;
+        const char *suite;
+        int r = podman_call_line(PODMAN_IMAGE_EXISTS, tag, &line);
+        r = r < 0 ? r : buffer_printf(&b, "%s\n", line);
+        if (r >= 0 && is_bootstrap(p->base_image, &suite)) {
+                free(steal_pointer(&line));
+                r = base_reference(p, &base);
+                r = r < 0 ? r : podman_call_line(PODMAN_IMAGE_EXISTS, base, &line);
+                r = r < 0 ? r : buffer_printf(&b, "%s\n# run: mmdebstrap --mode=unshare --variant=apt "
+                                                  "--include=ca-certificates %s TMPFILE.tar\n", line, suite);
+                free(steal_pointer(&line));
+                r = r < 0 ? r : podman_call_line(PODMAN_IMAGE_IMPORT, base, &line);
+                r = r < 0 ? r : buffer_printf(&b, "%s\n(the mmdebstrap tar)\n", line);
+        }
+        free(steal_pointer(&line));
+        /* Packed, nothing (and no libarchive loaded): the file list. */
+        r = r < 0 ? r : podman_call_line(PODMAN_IMAGE_BUILD, tag, &line);
+        r = r < 0 ? r : buffer_printf(&b, "%s\n(build context for %s: a tar of Containerfile", line, tag);
+        for (size_t i = 0; r >= 0 && i < c->n_files; i++)
+                r = buffer_printf(&b, ", %s (%zu bytes)", c->files[i].name, c->files[i].size);
+        r = r < 0 ? r : buffer_printf(&b, ")\n");
+        if (r < 0)
+                return r;
+        *ret = buffer_steal(&b);
+        return 0;
+}
+
+int image_plan(const aisb_policy *p, char **ret_tag, char **ret_requests, aisb_error **err)
+{
+        _cleanup_(build_context_done) build_context c = {};
+        _cleanup_free_ char *tag = NULL;
+        int r = image_context(p, &c, err);
+        if (r < 0)
+                return r;
+        if (image_context_tag(IMAGE_REPO, &c, &tag) < 0)
+                return aisb_error_set(err, -EIO, "cannot hash the build context");
+        if (image_requests_text(p, &c, tag, ret_requests) < 0)
+                return error_oom(err);
+        *ret_tag = steal_pointer(&tag);
+        return 0;
+}
+
 int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *ret_built,
                       aisb_error **err)
 {
-
         ctx_operation_begin(ctx);
         _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
         if (ctx_stopping(ctx))
                 return aisb_error_set(err, -ECANCELED, "stopped before the image was looked for");
+        if (ret_built)
+                *ret_built = 0;
+        if (ctx->dry_run_fn) {
+                /* Planned, shown, nothing asked of the service. */
+                _cleanup_free_ char *tag = NULL, *text = NULL;
+                int r = image_plan(p, &tag, &text, err);
+                if (r < 0)
+                        return r;
+                ctx->dry_run_fn(text, ctx->dry_run_userdata);
+                if (ret_tag)
+                        *ret_tag = steal_pointer(&tag);
+                return 0;
+        }
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
-        if (ctx->ensured_tag && ctx->ensured_policy == p && ctx->ensured_generation == p->generation &&
-            !ctx->http.dry_run_fn) {
-                if (ret_built)
-                        *ret_built = 0;
+        _cleanup_(build_context_done) build_context c = {};
+        _cleanup_free_ char *tag = NULL, *key = NULL;
+        r = image_context(p, &c, err);
+        if (r < 0)
+                return r;
+        r = context_key(&c, &key);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot name the build context: %s", strerror(-r));
+        if (ctx->ensured_tag && streq(ctx->ensured_key, key)) {
                 if (ret_tag && !(*ret_tag = strdup(ctx->ensured_tag)))
                         return error_oom(err);
                 return 0;
         }
-        _cleanup_(build_context_done) build_context c = {};
-        _cleanup_free_ char *tag = NULL;
-        r = image_context(p, &c, err);
-        if (r < 0)
-                return r;
         /* A run through the gate needs its image too: built alongside when both are. */
         r = image_ensure_context(ctx, p, IMAGE_REPO, &c, network_policy_may_need_gate(p), &tag, ret_built, err);
         if (r < 0)
                 return r;
         free(ctx->ensured_tag);
+        free(ctx->ensured_key);
         ctx->ensured_tag = strdup(tag);
-        ctx->ensured_policy = p;
-        ctx->ensured_generation = p->generation;
+        ctx->ensured_key = ctx->ensured_tag ? steal_pointer(&key) : NULL;
         if (ret_tag)
                 *ret_tag = steal_pointer(&tag);
         return 0;

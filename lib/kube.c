@@ -19,15 +19,16 @@
 #include <ctype.h>
 
 #include "allowlist.h"
+#include "context.h"
 #include "entrypoint-args.h"
 #include "gate-squid.h"
 #include "image.h"
 #include "jsonutil.h"
-#include "context.h"
 #include "kube.h"
-#include "protect.h"
+#include "plan.h"
 #include "podman.h"
 #include "policy.h"
+#include "protect.h"
 
 #define KUBE_UID 1000
 #define KUBE_GATE_PORT 3128
@@ -153,17 +154,33 @@ static json_object *object_head(const char *api_version, const char *kind, const
         return built(o, r);
 }
 
-/* What every container of ours is held to: the "restricted" standard and then some. */
-static json_object *container_security(void)
+/* A container's security settings (entrypoint-args.h) as Kubernetes says them: the
+ * "restricted" standard and then some for the pods' containers; root of the pod's user with
+ * the capabilities it is given for the one that installs the ruleset. */
+static json_object *kube_security(const security_spec *s)
 {
         json_object *o = json_object_new_object(), *caps = json_object_new_object(),
                     *seccomp = json_object_new_object();
         static const char *const all[] = { "ALL", NULL };
         int r = json_add_bool(o, "allowPrivilegeEscalation", false);
-        r |= json_add_bool(o, "readOnlyRootFilesystem", true);
-        r |= json_add_bool(o, "runAsNonRoot", true);
-        r |= json_add_bool(o, "privileged", false);
+        r |= json_add_bool(o, "readOnlyRootFilesystem", s->read_only_root);
+        if (s->as_root) {
+                r |= json_add_bool(o, "privileged", false);
+                r |= json_add_bool(o, "runAsNonRoot", false);
+                r |= json_add_int64(o, "runAsUser", 0);
+                r |= json_add_int64(o, "runAsGroup", 0);
+        } else {
+                r |= json_add_bool(o, "runAsNonRoot", true);
+                r |= json_add_bool(o, "privileged", false);
+        }
         r |= json_add(caps, "drop", json_string_array(all));
+        if (s->cap_add) {
+                /* Kubernetes names them without libpod's CAP_. */
+                json_object *add = json_object_new_array();
+                for (size_t i = 0; s->cap_add[i]; i++)
+                        r |= json_append_string(add, s->cap_add[i] + (strncmp(s->cap_add[i], "CAP_", 4) ? 0 : 4));
+                r |= json_add(caps, "add", add);
+        }
         r |= json_add(o, "capabilities", caps);
         r |= json_add_string(seccomp, "type", "RuntimeDefault");
         r |= json_add(o, "seccompProfile", seccomp);
@@ -384,7 +401,7 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
         r = json_add_string(data, "squid.conf", conf);
         if (hosts)
                 r |= json_add_string(data, "hosts", hosts);
-        r |= cm ? json_add(cm, "data", data) : -ENOMEM;
+        r |= cm ? json_add(cm, "data", data) : (json_object_put(data), -ENOMEM);
         r |= json_append(docs, cm);
 
         /* The gate's pod: squid alone, unprivileged, its logs and spool in memory. */
@@ -419,7 +436,7 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
                 r |= json_add(c, "ports", ports);
         } else
                 json_object_put(ports);
-        r |= json_add(c, "securityContext", container_security());
+        r |= json_add(c, "securityContext", kube_security(&security_pod));
         char v_config[64], v_logs[64], v_run[64], v_tmp[64];
         volume_name(v_config, n->gate, "config");
         volume_name(v_logs, n->gate, "logs");
@@ -519,14 +536,10 @@ static int proxy_url(const kube_names *n, char **ret)
 static json_object *netfilter_init_containers(const aisb_policy *p, const kube_options *ko, const allowlist *l,
                                               const kube_names *n, bool gate, const char *image, aisb_error **err)
 {
-        json_object *list = json_object_new_array(), *c = json_object_new_object(), *sc = json_object_new_object(),
-                    *caps = json_object_new_object(), *seccomp = json_object_new_object();
-        static const char *const all[] = { "ALL", NULL }, *const net_admin[] = { "NET_ADMIN", NULL };
-        _cleanup_strv_free_ char **argv = NULL;
-        int r = strv_push(&argv, AISB_ENTRYPOINT_IN_IMAGE);
-        r |= strv_push(&argv, "--net");
-        r |= strv_push(&argv, p->net == SANDBOX_NET_ALLOW ? "allow" : "none");
-        r |= strv_push(&argv, "--ruleset-only");
+        json_object *list = json_object_new_array(), *c = json_object_new_object();
+        _cleanup_strv_free_ char **net_args = NULL, **argv = NULL;
+        int r = strv_push(&net_args, "--net");
+        r |= strv_push(&net_args, p->net == SANDBOX_NET_ALLOW ? "allow" : "none");
         if (gate) {
                 _cleanup_free_ char *arg = NULL;
                 char var[80];
@@ -534,33 +547,25 @@ static json_object *netfilter_init_containers(const aisb_policy *p, const kube_o
                 if (ko->podman ? asprintf(&arg, KUBE_PODMAN_GATE_IP ":%u", KUBE_GATE_PORT) < 0
                                : asprintf(&arg, "%s:%u", var, KUBE_GATE_PORT) < 0)
                         r = -ENOMEM;
-                r |= strv_push(&argv, ko->podman ? "--allow" : "--allow-env");
-                r |= arg ? strv_push(&argv, arg) : -ENOMEM;
+                r |= strv_push(&net_args, ko->podman ? "--allow" : "--allow-env");
+                r |= arg ? strv_push(&net_args, arg) : -ENOMEM;
         }
         for (size_t i = 0; p->net == SANDBOX_NET_ALLOW && i < l->n; i++) {
                 _cleanup_free_ char *arg = NULL;
                 if (l->entries[i].kind != ALLOW_ADDRESS)
                         continue;
                 r |= allowlist_entrypoint_arg(&l->entries[i], &arg);
-                r |= strv_push(&argv, "--allow");
-                r |= arg ? strv_push(&argv, arg) : -ENOMEM;
+                r |= strv_push(&net_args, "--allow");
+                r |= arg ? strv_push(&net_args, arg) : -ENOMEM;
         }
+        entrypoint_spec es = { .no_ids = true, .net_args = (const char *const *) net_args, .ruleset_only = true };
+        if (r >= 0)
+                r = plan_entrypoint_argv(&es, &argv);
         r |= json_add_string(c, "name", "netfilter");
         r |= json_add_string(c, "image", image);
         r |= json_add_string(c, "imagePullPolicy", ko->image_repo ? "IfNotPresent" : "Never");
         r |= json_add(c, "command", json_string_array((const char *const *) argv));
-        r |= json_add_bool(sc, "allowPrivilegeEscalation", false);
-        r |= json_add_bool(sc, "readOnlyRootFilesystem", true);
-        r |= json_add_bool(sc, "privileged", false);
-        r |= json_add_bool(sc, "runAsNonRoot", false);
-        r |= json_add_int64(sc, "runAsUser", 0);
-        r |= json_add_int64(sc, "runAsGroup", 0);
-        r |= json_add(caps, "drop", json_string_array(all));
-        r |= json_add(caps, "add", json_string_array(net_admin));
-        r |= json_add(sc, "capabilities", caps);
-        r |= json_add_string(seccomp, "type", "RuntimeDefault");
-        r |= json_add(sc, "seccompProfile", seccomp);
-        r |= json_add(c, "securityContext", sc);
+        r |= json_add(c, "securityContext", kube_security(&security_netfilter));
         if (!ko->podman)
                 r |= json_add(c, "resources", resources(p));
         r |= json_append(list, c);
@@ -695,11 +700,9 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
 
         /* The entrypoint in its external mode, then the command. */
         _cleanup_strv_free_ char **argv = NULL;
-        char uid[16];
-        snprintf(uid, sizeof uid, "%u", KUBE_UID);
-        const char *const head[] = { AISB_ENTRYPOINT_IN_IMAGE, "--uid", uid, "--gid", uid, "--net", "external", "--", NULL };
-        for (size_t i = 0; head[i]; i++)
-                r |= strv_push(&argv, head[i]);
+        static const char *const external[] = { "--net", "external", NULL };
+        entrypoint_spec es = { .uid = KUBE_UID, .gid = KUBE_UID, .net_args = external };
+        r |= plan_entrypoint_argv(&es, &argv);
         /* Kubernetes expands $(NAME) in a command and turns $$ into $: every '$' of the
          * command doubled, so that it runs as given (and names no variable's value). podman
          * kube play expands nothing: there the words go as they are. */
@@ -717,14 +720,13 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
         r |= json_add(c, "command", json_string_array((const char *const *) argv));
         r |= json_add_string(c, "workingDir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME);
         r |= json_append(env, env_value("HOME", AISB_SANDBOX_HOME));
-        if (gate) {
-                static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", NULL };
-                for (size_t i = 0; names[i]; i++)
-                        r |= json_append(env, env_value(names[i], proxy));
-                r |= json_append(env, env_value("NO_PROXY", "localhost,127.0.0.1,::1"));
-                r |= json_append(env, env_value("no_proxy", "localhost,127.0.0.1,::1"));
-                r |= json_append(env, env_value("NODE_USE_ENV_PROXY", "1"));
-                r |= json_append(env, env_value("NODE_OPTIONS", "--disable-warning=UNDICI-EHPA"));
+        /* The proxy variables a local run's sandbox gets, the gate's Service for the proxy. */
+        _cleanup_strv_free_ char **proxy_env = NULL;
+        if (gate && plan_proxy_env(l, proxy, false, &proxy_env) < 0)
+                r = -ENOMEM;
+        for (size_t i = 0; proxy_env && proxy_env[i]; i++) {
+                _cleanup_free_ char *name = strndup(proxy_env[i], strcspn(proxy_env[i], "="));
+                r |= name ? json_append(env, env_value(name, proxy_env[i] + strlen(name) + 1)) : -ENOMEM;
         }
         /* Values never: each variable the policy names comes from a Secret the user makes.
          * The terminal's own (TERM, LANG, ...) a pod has none of. */
@@ -745,7 +747,7 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
          * own caps (aisb run's) are the way there. */
         if (!ko->podman)
                 r |= json_add(c, "resources", resources(p));
-        r |= json_add(c, "securityContext", container_security());
+        r |= json_add(c, "securityContext", kube_security(&security_pod));
         char v_project[64], v_home[64], v_tmp[64], v_var_tmp[64], v_run[64];
         volume_name(v_project, n->sandbox, "project");
         volume_name(v_home, n->sandbox, "home");

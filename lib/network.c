@@ -22,7 +22,8 @@
 void sandbox_network_done(sandbox_network *n)
 {
         strv_free(n->entrypoint_args);
-        strv_free(n->env);
+        free(n->proxy_host);
+        free(n->proxy_key);
         *n = (sandbox_network) {};
 }
 
@@ -50,44 +51,6 @@ static int push_address_entries(sandbox_network *n, const allowlist *l)
                 if (r < 0 || (r = push_allow(&n->entrypoint_args, arg)) < 0)
                         return r;
         }
-        return 0;
-}
-
-static int set_proxy_env(sandbox_network *n, const allowlist *l, const char *host, unsigned port,
-                         const char *key)
-{
-        _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "http://%s%s%s%s:%u", key ? GATE_CLIENT_USER ":" : "", key ? key : "", key ? "@" : "",
-                     host, port) < 0)
-                return -ENOMEM;
-        static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
-                                             "https_proxy" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                _cleanup_free_ char *kv = NULL;
-                if (asprintf(&kv, "%s=%s", names[i], url) < 0 || strv_push(&n->env, kv) < 0)
-                        return -ENOMEM;
-        }
-        /* git asks libcurl for any proxy authentication, which waits for a challenge the gate
-         * does not send: basic, sent at once, as the other clients do. */
-        if (key && strv_push(&n->env, "GIT_HTTP_PROXY_AUTHMETHOD=basic") < 0)
-                return -ENOMEM;
-        /* Node ignores the proxy variables unless told (pi, codex and claude run on it), and
-         * then warns on every start that the agent doing it is experimental: the command's
-         * output stays the command's. A NODE_OPTIONS of the user's (--env) replaces this. */
-        if (strv_push(&n->env, "NODE_USE_ENV_PROXY=1") < 0 ||
-            strv_push(&n->env, "NODE_OPTIONS=--disable-warning=UNDICI-EHPA") < 0)
-                return -ENOMEM;
-        /* Pinned addresses are reached directly, not through the proxy. */
-        _cleanup_(buffer_free) buffer no_proxy = {};
-        int r = buffer_printf(&no_proxy, "localhost,127.0.0.1,::1");
-        for (size_t i = 0; r >= 0 && i < l->n; i++)
-                if (l->entries[i].kind == ALLOW_ADDRESS)
-                        r = buffer_printf(&no_proxy, ",%s", l->entries[i].host);
-        _cleanup_free_ char *a = NULL, *b = NULL;
-        if (r < 0 || asprintf(&a, "NO_PROXY=%s", no_proxy.data) < 0 ||
-            asprintf(&b, "no_proxy=%s", no_proxy.data) < 0 || strv_push(&n->env, a) < 0 ||
-            strv_push(&n->env, b) < 0)
-                return -ENOMEM;
         return 0;
 }
 
@@ -251,6 +214,15 @@ bool network_needs_gate(const aisb_policy *p, const network_inputs *in)
         return network_policy_may_need_gate(p) && allowlist_count_domains(&in->list) > 0;
 }
 
+/* Where the sandbox's proxy variables point (the plan makes them). */
+static int proxy_through(sandbox_network *n, const char *host, unsigned port, const char *key)
+{
+        n->proxy_host = strdup(host);
+        n->proxy_key = key ? strdup(key) : NULL;
+        n->proxy_port = port;
+        return n->proxy_host && (!key || n->proxy_key) ? 0 : -ENOMEM;
+}
+
 static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_network *n, aisb_error **err)
 {
         int r = strv_push(&n->entrypoint_args, "--net");
@@ -262,7 +234,7 @@ static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_ne
                         return -ENOMEM;
                 r = push_allow(&n->entrypoint_args, dest);
                 r = r < 0 ? r : push_address_entries(n, &in->list);
-                return r < 0 ? r : set_proxy_env(n, &in->list, in->proxy_host, in->proxy_port, NULL);
+                return r < 0 ? r : proxy_through(n, in->proxy_host, in->proxy_port, NULL);
         }
         if (r < 0)
                 return r;
@@ -281,7 +253,7 @@ static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_ne
                 _cleanup_free_ char *dest = NULL;
                 if (asprintf(&dest, SANDBOX_HOST_LOOPBACK ":%u", in->gate_port) < 0 ||
                     push_allow(&n->entrypoint_args, dest) < 0 ||
-                    set_proxy_env(n, &in->list, SANDBOX_HOST_LOOPBACK, in->gate_port, in->gate_key) < 0)
+                    proxy_through(n, SANDBOX_HOST_LOOPBACK, in->gate_port, in->gate_key) < 0)
                         return -ENOMEM;
         }
         return push_address_entries(n, &in->list);

@@ -4,7 +4,7 @@
  * depends on from the outside world: the allowlist files, the host's own addresses, and (for
  * --no-gate and --proxy) names resolved now. network_plan() is pure: from the policy, the
  * backend and those inputs it makes the network namespace mode, the entrypoint's --net and
- * --allow arguments and the proxy variables. Starting the gate is the run's business (run.c):
+ * --allow arguments and where the proxy is. Starting the gate is the run's business (run.c):
  * the plan only takes its port.
  */
 #pragma once
@@ -58,7 +58,11 @@ typedef struct sandbox_network {
         const network_backend *backend; /* NULL with --net none */
         bool host_loopback;    /* the host's loopback mapped at SANDBOX_HOST_LOOPBACK */
         char **entrypoint_args; /* --net MODE [--allow DEST]... [--allow-dns] */
-        char **env;            /* NAME=VALUE: the proxy variables */
+        /* The proxy the sandbox's clients are pointed at (the plan makes the variables):
+         * NULL for none; the key a per-run gate asks of its clients, or NULL. */
+        char *proxy_host;
+        unsigned proxy_port;
+        char *proxy_key;
 } sandbox_network;
 void sandbox_network_done(sandbox_network *n);
 /* Pure. -EINVAL for --net allow with nothing allowed; -ENOMEM. */

@@ -2,8 +2,8 @@
 /*
  * The libpod calls aisb makes (podman.h). Each builds its path, sends one request through
  * the context's connection, and reads the answer: which status means what, where libpod puts
- * its message, and what a dry run is answered (an image that must be built, a container that
- * exits 0), so a dry run walks the same code as a real one.
+ * its message. The calls a run makes are a table (podman_calls): the dry run shows the plan's
+ * requests (plan.c) with the same methods and paths the calls send.
  */
 #include <time.h>
 
@@ -51,17 +51,46 @@ static char *libpod_path(const char *before, const char *name, const char *after
         return path;
 }
 
-/* A JSON answer, parsed: status 200 and a body that is JSON. */
+static const struct {
+        const char *method, *before, *after;
+} podman_calls[] = {
+        [PODMAN_IMAGE_EXISTS] = { "GET", LIBPOD "/images/", "/exists" },
+        /* layers=1 with an OCI output format is what turns the layer cache on for the libpod
+         * endpoint; without it every build starts from nothing. */
+        [PODMAN_IMAGE_BUILD] = { "POST", LIBPOD "/build?t=",
+                                 "&layers=1&rm=1&pullpolicy=missing"
+                                 "&outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson" },
+        [PODMAN_IMAGE_IMPORT] = { "POST", LIBPOD "/images/import?reference=", "&changes=CMD%20%5B%22%2Fbin%2Fbash%22%5D" },
+        [PODMAN_VOLUME_EXISTS] = { "GET", LIBPOD "/volumes/", "/exists" },
+        [PODMAN_VOLUME_CREATE] = { "POST", LIBPOD "/volumes/create", NULL },
+        [PODMAN_CONTAINER_CREATE] = { "POST", LIBPOD "/containers/create", NULL },
+        [PODMAN_CONTAINER_ATTACH] = { "POST", LIBPOD "/containers/",
+                                      "/attach?stream=true&stdin=true&stdout=true&stderr=true&logs=false&detachKeys=" },
+        [PODMAN_CONTAINER_START] = { "POST", LIBPOD "/containers/", "/start" },
+        [PODMAN_CONTAINER_WAIT] = { "POST", LIBPOD "/containers/", "/wait?condition=exited&condition=stopped&interval=20ms" },
+        [PODMAN_CONTAINER_REMOVE] = { "DELETE", LIBPOD "/containers/", "?force=true&timeout=0&ignore=true" },
+};
+
+/* A call's path: its name escaped between the table's parts (none for a call on no name). */
+static char *call_path(podman_call call, const char *name)
+{
+        if (!podman_calls[call].after)
+                return strdup(podman_calls[call].before);
+        return libpod_path(podman_calls[call].before, name, podman_calls[call].after);
+}
+
+int podman_call_line(podman_call call, const char *name, char **ret)
+{
+        _cleanup_free_ char *path = call_path(call, name);
+        return path && asprintf(ret, "%s %s", podman_calls[call].method, path) >= 0 ? 0 : -ENOMEM;
+}
+
 /* A JSON answer, parsed: status 200 and a body that is JSON. With absent_ok, a 404 returns
- * 0 and nothing (what a dry run is told then); otherwise 1 with the object. */
-static int get_json_maybe(aisb_ctx *ctx, const char *path, bool absent_ok, const char *dry_run_answer,
-                          json_object **ret, aisb_error **err)
+ * 0 and nothing; otherwise 1 with the object. */
+static int get_json_maybe(aisb_ctx *ctx, const char *path, bool absent_ok, json_object **ret, aisb_error **err)
 {
         http_response resp = {};
-        int r = send_request(ctx,
-                             (http_request) { .method = "GET", .path = path, .dry_run_answer = dry_run_answer,
-                                              .dry_run_status = absent_ok ? 404 : 0 },
-                             &resp, err);
+        int r = send_request(ctx, (http_request) { .method = "GET", .path = path }, &resp, err);
         if (r < 0)
                 return r;
         if (absent_ok && resp.status == 404) {
@@ -78,26 +107,25 @@ static int get_json_maybe(aisb_ctx *ctx, const char *path, bool absent_ok, const
         return 1;
 }
 
-static int get_json(aisb_ctx *ctx, const char *path, const char *dry_run_answer, json_object **ret,
-                    aisb_error **err)
+static int get_json(aisb_ctx *ctx, const char *path, json_object **ret, aisb_error **err)
 {
-        int r = get_json_maybe(ctx, path, false, dry_run_answer, ret, err);
+        int r = get_json_maybe(ctx, path, false, ret, err);
         return r < 0 ? r : 0;
 }
 
 int podman_info(aisb_ctx *ctx, json_object **ret, aisb_error **err)
 {
-        return get_json(ctx, LIBPOD "/info", "{}", ret, err);
+        return get_json(ctx, LIBPOD "/info", ret, err);
 }
 
-/* GET .../exists: 204 there, 404 not (what a dry run is told: everything gets made). */
-static int exists(aisb_ctx *ctx, const char *kind, const char *what, const char *name, aisb_error **err)
+/* GET .../exists: 204 there, 404 not. */
+static int exists(aisb_ctx *ctx, podman_call call, const char *what, const char *name, aisb_error **err)
 {
-        _cleanup_free_ char *path = libpod_path(kind, name, "/exists");
+        _cleanup_free_ char *path = call_path(call, name);
         if (!path)
                 return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_status = 404 }, &resp, err);
+        int r = send_request(ctx, (http_request) { .method = "GET", .path = path }, &resp, err);
         if (r < 0)
                 return r;
         long status = resp.status;
@@ -116,8 +144,7 @@ static int delete(aisb_ctx *ctx, const char *kind, const char *name, const char 
         if (!path)
                 return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "DELETE", .path = path, .dry_run_status = 204 },
-                             &resp, err);
+        int r = send_request(ctx, (http_request) { .method = "DELETE", .path = path }, &resp, err);
         if (r >= 0 && resp.status >= 300 && resp.status != 404)
                 r = aisb_error_set(err, -EIO, "removing %s: %s", name, podman_error_message(&resp));
         http_response_done(&resp);
@@ -125,8 +152,8 @@ static int delete(aisb_ctx *ctx, const char *kind, const char *name, const char 
 }
 
 /* POST with a JSON body; wipe: overwrite its text once sent (json-c keeps it). */
-static int post_json(aisb_ctx *ctx, const char *path, json_object *body, const char *shown, bool wipe,
-                     long dry_run_status, const char *dry_run_answer, http_response *ret, aisb_error **err)
+static int post_json(aisb_ctx *ctx, const char *path, json_object *body, bool wipe, http_response *ret,
+                     aisb_error **err)
 {
         const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
         if (!text)
@@ -136,10 +163,7 @@ static int post_json(aisb_ctx *ctx, const char *path, json_object *body, const c
                                               .path = path,
                                               .content_type = "application/json",
                                               .body = text,
-                                              .body_size = strlen(text),
-                                              .dry_run_body = shown,
-                                              .dry_run_status = dry_run_status,
-                                              .dry_run_answer = dry_run_answer },
+                                              .body_size = strlen(text) },
                              ret, err);
         if (wipe)
                 explicit_bzero((char *) text, strlen(text));
@@ -150,7 +174,7 @@ static int post_json(aisb_ctx *ctx, const char *path, json_object *body, const c
 
 int podman_image_exists(aisb_ctx *ctx, const char *ref, aisb_error **err)
 {
-        return exists(ctx, LIBPOD "/images/", "image", ref, err);
+        return exists(ctx, PODMAN_IMAGE_EXISTS, "image", ref, err);
 }
 
 /* A tar to the service (from memory, or streamed from a file), its answer NDJSON or JSON:
@@ -204,36 +228,28 @@ int podman_image_push(aisb_ctx *ctx, const char *ref, const char *destination, b
         return r;
 }
 
-int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t size,
-                       const char *shown, http_line_fn line_fn, void *userdata, aisb_error **err)
+int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t size, http_line_fn line_fn,
+                       void *userdata, aisb_error **err)
 {
-        /* layers=1 with an OCI output format is what turns the layer cache on for the libpod
-         * endpoint; without it every build starts from nothing. */
-        _cleanup_free_ char *path = libpod_path(LIBPOD "/build?t=", tag,
-                                                "&layers=1&rm=1&pullpolicy=missing"
-                                                "&outputformat=application%2Fvnd.oci.image.manifest.v1%2Bjson");
+        _cleanup_free_ char *path = call_path(PODMAN_IMAGE_BUILD, tag);
         if (!path)
                 return error_oom(err);
         return post_tar(ctx, path,
-                        (http_request) { .body = tar, .body_size = size, .dry_run_body = shown,
-                                         .line_fn = line_fn, .line_userdata = userdata },
+                        (http_request) { .body = tar, .body_size = size, .line_fn = line_fn, .line_userdata = userdata },
                         "build", err);
 }
 
-int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size, const char *shown,
-                        aisb_error **err)
+int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size, aisb_error **err)
 {
-        _cleanup_free_ char *path = libpod_path(LIBPOD "/images/import?reference=", ref,
-                                                "&changes=CMD%20%5B%22%2Fbin%2Fbash%22%5D");
+        _cleanup_free_ char *path = call_path(PODMAN_IMAGE_IMPORT, ref);
         if (!path)
                 return error_oom(err);
-        return post_tar(ctx, path, (http_request) { .body_file = f, .body_file_size = size, .dry_run_body = shown },
-                        "import", err);
+        return post_tar(ctx, path, (http_request) { .body_file = f, .body_file_size = size }, "import", err);
 }
 
 int podman_image_list(aisb_ctx *ctx, json_object **ret, aisb_error **err)
 {
-        return get_json(ctx, LIBPOD "/images/json", "[]", ret, err);
+        return get_json(ctx, LIBPOD "/images/json", ret, err);
 }
 
 int podman_image_remove(aisb_ctx *ctx, const char *ref, aisb_error **err)
@@ -245,7 +261,7 @@ int podman_image_remove(aisb_ctx *ctx, const char *ref, aisb_error **err)
 
 int podman_volume_exists(aisb_ctx *ctx, const char *name, aisb_error **err)
 {
-        return exists(ctx, LIBPOD "/volumes/", "volume", name, err);
+        return exists(ctx, PODMAN_VOLUME_EXISTS, "volume", name, err);
 }
 
 int podman_volume_create(aisb_ctx *ctx, const char *name, json_object *labels, aisb_error **err)
@@ -255,7 +271,7 @@ int podman_volume_create(aisb_ctx *ctx, const char *name, json_object *labels, a
         if (json_add(body, "Labels", labels) < 0 || r < 0)
                 return error_oom(err);
         http_response resp = {};
-        r = post_json(ctx, LIBPOD "/volumes/create", body, NULL, false, 201, "{}", &resp, err);
+        r = post_json(ctx, podman_calls[PODMAN_VOLUME_CREATE].before, body, false, &resp, err);
         if (r < 0)
                 return r;
         /* 500 "volume already exists" from a concurrent run is fine. */
@@ -271,8 +287,7 @@ int podman_volume_mountpoint(aisb_ctx *ctx, const char *name, char **ret, aisb_e
         if (!path)
                 return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "GET", .path = path, .dry_run_answer = "{\"Mountpoint\":\"/dry-run\"}" },
-                             &resp, err);
+        int r = send_request(ctx, (http_request) { .method = "GET", .path = path }, &resp, err);
         if (r < 0)
                 return r;
         _cleanup_json_ json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
@@ -296,7 +311,7 @@ static int list(aisb_ctx *ctx, const char *base, const char *filters, json_objec
             asprintf(&path, "%s%s%s", base, escaped ? "filters=" : "", escaped ? escaped : "") < 0)
                 return error_oom(err);
         json_object *o = NULL;
-        int r = get_json(ctx, path, "[]", &o, err);
+        int r = get_json(ctx, path, &o, err);
         if (r < 0)
                 return r;
         if (!json_object_is_type(o, json_type_array)) {
@@ -319,14 +334,12 @@ int podman_volume_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 
 /* ---- containers ---- */
 
-int podman_container_create(aisb_ctx *ctx, json_object *body, const char *shown, bool wipe,
-                            char **ret_id, aisb_error **err)
+int podman_container_create(aisb_ctx *ctx, json_object *body, bool wipe, char **ret_id, aisb_error **err)
 {
         http_response resp = {};
         int r;
         for (int attempt = 0;; attempt++) {
-                r = post_json(ctx, LIBPOD "/containers/create", body, shown, wipe, 201, "{\"Id\":\"dry-run\"}",
-                              &resp, err);
+                r = post_json(ctx, podman_calls[PODMAN_CONTAINER_CREATE].before, body, wipe, &resp, err);
                 /* Podman 4.3 sometimes fails a keep-id create under concurrent starts with a
                  * spurious "requires additional UIDs" (seen in 1 of 8 parallel runs): the same
                  * request succeeds when sent again. */
@@ -366,8 +379,7 @@ static const char *refusal_message(const char *body)
 
 int podman_container_attach(aisb_ctx *ctx, const char *id, http_stream *ret, aisb_error **err)
 {
-        _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id,
-                                                "/attach?stream=true&stdin=true&stdout=true&stderr=true&logs=false&detachKeys=");
+        _cleanup_free_ char *path = call_path(PODMAN_CONTAINER_ATTACH, id);
         if (!path)
                 return error_oom(err);
         return http_hijack(&ctx->http, path, refusal_message, ret, err);
@@ -375,11 +387,11 @@ int podman_container_attach(aisb_ctx *ctx, const char *id, http_stream *ret, ais
 
 int podman_container_start(aisb_ctx *ctx, const char *id, aisb_error **err)
 {
-        _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id, "/start");
+        _cleanup_free_ char *path = call_path(PODMAN_CONTAINER_START, id);
         if (!path)
                 return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "POST", .path = path, .dry_run_status = 204 }, &resp, err);
+        int r = send_request(ctx, (http_request) { .method = "POST", .path = path }, &resp, err);
         if (r >= 0 && resp.status != 204 && resp.status != 304)
                 r = aisb_error_set(err, -EIO, "the service refused to start it (%ld): %s", resp.status,
                                    podman_error_message(&resp));
@@ -405,11 +417,11 @@ int podman_container_resize(aisb_ctx *ctx, const char *id, unsigned short rows, 
 
 int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
 {
-        _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", id, "/wait?condition=exited&condition=stopped&interval=20ms");
+        _cleanup_free_ char *path = call_path(PODMAN_CONTAINER_WAIT, id);
         if (!path)
                 return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "POST", .path = path, .dry_run_answer = "0" }, &resp, err);
+        int r = send_request(ctx, (http_request) { .method = "POST", .path = path }, &resp, err);
         if (r < 0)
                 return r;
         char *end = NULL;
@@ -424,7 +436,8 @@ int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_err
 
 int podman_container_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 {
-        return delete(ctx, LIBPOD "/containers/", name, "?force=true&timeout=0&ignore=true", err);
+        return delete(ctx, podman_calls[PODMAN_CONTAINER_REMOVE].before, name, podman_calls[PODMAN_CONTAINER_REMOVE].after,
+                      err);
 }
 
 int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret, aisb_error **err)
@@ -432,7 +445,7 @@ int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret,
         _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", name, "/json");
         if (!path)
                 return error_oom(err);
-        return get_json_maybe(ctx, path, true, NULL, ret, err);
+        return get_json_maybe(ctx, path, true, ret, err);
 }
 
 int podman_container_list(aisb_ctx *ctx, const char *filters, json_object **ret, aisb_error **err)

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The podman API as aisb uses it: one typed call per thing aisb asks of the libpod service.
- * Every path, query, status code, error body and dry-run answer of libpod is here, and only
- * here: a port to another API version touches this file. Each call takes a connected
+ * Every path, query, status code and error body of libpod is here, and only here: a port to another API version touches this file. Each call takes a connected
  * context, bounds its request by the context's timeout (builds and imports by 30 minutes
  * without a byte), and on failure sets *err to one line naming what was asked.
  *
@@ -29,15 +28,30 @@ const char *podman_error_message(const http_response *r);
 
 int podman_info(aisb_ctx *ctx, json_object **ret, aisb_error **err);
 
+/* The calls a run makes, for the dry run's text: "METHOD PATH" of one on name (NULL for a
+ * call on none), the same the call sends. */
+typedef enum podman_call {
+        PODMAN_IMAGE_EXISTS,
+        PODMAN_IMAGE_BUILD,
+        PODMAN_IMAGE_IMPORT,
+        PODMAN_VOLUME_EXISTS,
+        PODMAN_VOLUME_CREATE,
+        PODMAN_CONTAINER_CREATE,
+        PODMAN_CONTAINER_ATTACH,
+        PODMAN_CONTAINER_START,
+        PODMAN_CONTAINER_WAIT,
+        PODMAN_CONTAINER_REMOVE,
+} podman_call;
+int podman_call_line(podman_call call, const char *name, char **ret);
+
 /* ---- images ---- */
 int podman_image_exists(aisb_ctx *ctx, const char *ref, aisb_error **err);
 /* Build tag from a tar context (layers cached); each line of the service's NDJSON answer to
- * line_fn. shown: what a dry run prints instead of the tar. */
-int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t size,
-                       const char *shown, http_line_fn line_fn, void *userdata, aisb_error **err);
+ * line_fn. */
+int podman_image_build(aisb_ctx *ctx, const char *tag, const void *tar, size_t size, http_line_fn line_fn,
+                       void *userdata, aisb_error **err);
 /* Import a root file system tar (streamed from f) as ref, its command bash. */
-int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size, const char *shown,
-                        aisb_error **err);
+int podman_image_import(aisb_ctx *ctx, const char *ref, FILE *f, long long size, aisb_error **err);
 int podman_image_list(aisb_ctx *ctx, json_object **ret, aisb_error **err);
 /* Push ref to destination (a registry reference); tls_verify false for a registry over plain
  * HTTP or with a certificate this host does not trust. Credentials are podman's own. */
@@ -56,11 +70,9 @@ int podman_volume_list(aisb_ctx *ctx, const char *filters, json_object **ret, ai
 int podman_volume_remove(aisb_ctx *ctx, const char *name, aisb_error **err);
 
 /* ---- containers ---- */
-/* Create from a spec generator body. shown: what a dry run prints (secrets redacted); wipe:
- * the body's text held secrets, overwrite it once sent. The service's warnings go to the log
- * as debug lines. */
-int podman_container_create(aisb_ctx *ctx, json_object *body, const char *shown, bool wipe,
-                            char **ret_id, aisb_error **err);
+/* Create from a spec generator body. wipe: the body's text held secrets, overwrite it once
+ * sent. The service's warnings go to the log as debug lines. */
+int podman_container_create(aisb_ctx *ctx, json_object *body, bool wipe, char **ret_id, aisb_error **err);
 /* Attach to stdin, stdout and stderr (no logs, no detach keys): a hijacked stream. */
 int podman_container_attach(aisb_ctx *ctx, const char *id, http_stream *ret, aisb_error **err);
 /* Running already is no error. */

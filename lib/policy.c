@@ -1345,7 +1345,6 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
 {
         if (!p || !key)
                 return aisb_error_set(err, -EINVAL, "no key given");
-        p->generation++;
         const policy_key *k = key_find(key);
         if (!k)
                 return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
@@ -1438,7 +1437,6 @@ int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
 {
         if (!p)
                 return aisb_error_set(err, -EINVAL, "no policy given");
-        p->generation++;
         /* What can be refused is checked before anything changes. */
         const char *thinking = getenv("AISB_THINKING");
         if (thinking && *thinking && !pibridge_thinking_level_valid(thinking))
@@ -1565,7 +1563,6 @@ int aisb_policy_load_config(aisb_policy *p, const char *path, int optional, aisb
 
 int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error **err)
 {
-        p->generation++;
         char **copy = NULL;
         if (argv && argv[0]) {
                 copy = strv_copy(argv);
@@ -1592,7 +1589,6 @@ static int rebuild_harness_command(aisb_policy *p)
 
 int aisb_policy_set_harness_args(aisb_policy *p, const char *const *argv, aisb_error **err)
 {
-        p->generation++;
         char **copy = NULL;
         if (argv && argv[0] && !(copy = strv_copy(argv)))
                 return error_oom(err);

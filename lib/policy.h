@@ -75,7 +75,6 @@ struct aisb_policy {
         char **env_files; /* for print-policy: where values came from */
         mount_entry *mounts;
         size_t n_mounts;
-        unsigned long generation; /* bumped by every change: lets a context cache the tag */
         char **command; /* NULL: the harness */
         char **harness_args;    /* arguments for the harness (flags aisb did not know) */
         char **harness_command; /* harness + harness_args, kept in step with both */

@@ -7,19 +7,18 @@
  */
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 
-#include "container.h"
 #include "createpatch.h"
 #include "gate.h"
 #include "harness.h"
 #include "image.h"
 #include "jsonutil.h"
 #include "network.h"
+#include "plan.h"
 #include "podman.h"
 #include "project.h"
 #include "protect.h"
@@ -206,30 +205,17 @@ static int deliver_read(aisb_io *io, demux *d, out_batch *batch, termfilter filt
         return r < 0 ? r : f;
 }
 
-/* --unsafe-create-patch: applied to the request (and to what a dry run shows, whose
- * environment values stay redacted), and every field it changes named, with what that gives
- * up, on every run. */
-static int apply_create_patch(aisb_ctx *ctx, const aisb_policy *p, json_object *body, json_object *shown,
-                              char ***ret_changed)
+/* --unsafe-create-patch: every field it changed named, with what that gives up, on every
+ * run. */
+static void report_create_patch(aisb_ctx *ctx, char *const *changed)
 {
-        int r = create_patch_apply(body, p->create_patch, ret_changed);
-        if (r >= 0 && shown) {
-                _cleanup_strv_free_ char **ignored = NULL;
-                r = create_patch_apply(shown, p->create_patch, &ignored);
-                json_object *env;
-                if (r >= 0 && json_object_object_get_ex(shown, "env", &env) && json_object_is_type(env, json_type_object)) {
-                        json_object_object_foreach(env, key, value) {
-                                (void) value;
-                                if (r >= 0 && json_add_string(env, key, "<redacted>") < 0)
-                                        r = -ENOMEM;
-                        }
-                }
-        }
-        if (r < 0)
-                return r;
-        buffer names = {}, rows = {};
-        for (size_t i = 0; *ret_changed && (*ret_changed)[i]; i++) {
-                const char *field = (*ret_changed)[i];
+        if (!changed)
+                return;
+        _cleanup_(buffer_free) buffer names = {};
+        _cleanup_(buffer_free) buffer rows = {};
+        int r = 0;
+        for (size_t i = 0; changed[i]; i++) {
+                const char *field = changed[i];
                 const char *gives_up = create_patch_gives_up(field);
                 r |= buffer_printf(&names, "%s%s", i ? ", " : "", field);
                 if (!gives_up)
@@ -238,37 +224,9 @@ static int apply_create_patch(aisb_ctx *ctx, const aisb_policy *p, json_object *
                 else if (*gives_up && !strstr(rows.data ? rows.data : "", gives_up))
                         r |= buffer_printf(&rows, "; gives up %s", gives_up);
         }
-        if (r >= 0)
-                aisb_log(ctx, AISB_LOG_WARNING, "--unsafe-create-patch changes %s%s", names.data ? names.data : "nothing",
-                         rows.data ? rows.data : "");
-        buffer_free(&names);
-        buffer_free(&rows);
-        return r < 0 ? -ENOMEM : 0;
-}
-
-/* What the project directory is: the working directory itself when the project is it (not
- * what its path leads to by now: a sandbox may have swapped a directory on that path), else
- * what the path set for it leads to. */
-static void project_identity(const aisb_policy *p, run_mounts *rm)
-{
-        if (!p->project)
-                return;
-        struct stat st;
-        if (stat(p->project_is_cwd ? "." : p->project, &st) < 0)
-                return;
-        rm->have_project_id = true;
-        rm->project_dev = (unsigned long long) st.st_dev;
-        rm->project_ino = (unsigned long long) st.st_ino;
-}
-
-static int container_name(const aisb_policy *p, char **ret)
-{
-        char base[33];
-        project_short_name(p->project, base, sizeof base);
-        uint32_t random = 0;
-        if (getrandom(&random, sizeof random, 0) != sizeof random)
-                random = (uint32_t) getpid() ^ (uint32_t) time(NULL);
-        return asprintf(ret, "aisb-%s-%08x", base, random) < 0 ? -ENOMEM : 0;
+        aisb_log(ctx, AISB_LOG_WARNING, "--unsafe-create-patch changes %s%s",
+                 r >= 0 && names.data ? names.data : "fields (out of memory naming them)",
+                 r >= 0 && rows.data ? rows.data : "");
 }
 
 static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
@@ -278,18 +236,10 @@ static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **
         int r = podman_volume_exists(ctx, p->home_volume, err);
         if (r != 0)
                 return r < 0 ? r : 0;
-        /* Created here rather than implicitly, so it carries our label and "aisb clean" can
-         * tell it from the user's own volumes; which project it belongs to, for ps and clean
-         * (empty: shared or scratch). */
-        json_object *labels = json_object_new_object();
-        r = json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
-        r |= json_add_string(labels, AISB_LABEL_PREFIX "home", "true");
-        r |= json_add_string(labels, AISB_LABEL_PREFIX "project",
-                             p->home_volume_chosen || !p->project ? "" : p->project);
-        if (r < 0) {
-                json_object_put(labels);
+        /* Created here rather than implicitly, so it carries our labels. */
+        json_object *labels = plan_volume_labels(p);
+        if (!labels)
                 return error_oom(err);
-        }
         return podman_volume_create(ctx, p->home_volume, labels, err);
 }
 
@@ -502,9 +452,15 @@ static int step_done(aisb_ctx *ctx, int r, aisb_error **err)
         return r;
 }
 
-static void step(aisb_ctx *ctx, const char *name)
+static void step(aisb_ctx *ctx, aisb_step s)
 {
-        (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_STEP, .level = AISB_LOG_INFO, .text = name });
+        static const char *const names[] = {
+                [AISB_STEP_IMAGE] = "image",   [AISB_STEP_VOLUME] = "volume", [AISB_STEP_NETWORK] = "network",
+                [AISB_STEP_GATE] = "gate",     [AISB_STEP_BRIDGE] = "bridge", [AISB_STEP_CREATE] = "create",
+                [AISB_STEP_START] = "start",   [AISB_STEP_STREAM] = "stream", [AISB_STEP_REMOVE] = "remove",
+        };
+        (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_STEP, .level = AISB_LOG_INFO, .text = names[s],
+                                             .step = s });
 }
 
 /* The run's gate, given back (or removed, when it was the run's own) on every way out. */
@@ -520,42 +476,11 @@ static void run_gate_done(run_gate *rg)
         gate_info_done(&rg->g);
 }
 
-/* The network a run gets: inputs gathered, the gate started when the plan goes through one,
- * then the plan. */
-static int run_network(aisb_ctx *ctx, const aisb_policy *p, const project_settings *settings,
-                       sandbox_network *ret_net, gate_info *ret_gate, aisb_error **err)
-{
-        const network_backend *backend = network_backend_for(p, ctx->connected ? ctx->version_major : 0);
-        _cleanup_(network_inputs_done) network_inputs in = {};
-        int r = network_gather(p, backend, settings, &in, err);
-        if (r < 0)
-                return r;
-        if (network_needs_gate(p, &in)) {
-                step(ctx, "gate");
-                gate_request req = { .list = &in.list, .add_hosts = (const char *const *) p->add_hosts,
-                                     .secrets = p->secrets, .n_secrets = p->n_secrets,
-                                     .idle_stop_s = p->gate_idle_stop_s };
-                r = gate_ensure(ctx, p, &req, ret_gate, err);
-                if (r < 0)
-                        return aisb_error_wrap(err, r, "the gate");
-                in.gate_port = ret_gate->port;
-                in.gate_key = ret_gate->client_key;
-        }
-        if (p->net == SANDBOX_NET_FULL)
-                aisb_log(ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");
-        return network_plan(p, backend, &in, ret_net, err);
-}
-
 /* Protected paths (protect.h): the plan, before anything of the sandbox exists, and what it
  * keeps read-only said in one line. */
-static int protect_begin(aisb_ctx *ctx, const aisb_policy *p, protect_plan *ret, aisb_error **err)
+static int protect_begin(aisb_ctx *ctx, const aisb_policy *p, const protect_plan *ret, aisb_error **err)
 {
-        if (!p->project || p->project_read_only || !p->protect || !p->protect[0])
-                return 0;
-        int r = protect_plan_make(p->project, p->project_is_cwd, (const char *const *) p->protect,
-                                  (unsigned) getuid(), ret, err);
-        if (r < 0)
-                return r;
+        int r = 0;
         if (ret->repository_top)
                 aisb_log(ctx, AISB_LOG_WARNING,
                          "%s is inside the git repository %s, which the sandbox does not see: git in it says "
@@ -624,9 +549,10 @@ static void protect_end(aisb_ctx *ctx, const aisb_policy *p, const protect_plan 
                          PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_ENTRIES, PROTECT_WALK_MAX_DEPTH);
 }
 
-static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
+/* First, before anything is built or started for a project that is not what it seems, or
+ * with a patch this sandbox could rewrite. */
+static int run_check(const aisb_policy *p, aisb_error **err)
 {
-        /* First, before anything is built or started for a project that is not what it seems. */
         if (p->project && !p->project_read_only) {
                 int k = project_check_home(p->project, err);
                 if (k >= 0)
@@ -634,63 +560,102 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 if (k < 0)
                         return k;
         }
-        if (p->create_patch_path) {
-                /* Wherever the keys were set from: never a patch this sandbox could rewrite. */
-                _cleanup_strv_free_ char **writable = NULL;
-                int k = p->project && !p->project_read_only ? strv_push(&writable, p->project) : 0;
-                for (size_t i = 0; k >= 0 && i < p->n_mounts; i++)
-                        if (!p->mounts[i].read_only)
-                                k = strv_push(&writable, p->mounts[i].source);
-                if (k < 0)
-                        return error_oom(err);
-                k = create_patch_check_place(p->create_patch_path, (const char *const *) writable, err);
-                if (k < 0)
-                        return k;
-        }
-        _cleanup_free_ char *tag = NULL;
-        step(ctx, "image");
-        int r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
+        if (!p->create_patch_path)
+                return 0;
+        /* Wherever the keys were set from: never a patch this sandbox could rewrite. */
+        _cleanup_strv_free_ char **writable = NULL;
+        int k = p->project && !p->project_read_only ? strv_push(&writable, p->project) : 0;
+        for (size_t i = 0; k >= 0 && i < p->n_mounts; i++)
+                if (!p->mounts[i].read_only)
+                        k = strv_push(&writable, p->mounts[i].source);
+        if (k < 0)
+                return error_oom(err);
+        return create_patch_check_place(p->create_patch_path, (const char *const *) writable, err);
+}
+
+/* A dry run: the plan made as a run makes it, from what is known without the service, and its
+ * requests shown; nothing is sent, started or written. */
+static int rehearse(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
+{
+        _cleanup_free_ char *tag = NULL, *image_text = NULL, *agents = NULL, *text = NULL;
+        int r = image_plan(p, &tag, &image_text, err);
         if (r < 0)
                 return r;
-        step(ctx, "volume");
+        _cleanup_(plan_facts_done) plan_facts facts = {};
+        r = plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = tag, .terminal = io->terminal },
+                        &facts, err);
+        if (r < 0)
+                return r;
+        if (harness_agents_dir(p, &agents, NULL) < 0)
+                return error_oom(err);
+        facts.agents_dir = agents;
+        _cleanup_(run_plan_done) run_plan plan = {};
+        r = plan_build(p, &facts, &plan, err);
+        if (r < 0)
+                return r;
+        report_create_patch(ctx, plan.patched);
+        if (plan_requests_text(&plan, image_text, &text) < 0)
+                return error_oom(err);
+        ctx->dry_run_fn(text, ctx->dry_run_userdata);
+        *ret_exit_code = 0;
+        return 0;
+}
+
+static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
+{
+        int r = run_check(p, err);
+        if (r < 0)
+                return r;
+        if (ctx->dry_run_fn)
+                return rehearse(ctx, p, io, ret_exit_code, err);
+        _cleanup_free_ char *tag = NULL;
+        step(ctx, AISB_STEP_IMAGE);
+        r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
+        if (r < 0)
+                return r;
+        step(ctx, AISB_STEP_VOLUME);
         r = step_done(ctx, ensure_home_volume(ctx, p, err), err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *name = NULL;
-        if (container_name(p, &name) < 0)
-                return error_oom(err);
-        /* The project's settings, read once without trusting the project: the allowlist
-         * comes from this snapshot, and the sandbox sees a read-only copy of it. */
-        _cleanup_(project_settings_done) project_settings settings = {};
+        /* The facts, once; the plan built from them before anything else is made, so that a
+         * plan the policy cannot have is refused first. */
         _cleanup_(run_dir_remove) run_dir rd = RUN_DIR_NULL;
-        _cleanup_free_ char *settings_copy = NULL;
+        _cleanup_(plan_facts_done) plan_facts facts = {};
         r = run_dir_create(&rd, err);
-        if (r >= 0 && p->project && !p->project_read_only) {
-                r = project_settings_read(p->project, true, &settings, err);
-                if (r >= 0)
-                        r = run_dir_write_settings(&rd, "ai-sandbox", &settings, &settings_copy, err);
-        }
-        _cleanup_(protect_plan_done) protect_plan protect = {};
         if (r >= 0)
-                r = protect_begin(ctx, p, &protect, err);
+                r = plan_gather(p,
+                                &(plan_gather_options) { .purpose = PLAN_RUN, .run_dir = &rd, .image = tag,
+                                                         .podman_major = ctx->connected ? ctx->version_major : 0,
+                                                         .terminal = io->terminal },
+                                &facts, err);
+        _cleanup_(run_plan_done) run_plan plan = {};
+        if (r >= 0)
+                r = plan_build(p, &facts, &plan, err);
+        if (r >= 0)
+                r = protect_begin(ctx, p, &facts.protect, err);
         if (r < 0)
                 return r;
-        step(ctx, "network");
-        _cleanup_(sandbox_network_done) sandbox_network net = {};
+        step(ctx, AISB_STEP_NETWORK);
+        if (p->net == SANDBOX_NET_FULL)
+                aisb_log(ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");
         _cleanup_(run_gate_done) run_gate gate = { .ctx = ctx, .g = GATE_INFO_NULL };
-        r = step_done(ctx, run_network(ctx, p, &settings, &net, &gate.g, err), err);
-        if (r < 0)
-                return r;
         _cleanup_free_ char *gate_ca = NULL;
-        if (gate.g.ca_pem) {
-                r = run_dir_write_file(&rd, "gate-ca.pem", gate.g.ca_pem, &gate_ca, err);
-                if (r < 0)
-                        return r;
-        }
         long long log_offset = 0;
-        if (gate.g.name)
+        if (plan.needs_gate) {
+                step(ctx, AISB_STEP_GATE);
+                gate_request req = plan_gate_request(p, &facts);
+                r = step_done(ctx, gate_ensure(ctx, p, &req, &gate.g, err), err);
+                if (r < 0)
+                        return aisb_error_wrap(err, r, "the gate");
+                if (gate.g.ca_pem && (r = run_dir_write_file(&rd, "gate-ca.pem", gate.g.ca_pem, &gate_ca, err)) < 0)
+                        return r;
                 (void) gate_log_offset(&gate.g, &log_offset);
-        step(ctx, "bridge");
+                facts.gate_port = gate.g.port;
+                facts.gate_key = gate.g.client_key;
+                facts.gate_hash = gate.g.hash;
+                facts.gate_ca = gate_ca;
+        }
+        step(ctx, AISB_STEP_BRIDGE);
         _cleanup_(harness_bridge_done) harness_bridge bridge = {};
         r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
         if (r < 0)
@@ -698,41 +663,25 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         r = step_done(ctx, r, err);
         if (r < 0)
                 return r;
-        _cleanup_json_ json_object *body = NULL;
-        run_mounts rm = { .settings_copy = settings_copy, .seed_dir = bridge.seed_dir, .agents_dir = bridge.agents_dir,
-                          .gate_ca = gate_ca, .protect = &protect };
-        project_identity(p, &rm);
-        container_spec spec = { .policy = p, .net = &net, .mounts = &rm, .image = tag, .name = name,
-                                .gate_hash = gate.g.hash, .terminal = io->terminal };
-        r = container_create_body(&spec, &body);
-        _cleanup_json_ json_object *shown = NULL;
-        if (r >= 0 && ctx->http.dry_run_fn) {
-                spec.redact = true;
-                r = container_create_body(&spec, &shown);
-        }
+        facts.seed_dir = bridge.seed_dir;
+        facts.agents_dir = bridge.agents_dir;
+        /* The plan again, now with the gate's port and the bridge's mounts. */
+        run_plan_done(&plan);
+        r = plan_build(p, &facts, &plan, err);
         if (r < 0)
-                return error_oom(err);
-        _cleanup_strv_free_ char **patched = NULL;
-        if (p->create_patch) {
-                r = apply_create_patch(ctx, p, body, shown, &patched);
-                if (r < 0)
-                        return error_oom(err);
-        }
-        const char *shown_text = shown ? json_object_to_json_string_ext(
-                                                 shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)
-                                       : NULL;
+                return r;
+        report_create_patch(ctx, plan.patched);
         r = step_done(ctx, 0, err);
         if (r < 0)
                 return r;
         /* From the create request on, the sandbox may exist: no request is cut short, and a
          * stop removes the sandbox (pump). */
         ctx_cleanup_begin(ctx);
-        step(ctx, "create");
+        step(ctx, AISB_STEP_CREATE);
         _cleanup_free_ char *id = NULL;
         /* The body holds every secret value: its text is wiped once sent, and its values
-         * right after. */
-        r = podman_container_create(ctx, body, shown_text, true, &id, err);
-        json_wipe_strings(body);
+         * with the plan. */
+        r = podman_container_create(ctx, plan.body, true, &id, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the sandbox");
 
@@ -744,7 +693,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         /* The attach made the container (and its pty): sized now, the command's first look
          * at its terminal already sees the user's size, and no late SIGWINCH interrupts it. */
         bool sized = io->terminal && podman_container_resize(ctx, id, io->rows, io->cols) == 0;
-        step(ctx, "start");
+        step(ctx, AISB_STEP_START);
         r = podman_container_start(ctx, id, err);
         if (r < 0) {
                 aisb_error_wrap(err, r, "starting the sandbox");
@@ -752,29 +701,25 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         }
         if (io->terminal && !sized)
                 (void) podman_container_resize(ctx, id, io->rows, io->cols);
-        if (!ctx->http.dry_run_fn) {
-                step(ctx, "stream");
-                r = pump(ctx, io, id, &stream, err);
-                if (r == -ECANCELED)
-                        aisb_error_set(err, r, "stopped: the sandbox was removed");
-                if (r < 0)
-                        goto out;
-        }
+        step(ctx, AISB_STEP_STREAM);
+        r = pump(ctx, io, id, &stream, err);
+        if (r == -ECANCELED)
+                aisb_error_set(err, r, "stopped: the sandbox was removed");
+        if (r < 0)
+                goto out;
         r = podman_container_wait(ctx, id, ret_exit_code, err);
         if (r == -ECONNREFUSED || r == -EIO)
                 aisb_error_wrap(err, r, "lost the podman service during the run");
 out:
         http_stream_done(&stream);
-        step(ctx, "remove");
+        step(ctx, AISB_STEP_REMOVE);
         (void) remove_container(ctx, id);
-        if (!ctx->http.dry_run_fn)
-                protect_end(ctx, p, &protect);
+        protect_end(ctx, p, &facts.protect);
         egress_summary egress = {};
-        if (gate.g.name && !ctx->http.dry_run_fn)
+        if (gate.g.name)
                 report_egress(ctx, &gate.g, log_offset, &egress);
-        if (!ctx->http.dry_run_fn)
-                (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code, (const char *const *) patched,
-                                          gate.g.name ? &egress : NULL);
+        (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
+                                  gate.g.name ? &egress : NULL);
         return r;
 }
 

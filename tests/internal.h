@@ -18,6 +18,7 @@
 #include "jsonutil.h"
 #include "network.h"
 #include "pibridge.h"
+#include "plan.h"
 #include "podman.h"
 #include "policy.h"
 #include "project.h"

@@ -6,16 +6,25 @@
 
 #include "internal.h"
 
+/* The body of a plan built from facts set here (the settings' copy, the project's identity):
+ * the real one, or the one shown. */
 static json_object *body_with(aisb_policy *p, const char *settings_copy, bool redact)
 {
-        json_object *o = NULL;
-        sandbox_network net = {};
-        ck_assert_int_eq(describe_network(p, &net, NULL), 0);
-        run_mounts rm = { .settings_copy = settings_copy, .have_project_id = true, .project_dev = 7, .project_ino = 42 };
-        container_spec spec = { .policy = p, .net = &net, .mounts = &rm, .image = "localhost/aisb:x",
-                                .name = "aisb-t-1", .redact = redact };
-        ck_assert_int_eq(container_create_body(&spec, &o), 0);
-        sandbox_network_done(&net);
+        plan_facts f = {};
+        ck_assert_int_eq(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = "localhost/aisb:x" },
+                                     &f, NULL),
+                         0);
+        free(f.settings_copy);
+        f.settings_copy = settings_copy ? strdup(settings_copy) : NULL;
+        f.have_project_id = true;
+        f.project_dev = 7;
+        f.project_ino = 42;
+        run_plan plan = {};
+        ck_assert_int_eq(plan_build(p, &f, &plan, NULL), 0);
+        /* The real body is wiped with its plan: taken from it. */
+        json_object *o = redact ? json_object_get(plan.shown) : steal_pointer(&plan.body);
+        run_plan_done(&plan);
+        plan_facts_done(&f);
         return o;
 }
 

@@ -318,34 +318,6 @@ START_TEST(test_prepare_key_not_passed)
 }
 END_TEST
 
-/* A dry run writes nothing and asks nothing. */
-static void ignore_request(const char *text, void *userdata)
-{
-        (void) text, (void) userdata;
-}
-
-START_TEST(test_prepare_dry_run)
-{
-        host_pi("{\"theme\":\"dark\"}", NULL);
-        aisb_policy *p = new_policy();
-        aisb_ctx_set_dry_run(ctx, ignore_request, NULL);
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
-        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, NULL), 0);
-        ck_assert_ptr_null(b.seed_dir);
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/pi-agent", rd.path);
-        ck_assert_int_eq(access(path, F_OK), -1);
-        ck_assert_uint_eq(fake_podman_request_count(fp), 0);
-        run_dir_remove(&rd);
-        aisb_policy_free(p);
-}
-END_TEST
-
-/* ---- the bridge into a home volume ---- */
-
-/* The volume's mount point: a directory of the test, as the fake says. */
 static aisb_policy *volume_policy(void)
 {
         mkdirs(at("volume"));
@@ -371,6 +343,36 @@ static int prepare(const aisb_policy *p, aisb_error **err)
         run_dir_remove(&rd);
         return r;
 }
+
+/* A dry run bridges nothing: it asks the service for nothing (not the volume's mountpoint)
+ * and writes nothing of pi's into the home volume. */
+static void ignore_request(const char *text, void *userdata)
+{
+        (void) text, (void) userdata;
+}
+
+START_TEST(test_dry_run_bridges_nothing)
+{
+        host_pi("{\"theme\":\"dark\"}", NULL);
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
+        ck_assert(harness_bridge_applies(p));
+        aisb_ctx_set_dry_run(ctx, ignore_request, NULL);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        int code = -1;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_run(ctx, p, io, &code, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_uint_eq(fake_podman_request_count(fp), 0);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/.pi", at("volume"));
+        ck_assert_int_eq(access(path, F_OK), -1);
+        aisb_io_free(io);
+        aisb_policy_free(p);
+}
+END_TEST
 
 START_TEST(test_prepare_volume)
 {
@@ -612,7 +614,7 @@ static Suite *harness_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_prepare_ephemeral);
         tcase_add_test(tc, test_prepare_key_not_passed);
-        tcase_add_test(tc, test_prepare_dry_run);
+        tcase_add_test(tc, test_dry_run_bridges_nothing);
         tcase_add_test(tc, test_prepare_volume);
         tcase_add_test(tc, test_prepare_volume_symlink_pi);
         tcase_add_test(tc, test_prepare_volume_symlink_agent);

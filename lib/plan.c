@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A run's decisions as one value (plan.h): the facts gathered, then the plan built from the
+ * policy and the facts alone, then rendered by whoever needs to see it.
+ */
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "createpatch.h"
+#include "image.h"
+#include "jsonutil.h"
+#include "plan.h"
+#include "podman.h"
+
+#define REDACTED "<redacted>"
+
+void plan_facts_done(plan_facts *f)
+{
+        free(f->image);
+        free(f->name);
+        project_settings_done(&f->settings);
+        free(f->settings_copy);
+        protect_plan_done(&f->protect);
+        network_inputs_done(&f->net);
+        *f = (plan_facts) {};
+}
+
+/* The environment held secret values (--env) and the gate's key: wiped before it goes. */
+static void strv_free_erase(char **v)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                explicit_bzero(v[i], strlen(v[i]));
+        strv_free(v);
+}
+
+void run_plan_done(run_plan *plan)
+{
+        free(plan->image);
+        free(plan->name);
+        sandbox_network_done(&plan->net);
+        strv_free_erase(plan->env);
+        strv_free(plan->env_shown);
+        strv_free(plan->entrypoint);
+        if (plan->body)
+                json_wipe_strings(plan->body);
+        json_object_put(plan->body);
+        json_object_put(plan->shown);
+        strv_free(plan->patched);
+        *plan = (run_plan) {};
+}
+
+/* A name of the project's and a random part: two runs of one project are two sandboxes. A
+ * description shows where the random part goes. */
+static int sandbox_name(const aisb_policy *p, bool random_part, char **ret)
+{
+        char base[33], tail[16] = "XXXXXXXX";
+        project_short_name(p->project, base, sizeof base);
+        if (random_part) {
+                uint32_t random = 0;
+                if (getrandom(&random, sizeof random, 0) != sizeof random)
+                        random = (uint32_t) getpid() ^ (uint32_t) time(NULL);
+                snprintf(tail, sizeof tail, "%08x", random);
+        }
+        return asprintf(ret, "aisb-%s-%s", base, tail) < 0 ? -ENOMEM : 0;
+}
+
+/* What the project directory is: the working directory itself when the project is it (not
+ * what its path leads to by now: a sandbox may have swapped a directory on that path), else
+ * what the path set for it leads to. */
+static void project_identity(const aisb_policy *p, plan_facts *f)
+{
+        struct stat st;
+        if (!p->project || stat(p->project_is_cwd ? "." : p->project, &st) < 0)
+                return;
+        f->have_project_id = true;
+        f->project_dev = (unsigned long long) st.st_dev;
+        f->project_ino = (unsigned long long) st.st_ino;
+}
+
+int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *ret, aisb_error **err)
+{
+        _cleanup_(plan_facts_done) plan_facts f = { .podman_major = o->podman_major, .uid = (unsigned) getuid(),
+                                                    .gid = (unsigned) getgid(), .pid = (long) getpid(),
+                                                    .terminal = o->terminal };
+        bool run = o->purpose == PLAN_RUN;
+        int r = 0;
+        if (o->image || o->network_only) {
+                f.image = strdup(o->image ? o->image : "(the policy's image)");
+                if (!f.image)
+                        return error_oom(err);
+        } else if ((r = aisb_image_tag(p, &f.image, err)) < 0)
+                return r;
+        if (sandbox_name(p, run, &f.name) < 0)
+                return error_oom(err);
+        bool project_rw = p->project && !p->project_read_only;
+        /* The project's settings, read once without trusting the project: the allowlist comes
+         * from this snapshot, and the sandbox sees a read-only copy of it. */
+        if (project_rw) {
+                r = project_settings_read(p->project, run, &f.settings, err);
+                if (r >= 0 && run)
+                        r = run_dir_write_settings(o->run_dir, "ai-sandbox", &f.settings, &f.settings_copy, err);
+                else if (r >= 0 && !(f.settings_copy = strdup("(the run's copy of " PROJECT_SETTINGS_DIR ")")))
+                        r = error_oom(err);
+                if (r < 0)
+                        return r;
+        }
+        if (project_rw && p->protect && p->protect[0] && !o->network_only) {
+                r = protect_plan_make(p->project, p->project_is_cwd, (const char *const *) p->protect, f.uid,
+                                      &f.protect, err);
+                if (r < 0)
+                        return r;
+        }
+        r = network_gather(p, network_backend_for(p, f.podman_major), &f.settings, &f.net, err);
+        if (r < 0)
+                return r;
+        project_identity(p, &f);
+        *ret = f;
+        f = (plan_facts) {};
+        return 0;
+}
+
+bool plan_needs_gate(const aisb_policy *p, const plan_facts *f)
+{
+        return network_needs_gate(p, &f->net);
+}
+
+gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f)
+{
+        return (gate_request) { .list = &f->net.list, .add_hosts = (const char *const *) p->add_hosts,
+                                .secrets = p->secrets, .n_secrets = p->n_secrets,
+                                .idle_stop_s = p->gate_idle_stop_s };
+}
+
+static int push_env(char ***env, const char *name, const char *value)
+{
+        _cleanup_free_ char *kv = NULL;
+        if (asprintf(&kv, "%s=%s", name, value) < 0)
+                return -ENOMEM;
+        return strv_push(env, kv);
+}
+
+int plan_proxy_env(const allowlist *l, const char *url, bool has_key, char ***env)
+{
+        static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy" };
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(names); i++)
+                r = push_env(env, names[i], url);
+        /* Address entries are reached directly, not through the proxy. */
+        _cleanup_(buffer_free) buffer no_proxy = {};
+        r = r < 0 ? r : buffer_printf(&no_proxy, "localhost,127.0.0.1,::1");
+        for (size_t i = 0; r >= 0 && i < l->n; i++)
+                if (l->entries[i].kind == ALLOW_ADDRESS)
+                        r = buffer_printf(&no_proxy, ",%s", l->entries[i].host);
+        r = r < 0 ? r : push_env(env, "NO_PROXY", no_proxy.data);
+        r = r < 0 ? r : push_env(env, "no_proxy", no_proxy.data);
+        /* git asks libcurl for any proxy authentication, which waits for a challenge the gate
+         * does not send: basic, sent at once, as the other clients do. */
+        if (r >= 0 && has_key)
+                r = push_env(env, "GIT_HTTP_PROXY_AUTHMETHOD", "basic");
+        /* Node ignores the proxy variables unless told (pi, codex and claude run on it), and
+         * then warns on every start that the agent doing it is experimental: the command's
+         * output stays the command's. A NODE_OPTIONS of the user's (--env) replaces this. */
+        r = r < 0 ? r : push_env(env, "NODE_USE_ENV_PROXY", "1");
+        return r < 0 ? r : push_env(env, "NODE_OPTIONS", "--disable-warning=UNDICI-EHPA");
+}
+
+static int push_expect(char ***v, const char *path, unsigned long long dev, unsigned long long ino)
+{
+        _cleanup_free_ char *arg = NULL;
+        if (asprintf(&arg, "%s:%llu:%llu", path, dev, ino) < 0)
+                return -ENOMEM;
+        return strv_push(v, arg);
+}
+
+static int push_pair(char ***v, const char *option, const char *value)
+{
+        int r = strv_push(v, option);
+        return r < 0 ? r : strv_push(v, value);
+}
+
+int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret)
+{
+        _cleanup_strv_free_ char **v = NULL;
+        char uid[32], gid[32];
+        snprintf(uid, sizeof uid, "%u", s->uid);
+        snprintf(gid, sizeof gid, "%u", s->gid);
+        int r = strv_push(&v, AISB_ENTRYPOINT_IN_IMAGE);
+        if (r >= 0 && s->keep_root)
+                r = strv_push(&v, "--keep-root");
+        else if (r >= 0 && !s->no_ids) {
+                r = push_pair(&v, "--uid", uid);
+                r = r < 0 ? r : push_pair(&v, "--gid", gid);
+        }
+        /* --ruleset-only follows the mode (--net MODE), the destinations after it. */
+        for (size_t i = 0; r >= 0 && s->net_args && s->net_args[i]; i++) {
+                r = strv_push(&v, s->net_args[i]);
+                if (r >= 0 && i == 1 && s->ruleset_only)
+                        r = strv_push(&v, "--ruleset-only");
+        }
+        if (r >= 0 && s->allow_unenforced)
+                r = strv_push(&v, "--allow-unenforced");
+        for (size_t i = 0; r >= 0 && s->expect && s->expect[i]; i++)
+                r = push_pair(&v, "--expect-mount", s->expect[i]);
+        if (r >= 0 && s->ca_bundle)
+                r = push_pair(&v, "--ca-bundle", AISB_GATE_CA_IN_SANDBOX);
+        if (r >= 0 && s->seed)
+                r = push_pair(&v, "--seed", AISB_SEED_IN_SANDBOX ":" AISB_PI_AGENT_IN_SANDBOX);
+        if (r >= 0 && !s->ruleset_only)
+                r = strv_push(&v, "--");
+        if (r < 0)
+                return r;
+        *ret = steal_pointer(&v);
+        return 0;
+}
+
+/* Every variable the sandbox gets, and what may be shown of each: nothing of the host's
+ * environment except what the policy holds. */
+static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
+{
+        int r = push_env(&plan->env, "HOME", AISB_SANDBOX_HOME);
+        if (r >= 0 && plan->net.proxy_host) {
+                const sandbox_network *n = &plan->net;
+                _cleanup_free_ char *url = NULL, *shown = NULL;
+                if (n->proxy_key ? asprintf(&url, "http://" GATE_CLIENT_USER ":%s@%s:%u", n->proxy_key, n->proxy_host,
+                                            n->proxy_port) < 0 ||
+                                           asprintf(&shown, "http://" GATE_CLIENT_USER ":" REDACTED "@%s:%u",
+                                                    n->proxy_host, n->proxy_port) < 0
+                                 : asprintf(&url, "http://%s:%u", n->proxy_host, n->proxy_port) < 0 ||
+                                           !(shown = strdup(url)))
+                        return -ENOMEM;
+                r = plan_proxy_env(&f->net.list, url, n->proxy_key, &plan->env);
+                r = r < 0 ? r : plan_proxy_env(&f->net.list, shown, n->proxy_key, &plan->env_shown);
+                explicit_bzero(url, strlen(url));
+        }
+        if (r >= 0)
+                r = push_env(&plan->env_shown, "HOME", AISB_SANDBOX_HOME);
+        /* The gate's CA trusted by the usual clients, for this run. */
+        for (size_t i = 0; r >= 0 && f->gate_ca && entrypoint_trust_env[i]; i++) {
+                r = push_env(&plan->env, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
+                r = r < 0 ? r : push_env(&plan->env_shown, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
+        }
+        /* A secret is the gate's: the sandbox holds its placeholder. */
+        for (size_t i = 0; r >= 0 && i < p->n_secrets; i++) {
+                r = push_env(&plan->env, p->secrets[i].name, p->secrets[i].placeholder);
+                r = r < 0 ? r : push_env(&plan->env_shown, p->secrets[i].name, p->secrets[i].placeholder);
+        }
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++) {
+                r = push_env(&plan->env, p->env[i].name, p->env[i].value);
+                r = r < 0 ? r : push_env(&plan->env_shown, p->env[i].name, REDACTED);
+        }
+        return r;
+}
+
+/* The entrypoint's argv: the network's arguments, and every bind mount the host named by a
+ * path someone else might swap meanwhile, to be found as it was. */
+static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *plan)
+{
+        _cleanup_strv_free_ char **expect = NULL;
+        int r = 0;
+        if (f->have_project_id && p->project)
+                r = push_expect(&expect, AISB_PROJECT_DIR, f->project_dev, f->project_ino);
+        for (size_t i = 0; r >= 0 && i < p->n_mounts; i++)
+                r = push_expect(&expect, p->mounts[i].destination, p->mounts[i].dev, p->mounts[i].ino);
+        for (size_t i = 0; r >= 0 && i < f->protect.n_mounts; i++)
+                r = push_expect(&expect, f->protect.mounts[i].destination, f->protect.mounts[i].dev,
+                                f->protect.mounts[i].ino);
+        if (r < 0)
+                return r;
+        entrypoint_spec s = { .keep_root = p->keep_root, .uid = f->uid, .gid = f->gid,
+                              .net_args = (const char *const *) plan->net.entrypoint_args,
+                              .allow_unenforced = p->allow_unenforced, .expect = (const char *const *) expect,
+                              .ca_bundle = f->gate_ca, .seed = f->seed_dir };
+        return plan_entrypoint_argv(&s, &plan->entrypoint);
+}
+
+/* --unsafe-create-patch, applied to the request and to what is shown of it, whose
+ * environment values stay redacted. */
+static int plan_create_patch(const aisb_policy *p, run_plan *plan, aisb_error **err)
+{
+        int r = create_patch_apply(plan->body, p->create_patch, &plan->patched);
+        _cleanup_strv_free_ char **ignored = NULL;
+        r = r < 0 ? r : create_patch_apply(plan->shown, p->create_patch, &ignored);
+        json_object *env;
+        if (r >= 0 && json_object_object_get_ex(plan->shown, "env", &env) && json_object_is_type(env, json_type_object)) {
+                json_object_object_foreach(env, key, value) {
+                        (void) value;
+                        if (r >= 0)
+                                r = json_add_string(env, key, REDACTED);
+                }
+        }
+        if (r == -ENOMEM)
+                return error_oom(err);
+        return r < 0 ? aisb_error_set(err, r, "--unsafe-create-patch: %s", strerror(-r)) : 0;
+}
+
+int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err)
+{
+        _cleanup_(run_plan_done) run_plan plan = { .policy = p };
+        plan.image = strdup(f->image);
+        plan.name = strdup(f->name);
+        if (!plan.image || !plan.name)
+                return error_oom(err);
+        /* The network with the gate's port: the real one once it serves the run, else where
+         * a description shows it. */
+        network_inputs in = f->net;
+        plan.needs_gate = plan_needs_gate(p, f);
+        in.gate_port = plan.needs_gate && !f->gate_port ? NETWORK_PLACEHOLDER_GATE_PORT : f->gate_port;
+        in.gate_key = f->gate_key;
+        int r = network_plan(p, network_backend_for(p, f->podman_major), &in, &plan.net, err);
+        if (r < 0)
+                return r;
+        if (plan_env(p, f, &plan) < 0 || plan_entrypoint(p, f, &plan) < 0)
+                return error_oom(err);
+        run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
+                          .gate_ca = f->gate_ca, .protect = &f->protect };
+        container_spec spec = { .policy = p, .net = &plan.net, .env = (const char *const *) plan.env,
+                                .entrypoint = (const char *const *) plan.entrypoint, .mounts = &rm,
+                                .image = plan.image, .name = plan.name, .gate_hash = f->gate_hash, .pid = f->pid,
+                                .terminal = f->terminal };
+        r = container_create_body(&spec, &plan.body);
+        spec.env = (const char *const *) plan.env_shown;
+        r = r < 0 ? r : container_create_body(&spec, &plan.shown);
+        if (r < 0)
+                return error_oom(err);
+        if (p->create_patch && (r = plan_create_patch(p, &plan, err)) < 0)
+                return r;
+        *ret = plan;
+        plan = (run_plan) {};
+        return 0;
+}
+
+json_object *plan_volume_labels(const aisb_policy *p)
+{
+        /* Its label tells "aisb clean" it from the user's own volumes; which project it
+         * belongs to, for ps and clean (empty: shared or scratch). */
+        json_object *labels = json_object_new_object();
+        int r = json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
+        r = r < 0 ? r : json_add_string(labels, AISB_LABEL_PREFIX "home", "true");
+        r = r < 0 ? r : json_add_string(labels, AISB_LABEL_PREFIX "project",
+                                        p->home_volume_chosen || !p->project ? "" : p->project);
+        if (r < 0) {
+                json_object_put(labels);
+                return NULL;
+        }
+        return labels;
+}
+
+/* The variable names of NAME=VALUE strings, as a JSON array. */
+static json_object *env_names(char *const *env)
+{
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; a && env && env[i]; i++) {
+                _cleanup_free_ char *name = strndup(env[i], strcspn(env[i], "="));
+                if (!name || json_append_string(a, name) < 0) {
+                        json_object_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
+{
+        const aisb_policy *p = plan->policy;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *net = json_object_new_object(), *protect = json_object_new_array();
+        int r = json_add_string(o, "image", plan->image);
+        r = r < 0 ? r : json_add_string(o, "name", plan->name);
+        r = r < 0 ? r : json_add_string(net, "mode", policy_net_name(p->net));
+        r = r < 0 ? r : json_add_string(net, "nsmode", plan->net.nsmode);
+        r = r < 0 ? r : json_add_bool(net, "host_loopback", plan->net.host_loopback);
+        r = r < 0 ? r : json_add_bool(net, "gate", plan->needs_gate);
+        if (r >= 0 && plan->net.proxy_host) {
+                json_object *proxy = json_object_new_object();
+                r = json_add_string(proxy, "host", plan->net.proxy_host);
+                r = r < 0 ? r : json_add_int64(proxy, "port", plan->net.proxy_port);
+                r = r < 0 ? r : json_add_bool(proxy, "key", plan->net.proxy_key);
+                r = r < 0 ? json_object_put(proxy), r : json_add(net, "proxy", proxy);
+        }
+        r = r < 0 ? json_object_put(net), r : json_add(o, "network", net);
+        for (size_t i = 0; r >= 0 && i < f->protect.n_mounts; i++) {
+                json_object *m = json_object_new_object();
+                r = json_add_string(m, "path", f->protect.mounts[i].destination);
+                r = r < 0 ? r : json_add_bool(m, "read_only", f->protect.mounts[i].read_only);
+                r = r < 0 ? json_object_put(m), r : json_append(protect, m);
+        }
+        r = r < 0 ? json_object_put(protect), r : json_add(o, "protected", protect);
+        r = r < 0 ? r : json_add(o, "env", env_names(plan->env_shown));
+        r = r < 0 ? r : json_add(o, "entrypoint", json_string_array((const char *const *) plan->entrypoint));
+        r = r < 0 ? r : json_add(o, "create", json_object_get(plan->shown));
+        if (r < 0)
+                return r;
+        *ret = steal_pointer(&o);
+        return 0;
+}
+
+static int request_line(buffer *b, podman_call call, const char *name, const char *body)
+{
+        _cleanup_free_ char *line = NULL;
+        int r = podman_call_line(call, name, &line);
+        r = r < 0 ? r : buffer_printf(b, "%s\n", line);
+        return r < 0 || !body ? r : buffer_printf(b, "%s\n", body);
+}
+
+int plan_requests_text(const run_plan *plan, const char *image_requests, char **ret)
+{
+        const aisb_policy *p = plan->policy;
+        _cleanup_(buffer_free) buffer b = {};
+        int r = buffer_printf(&b, "%s", image_requests ? image_requests : "");
+        if (r >= 0 && !p->ephemeral_home) {
+                _cleanup_json_ json_object *body = json_object_new_object();
+                r = json_add_string(body, "Name", p->home_volume);
+                r = r < 0 ? r : json_add(body, "Labels", plan_volume_labels(p));
+                r = r < 0 ? r : request_line(&b, PODMAN_VOLUME_EXISTS, p->home_volume, NULL);
+                r = r < 0 ? r : request_line(&b, PODMAN_VOLUME_CREATE, NULL,
+                                             json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+        }
+        if (r >= 0 && plan->needs_gate)
+                r = buffer_printf(&b, "# the gate: squid on the host's loopback for this allowlist (%s), its port "
+                                      "chosen when it starts (%u here)\n",
+                                  p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
+                                  NETWORK_PLACEHOLDER_GATE_PORT);
+        const char *shown = json_object_to_json_string_ext(plan->shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_CREATE, NULL, shown);
+        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_ATTACH, plan->name, NULL);
+        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_START, plan->name, NULL);
+        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_WAIT, plan->name, NULL);
+        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
+        if (r < 0)
+                return r;
+        *ret = buffer_steal(&b);
+        return 0;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A run's decisions as one value. plan_gather() reads what a run depends on from the world
+ * (the project's settings, once; the protected paths; the allowlist files, host addresses
+ * and the names --no-gate pins; the project directory's identity; a fresh name), with its
+ * effects (a run's directory and its copy of the settings) only when asked for a run.
+ * plan_build() is pure: from the policy and those facts it makes the network, the
+ * environment (values, and what may be shown of them), the entrypoint's argv and the create
+ * body; the same inputs give the same bytes. The run applies the plan (run.c), and every
+ * view of a run renders it: the dry run's requests, inspect and its JSON, the printed
+ * ruleset and entrypoint plan; aisb kube takes its proxy variables, entrypoint argv and
+ * security settings from the builders here.
+ */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "container.h"
+#include "entrypoint-args.h"
+#include "gate.h"
+#include "network.h"
+#include "project.h"
+#include "protect.h"
+
+/* What a plan needs from the world. Owned by the facts unless marked "borrowed". */
+typedef struct plan_facts {
+        unsigned podman_major;   /* 0: not known (planned as podman 4) */
+        unsigned uid, gid;       /* the user, as the sandbox's files are theirs */
+        long pid;                /* the run's process, for the sandbox's label */
+        char *image;             /* the image's tag (its context's digest) */
+        char *name;              /* the sandbox's name */
+        project_settings settings;
+        char *settings_copy;     /* the run's copy of .ai-sandbox; a stand-in in a description */
+        protect_plan protect;
+        network_inputs net;
+        bool have_project_id;
+        unsigned long long project_dev, project_ino;
+        /* Set once a gate serves the run (a description has the placeholder port). */
+        unsigned gate_port;
+        const char *gate_key, *gate_hash, *gate_ca; /* borrowed */
+        const char *seed_dir, *agents_dir;          /* borrowed: the bridge's */
+        bool terminal;
+} plan_facts;
+void plan_facts_done(plan_facts *f);
+
+typedef enum plan_purpose {
+        PLAN_DESCRIBE, /* nothing written, names and copies shown as stand-ins */
+        PLAN_RUN,      /* a run's directory and its copy of the settings made (rd) */
+} plan_purpose;
+
+typedef struct plan_gather_options {
+        plan_purpose purpose;
+        unsigned podman_major; /* the connected service's major version; 0: not known */
+        run_dir *run_dir;      /* PLAN_RUN: where the copy of the settings goes */
+        const char *image;     /* the image's tag when known (ensured); NULL: computed, */
+        /* unless this is only about the network and the entrypoint's ruleset (--print-ruleset):
+         * then no image is hashed (a stand-in) and the protected paths are not looked for */
+        bool network_only;
+        bool terminal;         /* the sandbox gets a terminal */
+} plan_gather_options;
+int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *ret, aisb_error **err);
+/* Whether the policy with these facts goes through a gate (the run starts it, and sets the
+ * facts' gate fields before building). */
+bool plan_needs_gate(const aisb_policy *p, const plan_facts *f);
+/* What the run asks of its gate; list borrowed from f. */
+gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f);
+
+typedef struct run_plan {
+        const aisb_policy *policy;  /* borrowed */
+        char *image, *name;
+        sandbox_network net;
+        bool needs_gate;
+        char **env;                 /* NAME=VALUE, every variable the sandbox gets */
+        char **env_shown;           /* the same, what a dry run or inspect may show */
+        char **entrypoint;          /* the entrypoint's argv, up to and including "--" */
+        json_object *body;          /* the create body, secret values and all */
+        json_object *shown;         /* the create body as shown (values redacted) */
+        char **patched;             /* the fields --unsafe-create-patch changed */
+} run_plan;
+void run_plan_done(run_plan *plan);
+
+/* Pure. -EINVAL with one line for a plan the policy cannot have (an empty allowlist in allow
+ * mode, a create patch that does not apply); -ENOMEM. */
+int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err);
+
+/* The home volume's labels (for aisb clean and ps); NULL when out of memory. */
+json_object *plan_volume_labels(const aisb_policy *p);
+
+/* The plan as JSON, for review (aisb inspect --json): never a secret value. */
+int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret);
+/* The requests a run of the plan sends the service, in order, as text (the dry run): the
+ * image's (from image_requests_text), the home volume's, the gate's, the create body as
+ * shown, and attach, start, wait and remove. */
+int plan_requests_text(const run_plan *plan, const char *image_requests, char **ret);
+
+/* ---- builders every view shares ---- */
+
+/* The proxy variables for a sandbox that reaches the outside through url (NAME=VALUE
+ * appended to env): the four proxy variables, git's basic authentication when the url has a
+ * key, Node's, and NO_PROXY naming the loopback and the allowlist's address entries, which
+ * are reached directly. */
+int plan_proxy_env(const allowlist *l, const char *url, bool has_key, char ***env);
+
+/* What the entrypoint is told. */
+typedef struct entrypoint_spec {
+        bool keep_root;          /* --keep-root, else --uid/--gid */
+        bool no_ids;             /* neither (--ruleset-only) */
+        unsigned uid, gid;
+        const char *const *net_args; /* --net MODE [--allow DEST]... */
+        bool allow_unenforced;
+        bool ruleset_only;       /* install and verify, then exit: no "--" */
+        const char *const *expect; /* PATH:DEV:INO of each mount it checks */
+        bool ca_bundle, seed;
+} entrypoint_spec;
+int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret);
