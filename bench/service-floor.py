@@ -24,9 +24,9 @@ dry = subprocess.run([aisb, "run", "--dry-run", "--socket", sock_path, *extra, "
 create = dry[dry.index("POST /v4.0.0/libpod/containers/create"):]
 create = create[create.index("\n") + 1:]
 spec = json.loads(create[:create.index("\n\n")])
-# The dry run redacts values and names a run directory it did not make.
+# The dry run redacts values and shows the run directory's copies it did not make as stand-ins.
 spec["env"] = {k: ("dumb" if v == "<redacted>" else v) for k, v in spec.get("env", {}).items()}
-spec["mounts"] = [m for m in spec.get("mounts", []) if "aisb-run-" not in m.get("source", "")]
+spec["mounts"] = [m for m in spec.get("mounts", []) if not m.get("source", "").startswith("(")]
 spec["name"] = f"aisb-floor-{os.getpid()}"
 spec["image"] = image
 volume = re.search(r"libpod/volumes/([^/\s]+)/exists", dry).group(1)

@@ -15,7 +15,7 @@
  * names, values, help and defaults come from aisb_policy_key_at(), never from here. */
 static const cli_option cli_options[] = {
         { "strict-args", NULL, "an unknown option is an error instead of a harness argument", true },
-        { "dry-run", NULL, "print the API requests (secret values redacted); start nothing", true },
+        { "dry-run", NULL, "print the API requests of the run's plan (secret values redacted); start nothing", true },
         { "print-policy", NULL, "print the effective policy as key=value lines and exit", true },
         { "print-containerfile", NULL, "print the generated Containerfile and exit", true },
         { "print-ruleset", NULL, "print the egress ruleset (nft syntax) and exit", false },

@@ -107,7 +107,7 @@ _aisb()
             ;;
         ps) options='--json --help' ;;
         clean) options='--all --volumes --volumes= --dry-run --help' ;;
-        inspect) options='--help' ;;
+        inspect) options="--json $_aisb_run_options" ;;
         kube) options="--as --target --part --netfilter --image-repo --push --insecure-registry --timeout $_aisb_run_options" ;;
         allow) options='--write --help' ;;
         log) options='-n --help' ;;

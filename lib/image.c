@@ -821,37 +821,45 @@ static int context_key(const build_context *c, char **ret)
         return r < 0 ? r : sha256_hex(b.data, b.size, 64, ret);
 }
 
-int image_requests_text(const aisb_policy *p, const build_context *c, const char *tag, char **ret)
+/* One request as the dry run shows it. */
+static int push_request(char ***v, podman_call call, const char *name, const char *body)
 {
+        _cleanup_free_ char *line = NULL, *text = NULL;
+        if (podman_call_line(call, name, &line) < 0 || asprintf(&text, "%s\n%s%s", line, body ? body : "",
+                                                                 body ? "\n" : "") < 0)
+                return -ENOMEM;
+        return strv_push(v, text);
+}
+
+int image_requests(const aisb_policy *p, const build_context *c, const char *tag, char ***ret)
+{
+        _cleanup_strv_free_ char **v = NULL;
+        _cleanup_free_ char *base = NULL, *listing = NULL;
         _cleanup_(buffer_free) buffer b = {};
-        _cleanup_free_ char *line = NULL, *base = NULL;
         const char *suite;
-        int r = podman_call_line(PODMAN_IMAGE_EXISTS, tag, &line);
-        r = r < 0 ? r : buffer_printf(&b, "%s\n", line);
+        int r = push_request(&v, PODMAN_IMAGE_EXISTS, tag, NULL);
         if (r >= 0 && is_bootstrap(p->base_image, &suite)) {
-                free(steal_pointer(&line));
+                _cleanup_free_ char *run = NULL;
                 r = base_reference(p, &base);
-                r = r < 0 ? r : podman_call_line(PODMAN_IMAGE_EXISTS, base, &line);
-                r = r < 0 ? r : buffer_printf(&b, "%s\n# run: mmdebstrap --mode=unshare --variant=apt "
-                                                  "--include=ca-certificates %s TMPFILE.tar\n", line, suite);
-                free(steal_pointer(&line));
-                r = r < 0 ? r : podman_call_line(PODMAN_IMAGE_IMPORT, base, &line);
-                r = r < 0 ? r : buffer_printf(&b, "%s\n(the mmdebstrap tar)\n", line);
+                r = r < 0 ? r : push_request(&v, PODMAN_IMAGE_EXISTS, base, NULL);
+                if (r >= 0 && (asprintf(&run, "# run: mmdebstrap --mode=unshare --variant=apt --include=ca-certificates "
+                                              "%s TMPFILE.tar\n", suite) < 0 || strv_push(&v, run) < 0))
+                        r = -ENOMEM;
+                r = r < 0 ? r : push_request(&v, PODMAN_IMAGE_IMPORT, base, "(the mmdebstrap tar)");
         }
-        free(steal_pointer(&line));
         /* Packed, nothing (and no libarchive loaded): the file list. */
-        r = r < 0 ? r : podman_call_line(PODMAN_IMAGE_BUILD, tag, &line);
-        r = r < 0 ? r : buffer_printf(&b, "%s\n(build context for %s: a tar of Containerfile", line, tag);
+        r = r < 0 ? r : buffer_printf(&b, "(build context for %s: a tar of Containerfile", tag);
         for (size_t i = 0; r >= 0 && i < c->n_files; i++)
                 r = buffer_printf(&b, ", %s (%zu bytes)", c->files[i].name, c->files[i].size);
-        r = r < 0 ? r : buffer_printf(&b, ")\n");
+        r = r < 0 ? r : buffer_printf(&b, ")");
+        r = r < 0 ? r : push_request(&v, PODMAN_IMAGE_BUILD, tag, b.data);
         if (r < 0)
                 return r;
-        *ret = buffer_steal(&b);
+        *ret = steal_pointer(&v);
         return 0;
 }
 
-int image_plan(const aisb_policy *p, char **ret_tag, char **ret_requests, aisb_error **err)
+int image_plan(const aisb_policy *p, char **ret_tag, char ***ret_requests, aisb_error **err)
 {
         _cleanup_(build_context_done) build_context c = {};
         _cleanup_free_ char *tag = NULL;
@@ -860,7 +868,7 @@ int image_plan(const aisb_policy *p, char **ret_tag, char **ret_requests, aisb_e
                 return r;
         if (image_context_tag(IMAGE_REPO, &c, &tag) < 0)
                 return aisb_error_set(err, -EIO, "cannot hash the build context");
-        if (image_requests_text(p, &c, tag, ret_requests) < 0)
+        if (image_requests(p, &c, tag, ret_requests) < 0)
                 return error_oom(err);
         *ret_tag = steal_pointer(&tag);
         return 0;
@@ -877,11 +885,13 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
                 *ret_built = 0;
         if (ctx->dry_run_fn) {
                 /* Planned, shown, nothing asked of the service. */
-                _cleanup_free_ char *tag = NULL, *text = NULL;
-                int r = image_plan(p, &tag, &text, err);
+                _cleanup_free_ char *tag = NULL;
+                _cleanup_strv_free_ char **requests = NULL;
+                int r = image_plan(p, &tag, &requests, err);
                 if (r < 0)
                         return r;
-                ctx->dry_run_fn(text, ctx->dry_run_userdata);
+                for (size_t i = 0; requests[i]; i++)
+                        ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
                 if (ret_tag)
                         *ret_tag = steal_pointer(&tag);
                 return 0;

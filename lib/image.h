@@ -46,11 +46,11 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
 int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
                          const build_context *c, bool with_gate, char **ret_tag, int *ret_built,
                          aisb_error **err);
-/* The requests ensuring the image of context c, named tag, sends when nothing exists yet
- * (the dry run's text): looked for, its base bootstrapped when it is one, built. */
-int image_requests_text(const aisb_policy *p, const build_context *c, const char *tag, char **ret);
+/* The requests ensuring the image of context c, named tag, sends when nothing exists yet,
+ * each as the dry run shows it: looked for, its base bootstrapped when it is one, built. */
+int image_requests(const aisb_policy *p, const build_context *c, const char *tag, char ***ret);
 /* This policy's image: its tag and those requests. */
-int image_plan(const aisb_policy *p, char **ret_tag, char **ret_requests, aisb_error **err);
+int image_plan(const aisb_policy *p, char **ret_tag, char ***ret_requests, aisb_error **err);
 /* One NDJSON line of a build's answer: its "stream" text or its error. -EBADMSG when the
  * line is not a JSON object. */
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);

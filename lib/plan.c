@@ -395,40 +395,46 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
         return 0;
 }
 
-static int request_line(buffer *b, podman_call call, const char *name, const char *body)
+/* One request as the dry run shows it: "METHOD PATH", then its body when it has one. */
+static int push_request(char ***v, podman_call call, const char *name, const char *body)
 {
-        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ char *line = NULL, *text = NULL;
         int r = podman_call_line(call, name, &line);
-        r = r < 0 ? r : buffer_printf(b, "%s\n", line);
-        return r < 0 || !body ? r : buffer_printf(b, "%s\n", body);
+        if (r < 0 || asprintf(&text, "%s\n%s%s", line, body ? body : "", body ? "\n" : "") < 0)
+                return -ENOMEM;
+        return strv_push(v, text);
 }
 
-int plan_requests_text(const run_plan *plan, const char *image_requests, char **ret)
+int plan_requests(const run_plan *plan, char ***ret)
 {
         const aisb_policy *p = plan->policy;
-        _cleanup_(buffer_free) buffer b = {};
-        int r = buffer_printf(&b, "%s", image_requests ? image_requests : "");
-        if (r >= 0 && !p->ephemeral_home) {
+        _cleanup_strv_free_ char **v = NULL;
+        int r = 0;
+        if (!p->ephemeral_home) {
                 _cleanup_json_ json_object *body = json_object_new_object();
                 r = json_add_string(body, "Name", p->home_volume);
                 r = r < 0 ? r : json_add(body, "Labels", plan_volume_labels(p));
-                r = r < 0 ? r : request_line(&b, PODMAN_VOLUME_EXISTS, p->home_volume, NULL);
-                r = r < 0 ? r : request_line(&b, PODMAN_VOLUME_CREATE, NULL,
+                r = r < 0 ? r : push_request(&v, PODMAN_VOLUME_EXISTS, p->home_volume, NULL);
+                r = r < 0 ? r : push_request(&v, PODMAN_VOLUME_CREATE, NULL,
                                              json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
         }
-        if (r >= 0 && plan->needs_gate)
-                r = buffer_printf(&b, "# the gate: squid on the host's loopback for this allowlist (%s), its port "
-                                      "chosen when it starts (%u here)\n",
-                                  p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
-                                  NETWORK_PLACEHOLDER_GATE_PORT);
+        if (r >= 0 && plan->needs_gate) {
+                _cleanup_free_ char *text = NULL;
+                if (asprintf(&text, "# the gate: squid on the host's loopback for this allowlist (%s), its port chosen "
+                                    "when it starts (%u here)\n",
+                             p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
+                             NETWORK_PLACEHOLDER_GATE_PORT) < 0)
+                        return -ENOMEM;
+                r = strv_push(&v, text);
+        }
         const char *shown = json_object_to_json_string_ext(plan->shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
-        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_CREATE, NULL, shown);
-        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_ATTACH, plan->name, NULL);
-        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_START, plan->name, NULL);
-        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_WAIT, plan->name, NULL);
-        r = r < 0 ? r : request_line(&b, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
+        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_CREATE, NULL, shown);
+        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_ATTACH, plan->name, "(hijacked: Connection: Upgrade, Upgrade: tcp)");
+        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_START, plan->name, NULL);
+        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
+        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
         if (r < 0)
                 return r;
-        *ret = buffer_steal(&b);
+        *ret = steal_pointer(&v);
         return 0;
 }

@@ -89,10 +89,10 @@ json_object *plan_volume_labels(const aisb_policy *p);
 
 /* The plan as JSON, for review (aisb inspect --json): never a secret value. */
 int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret);
-/* The requests a run of the plan sends the service, in order, as text (the dry run): the
- * image's (from image_requests_text), the home volume's, the gate's, the create body as
- * shown, and attach, start, wait and remove. */
-int plan_requests_text(const run_plan *plan, const char *image_requests, char **ret);
+/* The requests a run of the plan sends the service after the image's (image_requests), in
+ * order, each as the dry run shows it: the home volume's, a line for the gate, the create
+ * body as shown, and attach, start, wait and remove. */
+int plan_requests(const run_plan *plan, char ***ret);
 
 /* ---- builders every view shares ---- */
 

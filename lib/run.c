@@ -577,8 +577,9 @@ static int run_check(const aisb_policy *p, aisb_error **err)
  * requests shown; nothing is sent, started or written. */
 static int rehearse(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
 {
-        _cleanup_free_ char *tag = NULL, *image_text = NULL, *agents = NULL, *text = NULL;
-        int r = image_plan(p, &tag, &image_text, err);
+        _cleanup_free_ char *tag = NULL, *agents = NULL;
+        _cleanup_strv_free_ char **requests = NULL, **more = NULL;
+        int r = image_plan(p, &tag, &requests, err);
         if (r < 0)
                 return r;
         _cleanup_(plan_facts_done) plan_facts facts = {};
@@ -594,9 +595,12 @@ static int rehearse(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_e
         if (r < 0)
                 return r;
         report_create_patch(ctx, plan.patched);
-        if (plan_requests_text(&plan, image_text, &text) < 0)
+        if (plan_requests(&plan, &more) < 0)
                 return error_oom(err);
-        ctx->dry_run_fn(text, ctx->dry_run_userdata);
+        for (size_t i = 0; requests[i]; i++)
+                ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
+        for (size_t i = 0; more[i]; i++)
+                ctx->dry_run_fn(more[i], ctx->dry_run_userdata);
         *ret_exit_code = 0;
         return 0;
 }
