@@ -31,17 +31,16 @@ int describe_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts
                   aisb_error **err)
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
-        int r = plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .network_only = network_only }, &f,
-                            err);
+        _cleanup_free_ char *tag = NULL;
+        int r = network_only ? 0 : aisb_image_tag(p, &tag, err);
+        if (r >= 0)
+                r = plan_gather(p,
+                                &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = tag,
+                                                         .network_only = network_only },
+                                &f, err);
         if (r < 0)
                 return r;
-        /* The agents directory is decided the same way a run decides it. */
-        _cleanup_free_ char *agents = NULL;
-        if (harness_agents_dir(p, &agents, NULL) < 0)
-                return error_oom(err);
-        f.agents_dir = agents;
         r = plan_build(p, &f, ret_plan, err);
-        f.agents_dir = NULL;
         if (r < 0)
                 return r;
         *ret_facts = f;
@@ -111,7 +110,6 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
                 return r;
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        _cleanup_free_ char *agents = NULL;
         /* A policy a run would refuse is still shown, with why. */
         aisb_error *refused = NULL;
         r = describe_plan(p, false, &f, &plan, &refused);
@@ -124,6 +122,7 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         if (refused)
                 r |= buffer_printf(&b, "refused=%s\n", aisb_error_message(refused));
         aisb_error_free(refused);
+        _cleanup_free_ char *agents = NULL;
         if (harness_agents_dir(p, &agents, NULL) < 0 || !agents)
                 r |= buffer_printf(&b, "agents=none\n");
         else

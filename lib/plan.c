@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "createpatch.h"
-#include "image.h"
+#include "harness.h"
 #include "jsonutil.h"
 #include "plan.h"
 #include "podman.h"
@@ -21,6 +21,7 @@ void plan_facts_done(plan_facts *f)
         free(f->name);
         project_settings_done(&f->settings);
         free(f->settings_copy);
+        free(f->agents_dir);
         protect_plan_done(&f->protect);
         network_inputs_done(&f->net);
         *f = (plan_facts) {};
@@ -85,13 +86,11 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
                                                     .terminal = o->terminal };
         bool run = o->purpose == PLAN_RUN;
         int r = 0;
-        if (o->image || o->network_only) {
-                f.image = strdup(o->image ? o->image : "(the policy's image)");
-                if (!f.image)
-                        return error_oom(err);
-        } else if ((r = aisb_image_tag(p, &f.image, err)) < 0)
-                return r;
-        if (sandbox_name(p, run, &f.name) < 0)
+        f.image = strdup(o->image ? o->image : "(the policy's image)");
+        if (!f.image || sandbox_name(p, run, &f.name) < 0)
+                return error_oom(err);
+        /* The agents directory, decided the same way for every view (harness.c). */
+        if (!o->network_only && harness_agents_dir(p, &f.agents_dir, NULL) < 0)
                 return error_oom(err);
         bool project_rw = p->project && !p->project_read_only;
         /* The project's settings, read once without trusting the project: the allowlist comes

@@ -2,7 +2,8 @@
 /*
  * A run's decisions as one value. plan_gather() reads what a run depends on from the world
  * (the project's settings, once; the protected paths; the allowlist files, host addresses
- * and the names --no-gate pins; the project directory's identity; a fresh name), with its
+ * and the names --no-gate pins; the project directory's identity; the agents directory; a
+ * fresh name), with its
  * effects (a run's directory and its copy of the settings) only when asked for a run.
  * plan_build() is pure: from the policy and those facts it makes the network, the
  * environment (values, and what may be shown of them), the entrypoint's argv and the create
@@ -39,7 +40,8 @@ typedef struct plan_facts {
         /* Set once a gate serves the run (a description has the placeholder port). */
         unsigned gate_port;
         const char *gate_key, *gate_hash, *gate_ca; /* borrowed */
-        const char *seed_dir, *agents_dir;          /* borrowed: the bridge's */
+        char *agents_dir;        /* mounted read-only at ~/.agents; NULL: none */
+        const char *seed_dir;    /* borrowed: the bridge's (an ephemeral home's pi files) */
         bool terminal;
 } plan_facts;
 void plan_facts_done(plan_facts *f);
@@ -53,9 +55,9 @@ typedef struct plan_gather_options {
         plan_purpose purpose;
         unsigned podman_major; /* the connected service's major version; 0: not known */
         run_dir *run_dir;      /* PLAN_RUN: where the copy of the settings goes */
-        const char *image;     /* the image's tag when known (ensured); NULL: computed, */
-        /* unless this is only about the network and the entrypoint's ruleset (--print-ruleset):
-         * then no image is hashed (a stand-in) and the protected paths are not looked for */
+        const char *image;     /* the image's tag (image.c); NULL: a stand-in */
+        /* Only what the network and the entrypoint's ruleset need (--print-ruleset): the
+         * protected paths and the agents directory are not looked for. */
         bool network_only;
         bool terminal;         /* the sandbox gets a terminal */
 } plan_gather_options;

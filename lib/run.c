@@ -573,35 +573,16 @@ static int run_check(const aisb_policy *p, aisb_error **err)
         return create_patch_check_place(p->create_patch_path, (const char *const *) writable, err);
 }
 
-/* A dry run: the plan made as a run makes it, from what is known without the service, and its
- * requests shown; nothing is sent, started or written. */
-static int rehearse(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
+/* A dry run: the plan's requests shown, the image's first; nothing was sent. */
+static int show_requests(aisb_ctx *ctx, char *const *image_requests, const run_plan *plan, aisb_error **err)
 {
-        _cleanup_free_ char *tag = NULL, *agents = NULL;
-        _cleanup_strv_free_ char **requests = NULL, **more = NULL;
-        int r = image_plan(p, &tag, &requests, err);
-        if (r < 0)
-                return r;
-        _cleanup_(plan_facts_done) plan_facts facts = {};
-        r = plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = tag, .terminal = io->terminal },
-                        &facts, err);
-        if (r < 0)
-                return r;
-        if (harness_agents_dir(p, &agents, NULL) < 0)
+        _cleanup_strv_free_ char **requests = NULL;
+        if (plan_requests(plan, &requests) < 0)
                 return error_oom(err);
-        facts.agents_dir = agents;
-        _cleanup_(run_plan_done) run_plan plan = {};
-        r = plan_build(p, &facts, &plan, err);
-        if (r < 0)
-                return r;
-        report_create_patch(ctx, plan.patched);
-        if (plan_requests(&plan, &more) < 0)
-                return error_oom(err);
+        for (size_t i = 0; image_requests && image_requests[i]; i++)
+                ctx->dry_run_fn(image_requests[i], ctx->dry_run_userdata);
         for (size_t i = 0; requests[i]; i++)
                 ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
-        for (size_t i = 0; more[i]; i++)
-                ctx->dry_run_fn(more[i], ctx->dry_run_userdata);
-        *ret_exit_code = 0;
         return 0;
 }
 
@@ -610,33 +591,45 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         int r = run_check(p, err);
         if (r < 0)
                 return r;
-        if (ctx->dry_run_fn)
-                return rehearse(ctx, p, io, ret_exit_code, err);
+        /* A dry run makes the plan as a run does, from what is known without the service,
+         * and shows its requests: nothing is sent, started or written. */
+        bool dry = ctx->dry_run_fn;
         _cleanup_free_ char *tag = NULL;
-        step(ctx, AISB_STEP_IMAGE);
-        r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
-        if (r < 0)
-                return r;
-        step(ctx, AISB_STEP_VOLUME);
-        r = step_done(ctx, ensure_home_volume(ctx, p, err), err);
+        _cleanup_strv_free_ char **image_requests = NULL;
+        if (dry)
+                r = image_plan(p, &tag, &image_requests, err);
+        else {
+                step(ctx, AISB_STEP_IMAGE);
+                r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
+                if (r >= 0) {
+                        step(ctx, AISB_STEP_VOLUME);
+                        r = step_done(ctx, ensure_home_volume(ctx, p, err), err);
+                }
+        }
         if (r < 0)
                 return r;
         /* The facts, once; the plan built from them before anything else is made, so that a
          * plan the policy cannot have is refused first. */
         _cleanup_(run_dir_remove) run_dir rd = RUN_DIR_NULL;
         _cleanup_(plan_facts_done) plan_facts facts = {};
-        r = run_dir_create(&rd, err);
+        r = dry ? 0 : run_dir_create(&rd, err);
         if (r >= 0)
                 r = plan_gather(p,
-                                &(plan_gather_options) { .purpose = PLAN_RUN, .run_dir = &rd, .image = tag,
+                                &(plan_gather_options) { .purpose = dry ? PLAN_DESCRIBE : PLAN_RUN, .run_dir = &rd,
+                                                         .image = tag,
                                                          .podman_major = ctx->connected ? ctx->version_major : 0,
                                                          .terminal = io->terminal },
                                 &facts, err);
         _cleanup_(run_plan_done) run_plan plan = {};
         if (r >= 0)
                 r = plan_build(p, &facts, &plan, err);
+        if (r >= 0 && dry) {
+                report_create_patch(ctx, plan.patched);
+                *ret_exit_code = 0;
+                return show_requests(ctx, image_requests, &plan, err);
+        }
         if (r >= 0)
-                r = protect_begin(ctx, p, &facts.protect, err);
+        r = protect_begin(ctx, p, &facts.protect, err);
         if (r < 0)
                 return r;
         step(ctx, AISB_STEP_NETWORK);
@@ -668,7 +661,6 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (r < 0)
                 return r;
         facts.seed_dir = bridge.seed_dir;
-        facts.agents_dir = bridge.agents_dir;
         /* The plan again, now with the gate's port and the bridge's mounts. */
         run_plan_done(&plan);
         r = plan_build(p, &facts, &plan, err);
