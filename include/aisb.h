@@ -196,8 +196,11 @@ AISB_PUBLIC void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *user
  * aside): everything sent there, secret values included, goes to whoever put it there. */
 AISB_PUBLIC int aisb_ctx_set_socket(aisb_ctx *ctx, const char *path, aisb_error **err);
 
-/* Dry run: every request is passed to fn as text (method, path, body with secret values
- * redacted) instead of being sent. Nothing is started, nothing is connected. */
+/* Dry run: aisb_run and aisb_image_ensure make their plan as a run would, from what is known
+ * without the service, and pass each request of it to fn as text (method, path, body with
+ * secret values redacted; an image as if it had to be built, the gate's port, the run
+ * directory's copies and the name's random part as stand-ins) instead of sending it.
+ * Nothing is connected, started or written. Other calls on the context are not affected. */
 typedef void (*aisb_request_fn)(const char *text, void *userdata);
 AISB_PUBLIC void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *userdata);
 

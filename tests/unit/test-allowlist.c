@@ -18,6 +18,7 @@
 /* The real parser of aisb-entrypoint, so the --allow arguments are checked against what the
  * entrypoint accepts rather than against a copy of its syntax. It is pure C and links alone. */
 #include "../../entrypoint/netpolicy.c"
+#include "unit.h"
 
 _Static_assert(ALLOWLIST_MAX_ADDRESSES == NETPOLICY_MAX_ALLOW,
                "the allowlist must refuse what the entrypoint would refuse");
@@ -2107,9 +2108,5 @@ static Suite *allowlist_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(allowlist_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return unit_run(allowlist_suite());
 }

@@ -17,6 +17,7 @@
 
 #include "fake-podman.h"
 #include "internal.h"
+#include "unit.h"
 
 static fake_podman *fp;
 static aisb_ctx *ctx;
@@ -24,16 +25,12 @@ static char state_home[] = "/tmp/aisb-test-cancel-XXXXXX";
 
 static void setup(void)
 {
-        fp = fake_podman_start();
-        ck_assert_ptr_nonnull(fp);
-        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
-        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        unit_podman_start(&fp, &ctx);
 }
 
 static void teardown(void)
 {
-        aisb_ctx_free(ctx);
-        fake_podman_stop(fp);
+        unit_podman_stop(fp, ctx);
 }
 
 static aisb_policy *new_policy(const char *net)
@@ -377,10 +374,7 @@ int main(void)
                 return EXIT_FAILURE;
         setenv("XDG_STATE_HOME", state_home, 1);
         setenv("XDG_CONFIG_HOME", state_home, 1);
-        SRunner *sr = srunner_create(cancel_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = unit_run(cancel_suite()) != EXIT_SUCCESS;
         char command[PATH_MAX + 16];
         snprintf(command, sizeof command, "rm -rf '%s'", state_home);
         if (system(command) != 0)

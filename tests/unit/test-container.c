@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "unit.h"
 
 /* The body of a plan built from facts set here (the settings' copy, the project's identity):
  * the real one, or the one shown. */
@@ -254,9 +255,5 @@ static Suite *container_suite(void)
 int main(void)
 {
         unsetenv("AISB_HOME_VOLUME");
-        SRunner *sr = srunner_create(container_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(container_suite());
 }

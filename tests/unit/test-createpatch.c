@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "createpatch.h"
+#include "unit.h"
 
 static json_object *parse(const char *text)
 {
@@ -167,9 +168,5 @@ int main(void)
         tcase_add_test(tc, test_load);
         tcase_add_test(tc, test_place);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(s);
 }

@@ -17,6 +17,7 @@
 
 #include "fake-podman.h"
 #include "internal.h"
+#include "unit.h"
 
 static char base[] = "/tmp/aisb-test-doctor-XXXXXX";
 static char dir[256]; /* this test's own */
@@ -132,18 +133,14 @@ static void setup(void)
         ck_assert_ptr_nonnull(mkdtemp(dir));
         ck_assert_int_eq(mkdir(at("home"), 0700), 0);
         setenv("HOME", at("home"), 1);
-        fp = fake_podman_start();
-        ck_assert_ptr_nonnull(fp);
-        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
-        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        unit_podman_start(&fp, &ctx);
         /* The backend podman names: an executable of the test's. */
         write_file(at("bin/slirp4netns"), "#!/bin/sh\nexit 0\n", 0755);
 }
 
 static void teardown(void)
 {
-        aisb_ctx_free(ctx);
-        fake_podman_stop(fp);
+        unit_podman_stop(fp, ctx);
 }
 
 static aisb_policy *new_policy(void)
@@ -678,10 +675,7 @@ int main(int argc, char **argv)
         setenv("XDG_RUNTIME_DIR", path, 1);
         unsetenv("AISB_HOME_VOLUME");
         unsetenv("AISB_DOCTOR_TIMEOUT");
-        SRunner *sr = srunner_create(doctor_suite(no_service));
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = unit_run(doctor_suite(no_service)) != EXIT_SUCCESS;
         char command[PATH_MAX + 16];
         snprintf(command, sizeof command, "rm -rf '%s'", base);
         if (system(command) != 0)

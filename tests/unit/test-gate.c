@@ -27,6 +27,7 @@
 
 #include "fake-podman.h"
 #include "internal.h"
+#include "unit.h"
 
 #define NOBODY 65534
 
@@ -66,10 +67,7 @@ static void setup(void)
         snprintf(state_home, sizeof state_home, "%s/state-XXXXXX", base);
         ck_assert_ptr_nonnull(mkdtemp(state_home));
         setenv("XDG_STATE_HOME", state_home, 1);
-        fp = fake_podman_start();
-        ck_assert_ptr_nonnull(fp);
-        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
-        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        unit_podman_start(&fp, &ctx);
         ck_assert_int_eq(aisb_policy_new(&policy, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(policy, "no-cwd", "true", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(policy, "allow", "example.com", NULL), 0);
@@ -1045,10 +1043,7 @@ int main(int argc, char **argv)
                 return EXIT_FAILURE;
         /* The user's allowlist file and configuration: none. */
         setenv("XDG_CONFIG_HOME", base, 1);
-        SRunner *sr = srunner_create(gate_suite(as_root));
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = unit_run(gate_suite(as_root)) != EXIT_SUCCESS;
         char command[PATH_MAX + 16];
         snprintf(command, sizeof command, "rm -rf '%s'", base);
         if (system(command) != 0)

@@ -13,6 +13,7 @@
 
 #include "fake-podman.h"
 #include "internal.h"
+#include "unit.h"
 
 #define LITERAL_KEY "sk-acme-literal-0001"
 #define LITERAL_HEADER "team-secret-0002"
@@ -46,18 +47,14 @@ static void setup(void)
         snprintf(home, sizeof home, "%s/home", dir);
         ck_assert_int_eq(mkdir(home, 0700), 0);
         setenv("HOME", home, 1);
-        fp = fake_podman_start();
-        ck_assert_ptr_nonnull(fp);
-        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
-        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        unit_podman_start(&fp, &ctx);
         logs.text[0] = 0;
         aisb_ctx_set_log_fn(ctx, on_log, &logs);
 }
 
 static void teardown(void)
 {
-        aisb_ctx_free(ctx);
-        fake_podman_stop(fp);
+        unit_podman_stop(fp, ctx);
 }
 
 /* dir/sub, in one of four static buffers. */
@@ -647,10 +644,7 @@ int main(void)
         setenv("XDG_RUNTIME_DIR", path, 1);
         unsetenv("PI_CODING_AGENT_DIR");
         unsetenv("AISB_HOME_VOLUME");
-        SRunner *sr = srunner_create(harness_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = unit_run(harness_suite()) != EXIT_SUCCESS;
         char command[PATH_MAX + 16];
         snprintf(command, sizeof command, "rm -rf '%s'", base);
         if (system(command) != 0)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "unit.h"
 
 static aisb_policy *new_policy(void)
 {
@@ -426,9 +427,5 @@ static Suite *image_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(image_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(image_suite());
 }

@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "kube.h"
+#include "unit.h"
 
 static aisb_policy *policy(const char *net)
 {
@@ -545,9 +546,6 @@ int main(void)
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = unit_run(s) != EXIT_SUCCESS;
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "unit.h"
 
 static char state[64], config[64], project[64];
 
@@ -178,9 +179,5 @@ static Suite *learn_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(learn_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(learn_suite());
 }

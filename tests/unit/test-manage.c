@@ -17,6 +17,7 @@
 
 #include "fake-podman.h"
 #include "internal.h"
+#include "unit.h"
 
 #define MANAGED_QUERY "all=true&filters={\"label\":[\"aisb.managed=true\"]}"
 
@@ -30,16 +31,12 @@ static void setup(void)
         snprintf(state_home, sizeof state_home, "/tmp/aisb-test-manage-XXXXXX");
         ck_assert_ptr_nonnull(mkdtemp(state_home));
         ck_assert_int_eq(setenv("XDG_STATE_HOME", state_home, 1), 0);
-        fp = fake_podman_start();
-        ck_assert_ptr_nonnull(fp);
-        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
-        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        unit_podman_start(&fp, &ctx);
 }
 
 static void teardown(void)
 {
-        aisb_ctx_free(ctx);
-        fake_podman_stop(fp);
+        unit_podman_stop(fp, ctx);
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf %s", state_home);
         ck_assert_int_eq(system(cmd), 0);
@@ -697,9 +694,5 @@ static Suite *manage_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(manage_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(manage_suite());
 }

@@ -14,6 +14,7 @@
 
 #include "fake-podman.h"
 #include "internal.h"
+#include "unit.h"
 
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t n, size_t size);
@@ -208,10 +209,7 @@ int main(void)
         tcase_add_test(tc, test_oom_policy);
         tcase_add_test(tc, test_oom_run);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = unit_run(s) != EXIT_SUCCESS;
         char command[128];
         snprintf(command, sizeof command, "rm -rf '%s'", state);
         if (system(command) != 0)

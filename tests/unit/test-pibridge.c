@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "pibridge.h"
+#include "unit.h"
 
 /* Parse test input; NULL text means "no file". */
 static json_object *J(const char *text)
@@ -1117,9 +1118,5 @@ static Suite *pibridge_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(pibridge_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(pibridge_suite());
 }

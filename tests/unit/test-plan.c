@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "kube.h"
+#include "unit.h"
 
 #define PROJECT "/tmp/aisb-test-plan/acme"
 
@@ -373,9 +374,5 @@ static Suite *plan_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(plan_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(plan_suite());
 }

@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "internal.h"
+#include "unit.h"
 
 /* A policy as aisb(1) makes one: the defaults, then the process's environment. */
 static aisb_policy *new_policy(void)
@@ -997,9 +998,5 @@ static Suite *policy_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(policy_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(policy_suite());
 }

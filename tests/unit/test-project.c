@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "project.h"
+#include "unit.h"
 
 static char project[64];
 static char settings[128];
@@ -261,9 +262,5 @@ static Suite *project_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(project_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(project_suite());
 }

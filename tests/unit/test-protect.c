@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "protect.h"
+#include "unit.h"
 
 static char top[64], project[96], quarantine_dir[128];
 
@@ -657,9 +658,5 @@ static Suite *protect_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(protect_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(protect_suite());
 }

@@ -15,22 +15,19 @@
 
 #include "internal.h"
 #include "fake-podman.h"
+#include "unit.h"
 
 static fake_podman *fp;
 static aisb_ctx *ctx;
 
 static void setup(void)
 {
-        fp = fake_podman_start();
-        ck_assert_ptr_nonnull(fp);
-        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
-        ck_assert_int_eq(aisb_ctx_set_socket(ctx, fake_podman_socket(fp), NULL), 0);
+        unit_podman_start(&fp, &ctx);
 }
 
 static void teardown(void)
 {
-        aisb_ctx_free(ctx);
-        fake_podman_stop(fp);
+        unit_podman_stop(fp, ctx);
 }
 
 static aisb_policy *new_policy(void)
@@ -1259,9 +1256,5 @@ static Suite *run_suite(void)
 int main(void)
 {
         unsetenv("AISB_HOME_VOLUME");
-        SRunner *sr = srunner_create(run_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(run_suite());
 }

@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "skilllint.h"
 #include "skills.h"
+#include "unit.h"
 
 typedef struct found {
         char kind[32];
@@ -947,9 +948,5 @@ static Suite *skilllint_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(skilllint_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(skilllint_suite());
 }

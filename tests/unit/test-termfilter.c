@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "termfilter.h"
+#include "unit.h"
 
 typedef struct sink {
         uint8_t *data;
@@ -381,9 +382,5 @@ static Suite *termfilter_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(termfilter_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(termfilter_suite());
 }

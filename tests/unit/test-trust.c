@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "fake-podman.h"
+#include "unit.h"
 
 /* The user the root cases check for, and a stranger; neither needs to exist. */
 #define USER_UID 4242
@@ -486,9 +487,5 @@ int main(int argc, char **argv)
                 fprintf(stderr, "skipped: these cases chown files to other users, which needs root\n");
                 return getenv("CI") && streq(getenv("CI"), "true") ? EXIT_FAILURE : 77;
         }
-        SRunner *sr = srunner_create(trust_suite(as_root));
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run(trust_suite(as_root));
 }
