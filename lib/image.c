@@ -821,15 +821,6 @@ static int context_key(const build_context *c, char **ret)
         return r < 0 ? r : sha256_hex(b.data, b.size, 64, ret);
 }
 
-/* One request as the dry run shows it. */
-static int push_request(char ***v, podman_call call, const char *name, const char *body)
-{
-        _cleanup_free_ char *line = NULL, *text = NULL;
-        if (podman_call_line(call, name, &line) < 0 || asprintf(&text, "%s\n%s%s", line, body ? body : "",
-                                                                 body ? "\n" : "") < 0)
-                return -ENOMEM;
-        return strv_push(v, text);
-}
 
 int image_requests(const aisb_policy *p, const build_context *c, const char *tag, char ***ret)
 {
@@ -837,22 +828,22 @@ int image_requests(const aisb_policy *p, const build_context *c, const char *tag
         _cleanup_free_ char *base = NULL, *listing = NULL;
         _cleanup_(buffer_free) buffer b = {};
         const char *suite;
-        int r = push_request(&v, PODMAN_IMAGE_EXISTS, tag, NULL);
+        int r = podman_call_push(&v, PODMAN_IMAGE_EXISTS, tag, NULL);
         if (r >= 0 && is_bootstrap(p->base_image, &suite)) {
                 _cleanup_free_ char *run = NULL;
                 r = base_reference(p, &base);
-                r = r < 0 ? r : push_request(&v, PODMAN_IMAGE_EXISTS, base, NULL);
+                r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_EXISTS, base, NULL);
                 if (r >= 0 && (asprintf(&run, "# run: mmdebstrap --mode=unshare --variant=apt --include=ca-certificates "
                                               "%s TMPFILE.tar\n", suite) < 0 || strv_push(&v, run) < 0))
                         r = -ENOMEM;
-                r = r < 0 ? r : push_request(&v, PODMAN_IMAGE_IMPORT, base, "(the mmdebstrap tar)");
+                r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_IMPORT, base, "(the mmdebstrap tar)");
         }
         /* Packed, nothing (and no libarchive loaded): the file list. */
         r = r < 0 ? r : buffer_printf(&b, "(build context for %s: a tar of Containerfile", tag);
         for (size_t i = 0; r >= 0 && i < c->n_files; i++)
                 r = buffer_printf(&b, ", %s (%zu bytes)", c->files[i].name, c->files[i].size);
         r = r < 0 ? r : buffer_printf(&b, ")");
-        r = r < 0 ? r : push_request(&v, PODMAN_IMAGE_BUILD, tag, b.data);
+        r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_BUILD, tag, b.data);
         if (r < 0)
                 return r;
         *ret = steal_pointer(&v);

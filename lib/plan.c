@@ -394,15 +394,6 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
         return 0;
 }
 
-/* One request as the dry run shows it: "METHOD PATH", then its body when it has one. */
-static int push_request(char ***v, podman_call call, const char *name, const char *body)
-{
-        _cleanup_free_ char *line = NULL, *text = NULL;
-        int r = podman_call_line(call, name, &line);
-        if (r < 0 || asprintf(&text, "%s\n%s%s", line, body ? body : "", body ? "\n" : "") < 0)
-                return -ENOMEM;
-        return strv_push(v, text);
-}
 
 int plan_requests(const run_plan *plan, char ***ret)
 {
@@ -413,8 +404,8 @@ int plan_requests(const run_plan *plan, char ***ret)
                 _cleanup_json_ json_object *body = json_object_new_object();
                 r = json_add_string(body, "Name", p->home_volume);
                 r = r < 0 ? r : json_add(body, "Labels", plan_volume_labels(p));
-                r = r < 0 ? r : push_request(&v, PODMAN_VOLUME_EXISTS, p->home_volume, NULL);
-                r = r < 0 ? r : push_request(&v, PODMAN_VOLUME_CREATE, NULL,
+                r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_EXISTS, p->home_volume, NULL);
+                r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_CREATE, NULL,
                                              json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
         }
         if (r >= 0 && plan->needs_gate) {
@@ -427,11 +418,11 @@ int plan_requests(const run_plan *plan, char ***ret)
                 r = strv_push(&v, text);
         }
         const char *shown = json_object_to_json_string_ext(plan->shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
-        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_CREATE, NULL, shown);
-        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_ATTACH, plan->name, "(hijacked: Connection: Upgrade, Upgrade: tcp)");
-        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_START, plan->name, NULL);
-        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
-        r = r < 0 ? r : push_request(&v, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
+        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_CREATE, NULL, shown);
+        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_ATTACH, plan->name, "(hijacked: Connection: Upgrade, Upgrade: tcp)");
+        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_START, plan->name, NULL);
+        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
+        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
         if (r < 0)
                 return r;
         *ret = steal_pointer(&v);

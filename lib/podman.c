@@ -79,10 +79,13 @@ static char *call_path(podman_call call, const char *name)
         return libpod_path(podman_calls[call].before, name, podman_calls[call].after);
 }
 
-int podman_call_line(podman_call call, const char *name, char **ret)
+int podman_call_push(char ***v, podman_call call, const char *name, const char *body)
 {
-        _cleanup_free_ char *path = call_path(call, name);
-        return path && asprintf(ret, "%s %s", podman_calls[call].method, path) >= 0 ? 0 : -ENOMEM;
+        _cleanup_free_ char *path = call_path(call, name), *text = NULL;
+        if (!path || asprintf(&text, "%s %s\n%s%s", podman_calls[call].method, path, body ? body : "",
+                              body ? "\n" : "") < 0)
+                return -ENOMEM;
+        return strv_push(v, text);
 }
 
 /* A JSON answer, parsed: status 200 and a body that is JSON. With absent_ok, a 404 returns

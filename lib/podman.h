@@ -28,8 +28,9 @@ const char *podman_error_message(const http_response *r);
 
 int podman_info(aisb_ctx *ctx, json_object **ret, aisb_error **err);
 
-/* The calls a run makes, for the dry run's text: "METHOD PATH" of one on name (NULL for a
- * call on none), the same the call sends. */
+/* The calls a run makes, for the dry run's text: "METHOD PATH\n" of one on name (NULL for a
+ * call on none), the same the call sends, then body and a newline when there is one,
+ * appended to v. -ENOMEM. */
 typedef enum podman_call {
         PODMAN_IMAGE_EXISTS,
         PODMAN_IMAGE_BUILD,
@@ -42,7 +43,7 @@ typedef enum podman_call {
         PODMAN_CONTAINER_WAIT,
         PODMAN_CONTAINER_REMOVE,
 } podman_call;
-int podman_call_line(podman_call call, const char *name, char **ret);
+int podman_call_push(char ***v, podman_call call, const char *name, const char *body);
 
 /* ---- images ---- */
 int podman_image_exists(aisb_ctx *ctx, const char *ref, aisb_error **err);
