@@ -19,6 +19,7 @@
 
 #include "address.h"
 #include "allowlist.h"
+#include "fileio.h"
 
 #define DOMAIN_MAX 253
 #define LABEL_MAX 63

@@ -18,6 +18,8 @@
 
 #include "config.h"
 #include "context.h"
+#include "fileio.h"
+#include "pathtrust.h"
 
 /* Seconds a transient service stays up with no client: long enough that the next run of a
  * working session finds it warm. */

@@ -5,6 +5,8 @@
 
 #include "createpatch.h"
 #include "jsonutil.h"
+#include "fileio.h"
+#include "pathtrust.h"
 
 int create_patch_load(const char *path, const char *project, json_object **ret, aisb_error **err)
 {

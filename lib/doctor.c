@@ -23,7 +23,8 @@
 #include "podman.h"
 #include "project.h"
 #include "run.h"
-#include "skills.h"
+#include "skills-walk.h"
+#include "fileio.h"
 
 typedef struct doctor {
         aisb_doctor_fn fn;

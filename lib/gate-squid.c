@@ -14,6 +14,7 @@
 
 #include "address.h"
 #include "gate-squid.h"
+#include "digest.h"
 
 /* The canonical add-host lines "NAME IP", sorted, duplicates removed. */
 static int add_host_lines(const char *const *add_hosts, char ***ret)

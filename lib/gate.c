@@ -37,6 +37,8 @@
 #include "network.h"
 #include "podman.h"
 #include "userdirs.h"
+#include "fileio.h"
+#include "hostaddr.h"
 
 #define GATE_CONFIG_DIR "config"
 #define GATE_LOGS_DIR "logs"

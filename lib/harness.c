@@ -16,10 +16,11 @@
 #include "entrypoint-args.h"
 #include "harness.h"
 #include "jsonutil.h"
-#include "pibridge.h"
+#include "pi-config.h"
 #include "podman.h"
-#include "skills.h"
+#include "skills-walk.h"
 #include "userdirs.h"
+#include "fileio.h"
 
 #define PI_AGENT_DIR ".pi/agent"
 
@@ -69,7 +70,7 @@ static int read_json_at(int dirfd, const char *name, const char *origin, json_ob
         int r = read_full_fd(fd, PIBRIDGE_JSON_MAX, &text, &size);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot read %s: %s", origin, strerror(-r));
-        return pibridge_parse_json(text, size, origin, ret, err);
+        return pi_parse_json(text, size, origin, ret, err);
 }
 
 /* Write JSON to dirfd/name through a new file and a rename: a symlink planted at name is
@@ -135,11 +136,11 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         if (base_fd >= 0 && read_json_at(base_fd, "settings.base.json", "settings.base.json", &base, NULL) < 0)
                 base = NULL;
 
-        r = pibridge_merge_settings(base, host, sandbox, &merged, err);
+        r = pi_merge_settings(base, host, sandbox, &merged, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "merging pi's settings");
         if (!streq(p->thinking, "host")) {
-                r = pibridge_apply_thinking(merged, p->thinking, err);
+                r = pi_apply_thinking(merged, p->thinking, err);
                 if (r < 0)
                         return r;
         }
@@ -156,9 +157,9 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
                 r = read_json_at(host_dir, "models.json", host_models_name, &models, err);
         if (r < 0 || !models)
                 return r;
-        pibridge_key *keys = NULL;
+        pi_key *keys = NULL;
         size_t n_keys = 0;
-        r = pibridge_rewrite_models(models, &rewritten, &keys, &n_keys, err);
+        r = pi_rewrite_models(models, &rewritten, &keys, &n_keys, err);
         /* A key may come from a --secret too: the sandbox then holds its placeholder, and the
          * gate puts the value into pi's requests to the provider. */
         _cleanup_free_ env_entry *vars = calloc(p->n_env + p->n_secrets + 1, sizeof *vars);
@@ -169,8 +170,8 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         for (size_t i = 0; vars && i < p->n_secrets; i++)
                 vars[p->n_env + i] = (env_entry) { .name = p->secrets[i].name, .value = p->secrets[i].placeholder };
         if (r >= 0)
-                r = pibridge_keys_check(keys, n_keys, vars, p->n_env + p->n_secrets, err);
-        pibridge_keys_free(keys, n_keys);
+                r = pi_keys_check(keys, n_keys, vars, p->n_env + p->n_secrets, err);
+        pi_keys_free(keys, n_keys);
         if (r < 0)
                 return r;
         return write_json_at(sandbox_dir, "models.json", rewritten, err);
@@ -313,10 +314,10 @@ int harness_describe(const aisb_policy *p, buffer *b)
         r |= buffer_printf(b, "bridge-thinking=%s\n", p->thinking);
         if (dir >= 0)
                 (void) read_json_at(dir, "models.json", "models.json", &models, NULL);
-        pibridge_key *keys = NULL;
+        pi_key *keys = NULL;
         size_t n_keys = 0;
         aisb_error *refused = NULL;
-        if (models && pibridge_rewrite_models(models, &rewritten, &keys, &n_keys, &refused) < 0) {
+        if (models && pi_rewrite_models(models, &rewritten, &keys, &n_keys, &refused) < 0) {
                 /* What a run would refuse with (names and types, never a value). */
                 r |= buffer_printf(b, "bridge-models=refused: %s\n", aisb_error_message(refused));
                 aisb_error_free(refused);
@@ -327,10 +328,10 @@ int harness_describe(const aisb_policy *p, buffer *b)
                         for (size_t k = 0; k < p->n_env; k++)
                                 passed |= streq(p->env[k].name, keys[i].variable) && p->env[k].value[0];
                         r |= buffer_printf(b, "bridge-key=%s for ", keys[i].variable);
-                        r |= pibridge_key_describe(&keys[i], b);
+                        r |= pi_key_describe(&keys[i], b);
                         r |= buffer_printf(b, " (%s)\n", passed ? "passed" : "missing: add --env");
                 }
-                pibridge_keys_free(keys, n_keys);
+                pi_keys_free(keys, n_keys);
         } else
                 r |= buffer_printf(b, "bridge-models=none on the host\n");
         r |= buffer_printf(b, "bridge-auth=never copied\n");

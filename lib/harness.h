@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The harness feels like the user's own: pi's host configuration bridged into the sandbox's
- * home before a run (pibridge.c has the pure rules), and the agents directory every run
+ * home before a run (pi-config.c has the pure rules), and the agents directory every run
  * mounts read-only.
  */
 #pragma once

@@ -19,6 +19,8 @@
 #include "jsonutil.h"
 #include "network.h"
 #include "podman.h"
+#include "fileio.h"
+#include "digest.h"
 
 #define IMAGE_REPO "localhost/aisb"
 #define BASE_REPO "localhost/aisb-base"

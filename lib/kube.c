@@ -29,6 +29,7 @@
 #include "podman.h"
 #include "policy.h"
 #include "protect.h"
+#include "digest.h"
 
 #define KUBE_UID 1000
 #define KUBE_GATE_PORT 3128

@@ -13,6 +13,7 @@
 #include "jsonutil.h"
 #include "policy.h"
 #include "userdirs.h"
+#include "fileio.h"
 
 #define LEARN_LOG_READ_MAX (4 * 1024 * 1024)
 

@@ -18,6 +18,7 @@
 #include "network.h"
 #include "project.h"
 #include "userdirs.h"
+#include "hostaddr.h"
 
 void sandbox_network_done(sandbox_network *n)
 {

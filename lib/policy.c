@@ -18,11 +18,14 @@
 #include "config.h"
 #include "createpatch.h"
 #include "gate-squid.h"
-#include "pibridge.h"
+#include "pi-config.h"
 #include "policy.h"
 #include "project.h"
 #include "protect.h"
 #include "userdirs.h"
+#include "fileio.h"
+#include "digest.h"
+#include "hostaddr.h"
 
 static int rebuild_harness_command(aisb_policy *p);
 
@@ -1114,9 +1117,9 @@ static int key_get_node_source(const aisb_policy *p, const policy_key *k, char *
 
 static int key_set_thinking(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
-        if (!pibridge_thinking_level_valid(value))
+        if (!pi_thinking_level_valid(value))
                 return aisb_error_set(err, -EINVAL, "thinking: '%s' is not a level (use one of: %s)",
-                                      value, pibridge_thinking_levels());
+                                      value, pi_thinking_levels());
         return set_string(&p->thinking, value) < 0 ? -ENOMEM : 0;
 }
 
@@ -1439,9 +1442,9 @@ int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
                 return aisb_error_set(err, -EINVAL, "no policy given");
         /* What can be refused is checked before anything changes. */
         const char *thinking = getenv("AISB_THINKING");
-        if (thinking && *thinking && !pibridge_thinking_level_valid(thinking))
+        if (thinking && *thinking && !pi_thinking_level_valid(thinking))
                 return aisb_error_set(err, -EINVAL, "AISB_THINKING: '%s' is not a level (use one of: %s)",
-                                      thinking, pibridge_thinking_levels());
+                                      thinking, pi_thinking_levels());
         char *cwd = getcwd(NULL, 0);
         if (!cwd) {
                 int r = -errno;

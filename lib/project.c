@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "project.h"
+#include "fileio.h"
 
 void project_settings_done(project_settings *s)
 {

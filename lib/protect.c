@@ -19,6 +19,8 @@
 
 #include "protect.h"
 #include "util.h"
+#include "fileio.h"
+#include "pathtrust.h"
 
 #define SANDBOX_PROJECT "/project"
 

@@ -26,6 +26,8 @@
 #include "session-log.h"
 #include "termfilter.h"
 #include "userdirs.h"
+#include "fileio.h"
+#include "digest.h"
 
 int aisb_io_new(aisb_io **ret_io, aisb_error **err)
 {

@@ -10,6 +10,7 @@
 #include "jsonutil.h"
 #include "session-log.h"
 #include "userdirs.h"
+#include "fileio.h"
 
 #define SESSION_LOG "sessions.log"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* aisb skill-lint: the agents directory's files (skills.c's walk) and the history of each git
+/* aisb skill-lint: the agents directory's files (skills-walk.c's walk) and the history of each git
  * repository in it, read by git inside a sandbox, never on the host. */
 #include <fcntl.h>
 #include <limits.h>
@@ -28,7 +28,7 @@ static const char history_script[] =
         "done | head -c \"$limit\"\n";
 
 int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
-                   skilllint_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
+                   skills_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
                    bool *ret_truncated, aisb_error **err)
 {
         _cleanup_strv_free_ char **command = NULL;
@@ -98,7 +98,7 @@ int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *c
                 l = strchr(l, '\n');
                 l = l ? l + 1 : NULL;
         }
-        r = skilllint_scan_history(text, out.b.size, fn, userdata);
+        r = skills_scan_history(text, out.b.size, fn, userdata);
         if (out.b.data)
                 explicit_bzero(out.b.data, out.b.size);
         buffer_free(&out.b);
@@ -126,14 +126,14 @@ static void lint_note(const char *path, const char *why, void *userdata)
         aisb_log(l->ctx, AISB_LOG_WARNING, "%s: %s", path, why);
 }
 
-static int lint_file_finding(const skilllint_finding *f, void *userdata)
+static int lint_file_finding(const skills_finding *f, void *userdata)
 {
         lint *l = userdata;
         l->fn(NULL, f->path, f->line, f->kind, f->masked, l->userdata);
         return 0;
 }
 
-static int lint_history_finding(const skilllint_finding *f, void *userdata)
+static int lint_history_finding(const skills_finding *f, void *userdata)
 {
         lint *l = userdata;
         const char *repo = f->repo < l->n_repos ? l->repos[f->repo] : "?";

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The history half of aisb skill-lint (the files are skills.h's). */
+/* The history half of aisb skill-lint (the files are skills-walk.h's). */
 #pragma once
 
 #include <stdbool.h>
 
 #include "context.h"
 #include "policy.h"
-#include "skills.h"
+#include "skills-walk.h"
 
 /* What the history sandbox may print; beyond it, history is not read. */
 #define SKILLS_HISTORY_MAX (64 * 1024 * 1024)
@@ -20,6 +20,6 @@
  * repository git could not read. *ret_truncated when the output reached the bound. -ENOENT when the image is not built (this builds nothing).
  */
 int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
-                   skilllint_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
+                   skills_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
                    bool *ret_truncated, aisb_error **err);
 

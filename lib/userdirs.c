@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include "userdirs.h"
+#include "fileio.h"
 
 /* The XDG variable's directory, or HOME's fallback below it; NULL when neither is absolute. */
 static char *user_dir(const char *xdg_variable, const char *home_fallback, const char *sub)

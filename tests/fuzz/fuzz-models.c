@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pi's models.json rewrite (pibridge_parse_json + pibridge_rewrite_models +
- * pibridge_keys_check): every value pi resolves through the environment (a provider's
+ * pi's models.json rewrite (pi_parse_json + pi_rewrite_models +
+ * pi_keys_check): every value pi resolves through the environment (a provider's
  * apiKey, every header's value at provider, model and modelOverrides level) becomes the name
  * of an environment variable before the file goes into the sandbox. Checked, by walking the
  * input and the copy side by side: each such value of the copy is empty (and was), the host's
@@ -16,7 +16,7 @@
 
 #include "internal.h"
 #include "fuzz.h"
-#include "pibridge.h"
+#include "pi-config.h"
 
 static bool variable_name(const char *s)
 {
@@ -41,13 +41,13 @@ static bool str_eq_or_null(const char *a, const char *b)
 }
 
 typedef struct walk {
-        const pibridge_key *keys;
+        const pi_key *keys;
         size_t n, next;
 } walk;
 
 /* A value pi resolves: in (the host's) against out (the copy's), at its place. */
 static void check_value(walk *w, json_object *in, json_object *out, const char *provider,
-                        pibridge_key_field field, const char *model, const char *header)
+                        pi_key_field field, const char *model, const char *header)
 {
         FUZZ_CHECK(json_object_is_type(in, json_type_string));
         FUZZ_CHECK(json_object_is_type(out, json_type_string));
@@ -59,7 +59,7 @@ static void check_value(walk *w, json_object *in, json_object *out, const char *
         }
         FUZZ_CHECK(variable_name(c) && strlen(c) == (size_t) json_object_get_string_len(out));
         FUZZ_CHECK(w->next < w->n);
-        const pibridge_key *k = &w->keys[w->next++];
+        const pi_key *k = &w->keys[w->next++];
         FUZZ_CHECK(streq(k->provider, provider) && k->field == field &&
                    str_eq_or_null(k->model, model) && str_eq_or_null(k->header, header));
         FUZZ_CHECK(streq(k->variable, c));
@@ -79,7 +79,7 @@ static void check_value(walk *w, json_object *in, json_object *out, const char *
 }
 
 static void check_headers(walk *w, json_object *in, json_object *out, const char *provider,
-                          pibridge_key_field field, const char *model)
+                          pi_key_field field, const char *model)
 {
         FUZZ_CHECK(json_object_is_type(in, json_type_object) &&
                    json_object_is_type(out, json_type_object));
@@ -93,7 +93,7 @@ static void check_headers(walk *w, json_object *in, json_object *out, const char
 
 /* A model or an override: copied field by field, its headers checked as above. */
 static void check_object(walk *w, json_object *in, json_object *out, const char *provider,
-                         pibridge_key_field field, const char *model)
+                         pi_key_field field, const char *model)
 {
         FUZZ_CHECK(json_object_is_type(out, json_type_object));
         FUZZ_CHECK(json_object_object_length(in) == json_object_object_length(out));
@@ -157,7 +157,7 @@ static void check_provider(walk *w, const char *provider, json_object *in, json_
         }
 }
 
-static void check_copy(json_object *in, json_object *out, const pibridge_key *keys, size_t n)
+static void check_copy(json_object *in, json_object *out, const pi_key *keys, size_t n)
 {
         walk w = { .keys = keys, .n = n };
         FUZZ_CHECK(json_object_object_length(in) == json_object_object_length(out));
@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(text, data, size);
         json_object *models = NULL;
         aisb_error *err = NULL;
-        int r = pibridge_parse_json(text, size, "models.json", &models, &err);
+        int r = pi_parse_json(text, size, "models.json", &models, &err);
         free(text);
         if (r < 0) {
                 FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)));
@@ -196,9 +196,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
 
         json_object *rewritten = NULL;
-        pibridge_key *keys = NULL;
+        pi_key *keys = NULL;
         size_t n = 0;
-        r = pibridge_rewrite_models(models, &rewritten, &keys, &n, &err);
+        r = pi_rewrite_models(models, &rewritten, &keys, &n, &err);
         if (r < 0) {
                 FUZZ_CHECK(r == -EINVAL || r == -ELOOP);
                 FUZZ_CHECK(err && aisb_error_message(err)[0] && !rewritten && !keys && n == 0);
@@ -211,7 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_object_put(models);
         FUZZ_CHECK(json_object_to_json_string_ext(rewritten, JSON_C_TO_STRING_PLAIN));
 
-        r = pibridge_keys_check(keys, n, NULL, 0, &err);
+        r = pi_keys_check(keys, n, NULL, 0, &err);
         FUZZ_CHECK(n == 0 ? r == 0 : r == -ENOKEY);
         FUZZ_CHECK(n == 0 || strstr(aisb_error_message(err), keys[0].variable));
         aisb_error_free(err);
@@ -221,14 +221,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         for (size_t i = 0; i < n; i++)
                 env[i] = (env_entry) { .name = keys[i].variable, .value = (char *) "set" };
-        FUZZ_CHECK(pibridge_keys_check(keys, n, env, n, &err) == 0 && !err);
+        FUZZ_CHECK(pi_keys_check(keys, n, env, n, &err) == 0 && !err);
         if (n > 0) {
                 /* Everything but the first variable (wherever else it is needed). */
                 size_t kept = 0;
                 for (size_t i = 0; i < n; i++)
                         if (!streq(keys[i].variable, keys[0].variable))
                                 env[kept++] = env[i];
-                r = pibridge_keys_check(keys, n, env, kept, &err);
+                r = pi_keys_check(keys, n, env, kept, &err);
                 FUZZ_CHECK(r == -ENOKEY && err);
                 const char *m = aisb_error_message(err);
                 const char *at = strstr(m, "--env ");
@@ -237,7 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         free(env);
 
-        pibridge_keys_free(keys, n);
+        pi_keys_free(keys, n);
         json_object_put(rewritten);
         return 0;
 }

@@ -19,6 +19,8 @@
  * entrypoint accepts rather than against a copy of its syntax. It is pure C and links alone. */
 #include "../../entrypoint/netpolicy.c"
 #include "unit.h"
+#include "fileio.h"
+#include "hostaddr.h"
 
 _Static_assert(ALLOWLIST_MAX_ADDRESSES == NETPOLICY_MAX_ALLOW,
                "the allowlist must refuse what the entrypoint would refuse");
@@ -1822,7 +1824,7 @@ static char *network_args(aisb_policy *p)
 {
         sandbox_network net = {};
         aisb_error *err = NULL;
-        ck_assert_msg(describe_network(p, &net, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_msg(inspect_network(p, &net, &err) == 0, "%s", aisb_error_message(err));
         buffer b = {};
         for (size_t i = 0; net.entrypoint_args[i]; i++)
                 ck_assert_int_ge(buffer_printf(&b, "%s%s", i ? " " : "", net.entrypoint_args[i]), 0);
@@ -1945,7 +1947,7 @@ static int pinned_child(const char *hosts)
                                 return 1;
                         sandbox_network net = {};
                         aisb_error *err = NULL;
-                        int r = describe_network(p, &net, &err);
+                        int r = inspect_network(p, &net, &err);
                         if (cases[i].refused && !flag) {
                                 if (r != -EINVAL || !strstr(aisb_error_message(err), cases[i].refused)) {
                                         fprintf(stderr, "%s: %d %s\n", cases[i].name, r, aisb_error_message(err));

@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "createpatch.h"
 #include "unit.h"
+#include "fileio.h"
 
 static json_object *parse(const char *text)
 {

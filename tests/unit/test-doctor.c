@@ -18,6 +18,7 @@
 #include "fake-podman.h"
 #include "internal.h"
 #include "unit.h"
+#include "fileio.h"
 
 static char base[] = "/tmp/aisb-test-doctor-XXXXXX";
 static char dir[256]; /* this test's own */

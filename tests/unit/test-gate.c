@@ -28,6 +28,7 @@
 #include "fake-podman.h"
 #include "internal.h"
 #include "unit.h"
+#include "fileio.h"
 
 #define NOBODY 65534
 

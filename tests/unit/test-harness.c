@@ -14,6 +14,7 @@
 #include "fake-podman.h"
 #include "internal.h"
 #include "unit.h"
+#include "fileio.h"
 
 #define LITERAL_KEY "sk-acme-literal-0001"
 #define LITERAL_HEADER "team-secret-0002"

@@ -8,6 +8,8 @@
 
 #include "internal.h"
 #include "unit.h"
+#include "fileio.h"
+#include "digest.h"
 
 static aisb_policy *new_policy(void)
 {

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "kube.h"
 #include "unit.h"
+#include "fileio.h"
 
 static aisb_policy *policy(const char *net)
 {

@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "unit.h"
+#include "fileio.h"
 
 static char state[64], config[64], project[64];
 

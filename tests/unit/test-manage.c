@@ -18,6 +18,7 @@
 #include "fake-podman.h"
 #include "internal.h"
 #include "unit.h"
+#include "fileio.h"
 
 #define MANAGED_QUERY "all=true&filters={\"label\":[\"aisb.managed=true\"]}"
 

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "internal.h"
 #include "unit.h"
+#include "fileio.h"
 
 /* A policy as aisb(1) makes one: the defaults, then the process's environment. */
 static aisb_policy *new_policy(void)
@@ -873,7 +874,7 @@ START_TEST(test_new_reads_no_environment)
         ck_assert_int_eq(aisb_policy_apply_environment(p, &err), -EINVAL);
         char expected[256];
         snprintf(expected, sizeof expected, "AISB_THINKING: 'bogus' is not a level (use one of: %s)",
-                 pibridge_thinking_levels());
+                 pi_thinking_levels());
         ck_assert_str_eq(aisb_error_message(err), expected);
         aisb_error_free(err);
         ck_assert_ptr_null(p->project);

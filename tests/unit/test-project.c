@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "project.h"
 #include "unit.h"
+#include "fileio.h"
 
 static char project[64];
 static char settings[128];

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "protect.h"
 #include "unit.h"
+#include "fileio.h"
 
 static char top[64], project[96], quarantine_dir[128];
 

@@ -16,6 +16,7 @@
 #include "internal.h"
 #include "fake-podman.h"
 #include "unit.h"
+#include "fileio.h"
 
 static fake_podman *fp;
 static aisb_ctx *ctx;

@@ -18,6 +18,8 @@
 #include "internal.h"
 #include "fake-podman.h"
 #include "unit.h"
+#include "fileio.h"
+#include "pathtrust.h"
 
 /* The user the root cases check for, and a stranger; neither needs to exist. */
 #define USER_UID 4242

@@ -11,7 +11,7 @@
  * the sandbox's name and the run's copy of the settings stand-ins; whole, or only what the
  * network and the entrypoint's ruleset need (network_only: no image hashed, no protected
  * paths looked for). Names of --no-gate are resolved (DNS), as a run would. */
-int describe_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts, run_plan *ret_plan,
+int inspect_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts, run_plan *ret_plan,
                   aisb_error **err);
 /* Its network alone. */
-int describe_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err);
+int inspect_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err);

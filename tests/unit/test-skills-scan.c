@@ -15,9 +15,10 @@
 #include <utime.h>
 
 #include "internal.h"
-#include "skilllint.h"
-#include "skills.h"
+#include "skills-scan.h"
+#include "skills-walk.h"
 #include "unit.h"
+#include "fileio.h"
 
 typedef struct found {
         char kind[32];
@@ -34,7 +35,7 @@ typedef struct findings {
         size_t n;
 } findings;
 
-static int collect(const skilllint_finding *f, void *userdata)
+static int collect(const skills_finding *f, void *userdata)
 {
         findings *fs = userdata;
         ck_assert_uint_lt(fs->n, 64);
@@ -49,19 +50,19 @@ static int collect(const skilllint_finding *f, void *userdata)
         return 0;
 }
 
-/* The scanner's promise on any input (skilllint.h): work within a fixed multiple of it. */
+/* The scanner's promise on any input (skills-scan.h): work within a fixed multiple of it. */
 static void assert_linear(unsigned long long examined, size_t size)
 {
-        ck_assert_msg(examined <= SKILLLINT_WORK_PER_BYTE * (unsigned long long) size + SKILLLINT_WORK_PER_BYTE,
+        ck_assert_msg(examined <= SKILLS_SCAN_WORK_PER_BYTE * (unsigned long long) size + SKILLS_SCAN_WORK_PER_BYTE,
                       "%llu units of work for %zu bytes: %.1f a byte, more than %d", examined, size,
-                      (double) examined / (double) (size ? size : 1), SKILLLINT_WORK_PER_BYTE);
+                      (double) examined / (double) (size ? size : 1), SKILLS_SCAN_WORK_PER_BYTE);
 }
 
 static findings scan(const char *path, const char *text)
 {
         findings fs = {};
         unsigned long long examined = 0;
-        ck_assert_int_eq(skilllint_scan_measured(text, strlen(text), path, 1, collect, &fs, &examined), 0);
+        ck_assert_int_eq(skills_scan_measured(text, strlen(text), path, 1, collect, &fs, &examined), 0);
         assert_linear(examined, strlen(text));
         return fs;
 }
@@ -179,7 +180,7 @@ START_TEST(test_lines)
                            "NPM=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT ANT=sk-ant-api03-JYxwOIMp-39ZLNKw6FMmjLxpKjok1Hl6HT\n"
                            "end";
         findings fs = {};
-        ck_assert_int_eq(skilllint_scan(text, strlen(text), "x.env", 10, collect, &fs), 0);
+        ck_assert_int_eq(skills_scan(text, strlen(text), "x.env", 10, collect, &fs), 0);
         ck_assert_uint_eq(fs.n, 3);
         ck_assert_uint_eq(fs.items[0].line, 12);
         ck_assert_str_eq(fs.items[0].kind, "github-token");
@@ -190,7 +191,7 @@ START_TEST(test_lines)
 }
 END_TEST
 
-static int stop_at_first(const skilllint_finding *f, void *userdata)
+static int stop_at_first(const skills_finding *f, void *userdata)
 {
         (*(int *) userdata)++;
         return 42;
@@ -200,7 +201,7 @@ START_TEST(test_stop)
 {
         const char *text = "ghp_sN0KRE4Z5xLWHrydJAQbZA3S65vUSeQEcbwW\nnpm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n";
         int calls = 0;
-        ck_assert_int_eq(skilllint_scan(text, strlen(text), "a", 1, stop_at_first, &calls), 42);
+        ck_assert_int_eq(skills_scan(text, strlen(text), "a", 1, stop_at_first, &calls), 42);
         ck_assert_int_eq(calls, 1);
 }
 END_TEST
@@ -304,15 +305,15 @@ END_TEST
 START_TEST(test_mask)
 {
         char buf[40];
-        skilllint_mask("ghp_sN0KRE4Z5xLWHrydJAQbZA3S65vUSeQEcbwW", 40, buf, sizeof buf);
+        skills_mask("ghp_sN0KRE4Z5xLWHrydJAQbZA3S65vUSeQEcbwW", 40, buf, sizeof buf);
         ck_assert_str_eq(buf, "ghp_\xe2\x80\xa6 (40 chars)");
         /* A short value shows a quarter of itself: two of nine. */
-        skilllint_mask("hunter3is", 9, buf, sizeof buf);
+        skills_mask("hunter3is", 9, buf, sizeof buf);
         ck_assert_str_eq(buf, "hu\xe2\x80\xa6 (9 chars)");
-        skilllint_mask("abc", 3, buf, sizeof buf);
+        skills_mask("abc", 3, buf, sizeof buf);
         ck_assert_str_eq(buf, "\xe2\x80\xa6 (3 chars)");
         /* Nothing that is not printable ASCII: no control reaches a terminal. */
-        skilllint_mask("\x1b]0;\x9bxxxxxxxxxxxxxxxxx", 21, buf, sizeof buf);
+        skills_mask("\x1b]0;\x9bxxxxxxxxxxxxxxxxx", 21, buf, sizeof buf);
         ck_assert_str_eq(buf, "?]0;\xe2\x80\xa6 (21 chars)");
 }
 END_TEST
@@ -367,25 +368,25 @@ END_TEST
 
 START_TEST(test_entropy_value)
 {
-        ck_assert(skilllint_entropy("", 0) == 0);
-        ck_assert(skilllint_entropy("aaaa", 4) == 0);
-        ck_assert(skilllint_entropy("abab", 4) == 1.0);
-        ck_assert(skilllint_entropy("abcd", 4) == 2.0);
+        ck_assert(skills_entropy("", 0) == 0);
+        ck_assert(skills_entropy("aaaa", 4) == 0);
+        ck_assert(skills_entropy("abab", 4) == 1.0);
+        ck_assert(skills_entropy("abcd", 4) == 2.0);
 }
 END_TEST
 
 START_TEST(test_config_like)
 {
-        ck_assert(skilllint_config_like(".env"));
-        ck_assert(skilllint_config_like("skills/x/.env.local"));
-        ck_assert(skilllint_config_like("prod.env"));
-        ck_assert(skilllint_config_like("a/b/settings.yaml"));
-        ck_assert(skilllint_config_like(".git/config"));
-        ck_assert(skilllint_config_like("~/.npmrc"));
-        ck_assert(skilllint_config_like("install.sh"));
-        ck_assert(!skilllint_config_like("SKILL.md"));
-        ck_assert(!skilllint_config_like("main.c"));
-        ck_assert(!skilllint_config_like("script.py"));
+        ck_assert(skills_config_like(".env"));
+        ck_assert(skills_config_like("skills/x/.env.local"));
+        ck_assert(skills_config_like("prod.env"));
+        ck_assert(skills_config_like("a/b/settings.yaml"));
+        ck_assert(skills_config_like(".git/config"));
+        ck_assert(skills_config_like("~/.npmrc"));
+        ck_assert(skills_config_like("install.sh"));
+        ck_assert(!skills_config_like("SKILL.md"));
+        ck_assert(!skills_config_like("main.c"));
+        ck_assert(!skills_config_like("script.py"));
 }
 END_TEST
 
@@ -433,7 +434,7 @@ START_TEST(test_history)
                 "+-----BEGIN EC PRIVATE KEY-----\n"
                 "+glpat-OSbMQMxTV04KnAMR2aLe\n";
         findings fs = {};
-        ck_assert_int_eq(skilllint_scan_history(log, strlen(log), collect, &fs), 0);
+        ck_assert_int_eq(skills_scan_history(log, strlen(log), collect, &fs), 0);
         char got[4096];
         describe(&fs, got, sizeof got);
         ck_assert_msg(fs.n == 4, "got%s", got);
@@ -469,7 +470,7 @@ START_TEST(test_history_hostile)
                           "@@ broken\n"
                           "+ghp_1bcA4ZfkZbP1CoWtrjz4FEI7shQBO23GaflZ\n";
         findings fs = {};
-        ck_assert_int_eq(skilllint_scan_history(log, strlen(log), collect, &fs), 0);
+        ck_assert_int_eq(skills_scan_history(log, strlen(log), collect, &fs), 0);
         ck_assert_uint_eq(fs.n, 2);
         ck_assert_uint_eq(fs.items[0].repo, 0);
         ck_assert_str_eq(fs.items[0].commit, "");
@@ -514,7 +515,7 @@ typedef struct tally {
         char kind[32];
 } tally;
 
-static int count_findings(const skilllint_finding *f, void *userdata)
+static int count_findings(const skills_finding *f, void *userdata)
 {
         tally *t = userdata;
         if (t->n++ == 0)
@@ -551,9 +552,9 @@ START_TEST(test_hostile_lines_linear)
         tally t = {};
         unsigned long long examined = 0;
         if (h->path)
-                ck_assert_int_eq(skilllint_scan_measured(text, size, h->path, 1, count_findings, &t, &examined), 0);
+                ck_assert_int_eq(skills_scan_measured(text, size, h->path, 1, count_findings, &t, &examined), 0);
         else
-                ck_assert_int_eq(skilllint_scan_history_measured(text, size, count_findings, &t, &examined), 0);
+                ck_assert_int_eq(skills_scan_history_measured(text, size, count_findings, &t, &examined), 0);
         assert_linear(examined, size);
         /* And it still finds what it found. */
         if (h->kind) {
@@ -620,7 +621,7 @@ typedef struct walk_result {
         skills_walk w;
 } walk_result;
 
-static int walk_collect(const skilllint_finding *f, void *userdata)
+static int walk_collect(const skills_finding *f, void *userdata)
 {
         walk_result *res = userdata;
         return collect(f, &res->fs);
@@ -913,9 +914,9 @@ START_TEST(test_agents_dir)
 }
 END_TEST
 
-static Suite *skilllint_suite(void)
+static Suite *skills_suite(void)
 {
-        Suite *s = suite_create("skilllint");
+        Suite *s = suite_create("skills-scan");
         TCase *scanner = tcase_create("scanner");
         tcase_add_loop_test(scanner, test_positives, 0, (int) ELEMENTSOF(positives));
         tcase_add_loop_test(scanner, test_negatives, 0, (int) ELEMENTSOF(negatives));
@@ -948,5 +949,5 @@ static Suite *skilllint_suite(void)
 
 int main(void)
 {
-        return unit_run(skilllint_suite());
+        return unit_run(skills_suite());
 }

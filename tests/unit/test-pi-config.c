@@ -4,7 +4,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "pibridge.h"
+#include "pi-config.h"
 #include "unit.h"
 
 /* Parse test input; NULL text means "no file". */
@@ -14,7 +14,7 @@ static json_object *J(const char *text)
                 return NULL;
         json_object *o = NULL;
         aisb_error *err = NULL;
-        int r = pibridge_parse_json(text, strlen(text), "test", &o, &err);
+        int r = pi_parse_json(text, strlen(text), "test", &o, &err);
         ck_assert_msg(r == 0, "test JSON does not parse: %s: %s", text, aisb_error_message(err));
         return o;
 }
@@ -94,7 +94,7 @@ START_TEST(test_parse_table)
                 const parse_case *c = &parse_cases[i];
                 json_object *o = NULL;
                 aisb_error *err = NULL;
-                int r = pibridge_parse_json(c->text, c->size ? c->size : strlen(c->text), "test",
+                int r = pi_parse_json(c->text, c->size ? c->size : strlen(c->text), "test",
                                             &o, &err);
                 if (c->code == 0) {
                         ck_assert_msg(r == 0, "%s: %s", c->name, aisb_error_message(err));
@@ -133,7 +133,7 @@ START_TEST(test_parse_depth)
                 _cleanup_free_ char *deep = nested(10000, pairs[i][0], pairs[i][1]);
                 json_object *o = NULL;
                 aisb_error *err = NULL;
-                int r = pibridge_parse_json(deep, strlen(deep), "~/.pi/agent/settings.json", &o,
+                int r = pi_parse_json(deep, strlen(deep), "~/.pi/agent/settings.json", &o,
                                             &err);
                 assert_error(err, r, -EBADMSG, "~/.pi/agent/settings.json: not valid JSON");
                 ck_assert(strstr(aisb_error_message(err), "nested deeper than 64 levels"));
@@ -150,17 +150,17 @@ START_TEST(test_parse_depth)
                 ck_assert_int_eq(buffer_printf(&b, "}"), 0);
         json_object *o = NULL;
         aisb_error *err = NULL;
-        int r = pibridge_parse_json(b.data, b.size, "deep", &o, &err);
+        int r = pi_parse_json(b.data, b.size, "deep", &o, &err);
         assert_error(err, r, -EBADMSG, "nested deeper than 64 levels");
         aisb_error_free(err);
         buffer_free(&b);
 
         /* The limit itself: 64 levels parse, 65 do not. */
         _cleanup_free_ char *ok = nested(PIBRIDGE_JSON_MAX_DEPTH, '[', ']');
-        ck_assert_int_eq(pibridge_parse_json(ok, strlen(ok), "x", &o, NULL), 0);
+        ck_assert_int_eq(pi_parse_json(ok, strlen(ok), "x", &o, NULL), 0);
         json_object_put(o);
         _cleanup_free_ char *over = nested(PIBRIDGE_JSON_MAX_DEPTH + 1, '[', ']');
-        ck_assert_int_eq(pibridge_parse_json(over, strlen(over), "x", &o, NULL), -EBADMSG);
+        ck_assert_int_eq(pi_parse_json(over, strlen(over), "x", &o, NULL), -EBADMSG);
 }
 END_TEST
 
@@ -174,12 +174,12 @@ START_TEST(test_parse_size)
         big[size - 1] = '}';
         json_object *o = NULL;
         aisb_error *err = NULL;
-        int r = pibridge_parse_json(big, size, "models.json", &o, &err);
+        int r = pi_parse_json(big, size, "models.json", &o, &err);
         assert_error(err, r, -EFBIG, "models.json: 4194305 bytes, more than the 4 MiB");
         aisb_error_free(err);
         /* Exactly the limit is fine. */
         big[size - 2] = '}';
-        ck_assert_int_eq(pibridge_parse_json(big, size - 1, "models.json", &o, NULL), 0);
+        ck_assert_int_eq(pi_parse_json(big, size - 1, "models.json", &o, NULL), 0);
         json_object_put(o);
         free(big);
 }
@@ -325,7 +325,7 @@ static void check_merge_case(const merge_case *c)
         _cleanup_free_ char *b0 = dump(base), *h0 = dump(host), *s0 = dump(sandbox);
         json_object *got = NULL;
         aisb_error *err = NULL;
-        int r = pibridge_merge_settings(base, host, sandbox, &got, &err);
+        int r = pi_merge_settings(base, host, sandbox, &got, &err);
         if (!c->want) {
                 ck_assert_msg(r == -EINVAL, "%s: returned %d", c->name, r);
                 ck_assert_ptr_null(got);
@@ -371,8 +371,8 @@ START_TEST(test_merge_idempotent)
                         continue;
                 json_object *base = J(c->base), *host = J(c->host), *sandbox = J(c->sandbox);
                 json_object *once = NULL, *twice = NULL;
-                ck_assert_int_eq(pibridge_merge_settings(base, host, sandbox, &once, NULL), 0);
-                ck_assert_int_eq(pibridge_merge_settings(once, host, once, &twice, NULL), 0);
+                ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &once, NULL), 0);
+                ck_assert_int_eq(pi_merge_settings(once, host, once, &twice, NULL), 0);
                 /* With an untouched sandbox, the host's file comes out. */
                 json_object *want = host ? json_object_get(host) : json_object_new_object();
                 assert_json_eq(twice, want, c->name);
@@ -404,7 +404,7 @@ START_TEST(test_merge_many_keys)
         }
         _cleanup_free_ char *h0 = dump(host);
         json_object *got = NULL;
-        ck_assert_int_eq(pibridge_merge_settings(base, host, sandbox, &got, NULL), 0);
+        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &got, NULL), 0);
         for (int i = 0; i < N; i++) {
                 char key[32];
                 snprintf(key, sizeof key, "k%d", i);
@@ -446,7 +446,7 @@ START_TEST(test_merge_big_array)
         json_object_object_add(sandbox, "a", arrays[2]);
 
         json_object *got = NULL, *a;
-        ck_assert_int_eq(pibridge_merge_settings(base, host, sandbox, &got, NULL), 0);
+        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &got, NULL), 0);
         ck_assert(json_object_object_get_ex(got, "a", &a));
         ck_assert_uint_eq(json_object_array_length(a), N);
         ck_assert_int_eq(json_object_get_int(json_object_array_get_idx(a, N - 1)), -1);
@@ -454,7 +454,7 @@ START_TEST(test_merge_big_array)
 
         /* One element edited in the sandbox: the whole sandbox array. */
         json_object_array_put_idx(arrays[2], 0, json_object_new_int(-7));
-        ck_assert_int_eq(pibridge_merge_settings(base, host, sandbox, &got, NULL), 0);
+        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &got, NULL), 0);
         ck_assert(json_object_object_get_ex(got, "a", &a));
         ck_assert_int_eq(json_object_get_int(json_object_array_get_idx(a, 0)), -7);
         ck_assert_int_eq(json_object_get_int(json_object_array_get_idx(a, N - 1)), N - 1);
@@ -463,7 +463,7 @@ START_TEST(test_merge_big_array)
         /* Through the parser and back: 10^5 elements are well under the size limit. */
         const char *text = json_object_to_json_string_ext(host, JSON_C_TO_STRING_PLAIN);
         json_object *parsed = NULL;
-        ck_assert_int_eq(pibridge_parse_json(text, strlen(text), "big", &parsed, NULL), 0);
+        ck_assert_int_eq(pi_parse_json(text, strlen(text), "big", &parsed, NULL), 0);
         ck_assert(json_object_equal(parsed, host));
         json_object_put(parsed);
 
@@ -486,7 +486,7 @@ START_TEST(test_merge_too_deep)
         json_object *order[][3] = { { deep, flat, flat }, { flat, deep, flat }, { flat, flat, deep } };
         for (size_t i = 0; i < ELEMENTSOF(order); i++) {
                 aisb_error *err = NULL;
-                int r = pibridge_merge_settings(order[i][0], order[i][1], order[i][2], &got, &err);
+                int r = pi_merge_settings(order[i][0], order[i][1], order[i][2], &got, &err);
                 assert_error(err, r, -ELOOP, "nested deeper than 64 levels");
                 ck_assert_ptr_null(got);
                 aisb_error_free(err);
@@ -501,11 +501,11 @@ END_TEST
 START_TEST(test_thinking)
 {
         static const char *const levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
-        ck_assert_str_eq(pibridge_thinking_levels(), "off, minimal, low, medium, high, xhigh, host");
+        ck_assert_str_eq(pi_thinking_levels(), "off, minimal, low, medium, high, xhigh, host");
         for (size_t i = 0; i < ELEMENTSOF(levels); i++) {
-                ck_assert(pibridge_thinking_level_valid(levels[i]));
+                ck_assert(pi_thinking_level_valid(levels[i]));
                 json_object *s = J("{\"defaultThinkingLevel\":\"low\",\"theme\":\"dark\"}");
-                ck_assert_int_eq(pibridge_apply_thinking(s, levels[i], NULL), 0);
+                ck_assert_int_eq(pi_apply_thinking(s, levels[i], NULL), 0);
                 json_object *v;
                 ck_assert(json_object_object_get_ex(s, "defaultThinkingLevel", &v));
                 ck_assert_str_eq(json_object_get_string(v), levels[i]);
@@ -513,7 +513,7 @@ START_TEST(test_thinking)
                 json_object_put(s);
 
                 s = J("{}");
-                ck_assert_int_eq(pibridge_apply_thinking(s, levels[i], NULL), 0);
+                ck_assert_int_eq(pi_apply_thinking(s, levels[i], NULL), 0);
                 ck_assert(json_object_object_get_ex(s, "defaultThinkingLevel", &v));
                 ck_assert_str_eq(json_object_get_string(v), levels[i]);
                 json_object_put(s);
@@ -524,8 +524,8 @@ START_TEST(test_thinking)
                                                  "{\"defaultThinkingLevel\":\"whatever\"}" };
         for (size_t i = 0; i < ELEMENTSOF(untouched); i++) {
                 json_object *s = J(untouched[i]), *want = J(untouched[i]);
-                ck_assert(pibridge_thinking_level_valid("host"));
-                ck_assert_int_eq(pibridge_apply_thinking(s, "host", NULL), 0);
+                ck_assert(pi_thinking_level_valid("host"));
+                ck_assert_int_eq(pi_apply_thinking(s, "host", NULL), 0);
                 assert_json_eq(s, want, untouched[i]);
                 json_object_put(s);
                 json_object_put(want);
@@ -533,10 +533,10 @@ START_TEST(test_thinking)
 
         static const char *const bad[] = { "max", "", "HIGH", "High", "none", "high ", "hostx", NULL };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                ck_assert(!pibridge_thinking_level_valid(bad[i]));
+                ck_assert(!pi_thinking_level_valid(bad[i]));
                 json_object *s = J("{\"defaultThinkingLevel\":\"low\"}"), *want = J("{\"defaultThinkingLevel\":\"low\"}");
                 aisb_error *err = NULL;
-                int r = pibridge_apply_thinking(s, bad[i], &err);
+                int r = pi_apply_thinking(s, bad[i], &err);
                 assert_error(err, r, -EINVAL,
                              "is not one of: off, minimal, low, medium, high, xhigh, host");
                 assert_json_eq(s, want, "refused level leaves settings alone");
@@ -547,7 +547,7 @@ START_TEST(test_thinking)
 
         json_object *arr = J("[]");
         aisb_error *err = NULL;
-        int r = pibridge_apply_thinking(arr, "high", &err);
+        int r = pi_apply_thinking(arr, "high", &err);
         assert_error(err, r, -EINVAL, "not a JSON object");
         aisb_error_free(err);
         json_object_put(arr);
@@ -559,15 +559,15 @@ START_TEST(test_merge_then_thinking)
         /* The forced level is recorded in base; next run the sandbox has not touched it, so
          * the host's level comes back before the policy applies again. */
         json_object *host = J("{\"defaultThinkingLevel\":\"low\"}"), *sandbox = NULL, *merged;
-        ck_assert_int_eq(pibridge_merge_settings(NULL, host, sandbox, &merged, NULL), 0);
-        ck_assert_int_eq(pibridge_apply_thinking(merged, "high", NULL), 0);
+        ck_assert_int_eq(pi_merge_settings(NULL, host, sandbox, &merged, NULL), 0);
+        ck_assert_int_eq(pi_apply_thinking(merged, "high", NULL), 0);
         json_object *base = merged; /* what aisb wrote */
         sandbox = json_object_get(base);
         json_object *next;
-        ck_assert_int_eq(pibridge_merge_settings(base, host, sandbox, &next, NULL), 0);
+        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &next, NULL), 0);
         json_object *want = J("{\"defaultThinkingLevel\":\"low\"}");
         assert_json_eq(next, want, "untouched forced level follows the host");
-        ck_assert_int_eq(pibridge_apply_thinking(next, "host", NULL), 0);
+        ck_assert_int_eq(pi_apply_thinking(next, "host", NULL), 0);
         assert_json_eq(next, want, "host policy");
         json_object_put(want);
         json_object_put(next);
@@ -581,9 +581,9 @@ END_TEST
 
 typedef struct want_key {
         const char *provider, *variable;
-        pibridge_key_source source;
+        pi_key_source source;
         const char *command;
-        pibridge_key_field field; /* default: the apiKey */
+        pi_key_field field; /* default: the apiKey */
         const char *model, *header;
 } want_key;
 
@@ -799,10 +799,10 @@ static void check_models_case(const models_case *c)
         json_object *in = J(c->models);
         _cleanup_free_ char *before = dump(in);
         json_object *out = NULL;
-        pibridge_key *keys = NULL;
+        pi_key *keys = NULL;
         size_t n = 99;
         aisb_error *err = NULL;
-        int r = pibridge_rewrite_models(in, &out, &keys, &n, &err);
+        int r = pi_rewrite_models(in, &out, &keys, &n, &err);
         if (!c->want) {
                 assert_error(err, r, -EINVAL, c->needle);
                 ck_assert_ptr_null(out);
@@ -834,7 +834,7 @@ static void check_models_case(const models_case *c)
                 }
                 /* The result shares nothing with the input. */
                 scribble(out);
-                pibridge_keys_free(keys, n);
+                pi_keys_free(keys, n);
                 json_object_put(out);
         }
         _cleanup_free_ char *after = dump(in);
@@ -878,9 +878,9 @@ START_TEST(test_models_many_secrets)
                 json_object_object_add(providers, name, p);
         }
         json_object *out = NULL;
-        pibridge_key *keys = NULL;
+        pi_key *keys = NULL;
         size_t n = 0;
-        ck_assert_int_eq(pibridge_rewrite_models(models, &out, &keys, &n, NULL), 0);
+        ck_assert_int_eq(pi_rewrite_models(models, &out, &keys, &n, NULL), 0);
         ck_assert_uint_eq(n, 4 * N);
         const char *text = json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY);
         ck_assert(!strstr(text, "secret"));
@@ -891,7 +891,7 @@ START_TEST(test_models_many_secrets)
         ck_assert_str_eq(keys[3].variable, "AISB_PI_HEADER_P0_O_X_API_KEY");
         for (size_t i = 0; i < n; i++)
                 ck_assert(strstr(text, keys[i].variable));
-        pibridge_keys_free(keys, n);
+        pi_keys_free(keys, n);
         json_object_put(out);
         json_object_put(models);
 }
@@ -909,10 +909,10 @@ START_TEST(test_models_limits)
         json_object_object_add(providers, name, p);
         json_object_object_add(models, "providers", providers);
         json_object *out = NULL;
-        pibridge_key *keys = NULL;
+        pi_key *keys = NULL;
         size_t n = 0;
         aisb_error *err = NULL;
-        int r = pibridge_rewrite_models(models, &out, &keys, &n, &err);
+        int r = pi_rewrite_models(models, &out, &keys, &n, &err);
         assert_error(err, r, -EINVAL, "too long to name a variable after");
         aisb_error_free(err);
         json_object_put(models);
@@ -931,7 +931,7 @@ START_TEST(test_models_limits)
                                  0);
                 models = J(text);
                 err = NULL;
-                r = pibridge_rewrite_models(models, &out, &keys, &n, &err);
+                r = pi_rewrite_models(models, &out, &keys, &n, &err);
                 assert_error(err, r, -EINVAL, "too long to name a variable after");
                 ck_assert_msg(strstr(aisb_error_message(err), "hhhh...' of mode"), "%s", aisb_error_message(err));
                 ck_assert_msg(!strstr(aisb_error_message(err), header), "%s", aisb_error_message(err));
@@ -946,11 +946,11 @@ START_TEST(test_models_limits)
                     *headers = json_object_new_object();
         json_object_object_add(headers, header, json_object_new_string("pk-1"));
         json_object_object_add(p_obj, "headers", headers);
-        ck_assert_int_eq(pibridge_rewrite_models(models, &out, &keys, &n, NULL), 0);
+        ck_assert_int_eq(pi_rewrite_models(models, &out, &keys, &n, NULL), 0);
         ck_assert_uint_eq(n, 1);
         ck_assert_uint_eq(strlen(keys[0].variable), 255);
         ck_assert(variable_name(keys[0].variable));
-        pibridge_keys_free(keys, n);
+        pi_keys_free(keys, n);
         json_object_put(out);
         json_object_put(models);
 
@@ -963,17 +963,17 @@ START_TEST(test_models_limits)
                 inner = next;
         }
         err = NULL;
-        r = pibridge_rewrite_models(models, &out, &keys, &n, &err);
+        r = pi_rewrite_models(models, &out, &keys, &n, &err);
         assert_error(err, r, -ELOOP, "nested deeper");
         aisb_error_free(err);
         json_object_put(models);
-        pibridge_keys_free(NULL, 0);
+        pi_keys_free(NULL, 0);
 }
 END_TEST
 
 START_TEST(test_keys_check)
 {
-        const pibridge_key keys[] = {
+        const pi_key keys[] = {
                 { .provider = (char *) "openai", .variable = (char *) "AISB_PI_KEY_OPENAI",
                   .source = PIBRIDGE_KEY_LITERAL },
                 { .provider = (char *) "anthropic", .variable = (char *) "ANTHROPIC_API_KEY",
@@ -1003,11 +1003,11 @@ START_TEST(test_keys_check)
                 { .name = (char *) "AISB_PI_HEADER_CORP_BIG_X_SECRET", .value = (char *) "s-5" },
                 { .name = (char *) "OPENROUTER_HEADER", .value = (char *) "h-6" },
         };
-        ck_assert_int_eq(pibridge_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), NULL), 0);
-        ck_assert_int_eq(pibridge_keys_check(NULL, 0, NULL, 0, NULL), 0);
+        ck_assert_int_eq(pi_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), NULL), 0);
+        ck_assert_int_eq(pi_keys_check(NULL, 0, NULL, 0, NULL), 0);
 
         aisb_error *err = NULL;
-        int r = pibridge_keys_check(keys, ELEMENTSOF(keys), NULL, 0, &err);
+        int r = pi_keys_check(keys, ELEMENTSOF(keys), NULL, 0, &err);
         assert_error(err, r, -ENOKEY,
                      "pi's models.json needs variables this run does not set (or sets empty); add: --env AISB_PI_KEY_OPENAI=<key> (the apiKey of provider 'openai' is a literal, which aisb does not copy into the sandbox); ");
         const char *m = aisb_error_message(err);
@@ -1025,14 +1025,14 @@ START_TEST(test_keys_check)
         /* Each variable is needed on its own: a run that passes the keys but not the
          * headers is refused for the headers alone. */
         err = NULL;
-        r = pibridge_keys_check(keys, ELEMENTSOF(keys), all, 4, &err);
+        r = pi_keys_check(keys, ELEMENTSOF(keys), all, 4, &err);
         assert_error(err, r, -ENOKEY, "add: --env AISB_PI_HEADER_PORTKEY_X_PORTKEY_API_KEY=<value> (header");
         m = aisb_error_message(err);
         ck_assert_msg(!strstr(m, "AISB_PI_KEY_"), "%s", m);
         ck_assert_msg(strstr(m, "AISB_PI_HEADER_CORP_BIG_X_SECRET") && strstr(m, "OPENROUTER_HEADER"), "%s", m);
         aisb_error_free(err);
         err = NULL;
-        r = pibridge_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all) - 1, &err);
+        r = pi_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all) - 1, &err);
         assert_error(err, r, -ENOKEY, "add: --env OPENROUTER_HEADER (header 'x-k'");
         ck_assert_msg(!strstr(aisb_error_message(err), "Or write"), "no literal is missing: %s",
                       aisb_error_message(err));
@@ -1041,13 +1041,13 @@ START_TEST(test_keys_check)
         /* Set but empty is refused like unset. */
         all[2].value = (char *) "";
         err = NULL;
-        r = pibridge_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), &err);
+        r = pi_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), &err);
         assert_error(err, r, -ENOKEY, "--env ANTHROPIC_API_KEY (the apiKey of provider");
         ck_assert(!strstr(aisb_error_message(err), "AISB_PI_KEY_OPENAI"));
         aisb_error_free(err);
         all[2].value = NULL;
         err = NULL;
-        r = pibridge_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), &err);
+        r = pi_keys_check(keys, ELEMENTSOF(keys), all, ELEMENTSOF(all), &err);
         assert_error(err, r, -ENOKEY, "ANTHROPIC_API_KEY");
         aisb_error_free(err);
 }
@@ -1061,12 +1061,12 @@ START_TEST(test_models_end_to_end)
                            "\"headers\":{\"x-gateway-key\":\"gw-corp-88\"},"
                            "\"models\":[{\"id\":\"big\",\"reasoning\":true}]}}}";
         json_object *models = NULL, *out = NULL;
-        ck_assert_int_eq(pibridge_parse_json(text, strlen(text), "models.json", &models, NULL), 0);
-        pibridge_key *keys = NULL;
+        ck_assert_int_eq(pi_parse_json(text, strlen(text), "models.json", &models, NULL), 0);
+        pi_key *keys = NULL;
         size_t n = 0;
-        ck_assert_int_eq(pibridge_rewrite_models(models, &out, &keys, &n, NULL), 0);
+        ck_assert_int_eq(pi_rewrite_models(models, &out, &keys, &n, NULL), 0);
         aisb_error *err = NULL;
-        int r = pibridge_keys_check(keys, n, NULL, 0, &err);
+        int r = pi_keys_check(keys, n, NULL, 0, &err);
         assert_error(err, r, -ENOKEY, "--env AISB_PI_KEY_CORP=<key>");
         ck_assert(strstr(aisb_error_message(err), "--env AISB_PI_HEADER_CORP_X_GATEWAY_KEY=<value>"));
         ck_assert(!strstr(aisb_error_message(err), "sk-corp-77"));
@@ -1075,21 +1075,21 @@ START_TEST(test_models_end_to_end)
         env_entry env[] = { { .name = (char *) "AISB_PI_KEY_CORP", .value = (char *) "sk-corp-77" },
                             { .name = (char *) "AISB_PI_HEADER_CORP_X_GATEWAY_KEY", .value = (char *) "gw-corp-88" } };
         err = NULL;
-        r = pibridge_keys_check(keys, n, env, 1, &err);
+        r = pi_keys_check(keys, n, env, 1, &err);
         assert_error(err, r, -ENOKEY, "add: --env AISB_PI_HEADER_CORP_X_GATEWAY_KEY=<value> (header 'x-gateway-key' of provider 'corp' is a literal");
         aisb_error_free(err);
-        ck_assert_int_eq(pibridge_keys_check(keys, n, env, 2, NULL), 0);
+        ck_assert_int_eq(pi_keys_check(keys, n, env, 2, NULL), 0);
         const char *copy = json_object_to_json_string(out);
         ck_assert(!strstr(copy, "sk-corp-77") && !strstr(copy, "gw-corp-88"));
-        pibridge_keys_free(keys, n);
+        pi_keys_free(keys, n);
         json_object_put(out);
         json_object_put(models);
 }
 END_TEST
 
-static Suite *pibridge_suite(void)
+static Suite *pi_suite(void)
 {
-        Suite *s = suite_create("pibridge");
+        Suite *s = suite_create("pi-config");
         TCase *parse = tcase_create("parse");
         tcase_add_test(parse, test_parse_table);
         tcase_add_test(parse, test_parse_depth);
@@ -1118,5 +1118,5 @@ static Suite *pibridge_suite(void)
 
 int main(void)
 {
-        return unit_run(pibridge_suite());
+        return unit_run(pi_suite());
 }

@@ -2,20 +2,21 @@
 /*
  * The agents directory (~/.agents, or --agents-dir) is mounted read-only into every
  * sandbox: whatever credential a skill file, its .git history or a stray .env holds is every
- * run's to read. This module reads that directory as the linter needs it, without trusting
- * it: a walk through directory descriptors (O_NOFOLLOW|O_NONBLOCK, regular files only,
- * bounded in depth, entries and file size; links and binary files skipped with a note), the
- * history of each git repository in it read by git inside a sandbox (git runs what a
- * repository's configuration names: never on the host), and a cache of the files' result
- * under the state directory so a run rescans only a directory that changed.
+ * run's to read. This module reads that directory's files as the linter needs them, without
+ * trusting it: a walk through directory descriptors (O_NOFOLLOW|O_NONBLOCK, regular files
+ * only, bounded in depth, entries and file size; links and binary files skipped with a note),
+ * each file given to the scanner (skills-scan.h), and a cache of the result under the state
+ * directory so a run rescans only a directory that changed. The history of the git
+ * repositories in it is skills-lint.c's (read by git inside a sandbox, never on the host).
  */
 #pragma once
 
 #include <stdbool.h>
 
 #include "context.h"
-#include "skilllint.h"
+#include "skills-scan.h"
 #include "util.h"
+#include "digest.h"
 
 #define SKILLS_WALK_MAX_DEPTH 16
 #define SKILLS_WALK_MAX_ENTRIES 20000
@@ -32,7 +33,7 @@ typedef void (*skills_note_fn)(const char *path, const char *why, void *userdata
 typedef struct skills_walk {
         /* In. */
         bool read_files;          /* scan each file; false: only list them (for the digest) */
-        skilllint_fn finding_fn;  /* a file's finding, its path relative to the root */
+        skills_fn finding_fn;  /* a file's finding, its path relative to the root */
         skills_note_fn note_fn;   /* something skipped, and why (NULL: not told) */
         void *userdata;
         digest *digest;           /* when set: each entry's path, type, size and mtime */

@@ -3,11 +3,11 @@
  * What a policy would be, as text, for review: its key=value lines, its Containerfile, the
  * entrypoint's ruleset and plan (printed by the same netpolicy code the entrypoint runs, over
  * the plan's argv), and aisb inspect's summary and JSON. Each renders the plan a run would
- * make (describe_plan); nothing here starts anything.
+ * make (inspect_plan); nothing here starts anything.
  */
 #include <stdio.h>
 
-#include "describe.h"
+#include "inspect.h"
 #include "harness.h"
 #include "image.h"
 #include "jsonutil.h"
@@ -27,7 +27,7 @@ int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error 
         return image_containerfile(p, ret_text, err);
 }
 
-int describe_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts, run_plan *ret_plan,
+int inspect_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts, run_plan *ret_plan,
                   aisb_error **err)
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
@@ -48,11 +48,11 @@ int describe_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts
         return 0;
 }
 
-int describe_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err)
+int inspect_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err)
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        int r = describe_plan(p, true, &f, &plan, err);
+        int r = inspect_plan(p, true, &f, &plan, err);
         if (r < 0)
                 return r;
         *ret = plan.net;
@@ -66,7 +66,7 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        int r = describe_plan(p, true, &f, &plan, err);
+        int r = inspect_plan(p, true, &f, &plan, err);
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **argv = strv_copy((const char *const *) plan.entrypoint);
@@ -112,7 +112,7 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         _cleanup_(run_plan_done) run_plan plan = {};
         /* A policy a run would refuse is still shown, with why. */
         aisb_error *refused = NULL;
-        r = describe_plan(p, false, &f, &plan, &refused);
+        r = inspect_plan(p, false, &f, &plan, &refused);
         if (r == -ENOMEM) {
                 aisb_error_free(refused);
                 return error_oom(err);
@@ -149,7 +149,7 @@ int aisb_policy_inspect_json(const aisb_policy *p, char **ret_text, aisb_error *
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        int r = describe_plan(p, false, &f, &plan, err);
+        int r = inspect_plan(p, false, &f, &plan, err);
         if (r < 0)
                 return r;
         _cleanup_json_ json_object *o = NULL;

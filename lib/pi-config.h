@@ -23,7 +23,7 @@
  * than PIBRIDGE_JSON_MAX bytes and nesting deeper than PIBRIDGE_JSON_MAX_DEPTH. Errors:
  * -EBADMSG "ORIGIN: not valid JSON (line L, column C): ...", -EFBIG. The document "null"
  * succeeds with *ret = NULL, which every function below takes as "no file". */
-int pibridge_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
+int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
                         aisb_error **err);
 
 /* Three-way per-key merge of settings.json. base: what aisb last wrote into the sandbox
@@ -40,43 +40,43 @@ int pibridge_parse_json(const char *text, size_t size, const char *origin, json_
  *  - base not an object: as if NULL. host not an object: -EINVAL.
  * Numbers compare by value (1 == 1.0). Returns a new object sharing nothing with the
  * inputs, which are never modified. -ELOOP past PIBRIDGE_JSON_MAX_DEPTH. */
-int pibridge_merge_settings(json_object *base, json_object *host, json_object *sandbox,
+int pi_merge_settings(json_object *base, json_object *host, json_object *sandbox,
                             json_object **ret, aisb_error **err);
 
 /* pi's thinking levels plus "host" (keep whatever the merge produced). */
-int pibridge_thinking_level_valid(const char *level);
-const char *pibridge_thinking_levels(void); /* "off, minimal, low, medium, high, xhigh, host" */
+int pi_thinking_level_valid(const char *level);
+const char *pi_thinking_levels(void); /* "off, minimal, low, medium, high, xhigh, host" */
 /* Set "defaultThinkingLevel" to level in settings (an object), or leave it for "host".
  * -EINVAL naming the valid levels otherwise; settings is untouched on failure. */
-int pibridge_apply_thinking(json_object *settings, const char *level, aisb_error **err);
+int pi_apply_thinking(json_object *settings, const char *level, aisb_error **err);
 
 /* How a value was written on the host. */
-typedef enum pibridge_key_source {
+typedef enum pi_key_source {
         PIBRIDGE_KEY_REFERENCE, /* "SOME_VARIABLE": kept as is */
         PIBRIDGE_KEY_LITERAL,   /* the value itself: replaced by a reference */
         PIBRIDGE_KEY_COMMAND,   /* "!command": cannot run in the sandbox; replaced */
-} pibridge_key_source;
+} pi_key_source;
 
 /* Where in models.json the value sits: the places pi resolves through the environment
  * (coding-agent/src/core/resolve-config-value.ts, used by model-registry.ts). */
-typedef enum pibridge_key_field {
+typedef enum pi_key_field {
         PIBRIDGE_FIELD_API_KEY,         /* providers.P.apiKey */
         PIBRIDGE_FIELD_HEADER,          /* providers.P.headers.H */
         PIBRIDGE_FIELD_MODEL_HEADER,    /* providers.P.models[i].headers.H (model: its id) */
         PIBRIDGE_FIELD_OVERRIDE_HEADER, /* providers.P.modelOverrides.M.headers.H */
-} pibridge_key_field;
+} pi_key_field;
 
 /* One variable the run must pass with --env for a provider's key or a header's value. No
  * secret in here. */
-typedef struct pibridge_key {
+typedef struct pi_key {
         char *provider;
-        pibridge_key_field field;
+        pi_key_field field;
         char *model;    /* MODEL_HEADER, OVERRIDE_HEADER: the model's id; else NULL */
         char *header;   /* every *_HEADER: the header's name; else NULL */
         char *variable; /* the name now in the sandbox's models.json */
-        pibridge_key_source source;
+        pi_key_source source;
         char *command; /* PIBRIDGE_KEY_COMMAND: the host's command, without the '!' */
-} pibridge_key;
+} pi_key;
 
 /* Copy models.json with every value pi resolves through the environment turned into an
  * environment reference, the form pi resolves as process.env[value]: a provider's apiKey and
@@ -89,16 +89,16 @@ typedef struct pibridge_key {
  * with headers and no string id, a non-object document, two values whose derived names
  * collide or whose derived name another value uses as a reference, a name too long for a
  * variable; -ELOOP. On failure nothing is returned. */
-int pibridge_rewrite_models(json_object *models, json_object **ret_rewritten,
-                            pibridge_key **ret_keys, size_t *ret_n, aisb_error **err);
-void pibridge_keys_free(pibridge_key *keys, size_t n);
+int pi_rewrite_models(json_object *models, json_object **ret_rewritten,
+                            pi_key **ret_keys, size_t *ret_n, aisb_error **err);
+void pi_keys_free(pi_key *keys, size_t n);
 
 /* Append where a key's value sits, for messages: "the apiKey of provider 'P'", "header 'H'
  * of provider 'P'", "header 'H' of model 'M' of provider 'P'", "header 'H' of modelOverrides
  * 'M' of provider 'P'". Names only, never a value. */
-int pibridge_key_describe(const pibridge_key *k, buffer *b);
+int pi_key_describe(const pi_key *k, buffer *b);
 
 /* Refuse a run whose models.json needs a variable that env (the run's --env entries) does
  * not set, or sets empty: -ENOKEY with one line naming every --env to add and why. */
-int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env, size_t n_env,
+int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_env,
                         aisb_error **err);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The skills linter's scanner (skilllint_scan, skilllint_scan_history): the files of a
+ * The skills linter's scanner (skills_scan, skills_scan_history): the files of a
  * directory the user cloned, and git's output from a sandbox over that repository, so
  * input nobody vouches for. Byte 0: bit 7 set reads the rest as git log output, else as a
  * file whose name bits 0-2 choose (the name decides which rules apply).
@@ -9,10 +9,10 @@
  * form holds at most four characters of the value (and a quarter of one under 16), each
  * either the value's own or '?', then "…" and the value's length, and nothing else; a
  * history finding's commit is hex of at most 40 characters and its path holds no newline;
- * the work the scan counts stays within SKILLLINT_WORK_PER_BYTE a byte.
+ * the work the scan counts stays within SKILLS_SCAN_WORK_PER_BYTE a byte.
  */
 #include "fuzz.h"
-#include "skilllint.h"
+#include "skills-scan.h"
 
 typedef struct input {
         const char *data;
@@ -22,7 +22,7 @@ typedef struct input {
         unsigned long findings;
 } input;
 
-static void check_masked(const skilllint_finding *f)
+static void check_masked(const skills_finding *f)
 {
         static const char ellipsis[] = "\xe2\x80\xa6";
         const char *dots = strstr(f->masked, ellipsis);
@@ -37,7 +37,7 @@ static void check_masked(const skilllint_finding *f)
         FUZZ_CHECK(strcmp(dots + sizeof ellipsis - 1, tail) == 0);
 }
 
-static int check(const skilllint_finding *f, void *userdata)
+static int check(const skills_finding *f, void *userdata)
 {
         input *in = userdata;
         in->findings++;
@@ -87,14 +87,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      .history = data[0] & 0x80 };
         unsigned long long examined = 0;
         if (in.history)
-                FUZZ_CHECK(skilllint_scan_history_measured(copy, in.size, check, &in, &examined) == 0);
+                FUZZ_CHECK(skills_scan_history_measured(copy, in.size, check, &in, &examined) == 0);
         else
-                FUZZ_CHECK(skilllint_scan_measured(copy, in.size, names[data[0] & 7], in.first_line, check, &in,
+                FUZZ_CHECK(skills_scan_measured(copy, in.size, names[data[0] & 7], in.first_line, check, &in,
                                                    &examined) == 0);
         /* Linear, whatever the input: a line that makes some rule read the same bytes again
          * for each of its positions grows past this (a 4 KiB line of "token:" cost 693 a
          * byte before the key = value rule was bounded). */
-        FUZZ_CHECK(examined <= SKILLLINT_WORK_PER_BYTE * (unsigned long long) in.size + SKILLLINT_WORK_PER_BYTE);
+        FUZZ_CHECK(examined <= SKILLS_SCAN_WORK_PER_BYTE * (unsigned long long) in.size + SKILLS_SCAN_WORK_PER_BYTE);
         free(copy);
         return 0;
 }

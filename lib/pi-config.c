@@ -11,7 +11,7 @@
 #include <math.h>
 #include <sys/param.h>
 
-#include "pibridge.h"
+#include "pi-config.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free)
 
@@ -98,7 +98,7 @@ static bool all_finite(json_object *o)
         }
 }
 
-int pibridge_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
+int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
                         aisb_error **err)
 {
         if (!origin)
@@ -348,7 +348,7 @@ static int merge_objects(json_object *base, json_object *host, json_object *sand
         return 0;
 }
 
-int pibridge_merge_settings(json_object *base, json_object *host, json_object *sandbox,
+int pi_merge_settings(json_object *base, json_object *host, json_object *sandbox,
                             json_object **ret, aisb_error **err)
 {
         if (host && !json_object_is_type(host, json_type_object))
@@ -388,7 +388,7 @@ int pibridge_merge_settings(json_object *base, json_object *host, json_object *s
 /* packages/coding-agent/src/cli/args.ts, VALID_THINKING_LEVELS. */
 static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
 
-int pibridge_thinking_level_valid(const char *level)
+int pi_thinking_level_valid(const char *level)
 {
         if (!level)
                 return 0;
@@ -400,16 +400,16 @@ int pibridge_thinking_level_valid(const char *level)
         return 0;
 }
 
-const char *pibridge_thinking_levels(void)
+const char *pi_thinking_levels(void)
 {
         return "off, minimal, low, medium, high, xhigh, host";
 }
 
-int pibridge_apply_thinking(json_object *settings, const char *level, aisb_error **err)
+int pi_apply_thinking(json_object *settings, const char *level, aisb_error **err)
 {
-        if (!pibridge_thinking_level_valid(level))
+        if (!pi_thinking_level_valid(level))
                 return aisb_error_set(err, -EINVAL, "thinking level '%s' is not one of: %s",
-                                      level ? level : "(none)", pibridge_thinking_levels());
+                                      level ? level : "(none)", pi_thinking_levels());
         if (!json_object_is_type(settings, json_type_object))
                 return aisb_error_set(err, -EINVAL, "settings to apply a thinking level to are not a JSON object");
         if (streq(level, "host"))
@@ -462,9 +462,9 @@ static bool reference_name(const char *s, size_t len)
         return underscore && letter;
 }
 
-/* Where a value sits while the copy is built: a pibridge_key before it is recorded. */
+/* Where a value sits while the copy is built: a pi_key before it is recorded. */
 typedef struct place {
-        pibridge_key_field field;
+        pi_key_field field;
         const char *provider;
         const char *model;  /* MODEL_HEADER, OVERRIDE_HEADER */
         const char *header; /* *_HEADER; NULL while the headers object itself is meant */
@@ -479,7 +479,7 @@ static int put_name(buffer *b, const char *name)
         return buffer_printf(b, "'%.*s%s'", (int) n, name, n < len ? "..." : "");
 }
 
-static int describe_place(const place *where, buffer *b)
+static int inspect_place(const place *where, buffer *b)
 {
         int r = 0;
         if (where->field == PIBRIDGE_FIELD_API_KEY)
@@ -504,10 +504,10 @@ static int describe_place(const place *where, buffer *b)
         return r < 0 ? -ENOMEM : 0;
 }
 
-int pibridge_key_describe(const pibridge_key *k, buffer *b)
+int pi_key_describe(const pi_key *k, buffer *b)
 {
         place where = { k->field, k->provider, k->model, k->header };
-        return describe_place(&where, b);
+        return inspect_place(&where, b);
 }
 
 /* The variable a literal or a command at where is replaced by: the prefix, then the
@@ -548,7 +548,7 @@ static int derived_variable(const place *where, char **ret)
         return 0;
 }
 
-void pibridge_keys_free(pibridge_key *keys, size_t n)
+void pi_keys_free(pi_key *keys, size_t n)
 {
         for (size_t i = 0; keys && i < n; i++) {
                 free(keys[i].provider);
@@ -561,14 +561,14 @@ void pibridge_keys_free(pibridge_key *keys, size_t n)
 }
 
 typedef struct key_list {
-        pibridge_key *keys;
+        pi_key *keys;
         size_t n;
         json_object *seen; /* variable -> true when derived by aisb */
 } key_list;
 
 static void key_list_done(key_list *l)
 {
-        pibridge_keys_free(l->keys, l->n);
+        pi_keys_free(l->keys, l->n);
         json_object_put(l->seen);
 }
 
@@ -583,22 +583,22 @@ static char *strdup_or_null(const char *s, bool *failed)
 /* Record the variable of the value at where; a derived name shared with any other value
  * would make two secrets one variable, so it is refused. */
 static int key_list_add(key_list *l, const place *where, const char *variable,
-                        pibridge_key_source source, const char *command, aisb_error **err)
+                        pi_key_source source, const char *command, aisb_error **err)
 {
         bool derived = source != PIBRIDGE_KEY_REFERENCE;
         json_object *was;
         if (json_object_object_get_ex(l->seen, variable, &was)) {
                 if (derived || json_object_get_boolean(was)) {
                         _cleanup_(buffer_free) buffer both = {};
-                        const pibridge_key *other = NULL;
+                        const pi_key *other = NULL;
                         for (size_t i = 0; i < l->n && !other; i++)
                                 if (streq(l->keys[i].variable, variable))
                                         other = &l->keys[i];
-                        int r = other ? pibridge_key_describe(other, &both) : 0;
+                        int r = other ? pi_key_describe(other, &both) : 0;
                         if (r >= 0)
                                 r = buffer_printf(&both, " and ");
                         if (r >= 0)
-                                r = describe_place(where, &both);
+                                r = inspect_place(where, &both);
                         if (r < 0)
                                 return out_of_memory(err);
                         return aisb_error_set(err, -EINVAL,
@@ -608,13 +608,13 @@ static int key_list_add(key_list *l, const place *where, const char *variable,
         } else if (json_object_object_add(l->seen, variable, json_object_new_boolean(derived)) < 0)
                 return out_of_memory(err);
 
-        pibridge_key *k = realloc(l->keys, (l->n + 1) * sizeof *k);
+        pi_key *k = realloc(l->keys, (l->n + 1) * sizeof *k);
         if (!k)
                 return out_of_memory(err);
         l->keys = k;
         k = &l->keys[l->n];
         bool failed = false;
-        *k = (pibridge_key) {
+        *k = (pi_key) {
                 .provider = strdup_or_null(where->provider, &failed),
                 .field = where->field,
                 .model = strdup_or_null(where->model, &failed),
@@ -634,7 +634,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
 {
         if (!json_object_is_type(value, json_type_string)) {
                 _cleanup_(buffer_free) buffer what = {};
-                if (describe_place(where, &what) < 0)
+                if (inspect_place(where, &what) < 0)
                         return out_of_memory(err);
                 return aisb_error_set(err, -EINVAL, "models.json: %s is %s; pi needs a string",
                                       what.data, json_type_to_name(json_object_get_type(value)));
@@ -649,7 +649,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
         }
 
         _cleanup_free_ char *variable = NULL;
-        pibridge_key_source source;
+        pi_key_source source;
         if (reference_name(s, len)) {
                 source = PIBRIDGE_KEY_REFERENCE;
                 variable = strdup(s);
@@ -661,7 +661,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
                 int r = derived_variable(where, &variable);
                 if (r == -ENAMETOOLONG) {
                         _cleanup_(buffer_free) buffer what = {};
-                        if (describe_place(where, &what) < 0)
+                        if (inspect_place(where, &what) < 0)
                                 return out_of_memory(err);
                         return aisb_error_set(err, -EINVAL,
                                               "models.json: %s: the names are too long to name a variable after; write a variable name there instead (\"MY_KEY\") and pass it with --env",
@@ -695,7 +695,7 @@ static int rewrite_headers(place where, json_object *headers, key_list *l, json_
 {
         if (!json_object_is_type(headers, json_type_object)) {
                 _cleanup_(buffer_free) buffer what = {};
-                if (describe_place(&where, &what) < 0)
+                if (inspect_place(&where, &what) < 0)
                         return out_of_memory(err);
                 return aisb_error_set(err, -EINVAL,
                                       "models.json: %s are %s; pi needs an object of strings",
@@ -831,8 +831,8 @@ static int rewrite_provider(const char *provider, json_object *config, key_list 
         return 0;
 }
 
-int pibridge_rewrite_models(json_object *models, json_object **ret_rewritten,
-                            pibridge_key **ret_keys, size_t *ret_n, aisb_error **err)
+int pi_rewrite_models(json_object *models, json_object **ret_rewritten,
+                            pi_key **ret_keys, size_t *ret_n, aisb_error **err)
 {
         if (!json_object_is_type(models, json_type_object))
                 return aisb_error_set(err, -EINVAL,
@@ -888,7 +888,7 @@ static const env_entry *env_find(const env_entry *env, size_t n_env, const char 
         return NULL;
 }
 
-int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env, size_t n_env,
+int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_env,
                         aisb_error **err)
 {
         _cleanup_(buffer_free) buffer missing = {};
@@ -897,7 +897,7 @@ int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env
                 return out_of_memory(err);
         bool literal = false;
         for (size_t i = 0; i < n; i++) {
-                const pibridge_key *k = &keys[i];
+                const pi_key *k = &keys[i];
                 const env_entry *e = env_find(env, n_env, k->variable);
                 if (e && e->value && e->value[0])
                         continue;
@@ -914,7 +914,7 @@ int pibridge_keys_check(const pibridge_key *keys, size_t n, const env_entry *env
                 if (r >= 0)
                         r = buffer_printf(&missing, " (");
                 if (r >= 0)
-                        r = pibridge_key_describe(k, &missing);
+                        r = pi_key_describe(k, &missing);
                 if (r >= 0)
                         r = buffer_printf(&missing, "%s",
                                           k->source == PIBRIDGE_KEY_REFERENCE

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The skills linter's scanner (skilllint.h): pure, no I/O, no allocation. Each line is
+ * The skills linter's scanner (skills-scan.h): pure, no I/O, no allocation. Each line is
  * looked at by the rules in order of how sure they are (a token format, then a value next
  * to its name, then entropy); a span of the line claimed by one rule is not reported again
  * by a later one, and the line's findings go out in column order. No rule reads the same
  * bytes again from each of a line's positions: the work is counted as it goes
- * (skilllint_scan_measured), and held linear by the tests and the fuzzer.
+ * (skills_scan_measured), and held linear by the tests and the fuzzer.
  */
 #include <limits.h>
 #include <math.h>
@@ -15,7 +15,7 @@
 
 #include <nettle/base64.h>
 
-#include "skilllint.h"
+#include "skills-scan.h"
 
 #define SPANS_MAX 64
 /* Line numbers saturate here: hostile hunk headers cannot wrap them. */
@@ -103,7 +103,7 @@ static bool starts_with(const char *s, size_t n, const char *prefix)
         return n >= m && memcmp(s, prefix, m) == 0;
 }
 
-double skilllint_entropy(const char *s, size_t size)
+double skills_entropy(const char *s, size_t size)
 {
         if (size == 0)
                 return 0;
@@ -255,7 +255,7 @@ static size_t base64_decode(const char *s, size_t n, unsigned char *out, size_t 
 /* Base64 of ordinary text ("SGVsbG8gd29ybGQ="): random-looking, but not a secret. */
 static bool base64_of_text(const char *s, size_t n)
 {
-        unsigned char out[SKILLLINT_ENTROPY_MAX];
+        unsigned char out[SKILLS_SCAN_ENTROPY_MAX];
         size_t m = base64_decode(s, n, out, sizeof out);
         if (m == SIZE_MAX || m < 12)
                 return false;
@@ -266,10 +266,10 @@ static bool base64_of_text(const char *s, size_t n)
         return printable * 10 >= m * 9;
 }
 
-void skilllint_mask(const char *value, size_t size, char *buf, size_t buf_size)
+void skills_mask(const char *value, size_t size, char *buf, size_t buf_size)
 {
-        size_t shown = size >= 16 ? SKILLLINT_MASK_SHOWN : size / 4;
-        char head[SKILLLINT_MASK_SHOWN + 1];
+        size_t shown = size >= 16 ? SKILLS_SCAN_MASK_SHOWN : size / 4;
+        char head[SKILLS_SCAN_MASK_SHOWN + 1];
         for (size_t i = 0; i < shown; i++) {
                 unsigned char c = (unsigned char) value[i];
                 head[i] = c > 0x20 && c < 0x7f ? (char) c : '?';
@@ -286,7 +286,7 @@ typedef struct span {
 } span;
 
 typedef struct scanner {
-        skilllint_fn fn;
+        skills_fn fn;
         void *userdata;
         bool config;    /* key = value rules */
         bool netrc;     /* "password VALUE" */
@@ -302,7 +302,7 @@ typedef struct scanner {
         size_t n_spans;
         /* Bytes of values the key = value rule may still read on it. */
         size_t assignment_reads;
-        /* The work measure (skilllint_scan_measured). */
+        /* The work measure (skills_scan_measured). */
         unsigned long long examined;
 } scanner;
 
@@ -439,7 +439,7 @@ static void rule_prefixes(scanner *s)
 /* The jwt.io example (and others like it): its claims name John Doe or count 1234567890. */
 static bool jwt_example(const char *payload, size_t n)
 {
-        unsigned char out[SKILLLINT_ENTROPY_MAX];
+        unsigned char out[SKILLS_SCAN_ENTROPY_MAX];
         size_t m = base64_decode(payload, n, out, sizeof out);
         if (m == SIZE_MAX)
                 return false;
@@ -575,7 +575,7 @@ static void rule_url_password(scanner *s)
                 size_t p = (size_t) (colon - l) + 1;
                 size_t n = userinfo_end - p;
                 looked(s, n + (end - at));
-                if (n < SKILLLINT_VALUE_MIN || placeholder(l + p, n) || l[p] == '$' || l[p] == '%' ||
+                if (n < SKILLS_SCAN_VALUE_MIN || placeholder(l + p, n) || l[p] == '$' || l[p] == '%' ||
                     (user_size == n && memcmp(l + start, l + p, n) == 0) || local_host(l + at, end - at))
                         continue;
                 claim(s, p, p + n, "url-password");
@@ -676,7 +676,7 @@ static bool all_digits(const char *v, size_t n)
  * a space, a comment or a comma). Returns where the rule goes on looking for separators:
  * past the value when it was claimed (a separator inside it would start a value inside the
  * claim), the next byte otherwise ("url=${X}&token=..." holds a value of its own). The
- * values read on a line are bounded, all of them together, by SKILLLINT_ASSIGNMENT_READS
+ * values read on a line are bounded, all of them together, by SKILLS_SCAN_ASSIGNMENT_READS
  * times its length: once that is spent, the rule looks no further on the line. */
 static size_t assignment_value(scanner *s, size_t separator)
 {
@@ -707,7 +707,7 @@ static size_t assignment_value(scanner *s, size_t separator)
         if (quoted && end >= s->size) /* never closed */
                 return next;
         looked(s, n);
-        if (n < SKILLLINT_VALUE_MIN || placeholder(l + start, n) || reference(l + start, n) ||
+        if (n < SKILLS_SCAN_VALUE_MIN || placeholder(l + start, n) || reference(l + start, n) ||
             all_digits(l + start, n))
                 return next;
         return claim(s, start, end, "assigned-secret") ? end : next;
@@ -718,8 +718,8 @@ static size_t assignment_value(scanner *s, size_t separator)
 static void rule_assignment(scanner *s)
 {
         const char *l = s->line;
-        s->assignment_reads = s->size > SIZE_MAX / SKILLLINT_ASSIGNMENT_READS ? SIZE_MAX
-                                                                              : s->size * SKILLLINT_ASSIGNMENT_READS;
+        s->assignment_reads = s->size > SIZE_MAX / SKILLS_SCAN_ASSIGNMENT_READS ? SIZE_MAX
+                                                                              : s->size * SKILLS_SCAN_ASSIGNMENT_READS;
         for (size_t i = 0; i < s->size;) {
                 looked(s, 1);
                 bool separator = l[i] == '=' || l[i] == ':';
@@ -820,7 +820,7 @@ static bool value_position(scanner *s, size_t start, size_t end)
         return word_size > 2 && word[0] == '-' && word[1] == '-';
 }
 
-/* A random-looking token (skilllint.h has the numbers). Hex is never one: git ids, sha256
+/* A random-looking token (skills-scan.h has the numbers). Hex is never one: git ids, sha256
  * sums and UUIDs are hex. */
 static void rule_entropy(scanner *s)
 {
@@ -844,10 +844,10 @@ static void rule_entropy(scanner *s)
                         end--;
                 size_t n = end - start;
                 const char *t = l + start;
-                if (n < SKILLLINT_ENTROPY_MIN || n > SKILLLINT_ENTROPY_MAX || claimed(s, start) ||
+                if (n < SKILLS_SCAN_ENTROPY_MIN || n > SKILLS_SCAN_ENTROPY_MAX || claimed(s, start) ||
                     !value_position(s, run_start, end))
                         continue;
-                /* Each check below reads the token (at most SKILLLINT_ENTROPY_MAX bytes) once. */
+                /* Each check below reads the token (at most SKILLS_SCAN_ENTROPY_MAX bytes) once. */
                 looked(s, n);
                 bool upper = false, low = false, digit = false, hex = true;
                 for (size_t k = 0; k < n; k++) {
@@ -869,7 +869,7 @@ static void rule_entropy(scanner *s)
                 if (word_fraction(t, n) >= 0.6 || structured(t, n) || base64_of_text(t, n) ||
                     placeholder(t, n) || public_material(t, n))
                         continue;
-                if (skilllint_entropy(t, n) >= SKILLLINT_ENTROPY_BITS)
+                if (skills_entropy(t, n) >= SKILLS_SCAN_ENTROPY_BITS)
                         claim(s, start, end, "high-entropy");
         }
 }
@@ -886,7 +886,7 @@ static int emit(scanner *s, unsigned long number)
         for (size_t i = 0; i < s->n_spans; i++) {
                 if (!s->spans[i].kind)
                         continue;
-                skilllint_finding f = {
+                skills_finding f = {
                         .kind = s->spans[i].kind,
                         .line = number,
                         .value = s->line + s->spans[i].start,
@@ -895,7 +895,7 @@ static int emit(scanner *s, unsigned long number)
                         .commit = s->commit,
                         .path = s->path,
                 };
-                skilllint_mask(f.value, f.value_size, f.masked, sizeof f.masked);
+                skills_mask(f.value, f.value_size, f.masked, sizeof f.masked);
                 int r = s->fn(&f, s->userdata);
                 if (r)
                         return r;
@@ -956,7 +956,7 @@ static bool ends_with(const char *s, const char *suffix)
         return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-bool skilllint_config_like(const char *path)
+bool skills_config_like(const char *path)
 {
         const char *name = base_name(path);
         static const char *const names[] = {
@@ -983,15 +983,15 @@ bool skilllint_config_like(const char *path)
 static void scanner_for_path(scanner *s, const char *path)
 {
         const char *name = base_name(path);
-        s->config = skilllint_config_like(path);
+        s->config = skills_config_like(path);
         s->netrc = strcmp(name, ".netrc") == 0 || strcmp(name, "_netrc") == 0 || ends_with(name, ".netrc");
         s->no_entropy = ends_with(name, ".lock") || ends_with(name, "-lock.json") ||
                         ends_with(name, "-lock.yaml") || strcmp(name, "go.sum") == 0;
         s->in_pem = false;
 }
 
-int skilllint_scan_measured(const char *text, size_t size, const char *path, unsigned long first_line,
-                            skilllint_fn fn, void *userdata, unsigned long long *ret_examined)
+int skills_scan_measured(const char *text, size_t size, const char *path, unsigned long first_line,
+                            skills_fn fn, void *userdata, unsigned long long *ret_examined)
 {
         scanner s = { .fn = fn, .userdata = userdata };
         scanner_for_path(&s, path);
@@ -1012,10 +1012,10 @@ int skilllint_scan_measured(const char *text, size_t size, const char *path, uns
         return r;
 }
 
-int skilllint_scan(const char *text, size_t size, const char *path, unsigned long first_line,
-                   skilllint_fn fn, void *userdata)
+int skills_scan(const char *text, size_t size, const char *path, unsigned long first_line,
+                   skills_fn fn, void *userdata)
 {
-        return skilllint_scan_measured(text, size, path, first_line, fn, userdata, NULL);
+        return skills_scan_measured(text, size, path, first_line, fn, userdata, NULL);
 }
 
 /* ---- git log -p output ---- */
@@ -1067,7 +1067,7 @@ static bool parse_hunk(const char *l, size_t n, unsigned long *removed, unsigned
 
 #define HISTORY_PATH_MAX 4096
 
-int skilllint_scan_history_measured(const char *text, size_t size, skilllint_fn fn, void *userdata,
+int skills_scan_history_measured(const char *text, size_t size, skills_fn fn, void *userdata,
                                     unsigned long long *ret_examined)
 {
         scanner s = { .fn = fn, .userdata = userdata };
@@ -1154,7 +1154,7 @@ int skilllint_scan_history_measured(const char *text, size_t size, skilllint_fn 
         return r;
 }
 
-int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void *userdata)
+int skills_scan_history(const char *text, size_t size, skills_fn fn, void *userdata)
 {
-        return skilllint_scan_history_measured(text, size, fn, userdata, NULL);
+        return skills_scan_history_measured(text, size, fn, userdata, NULL);
 }

@@ -9,51 +9,51 @@
  * tokens by their Shannon entropy (docs/skill-lint.md says why the numbers below). Values
  * that are placeholders ("sk-...", "your-api-key", "xxxx", "<TOKEN>", "changeme", "example")
  * are not findings. A finding carries the value only as a pointer into the text scanned and
- * as its masked form: at most SKILLLINT_MASK_SHOWN of its first characters, "…", its length.
+ * as its masked form: at most SKILLS_SCAN_MASK_SHOWN of its first characters, "…", its length.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The high-entropy rule: a token of SKILLLINT_ENTROPY_MIN to SKILLLINT_ENTROPY_MAX characters
+/* The high-entropy rule: a token of SKILLS_SCAN_ENTROPY_MIN to SKILLS_SCAN_ENTROPY_MAX characters
  * from [A-Za-z0-9+/=_-] with upper case, lower case and digits, not all hex, whose Shannon
- * entropy is at least SKILLLINT_ENTROPY_BITS bits per character. */
-#define SKILLLINT_ENTROPY_MIN 24
-#define SKILLLINT_ENTROPY_MAX 200
-#define SKILLLINT_ENTROPY_BITS 3.8
+ * entropy is at least SKILLS_SCAN_ENTROPY_BITS bits per character. */
+#define SKILLS_SCAN_ENTROPY_MIN 24
+#define SKILLS_SCAN_ENTROPY_MAX 200
+#define SKILLS_SCAN_ENTROPY_BITS 3.8
 /* Assignments and URL passwords shorter than this are not reported ("admin", "pass"). */
-#define SKILLLINT_VALUE_MIN 6
+#define SKILLS_SCAN_VALUE_MIN 6
 /* Characters of a value a masked form shows: this many from 16 characters on, a quarter of
  * a shorter value's. */
-#define SKILLLINT_MASK_SHOWN 4
+#define SKILLS_SCAN_MASK_SHOWN 4
 /* The key = value rule reads at most this many times a line's length of values on it: a
  * line built so that every separator starts a value running to its end ("token:" over and
  * over) is read that far, not once per separator. */
-#define SKILLLINT_ASSIGNMENT_READS 8
+#define SKILLS_SCAN_ASSIGNMENT_READS 8
 /* Part of every cache key: a change of the rules makes cached results stale. */
-#define SKILLLINT_RULES_VERSION "1"
+#define SKILLS_SCAN_RULES_VERSION "1"
 
-typedef struct skilllint_finding {
+typedef struct skills_finding {
         const char *kind;    /* "github-token", "private-key", "high-entropy", ... */
         unsigned long line;  /* the line the value is on */
         const char *value;   /* into the text scanned; not NUL-terminated; never printed */
         size_t value_size;
         char masked[40];     /* "ghp_… (40 chars)": safe to print */
-        /* History only (skilllint_scan_history); NULL/0 for a file's text. */
+        /* History only (skills_scan_history); NULL/0 for a file's text. */
         unsigned repo;       /* the N of the "aisb-repo N" line above */
         const char *commit;  /* the commit's hex id as git printed it */
         const char *path;    /* the file as git printed it (C-quoted when unusual) */
-} skilllint_finding;
+} skills_finding;
 
 /* Return 0 to go on; anything else stops the scan and is returned by it. */
-typedef int (*skilllint_fn)(const skilllint_finding *finding, void *userdata);
+typedef int (*skills_fn)(const skills_finding *finding, void *userdata);
 
 /* Scan size bytes of text (any bytes; lines end at \n) as the content of the file at path
  * (its name decides whether the assignment rules apply, and lock files skip the entropy
  * rule), its first line numbered first_line. 0, or what fn returned to stop. */
-int skilllint_scan(const char *text, size_t size, const char *path, unsigned long first_line,
-                   skilllint_fn fn, void *userdata);
+int skills_scan(const char *text, size_t size, const char *path, unsigned long first_line,
+                   skills_fn fn, void *userdata);
 
 /*
  * Scan what the history scan's sandbox printed: for each repository an "aisb-repo N" line,
@@ -62,23 +62,23 @@ int skilllint_scan(const char *text, size_t size, const char *path, unsigned lon
  * number in that commit's version of the file. The structure is followed by the counts of
  * each hunk's header, so no content line is ever taken for a header. 0, or what fn returned.
  */
-int skilllint_scan_history(const char *text, size_t size, skilllint_fn fn, void *userdata);
+int skills_scan_history(const char *text, size_t size, skills_fn fn, void *userdata);
 
 /* The same scans, telling the work done in *ret_examined: each position a rule looked at and
  * each byte it handed to a check, counted once per look. No input makes the scan quadratic:
- * the work stays within SKILLLINT_WORK_PER_BYTE per byte (plus that much once), however the
+ * the work stays within SKILLS_SCAN_WORK_PER_BYTE per byte (plus that much once), however the
  * input is built; the unit tests and the fuzzer hold it to that. */
-#define SKILLLINT_WORK_PER_BYTE 64
-int skilllint_scan_measured(const char *text, size_t size, const char *path, unsigned long first_line,
-                            skilllint_fn fn, void *userdata, unsigned long long *ret_examined);
-int skilllint_scan_history_measured(const char *text, size_t size, skilllint_fn fn, void *userdata,
+#define SKILLS_SCAN_WORK_PER_BYTE 64
+int skills_scan_measured(const char *text, size_t size, const char *path, unsigned long first_line,
+                            skills_fn fn, void *userdata, unsigned long long *ret_examined);
+int skills_scan_history_measured(const char *text, size_t size, skills_fn fn, void *userdata,
                                     unsigned long long *ret_examined);
 
 /* The masked form of a value into buf (at least 40 bytes): its first characters (non-ASCII
  * and control bytes shown as '?'), "…", the length. */
-void skilllint_mask(const char *value, size_t size, char *buf, size_t buf_size);
+void skills_mask(const char *value, size_t size, char *buf, size_t buf_size);
 /* Shannon entropy of the bytes, in bits per character. */
-double skilllint_entropy(const char *s, size_t size);
+double skills_entropy(const char *s, size_t size);
 /* Whether a file of this name holds key = value settings (.env, *.ini, *.toml, *.yaml,
  * *.json, .npmrc, .netrc, shell scripts, ...): the assignment rules apply there. */
-bool skilllint_config_like(const char *path);
+bool skills_config_like(const char *path);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The agents directory read for the linter without trusting it, and the cache of the
- * result for runs and doctor (skills.h says how). */
+ * result for runs and doctor (skills-walk.h says how). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "skills.h"
+#include "skills-walk.h"
 #include "userdirs.h"
+#include "fileio.h"
+#include "digest.h"
 
 /* ---- the walk ---- */
 
@@ -69,10 +71,10 @@ typedef struct file_scan {
         const char *path;
 } file_scan;
 
-static int file_finding(const skilllint_finding *f, void *userdata)
+static int file_finding(const skills_finding *f, void *userdata)
 {
         file_scan *fs = userdata;
-        skilllint_finding with_path = *f;
+        skills_finding with_path = *f;
         with_path.path = fs->path;
         fs->w->findings++;
         return fs->w->finding_fn ? fs->w->finding_fn(&with_path, fs->w->userdata) : 0;
@@ -127,7 +129,7 @@ static int scan_file(skills_walk *w, int dir_fd, const char *name, const char *p
         } else {
                 w->files++;
                 file_scan fs = { .w = w, .path = path };
-                r = skilllint_scan(text, size, path, 1, file_finding, &fs);
+                r = skills_scan(text, size, path, 1, file_finding, &fs);
         }
         /* What it held may be a secret. */
         explicit_bzero(text, size);
@@ -322,7 +324,7 @@ static int walk_digest(int root_fd, skills_walk *w, char **ret_hex)
         int r = digest_new(&d);
         if (r < 0)
                 return r;
-        static const char rules[] = "aisb-skills rules " SKILLLINT_RULES_VERSION;
+        static const char rules[] = "aisb-skills rules " SKILLS_SCAN_RULES_VERSION;
         r = digest_update(d, rules, sizeof rules);
         if (r < 0)
                 return r;
