@@ -852,18 +852,46 @@ int image_requests(const aisb_policy *p, const build_context *c, const char *tag
         return 0;
 }
 
-int image_plan(const aisb_policy *p, char **ret_tag, char ***ret_requests, aisb_error **err)
+void image_facts_done(image_facts *f)
 {
-        _cleanup_(build_context_done) build_context c = {};
-        _cleanup_free_ char *tag = NULL;
-        int r = image_context(p, &c, err);
+        build_context_done(&f->context);
+        free(f->key);
+        free(f->tag);
+        *f = (image_facts) {};
+}
+
+int image_gather(const aisb_policy *p, image_facts *ret, aisb_error **err)
+{
+        _cleanup_(image_facts_done) image_facts f = {};
+        int r = image_context(p, &f.context, err);
         if (r < 0)
                 return r;
-        if (image_context_tag(IMAGE_REPO, &c, &tag) < 0)
+        r = context_key(&f.context, &f.key);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot name the build context: %s", strerror(-r));
+        if (image_context_tag(IMAGE_REPO, &f.context, &f.tag) < 0)
                 return aisb_error_set(err, -EIO, "cannot hash the build context");
-        if (image_requests(p, &c, tag, ret_requests) < 0)
-                return error_oom(err);
-        *ret_tag = steal_pointer(&tag);
+        f.with_gate = network_policy_may_need_gate(p);
+        *ret = f;
+        f = (image_facts) {};
+        return 0;
+}
+
+int image_apply(aisb_ctx *ctx, const aisb_policy *p, const image_facts *f, int *ret_built, aisb_error **err)
+{
+        if (ret_built)
+                *ret_built = 0;
+        if (ctx->ensured_tag && streq(ctx->ensured_key, f->key))
+                return 0;
+        _cleanup_free_ char *tag = NULL;
+        /* A run through the gate needs its image too: built alongside when both are. */
+        int r = image_ensure_context(ctx, p, IMAGE_REPO, &f->context, f->with_gate, &tag, ret_built, err);
+        if (r < 0)
+                return r;
+        free(ctx->ensured_tag);
+        free(ctx->ensured_key);
+        ctx->ensured_tag = steal_pointer(&tag);
+        ctx->ensured_key = ctx->ensured_tag ? strdup(f->key) : NULL;
         return 0;
 }
 
@@ -876,44 +904,25 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
                 return aisb_error_set(err, -ECANCELED, "stopped before the image was looked for");
         if (ret_built)
                 *ret_built = 0;
+        _cleanup_(image_facts_done) image_facts f = {};
+        int r = image_gather(p, &f, err);
+        if (r < 0)
+                return r;
         if (ctx->dry_run_fn) {
                 /* Planned, shown, nothing asked of the service. */
-                _cleanup_free_ char *tag = NULL;
                 _cleanup_strv_free_ char **requests = NULL;
-                int r = image_plan(p, &tag, &requests, err);
-                if (r < 0)
-                        return r;
+                if (image_requests(p, &f.context, f.tag, &requests) < 0)
+                        return error_oom(err);
                 for (size_t i = 0; requests[i]; i++)
                         ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
-                if (ret_tag)
-                        *ret_tag = steal_pointer(&tag);
-                return 0;
+        } else {
+                r = aisb_ctx_connect(ctx, err);
+                if (r >= 0)
+                        r = image_apply(ctx, p, &f, ret_built, err);
+                if (r < 0)
+                        return r;
         }
-        int r = aisb_ctx_connect(ctx, err);
-        if (r < 0)
-                return r;
-        _cleanup_(build_context_done) build_context c = {};
-        _cleanup_free_ char *tag = NULL, *key = NULL;
-        r = image_context(p, &c, err);
-        if (r < 0)
-                return r;
-        r = context_key(&c, &key);
-        if (r < 0)
-                return aisb_error_set(err, r, "cannot name the build context: %s", strerror(-r));
-        if (ctx->ensured_tag && streq(ctx->ensured_key, key)) {
-                if (ret_tag && !(*ret_tag = strdup(ctx->ensured_tag)))
-                        return error_oom(err);
-                return 0;
-        }
-        /* A run through the gate needs its image too: built alongside when both are. */
-        r = image_ensure_context(ctx, p, IMAGE_REPO, &c, network_policy_may_need_gate(p), &tag, ret_built, err);
-        if (r < 0)
-                return r;
-        free(ctx->ensured_tag);
-        free(ctx->ensured_key);
-        ctx->ensured_tag = strdup(tag);
-        ctx->ensured_key = ctx->ensured_tag ? steal_pointer(&key) : NULL;
         if (ret_tag)
-                *ret_tag = steal_pointer(&tag);
+                *ret_tag = steal_pointer(&f.tag);
         return 0;
 }

@@ -49,8 +49,18 @@ int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
 /* The requests ensuring the image of context c, named tag, sends when nothing exists yet,
  * each as the dry run shows it: looked for, its base bootstrapped when it is one, built. */
 int image_requests(const aisb_policy *p, const build_context *c, const char *tag, char ***ret);
-/* This policy's image: its tag and those requests. */
-int image_plan(const aisb_policy *p, char **ret_tag, char ***ret_requests, aisb_error **err);
+/* This policy's image as a run plans it: the build context (files open), the key naming its
+ * content (what the context's service cache compares) and the tag. Reads, starts nothing. */
+typedef struct image_facts {
+        build_context context;
+        char *key, *tag;
+        bool with_gate; /* the policy may go through a gate: its image is built alongside */
+} image_facts;
+int image_gather(const aisb_policy *p, image_facts *ret, aisb_error **err);
+void image_facts_done(image_facts *f);
+/* Reuse the image f names, or build it (the gate's alongside); the context remembers the
+ * last one ensured. The caller has connected. */
+int image_apply(aisb_ctx *ctx, const aisb_policy *p, const image_facts *f, int *ret_built, aisb_error **err);
 /* One NDJSON line of a build's answer: its "stream" text or its error. -EBADMSG when the
  * line is not a JSON object. */
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);

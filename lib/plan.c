@@ -18,6 +18,7 @@
 void plan_facts_done(plan_facts *f)
 {
         free(f->image);
+        image_facts_done(&f->built);
         free(f->name);
         project_settings_done(&f->settings);
         free(f->settings_copy);
@@ -39,6 +40,7 @@ void run_plan_done(run_plan *plan)
 {
         free(plan->image);
         free(plan->name);
+        json_object_put(plan->volume_labels);
         sandbox_network_done(&plan->net);
         strv_free_erase(plan->env);
         strv_free(plan->env_shown);
@@ -79,6 +81,30 @@ static void project_identity(const aisb_policy *p, plan_facts *f)
         f->project_ino = (unsigned long long) st.st_ino;
 }
 
+/* Before anything is built or started for a project that is not what it seems, or with a
+ * patch this sandbox could rewrite. */
+static int plan_check(const aisb_policy *p, aisb_error **err)
+{
+        if (p->project && !p->project_read_only) {
+                int k = project_check_home(p->project, err);
+                if (k >= 0)
+                        k = project_check_reached(p->project, err);
+                if (k < 0)
+                        return k;
+        }
+        if (!p->create_patch_path)
+                return 0;
+        /* Wherever the keys were set from: never a patch this sandbox could rewrite. */
+        _cleanup_strv_free_ char **writable = NULL;
+        int k = p->project && !p->project_read_only ? strv_push(&writable, p->project) : 0;
+        for (size_t i = 0; k >= 0 && i < p->n_mounts; i++)
+                if (!p->mounts[i].read_only)
+                        k = strv_push(&writable, p->mounts[i].source);
+        if (k < 0)
+                return error_oom(err);
+        return create_patch_check_place(p->create_patch_path, (const char *const *) writable, err);
+}
+
 int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *ret, aisb_error **err)
 {
         _cleanup_(plan_facts_done) plan_facts f = { .podman_major = o->podman_major, .uid = (unsigned) getuid(),
@@ -86,7 +112,15 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
                                                     .terminal = o->terminal };
         bool run = o->purpose == PLAN_RUN;
         int r = 0;
-        f.image = strdup(o->image ? o->image : "(the policy's image)");
+        if (o->purpose != PLAN_DESCRIBE) {
+                r = plan_check(p, err);
+                if (r >= 0)
+                        r = image_gather(p, &f.built, err);
+                if (r < 0)
+                        return r;
+                f.image = strdup(f.built.tag);
+        } else
+                f.image = strdup(o->image ? o->image : "(the policy's image)");
         if (!f.image || sandbox_name(p, run, &f.name) < 0)
                 return error_oom(err);
         /* The agents directory, decided the same way for every view (harness.c). */
@@ -293,12 +327,33 @@ static int plan_create_patch(const aisb_policy *p, run_plan *plan, aisb_error **
         return r < 0 ? aisb_error_set(err, r, "--unsafe-create-patch: %s", strerror(-r)) : 0;
 }
 
+/* The home volume's labels (for aisb clean and ps); NULL when out of memory. */
+static json_object *volume_labels(const aisb_policy *p)
+{
+        /* Its label tells "aisb clean" it from the user's own volumes; which project it
+         * belongs to, for ps and clean (empty: shared or scratch). */
+        json_object *labels = json_object_new_object();
+        int r = json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
+        r = r < 0 ? r : json_add_string(labels, AISB_LABEL_PREFIX "home", "true");
+        r = r < 0 ? r : json_add_string(labels, AISB_LABEL_PREFIX "project",
+                                        p->home_volume_chosen || !p->project ? "" : p->project);
+        if (r < 0) {
+                json_object_put(labels);
+                return NULL;
+        }
+        return labels;
+}
+
 int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err)
 {
         _cleanup_(run_plan_done) run_plan plan = { .policy = p };
         plan.image = strdup(f->image);
         plan.name = strdup(f->name);
-        if (!plan.image || !plan.name)
+        if (!p->ephemeral_home) {
+                plan.home_volume = p->home_volume;
+                plan.volume_labels = volume_labels(p);
+        }
+        if (!plan.image || !plan.name || (plan.home_volume && !plan.volume_labels))
                 return error_oom(err);
         /* The network with the gate's port: the real one once it serves the run, else where
          * a description shows it. */
@@ -329,21 +384,6 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
         return 0;
 }
 
-json_object *plan_volume_labels(const aisb_policy *p)
-{
-        /* Its label tells "aisb clean" it from the user's own volumes; which project it
-         * belongs to, for ps and clean (empty: shared or scratch). */
-        json_object *labels = json_object_new_object();
-        int r = json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
-        r = r < 0 ? r : json_add_string(labels, AISB_LABEL_PREFIX "home", "true");
-        r = r < 0 ? r : json_add_string(labels, AISB_LABEL_PREFIX "project",
-                                        p->home_volume_chosen || !p->project ? "" : p->project);
-        if (r < 0) {
-                json_object_put(labels);
-                return NULL;
-        }
-        return labels;
-}
 
 /* The variable names of NAME=VALUE strings, as a JSON array. */
 static json_object *env_names(char *const *env)
@@ -400,11 +440,11 @@ int plan_requests(const run_plan *plan, char ***ret)
         const aisb_policy *p = plan->policy;
         _cleanup_strv_free_ char **v = NULL;
         int r = 0;
-        if (!p->ephemeral_home) {
+        if (plan->home_volume) {
                 _cleanup_json_ json_object *body = json_object_new_object();
-                r = json_add_string(body, "Name", p->home_volume);
-                r = r < 0 ? r : json_add(body, "Labels", plan_volume_labels(p));
-                r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_EXISTS, p->home_volume, NULL);
+                r = json_add_string(body, "Name", plan->home_volume);
+                r = r < 0 ? r : json_add(body, "Labels", json_object_get(plan->volume_labels));
+                r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_EXISTS, plan->home_volume, NULL);
                 r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_CREATE, NULL,
                                              json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
         }

@@ -20,6 +20,7 @@
 #include "container.h"
 #include "entrypoint-args.h"
 #include "gate.h"
+#include "image.h"
 #include "network.h"
 #include "project.h"
 #include "protect.h"
@@ -30,6 +31,7 @@ typedef struct plan_facts {
         unsigned uid, gid;       /* the user, as the sandbox's files are theirs */
         long pid;                /* the run's process, for the sandbox's label */
         char *image;             /* the image's tag (its context's digest) */
+        image_facts built;       /* a run's (a dry run's too): the image's context, key and tag */
         char *name;              /* the sandbox's name */
         project_settings settings;
         char *settings_copy;     /* the run's copy of .ai-sandbox; a stand-in in a description */
@@ -48,19 +50,23 @@ void plan_facts_done(plan_facts *f);
 
 typedef enum plan_purpose {
         PLAN_DESCRIBE, /* nothing written, names and copies shown as stand-ins */
-        PLAN_RUN,      /* a run's directory and its copy of the settings made (rd) */
+        PLAN_DRY_RUN,  /* as a description, after a run's checks and with its image's facts */
+        PLAN_RUN,      /* the same, with a run's directory and its copy of the settings made */
 } plan_purpose;
 
 typedef struct plan_gather_options {
         plan_purpose purpose;
         unsigned podman_major; /* the connected service's major version; 0: not known */
         run_dir *run_dir;      /* PLAN_RUN: where the copy of the settings goes */
-        const char *image;     /* the image's tag (image.c); NULL: a stand-in */
+        const char *image;     /* PLAN_DESCRIBE: the image's tag (image.c); NULL: a stand-in */
         /* Only what the network and the entrypoint's ruleset need (--print-ruleset): the
          * protected paths and the agents directory are not looked for. */
         bool network_only;
         bool terminal;         /* the sandbox gets a terminal */
 } plan_gather_options;
+/* For a run (PLAN_DRY_RUN, PLAN_RUN), first the checks no run goes past: a project that is not
+ * what it seems (project_check_home, project_check_reached) or a create patch in a place the
+ * sandbox could rewrite; then the image's facts (image_gather). */
 int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *ret, aisb_error **err);
 /* Whether the policy with these facts goes through a gate (the run starts it, and sets the
  * facts' gate fields before building). */
@@ -71,6 +77,8 @@ gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f);
 typedef struct run_plan {
         const aisb_policy *policy;  /* borrowed */
         char *image, *name;
+        const char *home_volume;    /* borrowed; NULL for an ephemeral home */
+        json_object *volume_labels; /* the home volume's, when there is one */
         sandbox_network net;
         bool needs_gate;
         char **env;                 /* NAME=VALUE, every variable the sandbox gets */
@@ -86,8 +94,6 @@ void run_plan_done(run_plan *plan);
  * mode, a create patch that does not apply); -ENOMEM. */
 int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err);
 
-/* The home volume's labels (for aisb clean and ps); NULL when out of memory. */
-json_object *plan_volume_labels(const aisb_policy *p);
 
 /* The plan as JSON, for review (aisb inspect --json): never a secret value. */
 int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret);

@@ -231,18 +231,15 @@ static void report_create_patch(aisb_ctx *ctx, char *const *changed)
                  r >= 0 && rows.data ? rows.data : "");
 }
 
-static int ensure_home_volume(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
+static int ensure_home_volume(aisb_ctx *ctx, const run_plan *plan, aisb_error **err)
 {
-        if (p->ephemeral_home)
+        if (!plan->home_volume)
                 return 0;
-        int r = podman_volume_exists(ctx, p->home_volume, err);
+        int r = podman_volume_exists(ctx, plan->home_volume, err);
         if (r != 0)
                 return r < 0 ? r : 0;
         /* Created here rather than implicitly, so it carries our labels. */
-        json_object *labels = plan_volume_labels(p);
-        if (!labels)
-                return error_oom(err);
-        return podman_volume_create(ctx, p->home_volume, labels, err);
+        return podman_volume_create(ctx, plan->home_volume, json_object_get(plan->volume_labels), err);
 }
 
 /* While a run prepares: whether its control callback asked to stop (polled without
@@ -551,38 +548,16 @@ static void protect_end(aisb_ctx *ctx, const aisb_policy *p, const protect_plan 
                          PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_ENTRIES, PROTECT_WALK_MAX_DEPTH);
 }
 
-/* First, before anything is built or started for a project that is not what it seems, or
- * with a patch this sandbox could rewrite. */
-static int run_check(const aisb_policy *p, aisb_error **err)
-{
-        if (p->project && !p->project_read_only) {
-                int k = project_check_home(p->project, err);
-                if (k >= 0)
-                        k = project_check_reached(p->project, err);
-                if (k < 0)
-                        return k;
-        }
-        if (!p->create_patch_path)
-                return 0;
-        /* Wherever the keys were set from: never a patch this sandbox could rewrite. */
-        _cleanup_strv_free_ char **writable = NULL;
-        int k = p->project && !p->project_read_only ? strv_push(&writable, p->project) : 0;
-        for (size_t i = 0; k >= 0 && i < p->n_mounts; i++)
-                if (!p->mounts[i].read_only)
-                        k = strv_push(&writable, p->mounts[i].source);
-        if (k < 0)
-                return error_oom(err);
-        return create_patch_check_place(p->create_patch_path, (const char *const *) writable, err);
-}
-
 /* A dry run: the plan's requests shown, the image's first; nothing was sent. */
-static int show_requests(aisb_ctx *ctx, char *const *image_requests, const run_plan *plan, aisb_error **err)
+static int show_requests(aisb_ctx *ctx, const aisb_policy *p, const plan_facts *facts, const run_plan *plan,
+                         aisb_error **err)
 {
-        _cleanup_strv_free_ char **requests = NULL;
-        if (plan_requests(plan, &requests) < 0)
+        _cleanup_strv_free_ char **image = NULL, **requests = NULL;
+        if (image_requests(p, &facts->built.context, facts->built.tag, &image) < 0 ||
+            plan_requests(plan, &requests) < 0)
                 return error_oom(err);
-        for (size_t i = 0; image_requests && image_requests[i]; i++)
-                ctx->dry_run_fn(image_requests[i], ctx->dry_run_userdata);
+        for (size_t i = 0; image[i]; i++)
+                ctx->dry_run_fn(image[i], ctx->dry_run_userdata);
         for (size_t i = 0; requests[i]; i++)
                 ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
         return 0;
@@ -590,35 +565,21 @@ static int show_requests(aisb_ctx *ctx, char *const *image_requests, const run_p
 
 static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
 {
-        int r = run_check(p, err);
-        if (r < 0)
-                return r;
         /* A dry run makes the plan as a run does, from what is known without the service,
-         * and shows its requests: nothing is sent, started or written. */
+         * and shows its requests: nothing is sent, started or written. A run connects first:
+         * the plan depends on the service's version. */
         bool dry = ctx->dry_run_fn;
-        _cleanup_free_ char *tag = NULL;
-        _cleanup_strv_free_ char **image_requests = NULL;
-        if (dry)
-                r = image_plan(p, &tag, &image_requests, err);
-        else {
-                step(ctx, AISB_STEP_IMAGE);
-                r = step_done(ctx, aisb_image_ensure(ctx, p, &tag, NULL, err), err);
-                if (r >= 0) {
-                        step(ctx, AISB_STEP_VOLUME);
-                        r = step_done(ctx, ensure_home_volume(ctx, p, err), err);
-                }
-        }
+        int r = dry ? 0 : aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
-        /* The facts, once; the plan built from them before anything else is made, so that a
-         * plan the policy cannot have is refused first. */
+        /* The facts, once (the run's checks first); the plan built from them before anything
+         * is made, so that a plan the policy cannot have is refused first. */
         _cleanup_(run_dir_remove) run_dir rd = RUN_DIR_NULL;
         _cleanup_(plan_facts_done) plan_facts facts = {};
         r = dry ? 0 : run_dir_create(&rd, err);
         if (r >= 0)
                 r = plan_gather(p,
-                                &(plan_gather_options) { .purpose = dry ? PLAN_DESCRIBE : PLAN_RUN, .run_dir = &rd,
-                                                         .image = tag,
+                                &(plan_gather_options) { .purpose = dry ? PLAN_DRY_RUN : PLAN_RUN, .run_dir = &rd,
                                                          .podman_major = ctx->connected ? ctx->version_major : 0,
                                                          .terminal = io->terminal },
                                 &facts, err);
@@ -628,10 +589,18 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (r >= 0 && dry) {
                 report_create_patch(ctx, plan.patched);
                 *ret_exit_code = 0;
-                return show_requests(ctx, image_requests, &plan, err);
+                return show_requests(ctx, p, &facts, &plan, err);
+        }
+        if (r >= 0) {
+                step(ctx, AISB_STEP_IMAGE);
+                r = step_done(ctx, image_apply(ctx, p, &facts.built, NULL, err), err);
+        }
+        if (r >= 0) {
+                step(ctx, AISB_STEP_VOLUME);
+                r = step_done(ctx, ensure_home_volume(ctx, &plan, err), err);
         }
         if (r >= 0)
-        r = protect_begin(ctx, p, &facts.protect, err);
+                r = protect_begin(ctx, p, &facts.protect, err);
         if (r < 0)
                 return r;
         step(ctx, AISB_STEP_NETWORK);
@@ -716,7 +685,7 @@ out:
         egress_summary egress = {};
         if (gate.g.name)
                 report_egress(ctx, &gate.g, log_offset, &egress);
-        (void) session_log_append(p, tag, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
+        (void) session_log_append(p, plan.image, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
                                   gate.g.name ? &egress : NULL);
         return r;
 }
