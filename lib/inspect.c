@@ -27,15 +27,15 @@ int aisb_policy_containerfile(const aisb_policy *p, char **ret_text, aisb_error 
         return image_containerfile(p, ret_text, err);
 }
 
-int inspect_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts, run_plan *ret_plan,
-                  aisb_error **err)
+int inspect_plan(const aisb_policy *p, const char *image, bool network_only, plan_facts *ret_facts,
+                 run_plan *ret_plan, aisb_error **err)
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_free_ char *tag = NULL;
-        int r = network_only ? 0 : aisb_image_tag(p, &tag, err);
+        int r = network_only || image ? 0 : aisb_image_tag(p, &tag, err);
         if (r >= 0)
                 r = plan_gather(p,
-                                &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = tag,
+                                &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = image ? image : tag,
                                                          .network_only = network_only },
                                 &f, err);
         if (r < 0)
@@ -52,7 +52,7 @@ int inspect_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        int r = inspect_plan(p, true, &f, &plan, err);
+        int r = inspect_plan(p, NULL, true, &f, &plan, err);
         if (r < 0)
                 return r;
         *ret = plan.net;
@@ -66,7 +66,7 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        int r = inspect_plan(p, true, &f, &plan, err);
+        int r = inspect_plan(p, NULL, true, &f, &plan, err);
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **argv = strv_copy((const char *const *) plan.entrypoint);
@@ -104,15 +104,18 @@ int aisb_policy_entrypoint_plan(const aisb_policy *p, char **ret_text, aisb_erro
 
 int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
-        _cleanup_free_ char *policy = NULL;
-        int r = aisb_policy_format(p, &policy, err);
+        /* The image hashed once, for the policy's text and the plan. */
+        _cleanup_free_ char *tag = NULL, *policy = NULL;
+        int r = aisb_image_tag(p, &tag, err);
+        if (r >= 0)
+                r = policy_format(p, tag, &policy, err);
         if (r < 0)
                 return r;
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
         /* A policy a run would refuse is still shown, with why. */
         aisb_error *refused = NULL;
-        r = inspect_plan(p, false, &f, &plan, &refused);
+        r = inspect_plan(p, tag, false, &f, &plan, &refused);
         if (r == -ENOMEM) {
                 aisb_error_free(refused);
                 return error_oom(err);
@@ -149,7 +152,7 @@ int aisb_policy_inspect_json(const aisb_policy *p, char **ret_text, aisb_error *
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        int r = inspect_plan(p, false, &f, &plan, err);
+        int r = inspect_plan(p, NULL, false, &f, &plan, err);
         if (r < 0)
                 return r;
         _cleanup_json_ json_object *o = NULL;

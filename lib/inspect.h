@@ -10,8 +10,9 @@
 /* The plan a run of p would have: the gate's port a placeholder, the backend podman 4's,
  * the sandbox's name and the run's copy of the settings stand-ins; whole, or only what the
  * network and the entrypoint's ruleset need (network_only: no image hashed, no protected
- * paths looked for). Names of --no-gate are resolved (DNS), as a run would. */
-int inspect_plan(const aisb_policy *p, bool network_only, plan_facts *ret_facts, run_plan *ret_plan,
-                  aisb_error **err);
+ * paths looked for). image: its tag when the caller has it (NULL: hashed here). Names of
+ * --no-gate are resolved (DNS), as a run would. */
+int inspect_plan(const aisb_policy *p, const char *image, bool network_only, plan_facts *ret_facts,
+                 run_plan *ret_plan, aisb_error **err);
 /* Its network alone. */
 int inspect_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err);

@@ -162,7 +162,7 @@ START_TEST(test_dry_run_renders_plan)
         /* What inspect_plan makes, with the image: the dry run's plan. */
         plan_facts f = {};
         run_plan plan = {};
-        ck_assert_int_eq(inspect_plan(p, false, &f, &plan, NULL), 0);
+        ck_assert_int_eq(inspect_plan(p, NULL, false, &f, &plan, NULL), 0);
         aisb_ctx *ctx = NULL;
         ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
         buffer shown = {};
@@ -198,7 +198,7 @@ START_TEST(test_inspect_renders_plan)
         aisb_policy *p = policy_for(w, true);
         plan_facts f = {};
         run_plan plan = {};
-        ck_assert_int_eq(inspect_plan(p, false, &f, &plan, NULL), 0);
+        ck_assert_int_eq(inspect_plan(p, NULL, false, &f, &plan, NULL), 0);
         char *text = NULL;
         aisb_error *err = NULL;
         ck_assert_msg(aisb_policy_inspect_json(p, &text, &err) == 0, "%s", aisb_error_message(err));
@@ -267,7 +267,7 @@ START_TEST(test_kube_renders_plan)
         aisb_policy *p = policy_for(w, true);
         plan_facts f = {};
         run_plan plan = {};
-        ck_assert_int_eq(inspect_plan(p, false, &f, &plan, NULL), 0);
+        ck_assert_int_eq(inspect_plan(p, NULL, false, &f, &plan, NULL), 0);
         kube_options ko = { .podman = true };
         char *text = NULL;
         aisb_error *err = NULL;
