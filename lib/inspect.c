@@ -61,12 +61,12 @@ int inspect_network(const aisb_policy *p, sandbox_network *ret, aisb_error **err
 }
 
 /* Run one of netpolicy's printers over the argv the plan gives the entrypoint. */
-static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpolicy *, FILE *),
+static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpolicy *, FILE *), bool network_only,
                           char **ret_text, aisb_error **err)
 {
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
-        int r = inspect_plan(p, NULL, true, &f, &plan, err);
+        int r = inspect_plan(p, NULL, network_only, &f, &plan, err);
         if (r < 0)
                 return r;
         _cleanup_strv_free_ char **argv = strv_copy((const char *const *) plan.entrypoint);
@@ -94,12 +94,12 @@ static int netpolicy_text(const aisb_policy *p, void (*print)(const struct netpo
 
 int aisb_policy_ruleset(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
-        return netpolicy_text(p, netpolicy_print_ruleset, ret_text, err);
+        return netpolicy_text(p, netpolicy_print_ruleset, true, ret_text, err);
 }
 
 int aisb_policy_entrypoint_plan(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
-        return netpolicy_text(p, netpolicy_print_plan, ret_text, err);
+        return netpolicy_text(p, netpolicy_print_plan, false, ret_text, err);
 }
 
 int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "createpatch.h"
+#include "gate-squid.h"
 #include "harness.h"
 #include "jsonutil.h"
 #include "plan.h"
@@ -81,6 +82,24 @@ static void project_identity(const aisb_policy *p, plan_facts *f)
         f->project_ino = (unsigned long long) st.st_ino;
 }
 
+/* What a run's effects will add, as stand-ins, so that a description shows the plan a run
+ * applies: the gate's key when the gate is the run's own (it holds secrets), its CA when it
+ * intercepts TLS (the sandbox's trust is then the gate's), the bridge's files of an
+ * ephemeral home. */
+static void describe_run_effects(const aisb_policy *p, const plan_gather_options *o, plan_facts *f)
+{
+        if (plan_needs_gate(p, f)) {
+                gate_request req = plan_gate_request(p, f);
+                f->gate_hash = "(the gate's)";
+                if (req.n_secrets)
+                        f->gate_key = REDACTED;
+                if (gate_squid_intercepts(req.list, req.n_secrets))
+                        f->gate_ca = "(the gate's CA certificate, in the run's directory)";
+        }
+        if (!o->network_only && p->ephemeral_home && harness_bridge_applies(p))
+                f->seed_dir = "(the bridged pi configuration, in the run's directory)";
+}
+
 /* Before anything is built or started for a project that is not what it seems, or with a
  * patch this sandbox could rewrite. */
 static int plan_check(const aisb_policy *p, aisb_error **err)
@@ -148,6 +167,8 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
         if (r < 0)
                 return r;
         project_identity(p, &f);
+        if (!run)
+                describe_run_effects(p, o, &f);
         *ret = f;
         f = (plan_facts) {};
         return 0;
