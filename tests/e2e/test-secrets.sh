@@ -118,6 +118,15 @@ for _ in $(seq 100); do
   [ -n "$id" ] && break; sleep 0.2
 done
 [ -n "$id" ] || fail "the sandbox did not start"
+# The plan shown is the plan applied: inspect --json names the running sandbox's variables
+# (the gate's key in its proxy URL, the trust of the gate's CA), mounts (that CA's) and the
+# entrypoint's argv, all but the gate's port.
+"$AISB" inspect --json $secret -- sleep 30 > "$E2E_TMP/plan.json"
+podman inspect "$id" > "$E2E_TMP/inspect.json"
+shape=$(python3 "$AISB_SRC/tests/e2e/plan-shape.py" "$E2E_TMP/plan.json" "$E2E_TMP/inspect.json") ||
+  fail "inspect --json is not the running sandbox's plan: $shape"
+pass "inspect --json shows the running sandbox's environment, mounts and entrypoint"
+expect_absent "inspect --json holds no value of the secret" "$real" "$(cat "$E2E_TMP/plan.json")"
 expect_absent "podman inspect of the sandbox" "$real" "$(podman inspect "$id")"
 expect_contains "(which shows the placeholder)" "aisb-secret-" "$(podman inspect "$id")"
 expect_absent "aisb's argv" "$real" "$(tr '\0' ' ' < /proc/$sleeper/cmdline)"
