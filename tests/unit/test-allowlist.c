@@ -1441,6 +1441,38 @@ START_TEST(test_squid_config_golden)
 }
 END_TEST
 
+/* The gate's port set: what kube's NetworkPolicy and squid's aisb_ports both say. */
+START_TEST(test_gate_ports)
+{
+        static const struct {
+                const char *entries[6];
+                unsigned ports[6];
+                size_t n;
+        } cases[] = {
+                { { NULL }, { 0 }, 0 },
+                { { "192.0.2.1", "198.51.100.0/24:22", NULL }, { 0 }, 0 },
+                { { "example.com", NULL }, { 80, 443 }, 2 },
+                { { "a.example:8443", "b.example:22", "a.example:22", NULL }, { 22, 8443 }, 2 },
+                { { "a.example:443", "b.example", "c.example:80", "d.example:1", "192.0.2.1:9", NULL }, { 1, 80, 443 }, 3 },
+                { { "api.example.com GET /v1/", "up.example.com:8080 PUT", NULL }, { 80, 443, 8080 }, 3 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                allowlist l = {};
+                for (size_t k = 0; cases[i].entries[k]; k++)
+                        ck_assert_int_eq(allowlist_add(&l, cases[i].entries[k], "--allow", NULL), 0);
+                unsigned *ports = NULL;
+                size_t n = SIZE_MAX;
+                ck_assert_int_eq(gate_squid_ports(&l, &ports, &n), 0);
+                ck_assert_ptr_nonnull(ports);
+                ck_assert_uint_eq(n, cases[i].n);
+                for (size_t k = 0; k < n; k++)
+                        ck_assert_uint_eq(ports[k], cases[i].ports[k]);
+                free(ports);
+                allowlist_done(&l);
+        }
+}
+END_TEST
+
 START_TEST(test_egress_real_lines)
 {
         const char *log = squid_logs[_i];
@@ -2207,6 +2239,7 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_squid_config_rules);
         tcase_add_test(tc, test_squid_config_secrets);
         tcase_add_test(tc, test_squid_config_golden);
+        tcase_add_test(tc, test_gate_ports);
         tcase_add_test(tc, test_tunnel_helper);
         tcase_add_test(tc, test_secret_parse);
         tcase_add_test(tc, test_gate_hash);
