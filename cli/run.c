@@ -139,15 +139,16 @@ static void on_request(const char *text, void *userdata)
         fputc('\n', stdout);
 }
 
-static void print_help(bool for_build)
+static void print_build_help(void)
 {
-        if (for_build) {
-                printf("Usage: aisb build [OPTIONS]\n\n"
-                       "Build (or find) the sandbox image for these options and print its tag.\n\n"
-                       "Options:\n");
-                cli_print_options(stdout, true);
-                return;
-        }
+        printf("Usage: aisb build [OPTIONS]\n\n"
+               "Build (or find) the sandbox image for these options and print its tag.\n\n"
+               "Options:\n");
+        cli_print_options(stdout, true);
+}
+
+static void print_run_help(void)
+{
         printf("Usage: aisb run [OPTIONS] [HARNESS ARGS...]\n"
                "       aisb run [OPTIONS] -- COMMAND [ARGS...]\n\n"
                "Run the harness (pi) or COMMAND in a rootless podman sandbox: only the current\n"
@@ -223,100 +224,160 @@ static int on_control(int fd, unsigned short *rows, unsigned short *cols, void *
         return AISB_CONTROL_STOP;
 }
 
-/* inspect: 0 for a run or a build, INSPECT_TEXT or INSPECT_JSON for aisb inspect. */
-enum { INSPECT_TEXT = 1, INSPECT_JSON = 2 };
+/* What a command's steps return to say that it goes on: any other value is its exit code. */
+#define SANDBOX_GO_ON (-1)
 
-static int sandbox_command(int argc, char **argv, bool for_build, int inspect)
+/* How a command reads its argv: aisb build takes only the options that shape the image and
+ * nothing after them; run and inspect take every option, then a command or the harness's
+ * arguments. */
+typedef struct sandbox_syntax {
+        bool build_options; /* cli_parse_options()'s set for aisb build */
+        void (*print_help)(void);
+} sandbox_syntax;
+
+static const sandbox_syntax run_syntax = { .build_options = false, .print_help = print_run_help };
+static const sandbox_syntax build_syntax = { .build_options = true, .print_help = print_build_help };
+
+/* The policy that the config and a command's options make, and its flags. SANDBOX_GO_ON with
+ * *ret_policy the caller's, or the exit code (0 after --help) with nothing to free. */
+static int sandbox_parse(int argc, char **argv, const sandbox_syntax *syntax, aisb_policy **ret_policy,
+                         cli_flags *flags)
 {
         aisb_error *err = NULL;
         aisb_policy *policy = NULL;
-        aisb_ctx *ctx = NULL;
-        aisb_io *io = NULL;
-        cli_flags flags = {};
         int rest = 0;
         bool dashdash = false;
-        int code;
 
-        code = cli_policy_new(&policy);
+        int code = cli_policy_new(&policy);
         if (code)
                 return code;
         /* A broken config must not hide --help: report it only after the flags. */
         int config_code = cli_load_config(policy, find_config_flag(argc, argv));
-        code = cli_parse_options(argc, argv, for_build, policy, &flags, &rest, &dashdash);
-        if (flags.help) {
-                print_help(for_build);
+        code = cli_parse_options(argc, argv, syntax->build_options, policy, flags, &rest, &dashdash);
+        if (flags->help) {
+                syntax->print_help();
                 code = 0;
-                goto out;
-        }
-        if (config_code || code) {
+        } else if (config_code || code) {
                 code = config_code ? config_code : code;
-                goto out;
-        }
-        if (!for_build && dashdash && rest >= argc) {
-                fprintf(stderr, "aisb: -- must be followed by a command\n");
-                code = EXIT_USAGE;
-                goto out;
-        }
-        if (!for_build && rest < argc) {
+        } else if (syntax->build_options || rest >= argc) {
+                if (!syntax->build_options && dashdash) {
+                        fprintf(stderr, "aisb: -- must be followed by a command\n");
+                        code = EXIT_USAGE;
+                } else {
+                        code = SANDBOX_GO_ON;
+                }
+        } else {
                 /* After --, the command; otherwise arguments for the harness. */
                 int r = dashdash ? aisb_policy_set_command(policy, (const char *const *) argv + rest, &err)
                                  : aisb_policy_set_harness_args(policy, (const char *const *) argv + rest, &err);
-                if (r < 0) {
-                        code = cli_fail(err, EXIT_USAGE);
-                        goto out;
-                }
+                code = r < 0 ? cli_fail(err, EXIT_USAGE) : SANDBOX_GO_ON;
         }
-        if (flags.print_policy || flags.print_containerfile || flags.print_ruleset ||
-            flags.print_entrypoint || inspect) {
-                char *text = NULL;
-                int r = inspect == INSPECT_JSON ? aisb_policy_inspect_json(policy, &text, &err)
-                        : inspect ? aisb_policy_inspect(policy, &text, &err)
-                        : flags.print_policy ? aisb_policy_format(policy, &text, &err)
-                        : flags.print_containerfile ? aisb_policy_containerfile(policy, &text, &err)
-                        : flags.print_ruleset ? aisb_policy_ruleset(policy, &text, &err)
-                                              : aisb_policy_entrypoint_plan(policy, &text, &err);
-                if (r < 0) {
-                        code = cli_fail(err, EXIT_AISB_FAILED);
-                        goto out;
-                }
-                /* The project's path and its allowlist's origins are in it. */
-                cli_put_lines(stdout, text);
-                free(text);
-                goto out;
+        if (code != SANDBOX_GO_ON) {
+                aisb_policy_free(policy);
+                return code;
         }
+        *ret_policy = policy;
+        return SANDBOX_GO_ON;
+}
 
-        if (aisb_ctx_new(&ctx, &err) < 0) {
-                code = cli_fail(err, EXIT_AISB_FAILED);
-                goto out;
-        }
-        build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags.quiet,
-                                  .verbose = flags.verbose, .flags = &flags };
-        aisb_ctx_set_log_fn(ctx, display_log, &display);
-        aisb_ctx_set_build_fn(ctx, on_build_line, &display);
-        if (flags.dry_run)
+typedef int (*policy_printer)(const aisb_policy *policy, char **ret_text, aisb_error **err);
+
+/* A text about the policy on stdout, or the printer's failure. */
+static int print_policy_text(const aisb_policy *policy, policy_printer printer)
+{
+        aisb_error *err = NULL;
+        char *text = NULL;
+        if (printer(policy, &text, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        /* The project's path and its allowlist's origins are in it. */
+        cli_put_lines(stdout, text);
+        free(text);
+        return 0;
+}
+
+/* --print-policy, --print-containerfile, --print-ruleset, --print-entrypoint: that text
+ * instead of the run or the build (the first of them asked); SANDBOX_GO_ON for none. */
+static int print_requested(const aisb_policy *policy, const cli_flags *flags)
+{
+        policy_printer printer = flags->print_policy          ? aisb_policy_format
+                                 : flags->print_containerfile ? aisb_policy_containerfile
+                                 : flags->print_ruleset       ? aisb_policy_ruleset
+                                 : flags->print_entrypoint    ? aisb_policy_entrypoint_plan
+                                                              : NULL;
+        return printer ? print_policy_text(policy, printer) : SANDBOX_GO_ON;
+}
+
+/* The library's context for a build or a run: its log and the build's steps through the
+ * display, the dry run, the podman socket. SANDBOX_GO_ON or the exit code. */
+static int sandbox_ctx_new(const cli_flags *flags, build_display *display, aisb_ctx **ret_ctx)
+{
+        aisb_error *err = NULL;
+        aisb_ctx *ctx = NULL;
+        if (aisb_ctx_new(&ctx, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        aisb_ctx_set_log_fn(ctx, display_log, display);
+        aisb_ctx_set_build_fn(ctx, on_build_line, display);
+        if (flags->dry_run)
                 aisb_ctx_set_dry_run(ctx, on_request, NULL);
-        if (flags.socket && aisb_ctx_set_socket(ctx, flags.socket, &err) < 0) {
-                code = cli_fail(err, EXIT_AISB_FAILED);
-                goto out;
+        if (flags->socket && aisb_ctx_set_socket(ctx, flags->socket, &err) < 0) {
+                aisb_ctx_free(ctx);
+                return cli_fail(err, EXIT_AISB_FAILED);
         }
+        *ret_ctx = ctx;
+        return SANDBOX_GO_ON;
+}
+
+/* aisb build: the image, built or found, and its tag on stdout (a dry run shows its requests
+ * instead). */
+static int build_image(const aisb_policy *policy, const cli_flags *flags)
+{
+        build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags->quiet,
+                                  .verbose = flags->verbose, .flags = flags };
+        aisb_ctx *ctx = NULL;
+        int code = sandbox_ctx_new(flags, &display, &ctx);
+        if (code != SANDBOX_GO_ON)
+                return code;
+        aisb_error *err = NULL;
+        char *tag = NULL;
+        int built = 0;
+        int r = aisb_image_ensure(ctx, policy, &tag, &built, &err);
+        end_build_display(&display, r < 0);
+        if (r < 0) {
+                code = cli_fail(err, EXIT_AISB_FAILED);
+        } else {
+                if (!flags->dry_run)
+                        printf("%s\n", tag);
+                code = 0;
+        }
+        free(tag);
+        aisb_ctx_free(ctx);
+        return code;
+}
+
+/* aisb run: the image, then the sandbox on this terminal until its command ends; its exit
+ * code is the command's. */
+static int run_sandbox(const aisb_policy *policy, const cli_flags *flags)
+{
+        build_display display = { .terminal = isatty(STDERR_FILENO), .quiet = flags->quiet,
+                                  .verbose = flags->verbose, .flags = flags };
+        aisb_ctx *ctx = NULL;
+        aisb_io *io = NULL;
+        aisb_error *err = NULL;
+        int code = sandbox_ctx_new(flags, &display, &ctx);
+        if (code != SANDBOX_GO_ON)
+                return code;
 
         /* The image first, with signals at their defaults so ^C ends a long build. */
         char *tag = NULL;
         int built = 0;
         /* A dry run of a run shows the image's requests with the rest of its plan. */
-        int r = flags.dry_run && !for_build ? 0 : aisb_image_ensure(ctx, policy, &tag, &built, &err);
+        int r = flags->dry_run ? 0 : aisb_image_ensure(ctx, policy, &tag, &built, &err);
         end_build_display(&display, r < 0);
+        free(tag);
         if (r < 0) {
                 code = cli_fail(err, EXIT_AISB_FAILED);
                 goto out;
         }
-        if (for_build) {
-                if (!flags.dry_run)
-                        printf("%s\n", tag);
-                free(tag);
-                goto out;
-        }
-        free(tag);
 
         if (aisb_io_new(&io, &err) < 0) {
                 code = cli_fail(err, EXIT_AISB_FAILED);
@@ -324,7 +385,7 @@ static int sandbox_command(int argc, char **argv, bool for_build, int inspect)
         }
         /* What reaches a terminal of ours loses the control strings that would let the agent
          * set its title, use its clipboard or make it type into the sandbox. */
-        if (!flags.unfiltered_output)
+        if (!flags->unfiltered_output)
                 aisb_io_set_output_filter(io, (isatty(STDOUT_FILENO) ? AISB_STREAM_STDOUT : 0) |
                                                       (isatty(STDERR_FILENO) ? AISB_STREAM_STDERR : 0));
         /* From create to remove, signals arrive through a signalfd, so a ^C or a SIGTERM
@@ -341,7 +402,7 @@ static int sandbox_command(int argc, char **argv, bool for_build, int inspect)
         if (st.signal_fd >= 0)
                 aisb_io_set_control(io, st.signal_fd, on_control, &st);
 
-        bool terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && !flags.dry_run;
+        bool terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && !flags->dry_run;
         struct termios saved;
         bool raw = false;
         if (terminal && tcgetattr(STDIN_FILENO, &saved) == 0) {
@@ -361,32 +422,56 @@ static int sandbox_command(int argc, char **argv, bool for_build, int inspect)
         end_build_display(&display, r < 0); /* the gate's image, if its build failed */
         if (st.signal_fd >= 0)
                 close(st.signal_fd);
-        if (r == -ECANCELED) {
+        if (r == -ECANCELED)
                 code = 128 + st.stop_signal;
-                goto out;
-        }
-        if (r < 0) {
+        else if (r < 0)
                 /* The policy refused before anything started (a bad entry, a key the run
                  * must pass): a usage error. */
                 code = cli_fail(err, r == -EINVAL || r == -ENOKEY ? EXIT_USAGE : EXIT_AISB_FAILED);
-                goto out;
-        }
-        code = exit_code;
+        else
+                code = exit_code;
 out:
         aisb_io_free(io);
         aisb_ctx_free(ctx);
-        aisb_policy_free(policy);
         return code;
 }
 
 int command_run(int argc, char **argv)
 {
-        return sandbox_command(argc, argv, false, false);
+        aisb_policy *policy = NULL;
+        cli_flags flags = {};
+        int code = sandbox_parse(argc, argv, &run_syntax, &policy, &flags);
+        if (code == SANDBOX_GO_ON)
+                code = print_requested(policy, &flags);
+        if (code == SANDBOX_GO_ON)
+                code = run_sandbox(policy, &flags);
+        aisb_policy_free(policy);
+        return code;
 }
 
 int command_build(int argc, char **argv)
 {
-        return sandbox_command(argc, argv, true, false);
+        aisb_policy *policy = NULL;
+        cli_flags flags = {};
+        int code = sandbox_parse(argc, argv, &build_syntax, &policy, &flags);
+        if (code == SANDBOX_GO_ON)
+                code = print_requested(policy, &flags);
+        if (code == SANDBOX_GO_ON)
+                code = build_image(policy, &flags);
+        aisb_policy_free(policy);
+        return code;
+}
+
+/* aisb inspect, as text or as JSON: what aisb run with these options would do. */
+static int inspect_policy(int argc, char **argv, policy_printer printer)
+{
+        aisb_policy *policy = NULL;
+        cli_flags flags = {};
+        int code = sandbox_parse(argc, argv, &run_syntax, &policy, &flags);
+        if (code == SANDBOX_GO_ON)
+                code = print_policy_text(policy, printer);
+        aisb_policy_free(policy);
+        return code;
 }
 
 int command_inspect(int argc, char **argv)
@@ -403,8 +488,8 @@ int command_inspect(int argc, char **argv)
         }
         /* --json first, before the run's options. */
         if (argc > 0 && strcmp(argv[0], "--json") == 0)
-                return sandbox_command(argc - 1, argv + 1, false, INSPECT_JSON);
-        return sandbox_command(argc, argv, false, INSPECT_TEXT);
+                return inspect_policy(argc - 1, argv + 1, aisb_policy_inspect_json);
+        return inspect_policy(argc, argv, aisb_policy_inspect);
 }
 
 /* aisb kube: its own two options (--image-repo, --timeout) are taken out first; the rest are

@@ -11,6 +11,7 @@
 #include <linux/netfilter.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -210,10 +211,202 @@ static int parse_id(const char *opt, const char *s, unsigned *ret, char *err, si
         return 0;
 }
 
+/* The parser's state: the policy, and what the policy cannot say itself. */
+struct parse_state {
+        struct netpolicy p;
+        bool net_given;
+};
+
+static int parse_uid(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        if (s->p.have_uid)
+                return ERR("--uid given twice");
+        if (parse_id("--uid", val, &s->p.uid, err, errlen) < 0)
+                return -EINVAL;
+        s->p.have_uid = true;
+        return 0;
+}
+
+static int parse_gid(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        if (s->p.have_gid)
+                return ERR("--gid given twice");
+        if (parse_id("--gid", val, &s->p.gid, err, errlen) < 0)
+                return -EINVAL;
+        s->p.have_gid = true;
+        return 0;
+}
+
+static int parse_net(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        static const struct {
+                const char *name;
+                enum net_mode mode;
+        } modes[] = { { "none", NET_NONE }, { "allow", NET_ALLOW }, { "full", NET_FULL }, { "external", NET_EXTERNAL } };
+        if (s->net_given)
+                return ERR("--net given twice");
+        for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+                if (streq_safe(val, modes[i].name)) {
+                        s->p.net = modes[i].mode;
+                        s->net_given = true;
+                        return 0;
+                }
+        return ERR("--net %s: must be none, allow, full or external", val);
+}
+
+static int parse_allow(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        struct netpolicy *p = &s->p;
+        if (p->n_allow >= NETPOLICY_MAX_ALLOW)
+                return ERR("too many --allow (at most %d)", NETPOLICY_MAX_ALLOW);
+        if (netpolicy_parse_allow(val, &p->allow[p->n_allow], err, errlen) < 0)
+                return -EINVAL;
+        p->n_allow++;
+        return 0;
+}
+
+static int parse_allow_env(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        struct netpolicy *p = &s->p;
+        const char *colon = strrchr(val, ':');
+        unsigned long long port = 0;
+        size_t len = colon ? (size_t) (colon - val) : 0;
+        if (p->allow_env[0])
+                return ERR("--allow-env given twice");
+        if (!colon || len == 0 || len >= sizeof(p->allow_env) ||
+            strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != len || (val[0] >= '0' && val[0] <= '9') ||
+            parse_number(colon + 1, 65535, &port) < 0 || port == 0)
+                return ERR("--allow-env %s: must be VARIABLE:PORT (upper case, digits, _; port 1..65535)", val);
+        memcpy(p->allow_env, val, len);
+        p->allow_env[len] = '\0';
+        p->allow_env_port = (uint16_t) port;
+        return 0;
+}
+
+static int parse_expect_mount(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        struct netpolicy *p = &s->p;
+        if (p->n_expect >= NETPOLICY_MAX_EXPECT)
+                return ERR("too many --expect-mount (at most %d)", NETPOLICY_MAX_EXPECT);
+        struct expect_mount *e = &p->expect[p->n_expect];
+        const char *ino = strrchr(val, ':');
+        const char *dev = NULL;
+        for (const char *c = val; ino && c < ino; c++)
+                if (*c == ':')
+                        dev = c;
+        size_t len = dev ? (size_t) (dev - val) : 0;
+        char number[32];
+        if (!dev || val[0] != '/' || len >= sizeof(e->path) || (size_t) (ino - dev - 1) >= sizeof(number))
+                return ERR("--expect-mount %s: must be PATH:DEV:INO", val);
+        memcpy(e->path, val, len);
+        e->path[len] = '\0';
+        memcpy(number, dev + 1, (size_t) (ino - dev - 1));
+        number[ino - dev - 1] = '\0';
+        if (parse_number(number, ~0ULL, &e->dev) < 0 || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
+                return ERR("--expect-mount %s: DEV and INO must be numbers", val);
+        p->n_expect++;
+        return 0;
+}
+
+static int parse_seed(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        struct netpolicy *p = &s->p;
+        if (p->seed_source[0])
+                return ERR("--seed given twice");
+        const char *colon = strchr(val, ':');
+        size_t source_len = colon ? (size_t) (colon - val) : 0;
+        if (!colon || val[0] != '/' || colon[1] != '/' || strchr(colon + 1, ':') || strstr(val, "/.."))
+                return ERR("--seed %s: must be SRC:DEST, two absolute paths", val);
+        if (source_len >= sizeof(p->seed_source) || strlen(colon + 1) >= sizeof(p->seed_dest))
+                return ERR("--seed: a path is longer than %d bytes", NETPOLICY_SEED_PATH_MAX - 1);
+        memcpy(p->seed_source, val, source_len);
+        p->seed_source[source_len] = '\0';
+        memcpy(p->seed_dest, colon + 1, strlen(colon + 1) + 1);
+        return 0;
+}
+
+static int parse_ca_bundle(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        struct netpolicy *p = &s->p;
+        if (p->ca_extra[0])
+                return ERR("--ca-bundle given twice");
+        if (val[0] != '/' || strstr(val, "/..") || strlen(val) >= sizeof(p->ca_extra))
+                return ERR("--ca-bundle %s: must be an absolute path of at most %d bytes", val,
+                           NETPOLICY_SEED_PATH_MAX - 1);
+        memcpy(p->ca_extra, val, strlen(val) + 1);
+        return 0;
+}
+
+/* The entrypoint's options: one with a value has a parser; one without sets its flag (given
+ * again, it stays set). */
+static const struct entrypoint_option {
+        const char *name;
+        int (*parse)(struct parse_state *s, const char *val, char *err, size_t errlen);
+        size_t flag; /* offsetof(struct netpolicy, a bool) when parse is NULL */
+} entrypoint_options[] = {
+        { "--uid", parse_uid, 0 },
+        { "--gid", parse_gid, 0 },
+        { "--net", parse_net, 0 },
+        { "--allow", parse_allow, 0 },
+        { "--allow-env", parse_allow_env, 0 },
+        { "--expect-mount", parse_expect_mount, 0 },
+        { "--seed", parse_seed, 0 },
+        { "--ca-bundle", parse_ca_bundle, 0 },
+        { "--ruleset-only", NULL, offsetof(struct netpolicy, ruleset_only) },
+        { "--allow-dns", NULL, offsetof(struct netpolicy, allow_dns) },
+        { "--allow-unenforced", NULL, offsetof(struct netpolicy, allow_unenforced) },
+        { "--keep-root", NULL, offsetof(struct netpolicy, keep_root) },
+        { "--print-ruleset", NULL, offsetof(struct netpolicy, print_ruleset) },
+        { "--print-plan", NULL, offsetof(struct netpolicy, print_plan) },
+};
+
+static const struct entrypoint_option *option_find(const char *name)
+{
+        for (size_t i = 0; i < sizeof(entrypoint_options) / sizeof(entrypoint_options[0]); i++)
+                if (streq_safe(name, entrypoint_options[i].name))
+                        return &entrypoint_options[i];
+        return NULL;
+}
+
+/* What the options say together: combinations that mean nothing, or too much. */
+static int netpolicy_check(const struct netpolicy *p, char *err, size_t errlen)
+{
+        if (p->net != NET_ALLOW && p->n_allow > 0)
+                return ERR("--allow needs --net allow");
+        if (p->net != NET_ALLOW && p->allow_dns)
+                return ERR("--allow-dns needs --net allow");
+        if (p->net != NET_ALLOW && p->allow_env[0])
+                return ERR("--allow-env needs --net allow");
+        if (p->ruleset_only && (p->net == NET_FULL || p->net == NET_EXTERNAL))
+                return ERR("--ruleset-only installs a ruleset: --net none or allow");
+        if (p->keep_root && (p->have_uid || p->have_gid))
+                return ERR("--keep-root and --uid/--gid exclude each other");
+        /* Started unprivileged: nothing may need root (the trust bundle is written to /run
+         * before the drop), and the identity is the one it was started with. */
+        if (p->net == NET_EXTERNAL && (p->keep_root || p->ca_extra[0]))
+                return ERR("--net external starts without privileges: no --keep-root, no --ca-bundle");
+        if (!p->keep_root) {
+                /* The print modes describe a policy; they may leave out whom it runs as. */
+                bool printing = p->print_ruleset || p->print_plan || p->ruleset_only;
+                if ((!p->have_uid || !p->have_gid) && !printing)
+                        return ERR("--uid and --gid are required (or --keep-root)");
+                if (p->have_uid && p->uid == 0)
+                        return ERR("--uid 0 is root: say --keep-root if that is meant");
+        }
+        if (p->print_ruleset && p->print_plan)
+                return ERR("--print-ruleset and --print-plan exclude each other");
+        if (p->ruleset_only && (p->command || p->have_uid || p->have_gid || p->keep_root || p->seed_source[0] ||
+                                p->ca_extra[0] || p->n_expect))
+                return ERR("--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, "
+                           "--expect-mount or command");
+        if (!p->print_ruleset && !p->print_plan && !p->ruleset_only && !p->command)
+                return ERR("no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]");
+        return 0;
+}
+
 int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *err, size_t errlen)
 {
-        struct netpolicy p = { .net = NET_NONE };
-        bool net_given = false;
+        struct parse_state s = { .p = { .net = NET_NONE } };
         int i;
 
         for (i = 1; i < argc; i++) {
@@ -234,12 +427,8 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                 memcpy(name, a, n);
                 name[n] = '\0';
 
-                bool takes_value = streq_safe(name, "--uid") || streq_safe(name, "--gid") ||
-                                   streq_safe(name, "--net") || streq_safe(name, "--allow") ||
-                                   streq_safe(name, "--seed") || streq_safe(name, "--expect-mount") ||
-                                   streq_safe(name, "--allow-env") ||
-                                   streq_safe(name, "--ca-bundle");
-                if (takes_value) {
+                const struct entrypoint_option *o = option_find(name);
+                if (o && o->parse) {
                         if (eq)
                                 val = eq + 1;
                         else if (i + 1 < argc)
@@ -249,144 +438,19 @@ int netpolicy_parse(int argc, char *const *argv, struct netpolicy *ret, char *er
                 } else if (eq) {
                         return ERR("%s takes no value", name);
                 }
-
-                if (streq_safe(name, "--uid")) {
-                        if (p.have_uid)
-                                return ERR("--uid given twice");
-                        if (parse_id("--uid", val, &p.uid, err, errlen) < 0)
-                                return -EINVAL;
-                        p.have_uid = true;
-                } else if (streq_safe(name, "--gid")) {
-                        if (p.have_gid)
-                                return ERR("--gid given twice");
-                        if (parse_id("--gid", val, &p.gid, err, errlen) < 0)
-                                return -EINVAL;
-                        p.have_gid = true;
-                } else if (streq_safe(name, "--net")) {
-                        if (net_given)
-                                return ERR("--net given twice");
-                        if (streq_safe(val, "none"))
-                                p.net = NET_NONE;
-                        else if (streq_safe(val, "allow"))
-                                p.net = NET_ALLOW;
-                        else if (streq_safe(val, "full"))
-                                p.net = NET_FULL;
-                        else if (streq_safe(val, "external"))
-                                p.net = NET_EXTERNAL;
-                        else
-                                return ERR("--net %s: must be none, allow, full or external", val);
-                        net_given = true;
-                } else if (streq_safe(name, "--allow")) {
-                        if (p.n_allow >= NETPOLICY_MAX_ALLOW)
-                                return ERR("too many --allow (at most %d)", NETPOLICY_MAX_ALLOW);
-                        if (netpolicy_parse_allow(val, &p.allow[p.n_allow], err, errlen) < 0)
-                                return -EINVAL;
-                        p.n_allow++;
-                } else if (streq_safe(name, "--allow-env")) {
-                        const char *colon = strrchr(val, ':');
-                        unsigned long long port = 0;
-                        size_t len = colon ? (size_t) (colon - val) : 0;
-                        if (p.allow_env[0])
-                                return ERR("--allow-env given twice");
-                        if (!colon || len == 0 || len >= sizeof(p.allow_env) ||
-                            strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != len || (val[0] >= '0' && val[0] <= '9') ||
-                            parse_number(colon + 1, 65535, &port) < 0 || port == 0)
-                                return ERR("--allow-env %s: must be VARIABLE:PORT (upper case, digits, _; port 1..65535)", val);
-                        memcpy(p.allow_env, val, len);
-                        p.allow_env[len] = '\0';
-                        p.allow_env_port = (uint16_t) port;
-                } else if (streq_safe(name, "--ruleset-only")) {
-                        p.ruleset_only = true;
-                } else if (streq_safe(name, "--expect-mount")) {
-                        if (p.n_expect >= NETPOLICY_MAX_EXPECT)
-                                return ERR("too many --expect-mount (at most %d)", NETPOLICY_MAX_EXPECT);
-                        struct expect_mount *e = &p.expect[p.n_expect];
-                        const char *ino = strrchr(val, ':');
-                        const char *dev = NULL;
-                        for (const char *c = val; ino && c < ino; c++)
-                                if (*c == ':')
-                                        dev = c;
-                        size_t len = dev ? (size_t) (dev - val) : 0;
-                        char number[32];
-                        if (!dev || val[0] != '/' || len >= sizeof(e->path) || (size_t) (ino - dev - 1) >= sizeof(number))
-                                return ERR("--expect-mount %s: must be PATH:DEV:INO", val);
-                        memcpy(e->path, val, len);
-                        e->path[len] = '\0';
-                        memcpy(number, dev + 1, (size_t) (ino - dev - 1));
-                        number[ino - dev - 1] = '\0';
-                        if (parse_number(number, ~0ULL, &e->dev) < 0 || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
-                                return ERR("--expect-mount %s: DEV and INO must be numbers", val);
-                        p.n_expect++;
-                } else if (streq_safe(name, "--seed")) {
-                        if (p.seed_source[0])
-                                return ERR("--seed given twice");
-                        const char *colon = strchr(val, ':');
-                        size_t source_len = colon ? (size_t) (colon - val) : 0;
-                        if (!colon || val[0] != '/' || colon[1] != '/' || strchr(colon + 1, ':') ||
-                            strstr(val, "/.."))
-                                return ERR("--seed %s: must be SRC:DEST, two absolute paths", val);
-                        if (source_len >= sizeof(p.seed_source) || strlen(colon + 1) >= sizeof(p.seed_dest))
-                                return ERR("--seed: a path is longer than %d bytes", NETPOLICY_SEED_PATH_MAX - 1);
-                        memcpy(p.seed_source, val, source_len);
-                        p.seed_source[source_len] = '\0';
-                        memcpy(p.seed_dest, colon + 1, strlen(colon + 1) + 1);
-                } else if (streq_safe(name, "--ca-bundle")) {
-                        if (p.ca_extra[0])
-                                return ERR("--ca-bundle given twice");
-                        if (val[0] != '/' || strstr(val, "/..") || strlen(val) >= sizeof(p.ca_extra))
-                                return ERR("--ca-bundle %s: must be an absolute path of at most %d bytes", val,
-                                           NETPOLICY_SEED_PATH_MAX - 1);
-                        memcpy(p.ca_extra, val, strlen(val) + 1);
-                } else if (streq_safe(name, "--allow-dns")) {
-                        p.allow_dns = true;
-                } else if (streq_safe(name, "--allow-unenforced")) {
-                        p.allow_unenforced = true;
-                } else if (streq_safe(name, "--keep-root")) {
-                        p.keep_root = true;
-                } else if (streq_safe(name, "--print-ruleset")) {
-                        p.print_ruleset = true;
-                } else if (streq_safe(name, "--print-plan")) {
-                        p.print_plan = true;
-                } else {
+                if (!o)
                         return ERR("unknown option '%s'", name);
-                }
+                if (o->parse && o->parse(&s, val, err, errlen) < 0)
+                        return -EINVAL;
+                if (!o->parse)
+                        *(bool *) ((char *) &s.p + o->flag) = true;
         }
 
         if (i < argc && i + 1 < argc)
-                p.command = &argv[i + 1];
-
-        if (p.net != NET_ALLOW && p.n_allow > 0)
-                return ERR("--allow needs --net allow");
-        if (p.net != NET_ALLOW && p.allow_dns)
-                return ERR("--allow-dns needs --net allow");
-        if (p.net != NET_ALLOW && p.allow_env[0])
-                return ERR("--allow-env needs --net allow");
-        if (p.ruleset_only && (p.net == NET_FULL || p.net == NET_EXTERNAL))
-                return ERR("--ruleset-only installs a ruleset: --net none or allow");
-        if (p.keep_root && (p.have_uid || p.have_gid))
-                return ERR("--keep-root and --uid/--gid exclude each other");
-        /* Started unprivileged: nothing may need root (the trust bundle is written to /run
-         * before the drop), and the identity is the one it was started with. */
-        if (p.net == NET_EXTERNAL && (p.keep_root || p.ca_extra[0]))
-                return ERR("--net external starts without privileges: no --keep-root, no --ca-bundle");
-        if (!p.keep_root) {
-                /* The print modes describe a policy; they may leave out whom it runs as. */
-                bool printing = p.print_ruleset || p.print_plan || p.ruleset_only;
-                if ((!p.have_uid || !p.have_gid) && !printing)
-                        return ERR("--uid and --gid are required (or --keep-root)");
-                if (p.have_uid && p.uid == 0)
-                        return ERR("--uid 0 is root: say --keep-root if that is meant");
-        }
-        if (p.print_ruleset && p.print_plan)
-                return ERR("--print-ruleset and --print-plan exclude each other");
-        if (p.ruleset_only && (p.command || p.have_uid || p.have_gid || p.keep_root || p.seed_source[0] ||
-                               p.ca_extra[0] || p.n_expect))
-                return ERR("--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, "
-                           "--expect-mount or command");
-        if (!p.print_ruleset && !p.print_plan && !p.ruleset_only && !p.command)
-                return ERR("no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]");
-
-        *ret = p;
+                s.p.command = &argv[i + 1];
+        if (netpolicy_check(&s.p, err, errlen) < 0)
+                return -EINVAL;
+        *ret = s.p;
         return 0;
 }
 

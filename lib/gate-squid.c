@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -66,10 +67,10 @@ int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret
         /* Entries are unique already (allowlist_add merges), so sorting is all it takes. */
         _cleanup_(buffer_free) buffer b = {};
         r = buffer_printf(&b, "%s\n", GATE_SQUID_VERSION);
-        for (size_t i = 0; i < n; i++)
-                r |= buffer_printf(&b, "%s\n", lines[i]);
-        for (size_t i = 0; hosts && hosts[i]; i++)
-                r |= buffer_printf(&b, "add-host %s\n", hosts[i]);
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = buffer_printf(&b, "%s\n", lines[i]);
+        for (size_t i = 0; hosts && hosts[i] && r >= 0; i++)
+                r = buffer_printf(&b, "add-host %s\n", hosts[i]);
         if (r < 0)
                 return -ENOMEM;
 
@@ -128,30 +129,6 @@ static int port_group(const allowlist *l, unsigned port, char ***ret)
         int r = outermost_hosts(l, HOSTS_WITHOUT_RULES, port, ret);
         if (r >= 0)
                 strv_sort(*ret);
-        return r;
-}
-
-static int compare_unsigned(const void *a, const void *b)
-{
-        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
-        return (x > y) - (x < y);
-}
-
-/* squid reads config lines into a fixed buffer: keep ACL lines short, repeat the name. */
-#define ACL_VALUES_PER_LINE 8
-
-/* value_prefix "." makes a dstdomain value match the name and every name below it. */
-static int acl_lines(buffer *b, const char *name, const char *type, const char *value_prefix,
-                     char *const *values)
-{
-        int r = 0;
-        for (size_t i = 0; values[i]; i++) {
-                if (i % ACL_VALUES_PER_LINE == 0)
-                        r |= buffer_printf(b, "%sacl %s %s", i ? "\n" : "", name, type);
-                r |= buffer_printf(b, " %s%s", value_prefix, values[i]);
-        }
-        if (values[0])
-                r |= buffer_printf(b, "\n");
         return r;
 }
 
@@ -344,6 +321,82 @@ bool gate_squid_intercepts(const allowlist *l, size_t n_secrets)
         return n_secrets > 0;
 }
 
+static int compare_unsigned(const void *a, const void *b)
+{
+        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
+        return (x > y) - (x < y);
+}
+
+/* Adds a port to a set of n ports (room for it is the caller's), unless it is there. */
+static void port_add(unsigned *ports, size_t *n, unsigned port)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (ports[i] == port)
+                        return;
+        ports[(*n)++] = port;
+}
+
+int gate_squid_ports(const allowlist *l, unsigned **ret_ports, size_t *ret_n_ports)
+{
+        /* At most two ports an entry (the default pair), and one more so that none is calloc(0). */
+        _cleanup_free_ unsigned *ports = calloc(2 * l->n + 1, sizeof *ports);
+        size_t n = 0;
+        if (!ports)
+                return -ENOMEM;
+        for (size_t i = 0; i < l->n; i++) {
+                const allow_entry *e = &l->entries[i];
+                if (e->kind != ALLOW_DOMAIN)
+                        continue;
+                port_add(ports, &n, e->port ? e->port : 80);
+                if (!e->port)
+                        port_add(ports, &n, 443);
+        }
+        qsort(ports, n, sizeof *ports, compare_unsigned);
+        *ret_ports = steal_pointer(&ports);
+        *ret_n_ports = n;
+        return 0;
+}
+
+/* squid.conf as it is written: the first error is kept and every line after it is dropped,
+ * so that a chain of lines needs one check at its end. */
+typedef struct squid_text {
+        buffer b;
+        int error;
+} squid_text;
+
+static void squid_text_done(squid_text *t)
+{
+        buffer_free(&t->b);
+}
+
+static void _printf_(2, 3) emit(squid_text *t, const char *fmt, ...)
+{
+        if (t->error < 0)
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        _cleanup_free_ char *s = NULL;
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        t->error = n < 0 ? -ENOMEM : buffer_append(&t->b, s, (size_t) n);
+}
+
+/* squid reads config lines into a fixed buffer: keep ACL lines short, repeat the name. */
+#define ACL_VALUES_PER_LINE 8
+
+/* value_prefix "." makes a dstdomain value match the name and every name below it. */
+static void emit_acl(squid_text *t, const char *name, const char *type, const char *value_prefix,
+                     char *const *values)
+{
+        for (size_t i = 0; values && values[i]; i++) {
+                if (i % ACL_VALUES_PER_LINE == 0)
+                        emit(t, "%sacl %s %s", i ? "\n" : "", name, type);
+                emit(t, " %s%s", value_prefix, values[i]);
+        }
+        if (values && values[0])
+                emit(t, "\n");
+}
+
 /* A path prefix as a squid regular expression: the characters an entry may hold, the two
  * that mean something to a regex escaped. */
 static int path_regex(buffer *b, const char *path)
@@ -354,85 +407,49 @@ static int path_regex(buffer *b, const char *path)
         return r;
 }
 
-/* The key a per-run gate asks of its clients: the exact Proxy-Authorization header the proxy
- * URL "http://GATE_CLIENT_USER:KEY@..." makes clients send. A client connection is marked once
- * a request on it had it: what squid checks later on that connection without the header (the
- * requests inside a TLS connection it opened, the CONNECT it re-checks after reading the
- * TLS server name) came from the same client. Forwarded nowhere. */
-static int client_key_lines(buffer *b, const char *key)
+/* A TLS hello's name for a bump entry (".NAME": NAME and the names below it) as the hello may
+ * spell it: any case, a trailing dot. */
+static int server_name_regex(const char *entry, char **ret)
 {
-        _cleanup_free_ char *credentials = NULL;
+        const char *name = entry[0] == '.' ? entry + 1 : entry;
+        _cleanup_(buffer_free) buffer re = {};
+        int r = buffer_printf(&re, "%s", entry[0] == '.' ? "(^|\\.)" : "^");
+        for (const char *c = name; *c && r >= 0; c++)
+                r = buffer_printf(&re, *c == '.' ? "\\." : "%c", *c);
+        if (r >= 0)
+                r = buffer_printf(&re, "\\.?$");
+        if (r < 0)
+                return r;
+        *ret = buffer_steal(&re);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The value of the Proxy-Authorization header the proxy URL "http://GATE_CLIENT_USER:KEY@..."
+ * makes clients send, after "Basic ". */
+static int client_key_base64(const char *key, char **ret)
+{
+        _cleanup_secret_ char *credentials = NULL;
         if (asprintf(&credentials, GATE_CLIENT_USER ":%s", key) < 0)
                 return -ENOMEM;
         size_t n = strlen(credentials);
-        _cleanup_free_ char *encoded = calloc(1, BASE64_ENCODE_RAW_LENGTH(n) + 1);
+        _cleanup_secret_ char *encoded = calloc(1, BASE64_ENCODE_RAW_LENGTH(n) + 1);
         if (!encoded)
                 return -ENOMEM;
         base64_encode_raw((char *) encoded, n, (const uint8_t *) credentials);
-        explicit_bzero(credentials, n);
         /* Base64 of "aisb:" and hex digits is letters, digits and '=': a regular expression
          * that means itself. */
         if (strspn(encoded, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789=") != strlen(encoded))
                 return -EINVAL;
-        int r = buffer_printf(b, "acl aisb_key req_header Proxy-Authorization ^Basic[[:blank:]]+%s$\n"
-                                 "acl aisb_keyed note aisb_keyed yes\n"
-                                 "acl aisb_mark_keyed annotate_client aisb_keyed=yes\n"
-                                 "acl aisb_trusted any-of aisb_keyed aisb_key\n"
-                                 "request_header_access Proxy-Authorization deny all\n",
-                              encoded);
-        explicit_bzero(encoded, strlen(encoded));
-        return r;
-}
-
-/* An entry with rules: a CONNECT to its host is let in to be intercepted, and each request
- * inside must match its methods and paths; a plain-HTTP request the same. */
-static int rules_lines(buffer *b, const allow_entry *e, size_t i, char ***allows)
-{
-        int r = buffer_printf(b, "acl aisb_rule%zu_dst dstdomain -n .%s\n", i, e->host);
-        if (e->port)
-                r |= buffer_printf(b, "acl aisb_rule%zu_port port %u\n", i, e->port);
-        else
-                r |= buffer_printf(b, "acl aisb_rule%zu_port port 80 443\n", i);
-        _cleanup_free_ char *copy = strdup(e->rules);
-        if (!copy)
-                return -ENOMEM;
-        bool have_paths = false;
-        _cleanup_(buffer_free) buffer paths = {};
-        char *save = NULL;
-        for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
-                if (w[0] == '/') {
-                        have_paths = true;
-                        r |= path_regex(&paths, w);
-                }
-        if (e->methods) {
-                r |= buffer_printf(b, "acl aisb_rule%zu_method method", i);
-                for (unsigned bit = 1; bit <= ALLOW_METHOD_DELETE; bit <<= 1)
-                        if (e->methods & bit)
-                                r |= buffer_printf(b, " %s", allowlist_method_name(bit));
-                r |= buffer_printf(b, "\n");
-        }
-        if (have_paths)
-                r |= buffer_printf(b, "acl aisb_rule%zu_path urlpath_regex%s\n", i, paths.data);
-        _cleanup_free_ char *tunnel = NULL;
-        if (asprintf(&tunnel, "http_access allow aisb_connect aisb_rule%zu_dst aisb_rule%zu_port", i, i) < 0)
-                return -ENOMEM;
-        _cleanup_(buffer_free) buffer line = {};
-        r |= buffer_printf(&line, "http_access allow !aisb_connect aisb_rule%zu_dst aisb_rule%zu_port", i, i);
-        if (e->methods)
-                r |= buffer_printf(&line, " aisb_rule%zu_method", i);
-        if (have_paths)
-                r |= buffer_printf(&line, " aisb_rule%zu_path", i);
-        if (r < 0 || strv_push(allows, tunnel) < 0 || strv_push(allows, line.data) < 0)
-                return -ENOMEM;
+        *ret = steal_pointer(&encoded);
         return 0;
 }
 
-int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_text,
-                           aisb_error **err)
+/* Refuses what the gate cannot be made of: a port out of range, interception without its CA
+ * or its helper, a key that is not hex, a path squid.conf would read otherwise, a host address
+ * or an add-host entry that does not parse. Nothing is built before this passed. */
+static int squid_options_check(const allowlist *l, const squid_options *o, const char *access_log,
+                               const char *cache_log, aisb_error **err)
 {
-        const char *access_log = o->access_log ? o->access_log : "/var/log/squid/access.log";
-        const char *cache_log = o->cache_log ? o->cache_log : "/var/log/squid/cache.log";
-
         if (o->port < 1 || o->port > 65535)
                 return aisb_error_set(err, -EINVAL, "gate port %u: must be 1..65535", o->port);
         bool intercepts = gate_squid_intercepts(l, o->n_secrets);
@@ -454,94 +471,275 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                                               "gate path '%s': must be absolute and use only "
                                               "letters, digits and /._-+", shown);
                 }
-
-        /* The local ranges, then the host's own addresses, each checked and written
-         * canonically: no text reaches squid.conf unchecked. One inside a range is left out,
-         * as is a repeat: squid would warn about both. */
-        _cleanup_strv_free_ char **local_dst = NULL;
-        for (size_t i = 0; i < ELEMENTSOF(gate_local_ranges); i++)
-                if (strv_push(&local_dst, gate_local_ranges[i].text) < 0)
-                        return error_oom(err);
         for (size_t i = 0; o->host_addresses && o->host_addresses[i]; i++) {
                 const char *text = o->host_addresses[i];
                 uint8_t addr[16];
                 int family;
-                char canonical[INET6_ADDRSTRLEN];
-                if (strlen(text) >= sizeof canonical || !address_parse_ip(text, &family, addr)) {
+                if (strlen(text) >= INET6_ADDRSTRLEN || !address_parse_ip(text, &family, addr)) {
                         char shown[ALLOWLIST_SHOWN_MAX];
                         allowlist_show(text, strlen(text), shown);
                         return aisb_error_set(err, -EINVAL, "host address '%s': not an IPv4 or IPv6 address",
                                               shown);
                 }
-                (void) inet_ntop(family, addr, canonical, sizeof canonical);
-                bool seen = false;
-                for (size_t j = 0; j < ELEMENTSOF(gate_local_ranges) && !seen; j++)
-                        seen = gate_local_ranges[j].family == family &&
-                               address_blocks_overlap(addr, family == AF_INET ? 32 : 128,
-                                              gate_local_ranges[j].addr, gate_local_ranges[j].prefix);
-                for (size_t j = ELEMENTSOF(gate_local_ranges); local_dst[j] && !seen; j++)
-                        seen = streq(local_dst[j], canonical);
-                if (!seen && strv_push(&local_dst, canonical) < 0)
-                        return error_oom(err);
         }
-
-        _cleanup_strv_free_ char **local_names = NULL;
         for (size_t i = 0; o->add_hosts && o->add_hosts[i]; i++) {
                 _cleanup_free_ char *name = NULL, *ip = NULL;
                 int r = allowlist_parse_add_host(o->add_hosts[i], &name, &ip, err);
                 if (r < 0)
                         return r;
-                if (strv_push(&local_names, name) < 0)
+        }
+        return 0;
+}
+
+/* An entry with rules: its ACLs are aisb_ruleN_*, N its index in the allowlist. */
+typedef struct squid_rule {
+        const allow_entry *entry;
+        size_t index;
+        char *paths; /* its path prefixes as urlpath_regex values (" ^/a ^/b"), or NULL: none */
+} squid_rule;
+
+/* The domains without rules on one port (0: the default 80 and 443), allowed by one line. */
+typedef struct squid_port_group {
+        unsigned port;
+        char **names; /* sorted, none below another */
+} squid_port_group;
+
+/* What squid.conf says, decided before a line is written; each list is in the order its ACL
+ * names it. */
+typedef struct squid_model {
+        const squid_options *o;
+        const char *access_log, *cache_log;
+        bool intercepts;
+        char *client_key; /* client_key_base64(), or NULL: any local client; wiped on free */
+        char **local_dst;   /* the local ranges, then the host's own addresses outside them */
+        char **local_names; /* the add-host names, which may reach them */
+        char **ports;       /* the gate's port set (gate_squid_ports), 80 and 443 first if
+                             * an entry has the default pair; NULL: no domain entry */
+        char **listed;      /* every domain entry's host, sorted, none below another */
+        squid_port_group *groups;
+        size_t n_groups;
+        squid_rule *rules;
+        size_t n_rules;
+        char **rule_hosts; /* the hosts of the rules, none below another, or NULL */
+        /* Interception only: the names whose TLS the gate opens, as dstdomain values and as
+         * the hello's server name, and the hosts whose tunnels it leaves unread. */
+        char **bump, **bump_sni, **plain;
+} squid_model;
+
+static void squid_model_done(squid_model *m)
+{
+        free_secret(m->client_key);
+        strv_free(m->local_dst);
+        strv_free(m->local_names);
+        strv_free(m->ports);
+        strv_free(m->listed);
+        for (size_t i = 0; i < m->n_groups; i++)
+                strv_free(m->groups[i].names);
+        free(m->groups);
+        for (size_t i = 0; i < m->n_rules; i++)
+                free(m->rules[i].paths);
+        free(m->rules);
+        strv_free(m->rule_hosts);
+        strv_free(m->bump);
+        strv_free(m->bump_sni);
+        strv_free(m->plain);
+        *m = (squid_model) {};
+}
+
+/* The local ranges, then the host's own addresses, each written canonically: no text reaches
+ * squid.conf unchecked. One inside a range is left out, as is a repeat: squid would warn about
+ * both. */
+static int model_local(squid_model *m, aisb_error **err)
+{
+        const squid_options *o = m->o;
+        for (size_t i = 0; i < ELEMENTSOF(gate_local_ranges); i++)
+                if (strv_push(&m->local_dst, gate_local_ranges[i].text) < 0)
+                        return error_oom(err);
+        for (size_t i = 0; o->host_addresses && o->host_addresses[i]; i++) {
+                uint8_t addr[16];
+                int family;
+                char canonical[INET6_ADDRSTRLEN];
+                if (!address_parse_ip(o->host_addresses[i], &family, addr)) /* squid_options_check refused it */
+                        return aisb_error_set(err, -EINVAL, "host address: not an IPv4 or IPv6 address");
+                (void) inet_ntop(family, addr, canonical, sizeof canonical);
+                bool seen = gate_local_range(family, addr) != NULL;
+                for (size_t j = ELEMENTSOF(gate_local_ranges); m->local_dst[j] && !seen; j++)
+                        seen = streq(m->local_dst[j], canonical);
+                if (!seen && strv_push(&m->local_dst, canonical) < 0)
                         return error_oom(err);
         }
+        for (size_t i = 0; o->add_hosts && o->add_hosts[i]; i++) {
+                _cleanup_free_ char *name = NULL, *ip = NULL;
+                int r = allowlist_parse_add_host(o->add_hosts[i], &name, &ip, err);
+                if (r < 0)
+                        return r;
+                if (strv_push(&m->local_names, name) < 0)
+                        return error_oom(err);
+        }
+        return 0;
+}
 
-        /* The distinct explicit ports, ascending; 0 (the default pair) goes first. */
-        _cleanup_free_ unsigned *ports = calloc(l->n + 1, sizeof *ports);
-        size_t n_ports = 0;
+/* The port set, the listed names, and the names of the entries without rules grouped by port:
+ * the default pair first, then each explicit port ascending. */
+static int model_ports(squid_model *m, const allowlist *l)
+{
+        _cleanup_free_ unsigned *ports = NULL;
+        size_t n_ports;
+        int r = gate_squid_ports(l, &ports, &n_ports);
+        if (r < 0)
+                return r;
+        if (n_ports == 0)
+                return 0;
         bool have_default = false;
-        if (!ports)
-                return error_oom(err);
+        for (size_t i = 0; i < l->n && !have_default; i++)
+                have_default = l->entries[i].kind == ALLOW_DOMAIN && l->entries[i].port == 0;
+        if (have_default && (strv_push(&m->ports, "80") < 0 || strv_push(&m->ports, "443") < 0))
+                return -ENOMEM;
+        for (size_t i = 0; i < n_ports; i++) {
+                char text[8];
+                snprintf(text, sizeof text, "%u", ports[i]);
+                if (!(have_default && (ports[i] == 80 || ports[i] == 443)) && strv_push(&m->ports, text) < 0)
+                        return -ENOMEM;
+        }
+        r = outermost_hosts(l, HOSTS_ALL, HOSTS_ANY_PORT, &m->listed);
+        if (r < 0)
+                return r;
+        strv_sort(m->listed);
+
+        m->groups = calloc(n_ports + 1, sizeof *m->groups);
+        if (!m->groups)
+                return -ENOMEM;
+        for (size_t g = 0; g < n_ports + 1; g++) {
+                if (g == 0 && !have_default)
+                        continue;
+                unsigned port = g == 0 ? 0 : ports[g - 1];
+                _cleanup_strv_free_ char **names = NULL;
+                r = port_group(l, port, &names);
+                if (r < 0)
+                        return r;
+                if (!names)
+                        continue; /* only entries with rules use this port, or none (80 and 443 of the pair) */
+                m->groups[m->n_groups++] = (squid_port_group) { .port = port, .names = steal_pointer(&names) };
+        }
+        return 0;
+}
+
+/* The entries with rules, and their hosts altogether (a request there that no rule allows is
+ * told so). */
+static int model_rules(squid_model *m, const allowlist *l)
+{
+        m->rules = calloc(l->n + 1, sizeof *m->rules);
+        if (!m->rules)
+                return -ENOMEM;
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
-                if (e->kind != ALLOW_DOMAIN)
+                if (!host_wanted(e, HOSTS_WITH_RULES, HOSTS_ANY_PORT))
                         continue;
-                if (e->port == 0) {
-                        have_default = true;
-                        continue;
-                }
-                bool seen = false;
-                for (size_t j = 0; j < n_ports && !seen; j++)
-                        seen = ports[j] == e->port;
-                if (!seen)
-                        ports[n_ports++] = e->port;
+                squid_rule *rule = &m->rules[m->n_rules++];
+                *rule = (squid_rule) { .entry = e, .index = i };
+                _cleanup_free_ char *copy = strdup(e->rules);
+                if (!copy)
+                        return -ENOMEM;
+                _cleanup_(buffer_free) buffer paths = {};
+                char *save = NULL;
+                for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
+                        if (w[0] == '/' && path_regex(&paths, w) < 0)
+                                return -ENOMEM;
+                if (paths.data && !(rule->paths = buffer_steal(&paths)))
+                        return -ENOMEM;
         }
-        qsort(ports, n_ports, sizeof *ports, compare_unsigned);
-        bool any = have_default || n_ports > 0;
+        return outermost_hosts(l, HOSTS_WITH_RULES, HOSTS_ANY_PORT, &m->rule_hosts);
+}
 
-        _cleanup_(buffer_free) buffer b = {};
-        int r = 0;
-        r |= buffer_printf(&b,
-                "# The aisb egress gate: generated from the allowlist, do not edit.\n"
+/* TLS is opened only where a rule or a secret needs the request itself; every other host
+ * stays a tunnel the gate cannot read. */
+static int model_interception(squid_model *m, const allowlist *l)
+{
+        const squid_options *o = m->o;
+        for (size_t i = 0; m->rule_hosts && m->rule_hosts[i]; i++) {
+                _cleanup_free_ char *below = NULL;
+                if (asprintf(&below, ".%s", m->rule_hosts[i]) < 0 || strv_push(&m->bump, below) < 0)
+                        return -ENOMEM;
+        }
+        /* A secret's host that a rule's host covers is in already (squid refuses a name twice
+         * in one list). */
+        for (size_t i = 0; i < o->n_secrets; i++)
+                for (size_t k = 0; o->secrets[i].hosts[k]; k++) {
+                        const char *host = o->secrets[i].hosts[k];
+                        bool covered = false;
+                        for (size_t j = 0; m->rule_hosts && m->rule_hosts[j]; j++)
+                                covered |= allowlist_domain_covers(m->rule_hosts[j], host);
+                        for (size_t j = 0; m->bump && m->bump[j]; j++)
+                                covered |= streq(m->bump[j], host);
+                        if (!covered && strv_push(&m->bump, host) < 0)
+                                return -ENOMEM;
+                }
+        for (size_t i = 0; m->bump && m->bump[i]; i++) {
+                _cleanup_free_ char *re = NULL;
+                if (server_name_regex(m->bump[i], &re) < 0 || strv_push(&m->bump_sni, re) < 0)
+                        return -ENOMEM;
+        }
+        /* Which tunnels stay unread: those whose CONNECT names no host of a rule or a secret
+         * and whose TLS hello names a host of an entry without rules. Anything else is opened
+         * (after a peek, so that the certificate made for the client mimics the server's,
+         * identifiers and all): a hello naming a host with rules through a CONNECT to another
+         * name the same front end serves, a hello naming no listed host, a CONNECT to a host
+         * of a rule or a secret. */
+        return outermost_hosts(l, HOSTS_WITHOUT_RULES, HOSTS_ANY_PORT, &m->plain);
+}
+
+static int squid_model_build(const allowlist *l, const squid_options *o, squid_model *ret, aisb_error **err)
+{
+        _cleanup_(squid_model_done) squid_model m = {
+                .o = o,
+                .access_log = o->access_log ? o->access_log : "/var/log/squid/access.log",
+                .cache_log = o->cache_log ? o->cache_log : "/var/log/squid/cache.log",
+                .intercepts = gate_squid_intercepts(l, o->n_secrets),
+        };
+        int r = squid_options_check(l, o, m.access_log, m.cache_log, err);
+        if (r < 0)
+                return r;
+        if (o->client_key) {
+                r = client_key_base64(o->client_key, &m.client_key);
+                if (r < 0)
+                        return r == -ENOMEM ? error_oom(err)
+                                            : aisb_error_set(err, r, "the gate's client key cannot be encoded");
+        }
+        r = model_local(&m, err);
+        if (r < 0)
+                return r;
+        if (model_ports(&m, l) < 0 || model_rules(&m, l) < 0 || (m.intercepts && model_interception(&m, l) < 0))
+                return error_oom(err);
+        *ret = m;
+        m = (squid_model) {};
+        return 0;
+}
+
+/* The listening port (and for interception its CA and certificate helper), and squid's own
+ * settings. */
+static void emit_service(squid_text *t, const squid_model *m)
+{
+        const squid_options *o = m->o;
+        emit(t, "# The aisb egress gate: generated from the allowlist, do not edit.\n"
                 "# Only the listed names (and the names below them) on their ports pass;\n"
                 "# everything else, IP literals included, is refused.\n");
-        if (!intercepts)
-                r |= buffer_printf(&b, "http_port %s%u\n", o->cluster ? "" : "127.0.0.1:", o->port);
+        if (!m->intercepts)
+                emit(t, "http_port %s%u\n", o->cluster ? "" : "127.0.0.1:", o->port);
         else
                 /* The port's CA, and the helper that makes each intercepted host's certificate
                  * from it. Upstream certificates are checked against the gate image's trusted
                  * CAs (the system's and --ca-cert's): an error refuses the request. */
-                r |= buffer_printf(&b,
-                        "http_port %s%u ssl-bump tls-cert=%s tls-key=%s generate-host-certificates=on "
-                        "dynamic_cert_mem_cache_size=4MB\n"
-                        "sslcrtd_program /usr/lib/squid/security_file_certgen -s %s -M 4MB\n"
-                        /* Past its queue, a certificate request fails that handshake: squid's
-                         * default is to exit after 3 minutes of it, which a sandbox naming a new
-                         * server in each TLS hello could bring about, letting the port go. */
-                        "sslcrtd_children 3 startup=1 idle=1 queue-size=1024 on-persistent-overload=ERR\n"
-                        "host_verify_strict on\n",
-                        o->cluster ? "" : "127.0.0.1:", o->port, o->bump_cert, o->bump_key, o->bump_db);
-        r |= buffer_printf(&b,
-                "visible_hostname aisb-gate\n"
+                emit(t,
+                     "http_port %s%u ssl-bump tls-cert=%s tls-key=%s generate-host-certificates=on "
+                     "dynamic_cert_mem_cache_size=4MB\n"
+                     "sslcrtd_program /usr/lib/squid/security_file_certgen -s %s -M 4MB\n"
+                     /* Past its queue, a certificate request fails that handshake: squid's
+                      * default is to exit after 3 minutes of it, which a sandbox naming a new
+                      * server in each TLS hello could bring about, letting the port go. */
+                     "sslcrtd_children 3 startup=1 idle=1 queue-size=1024 on-persistent-overload=ERR\n"
+                     "host_verify_strict on\n",
+                     o->cluster ? "" : "127.0.0.1:", o->port, o->bump_cert, o->bump_key, o->bump_db);
+        emit(t, "visible_hostname aisb-gate\n"
                 "pid_filename none\n"
                 "cache deny all\n"
                 "cache_mem 8 MB\n"
@@ -552,297 +750,312 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
                 /* The gate image's pages: squid's own, and aisb's refusals. */
                 "error_directory /usr/share/squid/errors/aisb\n");
         if (o->hosts_file)
-                r |= buffer_printf(&b, "hosts_file %s\n", o->hosts_file);
+                emit(t, "hosts_file %s\n", o->hosts_file);
         /* squid runs as user proxy and cannot open /dev/stdout: logs go to files. */
-        r |= buffer_printf(&b,
-                "logformat aisb %s\n"
-                "cache_log %s\n"
-                "strip_query_terms on\n"
-                "via off\n"
-                "forwarded_for delete\n"
-                "httpd_suppress_version_string on\n"
-                "icp_port 0\n"
-                "htcp_port 0\n"
-                "snmp_port 0\n"
-                "icp_access deny all\n"
-                "htcp_access deny all\n"
-                "snmp_access deny all\n"
-                /* The cache manager would show this configuration (a secret's value with
-                 * it): no password opens it, and the first access line refuses it. */
-                "cachemgr_passwd disable all\n"
-                "email_err_data off\n"
-                "\n",
-                GATE_SQUID_LOGFORMAT, cache_log);
+        emit(t,
+             "logformat aisb %s\n"
+             "cache_log %s\n"
+             "strip_query_terms on\n"
+             "via off\n"
+             "forwarded_for delete\n"
+             "httpd_suppress_version_string on\n"
+             "icp_port 0\n"
+             "htcp_port 0\n"
+             "snmp_port 0\n"
+             "icp_access deny all\n"
+             "htcp_access deny all\n"
+             "snmp_access deny all\n"
+             /* The cache manager would show this configuration (a secret's value with
+              * it): no password opens it, and the first access line refuses it. */
+             "cachemgr_passwd disable all\n"
+             "email_err_data off\n"
+             "\n",
+             GATE_SQUID_LOGFORMAT, m->cache_log);
+}
 
+/* Who the clients are (and with a key, which requests carry it), and the access log. */
+static void emit_clients(squid_text *t, const squid_model *m)
+{
+        const squid_options *o = m->o;
         /* -n everywhere: without it squid looks up the PTR record of an IP literal and
          * matches that name, and whoever owns the address chooses its PTR record. */
-        r |= buffer_printf(&b, o->cluster ? "acl aisb_clients src all\n" : "acl aisb_clients src 127.0.0.0/8 ::1\n");
-        r |= buffer_printf(&b,
-                "acl aisb_connect method CONNECT\n"
+        emit(t, "%s", o->cluster ? "acl aisb_clients src all\n" : "acl aisb_clients src 127.0.0.0/8 ::1\n");
+        emit(t, "acl aisb_connect method CONNECT\n"
                 "acl aisb_schemes proto HTTP HTTPS\n"
                 "acl aisb_ip_literal dstdom_regex -n -i ^[0-9.]+$ (^|\\.)(0x[0-9a-f]*|[0-9]+)$ ^\\[ :\n");
-        if (o->client_key)
-                r |= client_key_lines(&b, o->client_key);
+        /* The key a per-run gate asks of its clients: the exact Proxy-Authorization header.
+         * A client connection is marked once a request on it had it: what squid checks later
+         * on that connection without the header (the requests inside a TLS connection it
+         * opened, the CONNECT it re-checks after reading the TLS server name) came from the
+         * same client. Forwarded nowhere. */
+        if (m->client_key)
+                emit(t, "acl aisb_key req_header Proxy-Authorization ^Basic[[:blank:]]+%s$\n"
+                        "acl aisb_keyed note aisb_keyed yes\n"
+                        "acl aisb_mark_keyed annotate_client aisb_keyed=yes\n"
+                        "acl aisb_trusted any-of aisb_keyed aisb_key\n"
+                        "request_header_access Proxy-Authorization deny all\n",
+                     m->client_key);
         /* A gate with a key logs only what its clients sent: another local user's refused
          * requests are not the run's, for its summary or for aisb allow to propose. */
-        r |= buffer_printf(&b, "access_log stdio:%s logformat=aisb%s\n", access_log,
-                           o->client_key ? " aisb_trusted" : "");
-        r |= acl_lines(&b, "aisb_local_dst", "dst", "", local_dst);
-        if (local_names)
-                r |= acl_lines(&b, "aisb_local_names", "dstdomain -n", "", local_names) < 0 ? -ENOMEM : 0;
+        emit(t, "access_log stdio:%s logformat=aisb%s\n", m->access_log, o->client_key ? " aisb_trusted" : "");
+}
 
-        _cleanup_strv_free_ char **all_ports = NULL;
-        if (have_default)
-                if (strv_push(&all_ports, "80") < 0 || strv_push(&all_ports, "443") < 0)
-                        return error_oom(err);
-        for (size_t i = 0; i < n_ports; i++) {
-                char text[8];
-                snprintf(text, sizeof text, "%u", ports[i]);
-                if (!(have_default && (ports[i] == 80 || ports[i] == 443)))
-                        r |= strv_push(&all_ports, text);
-        }
-        if (any) {
-                r |= acl_lines(&b, "aisb_ports", "port", "", all_ports);
-                _cleanup_strv_free_ char **listed = NULL;
-                if (outermost_hosts(l, HOSTS_ALL, HOSTS_ANY_PORT, &listed) < 0)
-                        return error_oom(err);
-                strv_sort(listed);
-                r |= acl_lines(&b, "aisb_listed", "dstdomain -n", ".", listed);
-        }
-
+/* Where requests may go: never the local destinations (but for the add-host names), only the
+ * gate's ports and listed names, and each name without rules on its own ports. */
+static void emit_destinations(squid_text *t, const squid_model *m)
+{
+        emit_acl(t, "aisb_local_dst", "dst", "", m->local_dst);
+        emit_acl(t, "aisb_local_names", "dstdomain -n", "", m->local_names);
+        emit_acl(t, "aisb_ports", "port", "", m->ports);
+        emit_acl(t, "aisb_listed", "dstdomain -n", ".", m->listed);
         /* One allow rule a port set, pairing names with their ports: a listed name on another
          * port, over CONNECT or plain HTTP, matches no allow line. */
-        _cleanup_strv_free_ char **rules = NULL;
-        for (size_t g = 0; g < n_ports + 1; g++) {
-                if (g == 0 && !have_default)
-                        continue;
-                unsigned port = g == 0 ? 0 : ports[g - 1];
-                char suffix[16], dst[32], port_acl[32];
-                if (port)
-                        snprintf(suffix, sizeof suffix, "%u", port);
+        for (size_t g = 0; g < m->n_groups; g++) {
+                const squid_port_group *group = &m->groups[g];
+                char dst[32];
+                if (group->port)
+                        snprintf(dst, sizeof dst, "aisb_dst_%u", group->port);
                 else
-                        snprintf(suffix, sizeof suffix, "web");
-                snprintf(dst, sizeof dst, "aisb_dst_%s", suffix);
-                snprintf(port_acl, sizeof port_acl, "aisb_port_%s", suffix);
-
-                _cleanup_strv_free_ char **names = NULL;
-                if (port_group(l, port, &names) < 0)
-                        return error_oom(err);
-                if (!names)
-                        continue; /* only entries with rules use this port */
-                r |= acl_lines(&b, dst, "dstdomain -n", ".", names);
-                if (port)
-                        r |= buffer_printf(&b, "acl %s port %u\n", port_acl, port);
+                        snprintf(dst, sizeof dst, "aisb_dst_web");
+                emit_acl(t, dst, "dstdomain -n", ".", group->names);
+                if (group->port)
+                        emit(t, "acl aisb_port_%u port %u\n", group->port, group->port);
                 else
-                        r |= buffer_printf(&b, "acl %s port 80 443\n", port_acl);
-                _cleanup_free_ char *rule = NULL;
-                if (asprintf(&rule, "http_access allow %s %s", dst, port_acl) < 0 ||
-                    strv_push(&rules, rule) < 0)
-                        return error_oom(err);
+                        emit(t, "acl aisb_port_web port 80 443\n");
         }
+}
 
-        /* Entries with rules, and their hosts altogether (a request there that no rule allows
-         * is told so). */
-        _cleanup_strv_free_ char **rule_hosts = NULL;
-        size_t n_plain = strv_length((const char *const *) rules);
-        for (size_t i = 0; i < l->n; i++)
-                if (host_wanted(&l->entries[i], HOSTS_WITH_RULES, HOSTS_ANY_PORT) &&
-                    rules_lines(&b, &l->entries[i], i, &rules) < 0)
-                        return error_oom(err);
-        if (outermost_hosts(l, HOSTS_WITH_RULES, HOSTS_ANY_PORT, &rule_hosts) < 0)
-                return error_oom(err);
-        if (rule_hosts) {
-                r |= acl_lines(&b, "aisb_rule_hosts", "dstdomain -n", ".", rule_hosts);
-                /* squid matches a path (with its query) decoded once; a server that resolves
-                 * dot segments (also with dots or blanks after them, which Windows drops), reads
-                 * \ as /, decodes twice or %u-encoded, or maps overlong or wide forms (any byte
-                 * not printable ASCII) would serve what no prefix names (allowlist_path_odd). */
-                r |= buffer_printf(&b, "acl aisb_path_odd urlpath_regex -i "
-                                       "/\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %%(00|2e|2f|5c|u) [^[:print:]]\n");
-                /* Headers many frameworks read as the method, or the path, instead of the
-                 * request line's. */
-                r |= buffer_printf(&b, "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts\n"
-                                       "request_header_access X-HTTP-Method deny aisb_rule_hosts\n"
-                                       "request_header_access X-Method-Override deny aisb_rule_hosts\n"
-                                       "request_header_access X-Original-Method deny aisb_rule_hosts\n"
-                                       "request_header_access X-Original-URL deny aisb_rule_hosts\n"
-                                       "request_header_access X-Rewrite-URL deny aisb_rule_hosts\n"
-                                       "request_header_access X-Forwarded-Prefix deny aisb_rule_hosts\n"
-                                       "request_header_access X-Envoy-Original-Path deny aisb_rule_hosts\n");
-                /* A body on a method that carries none is a second request to a server that
-                 * ignores its length (a request outside the rules). */
-                r |= buffer_printf(&b, "acl aisb_bodiless method GET HEAD OPTIONS\n"
-                                       "acl aisb_body_length req_header Content-Length [1-9]\n"
-                                       "acl aisb_body_chunked req_header Transfer-Encoding .\n");
+/* An entry with rules: a CONNECT to its host is let in to be intercepted, and each request
+ * inside must match its methods and paths; a plain-HTTP request the same. */
+static void emit_rules(squid_text *t, const squid_model *m)
+{
+        for (size_t k = 0; k < m->n_rules; k++) {
+                const squid_rule *rule = &m->rules[k];
+                const allow_entry *e = rule->entry;
+                size_t i = rule->index;
+                emit(t, "acl aisb_rule%zu_dst dstdomain -n .%s\n", i, e->host);
+                if (e->port)
+                        emit(t, "acl aisb_rule%zu_port port %u\n", i, e->port);
+                else
+                        emit(t, "acl aisb_rule%zu_port port 80 443\n", i);
+                if (e->methods) {
+                        emit(t, "acl aisb_rule%zu_method method", i);
+                        for (unsigned bit = 1; bit <= ALLOW_METHOD_DELETE; bit <<= 1)
+                                if (e->methods & bit)
+                                        emit(t, " %s", allowlist_method_name(bit));
+                        emit(t, "\n");
+                }
+                if (rule->paths)
+                        emit(t, "acl aisb_rule%zu_path urlpath_regex%s\n", i, rule->paths);
         }
+        if (!m->rule_hosts)
+                return;
+        emit_acl(t, "aisb_rule_hosts", "dstdomain -n", ".", m->rule_hosts);
+        /* squid matches a path (with its query) decoded once; a server that resolves dot
+         * segments (also with dots or blanks after them, which Windows drops), reads \ as /,
+         * decodes twice or %u-encoded, or maps overlong or wide forms (any byte not printable
+         * ASCII) would serve what no prefix names (allowlist_path_odd). */
+        emit(t, "acl aisb_path_odd urlpath_regex -i "
+                "/\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %%(00|2e|2f|5c|u) [^[:print:]]\n");
+        /* Headers many frameworks read as the method, or the path, instead of the request
+         * line's. */
+        emit(t, "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts\n"
+                "request_header_access X-HTTP-Method deny aisb_rule_hosts\n"
+                "request_header_access X-Method-Override deny aisb_rule_hosts\n"
+                "request_header_access X-Original-Method deny aisb_rule_hosts\n"
+                "request_header_access X-Original-URL deny aisb_rule_hosts\n"
+                "request_header_access X-Rewrite-URL deny aisb_rule_hosts\n"
+                "request_header_access X-Forwarded-Prefix deny aisb_rule_hosts\n"
+                "request_header_access X-Envoy-Original-Path deny aisb_rule_hosts\n");
+        /* A body on a method that carries none is a second request to a server that ignores
+         * its length (a request outside the rules). */
+        emit(t, "acl aisb_bodiless method GET HEAD OPTIONS\n"
+                "acl aisb_body_length req_header Content-Length [1-9]\n"
+                "acl aisb_body_chunked req_header Transfer-Encoding .\n");
+}
 
-        /* Secrets: over HTTPS to their hosts only, the header is the gate's, never the
-         * client's (denied, then added: replaced, not appended). */
+/* Secrets: over HTTPS to their hosts only, the header is the gate's, never the client's
+ * (denied, then added: replaced, not appended). */
+static void emit_secrets(squid_text *t, const squid_model *m)
+{
+        const squid_options *o = m->o;
         if (o->n_secrets)
-                r |= buffer_printf(&b, "acl aisb_https proto HTTPS\n");
+                emit(t, "acl aisb_https proto HTTPS\n");
         for (size_t i = 0; i < o->n_secrets; i++) {
                 const gate_secret *g = &o->secrets[i];
                 char acl[32];
                 snprintf(acl, sizeof acl, "aisb_secret%zu", i);
-                r |= acl_lines(&b, acl, "dstdomain -n", "", g->hosts);
-                r |= buffer_printf(&b, "request_header_access %s deny %s\n", g->header, acl);
-                r |= buffer_printf(&b, "request_header_add %s \"%s%s%s\" %s aisb_https\n", g->header,
-                                   g->scheme ? g->scheme : "", g->scheme ? " " : "", g->value, acl);
+                emit_acl(t, acl, "dstdomain -n", "", g->hosts);
+                emit(t, "request_header_access %s deny %s\n", g->header, acl);
+                emit(t, "request_header_add %s \"%s%s%s\" %s aisb_https\n", g->header, g->scheme ? g->scheme : "",
+                     g->scheme ? " " : "", g->value, acl);
         }
-        if (intercepts) {
-                /* TLS is opened only where a rule or a secret needs the request itself; every
-                 * other host stays a tunnel the gate cannot read. */
-                _cleanup_strv_free_ char **bump = NULL;
-                for (size_t i = 0; rule_hosts && rule_hosts[i]; i++) {
-                        _cleanup_free_ char *below = NULL;
-                        if (asprintf(&below, ".%s", rule_hosts[i]) < 0 || strv_push(&bump, below) < 0)
-                                return error_oom(err);
-                }
-                /* A secret's host that a rule's host covers is in already (squid refuses a
-                 * name twice in one list). */
-                for (size_t i = 0; i < o->n_secrets; i++)
-                        for (size_t k = 0; o->secrets[i].hosts[k]; k++) {
-                                bool covered = false;
-                                for (size_t j = 0; rule_hosts && rule_hosts[j]; j++)
-                                        covered |= allowlist_domain_covers(rule_hosts[j], o->secrets[i].hosts[k]);
-                                for (size_t j = 0; bump && bump[j]; j++)
-                                        covered |= streq(bump[j], o->secrets[i].hosts[k]);
-                                if (!covered && strv_push(&bump, o->secrets[i].hosts[k]) < 0)
-                                        return error_oom(err);
-                        }
-                /* Which tunnels stay unread: those whose CONNECT names no host of a rule or a
-                 * secret and whose TLS hello names a host of an entry without rules. Anything
-                 * else is opened (after a peek, so that the certificate made for the client
-                 * mimics the server's, identifiers and all): a hello naming a host with rules
-                 * through a CONNECT to another name the same front end serves, a hello naming
-                 * no listed host, a CONNECT to a host of a rule or a secret. */
-                _cleanup_strv_free_ char **plain = NULL;
-                if (outermost_hosts(l, HOSTS_WITHOUT_RULES, HOSTS_ANY_PORT, &plain) < 0)
-                        return error_oom(err);
-                r |= acl_lines(&b, "aisb_bump", "dstdomain -n", "", bump);
-                /* The same names as the client's hello may spell them (any case, a trailing
-                 * dot): a hello naming one through a CONNECT to another name is ended, for the
-                 * front end behind it would choose its site by that name. */
-                _cleanup_strv_free_ char **bump_re = NULL;
-                for (size_t i = 0; bump && bump[i]; i++) {
-                        const char *name = bump[i][0] == '.' ? bump[i] + 1 : bump[i];
-                        _cleanup_(buffer_free) buffer re = {};
-                        int k = buffer_printf(&re, "%s", bump[i][0] == '.' ? "(^|\\.)" : "^");
-                        for (const char *c = name; *c && k >= 0; c++)
-                                k = buffer_printf(&re, *c == '.' ? "\\." : "%c", *c);
-                        if (k < 0 || buffer_printf(&re, "\\.?$") < 0 || strv_push(&bump_re, re.data) < 0)
-                                return error_oom(err);
-                }
-                r |= acl_lines(&b, "aisb_bump_sni", "ssl::server_name_regex --client-requested -i", "", bump_re);
-                r |= buffer_printf(&b, "acl aisb_step1 at_step SslBump1\n"
-                                       "ssl_bump peek aisb_step1\n"
-                                       "ssl_bump terminate !aisb_bump aisb_bump_sni\n");
-                if (plain) {
-                        r |= acl_lines(&b, "aisb_plain_sni", "ssl::server_name --client-requested", ".", plain);
-                        r |= buffer_printf(&b, "ssl_bump splice !aisb_bump aisb_plain_sni\n");
-                }
-                /* A connection it opens is marked with where it goes: the CONNECT's name and
-                 * port, which squid resolves and connects to, and whose certificate it checks
-                 * against the hello's name or that one. Inside, squid takes each request's URL from what the client wrote
-                 * (an absolute-form target, else Host) and sends it down that same server
-                 * connection: the tunnel helper refuses every request whose URL names another
-                 * destination, another scheme, a TLS hello's name that is not the
-                 * destination's, or a CONNECT (an unread tunnel inside). Marked at the
-                 * decision to open it, so the CONNECT itself, and the one squid makes again to
-                 * splice a tunnel, are not in it. */
-                r |= buffer_printf(&b, "acl aisb_mark_tunnel annotate_client aisb_tunnel=\"%%>rd:%%>rP\"\n"
-                                       "ssl_bump bump all aisb_mark_tunnel\n"
-                                       "acl aisb_tunneled note aisb_tunnel\n"
-                                       "external_acl_type aisb_tunnel ttl=0 negative_ttl=0 cache=0 "
-                                       "children-max=1 children-startup=1 concurrency=32 queue-size=4096 "
-                                       "%%{aisb_tunnel}note %%>rm %%>rs %%>rd %%>rP %%ssl::>sni "
-                                       GATE_TUNNEL_HELPER_AWK " %s\n"
-                                       "acl aisb_astray external aisb_tunnel\n",
-                                   o->tunnel_helper);
-                /* What is not TLS inside a CONNECT (Node sends plain HTTP through one) goes on
-                 * unread, as through a gate that opens nothing, except to a host with rules,
-                 * whose every request the gate must read: there squid closes the connection
-                 * (it has no page to send on it). */
-                r |= buffer_printf(&b, "on_unsupported_protocol tunnel %s\n", rule_hosts ? "!aisb_rule_hosts" : "all");
-        }
+}
 
-        if (o->held_helper)
-                r |= buffer_printf(&b, "external_acl_type aisb_held ttl=0 negative_ttl=0 cache=0 "
-                                       "children-max=1 children-startup=1 concurrency=32 queue-size=4096 "
-                                       "%%>a /bin/sh %s\n"
-                                       "acl aisb_held external aisb_held\n", o->held_helper);
-        r |= buffer_printf(&b,
-                "\n"
+/* Which TLS connections the gate opens, and what a request inside one may name. */
+static void emit_interception(squid_text *t, const squid_model *m)
+{
+        if (!m->intercepts)
+                return;
+        emit_acl(t, "aisb_bump", "dstdomain -n", "", m->bump);
+        /* The same names as the client's hello may spell them: a hello naming one through a
+         * CONNECT to another name is ended, for the front end behind it would choose its site
+         * by that name. */
+        emit_acl(t, "aisb_bump_sni", "ssl::server_name_regex --client-requested -i", "", m->bump_sni);
+        emit(t, "acl aisb_step1 at_step SslBump1\n"
+                "ssl_bump peek aisb_step1\n"
+                "ssl_bump terminate !aisb_bump aisb_bump_sni\n");
+        if (m->plain) {
+                emit_acl(t, "aisb_plain_sni", "ssl::server_name --client-requested", ".", m->plain);
+                emit(t, "ssl_bump splice !aisb_bump aisb_plain_sni\n");
+        }
+        /* A connection it opens is marked with where it goes: the CONNECT's name and port,
+         * which squid resolves and connects to, and whose certificate it checks against the
+         * hello's name or that one. Inside, squid takes each request's URL from what the
+         * client wrote (an absolute-form target, else Host) and sends it down that same server
+         * connection: the tunnel helper refuses every request whose URL names another
+         * destination, another scheme, a TLS hello's name that is not the destination's, or a
+         * CONNECT (an unread tunnel inside). Marked at the decision to open it, so the CONNECT
+         * itself, and the one squid makes again to splice a tunnel, are not in it. */
+        emit(t, "acl aisb_mark_tunnel annotate_client aisb_tunnel=\"%%>rd:%%>rP\"\n"
+                "ssl_bump bump all aisb_mark_tunnel\n"
+                "acl aisb_tunneled note aisb_tunnel\n"
+                "external_acl_type aisb_tunnel ttl=0 negative_ttl=0 cache=0 "
+                "children-max=1 children-startup=1 concurrency=32 queue-size=4096 "
+                "%%{aisb_tunnel}note %%>rm %%>rs %%>rd %%>rP %%ssl::>sni " GATE_TUNNEL_HELPER_AWK " %s\n"
+                "acl aisb_astray external aisb_tunnel\n",
+             m->o->tunnel_helper);
+        /* What is not TLS inside a CONNECT (Node sends plain HTTP through one) goes on unread,
+         * as through a gate that opens nothing, except to a host with rules, whose every
+         * request the gate must read: there squid closes the connection (it has no page to
+         * send on it). */
+        emit(t, "on_unsupported_protocol tunnel %s\n", m->rule_hosts ? "!aisb_rule_hosts" : "all");
+}
+
+static void emit_held_helper(squid_text *t, const squid_model *m)
+{
+        if (m->o->held_helper)
+                emit(t, "external_acl_type aisb_held ttl=0 negative_ttl=0 cache=0 "
+                        "children-max=1 children-startup=1 concurrency=32 queue-size=4096 "
+                        "%%>a /bin/sh %s\n"
+                        "acl aisb_held external aisb_held\n",
+                     m->o->held_helper);
+}
+
+/* The allow lines of the entries with rules, after the refusals that only their hosts get. */
+static void emit_rule_allows(squid_text *t, const squid_model *m)
+{
+        if (m->n_rules)
+                emit(t, "http_access deny aisb_rule_hosts aisb_path_odd\n"
+                        "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_length\n"
+                        "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_chunked\n");
+        for (size_t k = 0; k < m->n_rules; k++) {
+                const squid_rule *rule = &m->rules[k];
+                size_t i = rule->index;
+                emit(t, "http_access allow aisb_connect aisb_rule%zu_dst aisb_rule%zu_port\n", i, i);
+                emit(t, "http_access allow !aisb_connect aisb_rule%zu_dst aisb_rule%zu_port", i, i);
+                if (rule->entry->methods)
+                        emit(t, " aisb_rule%zu_method", i);
+                if (rule->paths)
+                        emit(t, " aisb_rule%zu_path", i);
+                emit(t, "\n");
+        }
+        if (m->rule_hosts)
+                emit(t, "http_access deny aisb_rule_hosts\n");
+}
+
+/* The access rules, in the order squid checks them: the first that matches decides. */
+static void emit_access(squid_text *t, const squid_model *m)
+{
+        const squid_options *o = m->o;
+        emit(t, "\n"
                 "http_access deny manager\n"
                 "http_access deny !aisb_clients\n"
                 "%s"
                 "http_access deny aisb_ip_literal\n"
                 "http_access deny !aisb_connect !aisb_schemes\n",
-                o->client_key ? "http_access deny !aisb_keyed !aisb_key\n"
-                                "http_access deny aisb_key aisb_mark_keyed !all\n" : "");
+             o->client_key ? "http_access deny !aisb_keyed !aisb_key\n"
+                             "http_access deny aisb_key aisb_mark_keyed !all\n"
+                           : "");
         /* After the key: a client without it never reaches the helper, whose queue it could
          * otherwise fill. */
         if (o->held_helper)
-                r |= buffer_printf(&b, "http_access deny aisb_held\n");
-        if (intercepts)
-                r |= buffer_printf(&b, "http_access deny aisb_tunneled aisb_astray\n");
+                emit(t, "http_access deny aisb_held\n");
+        if (m->intercepts)
+                emit(t, "http_access deny aisb_tunneled aisb_astray\n");
         /* TRACE echoes the request, headers and all: the secret's, at a host that gets one. */
-        if (rule_hosts || o->n_secrets)
-                r |= buffer_printf(&b, "acl aisb_trace method TRACE\n");
-        if (rule_hosts)
-                r |= buffer_printf(&b, "http_access deny aisb_rule_hosts aisb_trace\n");
+        if (m->rule_hosts || o->n_secrets)
+                emit(t, "acl aisb_trace method TRACE\n");
+        if (m->rule_hosts)
+                emit(t, "http_access deny aisb_rule_hosts aisb_trace\n");
         for (size_t i = 0; i < o->n_secrets; i++)
-                r |= buffer_printf(&b, "http_access deny aisb_secret%zu aisb_trace\n", i);
-        if (any)
-                r |= buffer_printf(&b, "http_access deny !aisb_ports\n"
-                                       /* A name no entry lists is refused here, by name: the
-                                        * address check below makes squid resolve the name, and
-                                        * a lookup of a name the agent chose is a message out
-                                        * through the resolvers (a DNS tunnel). */
-                                       "http_access deny !aisb_listed\n");
+                emit(t, "http_access deny aisb_secret%zu aisb_trace\n", i);
+        if (m->ports)
+                emit(t, "http_access deny !aisb_ports\n"
+                        /* A name no entry lists is refused here, by name: the address check
+                         * below makes squid resolve the name, and a lookup of a name the agent
+                         * chose is a message out through the resolvers (a DNS tunnel). */
+                        "http_access deny !aisb_listed\n");
         else
-                r |= buffer_printf(&b, "http_access deny all\n");
+                emit(t, "http_access deny all\n");
         /* The gate shares the host's network: a listed name that resolves to loopback,
          * link-local (cloud metadata), a private or shared range (the host's neighbours, its
          * containers, a VPN) or one of the host's own addresses would reach the host or its
          * network rather than the internet. Only --gate-add-host names, mapped on purpose, may. */
-        r |= buffer_printf(&b, "http_access deny aisb_local_dst%s\n",
-                           local_names ? " !aisb_local_names" : "");
-        for (size_t i = 0; rules && rules[i]; i++)
-                r |= buffer_printf(&b, "%s%s\n",
-                                   i == n_plain ? "http_access deny aisb_rule_hosts aisb_path_odd\n"
-                                                  "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_length\n"
-                                                  "http_access deny aisb_rule_hosts aisb_bodiless aisb_body_chunked\n"
-                                                : "",
-                                   rules[i]);
-        if (rule_hosts)
-                r |= buffer_printf(&b, "http_access deny aisb_rule_hosts\n");
-        r |= buffer_printf(&b,
-                "http_access deny all\n"
+        emit(t, "http_access deny aisb_local_dst%s\n", m->local_names ? " !aisb_local_names" : "");
+        for (size_t g = 0; g < m->n_groups; g++) {
+                if (m->groups[g].port)
+                        emit(t, "http_access allow aisb_dst_%u aisb_port_%u\n", m->groups[g].port, m->groups[g].port);
+                else
+                        emit(t, "http_access allow aisb_dst_web aisb_port_web\n");
+        }
+        emit_rule_allows(t, m);
+        emit(t, "http_access deny all\n"
                 "http_reply_access allow all\n");
-        /* What a refused client reads: which name, which rule, how the user allows it (the
-         * gate image's ERR_AISB_* pages). */
-        r |= buffer_printf(&b,
-                "deny_info ERR_AISB_LOCAL aisb_local_dst\n"
+}
+
+/* What a refused client reads: which name, which rule, how the user allows it (the gate
+ * image's ERR_AISB_* pages). */
+static void emit_deny_info(squid_text *t, const squid_model *m)
+{
+        const squid_options *o = m->o;
+        emit(t, "deny_info ERR_AISB_LOCAL aisb_local_dst\n"
                 "deny_info ERR_AISB_LITERAL aisb_ip_literal\n"
                 "deny_info ERR_AISB_DENIED all\n");
         if (o->held_helper)
-                r |= buffer_printf(&b, "deny_info " GATE_HELD_PAGE " aisb_held\n");
-        if (intercepts)
-                r |= buffer_printf(&b, "deny_info ERR_AISB_ASTRAY aisb_astray\n");
-        if (rule_hosts || o->n_secrets)
-                r |= buffer_printf(&b, "deny_info ERR_AISB_TRACE aisb_trace\n");
-        if (any)
-                r |= buffer_printf(&b, "deny_info ERR_AISB_DENIED aisb_listed\n");
-        if (rule_hosts)
-                r |= buffer_printf(&b, "deny_info ERR_AISB_RULE aisb_rule_hosts\n"
-                                       "deny_info ERR_AISB_RULE aisb_path_odd\n"
-                                       "deny_info ERR_AISB_RULE aisb_body_length\n"
-                                       "deny_info ERR_AISB_RULE aisb_body_chunked\n");
-        if (r < 0)
-                return error_oom(err);
+                emit(t, "deny_info " GATE_HELD_PAGE " aisb_held\n");
+        if (m->intercepts)
+                emit(t, "deny_info ERR_AISB_ASTRAY aisb_astray\n");
+        if (m->rule_hosts || o->n_secrets)
+                emit(t, "deny_info ERR_AISB_TRACE aisb_trace\n");
+        if (m->ports)
+                emit(t, "deny_info ERR_AISB_DENIED aisb_listed\n");
+        if (m->rule_hosts)
+                emit(t, "deny_info ERR_AISB_RULE aisb_rule_hosts\n"
+                        "deny_info ERR_AISB_RULE aisb_path_odd\n"
+                        "deny_info ERR_AISB_RULE aisb_body_length\n"
+                        "deny_info ERR_AISB_RULE aisb_body_chunked\n");
+}
 
-        *ret_text = buffer_steal(&b);
+int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_text, aisb_error **err)
+{
+        _cleanup_(squid_model_done) squid_model m = {};
+        int r = squid_model_build(l, o, &m, err);
+        if (r < 0)
+                return r;
+        _cleanup_(squid_text_done) squid_text t = {};
+        emit_service(&t, &m);
+        emit_clients(&t, &m);
+        emit_destinations(&t, &m);
+        emit_rules(&t, &m);
+        emit_secrets(&t, &m);
+        emit_interception(&t, &m);
+        emit_held_helper(&t, &m);
+        emit_access(&t, &m);
+        emit_deny_info(&t, &m);
+        if (t.error < 0)
+                return error_oom(err);
+        *ret_text = buffer_steal(&t.b);
         return *ret_text ? 0 : error_oom(err);
 }
 
@@ -855,7 +1068,8 @@ int gate_squid_hosts_file(const char *const *add_hosts, char **ret_text, aisb_er
                 int k = allowlist_parse_add_host(add_hosts[i], &name, &ip, err);
                 if (k < 0)
                         return k;
-                r |= buffer_printf(&b, "%s %s\n", ip, name);
+                if (r >= 0)
+                        r = buffer_printf(&b, "%s %s\n", ip, name);
         }
         if (r < 0)
                 return error_oom(err);

@@ -123,6 +123,11 @@ extern const char gate_squid_tunnel_helper[];
 /* Whether a gate for l (and these secrets) intercepts TLS for some host. */
 bool gate_squid_intercepts(const allowlist *l, size_t n_secrets);
 
+/* The ports the gate serves for l's domain entries, ascending, each once: an entry's port, or
+ * 80 and 443 for one without. *ret_ports is the caller's to free (never NULL on success, even
+ * when *ret_n_ports is 0). -ENOMEM. */
+int gate_squid_ports(const allowlist *l, unsigned **ret_ports, size_t *ret_n_ports);
+
 /* The whole squid.conf for the domain entries of l (address entries are not the gate's
  * business). Refuses paths that are not absolute or hold characters squid.conf would
  * interpret. An allowlist without domains yields a configuration that denies everything. */

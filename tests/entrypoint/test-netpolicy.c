@@ -219,6 +219,140 @@ START_TEST(options_hostile)
 }
 END_TEST
 
+/* Each refusal's exact words: the entrypoint's messages are part of its interface (aisb
+ * shows them), so a change to the parser must leave them as they are. */
+START_TEST(options_messages)
+{
+        static const struct {
+                const char *argv[12];
+                const char *message;
+        } cases[] = {
+                { {  NULL }, "--uid and --gid are required (or --keep-root)" },
+                { { "--uid", "1", "--gid", "1",  NULL }, "no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]" },
+                { { "sh",  NULL }, "unexpected argument 'sh' (the command goes after --)" },
+                { { "--uid",  NULL }, "--uid needs a value" },
+                { { "--gid",  NULL }, "--gid needs a value" },
+                { { "--net",  NULL }, "--net needs a value" },
+                { { "--allow",  NULL }, "--allow needs a value" },
+                { { "--seed",  NULL }, "--seed needs a value" },
+                { { "--expect-mount",  NULL }, "--expect-mount needs a value" },
+                { { "--allow-env",  NULL }, "--allow-env needs a value" },
+                { { "--ca-bundle",  NULL }, "--ca-bundle needs a value" },
+                { { "--uid=1", "--uid=2",  NULL }, "--uid given twice" },
+                { { "--gid=1", "--gid", "2",  NULL }, "--gid given twice" },
+                { { "--uid", "x",  NULL }, "--uid x: must be a number from 0 to 4294967294" },
+                { { "--uid=",  NULL }, "--uid : must be a number from 0 to 4294967294" },
+                { { "--gid", "4294967295",  NULL }, "--gid 4294967295: must be a number from 0 to 4294967294" },
+                { { "--net", "none", "--net=none",  NULL }, "--net given twice" },
+                { { "--net", "bogus",  NULL }, "--net bogus: must be none, allow, full or external" },
+                { { "--net=",  NULL }, "--net : must be none, allow, full or external" },
+                { { "--net", "allow", "--allow", "bogus",  NULL }, "--allow bogus: not an IP address" },
+                { { "--net", "allow", "--allow", "",  NULL }, "--allow needs a destination (address, CIDR, optional :port)" },
+                { { "--net", "allow", "--allow", "10.0.0.1/8",  NULL }, "--allow 10.0.0.1/8: has host bits set beyond /8" },
+                { { "--allow-env", "X",  NULL }, "--allow-env X: must be VARIABLE:PORT (upper case, digits, _; port 1..65535)" },
+                { { "--net", "allow", "--allow-env", "X:1", "--allow-env", "Y:2",  NULL }, "--allow-env given twice" },
+                { { "--expect-mount", "p:1:2",  NULL }, "--expect-mount p:1:2: must be PATH:DEV:INO" },
+                { { "--expect-mount", "/p:x:2",  NULL }, "--expect-mount /p:x:2: DEV and INO must be numbers" },
+                { { "--expect-mount", "/p:1:1111111111111111111111111111111111111111",  NULL }, "--expect-mount /p:1:1111111111111111111111111111111111111111: DEV and INO must be numbers" },
+                { { "--seed", "/a",  NULL }, "--seed /a: must be SRC:DEST, two absolute paths" },
+                { { "--seed", "/a:/b", "--seed", "/c:/d",  NULL }, "--seed given twice" },
+                { { "--seed", "/a:/b/../c",  NULL }, "--seed /a:/b/../c: must be SRC:DEST, two absolute paths" },
+                { { "--ca-bundle", "rel",  NULL }, "--ca-bundle rel: must be an absolute path of at most 255 bytes" },
+                { { "--ca-bundle", "/a", "--ca-bundle", "/b",  NULL }, "--ca-bundle given twice" },
+                { { "--ca-bundle", "/a/../b",  NULL }, "--ca-bundle /a/../b: must be an absolute path of at most 255 bytes" },
+                { { "--allow-dns=1",  NULL }, "--allow-dns takes no value" },
+                { { "--keep-root=yes",  NULL }, "--keep-root takes no value" },
+                { { "--print-plan=x",  NULL }, "--print-plan takes no value" },
+                { { "--ruleset-only=x",  NULL }, "--ruleset-only takes no value" },
+                { { "--allow-unenforced=x",  NULL }, "--allow-unenforced takes no value" },
+                { { "--print-ruleset=x",  NULL }, "--print-ruleset takes no value" },
+                { { "--bogus",  NULL }, "unknown option '--bogus'" },
+                { { "--bogus=1",  NULL }, "--bogus takes no value" },
+                { { "--xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",  NULL }, "unknown option '--xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'" },
+                { { "--xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx=1",  NULL }, "unknown option '--xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'" },
+                { { "-u",  NULL }, "unexpected argument '-u' (the command goes after --)" },
+                { { "--allow-dnsx",  NULL }, "unknown option '--allow-dnsx'" },
+                { { "--allow", "10.0.0.1", "--uid", "1", "--gid", "1", "--", "sh",  NULL }, "--allow needs --net allow" },
+                { { "--uid", "1", "--gid", "1", "--allow-dns", "--", "sh",  NULL }, "--allow-dns needs --net allow" },
+                { { "--uid", "1", "--gid", "1", "--allow-env", "X:1", "--", "sh",  NULL }, "--allow-env needs --net allow" },
+                { { "--net", "full", "--ruleset-only",  NULL }, "--ruleset-only installs a ruleset: --net none or allow" },
+                { { "--keep-root", "--uid", "1", "--", "sh",  NULL }, "--keep-root and --uid/--gid exclude each other" },
+                { { "--keep-root", "--net", "external", "--", "sh",  NULL }, "--net external starts without privileges: no --keep-root, no --ca-bundle" },
+                { { "--uid", "1", "--gid", "1", "--net", "external", "--ca-bundle", "/c", "--", "sh",  NULL }, "--net external starts without privileges: no --keep-root, no --ca-bundle" },
+                { { "--uid", "1", "--", "sh",  NULL }, "--uid and --gid are required (or --keep-root)" },
+                { { "--uid", "0", "--gid", "0", "--", "sh",  NULL }, "--uid 0 is root: say --keep-root if that is meant" },
+                { { "--print-plan", "--print-ruleset",  NULL }, "--print-ruleset and --print-plan exclude each other" },
+                { { "--net", "allow", "--ruleset-only", "--seed", "/a:/b",  NULL }, "--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, --expect-mount or command" },
+                { { "--net", "allow", "--ruleset-only", "--expect-mount", "/a:1:2",  NULL }, "--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, --expect-mount or command" },
+                { { "--uid", "1", "--gid", "1", "--",  NULL }, "no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *argv[13] = { "aisb-entrypoint" };
+                int argc = 1;
+                struct netpolicy p;
+                char err[256] = "";
+                for (; cases[i].argv[argc - 1]; argc++)
+                        argv[argc] = cases[i].argv[argc - 1];
+                ck_assert_msg(netpolicy_parse(argc, (char *const *) argv, &p, err, sizeof(err)) == -EINVAL,
+                              "case %zu accepted", i);
+                ck_assert_msg(strcmp(err, cases[i].message) == 0, "case %zu: '%s', not '%s'", i, err,
+                              cases[i].message);
+        }
+
+        /* The bounds on lengths and counts. */
+        static char long_path[NETPOLICY_SEED_PATH_MAX + 2], seed[2 * NETPOLICY_SEED_PATH_MAX + 8],
+                mount_path[NETPOLICY_EXPECT_PATH_MAX + 16];
+        memset(long_path, 'a', sizeof(long_path) - 1);
+        long_path[0] = '/';
+        struct netpolicy p;
+        char err[256] = "";
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--ca-bundle", long_path, NULL), -EINVAL);
+        ck_assert_msg(strncmp(err, "--ca-bundle /aaa", 16) == 0 && strlen(err) == sizeof(err) - 1, "%s", err);
+        long_path[NETPOLICY_SEED_PATH_MAX - 1] = 0; /* 255 bytes: fits */
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--ca-bundle", long_path, "--", "x", NULL), 0);
+        ck_assert_str_eq(p.ca_extra, long_path);
+        snprintf(seed, sizeof(seed), "%s:/b", long_path);
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--seed", seed, "--", "x", NULL), 0);
+        ck_assert_str_eq(p.seed_source, long_path);
+        snprintf(seed, sizeof(seed), "%sa:/b", long_path);
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--seed", seed, "--", "x", NULL), -EINVAL);
+        ck_assert_str_eq(err, "--seed: a path is longer than 255 bytes");
+        snprintf(seed, sizeof(seed), "/a:%sa", long_path);
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--seed", seed, "--", "x", NULL), -EINVAL);
+        ck_assert_str_eq(err, "--seed: a path is longer than 255 bytes");
+        memset(mount_path, 'm', sizeof(mount_path) - 1);
+        mount_path[0] = '/';
+        snprintf(mount_path + NETPOLICY_EXPECT_PATH_MAX, 16, ":1:2");
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--expect-mount", mount_path, "--", "x", NULL),
+                         -EINVAL);
+        ck_assert_msg(strncmp(err, "--expect-mount /mmm", 19) == 0, "%s", err);
+        snprintf(mount_path + NETPOLICY_EXPECT_PATH_MAX - 1, 16, ":1:2");
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--keep-root", "--expect-mount", mount_path, "--", "x", NULL), 0);
+        ck_assert_uint_eq(strlen(p.expect[0].path), NETPOLICY_EXPECT_PATH_MAX - 1);
+
+        static const char *many[2 * NETPOLICY_MAX_EXPECT + 8] = { "aisb-entrypoint", "--keep-root" };
+        int argc = 2;
+        for (int i = 0; i <= NETPOLICY_MAX_EXPECT; i++) {
+                many[argc++] = "--expect-mount";
+                many[argc++] = "/p:1:2";
+        }
+        many[argc++] = "--";
+        many[argc++] = "x";
+        ck_assert_int_eq(netpolicy_parse(argc, (char *const *) many, &p, err, sizeof(err)), -EINVAL);
+        ck_assert_str_eq(err, "too many --expect-mount (at most 320)");
+        many[argc - 4] = "--";
+        many[argc - 3] = "x";
+        ck_assert_int_eq(netpolicy_parse(argc - 2, (char *const *) many, &p, err, sizeof(err)), 0);
+        ck_assert_uint_eq(p.n_expect, NETPOLICY_MAX_EXPECT);
+
+        /* A message cut to the caller's buffer, and none asked for. */
+        char small[8];
+        ck_assert_int_eq(parse(&p, small, sizeof(small), "--bogus", NULL), -EINVAL);
+        ck_assert_str_eq(small, "unknown");
+        ck_assert_int_eq(parse(&p, NULL, 0, "--bogus", NULL), -EINVAL);
+}
+END_TEST
+
 START_TEST(too_many_allows)
 {
         const char *argv[2 * NETPOLICY_MAX_ALLOW + 16] = { "aisb-entrypoint", "--uid", "1", "--gid", "1", "--net", "allow" };
@@ -525,6 +659,7 @@ Suite *netpolicy_suite(void)
         tc = tcase_create("options");
         tcase_add_test(tc, options_good);
         tcase_add_test(tc, options_hostile);
+        tcase_add_test(tc, options_messages);
         tcase_add_test(tc, too_many_allows);
         suite_add_tcase(s, tc);
         tc = tcase_create("resolv.conf");

@@ -1320,6 +1320,159 @@ static const char *const squid_logs[] = {
                 "1796136553.533 127.0.0.1 - -:- 400 NONE_NONE 3307 ERR_PROTOCOL_UNKNOWN error:invalid-request\n",
 };
 
+/* Every shape of squid.conf against its golden file in tests/unit/squid/, byte for byte:
+ * the generator may be rearranged, its text must stay the same. AISB_WRITE_GOLDEN=1 writes
+ * the files instead (to capture a deliberate change). */
+static void expect_squid_golden(const char *name, const char *const *entries, const squid_options *o)
+{
+        char *text = squid_config(entries, o);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/tests/unit/squid/%s.conf", getenv("AISB_SRC"), name);
+        if (getenv("AISB_WRITE_GOLDEN")) {
+                int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+                ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+                close(fd);
+                free(text);
+                return;
+        }
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+        char *want = NULL;
+        ck_assert_int_eq(read_full_fd(fd, 1 << 20, &want, NULL), 0);
+        close(fd);
+        if (!streq(text, want)) {
+                char got[] = "/tmp/aisb-squid-got.XXXXXX";
+                int out = mkstemp(got);
+                if (out >= 0) {
+                        (void) write_all(out, text, strlen(text));
+                        close(out);
+                }
+                ck_abort_msg("%s.conf differs; what was made is in %s", name, got);
+        }
+        free(text);
+        free(want);
+}
+
+START_TEST(test_squid_config_golden)
+{
+        static const char *const none[] = { NULL };
+        static const char *const plain[] = { "example.com", "*.github.com", "api.github.com", "pypi.org",
+                                             "files.pythonhosted.org", "Example.COM.", NULL };
+        static const char *const ports[] = { "example.com",       "example.com:8443", "git.example.org:22",
+                                             "a.example.net:443", "b.example.net:80", "*.z.example:8080",
+                                             "y.example:8080",    "c.example.net:22", NULL };
+        static const char *const only_ports[] = { "example.com:8443", "x.example.org:8443", "x.example.org:22", NULL };
+        static const char *const addresses[] = { "example.com", "192.0.2.2", "198.51.100.0/24:5432", "[2001:db8::1]:443",
+                                                 "2001:db8::/48", NULL };
+        static const char *const many[] = { "a1.example", "a2.example", "a3.example", "a4.example", "a5.example",
+                                            "a6.example", "a7.example", "a8.example", "a9.example", "b1.example",
+                                            "b2.example", "b3.example", "b4.example", "b5.example", "b6.example",
+                                            "b7.example", "b8.example", "b9.example", NULL };
+        static const char *const rules[] = { "api.github.com GET,HEAD /repos/acme/ /a+b.c", "example.com",
+                                             "github.com read-only", "api.github.com POST /gists",
+                                             "upload.example.org:8443 PUT /up/", "*.docs.example GET",
+                                             "mirror.example.org:8443", NULL };
+        static const char *const only_rules[] = { "api.example.com GET /v1/", NULL };
+        static const char *const add_hosts[] = { "registry.internal:10.0.0.5", "db.internal:192.168.1.9",
+                                                 "registry.internal:10.0.0.5", "v6.internal:fd00::7", NULL };
+        static const char *const host_addresses[] = { "203.0.113.7", "10.1.2.3", "2001:db8::99", "203.0.113.7",
+                                                      "::1", "2001:0db8:0000::0099", "198.51.100.1", "198.51.100.2",
+                                                      "198.51.100.3", "198.51.100.4", "198.51.100.5", NULL };
+        static char *openai_hosts[] = { (char *) "api.openai.com", (char *) "b.test", NULL };
+        static char *github_hosts[] = { (char *) "api.github.com", NULL };
+        static char *anthropic_hosts[] = { (char *) "api.anthropic.com", (char *) "example.com", NULL };
+        const gate_secret secrets[] = {
+                { .name = (char *) "K", .hosts = openai_hosts, .header = (char *) "Authorization",
+                  .scheme = (char *) "Bearer", .value = (char *) "sk-123", .placeholder = (char *) "p1" },
+                { .name = (char *) "G", .hosts = github_hosts, .header = (char *) "Authorization",
+                  .scheme = (char *) "token", .value = (char *) "ghp_abc", .placeholder = (char *) "p2" },
+                { .name = (char *) "A", .hosts = anthropic_hosts, .header = (char *) "x-api-key",
+                  .value = (char *) "ant-xyz", .placeholder = (char *) "p3" },
+        };
+        static const char *const secret_entries[] = { "api.openai.com", "b.test", "api.anthropic.com", "example.com",
+                                                      "pypi.org", NULL };
+        const squid_options bump = { .port = 3128, .bump_cert = "/g/tls/ca.pem", .bump_key = "/g/tls/ca.key",
+                                     .bump_db = "/tmp/certs", .tunnel_helper = "/g/config/tunnel.awk" };
+
+        expect_squid_golden("empty", none, &(squid_options) { .port = 3128 });
+        expect_squid_golden("empty-logs", none,
+                            &(squid_options) { .port = 1, .access_log = "/tmp/log/a.log", .cache_log = "/tmp/log/c.log" });
+        expect_squid_golden("plain", plain, &(squid_options) { .port = 3128 });
+        expect_squid_golden("plain-cluster", plain, &(squid_options) { .port = 65535, .cluster = true });
+        expect_squid_golden("ports", ports, &(squid_options) { .port = 3128 });
+        expect_squid_golden("only-ports", only_ports, &(squid_options) { .port = 3128 });
+        expect_squid_golden("addresses", addresses, &(squid_options) { .port = 3128 });
+        expect_squid_golden("only-addresses", addresses + 1, &(squid_options) { .port = 3128 });
+        expect_squid_golden("long-acl", many, &(squid_options) { .port = 3128 });
+        expect_squid_golden("local", plain,
+                            &(squid_options) { .port = 3128, .hosts_file = "/etc/aisb/hosts", .add_hosts = add_hosts,
+                                               .host_addresses = host_addresses });
+        expect_squid_golden("keyed", plain,
+                            &(squid_options) { .port = 41000, .client_key = "00ff00ff00ff00ff00ff00ff00ff00fe",
+                                               .access_log = "/g/logs/access.log", .cache_log = "/g/logs/cache.log" });
+        expect_squid_golden("held", plain,
+                            &(squid_options) { .port = 41000, .client_key = "0123456789abcdef",
+                                               .held_helper = "/g/config/held.sh" });
+        expect_squid_golden("held-shared", ports, &(squid_options) { .port = 3128, .held_helper = "/g/held" });
+        expect_squid_golden("rules", rules, &bump);
+        expect_squid_golden("only-rules", only_rules, &bump);
+        squid_options o = bump;
+        o.cluster = true;
+        expect_squid_golden("rules-cluster", rules, &o);
+        o = bump;
+        o.secrets = secrets;
+        o.n_secrets = 1;
+        expect_squid_golden("secret", secret_entries, &o);
+        o.n_secrets = ELEMENTSOF(secrets);
+        expect_squid_golden("secrets", secret_entries, &o);
+        expect_squid_golden("secrets-no-entries", none, &o);
+        expect_squid_golden("secrets-rules", rules, &o);
+        o.client_key = "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
+        o.held_helper = "/g/config/held.sh";
+        o.hosts_file = "/g/config/hosts";
+        o.add_hosts = add_hosts;
+        o.host_addresses = host_addresses;
+        o.access_log = "/g/logs/access.log";
+        o.cache_log = "/g/logs/cache.log";
+        expect_squid_golden("everything", rules, &o);
+        o.cluster = true;
+        expect_squid_golden("everything-cluster", rules, &o);
+}
+END_TEST
+
+/* The gate's port set: what kube's NetworkPolicy and squid's aisb_ports both say. */
+START_TEST(test_gate_ports)
+{
+        static const struct {
+                const char *entries[6];
+                unsigned ports[6];
+                size_t n;
+        } cases[] = {
+                { { NULL }, { 0 }, 0 },
+                { { "192.0.2.1", "198.51.100.0/24:22", NULL }, { 0 }, 0 },
+                { { "example.com", NULL }, { 80, 443 }, 2 },
+                { { "a.example:8443", "b.example:22", "a.example:22", NULL }, { 22, 8443 }, 2 },
+                { { "a.example:443", "b.example", "c.example:80", "d.example:1", "192.0.2.1:9", NULL }, { 1, 80, 443 }, 3 },
+                { { "api.example.com GET /v1/", "up.example.com:8080 PUT", NULL }, { 80, 443, 8080 }, 3 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                allowlist l = {};
+                for (size_t k = 0; cases[i].entries[k]; k++)
+                        ck_assert_int_eq(allowlist_add(&l, cases[i].entries[k], "--allow", NULL), 0);
+                unsigned *ports = NULL;
+                size_t n = SIZE_MAX;
+                ck_assert_int_eq(gate_squid_ports(&l, &ports, &n), 0);
+                ck_assert_ptr_nonnull(ports);
+                ck_assert_uint_eq(n, cases[i].n);
+                for (size_t k = 0; k < n; k++)
+                        ck_assert_uint_eq(ports[k], cases[i].ports[k]);
+                free(ports);
+                allowlist_done(&l);
+        }
+}
+END_TEST
+
 START_TEST(test_egress_real_lines)
 {
         const char *log = squid_logs[_i];
@@ -2085,6 +2238,8 @@ static Suite *allowlist_suite(void)
         tcase_add_test(tc, test_squid_config_refused);
         tcase_add_test(tc, test_squid_config_rules);
         tcase_add_test(tc, test_squid_config_secrets);
+        tcase_add_test(tc, test_squid_config_golden);
+        tcase_add_test(tc, test_gate_ports);
         tcase_add_test(tc, test_tunnel_helper);
         tcase_add_test(tc, test_secret_parse);
         tcase_add_test(tc, test_gate_hash);
