@@ -18,7 +18,7 @@ static int open_ctx(aisb_ctx **ret)
         if (aisb_ctx_new(ret, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
         static const cli_flags flags;
-        aisb_ctx_set_log_fn(*ret, cli_log, (void *) &flags);
+        aisb_ctx_set_event_fn(*ret, cli_on_event, (void *) &flags);
         return 0;
 }
 

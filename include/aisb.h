@@ -168,27 +168,8 @@ AISB_PUBLIC int aisb_policy_get_values(const aisb_policy *policy, const char *ke
 
 typedef struct aisb_ctx aisb_ctx;
 
-typedef enum aisb_log_level {
-        AISB_LOG_DEBUG = 0,
-        AISB_LOG_INFO = 1,
-        AISB_LOG_WARNING = 2,
-} aisb_log_level;
-
-/* Called with one line of text (no newline). */
-typedef void (*aisb_log_fn)(aisb_log_level level, const char *message, void *userdata);
-
 AISB_PUBLIC int aisb_ctx_new(aisb_ctx **ret_ctx, aisb_error **err);
 AISB_PUBLIC void aisb_ctx_free(aisb_ctx *ctx);
-
-/* Messages the library would otherwise drop: warnings, progress, debug detail. */
-AISB_PUBLIC void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
-
-/* Build output, one line at a time, as the service streams it: at AISB_LOG_INFO the lines
- * that mark progress (a step begins, a step's layer comes from the cache, the image is
- * committed), at AISB_LOG_DEBUG the output of the steps' commands. The level goes by the
- * line's text alone, so a step's command can print a line that reads as progress: use it to
- * choose what to show, never to decide anything. */
-AISB_PUBLIC void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
 
 /* Use this API socket instead of discovering one. No transient service is started then.
  * Connecting refuses it (-EPERM) unless the user or root owns it and every directory above
@@ -207,8 +188,9 @@ AISB_PUBLIC void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *u
 /* Find the API socket (CONTAINER_HOST, $XDG_RUNTIME_DIR, /run/user/UID, podman 4.x's /tmp
  * fallback), start a transient "podman system service" when none answers, and check the
  * version (podman >= 4.3). Called implicitly by the calls below. A found socket that another
- * user could have put there is skipped with a warning (log callback); CONTAINER_HOST naming
- * one is refused (-EPERM), and so is starting a service in another user's directory. */
+ * user could have put there is skipped with a warning (an AISB_EVENT_LOG event);
+ * CONTAINER_HOST naming one is refused (-EPERM), and so is starting a service in another
+ * user's directory. */
 AISB_PUBLIC int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err);
 
 /* After a successful connect: the service's version ("4.3.1") and socket path. */
@@ -231,15 +213,24 @@ AISB_PUBLIC void aisb_ctx_cancel(aisb_ctx *ctx);
 
 /* ---- events: what happens, typed ---- */
 
+/*
+ * Everything the library has to say while it works comes through one callback
+ * (aisb_ctx_set_event_fn) as an event of one of these kinds. Kinds may be added: a handler
+ * ignores the kinds it does not know.
+ */
 typedef enum aisb_event_type {
-        AISB_EVENT_MESSAGE = 1,      /* level, text: a warning, progress or debug detail */
-        AISB_EVENT_BUILD_OUTPUT = 2, /* text: one line of an image build's output */
+        AISB_EVENT_LOG = 1,          /* level, text: a warning, progress or debug detail */
+        AISB_EVENT_BUILD_OUTPUT = 2, /* level, text: one line of an image build's output */
         AISB_EVENT_STEP = 3,         /* step (and its name as text): a run's step begins */
         AISB_EVENT_EGRESS = 4,       /* egress: what a run sent through its gate */
 } aisb_event_type;
 
-/* A run's steps, in the order they begin; "gate" only for a run through the gate. The text of
- * the event is the name after AISB_STEP_, lower case. */
+typedef enum aisb_log_level {
+        AISB_LOG_DEBUG = 0,
+        AISB_LOG_INFO = 1,
+        AISB_LOG_WARNING = 2,
+} aisb_log_level;
+
 typedef enum aisb_step {
         AISB_STEP_IMAGE = 1,
         AISB_STEP_VOLUME,
@@ -252,6 +243,7 @@ typedef enum aisb_step {
         AISB_STEP_REMOVE,
 } aisb_step;
 
+/* A run's egress summary. Fields may be added at the end. */
 typedef struct aisb_egress {
         unsigned long allowed;
         unsigned long denied; /* refused by the gate */
@@ -263,18 +255,29 @@ typedef struct aisb_egress {
         const char *const *denied_requests;
 } aisb_egress;
 
+/*
+ * One event. The library fills it, and it is valid during the callback only. Fields may be
+ * added at the end; a field a kind does not use is zero (NULL).
+ */
 typedef struct aisb_event {
         aisb_event_type type;
-        aisb_log_level level;      /* MESSAGE, BUILD_OUTPUT (as the build callback gets it);
-                                    * INFO for the others */
-        const char *text;          /* MESSAGE, BUILD_OUTPUT, STEP */
+        /* LOG: how much the message matters (a caller shows warnings, and progress unless
+         * asked to be quiet). BUILD_OUTPUT: AISB_LOG_INFO for the lines that mark progress (a
+         * step begins, a step's layer comes from the cache, the image is committed),
+         * AISB_LOG_DEBUG for the output of the steps' commands; the level goes by the line's
+         * text alone, so a step's command can print a line that reads as progress: use it
+         * to choose what to show, never to decide anything. AISB_LOG_INFO for the others. */
+        aisb_log_level level;
+        /* LOG: the message; BUILD_OUTPUT: the line, as the service streams it; STEP: the
+         * step's name. One line, no newline; never a secret's value. */
+        const char *text;
         const aisb_egress *egress; /* EGRESS */
         aisb_step step;            /* STEP */
 } aisb_event;
 
 /* Called on the thread of the operation, with data valid during the call only. Return 0, or
- * nonzero to stop the operation as aisb_ctx_cancel() would (a build ends at once). The log
- * and build callbacks, when set, still get their lines too. */
+ * nonzero to stop the operation as aisb_ctx_cancel() would (a build ends at once). Without
+ * a callback the library's messages are dropped. */
 typedef int (*aisb_event_fn)(const aisb_event *event, void *userdata);
 AISB_PUBLIC void aisb_ctx_set_event_fn(aisb_ctx *ctx, aisb_event_fn fn, void *userdata);
 
@@ -287,7 +290,7 @@ AISB_PUBLIC int aisb_image_tag(const aisb_policy *policy, char **ret_tag, aisb_e
  * bootstrap base first, for "bootstrap:debian:SUITE"). For a policy whose runs go through
  * aisb's gate (allow mode without a proxy or no-gate), when the image must be built and the
  * gate's image is missing too, that one is built at the same time (on a thread and a
- * connection of its own; its output is not passed to the callbacks) and waited for; if it
+ * connection of its own; its output is not passed to the event callback) and waited for; if it
  * failed there, the run's gate step builds it again. *ret_built (may be NULL) says whether a
  * build ran. */
 AISB_PUBLIC int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *policy, char **ret_tag,
@@ -514,7 +517,7 @@ typedef void (*aisb_skill_lint_fn)(const char *commit, const char *path, unsigne
                                    const char *kind, const char *masked, void *userdata);
 /*
  * Look for credentials in dir: its files (read without following links, regular files only,
- * bounded; what is skipped is said through the log callback as a warning), and the history
+ * bounded; what is skipped is said as a warning, an AISB_EVENT_LOG event), and the history
  * reachable from the refs of each git repository in it, read by git inside a sandbox of the
  * policy's image (no network, dir read-only; never git on the host, which would run what a
  * repository's configuration names). When the image is not built, the history is not
