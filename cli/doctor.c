@@ -11,9 +11,10 @@
 #include "json-output.h"
 #include "options.h"
 
-static void print_check(const char *check, aisb_check_status status, const char *detail,
-                        const char *fix, void *userdata)
+static void print_check(const aisb_doctor_check *c, void *userdata)
 {
+        const char *check = c->name, *detail = c->detail, *fix = c->fix;
+        aisb_check_status status = c->status;
         bool json = *(bool *) userdata;
         static const char *const words[] = { "ok", "warn", "fail" };
         if (json) {

@@ -111,10 +111,10 @@ int command_ps(int argc, char **argv)
         return code;
 }
 
-static void print_removed(const char *kind, const char *name, void *userdata)
+static void print_removed(const aisb_clean_entry *removed, void *userdata)
 {
         bool dry = *(bool *) userdata;
-        printf("%s %s %s\n", dry ? "would remove" : "removed", kind, name);
+        printf("%s %s %s\n", dry ? "would remove" : "removed", removed->kind, removed->name);
 }
 
 int command_clean(int argc, char **argv)

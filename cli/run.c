@@ -213,18 +213,18 @@ typedef struct run_state {
         int stop_signal;
 } run_state;
 
-static int on_control(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+static int on_control(aisb_control_request *request, void *userdata)
 {
         run_state *st = userdata;
         struct signalfd_siginfo si;
-        if (read(fd, &si, sizeof si) != (ssize_t) sizeof si)
+        if (read(request->fd, &si, sizeof si) != (ssize_t) sizeof si)
                 return AISB_CONTROL_NONE;
         if (si.ssi_signo == SIGWINCH) {
                 struct winsize ws = {};
                 if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
                         return AISB_CONTROL_NONE;
-                *rows = ws.ws_row;
-                *cols = ws.ws_col;
+                request->rows = ws.ws_row;
+                request->cols = ws.ws_col;
                 return AISB_CONTROL_RESIZE;
         }
         st->stop_signal = (int) si.ssi_signo;

@@ -26,12 +26,13 @@ typedef struct output_state {
 
 /* Called with each chunk the sandbox writes. A chunk may end mid-line, so whether the next
  * byte starts a line is carried from one call to the next. */
-static int on_output(int stream, const void *data, size_t size, void *userdata)
+static int on_output(const aisb_output *output, void *userdata)
 {
         output_state *state = userdata;
-        const char *bytes = data;
+        const char *bytes = output->data;
+        size_t size = output->size;
 
-        if (stream == AISB_STREAM_STDERR) {
+        if (output->stream == AISB_STREAM_STDERR) {
                 state->stderr_bytes += size;
                 fwrite(bytes, 1, size, stderr);
                 return 0;

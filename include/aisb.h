@@ -305,17 +305,30 @@ enum {
         AISB_STREAM_STDERR = 2,
 };
 
+/* Some output of the sandbox (valid during the callback only). Fields may be added at the
+ * end. */
+typedef struct aisb_output {
+        int stream; /* AISB_STREAM_STDOUT or AISB_STREAM_STDERR */
+        const void *data;
+        size_t size;
+} aisb_output;
 /* Output from the sandbox. Return 0, or a negative errno to abort the run. */
-typedef int (*aisb_output_fn)(int stream, const void *data, size_t size, void *userdata);
+typedef int (*aisb_output_fn)(const aisb_output *output, void *userdata);
 
 enum aisb_control {
         AISB_CONTROL_NONE = 0,   /* nothing to do */
-        AISB_CONTROL_RESIZE = 1, /* the terminal changed size: fill *rows, *cols */
+        AISB_CONTROL_RESIZE = 1, /* the terminal changed size: rows and cols are set */
         AISB_CONTROL_STOP = 2,   /* stop and remove the sandbox now */
 };
-/* Called when the control fd is readable; the callback must consume what made it so. */
-typedef int (*aisb_control_fn)(int fd, unsigned short *rows, unsigned short *cols,
-                               void *userdata);
+/* What the control callback is asked and answers. Fields may be added at the end. */
+typedef struct aisb_control_request {
+        int fd; /* the control fd, readable */
+        /* For AISB_CONTROL_RESIZE, the callback sets the terminal's new size here. */
+        unsigned short rows, cols;
+} aisb_control_request;
+/* Called when the control fd is readable; the callback must consume what made it so, and
+ * returns one of enum aisb_control. */
+typedef int (*aisb_control_fn)(aisb_control_request *request, void *userdata);
 
 /* Defaults: stdin 0, stdout 1, stderr 2, no terminal, no control fd, no output filter. */
 AISB_PUBLIC int aisb_io_new(aisb_io **ret_io, aisb_error **err);
@@ -362,16 +375,24 @@ AISB_PUBLIC int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *policy, char **re
                              unsigned *ret_port, aisb_error **err);
 /* Remove this policy's gate (a run that needs it starts it again). */
 AISB_PUBLIC int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *policy, aisb_error **err);
-/* Every gate of this user: fn once per gate; answering = running and accepting on its port. */
-typedef void (*aisb_gate_fn)(const char *name, const char *policy_hash, unsigned port,
-                             int answering, void *userdata);
+/* One gate of this user (strings valid during the callback only). Fields may be added at
+ * the end. */
+typedef struct aisb_gate_entry {
+        const char *name;        /* its container's */
+        const char *policy_hash; /* the hash of the allowlist it serves */
+        unsigned port;
+        int answering;           /* running and accepting on its port */
+} aisb_gate_entry;
+/* Every gate of this user: fn once per gate. */
+typedef void (*aisb_gate_fn)(const aisb_gate_entry *gate, void *userdata);
 AISB_PUBLIC int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **err);
 /* Where this policy's gate writes its access log (one line per request). */
 AISB_PUBLIC int aisb_gate_log_path(const aisb_policy *policy, char **ret_path, aisb_error **err);
 
 /* ---- what is running, what is left over, what ran ---- */
 
-/* One sandbox, gate or home volume of this user (strings valid during the callback only). */
+/* One sandbox, gate or home volume of this user (strings valid during the callback only).
+ * Fields may be added at the end. */
 typedef struct aisb_list_entry {
         const char *name;
         const char *kind;    /* "sandbox", "gate" or "volume" (a home volume aisb made) */
@@ -399,10 +420,14 @@ enum {
  * (a killed aisb's: they hold its secrets), unused aisb images except keep_image (the one the
  * next run needs; NULL for none), and with AISB_CLEAN_VOLUMES aisb-* volumes, narrowed by
  * volume_glob when not NULL. A gate's state directory goes with it, and any whose gate is
- * gone (no run holding it), its configuration zeroed first. fn is told each thing removed:
- * kind ("sandbox", "gate", "gate-state", "image", "volume") and name (a gate-state's
- * directory). Never touches anything outside aisb's namespace. */
-typedef void (*aisb_clean_fn)(const char *kind, const char *name, void *userdata);
+ * gone (no run holding it), its configuration zeroed first. fn is told each thing removed
+ * (valid during the callback only; fields may be added at the end). Never touches anything
+ * outside aisb's namespace. */
+typedef struct aisb_clean_entry {
+        const char *kind; /* "sandbox", "gate", "gate-state", "image" or "volume" */
+        const char *name; /* a gate-state's: its directory */
+} aisb_clean_entry;
+typedef void (*aisb_clean_fn)(const aisb_clean_entry *removed, void *userdata);
 AISB_PUBLIC int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob,
                            const char *keep_image, aisb_clean_fn fn, void *userdata,
                            aisb_error **err);
@@ -449,9 +474,14 @@ typedef enum aisb_check_status {
         AISB_CHECK_WARN = 1, /* works, but weaker or slower than it should */
         AISB_CHECK_FAIL = 2, /* blocks a run */
 } aisb_check_status;
-/* One check: its name, result, what was found, and the fix (NULL when none is needed). */
-typedef void (*aisb_doctor_fn)(const char *check, aisb_check_status status, const char *detail,
-                               const char *fix, void *userdata);
+/* One check (strings valid during the callback only). Fields may be added at the end. */
+typedef struct aisb_doctor_check {
+        const char *name; /* "podman", "gate", ... */
+        aisb_check_status status;
+        const char *detail; /* what was found */
+        const char *fix;    /* what to do; NULL when nothing is needed */
+} aisb_doctor_check;
+typedef void (*aisb_doctor_fn)(const aisb_doctor_check *check, void *userdata);
 /* Check this host for running policy's sandboxes; deep runs real ones (the ruleset, an
  * allowlisted request through the gate, a refused one). Returns the number of failed checks,
  * or a negative errno when the checks themselves could not run. */
@@ -510,11 +540,16 @@ AISB_PUBLIC int aisb_policy_agents_dir(const aisb_policy *policy, char **ret_dir
 enum {
         AISB_SKILL_LINT_NO_HISTORY = 1 << 0, /* the files only: no sandbox for git's history */
 };
-/* One finding: commit (NULL for a file as it is now), path relative to the directory, line,
- * kind ("github-token", "private-key", "high-entropy", ...) and the value masked (its first
- * characters at most, and its length). The value itself is never passed on. */
-typedef void (*aisb_skill_lint_fn)(const char *commit, const char *path, unsigned long line,
-                                   const char *kind, const char *masked, void *userdata);
+/* One finding (strings valid during the callback only). The value itself is never passed
+ * on. Fields may be added at the end. */
+typedef struct aisb_skill_lint_finding {
+        const char *commit; /* NULL for a file as it is now */
+        const char *path;   /* relative to the directory */
+        unsigned long line;
+        const char *kind;   /* "github-token", "private-key", "high-entropy", ... */
+        const char *masked; /* the value masked: its first characters at most, and its length */
+} aisb_skill_lint_finding;
+typedef void (*aisb_skill_lint_fn)(const aisb_skill_lint_finding *finding, void *userdata);
 /*
  * Look for credentials in dir: its files (read without following links, regular files only,
  * bounded; what is skipped is said as a warning, an AISB_EVENT_LOG event), and the history

@@ -37,7 +37,7 @@ static void report(doctor *d, const char *name, aisb_check_status status, const 
 {
         if (status == AISB_CHECK_FAIL)
                 d->failures++;
-        d->fn(name, status, detail, fix, d->userdata);
+        d->fn(&(aisb_doctor_check) { .name = name, .status = status, .detail = detail, .fix = fix }, d->userdata);
 }
 
 static json_object *path_get(json_object *o, const char *a, const char *b, const char *c)

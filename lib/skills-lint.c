@@ -129,7 +129,8 @@ static void lint_note(const char *path, const char *why, void *userdata)
 static int lint_file_finding(const skills_finding *f, void *userdata)
 {
         lint *l = userdata;
-        l->fn(NULL, f->path, f->line, f->kind, f->masked, l->userdata);
+        l->fn(&(aisb_skill_lint_finding) { .path = f->path, .line = f->line, .kind = f->kind, .masked = f->masked },
+              l->userdata);
         return 0;
 }
 
@@ -141,7 +142,9 @@ static int lint_history_finding(const skills_finding *f, void *userdata)
         if (streq(repo, ".") ? !(path = strdup(f->path)) : asprintf(&path, "%s/%s", repo, f->path) < 0)
                 return -ENOMEM;
         l->history_findings++;
-        l->fn(f->commit, path, f->line, f->kind, f->masked, l->userdata);
+        l->fn(&(aisb_skill_lint_finding) { .commit = f->commit, .path = path, .line = f->line, .kind = f->kind,
+                                           .masked = f->masked },
+              l->userdata);
         return 0;
 }
 

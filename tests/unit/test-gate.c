@@ -673,11 +673,11 @@ typedef struct gates {
         char text[1024];
 } gates;
 
-static void on_gate(const char *name, const char *hash, unsigned port, int answering, void *userdata)
+static void on_gate(const aisb_gate_entry *e, void *userdata)
 {
         gates *g = userdata;
         size_t n = strlen(g->text);
-        snprintf(g->text + n, sizeof g->text - n, "%s %s %u %d\n", name, hash, port, answering);
+        snprintf(g->text + n, sizeof g->text - n, "%s %s %u %d\n", e->name, e->policy_hash, e->port, e->answering);
 }
 
 static void route_gate_list(unsigned ours, unsigned other)

@@ -342,11 +342,11 @@ typedef struct removed {
         char warnings[4096];
 } removed;
 
-static void on_removed(const char *kind, const char *name, void *userdata)
+static void on_removed(const aisb_clean_entry *e, void *userdata)
 {
         removed *r = userdata;
         size_t n = strlen(r->text);
-        snprintf(r->text + n, sizeof r->text - n, "%s%s:%s", n ? " " : "", kind, name);
+        snprintf(r->text + n, sizeof r->text - n, "%s%s:%s", n ? " " : "", e->kind, e->name);
 }
 
 static int on_event(const aisb_event *e, void *userdata)

@@ -511,14 +511,14 @@ typedef struct output {
         char err[1024];
 } output;
 
-static int collect_output(int stream, const void *data, size_t size, void *userdata)
+static int collect_output(const aisb_output *chunk, void *userdata)
 {
         output *o = userdata;
-        char *dst = stream == AISB_STREAM_STDERR ? o->err : o->out;
+        char *dst = chunk->stream == AISB_STREAM_STDERR ? o->err : o->out;
         size_t have = strlen(dst);
-        ck_assert_uint_lt(have + size, sizeof o->out);
-        memcpy(dst + have, data, size);
-        dst[have + size] = 0;
+        ck_assert_uint_lt(have + chunk->size, sizeof o->out);
+        memcpy(dst + have, chunk->data, chunk->size);
+        dst[have + chunk->size] = 0;
         return 0;
 }
 
@@ -695,16 +695,16 @@ END_TEST
 /* ---- stopping before the sandbox exists ---- */
 
 /* The caller's control: one byte per event on a pipe, 'S' stop, 'R' a resize to 40x100. */
-static int on_test_control(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+static int on_test_control(aisb_control_request *request, void *userdata)
 {
         int *events = userdata;
         char c;
-        if (read(fd, &c, 1) != 1)
+        if (read(request->fd, &c, 1) != 1)
                 return AISB_CONTROL_NONE;
         (*events)++;
         if (c == 'R') {
-                *rows = 40;
-                *cols = 100;
+                request->rows = 40;
+                request->cols = 100;
                 return AISB_CONTROL_RESIZE;
         }
         return c == 'S' ? AISB_CONTROL_STOP : AISB_CONTROL_NONE;
