@@ -71,7 +71,7 @@ int command_doctor(int argc, char **argv)
         if (!code)
                 code = cli_ctx_for(&flags, &ctx);
         if (!code) {
-                int failures = aisb_doctor(ctx, policy, deep, print_check, &json, &err);
+                int failures = aisb_doctor(ctx, policy, deep ? AISB_DOCTOR_DEEP : 0, print_check, &json, &err);
                 if (failures < 0)
                         code = cli_fail(err, EXIT_AISB_FAILED);
                 else

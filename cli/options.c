@@ -344,7 +344,7 @@ int cli_load_config(aisb_policy *policy, const char *explicit_path)
                 return 0;
         if (n < 0)
                 return EXIT_AISB_FAILED;
-        int r = aisb_policy_load_config(policy, path, 1, &err);
+        int r = aisb_policy_load_config(policy, path, AISB_CONFIG_OPTIONAL, &err);
         free(path);
         if (r < 0)
                 return cli_fail(err, EXIT_USAGE);

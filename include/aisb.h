@@ -86,8 +86,12 @@ AISB_PUBLIC int aisb_policy_apply_environment(aisb_policy *policy, aisb_error **
 AISB_PUBLIC int aisb_policy_set(aisb_policy *policy, const char *key, const char *value,
                                 aisb_error **err);
 
-/* Read "key = value" lines from path. A missing file is not an error when optional != 0. */
-AISB_PUBLIC int aisb_policy_load_config(aisb_policy *policy, const char *path, int optional,
+enum {
+        AISB_CONFIG_OPTIONAL = 1 << 0, /* a missing file is not an error: nothing is read */
+};
+/* Read "key = value" lines from path. flags: AISB_CONFIG_OPTIONAL or 0; -EINVAL for a bit
+ * it does not know. */
+AISB_PUBLIC int aisb_policy_load_config(aisb_policy *policy, const char *path, unsigned flags,
                                         aisb_error **err);
 
 /* The command run in the sandbox; argv is NULL-terminated and copied. NULL or an empty argv
@@ -422,7 +426,7 @@ enum {
  * volume_glob when not NULL. A gate's state directory goes with it, and any whose gate is
  * gone (no run holding it), its configuration zeroed first. fn is told each thing removed
  * (valid during the callback only; fields may be added at the end). Never touches anything
- * outside aisb's namespace. */
+ * outside aisb's namespace. flags: AISB_CLEAN_*; -EINVAL for a bit it does not know. */
 typedef struct aisb_clean_entry {
         const char *kind; /* "sandbox", "gate", "gate-state", "image" or "volume" */
         const char *name; /* a gate-state's: its directory */
@@ -461,10 +465,15 @@ AISB_PUBLIC int aisb_allow_proposals(const aisb_policy *policy, aisb_allow_fn fn
  */
 AISB_PUBLIC int aisb_allow_refused_addresses(const aisb_policy *policy, aisb_allow_fn fn, void *userdata,
                                              int *ret_shared, aisb_error **err);
-/* Append lines (NULL-terminated) to the user's allowlist (project_file 0), or to the project's
- * .ai-sandbox/allow (1: names only, as its reader takes them), each checked first: nothing is
- * written when one is refused. */
-AISB_PUBLIC int aisb_allowlist_append(const aisb_policy *policy, int project_file, const char *const *lines,
+enum {
+        /* The project's .ai-sandbox/allow (names only, as its reader takes them) instead of
+         * the user's allowlist. */
+        AISB_ALLOWLIST_PROJECT = 1 << 0,
+};
+/* Append lines (NULL-terminated) to the user's allowlist, or with AISB_ALLOWLIST_PROJECT to
+ * the project's, each checked first: nothing is written when one is refused. -EINVAL for a
+ * flag it does not know. */
+AISB_PUBLIC int aisb_allowlist_append(const aisb_policy *policy, unsigned flags, const char *const *lines,
                                       aisb_error **err);
 
 /* ---- aisb doctor ---- */
@@ -482,10 +491,15 @@ typedef struct aisb_doctor_check {
         const char *fix;    /* what to do; NULL when nothing is needed */
 } aisb_doctor_check;
 typedef void (*aisb_doctor_fn)(const aisb_doctor_check *check, void *userdata);
-/* Check this host for running policy's sandboxes; deep runs real ones (the ruleset, an
- * allowlisted request through the gate, a refused one). Returns the number of failed checks,
- * or a negative errno when the checks themselves could not run. */
-AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, int deep,
+enum {
+        /* Run real sandboxes too: the ruleset, an allowlisted request through the gate, a
+         * refused one. */
+        AISB_DOCTOR_DEEP = 1 << 0,
+};
+/* Check this host for running policy's sandboxes; flags: AISB_DOCTOR_* (-EINVAL for a bit it
+ * does not know). Returns the number of failed checks, or a negative errno when the checks
+ * themselves could not run. */
+AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, unsigned flags,
                             aisb_doctor_fn fn, void *userdata, aisb_error **err);
 
 /* What a run of this policy would be, for review: the policy, the mounts, environment
@@ -556,8 +570,9 @@ typedef void (*aisb_skill_lint_fn)(const aisb_skill_lint_finding *finding, void 
  * reachable from the refs of each git repository in it, read by git inside a sandbox of the
  * policy's image (no network, dir read-only; never git on the host, which would run what a
  * repository's configuration names). When the image is not built, the history is not
- * scanned, and a warning says so. Returns the number of findings; *ret_summary (may be
- * NULL) is one line saying what was read.
+ * scanned, and a warning says so. flags: AISB_SKILL_LINT_* (-EINVAL for a bit it does not
+ * know). Returns the number of findings; *ret_summary (may be NULL) is one line saying what
+ * was read.
  */
 AISB_PUBLIC int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir,
                                 unsigned flags, aisb_skill_lint_fn fn, void *userdata,

@@ -393,9 +393,12 @@ static void check_skills(doctor *d, const aisb_policy *p)
         }
 }
 
-int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn, void *userdata,
+int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, unsigned flags, aisb_doctor_fn fn, void *userdata,
                 aisb_error **err)
 {
+        if (flags & ~(unsigned) AISB_DOCTOR_DEEP)
+                return aisb_error_set(err, -EINVAL, "aisb_doctor: unknown flags 0x%x", flags);
+        bool deep = flags & AISB_DOCTOR_DEEP;
         doctor d = { .fn = fn, .userdata = userdata };
         aisb_error *e = NULL;
         if (aisb_ctx_connect(ctx, &e) < 0) {

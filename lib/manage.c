@@ -219,6 +219,8 @@ static void tell_state(const char *dir, void *userdata)
 int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
                aisb_clean_fn fn, void *userdata, aisb_error **err)
 {
+        if (flags & ~(unsigned) (AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN))
+                return aisb_error_set(err, -EINVAL, "aisb_clean: unknown flags 0x%x", flags);
         bool all = flags & AISB_CLEAN_ALL, dry = flags & AISB_CLEAN_DRY_RUN;
         bool volumes = flags & AISB_CLEAN_VOLUMES;
         int r = aisb_ctx_connect(ctx, err);

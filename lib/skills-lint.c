@@ -151,6 +151,8 @@ static int lint_history_finding(const skills_finding *f, void *userdata)
 int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir, unsigned flags,
                     aisb_skill_lint_fn fn, void *userdata, char **ret_summary, aisb_error **err)
 {
+        if (flags & ~(unsigned) AISB_SKILL_LINT_NO_HISTORY)
+                return aisb_error_set(err, -EINVAL, "aisb_skill_lint: unknown flags 0x%x", flags);
         _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
                 return aisb_error_set(err, -errno, "cannot open %s: %s", dir, strerror(errno));

@@ -341,6 +341,9 @@ START_TEST(test_no_service)
         ck_assert_int_eq(aisb_ctx_set_socket(other, at("nothing/podman.sock"), NULL), 0);
         aisb_policy *p = new_policy();
         report r = {};
+        /* A flag it does not know: refused before any check. */
+        ck_assert_int_eq(aisb_doctor(other, p, 1u << 7, on_check, &r, NULL), -EINVAL);
+        ck_assert_uint_eq(r.n, 0);
         ck_assert_int_eq(aisb_doctor(other, p, 0, on_check, &r, NULL), 1);
         /* That one check, and nothing after it. */
         ck_assert_uint_eq(r.n, 1);

@@ -430,6 +430,11 @@ START_TEST(test_clean_all)
 {
         route_host();
         removed r = {};
+        /* A flag it does not know: nothing is asked of the service, nothing removed. */
+        size_t before = fake_podman_request_count(fp);
+        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL | 1u << 7, NULL, NULL, on_removed, &r, NULL), -EINVAL);
+        ck_assert_uint_eq(fake_podman_request_count(fp), before);
+        ck_assert_str_eq(r.text, "");
         ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL, NULL, "localhost/aisb:keep", on_removed, &r, NULL), 0);
         /* Running gates too, and every aisb image (the base and the one to keep included) but
          * those of the sandboxes still running. */
