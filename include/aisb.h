@@ -10,6 +10,13 @@
  *  - Strings returned through ret_ parameters are owned by the caller (free()).
  *  - The library never prints and never exits; it reports through the error contract and
  *    the callbacks the caller installs.
+ *  - A callback with more than one datum to pass takes one struct the library fills and the
+ *    caller's pointer, fn(const aisb_X *x, void *userdata); the struct is valid during the
+ *    call only, and fields may be added at its end. What happens while the library works (its messages, a
+ *    build's output, a run's steps, its egress) comes as events, through one callback
+ *    (aisb_ctx_set_event_fn); a handler ignores the kinds of event it does not know.
+ *  - A yes/no choice of a call is a named bit of its unsigned flags (aisb_kube_push's
+ *    tls_verify aside, for now); a bit the call does not know is refused with -EINVAL.
  *  - Thread safety: a handle must not be used from two threads at once; distinct handles
  *    are independent. The one exception is aisb_ctx_cancel(), which any thread (or a signal
  *    handler) may call while another uses the context.
