@@ -93,7 +93,7 @@ int command_allow(int argc, char **argv)
                 }
                 if (where && p.n == 0)
                         fprintf(stderr, "aisb: nothing to add to the %s allowlist\n", where);
-                else if (where && aisb_allowlist_append(policy, strcmp(where, "project") == 0,
+                else if (where && aisb_allowlist_append(policy, strcmp(where, "project") == 0 ? AISB_ALLOWLIST_PROJECT : 0,
                                                         (const char *const *) p.lines, &err) < 0)
                         code = cli_fail(err, EXIT_USAGE);
                 else if (where)

@@ -11,9 +11,10 @@
 #include "json-output.h"
 #include "options.h"
 
-static void print_check(const char *check, aisb_check_status status, const char *detail,
-                        const char *fix, void *userdata)
+static void print_check(const aisb_doctor_check *c, void *userdata)
 {
+        const char *check = c->name, *detail = c->detail, *fix = c->fix;
+        aisb_check_status status = c->status;
         bool json = *(bool *) userdata;
         static const char *const words[] = { "ok", "warn", "fail" };
         if (json) {
@@ -70,7 +71,7 @@ int command_doctor(int argc, char **argv)
         if (!code)
                 code = cli_ctx_for(&flags, &ctx);
         if (!code) {
-                int failures = aisb_doctor(ctx, policy, deep, print_check, &json, &err);
+                int failures = aisb_doctor(ctx, policy, deep ? AISB_DOCTOR_DEEP : 0, print_check, &json, &err);
                 if (failures < 0)
                         code = cli_fail(err, EXIT_AISB_FAILED);
                 else

@@ -12,9 +12,11 @@
 #include "json-output.h"
 #include "options.h"
 
-static void print_gate(const char *name, const char *hash, unsigned port, int answering,
-                       void *userdata)
+static void print_gate(const aisb_gate_entry *gate, void *userdata)
 {
+        const char *name = gate->name, *hash = gate->policy_hash;
+        unsigned port = gate->port;
+        int answering = gate->answering;
         bool *json = userdata;
         if (*json) {
                 json_object *o = json_object_new_object();

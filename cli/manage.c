@@ -18,7 +18,7 @@ static int open_ctx(aisb_ctx **ret)
         if (aisb_ctx_new(ret, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
         static const cli_flags flags;
-        aisb_ctx_set_log_fn(*ret, cli_log, (void *) &flags);
+        aisb_ctx_set_event_fn(*ret, cli_on_event, (void *) &flags);
         return 0;
 }
 
@@ -111,10 +111,10 @@ int command_ps(int argc, char **argv)
         return code;
 }
 
-static void print_removed(const char *kind, const char *name, void *userdata)
+static void print_removed(const aisb_clean_entry *removed, void *userdata)
 {
         bool dry = *(bool *) userdata;
-        printf("%s %s %s\n", dry ? "would remove" : "removed", kind, name);
+        printf("%s %s %s\n", dry ? "would remove" : "removed", removed->kind, removed->name);
 }
 
 int command_clean(int argc, char **argv)

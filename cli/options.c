@@ -304,6 +304,13 @@ void cli_log(aisb_log_level level, const char *message, void *userdata)
         putc('\n', stderr);
 }
 
+int cli_on_event(const aisb_event *event, void *userdata)
+{
+        if (event->type == AISB_EVENT_LOG)
+                cli_log(event->level, event->text, userdata);
+        return 0;
+}
+
 int cli_policy_new(aisb_policy **ret_policy)
 {
         aisb_error *err = NULL;
@@ -337,7 +344,7 @@ int cli_load_config(aisb_policy *policy, const char *explicit_path)
                 return 0;
         if (n < 0)
                 return EXIT_AISB_FAILED;
-        int r = aisb_policy_load_config(policy, path, 1, &err);
+        int r = aisb_policy_load_config(policy, path, AISB_CONFIG_OPTIONAL, &err);
         free(path);
         if (r < 0)
                 return cli_fail(err, EXIT_USAGE);
@@ -375,7 +382,7 @@ int cli_ctx_for(const cli_flags *flags, aisb_ctx **ret_ctx)
         aisb_ctx *ctx = NULL;
         if (aisb_ctx_new(&ctx, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
-        aisb_ctx_set_log_fn(ctx, cli_log, (void *) flags);
+        aisb_ctx_set_event_fn(ctx, cli_on_event, (void *) flags);
         if (flags->socket && aisb_ctx_set_socket(ctx, flags->socket, &err) < 0) {
                 aisb_ctx_free(ctx);
                 return cli_fail(err, EXIT_AISB_FAILED);

@@ -64,12 +64,17 @@ int cli_load_config(aisb_policy *policy, const char *explicit_path);
  * config and argv, strict. Prints and returns an exit code on failure, 0 otherwise. */
 int cli_policy_options_only(int argc, char **argv, const char *command, aisb_policy **ret_policy,
                             cli_flags *flags);
-/* A context logging through cli_log, on flags->socket when given. */
+/* A context logging through cli_on_event, on flags->socket when given. */
 int cli_ctx_for(const cli_flags *flags, aisb_ctx **ret_ctx);
 
 /* Print "aisb: message" for err and return code. */
 int cli_fail(aisb_error *err, int code);
+/* "aisb: message" on stderr, as flags (may be NULL) say: debug with --verbose only, info
+ * unless --quiet, warnings always. */
 void cli_log(aisb_log_level level, const char *message, void *userdata);
+/* The library's events for a command that shows its messages only: cli_log for each
+ * AISB_EVENT_LOG; userdata the const cli_flags. */
+int cli_on_event(const aisb_event *event, void *userdata);
 /* Write s with every control character (C0, DEL, and C1 in UTF-8) shown as \xNN: what the
  * library says can carry names from places the agent writes (a file name in .ai-sandbox, a
  * host name it asked the gate for), and none of it may reach the terminal as a control. */

@@ -61,9 +61,8 @@ static bool is_commit_line(const char *line)
  * too with --verbose, and its last lines if the build fails. Either way through cli_put:
  * what a build prints is the Containerfile's commands' (a package's install script), and
  * none of its control strings may reach the terminal as one. */
-static void on_build_line(aisb_log_level level, const char *line, void *userdata)
+static void on_build_line(build_display *d, aisb_log_level level, const char *line)
 {
-        build_display *d = userdata;
         if (d->quiet)
                 return;
         /* A progress line redrawn with carriage returns shows what a terminal would: its
@@ -192,13 +191,22 @@ static void raw_log(aisb_log_level level, const char *message, void *userdata)
 /* A message of aisb's own goes on a line of its own: the build's line is erased first, so
  * that the message is not glued to it, and nothing is left open for the end of the display
  * to erase later (the sandbox's output by then). The steps' output is kept for a failure. */
-static void display_log(aisb_log_level level, const char *message, void *userdata)
+static void display_log(build_display *d, aisb_log_level level, const char *message)
 {
-        build_display *d = userdata;
         if ((level == AISB_LOG_DEBUG && !d->verbose) || (level == AISB_LOG_INFO && d->quiet))
                 return;
         close_build_line(d);
         (d->raw ? raw_log : cli_log)(level, message, (void *) d->flags);
+}
+
+static int on_event(const aisb_event *event, void *userdata)
+{
+        build_display *d = userdata;
+        if (event->type == AISB_EVENT_LOG)
+                display_log(d, event->level, event->text);
+        else if (event->type == AISB_EVENT_BUILD_OUTPUT)
+                on_build_line(d, event->level, event->text);
+        return 0;
 }
 
 typedef struct run_state {
@@ -206,18 +214,18 @@ typedef struct run_state {
         int stop_signal;
 } run_state;
 
-static int on_control(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+static int on_control(aisb_control_request *request, void *userdata)
 {
         run_state *st = userdata;
         struct signalfd_siginfo si;
-        if (read(fd, &si, sizeof si) != (ssize_t) sizeof si)
+        if (read(request->fd, &si, sizeof si) != (ssize_t) sizeof si)
                 return AISB_CONTROL_NONE;
         if (si.ssi_signo == SIGWINCH) {
                 struct winsize ws = {};
                 if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
                         return AISB_CONTROL_NONE;
-                *rows = ws.ws_row;
-                *cols = ws.ws_col;
+                request->rows = ws.ws_row;
+                request->cols = ws.ws_col;
                 return AISB_CONTROL_RESIZE;
         }
         st->stop_signal = (int) si.ssi_signo;
@@ -315,8 +323,7 @@ static int sandbox_ctx_new(const cli_flags *flags, build_display *display, aisb_
         aisb_ctx *ctx = NULL;
         if (aisb_ctx_new(&ctx, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
-        aisb_ctx_set_log_fn(ctx, display_log, display);
-        aisb_ctx_set_build_fn(ctx, on_build_line, display);
+        aisb_ctx_set_event_fn(ctx, on_event, display);
         if (flags->dry_run)
                 aisb_ctx_set_dry_run(ctx, on_request, NULL);
         if (flags->socket && aisb_ctx_set_socket(ctx, flags->socket, &err) < 0) {
@@ -638,7 +645,7 @@ int command_kube(int argc, char **argv)
                 aisb_ctx *ctx = NULL;
                 int r = aisb_ctx_new(&ctx, &err);
                 if (r >= 0) {
-                        aisb_ctx_set_log_fn(ctx, cli_log, &flags);
+                        aisb_ctx_set_event_fn(ctx, cli_on_event, &flags);
                         if (flags.socket)
                                 r = aisb_ctx_set_socket(ctx, flags.socket, &err);
                 }

@@ -36,9 +36,10 @@ typedef struct output {
         bool json;
 } output;
 
-static void print_finding(const char *commit, const char *path, unsigned long line, const char *kind,
-                          const char *masked, void *userdata)
+static void print_finding(const aisb_skill_lint_finding *f, void *userdata)
 {
+        const char *commit = f->commit, *path = f->path, *kind = f->kind, *masked = f->masked;
+        unsigned long line = f->line;
         const output *o = userdata;
         if (o->json) {
                 json_object *j = json_object_new_object();

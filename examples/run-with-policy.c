@@ -26,12 +26,13 @@ typedef struct output_state {
 
 /* Called with each chunk the sandbox writes. A chunk may end mid-line, so whether the next
  * byte starts a line is carried from one call to the next. */
-static int on_output(int stream, const void *data, size_t size, void *userdata)
+static int on_output(const aisb_output *output, void *userdata)
 {
         output_state *state = userdata;
-        const char *bytes = data;
+        const char *bytes = output->data;
+        size_t size = output->size;
 
-        if (stream == AISB_STREAM_STDERR) {
+        if (output->stream == AISB_STREAM_STDERR) {
                 state->stderr_bytes += size;
                 fwrite(bytes, 1, size, stderr);
                 return 0;
@@ -51,18 +52,17 @@ static int on_output(int stream, const void *data, size_t size, void *userdata)
         return 0;
 }
 
-static void on_log(aisb_log_level level, const char *message, void *userdata)
+/* What the library says while it works: its messages (no debug detail) and, only if the
+ * image must be built, the build's lines. Every other kind is ignored, as kinds added later
+ * will be. */
+static int on_event(const aisb_event *event, void *userdata)
 {
         (void) userdata;
-        if (level >= AISB_LOG_INFO)
-                fprintf(stderr, "run-with-policy: %s\n", message);
-}
-
-static void on_build(aisb_log_level level, const char *line, void *userdata)
-{
-        (void) level;
-        (void) userdata;
-        fprintf(stderr, "run-with-policy: build: %s\n", line);
+        if (event->type == AISB_EVENT_LOG && event->level >= AISB_LOG_INFO)
+                fprintf(stderr, "run-with-policy: %s\n", event->text);
+        else if (event->type == AISB_EVENT_BUILD_OUTPUT)
+                fprintf(stderr, "run-with-policy: build: %s\n", event->text);
+        return 0; /* nonzero would stop the run */
 }
 
 /* Report err, free it, and give the exit status for "could not run". */
@@ -130,8 +130,7 @@ int main(int argc, char **argv)
                 status = fail("creating the context", err);
                 goto out;
         }
-        aisb_ctx_set_log_fn(ctx, on_log, NULL);
-        aisb_ctx_set_build_fn(ctx, on_build, NULL); /* only if the image must be built */
+        aisb_ctx_set_event_fn(ctx, on_event, NULL);
         if (aisb_io_new(&io, &err) < 0) {
                 status = fail("creating the I/O", err);
                 goto out;

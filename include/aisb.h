@@ -10,6 +10,13 @@
  *  - Strings returned through ret_ parameters are owned by the caller (free()).
  *  - The library never prints and never exits; it reports through the error contract and
  *    the callbacks the caller installs.
+ *  - A callback with more than one datum to pass takes one struct the library fills and the
+ *    caller's pointer, fn(const aisb_X *x, void *userdata); the struct is valid during the
+ *    call only, and fields may be added at its end. What happens while the library works (its messages, a
+ *    build's output, a run's steps, its egress) comes as events, through one callback
+ *    (aisb_ctx_set_event_fn); a handler ignores the kinds of event it does not know.
+ *  - A yes/no choice of a call is a named bit of its unsigned flags (aisb_kube_push's
+ *    tls_verify aside, for now); a bit the call does not know is refused with -EINVAL.
  *  - Thread safety: a handle must not be used from two threads at once; distinct handles
  *    are independent. The one exception is aisb_ctx_cancel(), which any thread (or a signal
  *    handler) may call while another uses the context.
@@ -86,8 +93,12 @@ AISB_PUBLIC int aisb_policy_apply_environment(aisb_policy *policy, aisb_error **
 AISB_PUBLIC int aisb_policy_set(aisb_policy *policy, const char *key, const char *value,
                                 aisb_error **err);
 
-/* Read "key = value" lines from path. A missing file is not an error when optional != 0. */
-AISB_PUBLIC int aisb_policy_load_config(aisb_policy *policy, const char *path, int optional,
+enum {
+        AISB_CONFIG_OPTIONAL = 1 << 0, /* a missing file is not an error: nothing is read */
+};
+/* Read "key = value" lines from path. flags: AISB_CONFIG_OPTIONAL or 0; -EINVAL for a bit
+ * it does not know. */
+AISB_PUBLIC int aisb_policy_load_config(aisb_policy *policy, const char *path, unsigned flags,
                                         aisb_error **err);
 
 /* The command run in the sandbox; argv is NULL-terminated and copied. NULL or an empty argv
@@ -168,27 +179,8 @@ AISB_PUBLIC int aisb_policy_get_values(const aisb_policy *policy, const char *ke
 
 typedef struct aisb_ctx aisb_ctx;
 
-typedef enum aisb_log_level {
-        AISB_LOG_DEBUG = 0,
-        AISB_LOG_INFO = 1,
-        AISB_LOG_WARNING = 2,
-} aisb_log_level;
-
-/* Called with one line of text (no newline). */
-typedef void (*aisb_log_fn)(aisb_log_level level, const char *message, void *userdata);
-
 AISB_PUBLIC int aisb_ctx_new(aisb_ctx **ret_ctx, aisb_error **err);
 AISB_PUBLIC void aisb_ctx_free(aisb_ctx *ctx);
-
-/* Messages the library would otherwise drop: warnings, progress, debug detail. */
-AISB_PUBLIC void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
-
-/* Build output, one line at a time, as the service streams it: at AISB_LOG_INFO the lines
- * that mark progress (a step begins, a step's layer comes from the cache, the image is
- * committed), at AISB_LOG_DEBUG the output of the steps' commands. The level goes by the
- * line's text alone, so a step's command can print a line that reads as progress: use it to
- * choose what to show, never to decide anything. */
-AISB_PUBLIC void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata);
 
 /* Use this API socket instead of discovering one. No transient service is started then.
  * Connecting refuses it (-EPERM) unless the user or root owns it and every directory above
@@ -207,8 +199,9 @@ AISB_PUBLIC void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *u
 /* Find the API socket (CONTAINER_HOST, $XDG_RUNTIME_DIR, /run/user/UID, podman 4.x's /tmp
  * fallback), start a transient "podman system service" when none answers, and check the
  * version (podman >= 4.3). Called implicitly by the calls below. A found socket that another
- * user could have put there is skipped with a warning (log callback); CONTAINER_HOST naming
- * one is refused (-EPERM), and so is starting a service in another user's directory. */
+ * user could have put there is skipped with a warning (an AISB_EVENT_LOG event);
+ * CONTAINER_HOST naming one is refused (-EPERM), and so is starting a service in another
+ * user's directory. */
 AISB_PUBLIC int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err);
 
 /* After a successful connect: the service's version ("4.3.1") and socket path. */
@@ -231,15 +224,24 @@ AISB_PUBLIC void aisb_ctx_cancel(aisb_ctx *ctx);
 
 /* ---- events: what happens, typed ---- */
 
+/*
+ * Everything the library has to say while it works comes through one callback
+ * (aisb_ctx_set_event_fn) as an event of one of these kinds. Kinds may be added: a handler
+ * ignores the kinds it does not know.
+ */
 typedef enum aisb_event_type {
-        AISB_EVENT_MESSAGE = 1,      /* level, text: a warning, progress or debug detail */
-        AISB_EVENT_BUILD_OUTPUT = 2, /* text: one line of an image build's output */
+        AISB_EVENT_LOG = 1,          /* level, text: a warning, progress or debug detail */
+        AISB_EVENT_BUILD_OUTPUT = 2, /* level, text: one line of an image build's output */
         AISB_EVENT_STEP = 3,         /* step (and its name as text): a run's step begins */
         AISB_EVENT_EGRESS = 4,       /* egress: what a run sent through its gate */
 } aisb_event_type;
 
-/* A run's steps, in the order they begin; "gate" only for a run through the gate. The text of
- * the event is the name after AISB_STEP_, lower case. */
+typedef enum aisb_log_level {
+        AISB_LOG_DEBUG = 0,
+        AISB_LOG_INFO = 1,
+        AISB_LOG_WARNING = 2,
+} aisb_log_level;
+
 typedef enum aisb_step {
         AISB_STEP_IMAGE = 1,
         AISB_STEP_VOLUME,
@@ -252,6 +254,7 @@ typedef enum aisb_step {
         AISB_STEP_REMOVE,
 } aisb_step;
 
+/* A run's egress summary. Fields may be added at the end. */
 typedef struct aisb_egress {
         unsigned long allowed;
         unsigned long denied; /* refused by the gate */
@@ -263,18 +266,29 @@ typedef struct aisb_egress {
         const char *const *denied_requests;
 } aisb_egress;
 
+/*
+ * One event. The library fills it, and it is valid during the callback only. Fields may be
+ * added at the end; a field a kind does not use is zero (NULL).
+ */
 typedef struct aisb_event {
         aisb_event_type type;
-        aisb_log_level level;      /* MESSAGE, BUILD_OUTPUT (as the build callback gets it);
-                                    * INFO for the others */
-        const char *text;          /* MESSAGE, BUILD_OUTPUT, STEP */
+        /* LOG: how much the message matters (a caller shows warnings, and progress unless
+         * asked to be quiet). BUILD_OUTPUT: AISB_LOG_INFO for the lines that mark progress (a
+         * step begins, a step's layer comes from the cache, the image is committed),
+         * AISB_LOG_DEBUG for the output of the steps' commands; the level goes by the line's
+         * text alone, so a step's command can print a line that reads as progress: use it
+         * to choose what to show, never to decide anything. AISB_LOG_INFO for the others. */
+        aisb_log_level level;
+        /* LOG: the message; BUILD_OUTPUT: the line, as the service streams it; STEP: the
+         * step's name. One line, no newline; never a secret's value. */
+        const char *text;
         const aisb_egress *egress; /* EGRESS */
         aisb_step step;            /* STEP */
 } aisb_event;
 
 /* Called on the thread of the operation, with data valid during the call only. Return 0, or
- * nonzero to stop the operation as aisb_ctx_cancel() would (a build ends at once). The log
- * and build callbacks, when set, still get their lines too. */
+ * nonzero to stop the operation as aisb_ctx_cancel() would (a build ends at once). Without
+ * a callback the library's messages are dropped. */
 typedef int (*aisb_event_fn)(const aisb_event *event, void *userdata);
 AISB_PUBLIC void aisb_ctx_set_event_fn(aisb_ctx *ctx, aisb_event_fn fn, void *userdata);
 
@@ -287,7 +301,7 @@ AISB_PUBLIC int aisb_image_tag(const aisb_policy *policy, char **ret_tag, aisb_e
  * bootstrap base first, for "bootstrap:debian:SUITE"). For a policy whose runs go through
  * aisb's gate (allow mode without a proxy or no-gate), when the image must be built and the
  * gate's image is missing too, that one is built at the same time (on a thread and a
- * connection of its own; its output is not passed to the callbacks) and waited for; if it
+ * connection of its own; its output is not passed to the event callback) and waited for; if it
  * failed there, the run's gate step builds it again. *ret_built (may be NULL) says whether a
  * build ran. */
 AISB_PUBLIC int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *policy, char **ret_tag,
@@ -302,17 +316,30 @@ enum {
         AISB_STREAM_STDERR = 2,
 };
 
+/* Some output of the sandbox (valid during the callback only). Fields may be added at the
+ * end. */
+typedef struct aisb_output {
+        int stream; /* AISB_STREAM_STDOUT or AISB_STREAM_STDERR */
+        const void *data;
+        size_t size;
+} aisb_output;
 /* Output from the sandbox. Return 0, or a negative errno to abort the run. */
-typedef int (*aisb_output_fn)(int stream, const void *data, size_t size, void *userdata);
+typedef int (*aisb_output_fn)(const aisb_output *output, void *userdata);
 
 enum aisb_control {
         AISB_CONTROL_NONE = 0,   /* nothing to do */
-        AISB_CONTROL_RESIZE = 1, /* the terminal changed size: fill *rows, *cols */
+        AISB_CONTROL_RESIZE = 1, /* the terminal changed size: rows and cols are set */
         AISB_CONTROL_STOP = 2,   /* stop and remove the sandbox now */
 };
-/* Called when the control fd is readable; the callback must consume what made it so. */
-typedef int (*aisb_control_fn)(int fd, unsigned short *rows, unsigned short *cols,
-                               void *userdata);
+/* What the control callback is asked and answers. Fields may be added at the end. */
+typedef struct aisb_control_request {
+        int fd; /* the control fd, readable */
+        /* For AISB_CONTROL_RESIZE, the callback sets the terminal's new size here. */
+        unsigned short rows, cols;
+} aisb_control_request;
+/* Called when the control fd is readable; the callback must consume what made it so, and
+ * returns one of enum aisb_control. */
+typedef int (*aisb_control_fn)(aisb_control_request *request, void *userdata);
 
 /* Defaults: stdin 0, stdout 1, stderr 2, no terminal, no control fd, no output filter. */
 AISB_PUBLIC int aisb_io_new(aisb_io **ret_io, aisb_error **err);
@@ -359,16 +386,24 @@ AISB_PUBLIC int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *policy, char **re
                              unsigned *ret_port, aisb_error **err);
 /* Remove this policy's gate (a run that needs it starts it again). */
 AISB_PUBLIC int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *policy, aisb_error **err);
-/* Every gate of this user: fn once per gate; answering = running and accepting on its port. */
-typedef void (*aisb_gate_fn)(const char *name, const char *policy_hash, unsigned port,
-                             int answering, void *userdata);
+/* One gate of this user (strings valid during the callback only). Fields may be added at
+ * the end. */
+typedef struct aisb_gate_entry {
+        const char *name;        /* its container's */
+        const char *policy_hash; /* the hash of the allowlist it serves */
+        unsigned port;
+        int answering;           /* running and accepting on its port */
+} aisb_gate_entry;
+/* Every gate of this user: fn once per gate. */
+typedef void (*aisb_gate_fn)(const aisb_gate_entry *gate, void *userdata);
 AISB_PUBLIC int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **err);
 /* Where this policy's gate writes its access log (one line per request). */
 AISB_PUBLIC int aisb_gate_log_path(const aisb_policy *policy, char **ret_path, aisb_error **err);
 
 /* ---- what is running, what is left over, what ran ---- */
 
-/* One sandbox, gate or home volume of this user (strings valid during the callback only). */
+/* One sandbox, gate or home volume of this user (strings valid during the callback only).
+ * Fields may be added at the end. */
 typedef struct aisb_list_entry {
         const char *name;
         const char *kind;    /* "sandbox", "gate" or "volume" (a home volume aisb made) */
@@ -396,10 +431,14 @@ enum {
  * (a killed aisb's: they hold its secrets), unused aisb images except keep_image (the one the
  * next run needs; NULL for none), and with AISB_CLEAN_VOLUMES aisb-* volumes, narrowed by
  * volume_glob when not NULL. A gate's state directory goes with it, and any whose gate is
- * gone (no run holding it), its configuration zeroed first. fn is told each thing removed:
- * kind ("sandbox", "gate", "gate-state", "image", "volume") and name (a gate-state's
- * directory). Never touches anything outside aisb's namespace. */
-typedef void (*aisb_clean_fn)(const char *kind, const char *name, void *userdata);
+ * gone (no run holding it), its configuration zeroed first. fn is told each thing removed
+ * (valid during the callback only; fields may be added at the end). Never touches anything
+ * outside aisb's namespace. flags: AISB_CLEAN_*; -EINVAL for a bit it does not know. */
+typedef struct aisb_clean_entry {
+        const char *kind; /* "sandbox", "gate", "gate-state", "image" or "volume" */
+        const char *name; /* a gate-state's: its directory */
+} aisb_clean_entry;
+typedef void (*aisb_clean_fn)(const aisb_clean_entry *removed, void *userdata);
 AISB_PUBLIC int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob,
                            const char *keep_image, aisb_clean_fn fn, void *userdata,
                            aisb_error **err);
@@ -433,10 +472,15 @@ AISB_PUBLIC int aisb_allow_proposals(const aisb_policy *policy, aisb_allow_fn fn
  */
 AISB_PUBLIC int aisb_allow_refused_addresses(const aisb_policy *policy, aisb_allow_fn fn, void *userdata,
                                              int *ret_shared, aisb_error **err);
-/* Append lines (NULL-terminated) to the user's allowlist (project_file 0), or to the project's
- * .ai-sandbox/allow (1: names only, as its reader takes them), each checked first: nothing is
- * written when one is refused. */
-AISB_PUBLIC int aisb_allowlist_append(const aisb_policy *policy, int project_file, const char *const *lines,
+enum {
+        /* The project's .ai-sandbox/allow (names only, as its reader takes them) instead of
+         * the user's allowlist. */
+        AISB_ALLOWLIST_PROJECT = 1 << 0,
+};
+/* Append lines (NULL-terminated) to the user's allowlist, or with AISB_ALLOWLIST_PROJECT to
+ * the project's, each checked first: nothing is written when one is refused. -EINVAL for a
+ * flag it does not know. */
+AISB_PUBLIC int aisb_allowlist_append(const aisb_policy *policy, unsigned flags, const char *const *lines,
                                       aisb_error **err);
 
 /* ---- aisb doctor ---- */
@@ -446,13 +490,23 @@ typedef enum aisb_check_status {
         AISB_CHECK_WARN = 1, /* works, but weaker or slower than it should */
         AISB_CHECK_FAIL = 2, /* blocks a run */
 } aisb_check_status;
-/* One check: its name, result, what was found, and the fix (NULL when none is needed). */
-typedef void (*aisb_doctor_fn)(const char *check, aisb_check_status status, const char *detail,
-                               const char *fix, void *userdata);
-/* Check this host for running policy's sandboxes; deep runs real ones (the ruleset, an
- * allowlisted request through the gate, a refused one). Returns the number of failed checks,
- * or a negative errno when the checks themselves could not run. */
-AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, int deep,
+/* One check (strings valid during the callback only). Fields may be added at the end. */
+typedef struct aisb_doctor_check {
+        const char *name; /* "podman", "gate", ... */
+        aisb_check_status status;
+        const char *detail; /* what was found */
+        const char *fix;    /* what to do; NULL when nothing is needed */
+} aisb_doctor_check;
+typedef void (*aisb_doctor_fn)(const aisb_doctor_check *check, void *userdata);
+enum {
+        /* Run real sandboxes too: the ruleset, an allowlisted request through the gate, a
+         * refused one. */
+        AISB_DOCTOR_DEEP = 1 << 0,
+};
+/* Check this host for running policy's sandboxes; flags: AISB_DOCTOR_* (-EINVAL for a bit it
+ * does not know). Returns the number of failed checks, or a negative errno when the checks
+ * themselves could not run. */
+AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, unsigned flags,
                             aisb_doctor_fn fn, void *userdata, aisb_error **err);
 
 /* What a run of this policy would be, for review: the policy, the mounts, environment
@@ -507,19 +561,25 @@ AISB_PUBLIC int aisb_policy_agents_dir(const aisb_policy *policy, char **ret_dir
 enum {
         AISB_SKILL_LINT_NO_HISTORY = 1 << 0, /* the files only: no sandbox for git's history */
 };
-/* One finding: commit (NULL for a file as it is now), path relative to the directory, line,
- * kind ("github-token", "private-key", "high-entropy", ...) and the value masked (its first
- * characters at most, and its length). The value itself is never passed on. */
-typedef void (*aisb_skill_lint_fn)(const char *commit, const char *path, unsigned long line,
-                                   const char *kind, const char *masked, void *userdata);
+/* One finding (strings valid during the callback only). The value itself is never passed
+ * on. Fields may be added at the end. */
+typedef struct aisb_skill_lint_finding {
+        const char *commit; /* NULL for a file as it is now */
+        const char *path;   /* relative to the directory */
+        unsigned long line;
+        const char *kind;   /* "github-token", "private-key", "high-entropy", ... */
+        const char *masked; /* the value masked: its first characters at most, and its length */
+} aisb_skill_lint_finding;
+typedef void (*aisb_skill_lint_fn)(const aisb_skill_lint_finding *finding, void *userdata);
 /*
  * Look for credentials in dir: its files (read without following links, regular files only,
- * bounded; what is skipped is said through the log callback as a warning), and the history
+ * bounded; what is skipped is said as a warning, an AISB_EVENT_LOG event), and the history
  * reachable from the refs of each git repository in it, read by git inside a sandbox of the
  * policy's image (no network, dir read-only; never git on the host, which would run what a
  * repository's configuration names). When the image is not built, the history is not
- * scanned, and a warning says so. Returns the number of findings; *ret_summary (may be
- * NULL) is one line saying what was read.
+ * scanned, and a warning says so. flags: AISB_SKILL_LINT_* (-EINVAL for a bit it does not
+ * know). Returns the number of findings; *ret_summary (may be NULL) is one line saying what
+ * was read.
  */
 AISB_PUBLIC int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir,
                                 unsigned flags, aisb_skill_lint_fn fn, void *userdata,

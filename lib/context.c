@@ -33,10 +33,6 @@ const char *aisb_version(void)
 
 int ctx_emit(aisb_ctx *ctx, const aisb_event *e)
 {
-        if (e->type == AISB_EVENT_MESSAGE && ctx->log_fn)
-                ctx->log_fn(e->level, e->text, ctx->log_userdata);
-        if (e->type == AISB_EVENT_BUILD_OUTPUT && ctx->build_fn)
-                ctx->build_fn(e->level, e->text, ctx->build_userdata);
         if (!ctx->event_fn || ctx->event_fn(e, ctx->event_userdata) == 0)
                 return 0;
         /* As aisb_ctx_cancel: the request in flight is cut short too. */
@@ -46,13 +42,13 @@ int ctx_emit(aisb_ctx *ctx, const aisb_event *e)
 
 void aisb_log(aisb_ctx *ctx, aisb_log_level level, const char *fmt, ...)
 {
-        if (!ctx->log_fn && !ctx->event_fn)
+        if (!ctx->event_fn)
                 return;
         va_list ap;
         va_start(ap, fmt);
         _cleanup_free_ char *s = NULL;
         if (vasprintf(&s, fmt, ap) >= 0)
-                (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_MESSAGE, .level = level, .text = s });
+                (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_LOG, .level = level, .text = s });
         va_end(ap);
 }
 
@@ -149,18 +145,6 @@ void aisb_ctx_set_event_fn(aisb_ctx *ctx, aisb_event_fn fn, void *userdata)
 {
         ctx->event_fn = fn;
         ctx->event_userdata = userdata;
-}
-
-void aisb_ctx_set_log_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata)
-{
-        ctx->log_fn = fn;
-        ctx->log_userdata = userdata;
-}
-
-void aisb_ctx_set_build_fn(aisb_ctx *ctx, aisb_log_fn fn, void *userdata)
-{
-        ctx->build_fn = fn;
-        ctx->build_userdata = userdata;
 }
 
 void aisb_ctx_set_dry_run(aisb_ctx *ctx, aisb_request_fn fn, void *userdata)

@@ -32,10 +32,6 @@ struct aisb_ctx {
         unsigned version_major, version_minor;
         bool connected;
         long request_timeout_ms;
-        aisb_log_fn log_fn;
-        void *log_userdata;
-        aisb_log_fn build_fn;
-        void *build_userdata;
         aisb_event_fn event_fn;
         void *event_userdata;
         pid_t service_pid; /* transient service we started, 0 if none */
@@ -60,10 +56,10 @@ struct aisb_ctx {
         char *ensured_tag;
 };
 
+/* An AISB_EVENT_LOG event; nothing is formatted when no one listens. */
 void aisb_log(aisb_ctx *ctx, aisb_log_level level, const char *fmt, ...) _printf_(3, 4);
-/* An event to the event callback (and a message to the log callback, a build line to the
- * build callback). Returns nonzero when the event callback asked to stop: the context is
- * stopping then. */
+/* An event to the event callback, when one is set. Returns nonzero when it asked to stop:
+ * the context is stopping then. */
 int ctx_emit(aisb_ctx *ctx, const aisb_event *event);
 
 /* The operations that may be stopped: begin and end nest; a stop observed during the

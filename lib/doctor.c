@@ -37,7 +37,7 @@ static void report(doctor *d, const char *name, aisb_check_status status, const 
 {
         if (status == AISB_CHECK_FAIL)
                 d->failures++;
-        d->fn(name, status, detail, fix, d->userdata);
+        d->fn(&(aisb_doctor_check) { .name = name, .status = status, .detail = detail, .fix = fix }, d->userdata);
 }
 
 static json_object *path_get(json_object *o, const char *a, const char *b, const char *c)
@@ -393,9 +393,12 @@ static void check_skills(doctor *d, const aisb_policy *p)
         }
 }
 
-int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, int deep, aisb_doctor_fn fn, void *userdata,
+int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, unsigned flags, aisb_doctor_fn fn, void *userdata,
                 aisb_error **err)
 {
+        if (flags & ~(unsigned) AISB_DOCTOR_DEEP)
+                return aisb_error_set(err, -EINVAL, "aisb_doctor: unknown flags 0x%x", flags);
+        bool deep = flags & AISB_DOCTOR_DEEP;
         doctor d = { .fn = fn, .userdata = userdata };
         aisb_error *e = NULL;
         if (aisb_ctx_connect(ctx, &e) < 0) {

@@ -1137,7 +1137,9 @@ int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **
                 bool running = json_object_object_get_ex(c, "State", &state) &&
                                streq(json_object_get_string(state), "running");
                 if (name && hash)
-                        fn(name, hash, port, running && gate_port_ours(port), userdata);
+                        fn(&(aisb_gate_entry) { .name = name, .policy_hash = hash, .port = port,
+                                                .answering = running && gate_port_ours(port) },
+                           userdata);
         }
         return 0;
 }

@@ -236,8 +236,11 @@ static int open_user_file(aisb_error **err)
         return fd;
 }
 
-int aisb_allowlist_append(const aisb_policy *p, int project_file, const char *const *lines, aisb_error **err)
+int aisb_allowlist_append(const aisb_policy *p, unsigned flags, const char *const *lines, aisb_error **err)
 {
+        if (flags & ~(unsigned) AISB_ALLOWLIST_PROJECT)
+                return aisb_error_set(err, -EINVAL, "aisb_allowlist_append: unknown flags 0x%x", flags);
+        bool project_file = flags & AISB_ALLOWLIST_PROJECT;
         if (project_file && !p->project)
                 return aisb_error_set(err, -EINVAL, "this policy has no project: write to the user's allowlist instead");
         /* Every line first, the way that file's reader takes it: nothing is written when one

@@ -205,15 +205,22 @@ typedef struct clean_told {
         void *userdata;
 } clean_told;
 
+static void tell(aisb_clean_fn fn, void *userdata, const char *kind, const char *name)
+{
+        fn(&(aisb_clean_entry) { .kind = kind, .name = name }, userdata);
+}
+
 static void tell_state(const char *dir, void *userdata)
 {
         clean_told *t = userdata;
-        t->fn("gate-state", dir, t->userdata);
+        tell(t->fn, t->userdata, "gate-state", dir);
 }
 
 int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
                aisb_clean_fn fn, void *userdata, aisb_error **err)
 {
+        if (flags & ~(unsigned) (AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN))
+                return aisb_error_set(err, -EINVAL, "aisb_clean: unknown flags 0x%x", flags);
         bool all = flags & AISB_CLEAN_ALL, dry = flags & AISB_CLEAN_DRY_RUN;
         bool volumes = flags & AISB_CLEAN_VOLUMES;
         int r = aisb_ctx_connect(ctx, err);
@@ -253,7 +260,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                                 return error_oom(err);
                         continue;
                 }
-                fn(gate ? "gate" : "sandbox", name, userdata);
+                tell(fn, userdata, gate ? "gate" : "sandbox", name);
                 if (strv_push(&removed, name) < 0)
                         return error_oom(err);
                 if (!dry) {
@@ -287,7 +294,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                                 used |= streq(kept_images[j], ref);
                         if (!ours || used)
                                 continue;
-                        fn("image", ref, userdata);
+                        tell(fn, userdata, "image", ref);
                         /* In use by a container of someone else's: leave it. */
                         if (!dry) {
                                 aisb_error *e = NULL;
@@ -316,7 +323,7 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                         return r;
                 if (used)
                         continue;
-                fn("volume", name, userdata);
+                tell(fn, userdata, "volume", name);
                 /* 409: a container outside our namespace uses it; that is not ours to end. */
                 if (!dry) {
                         aisb_error *e = NULL;

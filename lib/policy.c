@@ -1513,11 +1513,13 @@ int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error *
         return 0;
 }
 
-int aisb_policy_load_config(aisb_policy *p, const char *path, int optional, aisb_error **err)
+int aisb_policy_load_config(aisb_policy *p, const char *path, unsigned flags, aisb_error **err)
 {
+        if (flags & ~(unsigned) AISB_CONFIG_OPTIONAL)
+                return aisb_error_set(err, -EINVAL, "aisb_policy_load_config: unknown flags 0x%x", flags);
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f) {
-                if (errno == ENOENT && optional)
+                if (errno == ENOENT && (flags & AISB_CONFIG_OPTIONAL))
                         return 0;
                 return aisb_error_set(err, -errno, "cannot open config %s: %s", path,
                                       strerror(errno));

@@ -118,7 +118,8 @@ static int default_output(int stream, const void *data, size_t size, void *userd
 static int deliver(aisb_io *io, int stream, const void *data, size_t size)
 {
         if (io->output_fn)
-                return io->output_fn(stream, data, size, io->output_userdata);
+                return io->output_fn(&(aisb_output) { .stream = stream, .data = data, .size = size },
+                                     io->output_userdata);
         return default_output(stream, data, size, NULL);
 }
 
@@ -172,7 +173,8 @@ static int filtered_piece(const void *data, size_t size, void *userdata)
         filtered *t = userdata;
         if (t->batch)
                 return batch_add(t->stream, data, size, t->batch);
-        return t->io->output_fn(t->stream, data, size, t->io->output_userdata);
+        return t->io->output_fn(&(aisb_output) { .stream = t->stream, .data = data, .size = size },
+                                t->io->output_userdata);
 }
 
 static int filtered_frame(int stream, const void *data, size_t size, void *userdata)
@@ -254,14 +256,14 @@ static bool control_says_stop(void *userdata)
                 struct pollfd p = { .fd = io->control_fd, .events = POLLIN };
                 if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
                         break;
-                unsigned short rows = 0, cols = 0;
-                int c = io->control_fn(io->control_fd, &rows, &cols, io->control_userdata);
+                aisb_control_request request = { .fd = io->control_fd };
+                int c = io->control_fn(&request, io->control_userdata);
                 if (c == AISB_CONTROL_STOP)
                         return true;
                 if (c == AISB_CONTROL_RESIZE) {
                         /* The newest size, applied once the sandbox starts. */
-                        io->rows = rows;
-                        io->cols = cols;
+                        io->rows = request.rows;
+                        io->cols = request.cols;
                 }
         }
         return false;
@@ -340,10 +342,10 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                 bool stop = wake_index >= 0 && (fds[wake_index].revents & POLLIN) &&
                             atomic_load(&ctx->cancel_requested);
                 if (control_index >= 0 && (fds[control_index].revents & POLLIN)) {
-                        unsigned short rows = 0, cols = 0;
-                        int c = io->control_fn(io->control_fd, &rows, &cols, io->control_userdata);
+                        aisb_control_request request = { .fd = io->control_fd };
+                        int c = io->control_fn(&request, io->control_userdata);
                         if (c == AISB_CONTROL_RESIZE && io->terminal)
-                                (void) podman_container_resize(ctx, id, rows, cols);
+                                (void) podman_container_resize(ctx, id, request.rows, request.cols);
                         stop |= c == AISB_CONTROL_STOP;
                 }
                 if (stop && !cancelled) {
@@ -703,23 +705,24 @@ int aisb_run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_cod
         return run(ctx, p, io, ret_exit_code, err);
 }
 
-static int on_timer(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+static int on_timer(aisb_control_request *request, void *userdata)
 {
         uint64_t expirations;
-        return read(fd, &expirations, sizeof expirations) == sizeof expirations ? AISB_CONTROL_STOP
-                                                                                 : AISB_CONTROL_NONE;
+        return read(request->fd, &expirations, sizeof expirations) == sizeof expirations ? AISB_CONTROL_STOP
+                                                                                          : AISB_CONTROL_NONE;
 }
 
-int run_capture_stdout(int stream, const void *data, size_t size, void *userdata)
+int run_capture_stdout(const aisb_output *output, void *userdata)
 {
         run_capture *c = userdata;
-        if (stream != AISB_STREAM_STDOUT)
+        if (output->stream != AISB_STREAM_STDOUT)
                 return 0;
+        size_t size = output->size;
         if (c->b.size + size > c->max) {
                 c->truncated = true;
                 size = c->max > c->b.size ? c->max - c->b.size : 0;
         }
-        return size ? buffer_append(&c->b, data, size) : 0;
+        return size ? buffer_append(&c->b, output->data, size) : 0;
 }
 
 int run_captured(aisb_ctx *ctx, const aisb_policy *q, long timeout, aisb_output_fn fn,

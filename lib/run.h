@@ -45,4 +45,4 @@ typedef struct run_capture {
         size_t max;
         bool truncated;
 } run_capture;
-int run_capture_stdout(int stream, const void *data, size_t size, void *userdata);
+int run_capture_stdout(const aisb_output *output, void *userdata);

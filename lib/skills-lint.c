@@ -129,7 +129,8 @@ static void lint_note(const char *path, const char *why, void *userdata)
 static int lint_file_finding(const skills_finding *f, void *userdata)
 {
         lint *l = userdata;
-        l->fn(NULL, f->path, f->line, f->kind, f->masked, l->userdata);
+        l->fn(&(aisb_skill_lint_finding) { .path = f->path, .line = f->line, .kind = f->kind, .masked = f->masked },
+              l->userdata);
         return 0;
 }
 
@@ -141,13 +142,17 @@ static int lint_history_finding(const skills_finding *f, void *userdata)
         if (streq(repo, ".") ? !(path = strdup(f->path)) : asprintf(&path, "%s/%s", repo, f->path) < 0)
                 return -ENOMEM;
         l->history_findings++;
-        l->fn(f->commit, path, f->line, f->kind, f->masked, l->userdata);
+        l->fn(&(aisb_skill_lint_finding) { .commit = f->commit, .path = path, .line = f->line, .kind = f->kind,
+                                           .masked = f->masked },
+              l->userdata);
         return 0;
 }
 
 int aisb_skill_lint(aisb_ctx *ctx, const aisb_policy *policy, const char *dir, unsigned flags,
                     aisb_skill_lint_fn fn, void *userdata, char **ret_summary, aisb_error **err)
 {
+        if (flags & ~(unsigned) AISB_SKILL_LINT_NO_HISTORY)
+                return aisb_error_set(err, -EINVAL, "aisb_skill_lint: unknown flags 0x%x", flags);
         _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
                 return aisb_error_set(err, -errno, "cannot open %s: %s", dir, strerror(errno));

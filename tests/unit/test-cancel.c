@@ -202,6 +202,7 @@ typedef struct seen {
         unsigned long allowed, denied, failed;
         char denied_name[64];
         bool stop_on_build;
+        bool summary_after_egress; /* the egress summary's message came after its event */
 } seen;
 
 static int on_event(const aisb_event *e, void *userdata)
@@ -213,10 +214,12 @@ static int on_event(const aisb_event *e, void *userdata)
                 snprintf(s->steps + strlen(s->steps), sizeof s->steps - strlen(s->steps), "%s%s",
                          s->steps[0] ? " " : "", e->text);
                 break;
-        case AISB_EVENT_MESSAGE:
+        case AISB_EVENT_LOG:
                 ck_assert_ptr_nonnull(e->text);
                 s->messages++;
                 s->debug_messages += e->level == AISB_LOG_DEBUG;
+                if (startswith(e->text, "egress: "))
+                        s->summary_after_egress = s->egress == 1;
                 break;
         case AISB_EVENT_BUILD_OUTPUT:
                 s->build_lines++;
@@ -230,14 +233,11 @@ static int on_event(const aisb_event *e, void *userdata)
                         snprintf(s->denied_name, sizeof s->denied_name, "%s", e->egress->denied_names[0]);
                 ck_assert_ptr_null(e->egress->denied_names[e->egress->denied]);
                 break;
+        default:
+                /* A kind this test does not know: a handler ignores it. */
+                break;
         }
         return 0;
-}
-
-static unsigned log_lines;
-static void on_log(aisb_log_level level, const char *message, void *userdata)
-{
-        log_lines++;
 }
 
 START_TEST(test_build_stopped_by_its_callback)
@@ -307,9 +307,7 @@ START_TEST(test_events_of_a_run)
         fake_podman_route(fp, "GET", "/containers/aisb-gate-*/json", 200, "application/json", inspect, FAKE_NORMAL, 0);
         route_endless_run();
         seen s = {};
-        log_lines = 0;
         aisb_ctx_set_event_fn(ctx, on_event, &s);
-        aisb_ctx_set_log_fn(ctx, on_log, NULL);
         aisb_policy *p = new_policy("allow");
         ck_assert_int_eq(aisb_policy_set(p, "allow", "example.com", NULL), 0);
         aisb_io *io = NULL;
@@ -323,7 +321,7 @@ START_TEST(test_events_of_a_run)
         expect_error(aisb_run(ctx, p, io, &code, &err), -ECANCELED, &err, "removed");
         pthread_join(t, NULL);
         ck_assert_str_eq(s.steps, "image volume network gate bridge create start stream remove");
-        /* The summary, typed, and as a message (which the log callback got as well). */
+        /* The summary, typed, then as a message. */
         ck_assert_uint_eq(s.egress, 1);
         ck_assert_uint_eq(s.allowed, 1);
         ck_assert_uint_eq(s.denied, 1);
@@ -331,7 +329,7 @@ START_TEST(test_events_of_a_run)
         ck_assert_str_eq(s.denied_name, "evil.test");
         ck_assert_uint_ge(s.messages, 1);
         ck_assert_uint_ge(s.debug_messages, 1); /* the create's warning */
-        ck_assert_uint_eq(log_lines, s.messages);
+        ck_assert(s.summary_after_egress);
         /* The gate was found running and ours: the one container created is the sandbox. */
         unsigned creates = 0;
         for (size_t i = 0; i < fake_podman_request_count(fp); i++)

@@ -38,17 +38,16 @@ typedef struct report {
         size_t n;
 } report;
 
-static void on_check(const char *name, aisb_check_status status, const char *detail, const char *fix,
-                     void *userdata)
+static void on_check(const aisb_doctor_check *got, void *userdata)
 {
         report *r = userdata;
         ck_assert_uint_lt(r->n, ELEMENTSOF(r->c));
         check *c = &r->c[r->n++];
-        snprintf(c->name, sizeof c->name, "%s", name);
-        c->status = status;
-        snprintf(c->detail, sizeof c->detail, "%s", detail ? detail : "");
-        snprintf(c->fix, sizeof c->fix, "%s", fix ? fix : "");
-        c->has_fix = fix != NULL;
+        snprintf(c->name, sizeof c->name, "%s", got->name);
+        c->status = got->status;
+        snprintf(c->detail, sizeof c->detail, "%s", got->detail ? got->detail : "");
+        snprintf(c->fix, sizeof c->fix, "%s", got->fix ? got->fix : "");
+        c->has_fix = got->fix != NULL;
 }
 
 static const check *find(const report *r, const char *name)
@@ -342,6 +341,9 @@ START_TEST(test_no_service)
         ck_assert_int_eq(aisb_ctx_set_socket(other, at("nothing/podman.sock"), NULL), 0);
         aisb_policy *p = new_policy();
         report r = {};
+        /* A flag it does not know: refused before any check. */
+        ck_assert_int_eq(aisb_doctor(other, p, 1u << 7, on_check, &r, NULL), -EINVAL);
+        ck_assert_uint_eq(r.n, 0);
         ck_assert_int_eq(aisb_doctor(other, p, 0, on_check, &r, NULL), 1);
         /* That one check, and nothing after it. */
         ck_assert_uint_eq(r.n, 1);

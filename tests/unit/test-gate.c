@@ -332,11 +332,14 @@ typedef struct log_lines {
         char text[4096];
 } log_lines;
 
-static void on_log(aisb_log_level level, const char *message, void *userdata)
+static int on_event(const aisb_event *e, void *userdata)
 {
         log_lines *l = userdata;
+        if (e->type != AISB_EVENT_LOG)
+                return 0;
         size_t n = strlen(l->text);
-        snprintf(l->text + n, sizeof l->text - n, "%d %s\n", (int) level, message);
+        snprintf(l->text + n, sizeof l->text - n, "%d %s\n", (int) e->level, e->text);
+        return 0;
 }
 
 /* ---- found running ---- */
@@ -448,7 +451,7 @@ START_TEST(test_up_restarts_a_gate_not_ours)
         write_file(at("config/squid.conf"), "http_port 0.0.0.0:3128\n");
 
         log_lines logs = {};
-        aisb_ctx_set_log_fn(ctx, on_log, &logs);
+        aisb_ctx_set_event_fn(ctx, on_event, &logs);
         char *name = NULL;
         unsigned got = 0;
         aisb_error *err = NULL;
@@ -670,11 +673,11 @@ typedef struct gates {
         char text[1024];
 } gates;
 
-static void on_gate(const char *name, const char *hash, unsigned port, int answering, void *userdata)
+static void on_gate(const aisb_gate_entry *e, void *userdata)
 {
         gates *g = userdata;
         size_t n = strlen(g->text);
-        snprintf(g->text + n, sizeof g->text - n, "%s %s %u %d\n", name, hash, port, answering);
+        snprintf(g->text + n, sizeof g->text - n, "%s %s %u %d\n", e->name, e->policy_hash, e->port, e->answering);
 }
 
 static void route_gate_list(unsigned ours, unsigned other)

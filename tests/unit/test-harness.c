@@ -34,11 +34,14 @@ typedef struct log_lines {
 } log_lines;
 static log_lines logs;
 
-static void on_log(aisb_log_level level, const char *message, void *userdata)
+static int on_event(const aisb_event *e, void *userdata)
 {
         log_lines *l = userdata;
+        if (e->type != AISB_EVENT_LOG)
+                return 0;
         size_t n = strlen(l->text);
-        snprintf(l->text + n, sizeof l->text - n, "%d %s\n", (int) level, message);
+        snprintf(l->text + n, sizeof l->text - n, "%d %s\n", (int) e->level, e->text);
+        return 0;
 }
 
 static void setup(void)
@@ -50,7 +53,7 @@ static void setup(void)
         setenv("HOME", home, 1);
         unit_podman_start(&fp, &ctx);
         logs.text[0] = 0;
-        aisb_ctx_set_log_fn(ctx, on_log, &logs);
+        aisb_ctx_set_event_fn(ctx, on_event, &logs);
 }
 
 static void teardown(void)

@@ -139,15 +139,18 @@ START_TEST(test_append)
 {
         aisb_policy *p = project_policy();
         const char *const names[] = { "denied.test", "api.test:8443", NULL };
-        ck_assert_int_eq(aisb_allowlist_append(p, 1, names, NULL), 0);
         char path[160];
         snprintf(path, sizeof path, "%s/.ai-sandbox/allow", project);
+        /* A flag it does not know writes nowhere. */
+        ck_assert_int_eq(aisb_allowlist_append(p, AISB_ALLOWLIST_PROJECT | 1u << 7, names, NULL), -EINVAL);
+        ck_assert_int_eq(access(path, F_OK), -1);
+        ck_assert_int_eq(aisb_allowlist_append(p, AISB_ALLOWLIST_PROJECT, names, NULL), 0);
         char *text = read_text(path);
         ck_assert_str_eq(text, "denied.test\napi.test:8443\n");
         free(text);
         const char *const mixed[] = { "more.test", "192.168.1.10:22", NULL };
         aisb_error *err = NULL;
-        ck_assert_int_lt(aisb_allowlist_append(p, 1, mixed, &err), 0);
+        ck_assert_int_lt(aisb_allowlist_append(p, AISB_ALLOWLIST_PROJECT, mixed, &err), 0);
         ck_assert_ptr_nonnull(err);
         aisb_error_free(err);
         text = read_text(path);
@@ -159,7 +162,7 @@ START_TEST(test_append)
         snprintf(target, sizeof target, "%s/target", project);
         ck_assert_int_eq(symlink(target, path), 0);
         err = NULL;
-        ck_assert_int_lt(aisb_allowlist_append(p, 1, names, &err), 0);
+        ck_assert_int_lt(aisb_allowlist_append(p, AISB_ALLOWLIST_PROJECT, names, &err), 0);
         aisb_error_free(err);
         ck_assert_int_eq(access(target, F_OK), -1);
         aisb_policy_free(p);

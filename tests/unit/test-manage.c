@@ -342,20 +342,21 @@ typedef struct removed {
         char warnings[4096];
 } removed;
 
-static void on_removed(const char *kind, const char *name, void *userdata)
+static void on_removed(const aisb_clean_entry *e, void *userdata)
 {
         removed *r = userdata;
         size_t n = strlen(r->text);
-        snprintf(r->text + n, sizeof r->text - n, "%s%s:%s", n ? " " : "", kind, name);
+        snprintf(r->text + n, sizeof r->text - n, "%s%s:%s", n ? " " : "", e->kind, e->name);
 }
 
-static void on_log(aisb_log_level level, const char *message, void *userdata)
+static int on_event(const aisb_event *e, void *userdata)
 {
         removed *r = userdata;
-        if (level != AISB_LOG_WARNING)
-                return;
+        if (e->type != AISB_EVENT_LOG || e->level != AISB_LOG_WARNING)
+                return 0;
         size_t n = strlen(r->warnings);
-        snprintf(r->warnings + n, sizeof r->warnings - n, "%s\n", message);
+        snprintf(r->warnings + n, sizeof r->warnings - n, "%s\n", e->text);
+        return 0;
 }
 
 /* What a user's podman holds: aisb's sandboxes and gates in each state, and images of aisb
@@ -404,7 +405,7 @@ START_TEST(test_clean_default)
 {
         route_host();
         removed r = {};
-        aisb_ctx_set_log_fn(ctx, on_log, &r);
+        aisb_ctx_set_event_fn(ctx, on_event, &r);
         aisb_error *err = NULL;
         ck_assert_msg(aisb_clean(ctx, 0, NULL, "localhost/aisb:keep", on_removed, &r, &err) == 0, "%s",
                       aisb_error_message(err));
@@ -429,6 +430,11 @@ START_TEST(test_clean_all)
 {
         route_host();
         removed r = {};
+        /* A flag it does not know: nothing is asked of the service, nothing removed. */
+        size_t before = fake_podman_request_count(fp);
+        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL | 1u << 7, NULL, NULL, on_removed, &r, NULL), -EINVAL);
+        ck_assert_uint_eq(fake_podman_request_count(fp), before);
+        ck_assert_str_eq(r.text, "");
         ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL, NULL, "localhost/aisb:keep", on_removed, &r, NULL), 0);
         /* Running gates too, and every aisb image (the base and the one to keep included) but
          * those of the sandboxes still running. */
@@ -455,7 +461,7 @@ START_TEST(test_clean_image_refused)
                           "{\"message\":\"no such image\",\"response\":404}", FAKE_NORMAL, 0);
         route_host();
         removed r = {};
-        aisb_ctx_set_log_fn(ctx, on_log, &r);
+        aisb_ctx_set_event_fn(ctx, on_event, &r);
         aisb_error *err = NULL;
         ck_assert_msg(aisb_clean(ctx, 0, NULL, NULL, on_removed, &r, &err) == 0, "%s", aisb_error_message(err));
         ck_assert_str_eq(r.warnings, "removing localhost/aisb:orphan: image used by 0123abcd: image is in use by a container\n");
@@ -507,7 +513,7 @@ START_TEST(test_clean_volumes)
         route_volumes();
         route_host();
         removed r = {};
-        aisb_ctx_set_log_fn(ctx, on_log, &r);
+        aisb_ctx_set_event_fn(ctx, on_event, &r);
         aisb_error *err = NULL;
         ck_assert_msg(aisb_clean(ctx, AISB_CLEAN_VOLUMES, NULL, NULL, on_removed, &r, &err) == 0, "%s",
                       aisb_error_message(err));

@@ -107,7 +107,7 @@ static bool walk_policy(long n)
 
 static fake_podman *fp;
 
-static int discard(int stream, const void *data, size_t size, void *userdata)
+static int discard(const aisb_output *output, void *userdata)
 {
         return 0;
 }

@@ -368,8 +368,10 @@ START_TEST(test_config_file)
         unlink(path);
         free(path);
 
-        ck_assert_int_eq(aisb_policy_load_config(p, "/nonexistent/config", 1, NULL), 0);
+        ck_assert_int_eq(aisb_policy_load_config(p, "/nonexistent/config", AISB_CONFIG_OPTIONAL, NULL), 0);
         ck_assert_int_lt(aisb_policy_load_config(p, "/nonexistent/config", 0, NULL), 0);
+        /* A flag it does not know is refused, not taken for "optional". */
+        ck_assert_int_eq(aisb_policy_load_config(p, "/nonexistent/config", 1u << 7, NULL), -EINVAL);
         aisb_policy_free(p);
 }
 END_TEST

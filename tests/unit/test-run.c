@@ -182,9 +182,13 @@ typedef struct lines {
         int count;
 } lines;
 
-static void collect_line(aisb_log_level level, const char *line, void *userdata)
+static int collect_line(const aisb_event *e, void *userdata)
 {
         lines *l = userdata;
+        if (e->type != AISB_EVENT_BUILD_OUTPUT)
+                return 0;
+        aisb_log_level level = e->level;
+        const char *line = e->text;
         if (level == AISB_LOG_INFO) {
                 strncat(l->progress, line, sizeof l->progress - strlen(l->progress) - 2);
                 strcat(l->progress, "\n");
@@ -193,6 +197,7 @@ static void collect_line(aisb_log_level level, const char *line, void *userdata)
         strncat(l->text, line, sizeof l->text - strlen(l->text) - 2);
         strcat(l->text, "\n");
         l->count++;
+        return 0;
 }
 
 static const char build_ok[] =
@@ -230,7 +235,7 @@ static void test_build_with(fake_mode mode)
         fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, mode, 1);
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 1);
         lines l = {};
-        aisb_ctx_set_build_fn(ctx, collect_line, &l);
+        aisb_ctx_set_event_fn(ctx, collect_line, &l);
         aisb_policy *p = new_policy();
         char *tag = NULL;
         int built = 0;
@@ -310,7 +315,7 @@ START_TEST(test_build_gate_alongside)
         fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_CHUNKED, 0);
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         lines l = {};
-        aisb_ctx_set_build_fn(ctx, collect_line, &l);
+        aisb_ctx_set_event_fn(ctx, collect_line, &l);
         aisb_policy *p = allow_policy();
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
         size_t n = fake_podman_request_count(fp), builds = 0;
@@ -506,14 +511,14 @@ typedef struct output {
         char err[1024];
 } output;
 
-static int collect_output(int stream, const void *data, size_t size, void *userdata)
+static int collect_output(const aisb_output *chunk, void *userdata)
 {
         output *o = userdata;
-        char *dst = stream == AISB_STREAM_STDERR ? o->err : o->out;
+        char *dst = chunk->stream == AISB_STREAM_STDERR ? o->err : o->out;
         size_t have = strlen(dst);
-        ck_assert_uint_lt(have + size, sizeof o->out);
-        memcpy(dst + have, data, size);
-        dst[have + size] = 0;
+        ck_assert_uint_lt(have + chunk->size, sizeof o->out);
+        memcpy(dst + have, chunk->data, chunk->size);
+        dst[have + chunk->size] = 0;
         return 0;
 }
 
@@ -690,16 +695,16 @@ END_TEST
 /* ---- stopping before the sandbox exists ---- */
 
 /* The caller's control: one byte per event on a pipe, 'S' stop, 'R' a resize to 40x100. */
-static int on_test_control(int fd, unsigned short *rows, unsigned short *cols, void *userdata)
+static int on_test_control(aisb_control_request *request, void *userdata)
 {
         int *events = userdata;
         char c;
-        if (read(fd, &c, 1) != 1)
+        if (read(request->fd, &c, 1) != 1)
                 return AISB_CONTROL_NONE;
         (*events)++;
         if (c == 'R') {
-                *rows = 40;
-                *cols = 100;
+                request->rows = 40;
+                request->cols = 100;
                 return AISB_CONTROL_RESIZE;
         }
         return c == 'S' ? AISB_CONTROL_STOP : AISB_CONTROL_NONE;

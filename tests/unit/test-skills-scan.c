@@ -914,6 +914,16 @@ START_TEST(test_agents_dir)
 }
 END_TEST
 
+/* A flag this library does not know is refused before anything is read. */
+START_TEST(test_lint_unknown_flag)
+{
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_skill_lint(NULL, NULL, "/nonexistent", 1u << 7, NULL, NULL, NULL, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "unknown flags"));
+        aisb_error_free(err);
+}
+END_TEST
+
 static Suite *skills_suite(void)
 {
         Suite *s = suite_create("skills-scan");
@@ -943,6 +953,7 @@ static Suite *skills_suite(void)
         tcase_add_test(host, test_cache);
         tcase_add_test(host, test_cache_stop);
         tcase_add_test(host, test_agents_dir);
+        tcase_add_test(host, test_lint_unknown_flag);
         suite_add_tcase(s, host);
         return s;
 }
