@@ -101,6 +101,12 @@ enum {
 #define JSON_BUILD_CONDITION(cond, ...) _JSON_BUILD_CONDITION, (int) !!(cond), __VA_ARGS__
 #define JSON_BUILD_PAIR_CONDITION(cond, ...) JSON_BUILD_CONDITION(cond, __VA_ARGS__)
 
+/* Every argument is evaluated, whatever the condition: an object to take only when cond
+ * holds is made only then with these (cond is read twice). */
+#define JSON_BUILD_TAKE_IF(cond, o) JSON_BUILD_CONDITION(cond, JSON_BUILD_TAKE((cond) ? (o) : NULL))
+#define JSON_BUILD_PAIR_TAKE_IF(cond, key, o) \
+        JSON_BUILD_PAIR_CONDITION(cond, JSON_BUILD_PAIR_TAKE(key, (cond) ? (o) : NULL))
+
 /* One value, into *ret (see above). */
 int json_build_items(json_object **ret, ...);
 #define json_build(ret, ...) json_build_items(ret, __VA_ARGS__, _JSON_BUILD_END)
