@@ -925,11 +925,27 @@ static int push_image(aisb_ctx *ctx, const aisb_policy *p, const kube_options *o
         return r;
 }
 
-int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const char *image_repo, int tls_verify, aisb_error **err)
+#define KUBE_KNOWN_FLAGS                                                                                      \
+        (AISB_KUBE_AS_SANDBOX | AISB_KUBE_PODMAN | AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY |                \
+         AISB_KUBE_NETFILTER_INIT | AISB_KUBE_TLS_NO_VERIFY)
+
+static int kube_flags_check(unsigned flags, aisb_error **err)
 {
+        if ((flags & ~(unsigned) KUBE_KNOWN_FLAGS) || ((flags & AISB_KUBE_GATE_ONLY) && (flags & AISB_KUBE_SANDBOX_ONLY)))
+                return aisb_error_set(err, -EINVAL, "kube: flags 0x%x: unknown, or both parts alone", flags);
+        return 0;
+}
+
+int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const aisb_kube_options *options, aisb_error **err)
+{
+        const char *image_repo = options ? options->image_repo : NULL;
         int r = image_repo_check(image_repo, err);
         if (r < 0)
                 return r;
+        r = kube_flags_check(options->flags, err);
+        if (r < 0)
+                return r;
+        bool tls_verify = !(options->flags & AISB_KUBE_TLS_NO_VERIFY);
         ctx_operation_begin(ctx);
         _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
         r = aisb_ctx_connect(ctx, err);
@@ -945,20 +961,21 @@ int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const char *image_repo, 
         return r;
 }
 
-int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long long timeout_s, unsigned flags,
-                     char **ret_text, aisb_error **err)
+int aisb_policy_kube(const aisb_policy *p, const aisb_kube_options *options, char **ret_text, aisb_error **err)
 {
-        const unsigned known = AISB_KUBE_AS_SANDBOX | AISB_KUBE_PODMAN | AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY |
-                               AISB_KUBE_NETFILTER_INIT;
-        if ((flags & ~known) || ((flags & AISB_KUBE_GATE_ONLY) && (flags & AISB_KUBE_SANDBOX_ONLY)))
-                return aisb_error_set(err, -EINVAL, "kube: flags 0x%x: unknown, or both parts alone", flags);
-        kube_options o = { .image_repo = image_repo, .timeout_s = timeout_s,
+        static const aisb_kube_options defaults = {};
+        const aisb_kube_options *opt = options ? options : &defaults;
+        unsigned flags = opt->flags;
+        int r = kube_flags_check(flags, err);
+        if (r < 0)
+                return r;
+        kube_options o = { .image_repo = opt->image_repo, .timeout_s = opt->timeout_s,
                            .as_sandbox = flags & AISB_KUBE_AS_SANDBOX, .podman = flags & AISB_KUBE_PODMAN,
                            .netfilter_init = flags & AISB_KUBE_NETFILTER_INIT,
                            .parts = flags & AISB_KUBE_GATE_ONLY      ? KUBE_PART_GATE
                                     : flags & AISB_KUBE_SANDBOX_ONLY ? KUBE_PART_SANDBOX
                                                                      : 0 };
-        if (image_repo && image_repo_check(image_repo, err) < 0)
+        if (opt->image_repo && image_repo_check(opt->image_repo, err) < 0)
                 return -EINVAL;
         return kube_manifests(p, &o, ret_text, err);
 }
