@@ -110,6 +110,13 @@ enum {
 /* One value, into *ret (see above). */
 int json_build_items(json_object **ret, ...);
 #define json_build(ret, ...) json_build_items(ret, __VA_ARGS__, _JSON_BUILD_END)
+/* The value built, or NULL when the build failed: for a builder whose only failure is out of
+ * memory, which returns its object for the caller to JSON_BUILD_TAKE (the errno is lost). */
+#define json_built(...)                                                         \
+        ({                                                                      \
+                json_object *_built_ = NULL;                                    \
+                json_build(&_built_, __VA_ARGS__) < 0 ? NULL : _built_;         \
+        })
 /* More members of an existing object (pairs), or elements of an existing array (values).
  * On error o may hold some of them; nothing is left half-owned. */
 int json_build_into_items(json_object *o, ...);
