@@ -231,6 +231,12 @@ static void print_option(FILE *out, const option_ref *o, const char *help)
         putc('\n', out);
 }
 
+void cli_print_option(FILE *out, const cli_option *own)
+{
+        option_ref o = { .own = own };
+        print_option(out, &o, own->help);
+}
+
 void cli_print_options(FILE *out, bool for_build)
 {
         for (size_t i = 0; i < aisb_policy_key_count(); i++) {

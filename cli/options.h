@@ -50,6 +50,8 @@ int cli_parse_options(int argc, char **argv, bool for_build, aisb_policy *policy
                       cli_flags *flags, int *ret_rest, bool *ret_dashdash);
 
 void cli_print_options(FILE *out, bool for_build);
+/* One option of a command's own table, as the help above lays it out. */
+void cli_print_option(FILE *out, const cli_option *o);
 
 /* The user's policy: the library's defaults, then what this process says (the current
  * directory, $AISB_*: aisb_policy_apply_environment()). Prints and returns an exit code on

@@ -499,121 +499,202 @@ int command_inspect(int argc, char **argv)
         return inspect_policy(argc, argv, aisb_policy_inspect);
 }
 
-/* aisb kube: its own two options (--image-repo, --timeout) are taken out first; the rest are
- * aisb run's, so the same options name the same sandbox. */
+/* What "aisb kube" is asked for besides aisb run's options. */
+typedef struct kube_request {
+        aisb_kube_options options;
+        bool push;
+} kube_request;
+
+typedef struct kube_choice {
+        const char *word;
+        unsigned flags;
+} kube_choice;
+
+/* One of aisb kube's own options: a row drives both its parsing and its line of --help. A
+ * choice sets, within mask, the flags of the word given; a switch sets mask; the others
+ * have a parser, which returns 0 or EXIT_USAGE after saying why. */
+typedef struct kube_option {
+        cli_option base;
+        unsigned mask;
+        kube_choice choices[4];
+        const char *expected; /* what the usage error says a choice takes */
+        int (*parse)(kube_request *k, const char *value);
+} kube_option;
+
+static int kube_parse_image_repo(kube_request *k, const char *value)
+{
+        k->options.image_repo = value;
+        return 0;
+}
+
+static int kube_parse_push(kube_request *k, const char *value)
+{
+        k->push = true;
+        return 0;
+}
+
+static int kube_parse_timeout(kube_request *k, const char *value)
+{
+        char *end = NULL;
+        errno = 0;
+        unsigned long long timeout = strtoull(value, &end, 10);
+        if (errno || !*value || *end || value[0] == '-' || timeout == 0 || timeout > 31536000ULL) {
+                fprintf(stderr, "aisb: --timeout %s: give seconds, 1 to 31536000\n", value);
+                return EXIT_USAGE;
+        }
+        k->options.timeout_s = timeout;
+        return 0;
+}
+
+static const kube_option kube_option_table[] = {
+        { { "as", "pod|sandbox", "the sandbox as a Pod (default) or as a Sandbox of kubernetes-sigs/agent-sandbox "
+                                 "around the same pod spec" },
+          AISB_KUBE_AS_SANDBOX, { { "pod", 0 }, { "sandbox", AISB_KUBE_AS_SANDBOX } }, "pod or sandbox" },
+        { { "target", "cluster|podman", "podman: for \"podman kube play\" on this machine: no Service or NetworkPolicy; "
+                                        "the gate at a fixed address of an internal network (docs/kubernetes.md has the "
+                                        "commands)" },
+          AISB_KUBE_PODMAN, { { "cluster", 0 }, { "podman", AISB_KUBE_PODMAN } }, "cluster or podman" },
+        { { "part", "all|gate|sandbox", "only the gate's objects, or only the sandbox's" },
+          AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY,
+          { { "all", 0 }, { "gate", AISB_KUBE_GATE_ONLY }, { "sandbox", AISB_KUBE_SANDBOX_ONLY } },
+          "gate or sandbox (or all)" },
+        { { "netfilter", "init|none", "init: also an init container that installs the default-drop ruleset in the pod "
+                                      "(root and NET_ADMIN: a privileged namespace)" },
+          AISB_KUBE_NETFILTER_INIT, { { "init", AISB_KUBE_NETFILTER_INIT }, { "none", 0 } }, "init or none" },
+        { { "image-repo", "REPO", "the registry path a cluster pulls the images from (default: the local tags, never "
+                                  "pulled)" },
+          .parse = kube_parse_image_repo },
+        { { "push", NULL, "build (or find) the images and push them to REPO first" }, .parse = kube_parse_push },
+        { { "insecure-registry", NULL, "REPO speaks plain HTTP, or its certificate is not trusted" },
+          .mask = AISB_KUBE_TLS_NO_VERIFY },
+        { { "timeout", "SECONDS", "the pod's activeDeadlineSeconds" }, .parse = kube_parse_timeout },
+        {},
+};
+
+/* The row for an argument: --NAME, or --NAME=VALUE for an option with a value. */
+static const kube_option *kube_option_find(const char *arg)
+{
+        if (strncmp(arg, "--", 2) != 0)
+                return NULL;
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t) (eq - name) : strlen(name);
+        for (const kube_option *o = kube_option_table; o->base.name; o++)
+                if (strlen(o->base.name) == len && strncmp(o->base.name, name, len) == 0 && (o->base.argument || !eq))
+                        return o;
+        return NULL;
+}
+
+static int kube_option_apply(kube_request *k, const kube_option *o, const char *value)
+{
+        if (o->parse)
+                return o->parse(k, value);
+        if (!o->base.argument) {
+                k->options.flags |= o->mask;
+                return 0;
+        }
+        for (const kube_choice *c = o->choices; c->word; c++)
+                if (strcmp(value, c->word) == 0) {
+                        k->options.flags = (k->options.flags & ~o->mask) | c->flags;
+                        return 0;
+                }
+        fprintf(stderr, "aisb: --%s %s: %s\n", o->base.name, value, o->expected);
+        return EXIT_USAGE;
+}
+
+/* aisb kube's own options taken out of argv; the rest (aisb run's, and the command after
+ * "--", which is never read as ours) into rest[*ret_n]. 0 or EXIT_USAGE. */
+static int kube_split_args(int argc, char **argv, kube_request *k, char **rest, int *ret_n)
+{
+        bool after_dashdash = false;
+        int n = 0;
+        for (int i = 0; i < argc; i++) {
+                const kube_option *o = after_dashdash ? NULL : kube_option_find(argv[i]);
+                if (!o) {
+                        after_dashdash |= strcmp(argv[i], "--") == 0;
+                        rest[n++] = argv[i];
+                        continue;
+                }
+                const char *eq = strchr(argv[i], '=');
+                const char *value = !o->base.argument ? NULL : eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+                if (o->base.argument && !value) {
+                        fprintf(stderr, "aisb: --%s needs a value\n", o->base.name);
+                        return EXIT_USAGE;
+                }
+                int code = kube_option_apply(k, o, value);
+                if (code)
+                        return code;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static void kube_help(void)
+{
+        printf("Usage: aisb kube [--as pod|sandbox] [--target cluster|podman] [--part all|gate|sandbox]\n"
+               "                 [--netfilter init|none] [--push [--insecure-registry]]\n"
+               "                 [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
+               "The sandbox \"aisb run\" with these OPTIONS would start, as Kubernetes objects on\n"
+               "stdout (JSON documents after --- lines, which YAML reads): the gate's ConfigMap,\n"
+               "Deployment, Service and NetworkPolicy, the workspace's PersistentVolumeClaim, the\n"
+               "sandbox's NetworkPolicy and its Pod. Environment variables are taken by name from\n"
+               "a Secret named like the pod, never by value. docs/kubernetes.md has the details.\n\n");
+        for (const kube_option *o = kube_option_table; o->base.name; o++)
+                cli_print_option(stdout, &o->base);
+        printf("\nExit status: 0; %d for bad options or a policy a cluster cannot enforce as it\n"
+               "says (one line says which); %d when aisb failed.\n",
+               EXIT_USAGE, EXIT_AISB_FAILED);
+}
+
+/* The images first: objects that name images nobody can pull are no use. */
+static int kube_push_images(const aisb_policy *policy, const kube_request *k, cli_flags *flags)
+{
+        aisb_ctx *ctx = NULL;
+        aisb_error *err = NULL;
+        int r = aisb_ctx_new(&ctx, &err);
+        if (r >= 0) {
+                aisb_ctx_set_event_fn(ctx, cli_on_event, flags);
+                if (flags->socket)
+                        r = aisb_ctx_set_socket(ctx, flags->socket, &err);
+        }
+        if (r >= 0)
+                r = aisb_kube_push(ctx, policy, &k->options, &err);
+        int code = r < 0 ? cli_fail(err, r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED) : 0;
+        aisb_ctx_free(ctx);
+        return code;
+}
+
+static int kube_print(const aisb_policy *policy, const kube_request *k)
+{
+        char *text = NULL;
+        aisb_error *err = NULL;
+        int r = aisb_policy_kube(policy, &k->options, &text, &err);
+        if (r < 0)
+                return cli_fail(err, r == -EOPNOTSUPP || r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
+        fputs(text, stdout);
+        free(text);
+        if (fflush(stdout) != 0) {
+                fprintf(stderr, "aisb: writing the objects: %s\n", strerror(errno));
+                return EXIT_AISB_FAILED;
+        }
+        return 0;
+}
+
+/* aisb kube: its own options (kube_option_table) are taken out first; the rest are aisb
+ * run's, so the same options name the same sandbox. */
 int command_kube(int argc, char **argv)
 {
         if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-                printf("Usage: aisb kube [--as pod|sandbox] [--target cluster|podman] [--part all|gate|sandbox]\n"
-                       "                 [--netfilter init|none] [--push [--insecure-registry]]\n"
-                       "                 [--image-repo REPO] [--timeout SECONDS] [OPTIONS] [-- COMMAND...]\n\n"
-                       "The sandbox \"aisb run\" with these OPTIONS would start, as Kubernetes objects on\n"
-                       "stdout (JSON documents after --- lines, which YAML reads): the gate's ConfigMap,\n"
-                       "Deployment, Service and NetworkPolicy, the workspace's PersistentVolumeClaim, the\n"
-                       "sandbox's NetworkPolicy and its Pod. Environment variables are taken by name from\n"
-                       "a Secret named like the pod, never by value. docs/kubernetes.md has the details.\n\n"
-                       "  --as pod|sandbox    the sandbox as a Pod (default) or as a Sandbox of\n"
-                       "                      kubernetes-sigs/agent-sandbox around the same pod spec\n"
-                       "  --target podman     for \"podman kube play\" on this machine: no Service or\n"
-                       "                      NetworkPolicy; the gate at a fixed address of an internal\n"
-                       "                      network (docs/kubernetes.md has the commands)\n"
-                       "  --part gate|sandbox only the gate's objects, or only the sandbox's\n"
-                       "  --netfilter init    also an init container that installs the default-drop\n"
-                       "                      ruleset in the pod (root and NET_ADMIN: a privileged namespace)\n"
-                       "  --image-repo REPO   the registry path a cluster pulls the images from\n"
-                       "  --push              build (or find) the images and push them to REPO first\n"
-                       "  --insecure-registry REPO speaks plain HTTP, or its certificate is not trusted\n"
-                       "                      (default: the local tags, never pulled)\n"
-                       "  --timeout SECONDS   the pod's activeDeadlineSeconds\n\n"
-                       "Exit status: 0; %d for bad options or a policy a cluster cannot enforce as it\n"
-                       "says (one line says which); %d when aisb failed.\n",
-                       EXIT_USAGE, EXIT_AISB_FAILED);
+                kube_help();
                 return 0;
         }
-        const char *repo = NULL;
-        unsigned long long timeout = 0;
-        bool as_sandbox = false, push = false, insecure_registry = false;
-        unsigned flags_kube = 0;
+        kube_request k = {};
         char **rest = calloc((size_t) argc + 1, sizeof *rest);
         int n = 0, code = 0;
         if (!rest) {
                 fprintf(stderr, "aisb: out of memory\n");
                 return EXIT_AISB_FAILED;
         }
-        bool after_dashdash = false; /* the rest is the command's */
-        for (int i = 0; i < argc; i++) {
-                const char *name = argv[i], *eq = strchr(name, '=');
-                size_t len = eq ? (size_t) (eq - name) : strlen(name);
-                bool is_repo = !after_dashdash && len == 12 && strncmp(name, "--image-repo", 12) == 0;
-                bool is_timeout = !after_dashdash && len == 9 && strncmp(name, "--timeout", 9) == 0;
-                bool is_as = !after_dashdash && len == 4 && strncmp(name, "--as", 4) == 0;
-                bool is_target = !after_dashdash && len == 8 && strncmp(name, "--target", 8) == 0;
-                bool is_part = !after_dashdash && len == 6 && strncmp(name, "--part", 6) == 0;
-                bool is_netfilter = !after_dashdash && len == 11 && strncmp(name, "--netfilter", 11) == 0;
-                if (!after_dashdash && strcmp(name, "--push") == 0) {
-                        push = true;
-                        continue;
-                }
-                if (!after_dashdash && strcmp(name, "--insecure-registry") == 0) {
-                        insecure_registry = true;
-                        continue;
-                }
-                if (!is_repo && !is_timeout && !is_as && !is_target && !is_part && !is_netfilter) {
-                        after_dashdash |= strcmp(argv[i], "--") == 0;
-                        rest[n++] = argv[i];
-                        continue;
-                }
-                const char *value = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
-                if (!value) {
-                        fprintf(stderr, "aisb: %.*s needs a value\n", (int) len, name);
-                        code = EXIT_USAGE;
-                        break;
-                }
-                if (is_repo)
-                        repo = value;
-                else if (is_netfilter) {
-                        if (strcmp(value, "init") != 0 && strcmp(value, "none") != 0) {
-                                fprintf(stderr, "aisb: --netfilter %s: init or none\n", value);
-                                code = EXIT_USAGE;
-                                break;
-                        }
-                        flags_kube = (flags_kube & ~(unsigned) AISB_KUBE_NETFILTER_INIT) |
-                                     (strcmp(value, "init") == 0 ? AISB_KUBE_NETFILTER_INIT : 0);
-                } else if (is_target || is_part) {
-                        const char *a = is_target ? "cluster" : "gate", *b = is_target ? "podman" : "sandbox";
-                        if (strcmp(value, a) != 0 && strcmp(value, b) != 0 && (is_target || strcmp(value, "all") != 0)) {
-                                fprintf(stderr, "aisb: --%s %s: %s or %s%s\n", is_target ? "target" : "part", value, a, b,
-                                        is_target ? "" : " (or all)");
-                                code = EXIT_USAGE;
-                                break;
-                        }
-                        if (is_target)
-                                flags_kube = (flags_kube & ~(unsigned) AISB_KUBE_PODMAN) |
-                                             (strcmp(value, "podman") == 0 ? AISB_KUBE_PODMAN : 0);
-                        else
-                                flags_kube = (flags_kube & ~(unsigned) (AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY)) |
-                                             (strcmp(value, "gate") == 0      ? AISB_KUBE_GATE_ONLY
-                                              : strcmp(value, "sandbox") == 0 ? AISB_KUBE_SANDBOX_ONLY
-                                                                              : 0);
-                } else if (is_as) {
-                        if (strcmp(value, "pod") != 0 && strcmp(value, "sandbox") != 0) {
-                                fprintf(stderr, "aisb: --as %s: pod or sandbox\n", value);
-                                code = EXIT_USAGE;
-                                break;
-                        }
-                        as_sandbox = strcmp(value, "sandbox") == 0;
-                }
-                else {
-                        char *end = NULL;
-                        errno = 0;
-                        timeout = strtoull(value, &end, 10);
-                        if (errno || !*value || *end || value[0] == '-' || timeout == 0 || timeout > 31536000ULL) {
-                                fprintf(stderr, "aisb: --timeout %s: give seconds, 1 to 31536000\n", value);
-                                code = EXIT_USAGE;
-                                break;
-                        }
-                }
-        }
+        code = kube_split_args(argc, argv, &k, rest, &n);
         aisb_policy *policy = NULL;
         aisb_error *err = NULL;
         cli_flags flags = {};
@@ -636,40 +717,14 @@ int command_kube(int argc, char **argv)
                 if (r < 0)
                         code = cli_fail(err, EXIT_USAGE);
         }
-        if (code == 0 && (push || insecure_registry) && !repo) {
+        if (code == 0 && (k.push || (k.options.flags & AISB_KUBE_TLS_NO_VERIFY)) && !k.options.image_repo) {
                 fprintf(stderr, "aisb: --push needs --image-repo REPO: where to push the images\n");
                 code = EXIT_USAGE;
         }
-        if (code == 0 && push) {
-                /* The images first: objects that name images nobody can pull are no use. */
-                aisb_ctx *ctx = NULL;
-                int r = aisb_ctx_new(&ctx, &err);
-                if (r >= 0) {
-                        aisb_ctx_set_event_fn(ctx, cli_on_event, &flags);
-                        if (flags.socket)
-                                r = aisb_ctx_set_socket(ctx, flags.socket, &err);
-                }
-                if (r >= 0)
-                        r = aisb_kube_push(ctx, policy, repo, !insecure_registry, &err);
-                if (r < 0)
-                        code = cli_fail(err, r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
-                aisb_ctx_free(ctx);
-        }
-        if (code == 0) {
-                char *text = NULL;
-                int r = aisb_policy_kube(policy, repo, timeout, flags_kube | (as_sandbox ? AISB_KUBE_AS_SANDBOX : 0), &text,
-                                         &err);
-                if (r < 0)
-                        code = cli_fail(err, r == -EOPNOTSUPP || r == -EINVAL ? EXIT_USAGE : EXIT_AISB_FAILED);
-                else {
-                        fputs(text, stdout);
-                        free(text);
-                        if (fflush(stdout) != 0) {
-                                fprintf(stderr, "aisb: writing the objects: %s\n", strerror(errno));
-                                code = EXIT_AISB_FAILED;
-                        }
-                }
-        }
+        if (code == 0 && k.push)
+                code = kube_push_images(policy, &k, &flags);
+        if (code == 0)
+                code = kube_print(policy, &k);
         aisb_policy_free(policy);
         free(rest);
         return code;

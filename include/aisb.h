@@ -522,10 +522,9 @@ AISB_PUBLIC int aisb_policy_inspect_json(const aisb_policy *policy, char **ret_t
 /* The same sandbox as Kubernetes objects, printed as JSON documents after "---" lines (valid
  * YAML): the gate's ConfigMap, Deployment, Service and NetworkPolicy, the workspace's
  * PersistentVolumeClaim, the sandbox's NetworkPolicy and its Pod (docs/kubernetes.md).
- * image_repo: where a cluster pulls the images from (NULL: the local tags, never pulled);
- * timeout_s: the pod's activeDeadlineSeconds (0: none); flags: AISB_KUBE_*. -EOPNOTSUPP, saying why, for a policy
- * a cluster cannot enforce as it says (secrets, rules, host paths, ...). Reads only what the
- * image's content tag covers; the same policy gives the same text. */
+ * options: see aisb_kube_options (NULL: all of its defaults). -EOPNOTSUPP, saying why, for a
+ * policy a cluster cannot enforce as it says (secrets, rules, host paths, ...). Reads only
+ * what the image's content tag covers; the same policy gives the same text. */
 enum {
         /* The pod as a Sandbox of kubernetes-sigs/agent-sandbox (agents.x-k8s.io/v1beta1),
          * its podTemplate the same pod spec. */
@@ -541,14 +540,28 @@ enum {
          * network namespace, besides the NetworkPolicy: it runs as root with NET_ADMIN, which
          * a namespace under the "restricted" (or "baseline") standard refuses. */
         AISB_KUBE_NETFILTER_INIT = 1 << 4,
+        /* aisb_kube_push(): the registry speaks plain HTTP, or its certificate is not one the
+         * host trusts (aisb_policy_kube() ignores it: the objects are the same). */
+        AISB_KUBE_TLS_NO_VERIFY = 1 << 5,
 };
-AISB_PUBLIC int aisb_policy_kube(const aisb_policy *policy, const char *image_repo, unsigned long long timeout_s,
-                                 unsigned flags, char **ret_text, aisb_error **err);
-/* Build (or find) the images aisb_policy_kube() names for image_repo, and push each there
- * through the podman service, as REPO/aisb:TAG and, when the policy has a gate,
- * REPO/aisb-gate:TAG: the same content tags. tls_verify 0 for a registry over plain HTTP or
- * with a certificate the host does not trust. Credentials are podman's own (podman login). */
-AISB_PUBLIC int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *policy, const char *image_repo, int tls_verify,
+/* What aisb_policy_kube() and aisb_kube_push() are asked for. Callers zero-initialise it
+ * (= {} or memset) and set what they need: members may be added at the end in a later
+ * version, and zero is always the default of each. */
+typedef struct aisb_kube_options {
+        /* Where a cluster pulls the images from, e.g. "registry.example.com/team"; NULL: the
+         * local tags, never pulled. aisb_kube_push() needs it. */
+        const char *image_repo;
+        unsigned long long timeout_s; /* the pod's activeDeadlineSeconds; 0: none */
+        unsigned flags;               /* AISB_KUBE_*; unknown bits are -EINVAL */
+} aisb_kube_options;
+AISB_PUBLIC int aisb_policy_kube(const aisb_policy *policy, const aisb_kube_options *options, char **ret_text,
+                                 aisb_error **err);
+/* Build (or find) the images aisb_policy_kube() names for options->image_repo, and push each
+ * there through the podman service, as REPO/aisb:TAG and, when the policy has a gate,
+ * REPO/aisb-gate:TAG: the same content tags. AISB_KUBE_TLS_NO_VERIFY for a registry over
+ * plain HTTP or with a certificate the host does not trust. Credentials are podman's own
+ * (podman login). */
+AISB_PUBLIC int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *policy, const aisb_kube_options *options,
                                aisb_error **err);
 
 /* The directory a run of this policy mounts read-only at /home/sandbox/.agents: the

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "entrypoint-args.h"
+#include "jsonutil.h"
 #include "network.h"
 #include "policy.h"
 
@@ -26,5 +27,13 @@ typedef struct container_spec {
 
 /* The create body (libpod's spec generator). -ENOMEM: nothing is returned half-built. */
 int container_create_body(const container_spec *spec, json_object **ret);
-/* A container's capabilities and privileges (entrypoint-args.h), as libpod's fields of o. */
-int container_security(json_object *o, const security_spec *s);
+/* A container's capabilities and privileges (entrypoint-args.h), as libpod's fields: the
+ * pairs of a JSON_BUILD_OBJECT (jsonutil.h), shared by the sandbox's body and the gate's. */
+extern const char *const container_cap_drop[];
+#define CONTAINER_SECURITY_PAIRS(s)                                                            \
+        JSON_BUILD_PAIR_STRV("cap_drop", container_cap_drop),                                  \
+        JSON_BUILD_PAIR_CONDITION((s)->cap_add, JSON_BUILD_PAIR_STRV("cap_add", (s)->cap_add)), \
+        JSON_BUILD_PAIR_BOOL("no_new_privileges", true)
+/* A libpod mount: {type, source, destination, options}; NULL when out of memory. */
+json_object *container_mount(const char *type, const char *source, const char *destination,
+                             const char *const *options);

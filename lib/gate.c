@@ -349,75 +349,68 @@ static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsi
         return 1;
 }
 
-static json_object *mount_object(const char *type, const char *source, const char *destination,
-                                 const char *const *options)
+/* The gate's files, from its directory on the host; its scratch space, in memory. */
+static json_object *gate_mounts(const gate_info *g)
 {
-        json_object *m = json_object_new_object();
-        if (json_add_string(m, "type", type) < 0 || json_add_string(m, "source", source) < 0 ||
-            json_add_string(m, "destination", destination) < 0 ||
-            json_add(m, "options", json_string_array(options)) < 0) {
-                json_object_put(m);
-                return NULL;
-        }
-        return m;
+        char config[PATH_MAX], logs[PATH_MAX], tls[PATH_MAX], leases[PATH_MAX];
+        snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, g->dir);
+        snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, g->dir);
+        snprintf(tls, sizeof tls, "%s/" GATE_TLS_DIR, g->dir);
+        snprintf(leases, sizeof leases, "%s/" GATE_LEASES_DIR, g->dir);
+        static const char *const ro[] = { "rbind", "ro", NULL }, *const rw[] = { "rbind", "rw", NULL };
+        static const char *const tmpfs_options[] = { "size=16m", "mode=1777", NULL };
+        static const char *const tmpfs[] = { "/run", "/tmp", "/var/tmp", "/var/spool/squid",
+                                             "/var/log/squid", "/var/cache/squid" };
+        _cleanup_json_ json_object *mounts = NULL;
+        int r = json_build(&mounts, JSON_BUILD_ARRAY(
+                                            JSON_BUILD_TAKE(container_mount("bind", config, GATE_CONFIG_INSIDE, ro)),
+                                            JSON_BUILD_TAKE(container_mount("bind", logs, GATE_LOGS_INSIDE, rw)),
+                                            JSON_BUILD_TAKE(container_mount("bind", tls, GATE_TLS_INSIDE, rw)),
+                                            JSON_BUILD_TAKE(container_mount("bind", leases,
+                                                                            "/aisb-gate/" GATE_LEASES_DIR, ro))));
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tmpfs); i++)
+                r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("tmpfs", "tmpfs", tmpfs[i], tmpfs_options)));
+        return r < 0 ? NULL : steal_pointer(&mounts);
 }
 
 static int gate_create_body(const gate_info *g, const char *image, unsigned idle_stop_s, bool intercept,
                             json_object **ret)
 {
-        _cleanup_json_ json_object *o = json_object_new_object();
-        char user[64], port_text[16], idle_text[16], config[PATH_MAX], logs[PATH_MAX], tls[PATH_MAX],
-                leases[PATH_MAX];
+        char user[64], port_text[16], idle_text[16];
         snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
         snprintf(port_text, sizeof port_text, "%u", g->port);
         if (g->per_run)
                 snprintf(idle_text, sizeof idle_text, "held");
         else
                 snprintf(idle_text, sizeof idle_text, "%u", idle_stop_s);
-        snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, g->dir);
-        snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, g->dir);
-        snprintf(tls, sizeof tls, "%s/" GATE_TLS_DIR, g->dir);
-        snprintf(leases, sizeof leases, "%s/" GATE_LEASES_DIR, g->dir);
         const char *const argv[] = { "sh", "-c", gate_script, "aisb-gate", idle_text, port_text,
                                      intercept ? "1" : "0", NULL };
-        static const char *const ro[] = { "rbind", "ro", NULL }, *const rw[] = { "rbind", "rw", NULL };
-        static const char *const tmpfs_options[] = { "size=16m", "mode=1777", NULL };
-        static const char *const tmpfs[] = { "/run", "/tmp", "/var/tmp", "/var/spool/squid",
-                                             "/var/log/squid", "/var/cache/squid" };
-        json_object *netns = json_object_new_object(), *userns = json_object_new_object();
-        json_object *mounts = json_object_new_array(), *labels = json_object_new_object();
-        int r = json_add_string(netns, "nsmode", "host");
-        /* squid runs as the user, so it writes its logs into the user's state directory. */
-        r |= json_add_string(userns, "nsmode", "keep-id");
-        r |= json_append(mounts, mount_object("bind", config, GATE_CONFIG_INSIDE, ro));
-        r |= json_append(mounts, mount_object("bind", logs, GATE_LOGS_INSIDE, rw));
-        r |= json_append(mounts, mount_object("bind", tls, GATE_TLS_INSIDE, rw));
-        r |= json_append(mounts, mount_object("bind", leases, "/aisb-gate/" GATE_LEASES_DIR, ro));
-        for (size_t i = 0; i < ELEMENTSOF(tmpfs); i++)
-                r |= json_append(mounts, mount_object("tmpfs", "tmpfs", tmpfs[i], tmpfs_options));
-        r |= json_add_string(labels, AISB_LABEL_PREFIX "managed", "true");
-        r |= json_add_string(labels, AISB_LABEL_PREFIX "gate", g->hash);
-        r |= json_add_string(labels, AISB_LABEL_PREFIX "gate.port", port_text);
-        if (g->per_run)
-                r |= json_add_string(labels, AISB_LABEL_PREFIX "gate.run", "true");
-        r |= json_add_string(o, "name", g->name);
-        r |= json_add_string(o, "image", image);
-        r |= json_add(o, "command", json_string_array(argv));
-        r |= json_add(o, "netns", netns);
-        r |= json_add(o, "userns", userns);
-        r |= json_add_string(o, "user", user);
-        r |= container_security(o, &security_gate);
-        r |= json_add_bool(o, "read_only_filesystem", security_gate.read_only_root);
-        /* squid keeps its shared memory in /dev/shm: podman 5 would make it read-only with
-         * the root (4.3 ignores the field). */
-        r |= json_add_bool(o, "read_write_tmpfs", true);
-        r |= json_add(o, "mounts", mounts);
-        r |= json_add(o, "labels", labels);
-        r |= json_add_bool(o, "remove", false);
-        if (r < 0)
-                return -ENOMEM;
-        *ret = steal_pointer(&o);
-        return 0;
+        return json_build(
+                ret,
+                JSON_BUILD_OBJECT(
+                        JSON_BUILD_PAIR_STRING("name", g->name),
+                        JSON_BUILD_PAIR_STRING("image", image),
+                        JSON_BUILD_PAIR_STRV("command", argv),
+                        JSON_BUILD_PAIR("netns", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("nsmode", "host"))),
+                        /* squid runs as the user, so it writes its logs into the user's state
+                         * directory. */
+                        JSON_BUILD_PAIR("userns", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("nsmode", "keep-id"))),
+                        JSON_BUILD_PAIR_STRING("user", user),
+                        CONTAINER_SECURITY_PAIRS(&security_gate),
+                        JSON_BUILD_PAIR_BOOL("read_only_filesystem", security_gate.read_only_root),
+                        /* squid keeps its shared memory in /dev/shm: podman 5 would make it
+                         * read-only with the root (4.3 ignores the field). */
+                        JSON_BUILD_PAIR_BOOL("read_write_tmpfs", true),
+                        JSON_BUILD_PAIR_TAKE("mounts", gate_mounts(g)),
+                        JSON_BUILD_PAIR("labels", JSON_BUILD_OBJECT(
+                                                          JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "managed", "true"),
+                                                          JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "gate", g->hash),
+                                                          JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "gate.port", port_text),
+                                                          JSON_BUILD_PAIR_CONDITION(g->per_run,
+                                                                                    JSON_BUILD_PAIR_STRING(
+                                                                                            AISB_LABEL_PREFIX "gate.run",
+                                                                                            "true")))),
+                        JSON_BUILD_PAIR_BOOL("remove", false)));
 }
 
 static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t size)

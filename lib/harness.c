@@ -301,17 +301,17 @@ int harness_describe(const aisb_policy *p, buffer *b)
         if (dir >= 0)
                 (void) read_json_at(dir, "settings.json", "settings.json", &settings, NULL);
         if (settings) {
-                r |= buffer_printf(b, "bridge-settings=");
+                r = r < 0 ? r : buffer_printf(b, "bridge-settings=");
                 bool first = true;
                 json_object_object_foreach(settings, key, value) {
                         (void) value;
-                        r |= buffer_printf(b, "%s%s", first ? "" : ",", key);
+                        r = r < 0 ? r : buffer_printf(b, "%s%s", first ? "" : ",", key);
                         first = false;
                 }
-                r |= buffer_printf(b, " (merged per key)\n");
+                r = r < 0 ? r : buffer_printf(b, " (merged per key)\n");
         } else
-                r |= buffer_printf(b, "bridge-settings=none on the host\n");
-        r |= buffer_printf(b, "bridge-thinking=%s\n", p->thinking);
+                r = r < 0 ? r : buffer_printf(b, "bridge-settings=none on the host\n");
+        r = r < 0 ? r : buffer_printf(b, "bridge-thinking=%s\n", p->thinking);
         if (dir >= 0)
                 (void) read_json_at(dir, "models.json", "models.json", &models, NULL);
         pi_key *keys = NULL;
@@ -319,7 +319,7 @@ int harness_describe(const aisb_policy *p, buffer *b)
         aisb_error *refused = NULL;
         if (models && pi_rewrite_models(models, &rewritten, &keys, &n_keys, &refused) < 0) {
                 /* What a run would refuse with (names and types, never a value). */
-                r |= buffer_printf(b, "bridge-models=refused: %s\n", aisb_error_message(refused));
+                r = r < 0 ? r : buffer_printf(b, "bridge-models=refused: %s\n", aisb_error_message(refused));
                 aisb_error_free(refused);
         } else if (models) {
                 /* Names only: the variable and where models.json uses it, never a value. */
@@ -327,13 +327,13 @@ int harness_describe(const aisb_policy *p, buffer *b)
                         bool passed = false;
                         for (size_t k = 0; k < p->n_env; k++)
                                 passed |= streq(p->env[k].name, keys[i].variable) && p->env[k].value[0];
-                        r |= buffer_printf(b, "bridge-key=%s for ", keys[i].variable);
-                        r |= pi_key_describe(&keys[i], b);
-                        r |= buffer_printf(b, " (%s)\n", passed ? "passed" : "missing: add --env");
+                        r = r < 0 ? r : buffer_printf(b, "bridge-key=%s for ", keys[i].variable);
+                        r = r < 0 ? r : pi_key_describe(&keys[i], b);
+                        r = r < 0 ? r : buffer_printf(b, " (%s)\n", passed ? "passed" : "missing: add --env");
                 }
                 pi_keys_free(keys, n_keys);
         } else
-                r |= buffer_printf(b, "bridge-models=none on the host\n");
-        r |= buffer_printf(b, "bridge-auth=never copied\n");
+                r = r < 0 ? r : buffer_printf(b, "bridge-models=none on the host\n");
+        r = r < 0 ? r : buffer_printf(b, "bridge-auth=never copied\n");
         return r;
 }

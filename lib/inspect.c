@@ -123,25 +123,25 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         _cleanup_(buffer_free) buffer b = {};
         r = buffer_printf(&b, "%s", policy);
         if (refused)
-                r |= buffer_printf(&b, "refused=%s\n", aisb_error_message(refused));
+                r = r < 0 ? r : buffer_printf(&b, "refused=%s\n", aisb_error_message(refused));
         aisb_error_free(refused);
         _cleanup_free_ char *agents = NULL;
         if (harness_agents_dir(p, &agents, NULL) < 0 || !agents)
-                r |= buffer_printf(&b, "agents=none\n");
+                r = r < 0 ? r : buffer_printf(&b, "agents=none\n");
         else
-                r |= buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);
+                r = r < 0 ? r : buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);
         /* What a run would keep from the agent. */
         for (size_t i = 0; i < f.protect.n_mounts; i++)
-                r |= buffer_printf(&b, "protected=%s (%s)\n", f.protect.mounts[i].destination,
+                r = r < 0 ? r : buffer_printf(&b, "protected=%s (%s)\n", f.protect.mounts[i].destination,
                                    f.protect.mounts[i].read_only ? "read-only"
                                                                  : "read-write, over itself: not to be moved aside");
         if (f.protect.repository_top)
-                r |= buffer_printf(&b, "repository=%s (above the project: the sandbox has no git)\n",
+                r = r < 0 ? r : buffer_printf(&b, "repository=%s (above the project: the sandbox has no git)\n",
                                    f.protect.repository_top);
         if (harness_bridge_applies(p))
-                r |= harness_describe(p, &b);
+                r = r < 0 ? r : harness_describe(p, &b);
         else
-                r |= buffer_printf(&b, "bridge=none\n");
+                r = r < 0 ? r : buffer_printf(&b, "bridge=none\n");
         if (r < 0)
                 return error_oom(err);
         *ret_text = buffer_steal(&b);

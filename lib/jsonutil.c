@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
 #include <string.h>
 
 #include "jsonutil.h"
@@ -14,7 +15,8 @@ int json_add(json_object *o, const char *key, json_object *value)
 
 int json_add_string(json_object *o, const char *key, const char *value)
 {
-        return json_add(o, key, json_object_new_string(value));
+        /* json-c's json_object_new_string() reads a NULL: refused before it is. */
+        return json_add(o, key, value ? json_object_new_string(value) : NULL);
 }
 
 int json_add_bool(json_object *o, const char *key, bool value)
@@ -38,7 +40,7 @@ int json_append(json_object *array, json_object *value)
 
 int json_append_string(json_object *array, const char *value)
 {
-        return json_append(array, json_object_new_string(value));
+        return json_append(array, value ? json_object_new_string(value) : NULL);
 }
 
 json_object *json_string_array(const char *const *v)
@@ -66,4 +68,162 @@ void json_wipe_strings(json_object *o)
                         json_wipe_strings(value);
                 }
         }
+}
+
+/* The builder (jsonutil.h): a recursive reading of the items, which always reads every item
+ * to its end (so that what was handed over is put), and builds only while nothing failed. */
+typedef struct builder {
+        va_list *ap;
+        int error;  /* the first error: from then on items are read and dropped */
+        bool lost;  /* the items did not nest: nothing more can be read safely */
+} builder;
+
+typedef enum container_kind {
+        CONTAINER_OBJECT,
+        CONTAINER_ARRAY,
+        CONTAINER_DROPPED, /* none to add to: its items are read either way */
+} container_kind;
+
+static void build_fail(builder *b, int error)
+{
+        if (b->error == 0)
+                b->error = error < 0 ? error : -EINVAL;
+}
+
+static void build_malformed(builder *b)
+{
+        build_fail(b, -EINVAL);
+        b->lost = true;
+}
+
+/* v, or NULL with the error when it is NULL (a failed allocation, or the caller's own). */
+static json_object *build_checked(builder *b, json_object *v, int error)
+{
+        if (!v)
+                build_fail(b, error);
+        return v;
+}
+
+static void build_items(builder *b, json_object *container, container_kind kind, bool keep, int end);
+
+/* One value whose tag was read; NULL unless it is kept and everything so far went through. */
+static json_object *build_value(builder *b, int tag, bool keep)
+{
+        keep = keep && b->error == 0;
+        switch (tag) {
+        case _JSON_BUILD_STRING: {
+                const char *s = va_arg(*b->ap, const char *);
+                return keep ? build_checked(b, s ? json_object_new_string(s) : NULL, -ENOMEM) : NULL;
+        }
+        case _JSON_BUILD_BOOL: {
+                int v = va_arg(*b->ap, int);
+                return keep ? build_checked(b, json_object_new_boolean(v), -ENOMEM) : NULL;
+        }
+        case _JSON_BUILD_INT64: {
+                int64_t v = va_arg(*b->ap, int64_t);
+                return keep ? build_checked(b, json_object_new_int64(v), -ENOMEM) : NULL;
+        }
+        case _JSON_BUILD_STRV: {
+                const char *const *v = va_arg(*b->ap, const char *const *);
+                return keep ? build_checked(b, json_string_array(v), -ENOMEM) : NULL;
+        }
+        case _JSON_BUILD_TAKE: {
+                json_object *v = va_arg(*b->ap, json_object *);
+                int error = va_arg(*b->ap, int);
+                if (keep)
+                        return build_checked(b, v, error);
+                json_object_put(v);
+                return NULL;
+        }
+        case _JSON_BUILD_OBJECT_BEGIN:
+        case _JSON_BUILD_ARRAY_BEGIN: {
+                bool object = tag == _JSON_BUILD_OBJECT_BEGIN;
+                json_object *v = !keep ? NULL : object ? json_object_new_object() : json_object_new_array();
+                if (keep && !v)
+                        build_fail(b, -ENOMEM);
+                build_items(b, v, !v ? CONTAINER_DROPPED : object ? CONTAINER_OBJECT : CONTAINER_ARRAY, keep,
+                            object ? _JSON_BUILD_OBJECT_END : _JSON_BUILD_ARRAY_END);
+                if (b->error < 0) {
+                        json_object_put(v);
+                        return NULL;
+                }
+                return v;
+        }
+        default:
+                build_malformed(b);
+                return NULL;
+        }
+}
+
+/* One member (tag _JSON_BUILD_PAIR) or element, added to container when kept. */
+static void build_item(builder *b, json_object *container, container_kind kind, int tag, bool keep)
+{
+        if ((tag == _JSON_BUILD_PAIR) != (kind == CONTAINER_OBJECT) && kind != CONTAINER_DROPPED) {
+                build_malformed(b);
+                return;
+        }
+        if (tag != _JSON_BUILD_PAIR) {
+                json_object *v = build_value(b, tag, keep);
+                if (v && json_append(container, v) < 0)
+                        build_fail(b, -ENOMEM);
+                return;
+        }
+        const char *key = va_arg(*b->ap, const char *);
+        if (keep && !key)
+                build_fail(b, -ENOMEM);
+        json_object *v = build_value(b, va_arg(*b->ap, int), keep);
+        if (v && json_add(container, key, v) < 0)
+                build_fail(b, -ENOMEM);
+}
+
+static void build_items(builder *b, json_object *container, container_kind kind, bool keep, int end)
+{
+        while (!b->lost) {
+                int tag = va_arg(*b->ap, int);
+                if (tag == end)
+                        return;
+                bool wanted = true;
+                if (tag == _JSON_BUILD_CONDITION) {
+                        wanted = va_arg(*b->ap, int);
+                        tag = va_arg(*b->ap, int);
+                }
+                if (tag == _JSON_BUILD_END || tag == _JSON_BUILD_OBJECT_END || tag == _JSON_BUILD_ARRAY_END) {
+                        build_malformed(b); /* the wrong end: the items do not nest */
+                        return;
+                }
+                build_item(b, container, kind, tag, keep && wanted);
+        }
+}
+
+int json_build_items(json_object **ret, ...)
+{
+        va_list ap;
+        va_start(ap, ret);
+        builder b = { .ap = &ap };
+        json_object *v = build_value(&b, va_arg(ap, int), true);
+        if (!b.lost && va_arg(ap, int) != _JSON_BUILD_END)
+                build_malformed(&b);
+        va_end(ap);
+        if (b.error < 0) {
+                json_object_put(v);
+                return b.error;
+        }
+        *ret = v;
+        return 0;
+}
+
+int json_build_into_items(json_object *o, ...)
+{
+        va_list ap;
+        va_start(ap, o);
+        builder b = { .ap = &ap };
+        container_kind kind = json_object_is_type(o, json_type_object) ? CONTAINER_OBJECT
+                              : json_object_is_type(o, json_type_array) ? CONTAINER_ARRAY
+                                                                         : CONTAINER_DROPPED;
+        /* NULL: the caller's allocation of o failed; what the items hand over is put. */
+        if (kind == CONTAINER_DROPPED)
+                build_fail(&b, o ? -EINVAL : -ENOMEM);
+        build_items(&b, o, kind, kind != CONTAINER_DROPPED, _JSON_BUILD_END);
+        va_end(ap);
+        return b.error;
 }

@@ -35,16 +35,6 @@
 #define KUBE_GATE_PORT 3128
 #define KUBE_GATE_UID 13 /* Debian's "proxy" user, whom squid's files belong to */
 
-/* o, or NULL (o put) when building it failed: the end of every builder here. */
-static json_object *built(json_object *o, int r)
-{
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
-}
-
 /* A DNS-1123 label from the project's short name: lowercase letters, digits and '-'. */
 static void kube_label(const char *in, char *out, size_t size)
 {
@@ -87,21 +77,23 @@ static int kube_identity(const aisb_policy *p, const kube_options *o, const allo
                 return -ENOMEM;
         strv_sort(entries);
         strv_sort(hosts);
-        for (size_t i = 0; entries && entries[i]; i++)
-                r |= buffer_printf(&b, "allow=%s\n", entries[i]);
-        for (size_t i = 0; hosts && hosts[i]; i++)
-                r |= buffer_printf(&b, "gate-add-host=%s\n", hosts[i]);
-        for (size_t i = 0; i < p->n_env; i++)
+        for (size_t i = 0; r >= 0 && entries && entries[i]; i++)
+                r = buffer_printf(&b, "allow=%s\n", entries[i]);
+        for (size_t i = 0; r >= 0 && hosts && hosts[i]; i++)
+                r = buffer_printf(&b, "gate-add-host=%s\n", hosts[i]);
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++)
                 if (!policy_env_inherited(p->env[i].name))
-                        r |= buffer_printf(&b, "env=%s\n", p->env[i].name);
+                        r = buffer_printf(&b, "env=%s\n", p->env[i].name);
         const char *const *cmd = policy_command(p);
-        for (size_t i = 0; cmd && cmd[i]; i++)
-                r |= buffer_printf(&b, "command=%zu:%s\n", strlen(cmd[i]), cmd[i]);
-        r |= buffer_printf(&b, "memory=%llu\ncpus=%llu\ntmp=%llu\nread-only=%d\n", p->memory, p->cpus_milli,
-                           p->tmp_size, (int) p->read_only);
-        r |= buffer_printf(&b, "as-sandbox=%d\npodman=%d\nnetfilter=%d\ntimeout=%llu\nworkspace=%llu\nrepo=%s\n",
-                           (int) o->as_sandbox, (int) o->podman, (int) o->netfilter_init, o->timeout_s,
-                           o->workspace_size, o->image_repo ? o->image_repo : "");
+        for (size_t i = 0; r >= 0 && cmd && cmd[i]; i++)
+                r = buffer_printf(&b, "command=%zu:%s\n", strlen(cmd[i]), cmd[i]);
+        if (r >= 0)
+                r = buffer_printf(&b, "memory=%llu\ncpus=%llu\ntmp=%llu\nread-only=%d\n", p->memory, p->cpus_milli,
+                                  p->tmp_size, (int) p->read_only);
+        if (r >= 0)
+                r = buffer_printf(&b, "as-sandbox=%d\npodman=%d\nnetfilter=%d\ntimeout=%llu\nworkspace=%llu\nrepo=%s\n",
+                                  (int) o->as_sandbox, (int) o->podman, (int) o->netfilter_init, o->timeout_s,
+                                  o->workspace_size, o->image_repo ? o->image_repo : "");
         if (r < 0)
                 return -ENOMEM;
         return sha256_hex(b.data, b.size, 12, ret_hex);
@@ -127,32 +119,57 @@ static int kube_names_make(const aisb_policy *p, const kube_options *o, const al
         return 0;
 }
 
-static json_object *labels_object(const char *key, const char *value)
+static json_object *labels_object(const char *key, const char *value, const char *gate_client)
 {
-        json_object *o = json_object_new_object();
-        int r = json_add_string(o, "app.kubernetes.io/managed-by", "aisb");
-        r |= json_add_string(o, key, value);
-        return built(o, r);
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("app.kubernetes.io/managed-by", "aisb"), JSON_BUILD_PAIR_STRING(key, value),
+                JSON_BUILD_PAIR_CONDITION(gate_client, JSON_BUILD_PAIR_STRING("aisb.gate-client", gate_client))));
 }
 
-/* podman reads a pod's seccomp profile from this annotation only, not from its spec. */
-static int podman_seccomp(json_object *meta)
+static json_object *gate_labels(const kube_names *n)
 {
-        json_object *a = json_object_new_object();
-        int r = json_add_string(a, "seccomp.security.alpha.kubernetes.io/pod", "runtime/default");
-        return r < 0 ? (json_object_put(a), r) : json_add(meta, "annotations", a);
+        return labels_object("aisb.gate", n->gate_hash, NULL);
 }
 
-static json_object *object_head(const char *api_version, const char *kind, const char *name,
-                                json_object *labels)
+/* The sandbox's, and for a client of the gate the label its NetworkPolicy admits. */
+static json_object *sandbox_labels(const kube_names *n, bool gate)
 {
-        json_object *o = json_object_new_object(), *meta = json_object_new_object();
-        int r = json_add_string(o, "apiVersion", api_version);
-        r |= json_add_string(o, "kind", kind);
-        r |= json_add_string(meta, "name", name);
-        r |= json_add(meta, "labels", labels);
-        r |= json_add(o, "metadata", meta);
-        return built(o, r);
+        return labels_object("aisb.sandbox", n->sandbox, gate ? n->gate_hash : NULL);
+}
+
+/* An object's metadata (name NULL: a pod template's). podman reads a pod's seccomp profile
+ * from an annotation only, not from its spec. */
+static json_object *metadata_object(const char *name, json_object *labels, bool podman_seccomp)
+{
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_CONDITION(name, JSON_BUILD_PAIR_STRING("name", name)),
+                JSON_BUILD_PAIR_TAKE("labels", labels),
+                JSON_BUILD_PAIR_CONDITION(podman_seccomp,
+                                          JSON_BUILD_PAIR("annotations", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING(
+                                                                                 "seccomp.security.alpha.kubernetes.io/pod",
+                                                                                 "runtime/default"))))));
+}
+
+/* A Kubernetes object: its kind, its metadata, and its body under body_key ("spec", "data"). */
+static json_object *kube_object(const char *api_version, const char *kind, json_object *metadata,
+                                const char *body_key, json_object *body)
+{
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("apiVersion", api_version),
+                                            JSON_BUILD_PAIR_STRING("kind", kind), JSON_BUILD_PAIR_TAKE("metadata", metadata),
+                                            JSON_BUILD_PAIR_TAKE(body_key, body)));
+}
+
+#define KUBE_RUNTIME_DEFAULT_SECCOMP \
+        JSON_BUILD_PAIR("seccompProfile", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("type", "RuntimeDefault")))
+
+/* Kubernetes names capabilities without libpod's CAP_. */
+static json_object *kube_capabilities(const char *const *caps)
+{
+        _cleanup_json_ json_object *a = json_object_new_array();
+        int r = a ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && caps[i]; i++)
+                r = json_build_into(a, JSON_BUILD_STRING(caps[i] + (strncmp(caps[i], "CAP_", 4) ? 0 : 4)));
+        return r < 0 ? NULL : steal_pointer(&a);
 }
 
 /* A container's security settings (entrypoint-args.h) as Kubernetes says them: the
@@ -160,56 +177,39 @@ static json_object *object_head(const char *api_version, const char *kind, const
  * the capabilities it is given for the one that installs the ruleset. */
 static json_object *kube_security(const security_spec *s)
 {
-        json_object *o = json_object_new_object(), *caps = json_object_new_object(),
-                    *seccomp = json_object_new_object();
         static const char *const all[] = { "ALL", NULL };
-        int r = json_add_bool(o, "allowPrivilegeEscalation", false);
-        r |= json_add_bool(o, "readOnlyRootFilesystem", s->read_only_root);
-        if (s->as_root) {
-                r |= json_add_bool(o, "privileged", false);
-                r |= json_add_bool(o, "runAsNonRoot", false);
-                r |= json_add_int64(o, "runAsUser", 0);
-                r |= json_add_int64(o, "runAsGroup", 0);
-        } else {
-                r |= json_add_bool(o, "runAsNonRoot", true);
-                r |= json_add_bool(o, "privileged", false);
-        }
-        r |= json_add(caps, "drop", json_string_array(all));
-        if (s->cap_add) {
-                /* Kubernetes names them without libpod's CAP_. */
-                json_object *add = json_object_new_array();
-                for (size_t i = 0; s->cap_add[i]; i++)
-                        r |= json_append_string(add, s->cap_add[i] + (strncmp(s->cap_add[i], "CAP_", 4) ? 0 : 4));
-                r |= json_add(caps, "add", add);
-        }
-        r |= json_add(o, "capabilities", caps);
-        r |= json_add_string(seccomp, "type", "RuntimeDefault");
-        r |= json_add(o, "seccompProfile", seccomp);
-        return built(o, r);
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_BOOL("allowPrivilegeEscalation", false),
+                JSON_BUILD_PAIR_BOOL("readOnlyRootFilesystem", s->read_only_root),
+                JSON_BUILD_PAIR_CONDITION(s->as_root, JSON_BUILD_PAIR_BOOL("privileged", false)),
+                JSON_BUILD_PAIR_CONDITION(s->as_root, JSON_BUILD_PAIR_BOOL("runAsNonRoot", false)),
+                JSON_BUILD_PAIR_CONDITION(s->as_root, JSON_BUILD_PAIR_INT64("runAsUser", 0)),
+                JSON_BUILD_PAIR_CONDITION(s->as_root, JSON_BUILD_PAIR_INT64("runAsGroup", 0)),
+                JSON_BUILD_PAIR_CONDITION(!s->as_root, JSON_BUILD_PAIR_BOOL("runAsNonRoot", true)),
+                JSON_BUILD_PAIR_CONDITION(!s->as_root, JSON_BUILD_PAIR_BOOL("privileged", false)),
+                JSON_BUILD_PAIR("capabilities",
+                                JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRV("drop", all),
+                                                  JSON_BUILD_PAIR_TAKE_IF(s->cap_add, "add",
+                                                                          kube_capabilities(s->cap_add)))),
+                KUBE_RUNTIME_DEFAULT_SECCOMP));
 }
 
 static json_object *pod_security(unsigned uid)
 {
-        json_object *o = json_object_new_object(), *seccomp = json_object_new_object();
-        int r = json_add_bool(o, "runAsNonRoot", true);
-        r |= json_add_int64(o, "runAsUser", uid);
-        r |= json_add_int64(o, "runAsGroup", uid);
-        r |= json_add_string(seccomp, "type", "RuntimeDefault");
-        r |= json_add(o, "seccompProfile", seccomp);
-        return built(o, r);
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_BOOL("runAsNonRoot", true),
+                                            JSON_BUILD_PAIR_INT64("runAsUser", uid),
+                                            JSON_BUILD_PAIR_INT64("runAsGroup", uid), KUBE_RUNTIME_DEFAULT_SECCOMP));
 }
 
 static json_object *empty_dir(const char *name, const char *medium, unsigned long long size)
 {
-        json_object *v = json_object_new_object(), *d = json_object_new_object();
         char text[32];
         snprintf(text, sizeof text, "%llu", size);
-        int r = json_add_string(v, "name", name);
-        if (medium)
-                r |= json_add_string(d, "medium", medium);
-        r |= json_add_string(d, "sizeLimit", text);
-        r |= json_add(v, "emptyDir", d);
-        return built(v, r);
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", name),
+                JSON_BUILD_PAIR("emptyDir", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_CONDITION(medium, JSON_BUILD_PAIR_STRING(
+                                                                                                "medium", medium)),
+                                                              JSON_BUILD_PAIR_STRING("sizeLimit", text)))));
 }
 
 /* A volume's name: its pod's, then what it holds. podman kube play makes a named volume of
@@ -220,38 +220,35 @@ static const char *volume_name(char buf[static 64], const char *owner, const cha
         return buf;
 }
 
-static json_object *volume_mount(const char *name, const char *path, bool read_only)
+/* sub_path NULL: the whole volume. */
+static json_object *volume_mount(const char *name, const char *path, bool read_only, const char *sub_path)
 {
-        json_object *m = json_object_new_object();
-        int r = json_add_string(m, "name", name);
-        r |= json_add_string(m, "mountPath", path);
-        if (read_only)
-                r |= json_add_bool(m, "readOnly", true);
-        return built(m, r);
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", name), JSON_BUILD_PAIR_STRING("mountPath", path),
+                JSON_BUILD_PAIR_CONDITION(read_only, JSON_BUILD_PAIR_BOOL("readOnly", true)),
+                JSON_BUILD_PAIR_CONDITION(sub_path, JSON_BUILD_PAIR_STRING("subPath", sub_path))));
 }
 
 static json_object *env_value(const char *name, const char *value)
 {
-        json_object *e = json_object_new_object();
-        int r = json_add_string(e, "name", name);
-        r |= json_add_string(e, "value", value);
-        return built(e, r);
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("name", name), JSON_BUILD_PAIR_STRING("value", value)));
+}
+
+static json_object *quantities(const aisb_policy *p)
+{
+        char cpu[32], memory[32], storage[32];
+        snprintf(cpu, sizeof cpu, "%llum", p->cpus_milli);
+        snprintf(memory, sizeof memory, "%llu", p->memory);
+        snprintf(storage, sizeof storage, "%llu", 3 * p->tmp_size);
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("cpu", cpu), JSON_BUILD_PAIR_STRING("memory", memory),
+                                            JSON_BUILD_PAIR_STRING("ephemeral-storage", storage)));
 }
 
 /* requests = limits: the Guaranteed class, and no burst past what the policy says. */
 static json_object *resources(const aisb_policy *p)
 {
-        json_object *o = json_object_new_object(), *q = json_object_new_object();
-        char cpu[32], memory[32], storage[32];
-        snprintf(cpu, sizeof cpu, "%llum", p->cpus_milli);
-        snprintf(memory, sizeof memory, "%llu", p->memory);
-        snprintf(storage, sizeof storage, "%llu", 3 * p->tmp_size);
-        int r = json_add_string(q, "cpu", cpu);
-        r |= json_add_string(q, "memory", memory);
-        r |= json_add_string(q, "ephemeral-storage", storage);
-        r |= json_add(o, "limits", q);
-        r |= json_add(o, "requests", json_object_get(q));
-        return built(o, r);
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE("limits", quantities(p)),
+                                            JSON_BUILD_PAIR_TAKE("requests", quantities(p))));
 }
 
 static int image_ref(const aisb_policy *p, const kube_options *o, bool gate, char **ret, aisb_error **err)
@@ -270,13 +267,26 @@ static int image_ref(const aisb_policy *p, const kube_options *o, bool gate, cha
         return 0;
 }
 
+static const char *pull_policy(const kube_options *ko)
+{
+        return ko->image_repo ? "IfNotPresent" : "Never";
+}
+
 static json_object *port_object(const char *protocol, unsigned port)
 {
-        json_object *o = json_object_new_object();
-        int r = json_add_string(o, "protocol", protocol);
-        if (port)
-                r |= json_add_int64(o, "port", port);
-        return built(o, r);
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("protocol", protocol),
+                                            JSON_BUILD_PAIR_CONDITION(port, JSON_BUILD_PAIR_INT64("port", port))));
+}
+
+/* Each port over TCP and, with udp, UDP too. */
+static json_object *port_list(const unsigned *ports, size_t n_ports, bool udp)
+{
+        _cleanup_json_ json_object *a = json_object_new_array();
+        int r = a ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n_ports; i++)
+                r = json_build_into(a, JSON_BUILD_TAKE(port_object("TCP", ports[i])),
+                                    JSON_BUILD_TAKE_IF(udp, port_object("UDP", ports[i])));
+        return r < 0 ? NULL : steal_pointer(&a);
 }
 
 /* An egress rule to an IP block (with exceptions) on these ports (TCP and, for an address
@@ -284,54 +294,31 @@ static json_object *port_object(const char *protocol, unsigned port)
 static json_object *egress_block(const char *cidr, const char *const *except, const unsigned *ports, size_t n_ports,
                                  bool udp)
 {
-        json_object *rule = json_object_new_object(), *to = json_object_new_array(),
-                    *peer = json_object_new_object(), *block = json_object_new_object(),
-                    *port_list = json_object_new_array();
-        int r = json_add_string(block, "cidr", cidr);
-        if (except && except[0])
-                r |= json_add(block, "except", json_string_array(except));
-        r |= json_add(peer, "ipBlock", block);
-        r |= json_append(to, peer);
-        r |= json_add(rule, "to", to);
-        for (size_t i = 0; i < n_ports; i++) {
-                r |= json_append(port_list, port_object("TCP", ports[i]));
-                if (udp)
-                        r |= json_append(port_list, port_object("UDP", ports[i]));
-        }
-        if (n_ports)
-                r |= json_add(rule, "ports", port_list);
-        else
-                json_object_put(port_list);
-        return built(rule, r);
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR("to", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(JSON_BUILD_PAIR(
+                                              "ipBlock",
+                                              JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("cidr", cidr),
+                                                                JSON_BUILD_PAIR_CONDITION(except && except[0],
+                                                                                          JSON_BUILD_PAIR_STRV("except",
+                                                                                                               except))))))),
+                JSON_BUILD_PAIR_TAKE_IF(n_ports, "ports", port_list(ports, n_ports, udp))));
+}
+
+static json_object *selector(const char *key, const char *value)
+{
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR("matchLabels", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING(key, value)))));
 }
 
 /* Egress to the cluster's resolver: kube-dns in kube-system, port 53. */
 static json_object *egress_dns(void)
 {
-        json_object *rule = json_object_new_object(), *to = json_object_new_array(),
-                    *peer = json_object_new_object(), *ns = json_object_new_object(),
-                    *ns_labels = json_object_new_object(), *pod = json_object_new_object(),
-                    *pod_labels = json_object_new_object(), *ports = json_object_new_array();
-        int r = json_add_string(ns_labels, "kubernetes.io/metadata.name", "kube-system");
-        r |= json_add(ns, "matchLabels", ns_labels);
-        r |= json_add_string(pod_labels, "k8s-app", "kube-dns");
-        r |= json_add(pod, "matchLabels", pod_labels);
-        r |= json_add(peer, "namespaceSelector", ns);
-        r |= json_add(peer, "podSelector", pod);
-        r |= json_append(to, peer);
-        r |= json_add(rule, "to", to);
-        r |= json_append(ports, port_object("UDP", 53));
-        r |= json_append(ports, port_object("TCP", 53));
-        r |= json_add(rule, "ports", ports);
-        return built(rule, r);
-}
-
-static json_object *selector(const char *key, const char *value)
-{
-        json_object *s = json_object_new_object(), *m = json_object_new_object();
-        int r = json_add_string(m, key, value);
-        r |= json_add(s, "matchLabels", m);
-        return built(s, r);
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR("to", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                                              JSON_BUILD_PAIR_TAKE("namespaceSelector",
+                                                                   selector("kubernetes.io/metadata.name", "kube-system")),
+                                              JSON_BUILD_PAIR_TAKE("podSelector", selector("k8s-app", "kube-dns"))))),
+                JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(port_object("UDP", 53)),
+                                                          JSON_BUILD_TAKE(port_object("TCP", 53))))));
 }
 
 /* The ranges a gate never reaches for a name: those of the local gate (gate_local_range),
@@ -351,12 +338,12 @@ static int compare_ports(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static int gate_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
-                        json_object *docs, aisb_error **err)
+/* The ports the allowlist's names are allowed on, sorted; what can be refused, before
+ * anything is built. */
+#define KUBE_MAX_PORTS 64
+static int gate_ports(const allowlist *l, unsigned ports[static KUBE_MAX_PORTS], size_t *ret_n, aisb_error **err)
 {
-        /* What can be refused, before anything is built. The allowed ports, sorted. */
-        unsigned ports_out[64];
-        size_t n_ports = 0;
+        size_t n = 0;
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
                 if (e->kind != ALLOW_DOMAIN)
@@ -364,149 +351,200 @@ static int gate_objects(const aisb_policy *p, const kube_options *ko, const allo
                 unsigned want[2] = { e->port ? e->port : 80, e->port ? 0 : 443 };
                 for (size_t k = 0; k < 2; k++) {
                         bool seen = !want[k];
-                        for (size_t j = 0; j < n_ports && !seen; j++)
-                                seen = ports_out[j] == want[k];
-                        if (!seen && n_ports == ELEMENTSOF(ports_out))
-                                return aisb_error_set(err, -EOPNOTSUPP, "kube: more than %zu ports in the allowlist",
-                                                      ELEMENTSOF(ports_out));
+                        for (size_t j = 0; j < n && !seen; j++)
+                                seen = ports[j] == want[k];
+                        if (!seen && n == KUBE_MAX_PORTS)
+                                return aisb_error_set(err, -EOPNOTSUPP, "kube: more than %d ports in the allowlist",
+                                                      KUBE_MAX_PORTS);
                         if (!seen)
-                                ports_out[n_ports++] = want[k];
+                                ports[n++] = want[k];
                 }
         }
-        qsort(ports_out, n_ports, sizeof *ports_out, compare_ports);
-        /* Each --gate-add-host address, as the gate's policy lets it out. */
-        _cleanup_strv_free_ char **add_cidrs = NULL;
+        qsort(ports, n, sizeof *ports, compare_ports);
+        *ret_n = n;
+        return 0;
+}
+
+/* Each --gate-add-host address, as the gate's policy lets it out. */
+static int gate_add_cidrs(const aisb_policy *p, char ***ret, aisb_error **err)
+{
+        _cleanup_strv_free_ char **cidrs = NULL;
         for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++) {
                 _cleanup_free_ char *name = NULL, *ip = NULL, *cidr = NULL;
                 if (allowlist_parse_add_host(p->add_hosts[i], &name, &ip, err) < 0)
                         return -EINVAL;
-                if (asprintf(&cidr, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0 || strv_push(&add_cidrs, cidr) < 0)
+                if (asprintf(&cidr, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0 || strv_push(&cidrs, cidr) < 0)
                         return error_oom(err);
         }
+        *ret = steal_pointer(&cidrs);
+        return 0;
+}
+
+/* What the gate's objects are made of, computed before any is built. */
+typedef struct gate_parts {
+        unsigned ports[KUBE_MAX_PORTS];
+        size_t n_ports;
+        char **add_cidrs;
+        char *conf, *hosts, *image;
+} gate_parts;
+
+static void gate_parts_done(gate_parts *g)
+{
+        strv_free(g->add_cidrs);
+        free(g->conf);
+        free(g->hosts);
+        free(g->image);
+}
+
+static int gate_parts_make(const aisb_policy *p, const kube_options *ko, const allowlist *l, gate_parts *g,
+                           aisb_error **err)
+{
+        int r = gate_ports(l, g->ports, &g->n_ports, err);
+        if (r >= 0)
+                r = gate_add_cidrs(p, &g->add_cidrs, err);
+        if (r < 0)
+                return r;
         /* The configuration: the local gate's generator, listening on the pod's addresses. */
         squid_options so = { .port = KUBE_GATE_PORT, .cluster = true,
                              .hosts_file = p->add_hosts ? "/etc/aisb-gate/hosts" : NULL,
                              .add_hosts = (const char *const *) p->add_hosts,
                              .access_log = "/var/log/squid/access.log", .cache_log = "/var/log/squid/cache.log" };
-        _cleanup_free_ char *conf = NULL, *hosts = NULL, *image = NULL;
-        int r = gate_squid_config(l, &so, &conf, err);
+        r = gate_squid_config(l, &so, &g->conf, err);
         if (r >= 0 && p->add_hosts)
-                r = gate_squid_hosts_file((const char *const *) p->add_hosts, &hosts, err);
+                r = gate_squid_hosts_file((const char *const *) p->add_hosts, &g->hosts, err);
         if (r >= 0)
-                r = image_ref(p, ko, true, &image, err);
+                r = image_ref(p, ko, true, &g->image, err);
+        return r;
+}
+
+static json_object *gate_config_map(const kube_names *n, const gate_parts *g)
+{
+        return kube_object("v1", "ConfigMap", metadata_object(n->gate, gate_labels(n), false), "data",
+                           json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("squid.conf", g->conf),
+                                                        JSON_BUILD_PAIR_CONDITION(g->hosts, JSON_BUILD_PAIR_STRING(
+                                                                                                    "hosts", g->hosts)))));
+}
+
+/* squid alone, unprivileged. podman publishes a containerPort on the host: none there. */
+static json_object *gate_container(const kube_options *ko, const kube_names *n, const gate_parts *g)
+{
+        static const char *const squid_argv[] = { "squid", "-N", "-f", "/etc/aisb-gate/squid.conf", NULL };
+        char v_config[64], v_logs[64], v_run[64], v_tmp[64];
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", "squid"), JSON_BUILD_PAIR_STRING("image", g->image),
+                JSON_BUILD_PAIR_STRING("imagePullPolicy", pull_policy(ko)),
+                JSON_BUILD_PAIR_STRV("command", squid_argv),
+                JSON_BUILD_PAIR_CONDITION(!ko->podman,
+                                          JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                                                                           JSON_BUILD_PAIR_STRING("name", "proxy"),
+                                                                           JSON_BUILD_PAIR_INT64("containerPort",
+                                                                                                 KUBE_GATE_PORT),
+                                                                           JSON_BUILD_PAIR_STRING("protocol", "TCP"))))),
+                JSON_BUILD_PAIR_TAKE("securityContext", kube_security(&security_pod)),
+                JSON_BUILD_PAIR("volumeMounts",
+                                JSON_BUILD_ARRAY(
+                                        JSON_BUILD_TAKE(volume_mount(volume_name(v_config, n->gate, "config"),
+                                                                     "/etc/aisb-gate", true, NULL)),
+                                        JSON_BUILD_TAKE(volume_mount(volume_name(v_logs, n->gate, "logs"),
+                                                                     "/var/log/squid", false, NULL)),
+                                        JSON_BUILD_TAKE(volume_mount(volume_name(v_run, n->gate, "run"), "/run", false,
+                                                                     NULL)),
+                                        JSON_BUILD_TAKE(volume_mount(volume_name(v_tmp, n->gate, "tmp"), "/tmp", false,
+                                                                     NULL))))));
+}
+
+/* Its configuration from the ConfigMap; its logs and spool in memory. */
+static json_object *gate_volumes(const kube_names *n)
+{
+        char v_config[64], v_logs[64], v_run[64], v_tmp[64];
+        return json_built(JSON_BUILD_ARRAY(
+                JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("name", volume_name(v_config, n->gate, "config")),
+                                  JSON_BUILD_PAIR("configMap", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("name", n->gate)))),
+                JSON_BUILD_TAKE(empty_dir(volume_name(v_logs, n->gate, "logs"), NULL, 256ULL << 20)),
+                JSON_BUILD_TAKE(empty_dir(volume_name(v_run, n->gate, "run"), "Memory", 16ULL << 20)),
+                JSON_BUILD_TAKE(empty_dir(volume_name(v_tmp, n->gate, "tmp"), "Memory", 64ULL << 20))));
+}
+
+static json_object *gate_deployment(const kube_options *ko, const kube_names *n, const gate_parts *g)
+{
+        json_object *pod_spec = json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_BOOL("automountServiceAccountToken", false),
+                JSON_BUILD_PAIR_BOOL("enableServiceLinks", false),
+                JSON_BUILD_PAIR_TAKE("securityContext", pod_security(KUBE_GATE_UID)),
+                JSON_BUILD_PAIR("containers", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(gate_container(ko, n, g)))),
+                JSON_BUILD_PAIR_TAKE("volumes", gate_volumes(n))));
+        return kube_object("apps/v1", "Deployment", metadata_object(n->gate, gate_labels(n), false), "spec",
+                           json_built(JSON_BUILD_OBJECT(
+                                   JSON_BUILD_PAIR_INT64("replicas", 1),
+                                   JSON_BUILD_PAIR_TAKE("selector", selector("aisb.gate", n->gate_hash)),
+                                   JSON_BUILD_PAIR("template", JSON_BUILD_OBJECT(
+                                                                       JSON_BUILD_PAIR_TAKE("metadata",
+                                                                                            metadata_object(NULL, gate_labels(n),
+                                                                                                            ko->podman)),
+                                                                       JSON_BUILD_PAIR_TAKE("spec", pod_spec))))));
+}
+
+static json_object *gate_service(const kube_names *n)
+{
+        return kube_object("v1", "Service", metadata_object(n->gate, gate_labels(n), false), "spec",
+                           json_built(JSON_BUILD_OBJECT(
+                                   JSON_BUILD_PAIR("selector", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("aisb.gate",
+                                                                                                       n->gate_hash))),
+                                   JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                                                                    JSON_BUILD_PAIR_STRING("name", "proxy"),
+                                                                    JSON_BUILD_PAIR_STRING("protocol", "TCP"),
+                                                                    JSON_BUILD_PAIR_INT64("port", KUBE_GATE_PORT),
+                                                                    JSON_BUILD_PAIR_INT64("targetPort", KUBE_GATE_PORT)))))));
+}
+
+/* Out: DNS at the cluster's resolver, the allowed ports anywhere but the ranges the gate
+ * never reaches, and each --gate-add-host address on them. */
+static json_object *gate_egress(const gate_parts *g)
+{
+        _cleanup_json_ json_object *egress = json_built(JSON_BUILD_ARRAY(
+                JSON_BUILD_TAKE(egress_dns()),
+                JSON_BUILD_TAKE(egress_block("0.0.0.0/0", v4_except, g->ports, g->n_ports, false)),
+                JSON_BUILD_TAKE(egress_block("::/0", v6_except, g->ports, g->n_ports, false))));
+        int r = egress ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && g->add_cidrs && g->add_cidrs[i]; i++)
+                r = json_build_into(egress, JSON_BUILD_TAKE(egress_block(g->add_cidrs[i], NULL, g->ports, g->n_ports,
+                                                                         false)));
+        return r < 0 ? NULL : steal_pointer(&egress);
+}
+
+/* The gate's NetworkPolicy: in, only from its sandboxes; out, gate_egress. */
+static json_object *gate_network_policy(const kube_names *n, const gate_parts *g)
+{
+        return kube_object(
+                "networking.k8s.io/v1", "NetworkPolicy", metadata_object(n->gate, gate_labels(n), false), "spec",
+                json_built(JSON_BUILD_OBJECT(
+                        JSON_BUILD_PAIR_TAKE("podSelector", selector("aisb.gate", n->gate_hash)),
+                        JSON_BUILD_PAIR("policyTypes", JSON_BUILD_ARRAY(JSON_BUILD_STRING("Ingress"),
+                                                                        JSON_BUILD_STRING("Egress"))),
+                        JSON_BUILD_PAIR("ingress",
+                                        JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                                                JSON_BUILD_PAIR("from", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                                                                                JSON_BUILD_PAIR_TAKE(
+                                                                                        "podSelector",
+                                                                                        selector("aisb.gate-client",
+                                                                                                 n->gate_hash))))),
+                                                JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(
+                                                                                 port_object("TCP", KUBE_GATE_PORT))))))),
+                        JSON_BUILD_PAIR_TAKE("egress", gate_egress(g)))));
+}
+
+/* The gate's ConfigMap and Deployment, and on a cluster its Service and NetworkPolicy
+ * (podman takes neither). */
+static int gate_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
+                        json_object *docs, aisb_error **err)
+{
+        _cleanup_(gate_parts_done) gate_parts g = {};
+        int r = gate_parts_make(p, ko, l, &g, err);
         if (r < 0)
                 return r;
-
-        json_object *cm = object_head("v1", "ConfigMap", n->gate, labels_object("aisb.gate", n->gate_hash));
-        json_object *data = json_object_new_object();
-        r = json_add_string(data, "squid.conf", conf);
-        if (hosts)
-                r |= json_add_string(data, "hosts", hosts);
-        r |= cm ? json_add(cm, "data", data) : (json_object_put(data), -ENOMEM);
-        r |= json_append(docs, cm);
-
-        /* The gate's pod: squid alone, unprivileged, its logs and spool in memory. */
-        json_object *dep = object_head("apps/v1", "Deployment", n->gate, labels_object("aisb.gate", n->gate_hash));
-        json_object *spec = json_object_new_object(), *tmpl = json_object_new_object(),
-                    *tmeta = json_object_new_object(), *pspec = json_object_new_object(),
-                    *containers = json_object_new_array(), *c = json_object_new_object(),
-                    *volumes = json_object_new_array(), *mounts = json_object_new_array(),
-                    *ports = json_object_new_array(), *cm_vol = json_object_new_object(),
-                    *cm_src = json_object_new_object();
-        static const char *const squid_argv[] = { "squid", "-N", "-f", "/etc/aisb-gate/squid.conf", NULL };
-        r |= json_add_int64(spec, "replicas", 1);
-        r |= json_add(spec, "selector", selector("aisb.gate", n->gate_hash));
-        r |= json_add(tmeta, "labels", labels_object("aisb.gate", n->gate_hash));
-        if (ko->podman)
-                r |= podman_seccomp(tmeta);
-        r |= json_add(tmpl, "metadata", tmeta);
-        r |= json_add_bool(pspec, "automountServiceAccountToken", false);
-        r |= json_add_bool(pspec, "enableServiceLinks", false);
-        r |= json_add(pspec, "securityContext", pod_security(KUBE_GATE_UID));
-        r |= json_add_string(c, "name", "squid");
-        r |= json_add_string(c, "image", image);
-        r |= json_add_string(c, "imagePullPolicy", ko->image_repo ? "IfNotPresent" : "Never");
-        r |= json_add(c, "command", json_string_array(squid_argv));
-        /* podman publishes a containerPort on the host: none there. */
-        if (!ko->podman) {
-                json_object *cport = json_object_new_object();
-                r |= json_add_string(cport, "name", "proxy");
-                r |= json_add_int64(cport, "containerPort", KUBE_GATE_PORT);
-                r |= json_add_string(cport, "protocol", "TCP");
-                r |= json_append(ports, cport);
-                r |= json_add(c, "ports", ports);
-        } else
-                json_object_put(ports);
-        r |= json_add(c, "securityContext", kube_security(&security_pod));
-        char v_config[64], v_logs[64], v_run[64], v_tmp[64];
-        volume_name(v_config, n->gate, "config");
-        volume_name(v_logs, n->gate, "logs");
-        volume_name(v_run, n->gate, "run");
-        volume_name(v_tmp, n->gate, "tmp");
-        r |= json_append(mounts, volume_mount(v_config, "/etc/aisb-gate", true));
-        r |= json_append(mounts, volume_mount(v_logs, "/var/log/squid", false));
-        r |= json_append(mounts, volume_mount(v_run, "/run", false));
-        r |= json_append(mounts, volume_mount(v_tmp, "/tmp", false));
-        r |= json_add(c, "volumeMounts", mounts);
-        r |= json_append(containers, c);
-        r |= json_add(pspec, "containers", containers);
-        r |= json_add_string(cm_vol, "name", v_config);
-        r |= json_add_string(cm_src, "name", n->gate);
-        r |= json_add(cm_vol, "configMap", cm_src);
-        r |= json_append(volumes, cm_vol);
-        r |= json_append(volumes, empty_dir(v_logs, NULL, 256ULL << 20));
-        r |= json_append(volumes, empty_dir(v_run, "Memory", 16ULL << 20));
-        r |= json_append(volumes, empty_dir(v_tmp, "Memory", 64ULL << 20));
-        r |= json_add(pspec, "volumes", volumes);
-        r |= json_add(tmpl, "spec", pspec);
-        r |= json_add(spec, "template", tmpl);
-        r |= dep ? json_add(dep, "spec", spec) : -ENOMEM;
-        r |= json_append(docs, dep);
-        if (ko->podman) /* which takes no Service and no NetworkPolicy */
-                return r < 0 ? error_oom(err) : 0;
-
-        json_object *svc = object_head("v1", "Service", n->gate, labels_object("aisb.gate", n->gate_hash));
-        json_object *sspec = json_object_new_object(), *sports = json_object_new_array(),
-                    *sport = json_object_new_object(), *ssel = json_object_new_object();
-        r |= json_add_string(sport, "name", "proxy");
-        r |= json_add_string(sport, "protocol", "TCP");
-        r |= json_add_int64(sport, "port", KUBE_GATE_PORT);
-        r |= json_add_int64(sport, "targetPort", KUBE_GATE_PORT);
-        r |= json_append(sports, sport);
-        r |= json_add_string(ssel, "aisb.gate", n->gate_hash);
-        r |= json_add(sspec, "selector", ssel);
-        r |= json_add(sspec, "ports", sports);
-        r |= svc ? json_add(svc, "spec", sspec) : -ENOMEM;
-        r |= json_append(docs, svc);
-
-        /* The gate's NetworkPolicy: in, only from its sandboxes; out, DNS at the cluster's
-         * resolver and the allowed ports anywhere but the ranges it never reaches, and each
-         * --gate-add-host address on them. */
-        json_object *np = object_head("networking.k8s.io/v1", "NetworkPolicy", n->gate,
-                                      labels_object("aisb.gate", n->gate_hash));
-        json_object *nspec = json_object_new_object(), *types = json_object_new_array(),
-                    *ingress = json_object_new_array(), *from_rule = json_object_new_object(),
-                    *from = json_object_new_array(), *from_peer = json_object_new_object(),
-                    *in_ports = json_object_new_array(), *egress = json_object_new_array();
-        r |= json_add(nspec, "podSelector", selector("aisb.gate", n->gate_hash));
-        r |= json_append_string(types, "Ingress");
-        r |= json_append_string(types, "Egress");
-        r |= json_add(nspec, "policyTypes", types);
-        r |= json_add(from_peer, "podSelector", selector("aisb.gate-client", n->gate_hash));
-        r |= json_append(from, from_peer);
-        r |= json_add(from_rule, "from", from);
-        r |= json_append(in_ports, port_object("TCP", KUBE_GATE_PORT));
-        r |= json_add(from_rule, "ports", in_ports);
-        r |= json_append(ingress, from_rule);
-        r |= json_add(nspec, "ingress", ingress);
-        r |= json_append(egress, egress_dns());
-        r |= json_append(egress, egress_block("0.0.0.0/0", v4_except, ports_out, n_ports, false));
-        r |= json_append(egress, egress_block("::/0", v6_except, ports_out, n_ports, false));
-        for (size_t i = 0; add_cidrs && add_cidrs[i]; i++)
-                r |= json_append(egress, egress_block(add_cidrs[i], NULL, ports_out, n_ports, false));
-        r |= json_add(nspec, "egress", egress);
-        r |= np ? json_add(np, "spec", nspec) : -ENOMEM;
-        r |= json_append(docs, np);
+        r = json_build_into(docs, JSON_BUILD_TAKE(gate_config_map(n, &g)), JSON_BUILD_TAKE(gate_deployment(ko, n, &g)),
+                            JSON_BUILD_TAKE_IF(!ko->podman, gate_service(n)),
+                            JSON_BUILD_TAKE_IF(!ko->podman, gate_network_policy(n, &g)));
         return r < 0 ? error_oom(err) : 0;
 }
 
@@ -530,49 +568,60 @@ static int proxy_url(const kube_names *n, char **ret)
         return asprintf(ret, "http://$(%s):%u", var, KUBE_GATE_PORT) < 0 ? -ENOMEM : 0;
 }
 
-/* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
- * its default-drop ruleset in the pod's network namespace and exits; the containers after it
- * share that namespace and cannot change it. The gate's address: its Service's variable on a
- * cluster (read when the init container starts), the fixed one for podman. */
-static json_object *netfilter_init_containers(const aisb_policy *p, const kube_options *ko, const allowlist *l,
-                                              const kube_names *n, bool gate, const char *image, aisb_error **err)
+/* The entrypoint's arguments for --netfilter init: the mode, the gate's address (its
+ * Service's variable on a cluster, read when the init container starts; the fixed one for
+ * podman) and each address entry. */
+static int netfilter_net_args(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
+                              bool gate, char ***ret)
 {
-        json_object *list = json_object_new_array(), *c = json_object_new_object();
-        _cleanup_strv_free_ char **net_args = NULL, **argv = NULL;
-        int r = strv_push(&net_args, "--net");
-        r |= strv_push(&net_args, p->net == SANDBOX_NET_ALLOW ? "allow" : "none");
-        if (gate) {
+        _cleanup_strv_free_ char **args = NULL;
+        int r = strv_push(&args, "--net");
+        if (r >= 0)
+                r = strv_push(&args, p->net == SANDBOX_NET_ALLOW ? "allow" : "none");
+        if (r >= 0 && gate) {
                 _cleanup_free_ char *arg = NULL;
                 char var[80];
                 service_host_variable(n, var);
                 if (ko->podman ? asprintf(&arg, KUBE_PODMAN_GATE_IP ":%u", KUBE_GATE_PORT) < 0
                                : asprintf(&arg, "%s:%u", var, KUBE_GATE_PORT) < 0)
-                        r = -ENOMEM;
-                r |= strv_push(&net_args, ko->podman ? "--allow" : "--allow-env");
-                r |= arg ? strv_push(&net_args, arg) : -ENOMEM;
+                        return -ENOMEM;
+                r = strv_push(&args, ko->podman ? "--allow" : "--allow-env");
+                if (r >= 0)
+                        r = strv_push(&args, arg);
         }
-        for (size_t i = 0; p->net == SANDBOX_NET_ALLOW && i < l->n; i++) {
+        for (size_t i = 0; r >= 0 && p->net == SANDBOX_NET_ALLOW && i < l->n; i++) {
                 _cleanup_free_ char *arg = NULL;
                 if (l->entries[i].kind != ALLOW_ADDRESS)
                         continue;
-                r |= allowlist_entrypoint_arg(&l->entries[i], &arg);
-                r |= strv_push(&net_args, "--allow");
-                r |= arg ? strv_push(&net_args, arg) : -ENOMEM;
+                r = allowlist_entrypoint_arg(&l->entries[i], &arg);
+                if (r >= 0)
+                        r = strv_push(&args, "--allow");
+                if (r >= 0)
+                        r = strv_push(&args, arg);
         }
-        entrypoint_spec es = { .no_ids = true, .net_args = (const char *const *) net_args, .ruleset_only = true };
-        if (r >= 0)
-                r = plan_entrypoint_argv(&es, &argv);
-        r |= json_add_string(c, "name", "netfilter");
-        r |= json_add_string(c, "image", image);
-        r |= json_add_string(c, "imagePullPolicy", ko->image_repo ? "IfNotPresent" : "Never");
-        r |= json_add(c, "command", json_string_array((const char *const *) argv));
-        r |= json_add(c, "securityContext", kube_security(&security_netfilter));
-        if (!ko->podman)
-                r |= json_add(c, "resources", resources(p));
-        r |= json_append(list, c);
         if (r < 0)
-                (void) error_oom(err);
-        return built(list, r);
+                return r;
+        *ret = steal_pointer(&args);
+        return 0;
+}
+
+/* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
+ * its default-drop ruleset in the pod's network namespace and exits; the containers after it
+ * share that namespace and cannot change it. */
+static json_object *netfilter_init_containers(const aisb_policy *p, const kube_options *ko, const allowlist *l,
+                                              const kube_names *n, bool gate, const char *image)
+{
+        _cleanup_strv_free_ char **net_args = NULL, **argv = NULL;
+        if (netfilter_net_args(p, ko, l, n, gate, &net_args) < 0)
+                return NULL;
+        entrypoint_spec es = { .no_ids = true, .net_args = (const char *const *) net_args, .ruleset_only = true };
+        if (plan_entrypoint_argv(&es, &argv) < 0)
+                return NULL;
+        return json_built(JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", "netfilter"), JSON_BUILD_PAIR_STRING("image", image),
+                JSON_BUILD_PAIR_STRING("imagePullPolicy", pull_policy(ko)), JSON_BUILD_PAIR_STRV("command", argv),
+                JSON_BUILD_PAIR_TAKE("securityContext", kube_security(&security_netfilter)),
+                JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", resources(p)))));
 }
 
 /* On one machine the project is the user's own tree: what a run keeps from the agent is kept
@@ -595,52 +644,79 @@ static int protect_for_podman(const aisb_policy *p, const kube_options *ko, prot
         return 0;
 }
 
-static json_object *protected_mount(const char *volume, const protect_mount *m)
+/* What the sandbox's objects are made of, computed before any is built. */
+typedef struct sandbox_parts {
+        protect_plan plan;
+        char *image;
+        char *proxy;  /* the gate's URL; NULL: no gate */
+        char **argv;  /* the entrypoint in its external mode, then the command */
+} sandbox_parts;
+
+static void sandbox_parts_done(sandbox_parts *s)
 {
-        json_object *o = volume_mount(volume, m->destination, m->read_only);
-        int r = o ? json_add_string(o, "subPath", m->destination + strlen(AISB_PROJECT_DIR "/")) : -ENOMEM;
-        return built(o, r);
+        protect_plan_done(&s->plan);
+        free(s->image);
+        free(s->proxy);
+        strv_free(s->argv);
 }
 
-static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
-                           bool gate, json_object *docs, aisb_error **err)
+/* Kubernetes expands $(NAME) in a command and turns $$ into $: every '$' of the command
+ * doubled, so that it runs as given (and names no variable's value). podman kube play
+ * expands nothing: there the words go as they are. */
+static int sandbox_argv(const aisb_policy *p, const kube_options *ko, char ***ret)
 {
-        _cleanup_free_ char *image = NULL, *proxy = NULL;
-        _cleanup_(protect_plan_done) protect_plan plan = {};
-        int r = protect_for_podman(p, ko, &plan, err);
-        if (r < 0)
-                return r;
-        r = image_ref(p, ko, false, &image, err);
-        if (r < 0)
-                return r;
-        if (gate && (ko->podman ? asprintf(&proxy, "http://%s:%u", n->gate, KUBE_GATE_PORT) < 0
-                                : proxy_url(n, &proxy) < 0))
-                return error_oom(err);
-
-        /* The sandbox's NetworkPolicy: nothing in; out, only the gate and address entries
-         * (--net none: nothing; --net full: anything). */
-        json_object *np = object_head("networking.k8s.io/v1", "NetworkPolicy", n->sandbox,
-                                      labels_object("aisb.sandbox", n->sandbox));
-        json_object *nspec = json_object_new_object(), *types = json_object_new_array(),
-                    *egress = json_object_new_array();
-        r = json_add(nspec, "podSelector", selector("aisb.sandbox", n->sandbox));
-        r |= json_append_string(types, "Ingress");
-        r |= json_append_string(types, "Egress");
-        r |= json_add(nspec, "policyTypes", types);
-        r |= json_add(nspec, "ingress", json_object_new_array());
-        if (p->net == SANDBOX_NET_FULL)
-                r |= json_append(egress, json_object_new_object());
-        if (gate) {
-                json_object *rule = json_object_new_object(), *to = json_object_new_array(),
-                            *peer = json_object_new_object(), *ports = json_object_new_array();
-                r |= json_add(peer, "podSelector", selector("aisb.gate", n->gate_hash));
-                r |= json_append(to, peer);
-                r |= json_add(rule, "to", to);
-                r |= json_append(ports, port_object("TCP", KUBE_GATE_PORT));
-                r |= json_add(rule, "ports", ports);
-                r |= json_append(egress, rule);
+        _cleanup_strv_free_ char **argv = NULL;
+        static const char *const external[] = { "--net", "external", NULL };
+        entrypoint_spec es = { .uid = KUBE_UID, .gid = KUBE_UID, .net_args = external };
+        int r = plan_entrypoint_argv(&es, &argv);
+        const char *const *cmd = policy_command(p);
+        for (size_t i = 0; r >= 0 && cmd && cmd[i]; i++) {
+                _cleanup_(buffer_free) buffer word = {};
+                r = buffer_printf(&word, "%s", "");
+                for (const char *ch = cmd[i]; *ch && r >= 0; ch++)
+                        r = buffer_printf(&word, *ch == '$' && !ko->podman ? "$$" : "%c", *ch);
+                if (r >= 0)
+                        r = strv_push(&argv, word.data);
         }
-        for (size_t i = 0; p->net == SANDBOX_NET_ALLOW && i < l->n; i++) {
+        if (r < 0)
+                return r;
+        *ret = steal_pointer(&argv);
+        return 0;
+}
+
+static int sandbox_parts_make(const aisb_policy *p, const kube_options *ko, const kube_names *n, bool gate,
+                              sandbox_parts *s, aisb_error **err)
+{
+        int r = protect_for_podman(p, ko, &s->plan, err);
+        if (r >= 0)
+                r = image_ref(p, ko, false, &s->image, err);
+        if (r < 0)
+                return r;
+        if (gate && (ko->podman ? asprintf(&s->proxy, "http://%s:%u", n->gate, KUBE_GATE_PORT) < 0
+                                : proxy_url(n, &s->proxy) < 0)) {
+                s->proxy = NULL;
+                return error_oom(err);
+        }
+        if (sandbox_argv(p, ko, &s->argv) < 0)
+                return error_oom(err);
+        return 0;
+}
+
+static json_object *egress_to_gate(const kube_names *n)
+{
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR("to", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE(
+                                              "podSelector", selector("aisb.gate", n->gate_hash))))),
+                JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(port_object("TCP", KUBE_GATE_PORT))))));
+}
+
+/* Out, only the gate and address entries (--net none: nothing; --net full: anything). */
+static json_object *sandbox_egress(const aisb_policy *p, const allowlist *l, const kube_names *n, bool gate)
+{
+        _cleanup_json_ json_object *egress = json_object_new_array();
+        int r = json_build_into(egress, JSON_BUILD_CONDITION(p->net == SANDBOX_NET_FULL, JSON_BUILD_EMPTY_OBJECT),
+                                JSON_BUILD_TAKE_IF(gate, egress_to_gate(n)));
+        for (size_t i = 0; r >= 0 && p->net == SANDBOX_NET_ALLOW && i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
                 if (e->kind != ALLOW_ADDRESS)
                         continue;
@@ -648,176 +724,208 @@ static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const a
                 char text[INET6_ADDRSTRLEN];
                 inet_ntop(e->family, e->addr, text, sizeof text);
                 unsigned port = e->port;
-                /* Out of memory here is counted in r: what was built so far is freed with it. */
-                r |= asprintf(&cidr, "%s/%u", text, e->prefix) < 0
-                             ? -ENOMEM
-                             : json_append(egress, egress_block(cidr, NULL, &port, port ? 1 : 0, true));
+                r = asprintf(&cidr, "%s/%u", text, e->prefix) < 0
+                            ? -ENOMEM
+                            : json_build_into(egress, JSON_BUILD_TAKE(egress_block(cidr, NULL, &port, port ? 1 : 0, true)));
         }
-        r |= json_add(nspec, "egress", egress);
-        r |= np ? json_add(np, "spec", nspec) : -ENOMEM;
-        if (ko->podman)
-                json_object_put(np);
-        else
-                r |= json_append(docs, np);
+        return r < 0 ? NULL : steal_pointer(&egress);
+}
 
-        /* The pod. */
-        json_object *pod_labels = labels_object("aisb.sandbox", n->sandbox);
-        if (gate && pod_labels)
-                r |= json_add_string(pod_labels, "aisb.gate-client", n->gate_hash);
-        /* A Pod, or the agent-sandbox Sandbox (agents.x-k8s.io/v1beta1) around the same pod
-         * spec, whose template carries the labels the NetworkPolicies select on. */
-        json_object *pod = ko->as_sandbox
-                                   ? object_head("agents.x-k8s.io/v1beta1", "Sandbox", n->sandbox,
-                                                 json_object_get(pod_labels))
-                                   : object_head("v1", "Pod", n->sandbox, pod_labels);
-        if (ko->podman && pod)
-                r |= podman_seccomp(json_object_object_get(pod, "metadata"));
-        json_object *spec = json_object_new_object(), *containers = json_object_new_array(),
-                    *c = json_object_new_object(), *env = json_object_new_array(),
-                    *mounts = json_object_new_array(), *volumes = json_object_new_array();
-        r |= json_add_string(spec, "restartPolicy", "Never");
-        r |= json_add_bool(spec, "automountServiceAccountToken", false);
-        /* Deleted, it goes at once: the agent's command is PID 1 and may ignore SIGTERM, and
-         * "kubectl delete -f" removes its NetworkPolicy first. */
-        r |= json_add_int64(spec, "terminationGracePeriodSeconds", 1);
-        /* The gate's address comes from the Service's variables; nothing else is needed.
-         * podman has no Services: a host alias names the gate's fixed address. */
-        r |= json_add_bool(spec, "enableServiceLinks", gate && !ko->podman);
-        if (gate && ko->podman) {
-                json_object *aliases = json_object_new_array(), *alias = json_object_new_object(),
-                            *names = json_object_new_array();
-                r |= json_add_string(alias, "ip", KUBE_PODMAN_GATE_IP);
-                r |= json_append_string(names, n->gate);
-                r |= json_add(alias, "hostnames", names);
-                r |= json_append(aliases, alias);
-                r |= json_add(spec, "hostAliases", aliases);
-        }
-        r |= json_add_bool(spec, "hostNetwork", false);
-        r |= json_add_bool(spec, "hostPID", false);
-        r |= json_add_bool(spec, "hostIPC", false);
-        if (ko->timeout_s)
-                r |= json_add_int64(spec, "activeDeadlineSeconds", (int64_t) ko->timeout_s);
-        r |= json_add(spec, "securityContext", pod_security(KUBE_UID));
+/* The sandbox's NetworkPolicy: nothing in; out, sandbox_egress. */
+static json_object *sandbox_network_policy(const aisb_policy *p, const allowlist *l, const kube_names *n, bool gate)
+{
+        return kube_object(
+                "networking.k8s.io/v1", "NetworkPolicy", metadata_object(n->sandbox, sandbox_labels(n, false), false),
+                "spec",
+                json_built(JSON_BUILD_OBJECT(
+                        JSON_BUILD_PAIR_TAKE("podSelector", selector("aisb.sandbox", n->sandbox)),
+                        JSON_BUILD_PAIR("policyTypes", JSON_BUILD_ARRAY(JSON_BUILD_STRING("Ingress"),
+                                                                        JSON_BUILD_STRING("Egress"))),
+                        JSON_BUILD_PAIR("ingress", JSON_BUILD_EMPTY_ARRAY),
+                        JSON_BUILD_PAIR_TAKE("egress", sandbox_egress(p, l, n, gate)))));
+}
 
-        /* The entrypoint in its external mode, then the command. */
-        _cleanup_strv_free_ char **argv = NULL;
-        static const char *const external[] = { "--net", "external", NULL };
-        entrypoint_spec es = { .uid = KUBE_UID, .gid = KUBE_UID, .net_args = external };
-        r |= plan_entrypoint_argv(&es, &argv);
-        /* Kubernetes expands $(NAME) in a command and turns $$ into $: every '$' of the
-         * command doubled, so that it runs as given (and names no variable's value). podman
-         * kube play expands nothing: there the words go as they are. */
-        const char *const *cmd = policy_command(p);
-        for (size_t i = 0; cmd && cmd[i]; i++) {
-                _cleanup_(buffer_free) buffer word = {};
-                int k = buffer_printf(&word, "%s", "");
-                for (const char *ch = cmd[i]; *ch && k >= 0; ch++)
-                        k = buffer_printf(&word, *ch == '$' && !ko->podman ? "$$" : "%c", *ch);
-                r |= k < 0 ? k : strv_push(&argv, word.data);
-        }
-        r |= json_add_string(c, "name", "sandbox");
-        r |= json_add_string(c, "image", image);
-        r |= json_add_string(c, "imagePullPolicy", ko->image_repo ? "IfNotPresent" : "Never");
-        r |= json_add(c, "command", json_string_array((const char *const *) argv));
-        r |= json_add_string(c, "workingDir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME);
-        r |= json_append(env, env_value("HOME", AISB_SANDBOX_HOME));
-        /* The proxy variables a local run's sandbox gets, the gate's Service for the proxy. */
+/* The proxy variables a local run's sandbox gets, with the gate's Service for the proxy. */
+static int proxy_env_values(const allowlist *l, const sandbox_parts *s, json_object *env)
+{
         _cleanup_strv_free_ char **proxy_env = NULL;
-        if (gate && plan_proxy_env(l, proxy, false, &proxy_env) < 0)
-                r = -ENOMEM;
-        for (size_t i = 0; proxy_env && proxy_env[i]; i++) {
+        if (s->proxy && plan_proxy_env(l, s->proxy, false, &proxy_env) < 0)
+                return -ENOMEM;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && proxy_env && proxy_env[i]; i++) {
                 _cleanup_free_ char *name = strndup(proxy_env[i], strcspn(proxy_env[i], "="));
-                r |= name ? json_append(env, env_value(name, proxy_env[i] + strlen(name) + 1)) : -ENOMEM;
+                r = json_build_into(env, JSON_BUILD_TAKE(name ? env_value(name, proxy_env[i] + strlen(name) + 1) : NULL));
         }
-        /* Values never: each variable the policy names comes from a Secret the user makes.
-         * The terminal's own (TERM, LANG, ...) a pod has none of. */
-        for (size_t i = 0; i < p->n_env; i++) {
+        return r;
+}
+
+/* HOME, the proxy's variables, and the policy's variables: values never, each comes from a
+ * Secret the user makes. The terminal's own (TERM, LANG, ...) a pod has none of. */
+static json_object *sandbox_env(const aisb_policy *p, const allowlist *l, const kube_names *n, const sandbox_parts *s)
+{
+        _cleanup_json_ json_object *env = json_built(JSON_BUILD_ARRAY(JSON_BUILD_TAKE(env_value("HOME",
+                                                                                                 AISB_SANDBOX_HOME))));
+        int r = env ? proxy_env_values(l, s, env) : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++) {
                 if (policy_env_inherited(p->env[i].name))
                         continue;
-                json_object *e = json_object_new_object(), *from = json_object_new_object(),
-                            *ref = json_object_new_object();
-                r |= json_add_string(e, "name", p->env[i].name);
-                r |= json_add_string(ref, "name", n->sandbox);
-                r |= json_add_string(ref, "key", p->env[i].name);
-                r |= json_add(from, "secretKeyRef", ref);
-                r |= json_add(e, "valueFrom", from);
-                r |= json_append(env, e);
+                r = json_build_into(env, JSON_BUILD_OBJECT(
+                                                 JSON_BUILD_PAIR_STRING("name", p->env[i].name),
+                                                 JSON_BUILD_PAIR("valueFrom", JSON_BUILD_OBJECT(JSON_BUILD_PAIR(
+                                                                                      "secretKeyRef",
+                                                                                      JSON_BUILD_OBJECT(
+                                                                                              JSON_BUILD_PAIR_STRING(
+                                                                                                      "name", n->sandbox),
+                                                                                              JSON_BUILD_PAIR_STRING(
+                                                                                                      "key",
+                                                                                                      p->env[i].name)))))));
         }
-        r |= json_add(c, "env", env);
-        /* podman on a host whose cgroups it cannot delegate fails the pod for any: its
-         * own caps (aisb run's) are the way there. */
-        if (!ko->podman)
-                r |= json_add(c, "resources", resources(p));
-        r |= json_add(c, "securityContext", kube_security(&security_pod));
+        return r < 0 ? NULL : steal_pointer(&env);
+}
+
+/* The project, what is kept from the agent over it, the home and the scratch space. */
+static json_object *sandbox_mounts(const aisb_policy *p, const kube_names *n, const sandbox_parts *s)
+{
         char v_project[64], v_home[64], v_tmp[64], v_var_tmp[64], v_run[64];
         volume_name(v_project, n->sandbox, "project");
-        volume_name(v_home, n->sandbox, "home");
-        volume_name(v_tmp, n->sandbox, "tmp");
-        volume_name(v_var_tmp, n->sandbox, "var-tmp");
-        volume_name(v_run, n->sandbox, "run");
-        if (p->project)
-                r |= json_append(mounts, volume_mount(v_project, AISB_PROJECT_DIR, false));
-        for (size_t i = 0; i < plan.n_mounts; i++)
-                r |= json_append(mounts, protected_mount(v_project, &plan.mounts[i]));
-        r |= json_append(mounts, volume_mount(v_home, AISB_SANDBOX_HOME, false));
-        r |= json_append(mounts, volume_mount(v_tmp, "/tmp", false));
-        r |= json_append(mounts, volume_mount(v_var_tmp, "/var/tmp", false));
-        r |= json_append(mounts, volume_mount(v_run, "/run", false));
-        r |= json_add(c, "volumeMounts", mounts);
-        r |= json_append(containers, c);
-        r |= json_add(spec, "containers", containers);
-        if (ko->netfilter_init)
-                r |= json_add(spec, "initContainers", netfilter_init_containers(p, ko, l, n, gate, image, err));
-        if (p->project) {
-                /* The workspace: the project itself on one machine, a claim on a cluster. */
-                json_object *project = json_object_new_object(), *src = json_object_new_object();
-                r |= json_add_string(project, "name", v_project);
-                if (ko->podman) {
-                        r |= json_add_string(src, "path", p->project);
-                        r |= json_add_string(src, "type", "Directory");
-                        r |= json_add(project, "hostPath", src);
-                } else {
-                        r |= json_add_string(src, "claimName", n->sandbox);
-                        r |= json_add(project, "persistentVolumeClaim", src);
-                }
-                r |= json_append(volumes, project);
+        _cleanup_json_ json_object *mounts = json_object_new_array();
+        int r = json_build_into(mounts, JSON_BUILD_TAKE_IF(p->project, volume_mount(v_project, AISB_PROJECT_DIR, false,
+                                                                                      NULL)));
+        for (size_t i = 0; r >= 0 && i < s->plan.n_mounts; i++) {
+                const protect_mount *m = &s->plan.mounts[i];
+                r = json_build_into(mounts, JSON_BUILD_TAKE(volume_mount(v_project, m->destination, m->read_only,
+                                                                         m->destination +
+                                                                                 strlen(AISB_PROJECT_DIR "/"))));
         }
-        r |= json_append(volumes, empty_dir(v_home, NULL, p->tmp_size));
-        r |= json_append(volumes, empty_dir(v_tmp, NULL, p->tmp_size));
-        r |= json_append(volumes, empty_dir(v_var_tmp, NULL, p->tmp_size));
-        r |= json_append(volumes, empty_dir(v_run, "Memory", 64ULL << 20));
-        r |= json_add(spec, "volumes", volumes);
-        if (ko->as_sandbox) {
-                json_object *sspec = json_object_new_object(), *tmpl = json_object_new_object(),
-                            *tmeta = json_object_new_object();
-                r |= json_add(tmeta, "labels", pod_labels);
-                r |= json_add(tmpl, "metadata", tmeta);
-                r |= json_add(tmpl, "spec", spec);
-                r |= json_add(sspec, "podTemplate", tmpl);
-                r |= pod ? json_add(pod, "spec", sspec) : -ENOMEM;
-        } else
-                r |= pod ? json_add(pod, "spec", spec) : -ENOMEM;
-        r |= json_append(docs, pod);
+        if (r >= 0)
+                r = json_build_into(
+                        mounts,
+                        JSON_BUILD_TAKE(volume_mount(volume_name(v_home, n->sandbox, "home"), AISB_SANDBOX_HOME, false, NULL)),
+                        JSON_BUILD_TAKE(volume_mount(volume_name(v_tmp, n->sandbox, "tmp"), "/tmp", false, NULL)),
+                        JSON_BUILD_TAKE(volume_mount(volume_name(v_var_tmp, n->sandbox, "var-tmp"), "/var/tmp", false, NULL)),
+                        JSON_BUILD_TAKE(volume_mount(volume_name(v_run, n->sandbox, "run"), "/run", false, NULL)));
+        return r < 0 ? NULL : steal_pointer(&mounts);
+}
+
+static json_object *sandbox_container(const aisb_policy *p, const kube_options *ko, const allowlist *l,
+                                      const kube_names *n, const sandbox_parts *s)
+{
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", "sandbox"), JSON_BUILD_PAIR_STRING("image", s->image),
+                JSON_BUILD_PAIR_STRING("imagePullPolicy", pull_policy(ko)), JSON_BUILD_PAIR_STRV("command", s->argv),
+                JSON_BUILD_PAIR_STRING("workingDir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME),
+                JSON_BUILD_PAIR_TAKE("env", sandbox_env(p, l, n, s)),
+                /* podman on a host whose cgroups it cannot delegate fails the pod for any:
+                 * its own caps (aisb run's) are the way there. */
+                JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", resources(p)),
+                JSON_BUILD_PAIR_TAKE("securityContext", kube_security(&security_pod)),
+                JSON_BUILD_PAIR_TAKE("volumeMounts", sandbox_mounts(p, n, s))));
+}
+
+/* The workspace: the project itself on one machine, a claim on a cluster. */
+static json_object *project_volume(const aisb_policy *p, const kube_options *ko, const kube_names *n)
+{
+        char v_project[64];
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", volume_name(v_project, n->sandbox, "project")),
+                JSON_BUILD_PAIR_CONDITION(ko->podman, JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
+                                                                                   JSON_BUILD_PAIR_STRING("path", p->project),
+                                                                                   JSON_BUILD_PAIR_STRING("type",
+                                                                                                          "Directory")))),
+                JSON_BUILD_PAIR_CONDITION(!ko->podman,
+                                          JSON_BUILD_PAIR("persistentVolumeClaim",
+                                                          JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("claimName",
+                                                                                                   n->sandbox))))));
+}
+
+static json_object *sandbox_volumes(const aisb_policy *p, const kube_options *ko, const kube_names *n)
+{
+        char v_home[64], v_tmp[64], v_var_tmp[64], v_run[64];
+        return json_built(JSON_BUILD_ARRAY(
+                JSON_BUILD_TAKE_IF(p->project, project_volume(p, ko, n)),
+                JSON_BUILD_TAKE(empty_dir(volume_name(v_home, n->sandbox, "home"), NULL, p->tmp_size)),
+                JSON_BUILD_TAKE(empty_dir(volume_name(v_tmp, n->sandbox, "tmp"), NULL, p->tmp_size)),
+                JSON_BUILD_TAKE(empty_dir(volume_name(v_var_tmp, n->sandbox, "var-tmp"), NULL, p->tmp_size)),
+                JSON_BUILD_TAKE(empty_dir(volume_name(v_run, n->sandbox, "run"), "Memory", 64ULL << 20))));
+}
+
+/* The gate's address comes from the Service's variables; nothing else is needed. podman has
+ * no Services: a host alias names the gate's fixed address. */
+static json_object *pod_spec(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
+                             bool gate, const sandbox_parts *s)
+{
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("restartPolicy", "Never"),
+                JSON_BUILD_PAIR_BOOL("automountServiceAccountToken", false),
+                /* Deleted, it goes at once: the agent's command is PID 1 and may ignore
+                 * SIGTERM, and "kubectl delete -f" removes its NetworkPolicy first. */
+                JSON_BUILD_PAIR_INT64("terminationGracePeriodSeconds", 1),
+                JSON_BUILD_PAIR_BOOL("enableServiceLinks", gate && !ko->podman),
+                JSON_BUILD_PAIR_CONDITION(gate && ko->podman,
+                                          JSON_BUILD_PAIR("hostAliases", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                                                                                 JSON_BUILD_PAIR_STRING("ip",
+                                                                                                        KUBE_PODMAN_GATE_IP),
+                                                                                 JSON_BUILD_PAIR("hostnames",
+                                                                                                 JSON_BUILD_ARRAY(
+                                                                                                         JSON_BUILD_STRING(
+                                                                                                                 n->gate))))))),
+                JSON_BUILD_PAIR_BOOL("hostNetwork", false), JSON_BUILD_PAIR_BOOL("hostPID", false),
+                JSON_BUILD_PAIR_BOOL("hostIPC", false),
+                JSON_BUILD_PAIR_CONDITION(ko->timeout_s, JSON_BUILD_PAIR_INT64("activeDeadlineSeconds",
+                                                                               (int64_t) ko->timeout_s)),
+                JSON_BUILD_PAIR_TAKE("securityContext", pod_security(KUBE_UID)),
+                JSON_BUILD_PAIR("containers", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(sandbox_container(p, ko, l, n, s)))),
+                JSON_BUILD_PAIR_TAKE_IF(ko->netfilter_init, "initContainers",
+                                        netfilter_init_containers(p, ko, l, n, gate, s->image)),
+                JSON_BUILD_PAIR_TAKE("volumes", sandbox_volumes(p, ko, n))));
+}
+
+/* A Pod, or the agent-sandbox Sandbox (agents.x-k8s.io/v1beta1) around the same pod spec,
+ * whose template carries the labels the NetworkPolicies select on. */
+static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
+                                bool gate, const sandbox_parts *s)
+{
+        json_object *meta = metadata_object(n->sandbox, sandbox_labels(n, gate), ko->podman),
+                    *spec = pod_spec(p, ko, l, n, gate, s);
+        if (!ko->as_sandbox)
+                return kube_object("v1", "Pod", meta, "spec", spec);
+        return kube_object("agents.x-k8s.io/v1beta1", "Sandbox", meta, "spec",
+                           json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR(
+                                   "podTemplate",
+                                   JSON_BUILD_OBJECT(JSON_BUILD_PAIR("metadata",
+                                                                     JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE(
+                                                                             "labels", sandbox_labels(n, gate)))),
+                                                     JSON_BUILD_PAIR_TAKE("spec", spec))))));
+}
+
+/* The sandbox's NetworkPolicy (none for podman, which enforces none) and its pod. */
+static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
+                           bool gate, json_object *docs, aisb_error **err)
+{
+        _cleanup_(sandbox_parts_done) sandbox_parts s = {};
+        int r = sandbox_parts_make(p, ko, n, gate, &s, err);
+        if (r < 0)
+                return r;
+        r = json_build_into(docs, JSON_BUILD_TAKE_IF(!ko->podman, sandbox_network_policy(p, l, n, gate)),
+                            JSON_BUILD_TAKE(sandbox_pod(p, ko, l, n, gate, &s)));
         return r < 0 ? error_oom(err) : 0;
 }
 
 /* The workspace: a claim of the project's own, which outlives the pod. */
 static int workspace_claim(const kube_options *ko, const kube_names *n, json_object *docs)
 {
-        json_object *pvc = object_head("v1", "PersistentVolumeClaim", n->sandbox,
-                                       labels_object("aisb.sandbox", n->sandbox));
-        json_object *spec = json_object_new_object(), *modes = json_object_new_array(),
-                    *res = json_object_new_object(), *req = json_object_new_object();
         char size[32];
         snprintf(size, sizeof size, "%llu", ko->workspace_size ? ko->workspace_size : 10ULL << 30);
-        int r = json_append_string(modes, "ReadWriteOnce");
-        r |= json_add(spec, "accessModes", modes);
-        r |= json_add_string(req, "storage", size);
-        r |= json_add(res, "requests", req);
-        r |= json_add(spec, "resources", res);
-        r |= pvc ? json_add(pvc, "spec", spec) : -ENOMEM;
-        r |= json_append(docs, pvc);
-        return r;
+        return json_build_into(
+                docs,
+                JSON_BUILD_TAKE(kube_object(
+                        "v1", "PersistentVolumeClaim", metadata_object(n->sandbox, sandbox_labels(n, false), false),
+                        "spec",
+                        json_built(JSON_BUILD_OBJECT(
+                                JSON_BUILD_PAIR("accessModes", JSON_BUILD_ARRAY(JSON_BUILD_STRING("ReadWriteOnce"))),
+                                JSON_BUILD_PAIR("resources", JSON_BUILD_OBJECT(JSON_BUILD_PAIR(
+                                                                     "requests", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING(
+                                                                                         "storage", size))))))))));
 }
 
 /* What a cluster cannot be given as the policy says: refused, each in one line, rather than
@@ -925,11 +1033,27 @@ static int push_image(aisb_ctx *ctx, const aisb_policy *p, const kube_options *o
         return r;
 }
 
-int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const char *image_repo, int tls_verify, aisb_error **err)
+#define KUBE_KNOWN_FLAGS                                                                                      \
+        (AISB_KUBE_AS_SANDBOX | AISB_KUBE_PODMAN | AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY |                \
+         AISB_KUBE_NETFILTER_INIT | AISB_KUBE_TLS_NO_VERIFY)
+
+static int kube_flags_check(unsigned flags, aisb_error **err)
 {
+        if ((flags & ~(unsigned) KUBE_KNOWN_FLAGS) || ((flags & AISB_KUBE_GATE_ONLY) && (flags & AISB_KUBE_SANDBOX_ONLY)))
+                return aisb_error_set(err, -EINVAL, "kube: flags 0x%x: unknown, or both parts alone", flags);
+        return 0;
+}
+
+int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const aisb_kube_options *options, aisb_error **err)
+{
+        const char *image_repo = options ? options->image_repo : NULL;
         int r = image_repo_check(image_repo, err);
         if (r < 0)
                 return r;
+        r = kube_flags_check(options->flags, err);
+        if (r < 0)
+                return r;
+        bool tls_verify = !(options->flags & AISB_KUBE_TLS_NO_VERIFY);
         ctx_operation_begin(ctx);
         _cleanup_(ctx_operation_end) _unused_ aisb_ctx *operation = ctx;
         r = aisb_ctx_connect(ctx, err);
@@ -945,20 +1069,21 @@ int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const char *image_repo, 
         return r;
 }
 
-int aisb_policy_kube(const aisb_policy *p, const char *image_repo, unsigned long long timeout_s, unsigned flags,
-                     char **ret_text, aisb_error **err)
+int aisb_policy_kube(const aisb_policy *p, const aisb_kube_options *options, char **ret_text, aisb_error **err)
 {
-        const unsigned known = AISB_KUBE_AS_SANDBOX | AISB_KUBE_PODMAN | AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY |
-                               AISB_KUBE_NETFILTER_INIT;
-        if ((flags & ~known) || ((flags & AISB_KUBE_GATE_ONLY) && (flags & AISB_KUBE_SANDBOX_ONLY)))
-                return aisb_error_set(err, -EINVAL, "kube: flags 0x%x: unknown, or both parts alone", flags);
-        kube_options o = { .image_repo = image_repo, .timeout_s = timeout_s,
+        static const aisb_kube_options defaults = {};
+        const aisb_kube_options *opt = options ? options : &defaults;
+        unsigned flags = opt->flags;
+        int r = kube_flags_check(flags, err);
+        if (r < 0)
+                return r;
+        kube_options o = { .image_repo = opt->image_repo, .timeout_s = opt->timeout_s,
                            .as_sandbox = flags & AISB_KUBE_AS_SANDBOX, .podman = flags & AISB_KUBE_PODMAN,
                            .netfilter_init = flags & AISB_KUBE_NETFILTER_INIT,
                            .parts = flags & AISB_KUBE_GATE_ONLY      ? KUBE_PART_GATE
                                     : flags & AISB_KUBE_SANDBOX_ONLY ? KUBE_PART_SANDBOX
                                                                      : 0 };
-        if (image_repo && image_repo_check(image_repo, err) < 0)
+        if (opt->image_repo && image_repo_check(opt->image_repo, err) < 0)
                 return -EINVAL;
         return kube_manifests(p, &o, ret_text, err);
 }

@@ -14,6 +14,36 @@
 
 #define SESSION_LOG "sessions.log"
 
+/* Names of what was passed, never values. */
+static json_object *env_names(const aisb_policy *p)
+{
+        _cleanup_json_ json_object *a = json_object_new_array();
+        int r = a ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++)
+                r = json_build_into(a, JSON_BUILD_STRING(p->env[i].name));
+        return r < 0 ? NULL : steal_pointer(&a);
+}
+
+static json_object *egress_object(const egress_summary *egress)
+{
+        const char *denied[ELEMENTSOF(egress->denied_names) + 1] = {};
+        const char *failed[ELEMENTSOF(egress->failed_names) + 1] = {};
+        const char *requests[ELEMENTSOF(egress->denied_requests) + 1] = {};
+        for (size_t i = 0; i < egress->n_denied_names; i++)
+                denied[i] = egress->denied_names[i];
+        for (size_t i = 0; i < egress->n_denied_requests; i++)
+                requests[i] = egress->denied_requests[i];
+        for (size_t i = 0; i < egress->n_failed_names; i++)
+                failed[i] = egress->failed_names[i];
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_INT64("allowed", (int64_t) egress->allowed),
+                                            JSON_BUILD_PAIR_INT64("denied", (int64_t) egress->denied),
+                                            JSON_BUILD_PAIR_STRV("denied_names", denied),
+                                            JSON_BUILD_PAIR_STRV("denied_requests", requests),
+                                            JSON_BUILD_PAIR_INT64("failed", (int64_t) egress->failed),
+                                            JSON_BUILD_PAIR_STRV("failed_names", failed),
+                                            JSON_BUILD_PAIR_BOOL("shared_gate", egress->shared_gate)));
+}
+
 int session_log_append(const aisb_policy *p, const char *image, int exit_code, const char *const *patched,
                        const egress_summary *egress)
 {
@@ -21,42 +51,19 @@ int session_log_append(const aisb_policy *p, const char *image, int exit_code, c
         if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" SESSION_LOG, dir) < 0)
                 return -ENOMEM;
         (void) policy_hash(p, image ? image : "", &hash);
-        _cleanup_json_ json_object *o = json_object_new_object();
-        int r = json_add_int64(o, "time", (int64_t) time(NULL));
-        r |= json_add_string(o, "project", p->project ? p->project : "");
-        r |= json_add_string(o, "policy", hash ? hash : "");
-        r |= json_add_string(o, "image", image ? image : "");
-        r |= json_add_string(o, "net", policy_net_name(p->net));
-        r |= json_add_int64(o, "exit", exit_code);
-        /* Names of what was passed, never values. */
-        json_object *env = json_object_new_array();
-        for (size_t i = 0; i < p->n_env; i++)
-                r |= json_append_string(env, p->env[i].name);
-        r |= json_add(o, "env", env);
-        if (patched)
-                r |= json_add(o, "create_patch", json_string_array(patched));
-        if (egress) {
-                const char *denied[ELEMENTSOF(egress->denied_names) + 1] = {};
-                const char *failed[ELEMENTSOF(egress->failed_names) + 1] = {};
-                const char *requests[ELEMENTSOF(egress->denied_requests) + 1] = {};
-                for (size_t i = 0; i < egress->n_denied_names; i++)
-                        denied[i] = egress->denied_names[i];
-                for (size_t i = 0; i < egress->n_denied_requests; i++)
-                        requests[i] = egress->denied_requests[i];
-                for (size_t i = 0; i < egress->n_failed_names; i++)
-                        failed[i] = egress->failed_names[i];
-                json_object *e = json_object_new_object();
-                r |= json_add_int64(e, "allowed", (int64_t) egress->allowed);
-                r |= json_add_int64(e, "denied", (int64_t) egress->denied);
-                r |= json_add(e, "denied_names", json_string_array(denied));
-                r |= json_add(e, "denied_requests", json_string_array(requests));
-                r |= json_add_int64(e, "failed", (int64_t) egress->failed);
-                r |= json_add(e, "failed_names", json_string_array(failed));
-                r |= json_add(e, "shared_gate", json_object_new_boolean(egress->shared_gate));
-                r |= json_add(o, "egress", e);
-        }
+        _cleanup_json_ json_object *o = NULL;
+        int r = json_build(&o, JSON_BUILD_OBJECT(
+                                       JSON_BUILD_PAIR_INT64("time", (int64_t) time(NULL)),
+                                       JSON_BUILD_PAIR_STRING("project", p->project ? p->project : ""),
+                                       JSON_BUILD_PAIR_STRING("policy", hash ? hash : ""),
+                                       JSON_BUILD_PAIR_STRING("image", image ? image : ""),
+                                       JSON_BUILD_PAIR_STRING("net", policy_net_name(p->net)),
+                                       JSON_BUILD_PAIR_INT64("exit", exit_code),
+                                       JSON_BUILD_PAIR_TAKE("env", env_names(p)),
+                                       JSON_BUILD_PAIR_CONDITION(patched, JSON_BUILD_PAIR_STRV("create_patch", patched)),
+                                       JSON_BUILD_PAIR_TAKE_IF(egress, "egress", egress_object(egress))));
         if (r < 0)
-                return -ENOMEM;
+                return r;
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);

@@ -40,6 +40,24 @@ static void set(aisb_policy *p, const char *key, const char *value)
         ck_assert_msg(aisb_policy_set(p, key, value, &err) == 0, "%s=%s: %s", key, value, aisb_error_message(err));
 }
 
+/* NULL options are the zeroed ones; the push's TLS flag changes no object. */
+START_TEST(test_options_defaults)
+{
+        aisb_policy *p = policy("none");
+        char *none = NULL, *zeroed = NULL, *no_verify = NULL;
+        ck_assert_int_eq(aisb_policy_kube(p, NULL, &none, NULL), 0);
+        ck_assert_int_eq(aisb_policy_kube(p, &(aisb_kube_options) {}, &zeroed, NULL), 0);
+        ck_assert_int_eq(aisb_policy_kube(p, &(aisb_kube_options) { .flags = AISB_KUBE_TLS_NO_VERIFY }, &no_verify, NULL),
+                         0);
+        ck_assert_str_eq(none, zeroed);
+        ck_assert_str_eq(none, no_verify);
+        free(none);
+        free(zeroed);
+        free(no_verify);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A project at a fixed path, so that the names in the golden files stay the same. */
 #define GOLDEN_PROJECT "/tmp/aisb-kube-golden/acme"
 static aisb_policy *project_policy(void)
@@ -321,9 +339,19 @@ START_TEST(test_refused)
         /* a repository that is no registry path */
         p = policy("none");
         static const char *const bad_repos[] = { "", "Registry/Team", "a b", "x\ny", "repo\"", "r;m" };
-        for (size_t i = 0; i < ELEMENTSOF(bad_repos); i++)
-                ck_assert_int_eq(aisb_policy_kube(p, bad_repos[i], 0, 0, &text, NULL), -EINVAL);
-        ck_assert_int_eq(aisb_policy_kube(p, NULL, 0, 1u << 7, &text, NULL), -EINVAL);
+        for (size_t i = 0; i < ELEMENTSOF(bad_repos); i++) {
+                aisb_kube_options bad = { .image_repo = bad_repos[i] };
+                ck_assert_int_eq(aisb_policy_kube(p, &bad, &text, NULL), -EINVAL);
+                ck_assert_int_eq(aisb_kube_push(NULL, p, &bad, NULL), -EINVAL);
+        }
+        ck_assert_int_eq(aisb_policy_kube(p, &(aisb_kube_options) { .flags = 1u << 7 }, &text, NULL), -EINVAL);
+        ck_assert_int_eq(aisb_policy_kube(p, &(aisb_kube_options) { .flags = AISB_KUBE_GATE_ONLY | AISB_KUBE_SANDBOX_ONLY },
+                                          &text, NULL),
+                         -EINVAL);
+        /* Nowhere to push to. */
+        ck_assert_int_eq(aisb_kube_push(NULL, p, NULL, NULL), -EINVAL);
+        ck_assert_int_eq(aisb_kube_push(NULL, p, &(aisb_kube_options) {}, NULL), -EINVAL);
+        ck_assert_ptr_null(text);
         aisb_policy_free(p);
 }
 END_TEST
@@ -537,6 +565,7 @@ int main(void)
 {
         Suite *s = suite_create("kube");
         TCase *tc = tcase_create("manifests");
+        tcase_add_test(tc, test_options_defaults);
         tcase_add_test(tc, test_allow);
         tcase_add_test(tc, test_none);
         tcase_add_test(tc, test_project);

@@ -153,6 +153,52 @@ START_TEST(test_oom_policy)
 }
 END_TEST
 
+/* Every failure in turn, through the same loop: walk(n) says whether its calls went through. */
+static long every_allocation(bool (*walk)(long n, const void *userdata), const void *userdata)
+{
+        long n = 0;
+        for (;; n++) {
+                countdown = n;
+                failed_one = false;
+                bool ok = walk(n, userdata);
+                countdown = -1;
+                if (!failed_one) {
+                        ck_assert(ok);
+                        return n;
+                }
+        }
+}
+
+/* The policy as Kubernetes objects, a gate's and a sandbox's (the policy made before). */
+static bool walk_kube(long n, const void *userdata)
+{
+        char *text = NULL;
+        aisb_kube_options o = { .flags = AISB_KUBE_NETFILTER_INIT, .timeout_s = 60 };
+        bool ok = CHECKED(aisb_policy_kube(userdata, &o, &text, ERR)) >= 0;
+        free(text);
+        return ok;
+}
+
+START_TEST(test_oom_kube)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        static const char *const keys[][2] = {
+                { "no-cwd", "true" }, { "net", "allow" }, { "allow", "example.com" },
+                { "allow", "198.51.100.0/24:443" }, { "gate-add-host", "db.internal:10.1.2.3" },
+                { "env", "KUBE_TOKEN" }, { "user-allowlist", "" },
+        };
+        setenv("KUBE_TOKEN", "never in the output", 1);
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                ck_assert_int_eq(aisb_policy_set(p, keys[i][0], keys[i][1], NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "entrypoint", getenv("AISB_ENTRYPOINT"), NULL), 0);
+        long n = every_allocation(walk_kube, p);
+        fprintf(stderr, "kube: %ld allocations\n", n);
+        ck_assert_int_gt(n, 100);
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_oom_run)
 {
         fp = fake_podman_start();
@@ -208,6 +254,7 @@ int main(void)
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, test_oom_policy);
         tcase_add_test(tc, test_oom_run);
+        tcase_add_test(tc, test_oom_kube);
         suite_add_tcase(s, tc);
         int failed = unit_run(s) != EXIT_SUCCESS;
         char command[128];

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Out of memory inside json-c itself, for the declarative builder (jsonutil.h): test-oom's
+ * malloc is seen by the library's own code only (the tests build with -fvisibility=hidden,
+ * so json-c and libc keep theirs); this one is exported, so json-c's allocations fail too.
+ * For N = 0, 1, 2, ... the N-th allocation of this thread fails: the build must then return
+ * -ENOMEM with nothing kept, and what it was handed must be put (scripts/sanitize would see a
+ * leak). Not built with the sanitizers, which replace malloc themselves.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "unit.h"
+
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+
+static __thread long countdown = -1;
+static __thread bool failed_one;
+
+static bool fail_now(void)
+{
+        if (countdown < 0 || countdown-- > 0)
+                return false;
+        failed_one = true;
+        errno = ENOMEM;
+        return true;
+}
+
+__attribute__((visibility("default"))) void *malloc(size_t size)
+{
+        return fail_now() ? NULL : __libc_malloc(size);
+}
+
+__attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
+{
+        return fail_now() ? NULL : __libc_calloc(n, size);
+}
+
+__attribute__((visibility("default"))) void *realloc(void *p, size_t size)
+{
+        return fail_now() ? NULL : __libc_realloc(p, size);
+}
+
+static const char expected[] = "{\"name\":\"x\",\"cap_drop\":[\"ALL\"],\"limits\":{\"memory\":1,\"swap\":false},"
+                               "\"list\":[\"given\",{}],\"more\":[1,[]]}";
+
+/* One build, with an object handed over and one appended with json_build_into. */
+static int build(json_object **ret)
+{
+        static const char *const caps[] = { "ALL", NULL };
+        json_object *given = json_object_new_string("given"), *o = NULL;
+        int r = json_build(&o, JSON_BUILD_OBJECT(
+                                       JSON_BUILD_PAIR_STRING("name", "x"),
+                                       JSON_BUILD_PAIR_STRV("cap_drop", caps),
+                                       JSON_BUILD_PAIR("limits", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_INT64("memory", 1),
+                                                                                   JSON_BUILD_PAIR_BOOL("swap", false))),
+                                       JSON_BUILD_PAIR("list", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(given),
+                                                                                JSON_BUILD_EMPTY_OBJECT))));
+        if (r < 0)
+                return r;
+        r = json_build_into(o, JSON_BUILD_PAIR("more", JSON_BUILD_ARRAY(JSON_BUILD_INT64(1), JSON_BUILD_EMPTY_ARRAY)));
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        *ret = o;
+        return 0;
+}
+
+START_TEST(test_oom_builder)
+{
+        long n = 0;
+        for (;; n++) {
+                json_object *o = (json_object *) 0x1;
+                countdown = n;
+                failed_one = false;
+                int r = build(&o);
+                countdown = -1;
+                if (r < 0) {
+                        ck_assert_int_eq(r, -ENOMEM);
+                        ck_assert_ptr_eq(o, (json_object *) 0x1);
+                        ck_assert(failed_one);
+                        continue;
+                }
+                ck_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), expected);
+                json_object_put(o);
+                if (!failed_one)
+                        break;
+        }
+        fprintf(stderr, "builder: %ld allocations\n", n);
+        ck_assert_int_gt(n, 10);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("oom-json");
+        TCase *tc = tcase_create("builder");
+        tcase_add_test(tc, test_oom_builder);
+        suite_add_tcase(s, tc);
+        return unit_run(s);
+}
