@@ -332,35 +332,19 @@ static const char *const v4_except[] = { "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/
 static const char *const v6_except[] = { "::1/128", "fc00::/7", "fe80::/10", "64:ff9b::/96", "64:ff9b:1::/48",
                                          NULL };
 
-static int compare_ports(const void *a, const void *b)
-{
-        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
-        return (x > y) - (x < y);
-}
-
-/* The ports the allowlist's names are allowed on, sorted; what can be refused, before
- * anything is built. */
+/* The ports the allowlist's names are allowed on, sorted: the local gate's own set
+ * (gate_squid_ports); more than a NetworkPolicy should list are refused before anything is
+ * built. */
 #define KUBE_MAX_PORTS 64
 static int gate_ports(const allowlist *l, unsigned ports[static KUBE_MAX_PORTS], size_t *ret_n, aisb_error **err)
 {
+        _cleanup_free_ unsigned *set = NULL;
         size_t n = 0;
-        for (size_t i = 0; i < l->n; i++) {
-                const allow_entry *e = &l->entries[i];
-                if (e->kind != ALLOW_DOMAIN)
-                        continue;
-                unsigned want[2] = { e->port ? e->port : 80, e->port ? 0 : 443 };
-                for (size_t k = 0; k < 2; k++) {
-                        bool seen = !want[k];
-                        for (size_t j = 0; j < n && !seen; j++)
-                                seen = ports[j] == want[k];
-                        if (!seen && n == KUBE_MAX_PORTS)
-                                return aisb_error_set(err, -EOPNOTSUPP, "kube: more than %d ports in the allowlist",
-                                                      KUBE_MAX_PORTS);
-                        if (!seen)
-                                ports[n++] = want[k];
-                }
-        }
-        qsort(ports, n, sizeof *ports, compare_ports);
+        if (gate_squid_ports(l, &set, &n) < 0)
+                return error_oom(err);
+        if (n > KUBE_MAX_PORTS)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: more than %d ports in the allowlist", KUBE_MAX_PORTS);
+        memcpy(ports, set, n * sizeof *ports);
         *ret_n = n;
         return 0;
 }
