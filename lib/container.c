@@ -145,10 +145,9 @@ static json_object *network_options(const sandbox_network *net)
 static int labels_object(const container_spec *spec, json_object **ret)
 {
         const aisb_policy *p = spec->policy;
-        _cleanup_free_ char *hash = NULL;
-        int r = policy_hash(p, spec->image, &hash);
-        if (r < 0)
-                return r;
+        const char *hash = spec->policy_hash;
+        if (!hash)
+                return -EINVAL;
         char pid[32];
         snprintf(pid, sizeof pid, "%ld", spec->pid);
         return json_build(ret, JSON_BUILD_OBJECT(

@@ -21,6 +21,7 @@ typedef struct container_spec {
         const char *image;
         const char *name;
         const char *gate_hash;         /* the gate serving the run, for its label; NULL: none */
+        const char *policy_hash;       /* the plan's (policy_hash over its snapshot), for its label */
         long pid;                      /* the run's, for its label */
         bool terminal;
 } container_spec;

@@ -19,6 +19,7 @@
 void plan_facts_done(plan_facts *f)
 {
         free(f->image);
+        free(f->policy_hash);
         image_facts_done(&f->built);
         free(f->name);
         project_settings_done(&f->settings);
@@ -41,6 +42,7 @@ void run_plan_done(run_plan *plan)
 {
         free(plan->image);
         free(plan->name);
+        free(plan->policy_hash);
         json_object_put(plan->volume_labels);
         sandbox_network_done(&plan->net);
         strv_free_erase(plan->env);
@@ -166,6 +168,11 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
         r = network_gather(p, network_backend_for(p, f.podman_major), &f.settings, &f.net, err);
         if (r < 0)
                 return r;
+        /* Over the same snapshot the allowlist came from: the labels and the session log name
+         * the policy that was enforced. */
+        r = policy_hash(p, f.image, &f.settings, &f.policy_hash);
+        if (r < 0)
+                return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "cannot hash the policy: %s", strerror(-r));
         project_identity(p, &f);
         if (!run)
                 describe_run_effects(p, o, &f);
@@ -370,11 +377,12 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
         _cleanup_(run_plan_done) run_plan plan = { .policy = p };
         plan.image = strdup(f->image);
         plan.name = strdup(f->name);
+        plan.policy_hash = strdup(f->policy_hash);
         if (!p->ephemeral_home) {
                 plan.home_volume = p->home_volume;
                 plan.volume_labels = volume_labels(p);
         }
-        if (!plan.image || !plan.name || (plan.home_volume && !plan.volume_labels))
+        if (!plan.image || !plan.name || !plan.policy_hash || (plan.home_volume && !plan.volume_labels))
                 return error_oom(err);
         /* The network with the gate's port: the real one once it serves the run, else where
          * a description shows it. */
@@ -391,13 +399,15 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
                           .gate_ca = f->gate_ca, .protect = &f->protect };
         container_spec spec = { .policy = p, .net = &plan.net, .env = (const char *const *) plan.env,
                                 .entrypoint = (const char *const *) plan.entrypoint, .mounts = &rm,
-                                .image = plan.image, .name = plan.name, .gate_hash = f->gate_hash, .pid = f->pid,
+                                .image = plan.image, .name = plan.name, .gate_hash = f->gate_hash,
+                                .policy_hash = plan.policy_hash, .pid = f->pid,
                                 .terminal = f->terminal };
         r = container_create_body(&spec, &plan.body);
         spec.env = (const char *const *) plan.env_shown;
         r = r < 0 ? r : container_create_body(&spec, &plan.shown);
         if (r < 0)
-                return error_oom(err);
+                return r == -ENOMEM ? error_oom(err)
+                                    : aisb_error_set(err, r, "cannot build the create request: %s", strerror(-r));
         if (p->create_patch && (r = plan_create_patch(p, &plan, err)) < 0)
                 return r;
         *ret = plan;

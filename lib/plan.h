@@ -31,6 +31,7 @@ typedef struct plan_facts {
         unsigned uid, gid;       /* the user, as the sandbox's files are theirs */
         long pid;                /* the run's process, for the sandbox's label */
         char *image;             /* the image's tag (its context's digest) */
+        char *policy_hash;       /* over the policy's text with that tag and the settings' snapshot */
         image_facts built;       /* a run's (a dry run's too): the image's context, key and tag */
         char *name;              /* the sandbox's name */
         project_settings settings;
@@ -76,7 +77,7 @@ gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f);
 
 typedef struct run_plan {
         const aisb_policy *policy;  /* borrowed */
-        char *image, *name;
+        char *image, *name, *policy_hash;
         const char *home_volume;    /* borrowed; NULL for an ephemeral home */
         json_object *volume_labels; /* the home volume's, when there is one */
         sandbox_network net;

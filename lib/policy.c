@@ -588,7 +588,8 @@ struct policy_key {
         /* Push the key's values onto *values, each as set() takes it; none when unset. */
         int (*get)(const aisb_policy *p, const policy_key *k, char ***values);
         /* The key's lines in the policy's text; NULL: "name=value" for each value. */
-        int (*format)(const aisb_policy *p, const policy_key *k, buffer *b, aisb_error **err);
+        int (*format)(const aisb_policy *p, const policy_key *k, const project_settings *settings, buffer *b,
+                      aisb_error **err);
         /* Whether the policy's text shows the key; NULL: always. */
         bool (*shown)(const aisb_policy *p);
         size_t field;           /* the policy's field, for the rows of the generic functions */
@@ -845,11 +846,12 @@ static int key_get_allow(const aisb_policy *p, const policy_key *k, char ***valu
 
 /* Every entry a run allows, with where it came from (flags, the user's file, the project's),
  * and the gate that serves them. */
-static int key_format_allow(const aisb_policy *p, const policy_key *k, buffer *b, aisb_error **err)
+static int key_format_allow(const aisb_policy *p, const policy_key *k, const project_settings *settings, buffer *b,
+                            aisb_error **err)
 {
         allowlist merged = {};
         aisb_error *e = NULL;
-        if (policy_allowlist(p, NULL, &merged, &e) < 0) {
+        if (policy_allowlist(p, settings, &merged, &e) < 0) {
                 if (err && !*err)
                         *err = e;
                 else
@@ -1157,8 +1159,8 @@ static int key_set_create_patch(aisb_policy *p, const policy_key *k, const char 
 }
 
 /* The policy's hash covers what the patch says, not only where it lives. */
-static int key_format_create_patch(const aisb_policy *p, const policy_key *k, buffer *b,
-                                   aisb_error **err)
+static int key_format_create_patch(const aisb_policy *p, const policy_key *k,
+                                   _unused_ const project_settings *settings, buffer *b, aisb_error **err)
 {
         if (!p->create_patch)
                 return 0;
@@ -1685,16 +1687,22 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
         return 0;
 }
 
-int policy_hash(const aisb_policy *p, const char *image, char **ret_hex)
+int policy_hash(const aisb_policy *p, const char *image, const project_settings *settings, char **ret_hex)
 {
         _cleanup_free_ char *text = NULL;
-        int r = policy_format(p, image, &text, NULL);
+        int r = policy_format_settings(p, image, settings, &text, NULL);
         if (r < 0)
                 return r;
         return sha256_hex(text, strlen(text), 16, ret_hex);
 }
 
 int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err)
+{
+        return policy_format_settings(p, tag, NULL, ret_text, err);
+}
+
+int policy_format_settings(const aisb_policy *p, const char *tag, const project_settings *settings, char **ret_text,
+                           aisb_error **err)
 {
         buffer b = {};
         int r = buffer_printf(&b, "image=%s\n", tag);
@@ -1703,7 +1711,7 @@ int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_e
                 if (k->shown && !k->shown(p))
                         continue;
                 if (k->format) {
-                        r = k->format(p, k, &b, err);
+                        r = k->format(p, k, settings, &b, err);
                         continue;
                 }
                 _cleanup_strv_free_ char **values = NULL;

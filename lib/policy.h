@@ -120,10 +120,14 @@ int policy_env_file_parse(const char *text, size_t size, const char *origin,
 void env_entries_free(env_entry *e, size_t n);
 /* The command the sandbox runs: the policy's, or the harness with its arguments. */
 const char *const *policy_command(const aisb_policy *p);
-/* The policy as key=value lines, with the image tag (NULL: not known yet). */
+struct project_settings;
+/* The policy as key=value lines, with the image tag (NULL: not known yet); its allowlist
+ * merged with the project's from settings, a snapshot (NULL: the project's file, read now). */
 int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err);
+int policy_format_settings(const aisb_policy *p, const char *tag, const struct project_settings *settings,
+                           char **ret_text, aisb_error **err);
 /* The policy's hash, over its formatted text with the image tag already known. */
-int policy_hash(const aisb_policy *p, const char *image, char **ret_hex);
+int policy_hash(const aisb_policy *p, const char *image, const struct project_settings *settings, char **ret_hex);
 /* The npm package (name@version) of a harness aisb knows, or NULL. */
 const char *policy_harness_package(const char *name);
 struct project_settings;

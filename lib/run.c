@@ -687,7 +687,7 @@ out:
         egress_summary egress = {};
         if (gate.g.name)
                 report_egress(ctx, &gate.g, log_offset, &egress);
-        (void) session_log_append(p, plan.image, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
+        (void) session_log_append(p, plan.image, plan.policy_hash, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
                                   gate.g.name ? &egress : NULL);
         return r;
 }

@@ -44,13 +44,12 @@ static json_object *egress_object(const egress_summary *egress)
                                             JSON_BUILD_PAIR_BOOL("shared_gate", egress->shared_gate)));
 }
 
-int session_log_append(const aisb_policy *p, const char *image, int exit_code, const char *const *patched,
-                       const egress_summary *egress)
+int session_log_append(const aisb_policy *p, const char *image, const char *hash, int exit_code,
+                       const char *const *patched, const egress_summary *egress)
 {
-        _cleanup_free_ char *dir = NULL, *path = NULL, *hash = NULL;
+        _cleanup_free_ char *dir = NULL, *path = NULL;
         if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" SESSION_LOG, dir) < 0)
                 return -ENOMEM;
-        (void) policy_hash(p, image ? image : "", &hash);
         _cleanup_json_ json_object *o = NULL;
         int r = json_build(&o, JSON_BUILD_OBJECT(
                                        JSON_BUILD_PAIR_INT64("time", (int64_t) time(NULL)),

@@ -329,6 +329,77 @@ START_TEST(test_gate_facts)
 }
 END_TEST
 
+/* A description shows what a run's effects add: the key of a gate of the run's own (shown
+ * redacted), the trust of the gate's CA where it intercepts, neither for a plain gate. */
+START_TEST(test_description_effects)
+{
+        static const struct {
+                size_t row;
+                bool key, ca;
+        } cases[] = { { 2, false, false }, { 5, true, true }, { 6, false, true } };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                aisb_policy *p = policy_for(&rows[cases[i].row], false);
+                plan_facts f = {};
+                ck_assert_int_eq(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = "localhost/aisb:x" },
+                                             &f, NULL),
+                                 0);
+                run_plan plan = {};
+                ck_assert_int_eq(plan_build(p, &f, &plan, NULL), 0);
+                const char *proxy = env_of(plan.env_shown, "HTTPS_PROXY");
+                ck_assert_ptr_nonnull(proxy);
+                ck_assert_msg(!!strstr(proxy, "aisb:<redacted>@") == cases[i].key, "%s: %s", rows[cases[i].row].name, proxy);
+                ck_assert(!!env_of(plan.env_shown, "GIT_HTTP_PROXY_AUTHMETHOD") == cases[i].key);
+                ck_assert(!!env_of(plan.env_shown, "SSL_CERT_FILE") == cases[i].ca);
+                char *argv = argv_text(plan.entrypoint), *shown = body_text(plan.shown);
+                ck_assert_msg(!!strstr(argv, "--ca-bundle " AISB_GATE_CA_IN_SANDBOX) == cases[i].ca, "%s", argv);
+                ck_assert_msg(!!strstr(shown, "gate-ca.pem\"") == cases[i].ca, "%s", rows[cases[i].row].name);
+                ck_assert_ptr_nonnull(strstr(shown, "aisb.gate"));
+                free(argv);
+                free(shown);
+                run_plan_done(&plan);
+                plan_facts_done(&f);
+                aisb_policy_free(p);
+        }
+}
+END_TEST
+
+/* The plan is the snapshot's: the project's allowlist changed (to what a project file may not
+ * hold) after the facts were gathered changes nothing a build makes, the policy's label
+ * included. */
+START_TEST(test_built_from_snapshot)
+{
+        aisb_policy *p = policy_for(&rows[2], true);
+        ck_assert(mkdir(PROJECT "/.ai-sandbox", 0755) == 0 || errno == EEXIST);
+        FILE *a = fopen(PROJECT "/.ai-sandbox/allow", "w");
+        ck_assert_ptr_nonnull(a);
+        fputs("example.net\n", a);
+        fclose(a);
+        plan_facts f = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = "localhost/aisb:x" }, &f,
+                                  &err) == 0,
+                      "%s", aisb_error_message(err));
+        run_plan before = {}, after = {};
+        ck_assert_int_eq(plan_build(p, &f, &before, NULL), 0);
+        a = fopen(PROJECT "/.ai-sandbox/allow", "w");
+        ck_assert_ptr_nonnull(a);
+        fputs("10.1.2.3\n", a);
+        fclose(a);
+        ck_assert_msg(plan_build(p, &f, &after, &err) == 0, "%s", aisb_error_message(err));
+        char *tb = body_text(before.body), *ta = body_text(after.body);
+        ck_assert_str_eq(tb, ta);
+        ck_assert_str_eq(before.policy_hash, after.policy_hash);
+        ck_assert_ptr_nonnull(strstr(tb, before.policy_hash));
+        free(tb);
+        free(ta);
+        ck_assert_int_eq(unlink(PROJECT "/.ai-sandbox/allow"), 0);
+        run_plan_done(&before);
+        run_plan_done(&after);
+        plan_facts_done(&f);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* The pieces every view shares. */
 START_TEST(test_builders)
 {
@@ -367,6 +438,8 @@ static Suite *plan_suite(void)
         tcase_add_loop_test(tc, test_inspect_renders_plan, 0, ELEMENTSOF(rows));
         tcase_add_loop_test(tc, test_kube_renders_plan, 0, ELEMENTSOF(rows));
         tcase_add_test(tc, test_gate_facts);
+        tcase_add_test(tc, test_description_effects);
+        tcase_add_test(tc, test_built_from_snapshot);
         tcase_add_test(tc, test_builders);
         suite_add_tcase(s, tc);
         return s;
