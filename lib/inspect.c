@@ -160,7 +160,7 @@ int aisb_policy_inspect_json(const aisb_policy *p, char **ret_text, aisb_error *
                 return error_oom(err);
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                                     JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text || !(*ret_text = strdup(text)))
+        if (!text || json_text_safe(text, ret_text) < 0)
                 return error_oom(err);
         return 0;
 }

@@ -227,3 +227,51 @@ int json_build_into_items(json_object *o, ...)
         va_end(ap);
         return b.error;
 }
+
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong form, no
+ * surrogate, nothing past U+10FFFF), 0 if there is none; its code point in *cp. */
+static size_t utf8_sequence(const unsigned char *s, uint32_t *cp)
+{
+        size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+        if (n == 0 || s[0] > 0xf4)
+                return 0;
+        uint32_t c = s[0] & (0x7f >> n);
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                c = c << 6 | (s[i] & 0x3f);
+        }
+        static const uint32_t least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+        if (c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        *cp = c;
+        return n;
+}
+
+int json_text_safe(const char *text, char **ret)
+{
+        _cleanup_(buffer_free) buffer b = {};
+        const unsigned char *s = (const unsigned char *) text;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && s[i];) {
+                uint32_t cp = 0;
+                size_t n = s[i] < 0x80 ? 1 : utf8_sequence(s + i, &cp);
+                if (n == 1 && s[i] != 0x7f)
+                        r = buffer_append(&b, s + i, 1);
+                else if (n == 1)
+                        r = buffer_printf(&b, "\\u007f");
+                else if (n == 0)
+                        r = buffer_printf(&b, "\\ufffd"), n = 1;
+                else if (cp < 0xa0)
+                        r = buffer_printf(&b, "\\u%04x", (unsigned) cp);
+                else
+                        r = buffer_append(&b, s + i, n);
+                i += n;
+        }
+        if (r >= 0 && !b.data)
+                r = buffer_append(&b, "", 0);
+        if (r < 0)
+                return r;
+        *ret = buffer_steal(&b);
+        return 0;
+}

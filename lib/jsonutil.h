@@ -121,3 +121,10 @@ int json_build_items(json_object **ret, ...);
  * On error o may hold some of them; nothing is left half-owned. */
 int json_build_into_items(json_object *o, ...);
 #define json_build_into(o, ...) json_build_into_items(o, __VA_ARGS__, _JSON_BUILD_END)
+
+/* JSON text as json-c wrote it, made safe to print and to parse: DEL and the C1 controls
+ * (which json-c leaves as they are, and a terminal may take for escape sequences) as \u
+ * escapes, and each byte that is not well-formed UTF-8 (JSON text is UTF-8) as \ufffd.
+ * These only occur inside strings, where the escapes mean those characters; a name that is
+ * not UTF-8 is shown, not kept exactly. -ENOMEM. */
+int json_text_safe(const char *text, char **ret);

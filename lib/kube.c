@@ -982,7 +982,8 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
                                                                   JSON_C_TO_STRING_PRETTY |
                                                                           JSON_C_TO_STRING_SPACED |
                                                                           JSON_C_TO_STRING_NOSLASHESCAPE);
-                if (!text || buffer_printf(&b, "---\n%s\n", text) < 0)
+                _cleanup_free_ char *safe = NULL;
+                if (!text || json_text_safe(text, &safe) < 0 || buffer_printf(&b, "---\n%s\n", safe) < 0)
                         return error_oom(err);
         }
         *ret_text = buffer_steal(&b);

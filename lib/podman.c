@@ -81,9 +81,9 @@ static char *call_path(podman_call call, const char *name)
 
 int podman_call_push(char ***v, podman_call call, const char *name, const char *body)
 {
-        _cleanup_free_ char *path = call_path(call, name), *text = NULL;
-        if (!path || asprintf(&text, "%s %s\n%s%s", podman_calls[call].method, path, body ? body : "",
-                              body ? "\n" : "") < 0)
+        _cleanup_free_ char *path = call_path(call, name), *text = NULL, *safe = NULL;
+        if (!path || (body && json_text_safe(body, &safe) < 0) ||
+            asprintf(&text, "%s %s\n%s%s", podman_calls[call].method, path, safe ? safe : "", body ? "\n" : "") < 0)
                 return -ENOMEM;
         return strv_push(v, text);
 }

@@ -166,6 +166,39 @@ START_TEST(test_into)
 END_TEST
 
 /* The checked helpers the builder stands beside keep their contract. */
+/* What json-c leaves raw (DEL, the C1 controls, bytes that are not UTF-8) comes out as
+ * escapes a JSON parser reads and a terminal does not act on; the rest as it was. */
+START_TEST(test_text_safe)
+{
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "{\"a\": \"plain\"}", "{\"a\": \"plain\"}" },
+                { "\"sub\x7fx\"", "\"sub\\u007fx\"" },
+                { "\"c1\xc2\x9b" "31m\"", "\"c1\\u009b31m\"" },
+                { "\"\xc2\x80\xc2\x9f\xc2\xa0\"", "\"\\u0080\\u009f\xc2\xa0\"" },
+                { "\"\xff\xfe\"", "\"\\ufffd\\ufffd\"" },
+                { "\"\xc0\xaf\"", "\"\\ufffd\\ufffd\"" },         /* overlong '/' */
+                { "\"\xed\xa0\x80\"", "\"\\ufffd\\ufffd\\ufffd\"" }, /* a surrogate */
+                { "\"\xf4\x90\x80\x80\"", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" },
+                { "\"\xe2\x82\xac \xf0\x9f\x98\x80\"", "\"\xe2\x82\xac \xf0\x9f\x98\x80\"" },
+                { "\"\xe2\x82\"", "\"\\ufffd\\ufffd\"" },         /* cut short */
+                { "", "" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *out = NULL;
+                ck_assert_int_eq(json_text_safe(cases[i].in, &out), 0);
+                ck_assert_str_eq(out, cases[i].out);
+                if (cases[i].in[0]) {
+                        json_object *o = json_tokener_parse(out);
+                        ck_assert_msg(o, "not JSON: %s", out);
+                        json_object_put(o);
+                }
+                free(out);
+        }
+}
+END_TEST
+
 START_TEST(test_checked_helpers)
 {
         json_object *o = json_object_new_object();
@@ -193,6 +226,7 @@ static Suite *jsonutil_suite(void)
         tcase_add_test(tc, test_malformed);
         tcase_add_test(tc, test_into);
         tcase_add_test(tc, test_checked_helpers);
+        tcase_add_test(tc, test_text_safe);
         suite_add_tcase(s, tc);
         return s;
 }
