@@ -154,7 +154,7 @@ static int labels_object(const container_spec *spec, json_object **ret)
                                        JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "managed", "true"),
                                        JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "version", AISB_VERSION),
                                        JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "project", p->project ? p->project : ""),
-                                       JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "net", policy_net_name(p->net)),
+                                       JSON_BUILD_PAIR_STRING(AISB_LABEL_PREFIX "net", spec->net_name),
                                        JSON_BUILD_PAIR_CONDITION(spec->gate_hash, JSON_BUILD_PAIR_STRING(
                                                                                           AISB_LABEL_PREFIX "gate",
                                                                                           spec->gate_hash)),
@@ -176,7 +176,7 @@ int container_create_body(const container_spec *spec, json_object **ret)
                         JSON_BUILD_PAIR_STRING("name", spec->name),
                         JSON_BUILD_PAIR_STRING("image", spec->image),
                         JSON_BUILD_PAIR_STRV("entrypoint", spec->entrypoint),
-                        JSON_BUILD_PAIR_STRV("command", policy_command(p)),
+                        JSON_BUILD_PAIR_STRV("command", spec->command),
                         JSON_BUILD_PAIR_STRING("work_dir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME),
                         JSON_BUILD_PAIR_STRING("hostname", "aisb"),
                         /* Root of the user namespace, with only what the entrypoint needs to

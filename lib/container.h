@@ -22,6 +22,8 @@ typedef struct container_spec {
         const char *name;
         const char *gate_hash;         /* the gate serving the run, for its label; NULL: none */
         const char *policy_hash;       /* the plan's (policy_hash over its snapshot), for its label */
+        const char *const *command;    /* what the entrypoint runs (policy_command) */
+        const char *net_name;          /* the network mode's name, for its label */
         long pid;                      /* the run's, for its label */
         bool terminal;
 } container_spec;

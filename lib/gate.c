@@ -581,14 +581,14 @@ int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, a
 
 /* Write the configuration, build or find the image, create and start the container, and
  * wait until squid listens. g has name, hash and dir; this fills the port. */
-static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *g,
-                      aisb_error **err)
+static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb_error **err)
 {
+        if (!req->image)
+                return aisb_error_set(err, -EINVAL, "the gate's image was not planned");
         int r = free_port(&g->port);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
-        _cleanup_free_ char *conf = NULL, *hosts = NULL, *image = NULL;
-        _cleanup_(build_context_done) build_context context = {};
+        _cleanup_free_ char *conf = NULL, *hosts = NULL;
         _cleanup_strv_free_ char **host_addresses = NULL;
         r = host_own_addresses(&host_addresses);
         if (r < 0)
@@ -640,17 +640,14 @@ static int gate_start(aisb_ctx *ctx, const aisb_policy *p, const gate_request *r
         gate_tls_reset(tls);
         gate_leases_prune(leases);
 
-        r = image_gate_context(p, &context, err);
-        if (r < 0)
-                return r;
-        r = image_ensure_context(ctx, p, "localhost/aisb-gate", &context, false, &image, NULL, err);
+        r = image_ensure(ctx, req->image, NULL, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "the gate's image");
 
         aisb_log(ctx, AISB_LOG_INFO, "starting the gate %s on 127.0.0.1:%u", g->name, g->port);
         _cleanup_json_ json_object *body = NULL;
         _cleanup_free_ char *id = NULL;
-        if (gate_create_body(g, image, req->idle_stop_s, intercept, &body) < 0)
+        if (gate_create_body(g, req->image->tag, req->idle_stop_s, intercept, &body) < 0)
                 return error_oom(err);
         r = podman_container_create(ctx, body, false, &id, err);
         if (r < 0)
@@ -724,8 +721,7 @@ static int gate_found(const gate_request *req, gate_info *g, aisb_error **err)
 static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err);
 static void gate_prune_run_gates(aisb_ctx *ctx);
 
-int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *ret,
-                aisb_error **err)
+int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_error **err)
 {
         _cleanup_(gate_info_done) gate_info g = GATE_INFO_NULL;
         _cleanup_free_ char *sub = NULL, *lock_path = NULL;
@@ -766,7 +762,7 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, ga
                 if (r < 0)
                         return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir,
                                               strerror(-r));
-                r = gate_start(ctx, p, req, &g, err);
+                r = gate_start(ctx, req, &g, err);
                 if (r < 0) {
                         gate_release(ctx, &g);
                         return r;
@@ -826,7 +822,7 @@ int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, ga
                 if (r < 0)
                         return r;
         }
-        r = gate_start(ctx, p, req, &g, err);
+        r = gate_start(ctx, req, &g, err);
         if (r < 0)
                 return r;
         *ret = g;
@@ -1071,10 +1067,16 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
         if (r < 0)
                 return r;
         /* The shared gate of this allowlist (a run with secrets has one of its own). */
+        _cleanup_(image_facts_done) image_facts image = {};
+        r = image_gather(p, IMAGE_GATE, &image, err);
+        if (r < 0) {
+                allowlist_done(&l);
+                return r;
+        }
         gate_info g = GATE_INFO_NULL;
         gate_request req = { .list = &l, .add_hosts = (const char *const *) p->add_hosts,
-                             .idle_stop_s = p->gate_idle_stop_s };
-        r = gate_ensure(ctx, p, &req, &g, err);
+                             .idle_stop_s = p->gate_idle_stop_s, .image = &image };
+        r = gate_ensure(ctx, &req, &g, err);
         allowlist_done(&l);
         if (r < 0)
                 return r;

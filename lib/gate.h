@@ -12,6 +12,7 @@
 #include "allowlist.h"
 #include "context.h"
 #include "gate-squid.h"
+#include "image.h"
 #include "policy.h"
 
 typedef struct gate_info {
@@ -41,6 +42,7 @@ typedef struct gate_request {
         const gate_secret *secrets; /* any: a gate of this run's own */
         size_t n_secrets;
         unsigned idle_stop_s;       /* a shared gate stops when idle this long; 0: never */
+        const image_facts *image;   /* the gate's image (image_gather, IMAGE_GATE) */
 } gate_request;
 /* The default for gate_request.idle_stop_s: 30 minutes. */
 #define GATE_IDLE_STOP_DEFAULT_S 1800
@@ -72,8 +74,7 @@ int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, a
 
 /* The gate for allowlist l: found running and ours, or (re)started, waiting until squid
  * listens. Stopped with the context (-ECANCELED), leaving no half-started gate. */
-int gate_ensure(aisb_ctx *ctx, const aisb_policy *p, const gate_request *req, gate_info *ret,
-                aisb_error **err);
+int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_error **err);
 /* The run is done with its gate: a per-run gate is removed and its configuration (which held
  * the secrets) wiped; a shared gate's lease is given back. */
 void gate_release(aisb_ctx *ctx, gate_info *g);

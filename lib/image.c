@@ -663,8 +663,7 @@ typedef struct image_prefetch {
         pthread_t thread;
         bool joined;
         aisb_ctx *child;
-        build_context context;
-        char *tag;
+        const image_facts *gate; /* borrowed: outlives the build, which its caller waits for */
         int result;
         aisb_error *error;
 } image_prefetch;
@@ -674,19 +673,18 @@ static void image_prefetch_freep(image_prefetch **p);
 static void *prefetch_thread(void *userdata)
 {
         image_prefetch *pf = userdata;
-        pf->result = build_image(pf->child, pf->tag, &pf->context, &pf->error);
+        pf->result = build_image(pf->child, pf->gate->tag, &pf->gate->context, &pf->error);
         return NULL;
 }
 
-static void prefetch_start(aisb_ctx *ctx, const aisb_policy *p, image_prefetch **ret)
+static void prefetch_start(aisb_ctx *ctx, const image_facts *gate, image_prefetch **ret)
 {
         _cleanup_(image_prefetch_freep) image_prefetch *pf = calloc(1, sizeof *pf);
         if (!pf)
                 return;
         pf->joined = true; /* until there is a thread */
-        if (image_gate_context(p, &pf->context, NULL) < 0 ||
-            image_context_tag(GATE_REPO, &pf->context, &pf->tag) < 0 ||
-            podman_image_exists(ctx, pf->tag, NULL) != 0)
+        pf->gate = gate;
+        if (podman_image_exists(ctx, gate->tag, NULL) != 0)
                 return; /* present, or not knowable: the gate's own step sees to it */
         if (aisb_ctx_new(&pf->child, NULL) < 0 || http_conn_set_socket(&pf->child->http, ctx->http.socket_path) < 0)
                 return;
@@ -698,7 +696,7 @@ static void prefetch_start(aisb_ctx *ctx, const aisb_policy *p, image_prefetch *
         if (pthread_create(&pf->thread, NULL, prefetch_thread, pf) != 0)
                 return;
         pf->joined = false;
-        aisb_log(ctx, AISB_LOG_INFO, "building %s alongside (the gate's image)", pf->tag);
+        aisb_log(ctx, AISB_LOG_INFO, "building %s alongside (the gate's image)", gate->tag);
         *ret = steal_pointer(&pf);
 }
 
@@ -729,7 +727,7 @@ static int image_prefetch_wait(aisb_ctx *ctx, image_prefetch *pf)
                 return -ECANCELED;
         if (pf->result < 0)
                 aisb_log(ctx, AISB_LOG_DEBUG, "building %s alongside failed (%s); building it again",
-                         pf->tag, pf->error ? aisb_error_message(pf->error) : strerror(-pf->result));
+                         pf->gate->tag, pf->error ? aisb_error_message(pf->error) : strerror(-pf->result));
         return 0;
 }
 
@@ -743,62 +741,45 @@ static void image_prefetch_freep(image_prefetch **p)
                 (void) pthread_join(pf->thread, NULL);
         }
         aisb_ctx_free(pf->child);
-        build_context_done(&pf->context);
-        free(pf->tag);
         aisb_error_free(pf->error);
         free(pf);
         *p = NULL;
 }
 
-int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
-                         const build_context *c, bool with_gate, char **ret_tag, int *ret_built,
-                         aisb_error **err)
+int image_ensure(aisb_ctx *ctx, const image_facts *f, int *ret_built, aisb_error **err)
 {
-        _cleanup_free_ char *tag = NULL;
-        int r = image_context_tag(repo, c, &tag);
-        if (r < 0)
-                return aisb_error_set(err, r, "cannot hash the build context");
-        r = podman_image_exists(ctx, tag, err);
-        if (r < 0)
-                return r;
-        bool built = false;
-        if (r == 0) {
-                const char *suite;
-                if (is_bootstrap(p->base_image, &suite)) {
-                        _cleanup_free_ char *base = NULL;
-                        if (base_reference(p, &base) < 0)
-                                return error_oom(err);
-                        r = podman_image_exists(ctx, base, err);
-                        if (r == 0)
-                                r = bootstrap_base(ctx, suite, base, err);
-                        if (r < 0)
-                                return aisb_error_wrap(err, r, "bootstrapping the base image");
-                }
-                _cleanup_(image_prefetch_freep) image_prefetch *gate = NULL;
-                if (with_gate)
-                        prefetch_start(ctx, p, &gate);
-                aisb_log(ctx, AISB_LOG_INFO, "building %s", tag);
-                r = build_image(ctx, tag, c, err);
-                if (r >= 0 && image_prefetch_wait(ctx, gate) < 0)
-                        r = aisb_error_set(err, -ECANCELED, "stopped (this image was built; the gate's was still being built)");
-                if (r < 0 && !is_bootstrap(p->base_image, &suite) && err && *err &&
-                    registry_unreachable(aisb_error_message(*err))) {
-                        _cleanup_free_ char *why = strdup(aisb_error_message(*err));
-                        aisb_error_free(steal_pointer(err));
-                        return aisb_error_set(err, r,
-                                              "building image %s: no registry answered for the base image %s (%s): "
-                                              "use --base-image bootstrap:debian:trixie (a base built from a Debian mirror) "
-                                              "or a registry you can reach",
-                                              tag, p->base_image, why ? why : "");
-                }
-                if (r < 0)
-                        return aisb_error_wrap(err, r, "building image %s", tag);
-                built = true;
-        }
         if (ret_built)
-                *ret_built = built;
-        if (ret_tag)
-                *ret_tag = steal_pointer(&tag);
+                *ret_built = 0;
+        int r = podman_image_exists(ctx, f->tag, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (f->suite) {
+                r = podman_image_exists(ctx, f->base, err);
+                if (r == 0)
+                        r = bootstrap_base(ctx, f->suite, f->base, err);
+                if (r < 0)
+                        return aisb_error_wrap(err, r, "bootstrapping the base image");
+        }
+        _cleanup_(image_prefetch_freep) image_prefetch *gate = NULL;
+        if (f->gate)
+                prefetch_start(ctx, f->gate, &gate);
+        aisb_log(ctx, AISB_LOG_INFO, "building %s", f->tag);
+        r = build_image(ctx, f->tag, &f->context, err);
+        if (r >= 0 && image_prefetch_wait(ctx, gate) < 0)
+                r = aisb_error_set(err, -ECANCELED, "stopped (this image was built; the gate's was still being built)");
+        if (r < 0 && !f->suite && err && *err && registry_unreachable(aisb_error_message(*err))) {
+                _cleanup_free_ char *why = strdup(aisb_error_message(*err));
+                aisb_error_free(steal_pointer(err));
+                return aisb_error_set(err, r,
+                                      "building image %s: no registry answered for the base image %s (%s): "
+                                      "use --base-image bootstrap:debian:trixie (a base built from a Debian mirror) "
+                                      "or a registry you can reach",
+                                      f->tag, f->base, why ? why : "");
+        }
+        if (r < 0)
+                return aisb_error_wrap(err, r, "building image %s", f->tag);
+        if (ret_built)
+                *ret_built = 1;
         return 0;
 }
 
@@ -824,21 +805,20 @@ static int context_key(const build_context *c, char **ret)
 }
 
 
-int image_requests(const aisb_policy *p, const build_context *c, const char *tag, char ***ret)
+int image_requests(const image_facts *f, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
-        _cleanup_free_ char *base = NULL, *listing = NULL;
         _cleanup_(buffer_free) buffer b = {};
-        const char *suite;
+        const build_context *c = &f->context;
+        const char *tag = f->tag;
         int r = podman_call_push(&v, PODMAN_IMAGE_EXISTS, tag, NULL);
-        if (r >= 0 && is_bootstrap(p->base_image, &suite)) {
+        if (r >= 0 && f->suite) {
                 _cleanup_free_ char *run = NULL;
-                r = base_reference(p, &base);
-                r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_EXISTS, base, NULL);
+                r = podman_call_push(&v, PODMAN_IMAGE_EXISTS, f->base, NULL);
                 if (r >= 0 && (asprintf(&run, "# run: mmdebstrap --mode=unshare --variant=apt --include=ca-certificates "
-                                              "%s TMPFILE.tar\n", suite) < 0 || strv_push(&v, run) < 0))
+                                              "%s TMPFILE.tar\n", f->suite) < 0 || strv_push(&v, run) < 0))
                         r = -ENOMEM;
-                r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_IMPORT, base, "(the mmdebstrap tar)");
+                r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_IMPORT, f->base, "(the mmdebstrap tar)");
         }
         /* Packed, nothing (and no libarchive loaded): the file list. */
         r = r < 0 ? r : buffer_printf(&b, "(build context for %s: a tar of Containerfile", tag);
@@ -857,40 +837,65 @@ void image_facts_done(image_facts *f)
         build_context_done(&f->context);
         free(f->key);
         free(f->tag);
+        free(f->base);
+        free(f->suite);
+        if (f->gate) {
+                image_facts_done(f->gate);
+                free(f->gate);
+        }
         *f = (image_facts) {};
 }
 
-int image_gather(const aisb_policy *p, image_facts *ret, aisb_error **err)
+int image_gather(const aisb_policy *p, image_kind kind, image_facts *ret, aisb_error **err)
 {
         _cleanup_(image_facts_done) image_facts f = {};
-        int r = image_context(p, &f.context, err);
+        const char *suite = NULL;
+        int r = kind == IMAGE_GATE ? image_gate_context(p, &f.context, err) : image_context(p, &f.context, err);
         if (r < 0)
                 return r;
         r = context_key(&f.context, &f.key);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot name the build context: %s", strerror(-r));
-        if (image_context_tag(IMAGE_REPO, &f.context, &f.tag) < 0)
+        if (image_context_tag(kind == IMAGE_GATE ? GATE_REPO : IMAGE_REPO, &f.context, &f.tag) < 0)
                 return aisb_error_set(err, -EIO, "cannot hash the build context");
-        f.with_gate = network_policy_may_need_gate(p);
+        if (base_reference(p, &f.base) < 0 || (is_bootstrap(p->base_image, &suite) && !(f.suite = strdup(suite))))
+                return error_oom(err);
         *ret = f;
         f = (image_facts) {};
         return 0;
 }
 
-int image_apply(aisb_ctx *ctx, const aisb_policy *p, const image_facts *f, int *ret_built, aisb_error **err)
+int image_gather_run(const aisb_policy *p, image_facts *ret, aisb_error **err)
+{
+        _cleanup_(image_facts_done) image_facts f = {};
+        int r = image_gather(p, IMAGE_SANDBOX, &f, err);
+        if (r < 0)
+                return r;
+        /* A run through the gate needs its image too: built alongside when both are. */
+        if (network_policy_may_need_gate(p)) {
+                if (!(f.gate = calloc(1, sizeof *f.gate)))
+                        return error_oom(err);
+                r = image_gather(p, IMAGE_GATE, f.gate, err);
+                if (r < 0)
+                        return r;
+        }
+        *ret = f;
+        f = (image_facts) {};
+        return 0;
+}
+
+int image_apply(aisb_ctx *ctx, const image_facts *f, int *ret_built, aisb_error **err)
 {
         if (ret_built)
                 *ret_built = 0;
         if (ctx->ensured_tag && streq(ctx->ensured_key, f->key))
                 return 0;
-        _cleanup_free_ char *tag = NULL;
-        /* A run through the gate needs its image too: built alongside when both are. */
-        int r = image_ensure_context(ctx, p, IMAGE_REPO, &f->context, f->with_gate, &tag, ret_built, err);
+        int r = image_ensure(ctx, f, ret_built, err);
         if (r < 0)
                 return r;
         free(ctx->ensured_tag);
         free(ctx->ensured_key);
-        ctx->ensured_tag = steal_pointer(&tag);
+        ctx->ensured_tag = strdup(f->tag);
         ctx->ensured_key = ctx->ensured_tag ? strdup(f->key) : NULL;
         return 0;
 }
@@ -905,20 +910,20 @@ int aisb_image_ensure(aisb_ctx *ctx, const aisb_policy *p, char **ret_tag, int *
         if (ret_built)
                 *ret_built = 0;
         _cleanup_(image_facts_done) image_facts f = {};
-        int r = image_gather(p, &f, err);
+        int r = image_gather_run(p, &f, err);
         if (r < 0)
                 return r;
         if (ctx->dry_run_fn) {
                 /* Planned, shown, nothing asked of the service. */
                 _cleanup_strv_free_ char **requests = NULL;
-                if (image_requests(p, &f.context, f.tag, &requests) < 0)
+                if (image_requests(&f, &requests) < 0)
                         return error_oom(err);
                 for (size_t i = 0; requests[i]; i++)
                         ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
         } else {
                 r = aisb_ctx_connect(ctx, err);
                 if (r >= 0)
-                        r = image_apply(ctx, p, &f, ret_built, err);
+                        r = image_apply(ctx, &f, ret_built, err);
                 if (r < 0)
                         return r;
         }

@@ -39,28 +39,32 @@ int image_context_tag(const char *repo, const build_context *c, char **ret_tag);
  * what is packed is hashed again and must still be what the tag names (-ESTALE if not). */
 int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *ret_size,
                aisb_error **err);
-/* Reuse the image named by the context's hash in repo, or build it (bootstrap base first). */
-/* with_gate: when this image must be built and the gate's image (of the same policy) is
- * missing too, that one is built alongside, and waited for before this returns; if it
- * failed there, the gate's own step builds it again. */
-int image_ensure_context(aisb_ctx *ctx, const aisb_policy *p, const char *repo,
-                         const build_context *c, bool with_gate, char **ret_tag, int *ret_built,
-                         aisb_error **err);
-/* The requests ensuring the image of context c, named tag, sends when nothing exists yet,
- * each as the dry run shows it: looked for, its base bootstrapped when it is one, built. */
-int image_requests(const aisb_policy *p, const build_context *c, const char *tag, char ***ret);
-/* This policy's image as a run plans it: the build context (files open), the key naming its
- * content (what the context's service cache compares) and the tag. Reads, starts nothing. */
+/* An image as a run plans it: the build context (its files open), the key naming its content
+ * (what the context's cache of the last image ensured compares), the tag, and the base it is
+ * built from. Gathered, it reads nothing more of the policy. */
 typedef struct image_facts {
         build_context context;
         char *key, *tag;
-        bool with_gate; /* the policy may go through a gate: its image is built alongside */
+        char *base;               /* the base image's reference */
+        char *suite;              /* bootstrapped from this Debian suite; NULL: the base is pulled */
+        struct image_facts *gate; /* the gate's, built alongside when both are missing; NULL: none */
 } image_facts;
-int image_gather(const aisb_policy *p, image_facts *ret, aisb_error **err);
+typedef enum image_kind {
+        IMAGE_SANDBOX,
+        IMAGE_GATE,
+} image_kind;
+int image_gather(const aisb_policy *p, image_kind kind, image_facts *ret, aisb_error **err);
+/* The sandbox's, with the gate's beside it when the policy may go through one: a run's. */
+int image_gather_run(const aisb_policy *p, image_facts *ret, aisb_error **err);
 void image_facts_done(image_facts *f);
-/* Reuse the image f names, or build it (the gate's alongside); the context remembers the
- * last one ensured. The caller has connected. */
-int image_apply(aisb_ctx *ctx, const aisb_policy *p, const image_facts *f, int *ret_built, aisb_error **err);
+/* The requests ensuring the image of f sends when nothing exists yet, each as the dry run
+ * shows it: looked for, its base bootstrapped when it is one, built. */
+int image_requests(const image_facts *f, char ***ret);
+/* Reuse the image f names, or build it (its base bootstrapped first when it is one; the
+ * gate's alongside when f has it and both are missing). ret_built: whether it was built. */
+int image_ensure(aisb_ctx *ctx, const image_facts *f, int *ret_built, aisb_error **err);
+/* image_ensure, unless it is the image the context ensured last. The caller has connected. */
+int image_apply(aisb_ctx *ctx, const image_facts *f, int *ret_built, aisb_error **err);
 /* One NDJSON line of a build's answer: its "stream" text or its error. -EBADMSG when the
  * line is not a JSON object. */
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);

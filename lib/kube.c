@@ -253,15 +253,17 @@ static json_object *resources(const aisb_policy *p)
 
 static int image_ref(const aisb_policy *p, const kube_options *o, bool gate, char **ret, aisb_error **err)
 {
-        _cleanup_(build_context_done) build_context c = {};
-        int r = gate ? image_gate_context(p, &c, err) : image_context(p, &c, err);
+        _cleanup_(image_facts_done) image_facts f = {};
+        int r = image_gather(p, gate ? IMAGE_GATE : IMAGE_SANDBOX, &f, err);
         if (r < 0)
                 return r;
-        const char *local = gate ? "localhost/aisb-gate" : "localhost/aisb";
         _cleanup_free_ char *tag = NULL, *repo = NULL;
-        if (o->image_repo && asprintf(&repo, "%s/%s", o->image_repo, gate ? "aisb-gate" : "aisb") < 0)
-                return error_oom(err);
-        if (image_context_tag(repo ? repo : local, &c, &tag) < 0)
+        if (!o->image_repo) {
+                *ret = steal_pointer(&f.tag);
+                return 0;
+        }
+        if (asprintf(&repo, "%s/%s", o->image_repo, gate ? "aisb-gate" : "aisb") < 0 ||
+            image_context_tag(repo, &f.context, &tag) < 0)
                 return error_oom(err);
         *ret = steal_pointer(&tag);
         return 0;
@@ -1004,16 +1006,16 @@ static int image_repo_check(const char *image_repo, aisb_error **err)
 static int push_image(aisb_ctx *ctx, const aisb_policy *p, const kube_options *o, bool gate, bool tls_verify,
                       aisb_error **err)
 {
-        _cleanup_(build_context_done) build_context c = {};
-        _cleanup_free_ char *local = NULL, *remote = NULL;
-        int r = gate ? image_gate_context(p, &c, err) : image_context(p, &c, err);
+        _cleanup_(image_facts_done) image_facts f = {};
+        _cleanup_free_ char *remote = NULL;
+        int r = image_gather(p, gate ? IMAGE_GATE : IMAGE_SANDBOX, &f, err);
         if (r >= 0)
-                r = image_ensure_context(ctx, p, gate ? "localhost/aisb-gate" : "localhost/aisb", &c, false, &local, NULL, err);
+                r = image_ensure(ctx, &f, NULL, err);
         if (r >= 0)
                 r = image_ref(p, o, gate, &remote, err);
         if (r >= 0) {
                 aisb_log(ctx, AISB_LOG_INFO, "pushing %s", remote);
-                r = podman_image_push(ctx, local, remote, tls_verify, err);
+                r = podman_image_push(ctx, f.tag, remote, tls_verify, err);
         }
         return r;
 }

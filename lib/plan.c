@@ -136,7 +136,7 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
         if (o->purpose != PLAN_DESCRIBE) {
                 r = plan_check(p, err);
                 if (r >= 0)
-                        r = image_gather(p, &f.built, err);
+                        r = image_gather_run(p, &f.built, err);
                 if (r < 0)
                         return r;
                 f.image = strdup(f.built.tag);
@@ -190,7 +190,7 @@ gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f)
 {
         return (gate_request) { .list = &f->net.list, .add_hosts = (const char *const *) p->add_hosts,
                                 .secrets = p->secrets, .n_secrets = p->n_secrets,
-                                .idle_stop_s = p->gate_idle_stop_s };
+                                .idle_stop_s = p->gate_idle_stop_s, .image = f->built.gate };
 }
 
 static int push_env(char ***env, const char *name, const char *value)
@@ -400,7 +400,8 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
         container_spec spec = { .policy = p, .net = &plan.net, .env = (const char *const *) plan.env,
                                 .entrypoint = (const char *const *) plan.entrypoint, .mounts = &rm,
                                 .image = plan.image, .name = plan.name, .gate_hash = f->gate_hash,
-                                .policy_hash = plan.policy_hash, .pid = f->pid,
+                                .policy_hash = plan.policy_hash, .command = policy_command(p),
+                                .net_name = policy_net_name(p->net), .pid = f->pid,
                                 .terminal = f->terminal };
         r = container_create_body(&spec, &plan.body);
         spec.env = (const char *const *) plan.env_shown;

@@ -521,17 +521,17 @@ static void protect_found(const char *was, const char *now, const char *why, voi
 }
 
 /* After the sandbox is gone: what appeared where the plan watched goes into quarantine. */
-static void protect_end(aisb_ctx *ctx, const aisb_policy *p, const protect_plan *plan)
+static void protect_end(aisb_ctx *ctx, const protect_plan *plan)
 {
         if (!plan->project)
                 return;
         char base[33], stamp[64];
-        project_short_name(p->project, base, sizeof base);
+        project_short_name(plan->project, base, sizeof base);
         _cleanup_free_ char *hash = NULL, *top = state_path("quarantine"), *dir = NULL;
         time_t now = time(NULL);
         struct tm tm;
         strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", gmtime_r(&now, &tm));
-        if (!top || sha256_hex(p->project, strlen(p->project), 12, &hash) < 0 ||
+        if (!top || sha256_hex(plan->project, strlen(plan->project), 12, &hash) < 0 ||
             asprintf(&dir, "%s/%s-%s/%s-%ld", top, base, hash, stamp, (long) getpid()) < 0) {
                 aisb_log(ctx, AISB_LOG_WARNING, "out of memory: the project's git and editor settings were not checked "
                          "after the run; look at them before running git there");
@@ -555,7 +555,7 @@ static int show_requests(aisb_ctx *ctx, const aisb_policy *p, const plan_facts *
                          aisb_error **err)
 {
         _cleanup_strv_free_ char **image = NULL, **requests = NULL;
-        if (image_requests(p, &facts->built.context, facts->built.tag, &image) < 0 ||
+        if (image_requests(&facts->built, &image) < 0 ||
             plan_requests(plan, &requests) < 0)
                 return error_oom(err);
         for (size_t i = 0; image[i]; i++)
@@ -595,7 +595,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         }
         if (r >= 0) {
                 step(ctx, AISB_STEP_IMAGE);
-                r = step_done(ctx, image_apply(ctx, p, &facts.built, NULL, err), err);
+                r = step_done(ctx, image_apply(ctx, &facts.built, NULL, err), err);
         }
         if (r >= 0) {
                 step(ctx, AISB_STEP_VOLUME);
@@ -614,7 +614,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (plan.needs_gate) {
                 step(ctx, AISB_STEP_GATE);
                 gate_request req = plan_gate_request(p, &facts);
-                r = step_done(ctx, gate_ensure(ctx, p, &req, &gate.g, err), err);
+                r = step_done(ctx, gate_ensure(ctx, &req, &gate.g, err), err);
                 if (r < 0)
                         return aisb_error_wrap(err, r, "the gate");
                 if (gate.g.ca_pem && (r = run_dir_write_file(&rd, "gate-ca.pem", gate.g.ca_pem, &gate_ca, err)) < 0)
@@ -683,7 +683,7 @@ out:
         http_stream_done(&stream);
         step(ctx, AISB_STEP_REMOVE);
         (void) remove_container(ctx, id);
-        protect_end(ctx, p, &facts.protect);
+        protect_end(ctx, &facts.protect);
         egress_summary egress = {};
         if (gate.g.name)
                 report_egress(ctx, &gate.g, log_offset, &egress);
