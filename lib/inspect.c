@@ -158,7 +158,7 @@ int aisb_policy_inspect_json(const aisb_policy *p, char **ret_text, aisb_error *
         _cleanup_json_ json_object *o = NULL;
         if (plan_to_json(&plan, &f, &o) < 0)
                 return error_oom(err);
-        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+        const char *text = json_text_checked(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                                     JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!text || json_text_safe(text, ret_text) < 0)
                 return error_oom(err);

@@ -275,3 +275,22 @@ int json_text_safe(const char *text, char **ret)
         *ret = buffer_steal(&b);
         return 0;
 }
+
+bool json_text_is(json_object *o, const char *text)
+{
+        json_object *back = json_tokener_parse(text);
+        bool same = back && json_object_equal(o, back);
+        if (back)
+                json_wipe_strings(back);
+        json_object_put(back);
+        return same;
+}
+
+const char *json_text_checked(json_object *o, int flags)
+{
+        /* json-c's writer drops a piece it cannot grow its buffer for and still returns the
+         * rest: a key lost that way reads as "" and its setting as podman's default. What it
+         * wrote must read back as o. */
+        const char *text = json_object_to_json_string_ext(o, flags);
+        return text && json_text_is(o, text) ? text : NULL;
+}

@@ -122,6 +122,13 @@ int json_build_items(json_object **ret, ...);
 int json_build_into_items(json_object *o, ...);
 #define json_build_into(o, ...) json_build_into_items(o, __VA_ARGS__, _JSON_BUILD_END)
 
+/* o as text (json_object_to_json_string_ext with flags, owned by o), or NULL when it could not
+ * be written whole: json-c's writer, out of memory, leaves a piece out and returns the rest,
+ * so the text is read back and must equal o (json_text_is; the copy read is wiped, as a body
+ * may hold secrets). json-c 0.16's parser does not survive an allocation failure of its own
+ * (it crashes in json_object_object_add_ex): then the process ends and nothing is sent. */
+bool json_text_is(json_object *o, const char *text);
+const char *json_text_checked(json_object *o, int flags);
 /* JSON text as json-c wrote it, made safe to print and to parse: DEL and the C1 controls
  * (which json-c leaves as they are, and a terminal may take for escape sequences) as \u
  * escapes, and each byte that is not well-formed UTF-8 (JSON text is UTF-8) as \ufffd.

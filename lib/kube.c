@@ -980,10 +980,9 @@ int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text
 
         _cleanup_(buffer_free) buffer b = {};
         for (size_t i = 0; i < json_object_array_length(docs); i++) {
-                const char *text = json_object_to_json_string_ext(json_object_array_get_idx(docs, i),
-                                                                  JSON_C_TO_STRING_PRETTY |
-                                                                          JSON_C_TO_STRING_SPACED |
-                                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
+                const char *text = json_text_checked(json_object_array_get_idx(docs, i),
+                                                     JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                             JSON_C_TO_STRING_NOSLASHESCAPE);
                 _cleanup_free_ char *safe = NULL;
                 if (!text || json_text_safe(text, &safe) < 0 || buffer_printf(&b, "---\n%s\n", safe) < 0)
                         return error_oom(err);

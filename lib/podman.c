@@ -158,7 +158,7 @@ static int delete(aisb_ctx *ctx, const char *kind, const char *name, const char 
 static int post_json(aisb_ctx *ctx, const char *path, json_object *body, bool wipe, http_response *ret,
                      aisb_error **err)
 {
-        const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        const char *text = json_text_checked(body, JSON_C_TO_STRING_PLAIN);
         if (!text)
                 return error_oom(err);
         int r = send_request(ctx,

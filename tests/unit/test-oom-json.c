@@ -9,6 +9,7 @@
  */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "unit.h"
@@ -95,11 +96,58 @@ START_TEST(test_oom_builder)
 }
 END_TEST
 
+/* A body long enough that json-c's writer grows its buffer several times: at each failure
+ * of its allocations the checked text is the whole body or nothing, never a body with a
+ * piece left out (which the unchecked writer returns at some of them: the control). */
+static json_object *long_body(void)
+{
+        json_object *o = json_object_new_object();
+        char key[32], value[200];
+        for (int i = 0; i < 40; i++) {
+                snprintf(key, sizeof key, "setting_%d", i);
+                memset(value, 'a' + i % 26, sizeof value - 1);
+                value[sizeof value - 1] = 0;
+                ck_assert_int_eq(json_add_string(o, key, value), 0);
+        }
+        ck_assert_int_eq(json_add_bool(o, "no_new_privileges", true), 0);
+        return o;
+}
+
+START_TEST(test_oom_text)
+{
+        json_object *o = long_body();
+        char *whole = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+        size_t lost = 0;
+        long n = 0;
+        for (;; n++) {
+                o = long_body();
+                countdown = n;
+                failed_one = false;
+                const char *raw = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+                bool failed = failed_one;
+                countdown = -1;
+                if (raw && strcmp(raw, whole) != 0) {
+                        lost++;
+                        ck_assert_msg(!json_text_is(o, raw), "a piece left out passes: %s", raw);
+                } else if (raw)
+                        ck_assert(json_text_is(o, raw));
+                json_object_put(o);
+                if (!failed)
+                        break;
+        }
+        fprintf(stderr, "text: %ld allocations, %zu of them made json-c's writer leave a piece out\n", n, lost);
+        ck_assert_msg(lost > 0, "no allocation failure made json-c's writer leave a piece out: the test shows nothing");
+        free(whole);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("oom-json");
         TCase *tc = tcase_create("builder");
         tcase_add_test(tc, test_oom_builder);
+        tcase_add_test(tc, test_oom_text);
         suite_add_tcase(s, tc);
         return unit_run(s);
 }
