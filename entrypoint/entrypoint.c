@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -100,6 +101,37 @@ static int bounding_or_ambient(int last)
                     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
                         return cap;
         return -1;
+}
+
+/* Each mount aisb planned is the file it chose (its device and inode), looked up with the
+ * user's own file access when the sandbox runs as the user: a project the user keeps 0700 is
+ * theirs to search, not the namespace's root's, which holds no DAC capability. */
+static void check_mounts(const struct netpolicy *p)
+{
+        bool as_user = !p->keep_root && p->have_uid && p->have_gid;
+        if (as_user) {
+                (void) setfsgid(p->gid);
+                (void) setfsuid(p->uid);
+                if ((uid_t) setfsuid((uid_t) -1) != p->uid || (gid_t) setfsgid((gid_t) -1) != p->gid)
+                        die(EP_EXIT_UNENFORCED, "cannot look at the mounts as uid %u: nothing was run", (unsigned) p->uid);
+        }
+        for (size_t i = 0; i < p->n_expect; i++) {
+                struct stat st;
+                if (lstat(p->expect[i].path, &st) < 0)
+                        die(EP_EXIT_UNENFORCED, "%s: %s; nothing was run", p->expect[i].path, strerror(errno));
+                if ((unsigned long long) st.st_dev != p->expect[i].dev ||
+                    (unsigned long long) st.st_ino != p->expect[i].ino)
+                        die(EP_EXIT_UNENFORCED,
+                            "%s is not what aisb chose to mount (it was swapped for a link while the "
+                            "container started); nothing was run",
+                            p->expect[i].path);
+        }
+        if (as_user) {
+                (void) setfsuid(0);
+                (void) setfsgid(0);
+                if (setfsuid((uid_t) -1) != 0 || setfsgid((gid_t) -1) != 0)
+                        die(EP_EXIT_UNENFORCED, "cannot take back root's file access after the mount checks");
+        }
 }
 
 /* The order leaves no window (bubblewrap's drop_privs, crun): the bounding set and the
@@ -336,17 +368,7 @@ int main(int argc, char **argv)
                 return fflush(stdout) == 0 ? 0 : 1;
         }
 
-        for (size_t i = 0; i < p->n_expect; i++) {
-                struct stat st;
-                if (lstat(p->expect[i].path, &st) < 0)
-                        die(EP_EXIT_UNENFORCED, "%s: %s; nothing was run", p->expect[i].path, strerror(errno));
-                if ((unsigned long long) st.st_dev != p->expect[i].dev ||
-                    (unsigned long long) st.st_ino != p->expect[i].ino)
-                        die(EP_EXIT_UNENFORCED,
-                            "%s is not what aisb chose to mount (it was swapped for a link while the "
-                            "container started); nothing was run",
-                            p->expect[i].path);
-        }
+        check_mounts(p);
 
         if (p->net == NET_ALLOW && p->allow_dns)
                 read_resolvers(p);

@@ -418,3 +418,13 @@ no_markers "the user's git in it ran nothing planted"
 host_git "$work/deeper"
 [ -e "$markers/deeper" ] || fail "control: the project made a git directory on the host did not fire"
 pass "control: the project made a git directory on the host fires"
+
+# ---- 7. A project the user keeps 0700 (umask 077) ----
+# The entrypoint checks each protected mount before the command runs; it looks as the user,
+# whose directory it is (the namespace's root may not search it).
+private=$E2E_TMP/private
+mkdir -p "$private" && git -C "$private" init -q && mkdir "$private/.vscode" && chmod 700 "$private"
+out=$(cd "$private" && "$AISB" run -- sh -c 'touch .git/hooks/x 2>/dev/null; echo "hook=$?"; touch y; echo "file=$?"' 2>&1) ||
+  fail "a 0700 project with protected entries: $out"
+expect_contains "a 0700 project runs, its protected entries checked" "hook=1" "$out"
+expect_contains "(and the agent writes the rest)" "file=0" "$out"
