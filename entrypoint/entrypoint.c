@@ -108,7 +108,11 @@ static int bounding_or_ambient(int last)
  * theirs to search, not the namespace's root's, which holds no DAC capability. */
 static void check_mounts(const struct netpolicy *p)
 {
-        bool as_user = !p->keep_root && p->have_uid && p->have_gid;
+        /* Already the user in --net external, where nothing could be switched back. */
+        uid_t fsuid = (uid_t) setfsuid((uid_t) -1);
+        gid_t fsgid = (gid_t) setfsgid((gid_t) -1);
+        bool as_user = p->n_expect > 0 && !p->keep_root && p->have_uid && p->have_gid &&
+                       (fsuid != p->uid || fsgid != p->gid);
         if (as_user) {
                 (void) setfsgid(p->gid);
                 (void) setfsuid(p->uid);
@@ -127,10 +131,10 @@ static void check_mounts(const struct netpolicy *p)
                             p->expect[i].path);
         }
         if (as_user) {
-                (void) setfsuid(0);
-                (void) setfsgid(0);
-                if (setfsuid((uid_t) -1) != 0 || setfsgid((gid_t) -1) != 0)
-                        die(EP_EXIT_UNENFORCED, "cannot take back root's file access after the mount checks");
+                (void) setfsuid(fsuid);
+                (void) setfsgid(fsgid);
+                if ((uid_t) setfsuid((uid_t) -1) != fsuid || (gid_t) setfsgid((gid_t) -1) != fsgid)
+                        die(EP_EXIT_UNENFORCED, "cannot take back the file access it started with after the mount checks");
         }
 }
 

@@ -278,11 +278,20 @@ int json_text_safe(const char *text, char **ret)
 
 bool json_text_is(json_object *o, const char *text)
 {
-        json_object *back = json_tokener_parse(text);
-        bool same = back && json_object_equal(o, back);
+        json_tokener *tok = json_tokener_new();
+        if (!tok)
+                return false;
+        json_object *back = json_tokener_parse_ex(tok, text, -1);
+        bool same = back && json_tokener_get_error(tok) == json_tokener_success && json_object_equal(o, back);
         if (back)
                 json_wipe_strings(back);
         json_object_put(back);
+        /* The tokener gathers every string in its own buffer, which json_tokener_free does
+         * not clear: a body's secrets would stay in freed memory. The field is public (and
+         * marked for json-c's own use); nothing else reaches that buffer. */
+        if (tok->pb && tok->pb->buf)
+                explicit_bzero(tok->pb->buf, (size_t) tok->pb->size);
+        json_tokener_free(tok);
         return same;
 }
 
@@ -292,5 +301,11 @@ const char *json_text_checked(json_object *o, int flags)
          * rest: a key lost that way reads as "" and its setting as podman's default. What it
          * wrote must read back as o. */
         const char *text = json_object_to_json_string_ext(o, flags);
-        return text && json_text_is(o, text) ? text : NULL;
+        if (!text)
+                return NULL;
+        if (json_text_is(o, text))
+                return text;
+        /* Refused, and wiped: what was written of a body may hold its secrets. */
+        explicit_bzero((char *) text, strlen(text));
+        return NULL;
 }

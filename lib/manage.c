@@ -71,7 +71,7 @@ static int volume_in_use(aisb_ctx *ctx, const char *name, char *const *except, b
         int r = json_append_string(names, name);
         if (json_add(filter, "volume", names) < 0 || r < 0)
                 return error_oom(err);
-        const char *filters = json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN);
+        const char *filters = json_text_checked(filter, JSON_C_TO_STRING_PLAIN);
         if (!filters)
                 return error_oom(err);
         _cleanup_json_ json_object *users = NULL;

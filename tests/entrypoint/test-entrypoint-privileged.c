@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -48,6 +49,10 @@ enum sabotage {
         SABOTAGE_NO_SETPCAP,
         SABOTAGE_NO_SETUID,
         SABOTAGE_NO_SETGID,
+        /* Only what podman gives aisb's sandbox: NET_ADMIN, SETUID, SETGID, SETPCAP (no DAC_*). */
+        SABOTAGE_CONTAINER_CAPS,
+        /* Started as uid 65534 with no capability, as a pod of aisb kube runs it. */
+        SABOTAGE_AS_USER,
 };
 
 static char *slurp(const char *dir, const char *name)
@@ -114,7 +119,15 @@ static void child(struct run *r, const char *const *opts, enum sabotage s, const
         if (pid == 0) {
                 /* As root, exec grants every capability left in the bounding set: dropping one
                  * here makes the entrypoint start without it. */
-                if (s >= SABOTAGE_NO_NET_ADMIN && prctl(PR_CAPBSET_DROP, drop[s], 0, 0, 0) < 0)
+                if (s >= SABOTAGE_NO_NET_ADMIN && s <= SABOTAGE_NO_SETGID && prctl(PR_CAPBSET_DROP, drop[s], 0, 0, 0) < 0)
+                        _exit(203);
+                for (int c = 0; (s == SABOTAGE_CONTAINER_CAPS || s == SABOTAGE_AS_USER) && c <= CAP_LAST_CAP; c++)
+                        if ((s == SABOTAGE_AS_USER || (c != CAP_NET_ADMIN && c != CAP_SETUID && c != CAP_SETGID &&
+                                                       c != CAP_SETPCAP)) &&
+                            prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
+                                _exit(203);
+                if (s == SABOTAGE_AS_USER && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                                              setresuid(65534, 65534, 65534) < 0))
                         _exit(203);
                 const char *argv[64] = { entrypoint };
                 int argc = 1;
@@ -388,6 +401,50 @@ START_TEST(enforced_none)
 }
 END_TEST
 
+/* A project the user keeps 0700: the entrypoint, holding only the sandbox's capabilities,
+ * checks the mounts inside it with the user's file access, and runs. */
+START_TEST(expect_mount_private_dir)
+{
+        char dir[] = "/tmp/aisb-ep-private-XXXXXX", file[64], expect[128];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(file, sizeof(file), "%s/.vscode", dir);
+        ck_assert_int_eq(mkdir(file, 0755), 0);
+        ck_assert_int_eq(chown(file, 65534, 65534), 0);
+        ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+        ck_assert_int_eq(chmod(dir, 0700), 0);
+        struct stat st;
+        ck_assert_int_eq(lstat(file, &st), 0);
+        snprintf(expect, sizeof(expect), "%s:%llu:%llu", file, (unsigned long long) st.st_dev,
+                 (unsigned long long) st.st_ino);
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", "--expect-mount", expect, NULL };
+        struct run *r = run(opts, SABOTAGE_CONTAINER_CAPS, true);
+        check_confined(r, "65534");
+        run_free(r);
+        /* The same check still refuses another file there. */
+        snprintf(expect, sizeof(expect), "%s:%llu:%llu", file, (unsigned long long) st.st_dev,
+                 (unsigned long long) st.st_ino + 1);
+        r = run(opts, SABOTAGE_CONTAINER_CAPS, false);
+        ck_assert_int_eq(r->exit_code, 77);
+        ck_assert(!r->marker);
+        HAS(r->err, "is not what aisb chose to mount");
+        run_free(r);
+        ck_assert_int_eq(rmdir(file), 0);
+        ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* --net external: started as the user with nothing to drop; the mount check leaves its file
+ * access as it found it, and the command runs. */
+START_TEST(external_as_user)
+{
+        const char *opts[] = { "--net", "external", "--uid", "65534", "--gid", "65534", NULL };
+        struct run *r = run(opts, SABOTAGE_AS_USER, false);
+        ck_assert_msg(r->exit_code == 0, "exit %d: %s", r->exit_code, r->err);
+        ck_assert(r->marker);
+        run_free(r);
+}
+END_TEST
+
 START_TEST(keep_root)
 {
         const char *opts[] = { "--keep-root", "--net", "allow", "--allow", "10.0.2.2:3128", NULL };
@@ -511,6 +568,8 @@ static Suite *privileged_suite(void)
         TCase *tc = tcase_create("enforced");
         tcase_add_test(tc, enforced_allow);
         tcase_add_test(tc, enforced_none);
+        tcase_add_test(tc, expect_mount_private_dir);
+        tcase_add_test(tc, external_as_user);
         tcase_add_test(tc, dns_to_resolvers_only);
         tcase_add_loop_test(tc, dns_without_resolvers, 0, 4);
         tcase_add_test(tc, keep_root);
