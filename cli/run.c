@@ -443,30 +443,30 @@ out:
         return code;
 }
 
-int command_run(int argc, char **argv)
+/* aisb run and aisb build: the options parsed into a policy, then the --print-* text asked
+ * for, or else the command's own work. */
+static int sandbox_command(int argc, char **argv, const sandbox_syntax *syntax,
+                           int (*work)(const aisb_policy *policy, const cli_flags *flags))
 {
         aisb_policy *policy = NULL;
         cli_flags flags = {};
-        int code = sandbox_parse(argc, argv, &run_syntax, &policy, &flags);
+        int code = sandbox_parse(argc, argv, syntax, &policy, &flags);
         if (code == SANDBOX_GO_ON)
                 code = print_requested(policy, &flags);
         if (code == SANDBOX_GO_ON)
-                code = run_sandbox(policy, &flags);
+                code = work(policy, &flags);
         aisb_policy_free(policy);
         return code;
 }
 
+int command_run(int argc, char **argv)
+{
+        return sandbox_command(argc, argv, &run_syntax, run_sandbox);
+}
+
 int command_build(int argc, char **argv)
 {
-        aisb_policy *policy = NULL;
-        cli_flags flags = {};
-        int code = sandbox_parse(argc, argv, &build_syntax, &policy, &flags);
-        if (code == SANDBOX_GO_ON)
-                code = print_requested(policy, &flags);
-        if (code == SANDBOX_GO_ON)
-                code = build_image(policy, &flags);
-        aisb_policy_free(policy);
-        return code;
+        return sandbox_command(argc, argv, &build_syntax, build_image);
 }
 
 /* aisb inspect, as text or as JSON: what aisb run with these options would do. */

@@ -13,37 +13,9 @@
 
 #include "internal.h"
 #include "unit.h"
+#include "fail-alloc.h"
 
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-
-static __thread long countdown = -1;
-static __thread bool failed_one;
-
-static bool fail_now(void)
-{
-        if (countdown < 0 || countdown-- > 0)
-                return false;
-        failed_one = true;
-        errno = ENOMEM;
-        return true;
-}
-
-__attribute__((visibility("default"))) void *malloc(size_t size)
-{
-        return fail_now() ? NULL : __libc_malloc(size);
-}
-
-__attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
-{
-        return fail_now() ? NULL : __libc_calloc(n, size);
-}
-
-__attribute__((visibility("default"))) void *realloc(void *p, size_t size)
-{
-        return fail_now() ? NULL : __libc_realloc(p, size);
-}
+FAIL_ALLOC_DEFINE(__attribute__((visibility("default"))))
 
 static const char expected[] = "{\"name\":\"x\",\"cap_drop\":[\"ALL\"],\"limits\":{\"memory\":1,\"swap\":false},"
                                "\"list\":[\"given\",{}],\"more\":[1,[]]}";

@@ -15,40 +15,9 @@
 #include "fake-podman.h"
 #include "internal.h"
 #include "unit.h"
+#include "fail-alloc.h"
 
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-
-/* Allocations of this thread to let through before one fails; -1: none fails. */
-static __thread long countdown = -1;
-static __thread bool failed_one;
-
-static bool fail_now(void)
-{
-        if (countdown < 0)
-                return false;
-        if (countdown-- > 0)
-                return false;
-        failed_one = true;
-        errno = ENOMEM;
-        return true;
-}
-
-void *malloc(size_t size)
-{
-        return fail_now() ? NULL : __libc_malloc(size);
-}
-
-void *calloc(size_t n, size_t size)
-{
-        return fail_now() ? NULL : __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t size)
-{
-        return fail_now() ? NULL : __libc_realloc(p, size);
-}
+FAIL_ALLOC_DEFINE()
 
 /* A call's result: fine, or a failure that says what it was. check allocates in its
  * assertions (and exits when that fails): no failure is injected while they run. */
