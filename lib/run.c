@@ -551,8 +551,7 @@ static void protect_end(aisb_ctx *ctx, const protect_plan *plan)
 }
 
 /* A dry run: the plan's requests shown, the image's first; nothing was sent. */
-static int show_requests(aisb_ctx *ctx, const aisb_policy *p, const plan_facts *facts, const run_plan *plan,
-                         aisb_error **err)
+static int show_requests(aisb_ctx *ctx, const plan_facts *facts, const run_plan *plan, aisb_error **err)
 {
         _cleanup_strv_free_ char **image = NULL, **requests = NULL;
         if (image_requests(&facts->built, &image) < 0 ||
@@ -591,7 +590,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (r >= 0 && dry) {
                 report_create_patch(ctx, plan.patched);
                 *ret_exit_code = 0;
-                return show_requests(ctx, p, &facts, &plan, err);
+                return show_requests(ctx, &facts, &plan, err);
         }
         if (r >= 0) {
                 step(ctx, AISB_STEP_IMAGE);
