@@ -490,7 +490,8 @@ int command_inspect(int argc, char **argv)
                        "and what would be bridged into the harness. OPTIONS are aisb run's.\n\n"
                        "  --json  the run's plan as JSON instead: image, name, network, protected\n"
                        "          paths, environment names, the entrypoint's argv and the create\n"
-                       "          request (values redacted; the gate's port a placeholder)\n");
+                       "          request (values redacted; the gate's port a placeholder, its\n"
+                       "          key and CA stand-ins)\n");
                 return 0;
         }
         /* --json first, before the run's options. */

@@ -515,8 +515,10 @@ AISB_PUBLIC int aisb_doctor(aisb_ctx *ctx, const aisb_policy *policy, unsigned f
 AISB_PUBLIC int aisb_policy_inspect(const aisb_policy *policy, char **ret_text, aisb_error **err);
 /* The plan a run of this policy would have, as JSON (aisb inspect --json): its image, name,
  * network, protected paths, environment names (never values), the entrypoint's argv and the
- * create request, its environment values redacted. The gate's port is a placeholder, the
- * name's random part is XXXXXXXX, nothing is started. */
+ * create request, its environment values redacted. The gate's port is a placeholder, what a
+ * run's gate adds (its key, its CA) are stand-ins, the name's random part is XXXXXXXX,
+ * nothing is started. DEL and the C1 controls are escaped and a byte that is not UTF-8 is
+ * U+FFFD, so the text is JSON and safe to print. */
 AISB_PUBLIC int aisb_policy_inspect_json(const aisb_policy *policy, char **ret_text, aisb_error **err);
 
 /* The same sandbox as Kubernetes objects, printed as JSON documents after "---" lines (valid
