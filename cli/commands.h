@@ -14,3 +14,7 @@ int command_skill_lint(int argc, char **argv);
 int command_alias(int argc, char **argv);
 int command_allow(int argc, char **argv);
 int command_kube(int argc, char **argv);
+int command_diff(int argc, char **argv);
+int command_apply(int argc, char **argv);
+int command_discard(int argc, char **argv);
+int command_undo(int argc, char **argv);

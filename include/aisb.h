@@ -483,6 +483,83 @@ enum {
 AISB_PUBLIC int aisb_allowlist_append(const aisb_policy *policy, unsigned flags, const char *const *lines,
                                       aisb_error **err);
 
+/* ---- review and undo: the agent's changes kept apart, and a way back ---- */
+
+/*
+ * One change a review run's layer makes to its project (aisb_review_diff), or one path that
+ * applying it or undoing a run acts on (strings valid during the callback only). Fields may be
+ * added at the end. path is below the project and may hold any byte a file name can (a
+ * newline, an escape sequence): print it with care.
+ */
+typedef struct aisb_change {
+        const char *path;
+        const char *change;  /* "added", "modified", "deleted", "replaced" (another type), "mode" */
+        char type;           /* what is there after it: 'f' file, 'd' directory, 'l' link, 'o' other; 0 deleted */
+        unsigned mode;       /* the permission bits it gets (never setuid, setgid or sticky) */
+        int mode_stripped;   /* the agent's had setuid, setgid or sticky */
+        unsigned long long size;
+        const char *target;  /* a link's, as text (never followed) */
+        /* Why it is never carried over ("a FIFO", "the project's path to it goes through a
+         * link", ...), or NULL. */
+        const char *refused;
+        /* A protected path (the key protect, a git directory, a repository's hooks): applied
+         * only when a path that apply is given names it. */
+        int protected_path;
+        const char *patch;   /* with AISB_REVIEW_PATCH, a text file's unified diff; else NULL */
+        const char *patch_note; /* with AISB_REVIEW_PATCH, why there is no patch ("binary", ...) */
+        /* apply and undo, what they did: "applied", "restored", "removed", "would apply",
+         * "would restore", "would remove", "skipped", "conflict", "refused", "failed"; NULL in
+         * a diff. reason says why for any but the first six. */
+        const char *action;
+        const char *reason;
+} aisb_change;
+typedef int (*aisb_change_fn)(const aisb_change *change, void *userdata);
+
+enum {
+        AISB_REVIEW_PATCH = 1 << 0, /* aisb_review_diff: each text file's unified diff too */
+};
+enum {
+        AISB_APPLY_FORCE = 1 << 0,   /* also what the user changed since the run began (apply) or since it ended (undo) */
+        AISB_APPLY_DRY_RUN = 1 << 1, /* say what would be done; change nothing */
+};
+
+/*
+ * A review run (the key review, aisb run --review) of policy's project: run names it (its
+ * sandbox's name aisb-DIR-XXXXXXXX, or the part after the last '-'), NULL the newest. Its
+ * name in *ret_run when not NULL. fn gets each change, in path order; a nonzero return stops.
+ * -ENOENT when the project has no such run. flags: AISB_REVIEW_*.
+ */
+AISB_PUBLIC int aisb_review_diff(const aisb_policy *policy, const char *run, unsigned flags, aisb_change_fn fn,
+                                 void *userdata, char **ret_run, aisb_error **err);
+/*
+ * Carry the run's changes under paths (NULL: all of them; each relative to the project, and
+ * each must name a change or a directory holding some) onto the project, one path at a time,
+ * each atomically, never following a link (a link in the layer is made as a link; a path
+ * through a link in the project is refused), never making a device, FIFO or socket, with
+ * setuid, setgid and sticky cleared; a protected path only when a path given names it. A
+ * path the user changed (or removed) in the project since the run began is a conflict, left
+ * as it is unless AISB_APPLY_FORCE. fn hears of each path. Returns the number of paths not
+ * applied (conflicts, refusals, failures; protected paths skipped do not count). -EBUSY while
+ * the run goes on. flags: AISB_APPLY_*.
+ */
+AISB_PUBLIC int aisb_review_apply(const aisb_policy *policy, const char *run, const char *const *paths,
+                                  unsigned flags, aisb_change_fn fn, void *userdata, char **ret_run,
+                                  aisb_error **err);
+/* Remove the run's layer (refused, -EBUSY, while it goes on). What the sandbox's overlay
+ * left owned by the user's subordinate ids is removed in the user's rootless podman's user
+ * namespace: ctx (may be NULL) starts a service when none runs. */
+AISB_PUBLIC int aisb_review_discard(aisb_ctx *ctx, const aisb_policy *policy, const char *run, char **ret_run,
+                                    aisb_error **err);
+/*
+ * Put policy's project back as it was before a plain run (the key undo records one; run as
+ * above, NULL the newest not yet undone): what the run changed, made or deleted. A path the
+ * user changed since the run ended is a conflict, left as it is unless AISB_APPLY_FORCE. fn
+ * hears of each path. Returns the number of paths not put back. -ENOENT when the project has
+ * no record of such a run. flags: AISB_APPLY_*.
+ */
+AISB_PUBLIC int aisb_undo(const aisb_policy *policy, const char *run, unsigned flags, aisb_change_fn fn,
+                          void *userdata, char **ret_run, aisb_error **err);
+
 /* ---- aisb doctor ---- */
 
 typedef enum aisb_check_status {

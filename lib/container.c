@@ -63,7 +63,9 @@ static int project_mounts(const container_spec *spec, json_object *mounts)
          * there were none. */
         static const char *const settings_ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
         int r = 0;
-        if (p->project)
+        const bool review = rm && rm->review_upper;
+        /* A review run's project is an overlay (review_volumes), not a bind. */
+        if (p->project && !review)
                 r = json_build_into(mounts, JSON_BUILD_TAKE(bind_mount(p->project, AISB_PROJECT_DIR,
                                                                        p->project_read_only ? ro : rw)));
         if (r >= 0 && p->project && settings_copy)
@@ -74,6 +76,10 @@ static int project_mounts(const container_spec *spec, json_object *mounts)
          * bind of itself, so that it cannot be moved aside (protect.h). */
         for (size_t i = 0; r >= 0 && rm && rm->protect && i < rm->protect->n_mounts; i++) {
                 const protect_mount *m = &rm->protect->mounts[i];
+                /* In a review run a git directory's writes go to the layer too: the binds that
+                 * keep it writable in place would write the user's repository. */
+                if (review && !m->read_only)
+                        continue;
                 const char *const opts[] = { "rbind", m->read_only ? "ro" : "rw", "nosuid", "nodev", NULL };
                 r = json_build_into(mounts, JSON_BUILD_TAKE(bind_mount(m->source, m->destination, opts)));
         }
@@ -93,6 +99,22 @@ static int run_extra_mounts(const run_mounts *rm, json_object *mounts)
                 mounts, JSON_BUILD_TAKE_IF(rm->seed_dir, bind_mount(rm->seed_dir, AISB_SEED_IN_SANDBOX, ro)),
                 JSON_BUILD_TAKE_IF(rm->gate_ca, bind_mount(rm->gate_ca, AISB_GATE_CA_IN_SANDBOX, ro)),
                 JSON_BUILD_TAKE_IF(rm->agents_dir, bind_mount(rm->agents_dir, AISB_SANDBOX_HOME "/.agents", agents_ro)));
+}
+
+/* A review run's project: the overlay whose upper directory is the run's layer (podman mounts
+ * it, rootless, in the sandbox's user namespace). */
+static json_object *review_volumes(const container_spec *spec)
+{
+        const run_mounts *rm = spec->mounts;
+        _cleanup_free_ char *upper = NULL, *work = NULL;
+        if (asprintf(&upper, "upperdir=%s", rm->review_upper) < 0 || asprintf(&work, "workdir=%s", rm->review_work) < 0)
+                return NULL;
+        const char *const options[] = { upper, work, NULL };
+        json_object *v = NULL;
+        return json_build(&v, JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                                      JSON_BUILD_PAIR_STRING("source", spec->policy->project),
+                                      JSON_BUILD_PAIR_STRING("destination", AISB_PROJECT_DIR),
+                                      JSON_BUILD_PAIR_STRV("options", options)))) < 0 ? NULL : v;
 }
 
 static json_object *mounts_array(const container_spec *spec)
@@ -194,6 +216,8 @@ int container_create_body(const container_spec *spec, json_object **ret)
                          * memory must work in the sandbox. */
                         JSON_BUILD_PAIR_BOOL("read_write_tmpfs", true),
                         JSON_BUILD_PAIR_TAKE("mounts", mounts_array(spec)),
+                        JSON_BUILD_PAIR_TAKE_IF(p->project && spec->mounts && spec->mounts->review_upper,
+                                                "overlay_volumes", review_volumes(spec)),
                         JSON_BUILD_PAIR_TAKE_IF(p->devices, "devices", devices_array(p->devices)),
                         JSON_BUILD_PAIR_CONDITION(
                                 !p->ephemeral_home,

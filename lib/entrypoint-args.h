@@ -31,6 +31,9 @@ typedef struct run_mounts {
         const char *agents_dir;    /* read-only at ~/.agents; NULL: none */
         const char *gate_ca;       /* the gate's CA when it intercepts TLS (a file); NULL: none */
         const struct protect_plan *protect; /* protected paths' mounts; NULL: none */
+        /* A review run's layer (review.h): the project as the lower of an overlay with these
+         * as its upper and work directories, instead of a bind. NULL: the project bound. */
+        const char *review_upper, *review_work;
 } run_mounts;
 
 /* What a container of aisb's is held to: every capability dropped, then cap_add given back

@@ -100,12 +100,29 @@ static void describe_run_effects(const aisb_policy *p, const plan_gather_options
         }
         if (!o->network_only && p->ephemeral_home && harness_bridge_applies(p))
                 f->seed_dir = "(the bridged pi configuration, in the run's directory)";
+        if (plan_reviews(p)) {
+                f->review_upper = "(the run's review layer)/upper";
+                f->review_work = "(the run's review layer)/work";
+        }
+}
+
+bool plan_reviews(const aisb_policy *p)
+{
+        return p->review && p->project && !p->project_read_only;
 }
 
 /* Before anything is built or started for a project that is not what it seems, or with a
  * patch this sandbox could rewrite. */
 static int plan_check(const aisb_policy *p, aisb_error **err)
 {
+        if (p->review && !p->project)
+                return aisb_error_set(err, -EINVAL, "--review keeps the agent's changes to the project for review: "
+                                                    "it needs one (drop --no-cwd or --review)");
+        /* What root writes in the layer belongs to a subordinate id, not the user: nothing to
+         * apply. */
+        if (p->review && p->keep_root)
+                return aisb_error_set(err, -EINVAL, "--review with --insecure-keep-root: what root writes in the "
+                                                    "layer is not yours to apply; drop one of them");
         if (p->project && !p->project_read_only) {
                 int k = project_check_home(p->project, err);
                 if (k >= 0)
@@ -151,7 +168,8 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
         /* The project's settings, read once without trusting the project: the allowlist comes
          * from this snapshot, and the sandbox sees a read-only copy of it. */
         if (project_rw) {
-                r = project_settings_read(p->project, run, &f.settings, err);
+                /* A review run's mount point for the copy is made in its layer, not the project. */
+                r = project_settings_read(p->project, run && !plan_reviews(p), &f.settings, err);
                 if (r >= 0 && run)
                         r = run_dir_write_settings(o->run_dir, "ai-sandbox", &f.settings, &f.settings_copy, err);
                 else if (r >= 0 && !(f.settings_copy = strdup("(the run's copy of " PROJECT_SETTINGS_DIR ")")))
@@ -319,12 +337,16 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
 {
         _cleanup_strv_free_ char **expect = NULL;
         int r = 0;
-        if (f->have_project_id && p->project)
+        /* A review run's /project is the overlay, whose root is the layer's: the project is
+         * checked on the host, and nothing reaches it from the sandbox. */
+        const bool review = plan_reviews(p);
+        if (f->have_project_id && p->project && !review)
                 r = push_expect(&expect, AISB_PROJECT_DIR, f->project_dev, f->project_ino);
         for (size_t i = 0; r >= 0 && i < p->n_mounts; i++)
                 r = push_expect(&expect, p->mounts[i].destination, p->mounts[i].dev, p->mounts[i].ino);
         for (size_t i = 0; r >= 0 && i < f->protect.n_mounts; i++)
-                r = push_expect(&expect, f->protect.mounts[i].destination, f->protect.mounts[i].dev,
+                if (!review || f->protect.mounts[i].read_only)
+                        r = push_expect(&expect, f->protect.mounts[i].destination, f->protect.mounts[i].dev,
                                 f->protect.mounts[i].ino);
         if (r < 0)
                 return r;
@@ -396,7 +418,9 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
         if (plan_env(p, f, &plan) < 0 || plan_entrypoint(p, f, &plan) < 0)
                 return error_oom(err);
         run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
-                          .gate_ca = f->gate_ca, .protect = &f->protect };
+                          .gate_ca = f->gate_ca, .protect = &f->protect,
+                          .review_upper = plan_reviews(p) ? f->review_upper : NULL,
+                          .review_work = plan_reviews(p) ? f->review_work : NULL };
         container_spec spec = { .policy = p, .net = &plan.net, .env = (const char *const *) plan.env,
                                 .entrypoint = (const char *const *) plan.entrypoint, .mounts = &rm,
                                 .image = plan.image, .name = plan.name, .gate_hash = f->gate_hash,

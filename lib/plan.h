@@ -45,6 +45,9 @@ typedef struct plan_facts {
         const char *gate_key, *gate_hash, *gate_ca; /* borrowed */
         char *agents_dir;        /* mounted read-only at ~/.agents; NULL: none */
         const char *seed_dir;    /* borrowed: the bridge's (an ephemeral home's pi files) */
+        /* Borrowed: a review run's layer (review.h), once the run made it (a description has
+         * stand-ins). */
+        const char *review_upper, *review_work;
         bool terminal;
 } plan_facts;
 void plan_facts_done(plan_facts *f);
@@ -72,6 +75,9 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
 /* Whether the policy with these facts goes through a gate (the run starts it, and sets the
  * facts' gate fields before building). */
 bool plan_needs_gate(const aisb_policy *p, const plan_facts *f);
+/* Whether a run of the policy keeps the agent's writes in a review layer (the key review, with
+ * a project of its own). */
+bool plan_reviews(const aisb_policy *p);
 /* What the run asks of its gate; list borrowed from f. */
 gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f);
 

@@ -917,6 +917,23 @@ static int key_get_network_backend(const aisb_policy *p, const policy_key *k, ch
                                                                                       : "auto");
 }
 
+static int key_set_undo(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        int b = parse_bool(value);
+        if (streq(value, "auto"))
+                p->undo = UNDO_AUTO;
+        else if (b >= 0)
+                p->undo = b ? UNDO_ALWAYS : UNDO_NEVER;
+        else
+                return aisb_error_set(err, -EINVAL, "undo: '%s' is not auto, on or off", value);
+        return 0;
+}
+
+static int key_get_undo(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        return strv_push(values, p->undo == UNDO_ALWAYS ? "on" : p->undo == UNDO_NEVER ? "off" : "auto");
+}
+
 static int key_set_user_allowlist(aisb_policy *p, const policy_key *k, const char *value,
                                   aisb_error **err)
 {
@@ -1266,6 +1283,13 @@ static const policy_key policy_keys[] = {
                            "these, +PATH adds one, -PATH drops one, none protects nothing",
                    .default_text = PROTECT_DEFAULT },
           .set = key_set_protect, .get = key_get_protect },
+        BOOLEAN("review", "the agent's writes go to a layer of this run's own: the project changes only when you "
+                          "apply them (aisb diff, apply, discard)", review),
+        { .pub = { .name = "undo", .placeholder = "WHEN",
+                   .help = "record the project before a plain run, for aisb undo: auto (a project of at most 20000 "
+                           "entries whose record copies at most 256 MiB), on, or off",
+                   .default_text = "auto" },
+          .set = key_set_undo, .get = key_get_undo },
         { .pub = { .name = "mount", .placeholder = "SRC:DST[:ro]", .help = "bind-mount a host path",
                    .flags = AISB_POLICY_KEY_REPEATABLE },
           .set = key_set_mount, .get = key_get_mount },

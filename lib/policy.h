@@ -39,6 +39,13 @@ typedef enum network_backend_id {
         NETWORK_BACKEND_PASTA,
 } network_backend_id;
 
+/* When a plain run records the project for aisb undo (undo.h). */
+typedef enum undo_when {
+        UNDO_AUTO,   /* a project small enough (undo.h's bounds) */
+        UNDO_ALWAYS,
+        UNDO_NEVER,
+} undo_when;
+
 typedef struct mount_entry {
         char *source; /* absolute host path */
         char *destination;
@@ -104,6 +111,8 @@ struct aisb_policy {
         size_t n_secrets;
         unsigned gate_idle_stop_s;   /* a shared gate stops after this long unused; 0: never */
         char **protect;              /* paths below the project the agent cannot change for the host (protect.h) */
+        bool review;                 /* the agent's writes go to a layer of the run's own (review.h) */
+        undo_when undo;              /* a plain run records the project for aisb undo */
 };
 
 /* The project directory's last component, lower-cased and cut to [a-z0-9_-] (or "scratch"

@@ -28,6 +28,9 @@
 #include "userdirs.h"
 #include "fileio.h"
 #include "digest.h"
+#include "review.h"
+#include "tree-walk.h"
+#include "undo.h"
 
 int aisb_io_new(aisb_io **ret_io, aisb_error **err)
 {
@@ -550,6 +553,91 @@ static void protect_end(aisb_ctx *ctx, const protect_plan *plan)
                          PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_ENTRIES, PROTECT_WALK_MAX_DEPTH);
 }
 
+/* The project's own descriptor, for what is kept of it (a review layer, an undo record). */
+static int open_project(const aisb_policy *p, aisb_error **err)
+{
+        int fd = open(p->project_is_cwd ? "." : p->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? aisb_error_set(err, -errno, "%s: %s", p->project, strerror(errno)) : fd;
+}
+
+/* What a run keeps of the project: its review layer, or a record for aisb undo. */
+typedef struct run_keep {
+        int project_fd;
+        review_layer layer;
+        undo_record undo;
+        bool created; /* the sandbox was: what was kept is the run's */
+} run_keep;
+#define RUN_KEEP_NULL ((run_keep) { .project_fd = -1, .layer = REVIEW_LAYER_NULL, .undo = UNDO_RECORD_NULL })
+
+static void run_keep_done(run_keep *k)
+{
+        /* No sandbox was made: neither a layer nor a record has anything to say. */
+        if (!k->created && k->layer.dir)
+                (void) tree_remove(AT_FDCWD, k->layer.dir);
+        if (!k->created && k->undo.top && k->undo.run) {
+                _cleanup_free_ char *dir = NULL;
+                if (asprintf(&dir, "%s/runs/%s", k->undo.top, k->undo.run) >= 0)
+                        (void) tree_remove(AT_FDCWD, dir);
+        }
+        closep(&k->project_fd);
+        review_layer_done(&k->layer);
+        undo_record_done(&k->undo);
+}
+
+/* Before the sandbox exists: a review run's layer (the plan's overlay needs it), or a plain
+ * run's record of the project for aisb undo (said when it is not made). */
+static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run_keep *k, aisb_error **err)
+{
+        if (!p->project || p->project_read_only)
+                return 0;
+        int r = open_project(p, err);
+        if (r < 0)
+                return r;
+        k->project_fd = r;
+        if (plan_reviews(p)) {
+                _cleanup_(buffer_free) buffer list = {};
+                for (size_t i = 0; p->protect && p->protect[i]; i++)
+                        if (buffer_printf(&list, "%s%s", i ? "," : "", p->protect[i]) < 0)
+                                return error_oom(err);
+                return review_layer_create(p->project, k->project_fd, name, list.data ? list.data : "", &k->layer, err);
+        }
+        const char *why = NULL;
+        r = undo_record_begin(p->project, k->project_fd, name, p->undo, &k->undo, &why, err);
+        if (r == 0 && p->undo == UNDO_AUTO)
+                aisb_log(ctx, AISB_LOG_INFO, "undo: this run is not recorded: the project is larger than aisb records "
+                                             "by default (%s); undo = on records it anyway", why);
+        else if (r < 0) {
+                aisb_log(ctx, AISB_LOG_WARNING, "undo: this run is not recorded: %s", aisb_error_message(*err));
+                aisb_error_free(steal_pointer(err));
+        }
+        return 0;
+}
+
+/* After the sandbox is gone: what the run changed, and the command that shows or undoes it. */
+static void keep_end(aisb_ctx *ctx, run_keep *k)
+{
+        aisb_error *e = NULL;
+        if (k->layer.dir_fd >= 0) {
+                if (review_layer_end(&k->layer, k->project_fd, &e) < 0)
+                        aisb_log(ctx, AISB_LOG_WARNING, "review: %s", aisb_error_message(e));
+                else if (k->layer.changes == 0)
+                        aisb_log(ctx, AISB_LOG_INFO, "review: the run changed nothing in the project");
+                else
+                        aisb_log(ctx, AISB_LOG_WARNING,
+                                 "review: %zu path%s changed, kept apart in %s: \"aisb diff\" shows them, \"aisb apply\" "
+                                 "takes them into the project, \"aisb discard\" drops them",
+                                 k->layer.changes, k->layer.changes == 1 ? "" : "s", k->layer.run);
+        }
+        if (k->undo.dir_fd >= 0) {
+                if (undo_record_end(&k->undo, k->project_fd, &e) < 0)
+                        aisb_log(ctx, AISB_LOG_WARNING, "undo: %s", aisb_error_message(e));
+                else if (k->undo.changed > 0)
+                        aisb_log(ctx, AISB_LOG_INFO, "undo: the run changed %zu path%s; \"aisb undo\" puts them back",
+                                 k->undo.changed, k->undo.changed == 1 ? "" : "s");
+        }
+        aisb_error_free(e);
+}
+
 /* A dry run: the plan's requests shown, the image's first; nothing was sent. */
 static int show_requests(aisb_ctx *ctx, const plan_facts *facts, const run_plan *plan, aisb_error **err)
 {
@@ -633,7 +721,13 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (r < 0)
                 return r;
         facts.seed_dir = bridge.seed_dir;
-        /* The plan again, now with the gate's port and the bridge's mounts. */
+        _cleanup_(run_keep_done) run_keep keep = RUN_KEEP_NULL;
+        r = step_done(ctx, keep_begin(ctx, p, facts.name, &keep, err), err);
+        if (r < 0)
+                return r;
+        facts.review_upper = keep.layer.upper;
+        facts.review_work = keep.layer.work;
+        /* The plan again, now with the gate's port, the bridge's mounts and the review layer. */
         run_plan_done(&plan);
         r = plan_build(p, &facts, &plan, err);
         if (r < 0)
@@ -652,6 +746,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         r = podman_container_create(ctx, plan.body, true, &id, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "creating the sandbox");
+        keep.created = true;
 
         /* From here on the container exists: every path out removes it. */
         http_stream stream = HTTP_STREAM_NULL;
@@ -682,7 +777,10 @@ out:
         http_stream_done(&stream);
         step(ctx, AISB_STEP_REMOVE);
         (void) remove_container(ctx, id);
-        protect_end(ctx, &facts.protect);
+        /* A review run wrote nothing of the project's: nothing to sweep. */
+        if (keep.layer.dir_fd < 0)
+                protect_end(ctx, &facts.protect);
+        keep_end(ctx, &keep);
         egress_summary egress = {};
         if (gate.g.name)
                 report_egress(ctx, &gate.g, log_offset, &egress);

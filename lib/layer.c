@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+#include "layer.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include "fileio.h"
+#include "tree-walk.h"
+
+#define OPEN_FILE_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+
+void layer_done(layer *l)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->entries[i].path);
+                free(l->entries[i].target);
+        }
+        free(l->entries);
+        *l = (layer) {};
+}
+
+void change_set_done(change_set *s)
+{
+        for (size_t i = 0; i < s->n; i++) {
+                free(s->changes[i].path);
+                free(s->changes[i].target);
+        }
+        free(s->changes);
+        *s = (change_set) {};
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+        return tree_path_cmp(((const layer_entry *) a)->path, ((const layer_entry *) b)->path);
+}
+
+const layer_entry *layer_find(const layer *l, const char *path)
+{
+        const layer_entry key = { .path = (char *) path };
+        return l->n ? bsearch(&key, l->entries, l->n, sizeof *l->entries, entry_cmp) : NULL;
+}
+
+const char *change_kind_name(change_kind k)
+{
+        static const char *const names[] = {
+                [CHANGE_ADDED] = "added", [CHANGE_MODIFIED] = "modified", [CHANGE_DELETED] = "deleted",
+                [CHANGE_REPLACED] = "replaced", [CHANGE_MODE] = "mode",
+        };
+        return (size_t) k < ELEMENTSOF(names) ? names[k] : "?";
+}
+
+/* ---- the layer, as the overlay format means it ---- */
+
+typedef struct scan {
+        layer *l;
+        size_t allocated;
+        unsigned uid;
+} scan;
+
+/* The overlay's own mark of a directory that hides the project's: "y". (A kernel's newer "x"
+ * marks a directory holding xattr whiteouts, which only a layer built by hand has: such a
+ * directory's entries are taken as what they are.) */
+static bool dir_opaque(int fd)
+{
+        char value[4];
+        ssize_t n = fgetxattr(fd, "user.overlay.opaque", value, sizeof value);
+        return n == 1 && value[0] == 'y';
+}
+
+static int scan_entry(const tree_entry *e, void *userdata)
+{
+        scan *s = userdata;
+        const struct stat *st = e->st;
+        layer_entry le = { .mode = st->st_mode & 07777, .ino = (uint64_t) st->st_ino };
+        int skip = 0;
+        switch (st->st_mode & S_IFMT) {
+        case S_IFREG:
+                le.kind = LAYER_FILE;
+                le.size = (uint64_t) st->st_size;
+                break;
+        case S_IFDIR:
+                le.kind = LAYER_DIR;
+                if (e->self < 0) {
+                        le.refused = "a directory that cannot be read";
+                        skip = TREE_SKIP;
+                } else
+                        le.opaque = dir_opaque(e->self);
+                break;
+        case S_IFLNK: {
+                le.kind = LAYER_LINK;
+                char target[LAYER_LINK_MAX + 1];
+                ssize_t n = readlinkat(e->dir, e->name, target, sizeof target);
+                if (n < 0 || (size_t) n >= sizeof target)
+                        le.refused = "a link that cannot be read";
+                else {
+                        target[n] = 0;
+                        if (strlen(target) != (size_t) n)
+                                le.refused = "a link that cannot be read";
+                        else if (!(le.target = strdup(target)))
+                                return -ENOMEM;
+                }
+                break;
+        }
+        case S_IFCHR:
+                /* The overlay's deletion: a 0/0 character device, made by the kernel (owned by
+                 * the namespace's root, not the user). */
+                if (major(st->st_rdev) == 0 && minor(st->st_rdev) == 0) {
+                        le.kind = LAYER_WHITEOUT;
+                        break;
+                }
+                le.kind = LAYER_OTHER;
+                le.refused = "a character device";
+                break;
+        case S_IFBLK:
+                le.kind = LAYER_OTHER;
+                le.refused = "a block device";
+                break;
+        case S_IFIFO:
+                le.kind = LAYER_OTHER;
+                le.refused = "a FIFO";
+                break;
+        case S_IFSOCK:
+                le.kind = LAYER_OTHER;
+                le.refused = "a socket";
+                break;
+        default:
+                le.kind = LAYER_OTHER;
+                le.refused = "of an unknown type";
+                break;
+        }
+        if (le.kind != LAYER_WHITEOUT && st->st_uid != s->uid && !le.refused) {
+                le.refused = "not yours (another owner)";
+                if (le.kind == LAYER_DIR)
+                        skip = TREE_SKIP;
+        }
+        if (le.refused)
+                le.opaque = false;
+        if (s->l->n == s->allocated) {
+                size_t grow = s->allocated ? s->allocated * 2 : 64;
+                layer_entry *more = realloc(s->l->entries, grow * sizeof *more);
+                if (!more) {
+                        free(le.target);
+                        return -ENOMEM;
+                }
+                s->l->entries = more;
+                s->allocated = grow;
+        }
+        if (!(le.path = strdup(e->path))) {
+                free(le.target);
+                return -ENOMEM;
+        }
+        s->l->entries[s->l->n++] = le;
+        /* A whiteout hides the project's entry; nothing is below it. */
+        return skip;
+}
+
+int layer_scan(int upper, unsigned uid, layer *ret, aisb_error **err)
+{
+        layer l = {};
+        scan s = { .l = &l, .uid = uid };
+        int r = tree_walk(upper, LAYER_MAX_ENTRIES, TREE_WALK_STAT, scan_entry, &s);
+        if (r < 0) {
+                layer_done(&l);
+                if (r == -ENOMEM)
+                        return error_oom(err);
+                if (r == -E2BIG)
+                        return aisb_error_set(err, r, "the layer holds more than %d entries: aisb does not read it",
+                                              LAYER_MAX_ENTRIES);
+                if (r == -ELOOP || r == -ENAMETOOLONG)
+                        return aisb_error_set(err, r, "the layer is deeper than %d directories or holds a path longer "
+                                                      "than %d bytes: aisb does not read it", TREE_MAX_DEPTH, TREE_PATH_MAX);
+                return aisb_error_set(err, r, "reading the layer: %s", strerror(-r));
+        }
+        *ret = l;
+        return 0;
+}
+
+/* ---- the layer against the project ---- */
+
+typedef struct changes_builder {
+        change_set *set;
+        size_t allocated;
+} changes_builder;
+
+static int push_change(changes_builder *b, const change *c)
+{
+        if (b->set->n == b->allocated) {
+                size_t grow = b->allocated ? b->allocated * 2 : 64;
+                change *more = realloc(b->set->changes, grow * sizeof *more);
+                if (!more)
+                        return -ENOMEM;
+                b->set->changes = more;
+                b->allocated = grow;
+        }
+        change copy = *c;
+        copy.path = strdup(c->path);
+        copy.target = c->target ? strdup(c->target) : NULL;
+        if (!copy.path || (c->target && !copy.target)) {
+                free(copy.path);
+                free(copy.target);
+                return -ENOMEM;
+        }
+        b->set->changes[b->set->n++] = copy;
+        return 0;
+}
+
+static char type_of(mode_t mode)
+{
+        return S_ISREG(mode) ? MANIFEST_FILE : S_ISDIR(mode) ? MANIFEST_DIR : S_ISLNK(mode) ? MANIFEST_LINK
+                                                                                            : MANIFEST_OTHER;
+}
+
+/* What the project has at rel now, without following a link on the way: 0 with *ret_type (0
+ * when nothing is there), or the error reaching its directory gave (-ELOOP: a link on the
+ * way, -ENOTDIR: something else). *ret_dir: the parent's descriptor, when wanted. */
+static int project_lookup(int project, const char *rel, struct stat *st, char *ret_type)
+{
+        const char *name;
+        _cleanup_close_ int dir = tree_open_parent(project, rel, &name);
+        if (dir == -ENOENT) {
+                *ret_type = 0;
+                return 0;
+        }
+        if (dir < 0)
+                return dir;
+        if (fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                *ret_type = 0;
+                return 0;
+        }
+        *ret_type = type_of(st->st_mode);
+        return 0;
+}
+
+/* Whether the project's file at rel has the content of the layer's. */
+static int same_content(int project, int upper, const char *rel, uint64_t size)
+{
+        const char *name;
+        _cleanup_close_ int pdir = tree_open_parent(project, rel, &name);
+        _cleanup_close_ int a = pdir >= 0 ? openat(pdir, name, OPEN_FILE_FLAGS) : -1;
+        _cleanup_close_ int udir = tree_open_parent(upper, rel, &name);
+        _cleanup_close_ int b = udir >= 0 ? openat(udir, name, OPEN_FILE_FLAGS) : -1;
+        struct stat sa, sb;
+        if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || !S_ISREG(sa.st_mode) ||
+            !S_ISREG(sb.st_mode) || (uint64_t) sa.st_size != size || (uint64_t) sb.st_size != size)
+                return 0;
+        _cleanup_free_ char *x = malloc(1 << 16), *y = malloc(1 << 16);
+        if (!x || !y)
+                return -ENOMEM;
+        for (uint64_t at = 0; at < size;) {
+                size_t want = size - at > (1 << 16) ? 1 << 16 : (size_t) (size - at);
+                if (pread_exactly(a, x, want, at) < 0 || pread_exactly(b, y, want, at) < 0)
+                        return 0;
+                if (memcmp(x, y, want) != 0)
+                        return 0;
+                at += want;
+        }
+        return 1;
+}
+
+/* Is rel below prefix (a directory's path)? */
+static bool below(const char *rel, const char *prefix)
+{
+        size_t n = strlen(prefix);
+        return n && strncmp(rel, prefix, n) == 0 && rel[n] == '/';
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The project's entries of the directory the layer's opaque directory at index at replaces
+ * that the layer does not hold (or holds as a whiteout): each is deleted. */
+static int opaque_deletions(changes_builder *b, const layer *l, size_t at, int project)
+{
+        const layer_entry *dir = &l->entries[at];
+        size_t prefix = strlen(dir->path) + 1;
+        /* The layer's own children of it, which come right after it, sorted for lookup. */
+        _cleanup_strv_free_ char **held = NULL;
+        int r = 0;
+        for (size_t j = at + 1; r >= 0 && j < l->n && below(l->entries[j].path, dir->path); j++)
+                /* A whiteout too: the loop over the layer reports its deletion. */
+                if (!strchr(l->entries[j].path + prefix, '/'))
+                        r = strv_push(&held, l->entries[j].path + prefix);
+        size_t n_held = strv_length((const char *const *) held);
+        if (n_held > 1)
+                qsort(held, n_held, sizeof *held, name_cmp);
+        int fd = tree_open_dir(project, dir->path, false, 0);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                const char *name = de->d_name;
+                if (streq(name, ".") || streq(name, "..") ||
+                    (n_held && bsearch(&name, held, n_held, sizeof *held, name_cmp)))
+                        continue;
+                struct stat st;
+                if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                _cleanup_free_ char *child = NULL;
+                if (asprintf(&child, "%s/%s", dir->path, name) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = push_change(b, &(change) { .path = child, .kind = CHANGE_DELETED, .kind_in_layer = LAYER_WHITEOUT,
+                                               .in_project = type_of(st.st_mode) });
+        }
+        closedir(d);
+        return r;
+}
+
+static int change_cmp(const void *a, const void *b)
+{
+        return tree_path_cmp(((const change *) a)->path, ((const change *) b)->path);
+}
+
+int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_error **err)
+{
+        change_set set = {};
+        changes_builder b = { .set = &set };
+        /* The last directory the project lacks (or has as something else): what is below it
+         * in the layer is new, whatever the project holds further down a path by that name. */
+        const char *fresh = NULL;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < l->n; i++) {
+                const layer_entry *e = &l->entries[i];
+                if (fresh && !below(e->path, fresh))
+                        fresh = NULL;
+                change c = { .path = e->path, .kind_in_layer = e->kind, .mode = e->mode & 0777,
+                             .mode_stripped = (e->mode & 07000) != 0, .size = e->size, .target = e->target,
+                             .refused = e->refused, .layer_ino = e->ino };
+                struct stat st = {};
+                char have = 0;
+                if (!fresh) {
+                        int k = project_lookup(project, e->path, &st, &have);
+                        if (k == -ELOOP || k == -ENOTDIR) {
+                                c.kind = CHANGE_ADDED;
+                                c.blocked = k == -ELOOP ? "the project's path to it goes through a link"
+                                                        : "the project's path to it goes through a file";
+                                r = push_change(&b, &c);
+                                continue;
+                        }
+                        if (k < 0) {
+                                r = k;
+                                break;
+                        }
+                }
+                c.in_project = have;
+                switch (e->kind) {
+                case LAYER_WHITEOUT:
+                        if (!have)
+                                continue;
+                        c.kind = CHANGE_DELETED;
+                        c.mode = 0;
+                        c.mode_stripped = false;
+                        c.size = 0;
+                        r = push_change(&b, &c);
+                        continue;
+                case LAYER_DIR:
+                        if (have != MANIFEST_DIR) {
+                                c.kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
+                                fresh = e->path;
+                                r = push_change(&b, &c);
+                                continue;
+                        }
+                        if (e->refused || (st.st_mode & 0777) != c.mode || c.mode_stripped) {
+                                c.kind = CHANGE_MODE;
+                                r = push_change(&b, &c);
+                        }
+                        if (r >= 0 && e->opaque)
+                                r = opaque_deletions(&b, l, i, project);
+                        continue;
+                case LAYER_FILE:
+                        if (have == MANIFEST_FILE) {
+                                if ((st.st_mode & 07777) == e->mode && (uint64_t) st.st_size == e->size) {
+                                        int same = same_content(project, upper, e->path, e->size);
+                                        if (same < 0) {
+                                                r = same;
+                                                break;
+                                        }
+                                        if (same)
+                                                continue;
+                                }
+                                c.kind = CHANGE_MODIFIED;
+                        } else
+                                c.kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
+                        r = push_change(&b, &c);
+                        continue;
+                case LAYER_LINK:
+                        if (have == MANIFEST_LINK && e->target) {
+                                char target[LAYER_LINK_MAX + 1];
+                                const char *name;
+                                _cleanup_close_ int dir = tree_open_parent(project, e->path, &name);
+                                ssize_t n = dir >= 0 ? readlinkat(dir, name, target, sizeof target - 1) : -1;
+                                if (n >= 0) {
+                                        target[n] = 0;
+                                        if (streq(target, e->target))
+                                                continue;
+                                }
+                                c.kind = CHANGE_MODIFIED;
+                        } else
+                                c.kind = have && have != MANIFEST_LINK ? CHANGE_REPLACED
+                                       : have ? CHANGE_MODIFIED : CHANGE_ADDED;
+                        r = push_change(&b, &c);
+                        continue;
+                case LAYER_OTHER:
+                        c.kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
+                        r = push_change(&b, &c);
+                        continue;
+                }
+        }
+        if (r < 0) {
+                change_set_done(&set);
+                return r == -ENOMEM ? error_oom(err)
+                                    : aisb_error_set(err, r, "comparing the layer with the project: %s", strerror(-r));
+        }
+        if (set.n > 1)
+                qsort(set.changes, set.n, sizeof *set.changes, change_cmp);
+        *ret = set;
+        return 0;
+}
