@@ -37,6 +37,20 @@ static void age(long long created, char *buf, size_t size)
                 snprintf(buf, size, "%lldd", s / 86400);
 }
 
+static void human_size(unsigned long long n, char *buf, size_t size)
+{
+        static const char units[] = "KMGT";
+        if (n < 1024) {
+                snprintf(buf, size, "%lluB", n);
+                return;
+        }
+        double v = (double) n;
+        size_t u = 0;
+        for (v /= 1024; v >= 1024 && u + 1 < sizeof units - 1; v /= 1024)
+                u++;
+        snprintf(buf, size, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
+}
+
 static void print_entry(const aisb_list_entry *e, void *userdata)
 {
         bool json = *(bool *) userdata;
@@ -55,15 +69,19 @@ static void print_entry(const aisb_list_entry *e, void *userdata)
                         json_object_object_add(o, "users", json_object_new_int(e->users));
                 if (e->idle_seconds >= 0)
                         json_object_object_add(o, "idle_seconds", json_object_new_int64(e->idle_seconds));
+                if (e->size >= 0)
+                        json_object_object_add(o, "size", json_object_new_int64(e->size));
                 cli_print_json(stdout, o);
                 json_object_put(o);
                 return;
         }
-        char a[32];
+        char a[32], size[32] = "-";
         age(e->created, a, sizeof a);
-        printf("%-32s %-7s %-8s %-5s %-16s %-5s ", e->name, e->kind,
+        if (e->size >= 0)
+                human_size((unsigned long long) e->size, size, sizeof size);
+        printf("%-32s %-7s %-8s %-5s %-16s %-5s %-6s ", e->name, e->kind,
                e->orphaned ? "orphaned" : e->state, e->net ? e->net : "-",
-               e->policy ? e->policy : "-", a);
+               e->policy ? e->policy : "-", a, size);
         if (e->users >= 0 && e->idle_seconds >= 0) {
                 /* A gate: what it serves, and how long since its last request. */
                 char idle[32];
@@ -82,8 +100,9 @@ int command_ps(int argc, char **argv)
                 if (strcmp(argv[i], "--json") == 0)
                         json = true;
                 else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        printf("Usage: aisb ps [--json]\n\nSandboxes, gates and home volumes of this user: name,\n"
-                               "kind, state, net mode, policy hash, age, project directory; for a gate, the\n"
+                        printf("Usage: aisb ps [--json]\n\nSandboxes, gates and home volumes of this user, review runs'\n"
+                               "layers and projects' undo records: name, kind, state, net mode, policy hash,\n"
+                               "age, size on disk (layers, undo records), project directory; for a gate, the\n"
                                "sandboxes it serves and how long since its last request.\n");
                         return 0;
                 } else {
@@ -103,8 +122,8 @@ int command_ps(int argc, char **argv)
                 return code;
         }
         if (!json)
-                printf("%-32s %-7s %-8s %-5s %-16s %-5s %s\n", "NAME", "KIND", "STATE", "NET", "POLICY",
-                       "AGE", "PROJECT");
+                printf("%-32s %-7s %-8s %-5s %-16s %-5s %-6s %s\n", "NAME", "KIND", "STATE", "NET", "POLICY",
+                       "AGE", "SIZE", "PROJECT");
         if (aisb_list(ctx, print_entry, &json, &err) < 0)
                 code = cli_fail(err, EXIT_AISB_FAILED);
         aisb_ctx_free(ctx);
@@ -128,16 +147,21 @@ int command_clean(int argc, char **argv)
                         flags |= AISB_CLEAN_DRY_RUN;
                 else if (strcmp(argv[i], "--volumes") == 0)
                         flags |= AISB_CLEAN_VOLUMES;
+                else if (strcmp(argv[i], "--layers") == 0)
+                        flags |= AISB_CLEAN_LAYERS;
                 else if (strncmp(argv[i], "--volumes=", 10) == 0) {
                         flags |= AISB_CLEAN_VOLUMES;
                         glob = argv[i] + 10;
                 } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        printf("Usage: aisb clean [--all] [--volumes[=GLOB]] [--dry-run]\n\n"
+                        printf("Usage: aisb clean [--all] [--volumes[=GLOB]] [--layers] [--dry-run]\n\n"
                                "Remove stopped sandboxes, sandboxes whose aisb is gone, stopped gates, the\n"
                                "gate of a run whose aisb is gone (it holds the run's secrets), the state of\n"
                                "every gate that is gone (its configuration zeroed first) and aisb images\n"
                                "nothing uses. --all: running gates and the bootstrap bases too.\n"
                                "--volumes: aisb-* volumes no container uses (GLOB narrows by name).\n"
+                               "--layers: the layers of review runs that ended (what was not applied\n"
+                               "is lost) and every project's undo records (aisb undo can no longer\n"
+                               "undo those runs).\n"
                                "Nothing outside aisb's namespace is touched.\n");
                         return 0;
                 } else {

@@ -402,22 +402,25 @@ AISB_PUBLIC int aisb_gate_log_path(const aisb_policy *policy, char **ret_path, a
 
 /* ---- what is running, what is left over, what ran ---- */
 
-/* One sandbox, gate or home volume of this user (strings valid during the callback only).
- * Fields may be added at the end. */
+/* One sandbox, gate or home volume of this user, a review run's layer or a project's undo
+ * records (strings valid during the callback only). Fields may be added at the end. */
 typedef struct aisb_list_entry {
-        const char *name;
-        const char *kind;    /* "sandbox", "gate" or "volume" (a home volume aisb made) */
-        const char *project; /* sandboxes and volumes: the project directory (may be NULL or "") */
+        const char *name;    /* a layer's: its run's; undo records': undo-DIR-HASH */
+        const char *kind;    /* "sandbox", "gate", "volume" (a home volume aisb made), "layer" or "undo" */
+        const char *project; /* the project directory (may be NULL or "" for a sandbox or volume) */
         const char *net;     /* "allow", "none", "full"; "host" for gates */
         const char *policy;  /* policy hash (sandboxes) or allowlist hash (gates) */
         const char *image;
-        const char *state;   /* podman's: "running", "exited", ...; volumes: "in-use", "unused" */
+        /* podman's: "running", "exited", ...; volumes: "in-use", "unused"; layers: "running",
+         * "ended"; undo records: "N runs" */
+        const char *state;
         long long created;   /* Unix time */
         int orphaned;        /* a sandbox whose aisb process is gone */
         /* Gates: the running sandboxes it serves, and the seconds since its last request (or
          * its start); -1 for anything else, or when not known. */
         int users;
         long long idle_seconds;
+        long long size;      /* layers and undo records: bytes on disk; -1 for anything else */
 } aisb_list_entry;
 typedef void (*aisb_list_fn)(const aisb_list_entry *entry, void *userdata);
 AISB_PUBLIC int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err);
@@ -426,6 +429,7 @@ enum {
         AISB_CLEAN_ALL = 1 << 0,     /* also running gates and every aisb image */
         AISB_CLEAN_VOLUMES = 1 << 1, /* also aisb-* volumes no container uses */
         AISB_CLEAN_DRY_RUN = 1 << 2, /* report, remove nothing */
+        AISB_CLEAN_LAYERS = 1 << 3,  /* also review layers of ended runs (changes not applied are lost) and undo records */
 };
 /* Remove stopped and orphaned sandboxes, stopped gates and runs' own gates whose run is gone
  * (a killed aisb's: they hold its secrets), unused aisb images except keep_image (the one the
@@ -435,7 +439,7 @@ enum {
  * (valid during the callback only; fields may be added at the end). Never touches anything
  * outside aisb's namespace. flags: AISB_CLEAN_*; -EINVAL for a bit it does not know. */
 typedef struct aisb_clean_entry {
-        const char *kind; /* "sandbox", "gate", "gate-state", "image" or "volume" */
+        const char *kind; /* "sandbox", "gate", "gate-state", "image", "volume", "layer" or "undo" */
         const char *name; /* a gate-state's: its directory */
 } aisb_clean_entry;
 typedef void (*aisb_clean_fn)(const aisb_clean_entry *removed, void *userdata);

@@ -5,7 +5,9 @@
  * volumes named aisb-*, images in localhost/aisb*. Nothing else is listed, and nothing else
  * is ever removed.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -15,6 +17,8 @@
 #include "jsonutil.h"
 #include "podman.h"
 #include "policy.h"
+#include "review.h"
+#include "tree-walk.h"
 #include "userdirs.h"
 
 #define MANAGED_FILTER "{\"label\":[\"" AISB_LABEL_PREFIX "managed=true\"]}"
@@ -116,10 +120,181 @@ static int list_homes(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error
                         .image = "",
                         .state = used ? "in-use" : "unused",
                         .created = json_object_object_get_ex(vol, "CreatedAt", &v) ? parse_time(v) : 0,
+                        .size = -1,
                 };
                 fn(&e, userdata);
         }
         return 0;
+}
+
+static void tell(aisb_clean_fn fn, void *userdata, const char *kind, const char *name);
+
+/* ---- what is kept of projects: review layers, undo records ---- */
+
+typedef struct kept_walk {
+        aisb_list_fn fn;
+        void *userdata;
+        /* A project's undo records, summed: */
+        size_t runs;
+        long long newest;
+        char *project;
+} kept_walk;
+
+static int list_layer(int top, int dir, const run_info *info, void *userdata)
+{
+        kept_walk *k = userdata;
+        aisb_list_entry e = {
+                .name = info->run, .kind = "layer", .project = info->project, .image = "",
+                .state = run_dir_running(dir) ? "running" : "ended", .created = info->started_ns / 1000000000LL,
+                .users = -1, .idle_seconds = -1, .size = (long long) dir_disk_usage(dir),
+        };
+        k->fn(&e, k->userdata);
+        return 0;
+}
+
+static int count_undo(int top, int dir, const run_info *info, void *userdata)
+{
+        kept_walk *k = userdata;
+        k->runs++;
+        if (info->started_ns / 1000000000LL > k->newest)
+                k->newest = info->started_ns / 1000000000LL;
+        if (!k->project && !(k->project = strdup(info->project)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* Each directory of top (STATE/layers or STATE/undo): a project's. */
+static int each_project_dir(const char *top, int (*fn)(const char *path, const char *name, void *userdata),
+                            void *userdata)
+{
+        _cleanup_close_ int fd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        DIR *d = fdopendir(steal_fd(&fd));
+        if (!d)
+                return -errno;
+        int r = 0;
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s/%s", top, de->d_name) < 0)
+                        r = -ENOMEM;
+                else
+                        r = fn(path, de->d_name, userdata);
+        }
+        closedir(d);
+        return r;
+}
+
+static int list_project_layers(const char *path, const char *name, void *userdata)
+{
+        return runs_each(path, list_layer, userdata);
+}
+
+static int list_project_undo(const char *path, const char *name, void *userdata)
+{
+        kept_walk *k = userdata;
+        _cleanup_free_ char *runs = NULL, *label = NULL;
+        if (asprintf(&runs, "%s/runs", path) < 0 || asprintf(&label, "undo-%s", name) < 0)
+                return -ENOMEM;
+        k->runs = 0;
+        k->newest = 0;
+        free(k->project);
+        k->project = NULL;
+        int r = runs_each(runs, count_undo, k);
+        if (r < 0 || !k->runs)
+                return r;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        char state[32];
+        snprintf(state, sizeof state, "%zu run%s", k->runs, k->runs == 1 ? "" : "s");
+        aisb_list_entry e = {
+                .name = label, .kind = "undo", .project = k->project, .image = "", .state = state,
+                .created = k->newest, .users = -1, .idle_seconds = -1,
+                .size = fd >= 0 ? (long long) dir_disk_usage(fd) : -1,
+        };
+        k->fn(&e, k->userdata);
+        return 0;
+}
+
+static int list_kept(aisb_list_fn fn, void *userdata, aisb_error **err)
+{
+        _cleanup_free_ char *layers = state_path("layers"), *undo = state_path("undo");
+        kept_walk k = { .fn = fn, .userdata = userdata };
+        int r = layers ? each_project_dir(layers, list_project_layers, &k) : 0;
+        if (r >= 0 && undo)
+                r = each_project_dir(undo, list_project_undo, &k);
+        free(k.project);
+        return r < 0 ? aisb_error_set(err, r, "listing review layers and undo records: %s", strerror(-r)) : 0;
+}
+
+typedef struct kept_clean {
+        aisb_ctx *ctx;
+        aisb_clean_fn fn;
+        void *userdata;
+        bool dry;
+        int failed;
+} kept_clean;
+
+static int clean_layer(int top, int dir, const run_info *info, void *userdata)
+{
+        kept_clean *k = userdata;
+        if (run_dir_running(dir))
+                return 0;
+        tell(k->fn, k->userdata, "layer", info->run);
+        if (k->dry)
+                return 0;
+        char aside[NAME_MAX + 1];
+        aisb_error *e = NULL;
+        if (snprintf(aside, sizeof aside, ".removing-%s", info->run) < (int) sizeof aside &&
+            renameat(top, info->run, top, aside) == 0 && runs_remove_aside(k->ctx, top, aside, &e) < 0) {
+                aisb_log(k->ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+                k->failed++;
+        }
+        aisb_error_free(e);
+        return 0;
+}
+
+static int clean_project_layers(const char *path, const char *name, void *userdata)
+{
+        int r = runs_each(path, clean_layer, userdata);
+        (void) rmdir(path);
+        return r;
+}
+
+static int undo_running(int top, int dir, const run_info *info, void *userdata)
+{
+        return run_dir_running(dir) ? -EBUSY : 0;
+}
+
+static int clean_project_undo(const char *path, const char *name, void *userdata)
+{
+        kept_clean *k = userdata;
+        _cleanup_free_ char *runs = NULL, *label = NULL;
+        if (asprintf(&runs, "%s/runs", path) < 0 || asprintf(&label, "undo-%s", name) < 0)
+                return -ENOMEM;
+        /* Records a run still writes stay, and the store they use with them. */
+        if (runs_each(runs, undo_running, NULL) == -EBUSY)
+                return 0;
+        tell(k->fn, k->userdata, "undo", label);
+        if (!k->dry && tree_remove(AT_FDCWD, path) < 0)
+                k->failed++;
+        return 0;
+}
+
+static int clean_kept(aisb_ctx *ctx, bool dry, aisb_clean_fn fn, void *userdata, aisb_error **err)
+{
+        _cleanup_free_ char *layers = state_path("layers"), *undo = state_path("undo");
+        kept_clean k = { .ctx = ctx, .fn = fn, .userdata = userdata, .dry = dry };
+        int r = layers ? each_project_dir(layers, clean_project_layers, &k) : 0;
+        if (r >= 0 && undo)
+                r = each_project_dir(undo, clean_project_undo, &k);
+        if (r < 0)
+                return aisb_error_set(err, r, "cleaning review layers and undo records: %s", strerror(-r));
+        return k.failed ? aisb_error_set(err, -EIO, "%d review layer%s or undo record%s could not be removed "
+                                                    "(said above)", k.failed, k.failed == 1 ? "" : "s",
+                                         k.failed == 1 ? "" : "s")
+                        : 0;
 }
 
 /* The running sandboxes a gate serves: they carry its hash. */
@@ -184,10 +359,12 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
                         .orphaned = !gate && orphaned(labels),
                         .users = gate && hash ? gate_users(list, hash) : -1,
                         .idle_seconds = gate && hash ? gate_idle(hash, created) : -1,
+                        .size = -1,
                 };
                 fn(&e, userdata);
         }
-        return list_homes(ctx, fn, userdata, err);
+        r = list_homes(ctx, fn, userdata, err);
+        return r < 0 ? r : list_kept(fn, userdata, err);
 }
 
 /* For what another owner may still use: a refusal is a warning, not the end of the clean.
@@ -219,7 +396,7 @@ static void tell_state(const char *dir, void *userdata)
 int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
                aisb_clean_fn fn, void *userdata, aisb_error **err)
 {
-        if (flags & ~(unsigned) (AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN))
+        if (flags & ~(unsigned) (AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN | AISB_CLEAN_LAYERS))
                 return aisb_error_set(err, -EINVAL, "aisb_clean: unknown flags 0x%x", flags);
         bool all = flags & AISB_CLEAN_ALL, dry = flags & AISB_CLEAN_DRY_RUN;
         bool volumes = flags & AISB_CLEAN_VOLUMES;
@@ -301,6 +478,11 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                                 warn_on_error(ctx, podman_image_remove(ctx, ref, &e), &e);
                         }
                 }
+        }
+        if (flags & AISB_CLEAN_LAYERS) {
+                r = clean_kept(ctx, dry, fn, userdata, err);
+                if (r < 0)
+                        return r;
         }
         if (!volumes)
                 return 0;
