@@ -937,6 +937,9 @@ static int kube_check(const aisb_policy *p, const kube_options *o, const allowli
                                       p->keep_root ? "insecure-keep-root" : "allow-unenforced");
         if (p->create_patch)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --unsafe-create-patch is podman's, not a cluster's");
+        if (p->review)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: --review keeps a run's changes in a layer on this "
+                                                        "machine; a cluster's workspace has none");
         if (o->netfilter_init && p->net == SANDBOX_NET_FULL)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --netfilter init has no ruleset to install with --net full");
         if (o->podman && o->as_sandbox)

@@ -158,9 +158,19 @@ int run_info_parse(const char *text, size_t size, run_info *ret)
 static long long now_coarse_ns(void)
 {
         struct timespec ts;
-        /* The clock file times come from: a change made after this has a ctime at least it. */
         (void) clock_gettime(CLOCK_REALTIME_COARSE, &ts);
         return (long long) ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* When the run begins, on the clock file times come from (the kernel's coarse one, a tick of a
+ * few milliseconds): the next tick, waited for, so that what changed before has a ctime
+ * earlier than it and what changes from now on has one at least it. */
+long long run_start_time(void)
+{
+        long long was = now_coarse_ns(), now;
+        while ((now = now_coarse_ns()) == was)
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 500000 }, NULL);
+        return now;
 }
 
 static int write_file_at(int dir, const char *name, const char *data, size_t size)
@@ -267,7 +277,7 @@ int review_layer_create(const char *project, int project_fd, const char *run, co
         }
         /* When it began, then what the project held: what changes after this is the user's. */
         run_info info = { .project = (char *) project, .run = (char *) run, .protect = (char *) protect,
-                          .started_ns = now_coarse_ns(), .pid = (long) getpid() };
+                          .started_ns = run_start_time(), .pid = (long) getpid() };
         _cleanup_(manifest_done) manifest names = {};
         _cleanup_(buffer_free) buffer text = {};
         if (r >= 0)

@@ -36,6 +36,10 @@ typedef struct run_info {
         long pid;
 } run_info;
 void run_info_done(run_info *i);
+/* When a run begins, on the coarse clock file times come from: the next tick, waited for (a
+ * few milliseconds), so that what changed before has an earlier ctime and what changes from
+ * now on one at least as late, and two runs begun one after the other have two times. */
+long long run_start_time(void);
 int run_info_format(const run_info *i, buffer *out);
 int run_info_parse(const char *text, size_t size, run_info *ret);
 

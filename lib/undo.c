@@ -272,7 +272,7 @@ int undo_record_begin(const char *project, int project_fd, const char *run, undo
         if (rec.lock_fd >= 0)
                 (void) flock(rec.lock_fd, LOCK_EX | LOCK_NB);
         index_load(runs, runs_fd, &s.index);
-        run_info info = { .project = (char *) project, .run = (char *) run, .started_ns = now_coarse_ns(),
+        run_info info = { .project = (char *) project, .run = (char *) run, .started_ns = run_start_time(),
                           .pid = (long) getpid() };
         r = tree_walk(project_fd, 0, TREE_WALK_STAT, record_entry, &s);
         index_done(&s.index);

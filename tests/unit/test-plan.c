@@ -400,6 +400,68 @@ START_TEST(test_built_from_snapshot)
 }
 END_TEST
 
+/* A review run's project is an overlay whose upper directory is the run's layer: no bind of
+ * the project, no writable bind of a git directory (its writes go to the layer too), its
+ * read-only binds kept, and no check of /project's inode (the overlay's root is the layer's). */
+START_TEST(test_review_plan)
+{
+        aisb_policy *p = policy_for(&rows[0], true);
+        FILE *c = fopen(PROJECT "/.git/config", "w");
+        ck_assert_ptr_nonnull(c);
+        fclose(c);
+        set(p, "review", "true");
+        plan_facts f = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = "localhost/aisb:x" }, &f,
+                                  &err) == 0,
+                      "%s", aisb_error_message(err));
+        run_plan plan = {};
+        ck_assert_int_eq(plan_build(p, &f, &plan, NULL), 0);
+        json_object *overlay = get(plan.body, "overlay_volumes");
+        ck_assert_uint_eq(json_object_array_length(overlay), 1);
+        json_object *o = json_object_array_get_idx(overlay, 0);
+        ck_assert_str_eq(json_object_get_string(get(o, "source")), PROJECT);
+        ck_assert_str_eq(json_object_get_string(get(o, "destination")), AISB_PROJECT_DIR);
+        char *options = body_text(get(o, "options"));
+        ck_assert_ptr_nonnull(strstr(options, "\"upperdir=(the run's review layer)"));
+        ck_assert_ptr_nonnull(strstr(options, "\"workdir=(the run's review layer)"));
+        free(options);
+        json_object *mounts = get(plan.body, "mounts");
+        bool config_ro = false;
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i);
+                const char *dst = json_object_get_string(get(m, "destination"));
+                char *opts = body_text(get(m, "options"));
+                ck_assert_msg(!streq(dst, AISB_PROJECT_DIR), "the project is bound: %s", dst);
+                ck_assert_msg(!streq(dst, AISB_PROJECT_DIR "/.git"), "the git directory is bound writable");
+                if (streq(dst, AISB_PROJECT_DIR "/.git/config"))
+                        config_ro = strstr(opts, "\"ro\"") != NULL;
+                free(opts);
+        }
+        ck_assert(config_ro);
+        char *argv = argv_text(plan.entrypoint);
+        ck_assert_ptr_null(strstr(argv, "--expect-mount " AISB_PROJECT_DIR ":"));
+        ck_assert_ptr_null(strstr(argv, "--expect-mount " AISB_PROJECT_DIR "/.git:"));
+        ck_assert_ptr_nonnull(strstr(argv, "--expect-mount " AISB_PROJECT_DIR "/.git/config:"));
+        free(argv);
+        run_plan_done(&plan);
+        plan_facts_done(&f);
+        /* Nothing to review without a project; what root would write is not the user's. */
+        set(p, "insecure-keep-root", "true");
+        ck_assert_int_eq(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DRY_RUN }, &f, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "--insecure-keep-root"));
+        aisb_error_free(err);
+        err = NULL;
+        set(p, "insecure-keep-root", "false");
+        set(p, "no-cwd", "true");
+        ck_assert_int_eq(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DRY_RUN }, &f, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "--review"));
+        aisb_error_free(err);
+        ck_assert_int_eq(unlink(PROJECT "/.git/config"), 0);
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* The pieces every view shares. */
 START_TEST(test_builders)
 {
@@ -441,6 +503,7 @@ static Suite *plan_suite(void)
         tcase_add_test(tc, test_description_effects);
         tcase_add_test(tc, test_built_from_snapshot);
         tcase_add_test(tc, test_builders);
+        tcase_add_test(tc, test_review_plan);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -549,6 +549,8 @@ static void samples_setup(void)
         sample("entrypoint", path, NULL);
         sample("net", "none", NULL);
         sample("protect", ".git,tools/hooks", NULL);
+        sample("review", "true", NULL);
+        sample("undo", "off", NULL);
         key_sample *s = sample("allow", "Example.COM:8443", "example.com:8443");
         snprintf(s->line, sizeof s->line, "allow=example.com:8443 # --allow");
         snprintf(s->second, sizeof s->second, "192.0.2.0/24");

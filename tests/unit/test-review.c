@@ -1,0 +1,687 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Review layers, read and applied without podman: the walk and the record of a tree, a layer
+ * as the overlay leaves it (whiteouts, opaque directories, links, FIFOs, setuid files) read
+ * and compared with the project, and aisb diff, apply and discard over a layer made the way a
+ * review run makes it (review_layer_create), the agent's writes put straight into its upper
+ * directory. The e2e test review proves the same against a real sandbox.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include "digest.h"
+#include "fileio.h"
+#include "internal.h"
+#include "layer.h"
+#include "manifest.h"
+#include "policy.h"
+#include "review.h"
+#include "tree-walk.h"
+#include "tree-write.h"
+#include "unit.h"
+
+static char top[64], project[128], outside[128], state[128];
+
+static void setup(void)
+{
+        snprintf(top, sizeof top, "/tmp/aisb-test-review-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        snprintf(project, sizeof project, "%s/proj", top);
+        snprintf(outside, sizeof outside, "%s/outside", top);
+        snprintf(state, sizeof state, "%s/state", top);
+        ck_assert_int_eq(mkdir(project, 0755), 0);
+        ck_assert_int_eq(mkdir(outside, 0755), 0);
+        ck_assert_int_eq(mkdir(state, 0700), 0);
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+}
+
+static void teardown(void)
+{
+        ck_assert_int_eq(tree_remove(AT_FDCWD, top), 0);
+}
+
+static void put_at(const char *dir, const char *rel, const char *text, mode_t mode)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+        ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+        ck_assert_int_eq(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+static void mkdir_at(const char *dir, const char *rel, mode_t mode)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        ck_assert_msg(mkdir(path, mode) == 0 || errno == EEXIST, "%s: %s", path, strerror(errno));
+        ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static char *read_at(const char *dir, const char *rel)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        char *text = NULL;
+        ck_assert_int_ge(read_full_fd(fd, 1 << 20, &text, NULL), 0);
+        close(fd);
+        return text;
+}
+
+/* ---- a tree's fingerprint: names, types, modes, sizes, link targets, contents ---- */
+
+typedef struct fingerprint {
+        digest *d;
+} fingerprint;
+
+static int fingerprint_entry(const tree_entry *e, void *userdata)
+{
+        fingerprint *f = userdata;
+        char line[64];
+        snprintf(line, sizeof line, "%o %lld ", (unsigned) e->st->st_mode, (long long) (S_ISDIR(e->st->st_mode) ? 0 : e->st->st_size));
+        ck_assert_int_eq(digest_update(f->d, e->path, strlen(e->path) + 1), 0);
+        ck_assert_int_eq(digest_update(f->d, line, strlen(line)), 0);
+        if (S_ISLNK(e->st->st_mode)) {
+                char target[4096];
+                ssize_t n = readlinkat(e->dir, e->name, target, sizeof target);
+                ck_assert_int_ge(n, 0);
+                ck_assert_int_eq(digest_update(f->d, target, (size_t) n), 0);
+        } else if (S_ISREG(e->st->st_mode)) {
+                int fd = openat(e->dir, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(digest_update_fd(f->d, fd, (uint64_t) e->st->st_size), 0);
+                close(fd);
+        }
+        return 0;
+}
+
+static char *tree_hash(const char *dir)
+{
+        fingerprint f = {};
+        ck_assert_int_eq(digest_new(&f.d), 0);
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(tree_walk(fd, 0, TREE_WALK_STAT, fingerprint_entry, &f), 0);
+        close(fd);
+        char *hex = NULL;
+        ck_assert_int_eq(digest_end_hex(f.d, 64, &hex), 0);
+        digest_free(f.d);
+        return hex;
+}
+
+/* ---- the walk, the order, the record ---- */
+
+START_TEST(test_path_order)
+{
+        ck_assert_int_lt(tree_path_cmp("a", "a/b"), 0);
+        ck_assert_int_lt(tree_path_cmp("a/b", "a-c"), 0);
+        ck_assert_int_lt(tree_path_cmp("a/zzz", "a0"), 0);
+        ck_assert_int_gt(tree_path_cmp("b", "a/b"), 0);
+        ck_assert_int_eq(tree_path_cmp("x/y", "x/y"), 0);
+        ck_assert(tree_path_valid("a/b.c"));
+        ck_assert(!tree_path_valid("/a"));
+        ck_assert(!tree_path_valid("a//b"));
+        ck_assert(!tree_path_valid("a/../b"));
+        ck_assert(!tree_path_valid("./a"));
+        ck_assert(!tree_path_valid("a/"));
+        ck_assert(!tree_path_valid(""));
+}
+END_TEST
+
+typedef struct seen {
+        char **paths;
+} seen;
+
+static int collect(const tree_entry *e, void *userdata)
+{
+        seen *s = userdata;
+        ck_assert_int_eq(strv_push(&s->paths, e->path), 0);
+        return 0;
+}
+
+START_TEST(test_walk_sorted_no_links_bounded)
+{
+        mkdir_at(project, "a", 0755);
+        mkdir_at(project, "a-c", 0755);
+        put_at(project, "a/b", "x", 0644);
+        put_at(project, "a-c/d", "x", 0644);
+        put_at(outside, "secret", "s", 0644);
+        char link[256];
+        snprintf(link, sizeof link, "%s/ln", project);
+        ck_assert_int_eq(symlink(outside, link), 0);
+        int fd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        seen s = {};
+        ck_assert_int_eq(tree_walk(fd, 0, 0, collect, &s), 0);
+        const char *want[] = { "a", "a/b", "a-c", "a-c/d", "ln", NULL };
+        for (size_t i = 0; want[i]; i++) {
+                ck_assert_ptr_nonnull(s.paths[i]);
+                ck_assert_str_eq(s.paths[i], want[i]);
+        }
+        ck_assert_ptr_null(s.paths[5]);
+        strv_free(s.paths);
+        /* Past the bound: -E2BIG, after what came before. */
+        s = (seen) {};
+        ck_assert_int_eq(tree_walk(fd, 3, 0, collect, &s), -E2BIG);
+        strv_free(s.paths);
+        close(fd);
+}
+END_TEST
+
+START_TEST(test_manifest_round_trip)
+{
+        manifest m = {};
+        manifest_entry e = { .path = (char *) "a", .type = MANIFEST_DIR, .mode = 0755, .ino = 7 };
+        ck_assert_int_eq(manifest_add(&m, &e), 0);
+        e = (manifest_entry) { .path = (char *) "a/new\nline %x", .type = MANIFEST_FILE, .mode = 04755, .size = 3,
+                               .mtime_ns = -5, .ctime_ns = 9, .dev = 1, .ino = 8 };
+        memset(e.hash, 'a', 64);
+        ck_assert_int_eq(manifest_add(&m, &e), 0);
+        e = (manifest_entry) { .path = (char *) "b", .type = MANIFEST_LINK, .target = (char *) "../x y", .ino = 9 };
+        ck_assert_int_eq(manifest_add(&m, &e), 0);
+        e = (manifest_entry) { .path = (char *) "c", .type = MANIFEST_UNREAD, .ino = 10 };
+        ck_assert_int_eq(manifest_add(&m, &e), 0);
+        buffer b = {};
+        ck_assert_int_eq(manifest_format(&m, &b), 0);
+        ck_assert_ptr_null(strstr(b.data, "new\nline"));
+        manifest back = {};
+        ck_assert_int_eq(manifest_parse(b.data, b.size, &back, NULL), 0);
+        ck_assert_uint_eq(back.n, 4);
+        ck_assert_str_eq(back.entries[1].path, "a/new\nline %x");
+        ck_assert_int_eq(back.entries[1].mode, 04755);
+        ck_assert_int_eq(back.entries[1].mtime_ns, -5);
+        ck_assert_str_eq(back.entries[2].target, "../x y");
+        ck_assert_ptr_nonnull(manifest_find(&back, "a/new\nline %x"));
+        ck_assert_ptr_null(manifest_find(&back, "zz"));
+        manifest_done(&back);
+        /* Out of order, a bad escape, a path that climbs, a header missing: refused. */
+        const char *bad[] = {
+                "aisb-manifest 1\nf 644 0 0 0 0 1 - b\nf 644 0 0 0 0 1 - a\n",
+                "aisb-manifest 1\nf 644 0 0 0 0 1 - a%zz\n",
+                "aisb-manifest 1\nf 644 0 0 0 0 1 - a%41\n",
+                "aisb-manifest 1\nf 644 0 0 0 0 1 - ../a\n",
+                "aisb-manifest 1\nf 644 0 0 0 0 1 - /a\n",
+                "aisb-manifest 1\nf 644 0 0 0 0 1 - a",
+                "aisb-manifest 1\nf 7777777 0 0 0 0 1 - a\n",
+                "f 644 0 0 0 0 1 - a\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                size_t line = 0;
+                ck_assert_msg(manifest_parse(bad[i], strlen(bad[i]), &back, &line) == -EBADMSG, "accepted: %s", bad[i]);
+        }
+        buffer_free(&b);
+        manifest_done(&m);
+}
+END_TEST
+
+/* ---- a layer as the overlay leaves it ---- */
+
+static char upper[256];
+
+/* What the overlay would have made of the agent's writes. */
+static void whiteout(const char *rel)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", upper, rel);
+        ck_assert_msg(mknod(path, S_IFCHR | 0, makedev(0, 0)) == 0, "mknod %s: %s", path, strerror(errno));
+}
+
+static void opaque(const char *rel)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", upper, rel);
+        ck_assert_msg(setxattr(path, "user.overlay.opaque", "y", 1, 0) == 0, "setxattr %s: %s", path, strerror(errno));
+}
+
+static aisb_policy *policy_of_project(void)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
+        return p;
+}
+
+/* A layer made as a run makes it, with the agent's writes then put into its upper directory
+ * by fill(); the run ended. */
+static review_layer make_layer(const char *run, void (*fill)(void))
+{
+        int pfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        review_layer l = REVIEW_LAYER_NULL;
+        aisb_error *err = NULL;
+        ck_assert_msg(review_layer_create(project, pfd, run, PROTECT_DEFAULT, &l, &err) == 0, "%s",
+                      aisb_error_message(err));
+        snprintf(upper, sizeof upper, "%s", l.upper);
+        fill();
+        ck_assert_msg(review_layer_end(&l, pfd, &err) == 0, "%s", aisb_error_message(err));
+        close(pfd);
+        return l;
+}
+
+static void project_files(void)
+{
+        put_at(project, "a.txt", "hello\n", 0644);
+        put_at(project, "same.txt", "same\n", 0644);
+        mkdir_at(project, "sub", 0755);
+        put_at(project, "sub/b.txt", "b\n", 0644);
+        mkdir_at(project, "keep", 0755);
+        put_at(project, "keep/old", "old\n", 0644);
+        put_at(project, "keep/stays", "stays\n", 0644);
+        mkdir_at(project, "bin", 0755);
+        mkdir_at(project, ".git", 0755);
+        put_at(project, ".git/HEAD", "ref: refs/heads/main\n", 0644);
+}
+
+static void agent_writes(void)
+{
+        put_at(upper, "a.txt", "changed\n", 0644);   /* modified */
+        put_at(upper, "same.txt", "same\n", 0644);   /* copied up, unchanged: no change */
+        put_at(upper, "new.txt", "new\n", 0644);     /* added */
+        whiteout("sub");                             /* deleted, with what is in it */
+        mkdir_at(upper, "keep", 0755);
+        opaque("keep");                              /* replaced whole: keep/old and keep/stays go */
+        put_at(upper, "keep/stays", "stays\n", 0644); /* ... but this one is made again */
+        mkdir_at(upper, "bin", 0700);                /* a directory's mode */
+        put_at(upper, "sx", "", 04755);              /* setuid: dropped */
+        char path[512];
+        snprintf(path, sizeof path, "%s/fifo", upper);
+        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        snprintf(path, sizeof path, "%s/evil", upper);
+        ck_assert_int_eq(symlink(outside, path), 0); /* a link out of the project */
+        mkdir_at(upper, ".git", 0755);
+        put_at(upper, ".git/HEAD", "ref: refs/heads/evil\n", 0644);
+        mkdir_at(upper, ".vscode", 0755);
+        put_at(upper, ".vscode/tasks.json", "{}\n", 0644);
+}
+
+typedef struct listed {
+        char **lines;
+        size_t n;
+} listed;
+
+static int list_change(const aisb_change *c, void *userdata)
+{
+        listed *l = userdata;
+        char line[512];
+        snprintf(line, sizeof line, "%s %s %s%s%s", c->action ? c->action : c->change, c->path,
+                 c->refused ? "refused " : "", c->protected_path ? "protected " : "", c->mode_stripped ? "stripped" : "");
+        ck_assert_int_eq(strv_push(&l->lines, line), 0);
+        l->n++;
+        return 0;
+}
+
+static bool has_line(const listed *l, const char *prefix)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (strncmp(l->lines[i], prefix, strlen(prefix)) == 0)
+                        return true;
+        return false;
+}
+
+START_TEST(test_layer_as_the_overlay_leaves_it)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-00000001", agent_writes);
+        ck_assert_uint_eq(l.changes, 11);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        char *run = NULL;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_review_diff(p, NULL, 0, list_change, &got, &run, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_str_eq(run, "aisb-proj-00000001");
+        for (size_t i = 0; i < got.n; i++)
+                fprintf(stderr, "diff: %s\n", got.lines[i]);
+        ck_assert(has_line(&got, "modified a.txt"));
+        ck_assert(!has_line(&got, "modified same.txt"));
+        ck_assert(has_line(&got, "added new.txt"));
+        ck_assert(has_line(&got, "deleted sub "));
+        ck_assert(!has_line(&got, "deleted sub/b.txt"));
+        ck_assert(has_line(&got, "deleted keep/old"));
+        ck_assert(!has_line(&got, "deleted keep/stays"));
+        ck_assert(has_line(&got, "mode bin"));
+        ck_assert(has_line(&got, "added sx stripped"));
+        ck_assert(has_line(&got, "added fifo refused"));
+        ck_assert(has_line(&got, "added evil"));
+        ck_assert(has_line(&got, "modified .git/HEAD protected"));
+        ck_assert(has_line(&got, "added .vscode protected"));
+        ck_assert(has_line(&got, "added .vscode/tasks.json protected"));
+        ck_assert_uint_eq(got.n, l.changes);
+        strv_free(got.lines);
+        free(run);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
+typedef struct patch_count {
+        int patches;
+        bool a_seen;
+} patch_count;
+
+static int count_patches(const aisb_change *ch, void *userdata)
+{
+        patch_count *k = userdata;
+        if (ch->patch) {
+                k->patches++;
+                if (streq(ch->path, "a.txt"))
+                        k->a_seen = strstr(ch->patch, "-hello\n+changed\n") != NULL;
+        }
+        return 0;
+}
+
+START_TEST(test_diff_shows_text_patches)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-00000002", agent_writes);
+        aisb_policy *p = policy_of_project();
+        patch_count c = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_review_diff(p, "00000002", AISB_REVIEW_PATCH, count_patches, &c, NULL, &err) == 0, "%s",
+                      aisb_error_message(err));
+        ck_assert(c.a_seen);
+        ck_assert_int_ge(c.patches, 3); /* a.txt, new.txt, .git/HEAD at least */
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
+START_TEST(test_apply_all)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-00000003", agent_writes);
+        char *outside_before = tree_hash(outside);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        /* A dry run changes nothing. */
+        char *before = tree_hash(project);
+        int r = aisb_review_apply(p, NULL, NULL, AISB_APPLY_DRY_RUN, list_change, &got, NULL, &err);
+        ck_assert_msg(r >= 0, "%s", aisb_error_message(err));
+        char *after = tree_hash(project);
+        ck_assert_str_eq(before, after);
+        free(after);
+        strv_free(got.lines);
+        got = (listed) {};
+        /* The FIFO is refused: one path not applied. */
+        r = aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err);
+        ck_assert_msg(r == 1, "%d: %s", r, err ? aisb_error_message(err) : "");
+        for (size_t i = 0; i < got.n; i++)
+                fprintf(stderr, "apply: %s\n", got.lines[i]);
+        ck_assert(has_line(&got, "refused fifo"));
+        ck_assert(has_line(&got, "skipped .git/HEAD"));
+        ck_assert(has_line(&got, "skipped .vscode"));
+        _cleanup_free_ char *a = read_at(project, "a.txt"), *n = read_at(project, "new.txt"),
+                            *head = read_at(project, ".git/HEAD"), *stays = read_at(project, "keep/stays");
+        ck_assert_str_eq(a, "changed\n");
+        ck_assert_str_eq(n, "new\n");
+        ck_assert_str_eq(head, "ref: refs/heads/main\n");
+        ck_assert_str_eq(stays, "stays\n");
+        struct stat st;
+        char path[512];
+        snprintf(path, sizeof path, "%s/sub", project);
+        ck_assert_int_eq(lstat(path, &st), -1);
+        snprintf(path, sizeof path, "%s/keep/old", project);
+        ck_assert_int_eq(lstat(path, &st), -1);
+        snprintf(path, sizeof path, "%s/fifo", project);
+        ck_assert_int_eq(lstat(path, &st), -1);
+        snprintf(path, sizeof path, "%s/.vscode", project);
+        ck_assert_int_eq(lstat(path, &st), -1);
+        snprintf(path, sizeof path, "%s/sx", project);
+        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0755);
+        snprintf(path, sizeof path, "%s/bin", project);
+        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert_int_eq(st.st_mode & 0777, 0700);
+        snprintf(path, sizeof path, "%s/evil", project);
+        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode));
+        char *outside_after = tree_hash(outside);
+        ck_assert_str_eq(outside_before, outside_after);
+        /* Named, a protected path is applied. */
+        strv_free(got.lines);
+        got = (listed) {};
+        const char *named[] = { ".git", NULL };
+        ck_assert_int_eq(aisb_review_apply(p, NULL, named, 0, list_change, &got, NULL, &err), 0);
+        free(head);
+        head = read_at(project, ".git/HEAD");
+        ck_assert_str_eq(head, "ref: refs/heads/evil\n");
+        /* A path that names no change: refused whole, nothing done. */
+        const char *nothing[] = { "no/such", NULL };
+        ck_assert_int_eq(aisb_review_apply(p, NULL, nothing, 0, NULL, NULL, NULL, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "no/such"));
+        aisb_error_free(err);
+        err = NULL;
+        const char *climbs[] = { "../x", NULL };
+        ck_assert_int_eq(aisb_review_apply(p, NULL, climbs, 0, NULL, NULL, NULL, &err), -EINVAL);
+        aisb_error_free(err);
+        strv_free(got.lines);
+        free(before);
+        free(outside_before);
+        free(outside_after);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
+static void agent_writes_two(void)
+{
+        put_at(upper, "a.txt", "agent\n", 0644);
+        mkdir_at(upper, "sub", 0755);
+        put_at(upper, "sub/b.txt", "agent b\n", 0644);
+        put_at(upper, "gone.txt", "agent\n", 0644);
+        whiteout("same.txt");
+}
+
+START_TEST(test_apply_conflicts)
+{
+        project_files();
+        put_at(project, "gone.txt", "user's\n", 0644);
+        review_layer l = make_layer("aisb-proj-00000004", agent_writes_two);
+        /* The user, after the run began: a.txt edited, gone.txt removed, same.txt replaced. */
+        put_at(project, "a.txt", "user's edit\n", 0644);
+        char path[512];
+        snprintf(path, sizeof path, "%s/gone.txt", project);
+        ck_assert_int_eq(unlink(path), 0);
+        snprintf(path, sizeof path, "%s/same.txt", project);
+        char tmp[512];
+        snprintf(tmp, sizeof tmp, "%s/same.new", project);
+        put_at(project, "same.new", "user's\n", 0644);
+        ck_assert_int_eq(rename(tmp, path), 0);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        int r = aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err);
+        for (size_t i = 0; i < got.n; i++)
+                fprintf(stderr, "apply: %s\n", got.lines[i]);
+        ck_assert_int_eq(r, 3);
+        ck_assert(has_line(&got, "conflict a.txt"));
+        ck_assert(has_line(&got, "conflict gone.txt"));
+        ck_assert(has_line(&got, "conflict same.txt"));
+        ck_assert(has_line(&got, "applied sub/b.txt"));
+        _cleanup_free_ char *a = read_at(project, "a.txt");
+        ck_assert_str_eq(a, "user's edit\n");
+        strv_free(got.lines);
+        got = (listed) {};
+        /* Forced, they are the agent's. */
+        const char *only[] = { "a.txt", NULL };
+        ck_assert_int_eq(aisb_review_apply(p, NULL, only, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
+        free(a);
+        a = read_at(project, "a.txt");
+        ck_assert_str_eq(a, "agent\n");
+        strv_free(got.lines);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
+static void agent_writes_below_sub(void)
+{
+        mkdir_at(upper, "sub", 0755);
+        put_at(upper, "sub/b.txt", "written through?\n", 0644);
+        put_at(upper, "sub/new", "new\n", 0644);
+}
+
+START_TEST(test_apply_never_through_a_project_link)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-00000005", agent_writes_below_sub);
+        /* After the run, sub becomes a link out of the project (another run's agent, or anyone
+         * who can write the project). */
+        put_at(outside, "b.txt", "outside\n", 0644);
+        char path[512];
+        snprintf(path, sizeof path, "%s/sub", project);
+        ck_assert_int_eq(tree_remove(AT_FDCWD, path), 0);
+        ck_assert_int_eq(symlink(outside, path), 0);
+        char *before = tree_hash(outside);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        /* The link is not what the run began with: a conflict, nothing written. */
+        int r = aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err);
+        for (size_t i = 0; i < got.n; i++)
+                fprintf(stderr, "apply: %s\n", got.lines[i]);
+        ck_assert_int_ge(r, 1);
+        ck_assert(has_line(&got, "conflict sub "));
+        char *after = tree_hash(outside);
+        ck_assert_str_eq(before, after);
+        free(after);
+        /* Forced, the layer's directory replaces the link; nothing goes through it. */
+        r = aisb_review_apply(p, NULL, NULL, AISB_APPLY_FORCE, list_change, &got, NULL, &err);
+        ck_assert_int_eq(r, 0);
+        after = tree_hash(outside);
+        ck_assert_str_eq(before, after);
+        struct stat st;
+        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert(S_ISDIR(st.st_mode));
+        _cleanup_free_ char *b = read_at(project, "sub/b.txt");
+        ck_assert_str_eq(b, "written through?\n");
+        free(before);
+        free(after);
+        strv_free(got.lines);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
+static void agent_makes_bare_repository(void)
+{
+        mkdir_at(upper, "tool", 0755);
+        put_at(upper, "tool/HEAD", "ref: refs/heads/main\n", 0644);
+        mkdir_at(upper, "tool/objects", 0755);
+        mkdir_at(upper, "tool/refs", 0755);
+        put_at(upper, "tool/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0644);
+        put_at(upper, "notes.txt", "fine\n", 0644);
+}
+
+START_TEST(test_a_git_directory_the_agent_made_is_protected)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-00000006", agent_makes_bare_repository);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err), 0);
+        ck_assert(has_line(&got, "skipped tool/config"));
+        ck_assert(has_line(&got, "applied notes.txt"));
+        _cleanup_free_ char *config = read_at(project, "tool/config");
+        ck_assert_ptr_null(config);
+        strv_free(got.lines);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
+START_TEST(test_discard_and_find)
+{
+        project_files();
+        review_layer l1 = make_layer("aisb-proj-0000000a", agent_writes_two);
+        review_layer l2 = make_layer("aisb-proj-0000000b", agent_writes_below_sub);
+        aisb_policy *p = policy_of_project();
+        char *run = NULL;
+        aisb_error *err = NULL;
+        /* The newest, unless named. */
+        ck_assert_int_eq(aisb_review_diff(p, NULL, 0, NULL, NULL, &run, &err), 0);
+        ck_assert_str_eq(run, "aisb-proj-0000000b");
+        free(run);
+        ck_assert_int_eq(aisb_review_diff(p, "0000000a", 0, NULL, NULL, &run, &err), 0);
+        ck_assert_str_eq(run, "aisb-proj-0000000a");
+        free(run);
+        ck_assert_int_eq(aisb_review_diff(p, "nosuch", 0, NULL, NULL, NULL, &err), -ENOENT);
+        aisb_error_free(err);
+        err = NULL;
+        char *before = tree_hash(project);
+        ck_assert_int_eq(aisb_review_discard(NULL, p, "0000000a", &run, &err), 0);
+        ck_assert_str_eq(run, "aisb-proj-0000000a");
+        free(run);
+        ck_assert_int_eq(access(l1.dir, F_OK), -1);
+        char *after = tree_hash(project);
+        ck_assert_str_eq(before, after);
+        /* A layer whose run goes on is neither applied nor discarded. */
+        int lock = open(l2.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = openat(lock, "lock", O_RDWR | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        pid_t child = fork();
+        if (child == 0) {
+                ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+                pause();
+                _exit(0);
+        }
+        for (int i = 0; i < 200 && !run_dir_running(lock); i++)
+                usleep(10000);
+        ck_assert(run_dir_running(lock));
+        ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, 0, NULL, NULL, NULL, &err), -EBUSY);
+        aisb_error_free(err);
+        err = NULL;
+        ck_assert_int_eq(aisb_review_discard(NULL, p, NULL, NULL, &err), -EBUSY);
+        aisb_error_free(err);
+        err = NULL;
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        close(fd);
+        close(lock);
+        ck_assert_int_eq(aisb_review_discard(NULL, p, NULL, NULL, &err), 0);
+        ck_assert_int_eq(aisb_review_diff(p, NULL, 0, NULL, NULL, NULL, &err), -ENOENT);
+        aisb_error_free(err);
+        free(before);
+        free(after);
+        aisb_policy_free(p);
+        review_layer_done(&l1);
+        review_layer_done(&l2);
+}
+END_TEST
+
+static Suite *review_suite(void)
+{
+        Suite *s = suite_create("review");
+        TCase *walk = tcase_create("walk");
+        tcase_add_checked_fixture(walk, setup, teardown);
+        tcase_add_test(walk, test_path_order);
+        tcase_add_test(walk, test_walk_sorted_no_links_bounded);
+        tcase_add_test(walk, test_manifest_round_trip);
+        suite_add_tcase(s, walk);
+        TCase *layers = tcase_create("layer");
+        tcase_add_checked_fixture(layers, setup, teardown);
+        tcase_add_test(layers, test_layer_as_the_overlay_leaves_it);
+        tcase_add_test(layers, test_diff_shows_text_patches);
+        tcase_add_test(layers, test_apply_all);
+        tcase_add_test(layers, test_apply_conflicts);
+        tcase_add_test(layers, test_apply_never_through_a_project_link);
+        tcase_add_test(layers, test_a_git_directory_the_agent_made_is_protected);
+        tcase_add_test(layers, test_discard_and_find);
+        suite_add_tcase(s, layers);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(review_suite());
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aisb undo without podman: the record a plain run makes before and after it
+ * (undo_record_begin, undo_record_end), with the project changed in between as an agent
+ * would, then aisb_undo: what the run changed, made or deleted comes back, what the user
+ * changed since is a conflict, the store copies a file once, auto declines a large project.
+ * The e2e test undo proves the same around a real sandbox.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "digest.h"
+#include "fileio.h"
+#include "internal.h"
+#include "review.h"
+#include "tree-walk.h"
+#include "undo.h"
+#include "unit.h"
+
+static char top[64], project[128], state[128];
+
+static void setup(void)
+{
+        snprintf(top, sizeof top, "/tmp/aisb-test-undo-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        snprintf(project, sizeof project, "%s/proj", top);
+        snprintf(state, sizeof state, "%s/state", top);
+        ck_assert_int_eq(mkdir(project, 0755), 0);
+        ck_assert_int_eq(mkdir(state, 0700), 0);
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+}
+
+static void teardown(void)
+{
+        ck_assert_int_eq(tree_remove(AT_FDCWD, top), 0);
+}
+
+static void put(const char *rel, const char *text, mode_t mode)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", project, rel);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+        ck_assert_int_eq(write_all(fd, text, strlen(text)), 0);
+        ck_assert_int_eq(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+static void dir(const char *rel, mode_t mode)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", project, rel);
+        ck_assert_int_eq(mkdir(path, mode), 0);
+}
+
+static void gone(const char *rel)
+{
+        int fd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_eq(tree_remove(fd, rel), 0);
+        close(fd);
+}
+
+typedef struct fingerprint {
+        digest *d;
+} fingerprint;
+
+static int fingerprint_entry(const tree_entry *e, void *userdata)
+{
+        fingerprint *f = userdata;
+        char line[96];
+        snprintf(line, sizeof line, "%o %lld %lld ", (unsigned) e->st->st_mode,
+                 (long long) (S_ISDIR(e->st->st_mode) ? 0 : e->st->st_size),
+                 (long long) (S_ISREG(e->st->st_mode) ? e->st->st_mtim.tv_sec : 0));
+        ck_assert_int_eq(digest_update(f->d, e->path, strlen(e->path) + 1), 0);
+        ck_assert_int_eq(digest_update(f->d, line, strlen(line)), 0);
+        if (S_ISLNK(e->st->st_mode)) {
+                char target[4096];
+                ssize_t n = readlinkat(e->dir, e->name, target, sizeof target);
+                ck_assert_int_ge(n, 0);
+                ck_assert_int_eq(digest_update(f->d, target, (size_t) n), 0);
+        } else if (S_ISREG(e->st->st_mode)) {
+                int fd = openat(e->dir, e->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ck_assert_int_ge(fd, 0);
+                ck_assert_int_eq(digest_update_fd(f->d, fd, (uint64_t) e->st->st_size), 0);
+                close(fd);
+        }
+        return 0;
+}
+
+static char *tree_hash(void)
+{
+        fingerprint f = {};
+        ck_assert_int_eq(digest_new(&f.d), 0);
+        int fd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(tree_walk(fd, 0, TREE_WALK_STAT, fingerprint_entry, &f), 0);
+        close(fd);
+        char *hex = NULL;
+        ck_assert_int_eq(digest_end_hex(f.d, 64, &hex), 0);
+        digest_free(f.d);
+        return hex;
+}
+
+static aisb_policy *policy_of_project(void)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
+        return p;
+}
+
+/* A plain run: the record before, what the agent does, the record after. */
+static undo_record run(const char *name, undo_when mode, void (*agent)(void), int *ret_recorded, const char **ret_why)
+{
+        int fd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        undo_record rec = UNDO_RECORD_NULL;
+        aisb_error *err = NULL;
+        const char *why = NULL;
+        int r = undo_record_begin(project, fd, name, mode, &rec, &why, &err);
+        ck_assert_msg(r >= 0, "%s", aisb_error_message(err));
+        if (ret_recorded)
+                *ret_recorded = r;
+        if (ret_why)
+                *ret_why = why;
+        if (agent)
+                agent();
+        ck_assert_msg(undo_record_end(&rec, fd, &err) == 0, "%s", aisb_error_message(err));
+        close(fd);
+        return rec;
+}
+
+static void project_files(void)
+{
+        put("a.txt", "hello\n", 0644);
+        put("script.sh", "#!/bin/sh\n", 0755);
+        dir("sub", 0755);
+        put("sub/b.txt", "b\n", 0644);
+        dir("sub/deep", 0700);
+        put("sub/deep/d", "d\n", 0600);
+        char path[512];
+        snprintf(path, sizeof path, "%s/link", project);
+        ck_assert_int_eq(symlink("a.txt", path), 0);
+        dir("thing", 0755);
+        dir(".git", 0755);
+        put(".git/index", "index before\n", 0644);
+}
+
+static void agent_destroys(void)
+{
+        gone("sub");
+        gone("link");
+        put("a.txt", "changed by the agent\n", 0644);
+        put("new.txt", "new\n", 0644);
+        dir("newdir", 0755);
+        put("newdir/x", "x\n", 0644);
+        char path[512];
+        snprintf(path, sizeof path, "%s/script.sh", project);
+        ck_assert_int_eq(chmod(path, 0644), 0);
+        gone("thing");
+        put("thing", "a file where a directory was\n", 0644);
+        put(".git/index", "index after\n", 0644);
+}
+
+typedef struct listed {
+        char **lines;
+        size_t n;
+} listed;
+
+static int list_change(const aisb_change *c, void *userdata)
+{
+        listed *l = userdata;
+        char line[512];
+        snprintf(line, sizeof line, "%s %s", c->action, c->path);
+        ck_assert_int_eq(strv_push(&l->lines, line), 0);
+        l->n++;
+        fprintf(stderr, "undo: %s%s%s\n", line, c->reason ? ": " : "", c->reason ? c->reason : "");
+        return 0;
+}
+
+static bool has_line(const listed *l, const char *line)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->lines[i], line))
+                        return true;
+        return false;
+}
+
+START_TEST(test_undo_puts_everything_back)
+{
+        project_files();
+        _cleanup_free_ char *before = tree_hash();
+        undo_record rec = run("aisb-proj-00000001", UNDO_AUTO, agent_destroys, NULL, NULL);
+        ck_assert_uint_gt(rec.changed, 5);
+        undo_record_done(&rec);
+        _cleanup_free_ char *changed = tree_hash();
+        ck_assert_str_ne(before, changed);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        char *name = NULL;
+        aisb_error *err = NULL;
+        /* A dry run changes nothing. */
+        ck_assert_int_eq(aisb_undo(p, NULL, AISB_APPLY_DRY_RUN, list_change, &got, NULL, &err), 0);
+        _cleanup_free_ char *still = tree_hash();
+        ck_assert_str_eq(still, changed);
+        strv_free(got.lines);
+        got = (listed) {};
+        int r = aisb_undo(p, NULL, 0, list_change, &got, &name, &err);
+        ck_assert_msg(r == 0, "%d: %s", r, err ? aisb_error_message(err) : "");
+        ck_assert_str_eq(name, "aisb-proj-00000001");
+        ck_assert(has_line(&got, "removed new.txt"));
+        ck_assert(has_line(&got, "removed newdir"));
+        ck_assert(has_line(&got, "restored sub/deep/d"));
+        ck_assert(has_line(&got, "restored link"));
+        ck_assert(has_line(&got, "restored thing"));
+        _cleanup_free_ char *after = tree_hash();
+        ck_assert_str_eq(before, after);
+        /* Undone: nothing of it is undone again, and no run is left. */
+        ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, NULL, &err), -ENOENT);
+        aisb_error_free(err);
+        free(name);
+        strv_free(got.lines);
+        aisb_policy_free(p);
+}
+END_TEST
+
+static void agent_edits_a(void)
+{
+        put("a.txt", "agent\n", 0644);
+        put("b.txt", "agent's new file\n", 0644);
+}
+
+START_TEST(test_undo_refuses_what_the_user_changed)
+{
+        project_files();
+        undo_record rec = run("aisb-proj-00000002", UNDO_AUTO, agent_edits_a, NULL, NULL);
+        undo_record_done(&rec);
+        /* The user, after the run: a.txt edited, the git index rewritten (git status does). */
+        put("a.txt", "the user's\n", 0644);
+        put(".git/index", "refreshed by git status\n", 0644);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        int r = aisb_undo(p, NULL, 0, list_change, &got, NULL, &err);
+        ck_assert_int_eq(r, 1);
+        ck_assert(has_line(&got, "conflict a.txt"));
+        ck_assert(has_line(&got, "removed b.txt"));
+        ck_assert(has_line(&got, "restored .git/index"));
+        char path[512];
+        snprintf(path, sizeof path, "%s/a.txt", project);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ char *text = NULL;
+        ck_assert_int_ge(read_full_fd(fd, 4096, &text, NULL), 0);
+        close(fd);
+        ck_assert_str_eq(text, "the user's\n");
+        /* Not all came back: the run is still there to undo, and forced, it all does. */
+        strv_free(got.lines);
+        got = (listed) {};
+        ck_assert_int_eq(aisb_undo(p, NULL, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
+        ck_assert(has_line(&got, "restored a.txt"));
+        strv_free(got.lines);
+        aisb_policy_free(p);
+}
+END_TEST
+
+static void agent_adds_one(void)
+{
+        put("one.txt", "1\n", 0644);
+}
+
+static void agent_adds_two(void)
+{
+        put("two.txt", "2\n", 0644);
+}
+
+START_TEST(test_store_and_runs)
+{
+        project_files();
+        int recorded = 0;
+        undo_record rec = run("aisb-proj-00000010", UNDO_AUTO, NULL, &recorded, NULL);
+        ck_assert_int_eq(recorded, 1);
+        ck_assert_uint_gt(rec.bytes_copied, 0);
+        ck_assert_uint_eq(rec.changed, 0);
+        undo_record_done(&rec);
+        /* Nothing changed since: nothing is copied again. */
+        rec = run("aisb-proj-00000011", UNDO_AUTO, agent_adds_one, NULL, NULL);
+        ck_assert_uint_eq(rec.bytes_copied, 0);
+        ck_assert_uint_eq(rec.changed, 1);
+        undo_record_done(&rec);
+        rec = run("aisb-proj-00000012", UNDO_AUTO, agent_adds_two, NULL, NULL);
+        ck_assert_uint_eq(rec.bytes_copied, 2); /* one.txt, new since */
+        undo_record_done(&rec);
+        /* Each undo goes one run further back; the run that changed nothing is passed over. */
+        aisb_policy *p = policy_of_project();
+        char *name = NULL;
+        aisb_error *err = NULL;
+        listed got = {};
+        ck_assert_int_eq(aisb_undo(p, NULL, 0, list_change, &got, &name, &err), 0);
+        strv_free(got.lines);
+        ck_assert_str_eq(name, "aisb-proj-00000012");
+        free(name);
+        ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, &name, &err), 0);
+        ck_assert_str_eq(name, "aisb-proj-00000011");
+        free(name);
+        ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, NULL, &err), -ENOENT);
+        aisb_error_free(err);
+        err = NULL;
+        char path[512];
+        snprintf(path, sizeof path, "%s/one.txt", project);
+        ck_assert_int_eq(access(path, F_OK), -1);
+        /* Only the newest UNDO_KEEP_RUNS are kept. */
+        for (int i = 0; i < UNDO_KEEP_RUNS + 2; i++) {
+                char run_name[64];
+                snprintf(run_name, sizeof run_name, "aisb-proj-%08x", 0x100 + i);
+                rec = run(run_name, UNDO_AUTO, agent_adds_one, NULL, NULL);
+                undo_record_done(&rec);
+        }
+        char runs[512];
+        snprintf(runs, sizeof runs, "%s/ai-sandbox/undo", state);
+        int n = 0;
+        DIR *top_dir = opendir(runs);
+        ck_assert_ptr_nonnull(top_dir);
+        for (struct dirent *de; (de = readdir(top_dir));) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char sub[1024];
+                snprintf(sub, sizeof sub, "%s/%s/runs", runs, de->d_name);
+                DIR *d = opendir(sub);
+                ck_assert_ptr_nonnull(d);
+                for (struct dirent *r2; (r2 = readdir(d));)
+                        n += r2->d_name[0] != '.';
+                closedir(d);
+        }
+        closedir(top_dir);
+        ck_assert_int_eq(n, UNDO_KEEP_RUNS);
+        aisb_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_auto_declines_a_large_project)
+{
+        dir("many", 0755);
+        for (int i = 0; i <= UNDO_AUTO_MAX_ENTRIES; i++) {
+                char name[64];
+                snprintf(name, sizeof name, "many/%d", i);
+                put(name, "", 0644);
+        }
+        int recorded = -1;
+        const char *why = NULL;
+        undo_record rec = run("aisb-proj-00000020", UNDO_AUTO, NULL, &recorded, &why);
+        ck_assert_int_eq(recorded, 0);
+        ck_assert_ptr_nonnull(strstr(why, "20000"));
+        undo_record_done(&rec);
+        rec = run("aisb-proj-00000021", UNDO_ALWAYS, NULL, &recorded, NULL);
+        ck_assert_int_eq(recorded, 1);
+        undo_record_done(&rec);
+        rec = run("aisb-proj-00000022", UNDO_NEVER, NULL, &recorded, &why);
+        ck_assert_int_eq(recorded, 0);
+        undo_record_done(&rec);
+}
+END_TEST
+
+static Suite *undo_suite(void)
+{
+        Suite *s = suite_create("undo");
+        TCase *t = tcase_create("undo");
+        tcase_add_checked_fixture(t, setup, teardown);
+        tcase_set_timeout(t, 60);
+        tcase_add_test(t, test_undo_puts_everything_back);
+        tcase_add_test(t, test_undo_refuses_what_the_user_changed);
+        tcase_add_test(t, test_store_and_runs);
+        tcase_add_test(t, test_auto_declines_a_large_project);
+        suite_add_tcase(s, t);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(undo_suite());
+}
