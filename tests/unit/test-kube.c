@@ -313,7 +313,7 @@ START_TEST(test_refused)
                 { "insecure-keep-root", "true", "--insecure-keep-root is refused" },
                 { "allow-unenforced", "true", "--allow-unenforced is refused" },
                 { "device", "/dev/null", "--device names a host path" },
-                { "review", "true", "--review keeps a run.s changes in a layer" },
+                { "review", "true", "--review keeps a run's changes in a layer" },
         };
         setenv("AISB_KUBE_TEST_KEY", "value-never-printed", 1);
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
