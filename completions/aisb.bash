@@ -5,7 +5,7 @@
 # shellcheck disable=SC2207
 
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
-  --gate-add-host --secret --gate-idle-stop --network-backend --env --env-file --mount --protect --device --no-cwd --memory --cpus --pids-limit --tmp-size
+  --gate-add-host --secret --gate-idle-stop --network-backend --env --env-file --mount --protect --review --undo --device --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
   --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
@@ -26,6 +26,7 @@ _aisb_value()
         --node-source) COMPREPLY=($(compgen -W 'official npm' -- "$cur")) ;;
         --thinking) COMPREPLY=($(compgen -W 'off minimal low medium high xhigh host' -- "$cur")) ;;
         --read-only) COMPREPLY=($(compgen -W 'true false' -- "$cur")) ;;
+        --undo) COMPREPLY=($(compgen -W 'auto on off' -- "$cur")) ;;
         --shell) COMPREPLY=($(compgen -W 'bash zsh' -- "$cur")) ;;
         --env-file | --ca-cert | --config | --unsafe-create-patch) _filedir ;;
         --device) _filedir ;;
@@ -47,7 +48,7 @@ _aisb()
     local cur prev words cword split
     _init_completion -s -n := || return
 
-    local commands='run build gate doctor skill-lint ps clean inspect kube allow log alias'
+    local commands='run build gate doctor skill-lint ps clean inspect kube diff apply discard undo allow log alias'
     local command='' verb='' i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -106,7 +107,17 @@ _aisb()
             options='--json --no-history --agents-dir --no-agents --config --socket --help'
             ;;
         ps) options='--json --help' ;;
-        clean) options='--all --volumes --volumes= --dry-run --help' ;;
+        clean) options='--all --volumes --volumes= --layers --dry-run --help' ;;
+        diff) options='--summary --json --help' ;;
+        apply)
+            if [[ $cur != -* ]]; then
+                _filedir
+                return
+            fi
+            options='--force --dry-run --json --help'
+            ;;
+        discard) options='--help' ;;
+        undo) options='--force --dry-run --json --help' ;;
         inspect) options="--json $_aisb_run_options" ;;
         kube) options="--as --target --part --netfilter --image-repo --push --insecure-registry --timeout $_aisb_run_options" ;;
         allow) options='--write --help' ;;
