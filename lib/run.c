@@ -602,7 +602,9 @@ static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run
                 return review_layer_create(p->project, k->project_fd, name, list.data ? list.data : "", &k->layer, err);
         }
         const char *why = NULL;
-        r = undo_record_begin(p->project, k->project_fd, name, p->undo, &k->undo, &why, err);
+        r = undo_record_begin(ctx, p->project, k->project_fd, name, p->undo, &k->undo, &why, err);
+        if (r == -ECANCELED)
+                return r;
         if (r == 0 && p->undo == UNDO_AUTO)
                 aisb_log(ctx, AISB_LOG_INFO, "undo: this run is not recorded: the project is larger than aisb records "
                                              "by default (%s); undo = on records it anyway", why);
@@ -620,9 +622,19 @@ static void keep_end(aisb_ctx *ctx, run_keep *k)
         if (k->layer.dir_fd >= 0) {
                 if (review_layer_end(&k->layer, k->project_fd, &e) < 0)
                         aisb_log(ctx, AISB_LOG_WARNING, "review: %s", aisb_error_message(e));
-                else if (k->layer.changes == 0)
-                        aisb_log(ctx, AISB_LOG_INFO, "review: the run changed nothing in the project");
-                else
+                else if (k->layer.changes == 0) {
+                        /* Nothing to review: no layer to keep. */
+                        _cleanup_free_ char *top = strdup(k->layer.dir);
+                        char *cut = top ? strrchr(top, '/') : NULL;
+                        int removed = -ENOMEM;
+                        if (cut) {
+                                *cut = 0;
+                                closep(&k->layer.dir_fd);
+                                removed = runs_remove(ctx, top, cut + 1, &e);
+                        }
+                        aisb_log(ctx, AISB_LOG_INFO, "review: the run changed nothing in the project%s",
+                                 removed >= 0 ? "" : " (its empty layer stays: aisb discard removes it)");
+                } else
                         aisb_log(ctx, AISB_LOG_WARNING,
                                  "review: %zu path%s changed, kept apart in %s: \"aisb diff\" shows them, \"aisb apply\" "
                                  "takes them into the project, \"aisb discard\" drops them",

@@ -140,6 +140,7 @@ static const manifest_entry *index_find(const index_t *x, const manifest_entry *
 /* ---- the record ---- */
 
 typedef struct recording {
+        aisb_ctx *ctx;
         undo_record *rec;
         undo_when mode;
         index_t index;
@@ -208,7 +209,10 @@ static int store_file(recording *s, int dir, const char *name, manifest_entry *e
 static int record_entry(const tree_entry *te, void *userdata)
 {
         recording *s = userdata;
-        if (s->mode == UNDO_AUTO && ++s->rec->entries > UNDO_AUTO_MAX_ENTRIES) {
+        /* A large record (undo = on) still stops when told to. */
+        if ((s->rec->entries & 255) == 0 && s->ctx && ctx_stopping(s->ctx))
+                return -ECANCELED;
+        if (++s->rec->entries > UNDO_AUTO_MAX_ENTRIES && s->mode == UNDO_AUTO) {
                 s->why = "it holds more than 20000 files and directories";
                 return -E2BIG;
         }
@@ -235,8 +239,8 @@ static int record_entry(const tree_entry *te, void *userdata)
         return manifest_add(&s->rec->before, &e);
 }
 
-int undo_record_begin(const char *project, int project_fd, const char *run, undo_when mode, undo_record *ret,
-                      const char **ret_why, aisb_error **err)
+int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const char *run, undo_when mode,
+                      undo_record *ret, const char **ret_why, aisb_error **err)
 {
         *ret_why = NULL;
         if (mode == UNDO_NEVER) {
@@ -254,7 +258,7 @@ int undo_record_begin(const char *project, int project_fd, const char *run, undo
         }
         _cleanup_close_ int top = open(rec.top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_close_ int runs_fd = -1;
-        recording s = { .rec = &rec, .mode = mode, .objects = -1 };
+        recording s = { .ctx = ctx, .rec = &rec, .mode = mode, .objects = -1 };
         if (top >= 0) {
                 (void) mkdirat(top, "runs", 0700);
                 (void) mkdirat(top, "objects", 0700);
@@ -300,6 +304,8 @@ int undo_record_begin(const char *project, int project_fd, const char *run, undo
                         return 0;
                 }
                 undo_record_done(&rec);
+                if (r == -ECANCELED)
+                        return aisb_error_set(err, r, "stopped while recording the project for undo");
                 return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "recording the project for undo: %s", strerror(-r));
         }
         *ret = rec;

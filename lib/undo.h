@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "context.h"
 #include "error.h"
 #include "manifest.h"
 #include "policy.h"
@@ -43,9 +44,10 @@ typedef struct undo_record {
 #define UNDO_RECORD_NULL ((undo_record) { .dir_fd = -1, .lock_fd = -1 })
 
 /* Record the project open at project_fd before run. 1 when recorded; 0 when not, with why in
- * *ret_why (the project is larger than auto records; a static text); negative errno. */
-int undo_record_begin(const char *project, int project_fd, const char *run, undo_when mode, undo_record *ret,
-                      const char **ret_why, aisb_error **err);
+ * *ret_why (the project is larger than auto records; a static text); negative errno
+ * (-ECANCELED when ctx, which may be NULL, was told to stop meanwhile). */
+int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const char *run, undo_when mode,
+                      undo_record *ret, const char **ret_why, aisb_error **err);
 /* After the run: the project as it is now, and how many paths the run changed, made or deleted
  * (rec->changed); records beyond UNDO_KEEP_RUNS are dropped. */
 int undo_record_end(undo_record *rec, int project_fd, aisb_error **err);

@@ -119,7 +119,7 @@ static undo_record run(const char *name, undo_when mode, void (*agent)(void), in
         undo_record rec = UNDO_RECORD_NULL;
         aisb_error *err = NULL;
         const char *why = NULL;
-        int r = undo_record_begin(project, fd, name, mode, &rec, &why, &err);
+        int r = undo_record_begin(NULL, project, fd, name, mode, &rec, &why, &err);
         ck_assert_msg(r >= 0, "%s", aisb_error_message(err));
         if (ret_recorded)
                 *ret_recorded = r;
