@@ -253,9 +253,14 @@ void cli_print_options(FILE *out, bool for_build)
 
 void cli_put(FILE *out, const char *s)
 {
+        cli_put_keeping(out, s, "");
+}
+
+void cli_put_keeping(FILE *out, const char *s, const char *keep)
+{
         for (const unsigned char *c = (const unsigned char *) (s ? s : ""); *c; c++) {
                 /* C0 and DEL; and the C1 controls as UTF-8 writes them (C2 80..9F). */
-                if (*c < 0x20 || *c == 0x7f)
+                if ((*c < 0x20 && !strchr(keep, *c)) || *c == 0x7f)
                         fprintf(out, "\\x%02x", *c);
                 else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
                         fprintf(out, "\\xc2\\x%02x", c[1]);

@@ -81,6 +81,8 @@ int cli_on_event(const aisb_event *event, void *userdata);
  * library says can carry names from places the agent writes (a file name in .ai-sandbox, a
  * host name it asked the gate for), and none of it may reach the terminal as a control. */
 void cli_put(FILE *out, const char *s);
+/* The same, but the control characters in keep (tabs and newlines, say) stay as they are. */
+void cli_put_keeping(FILE *out, const char *s, const char *keep);
 /* The same for a text of lines: its newlines stay. */
 void cli_put_lines(FILE *out, const char *text);
 bool cli_color(int fd);

@@ -49,19 +49,10 @@ static const char *type_name(char type)
 /* A diff's text: to a terminal without its controls (tabs and newlines kept), else as it is. */
 static void put_patch(FILE *out, const char *text, bool raw)
 {
-        if (raw) {
+        if (raw)
                 fputs(text, out);
-                return;
-        }
-        for (const unsigned char *c = (const unsigned char *) text; *c; c++) {
-                if ((*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f)
-                        fprintf(out, "\\x%02x", *c);
-                else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
-                        fprintf(out, "\\xc2\\x%02x", c[1]);
-                        c++;
-                } else
-                        putc(*c, out);
-        }
+        else
+                cli_put_keeping(out, text, "\t\n");
 }
 
 /* One change as a line: what, its type, its path (a link's target, a mode), and a note. */

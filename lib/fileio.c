@@ -194,3 +194,32 @@ void remove_below(int dir, int depth)
         }
         closedir(d);
 }
+
+int read_file_at(int dir, const char *name, size_t max, char **ret, size_t *ret_size)
+{
+        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADMSG;
+        return read_full_fd(fd, max, ret, ret_size);
+}
+
+int write_file_at(int dir, const char *name, const void *data, size_t size)
+{
+        char tmp[NAME_MAX + 1];
+        if (snprintf(tmp, sizeof tmp, ".%s.new", name) >= (int) sizeof tmp)
+                return -ENAMETOOLONG;
+        _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = write_all(fd, data, size);
+        if (r >= 0 && renameat(dir, tmp, dir, name) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlinkat(dir, tmp, 0);
+        return r;
+}

@@ -26,6 +26,21 @@ int writev_all(int fd, struct iovec *iov, size_t n);
 /* size bytes at offset, across short reads; -ENODATA if the file ends sooner. */
 int pread_exactly(int fd, void *buf, size_t size, uint64_t offset);
 
+/* The regular file name in dir, opened without following a link or waiting on a FIFO, read
+ * whole (at most max bytes): -EBADMSG when it is not a regular file. */
+int read_file_at(int dir, const char *name, size_t max, char **ret, size_t *ret_size);
+/* size bytes into dir/name (mode 0600) through a new file renamed over it. */
+int write_file_at(int dir, const char *name, const void *data, size_t size);
+
+/* getdents64's record, read straight into a buffer (no DIR per directory). */
+struct dirent64_record {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+};
+
 /* Remove everything in the directory open at dir, depth levels down at most, never following
  * a link (a link is removed, not what it leads to). The directory itself stays. */
 void remove_below(int dir, int depth);

@@ -114,16 +114,9 @@ static int read_rel(int root, const char *rel, char **ret)
         _cleanup_close_ int parent = open_parent(root, rel, &base);
         if (parent < 0)
                 return parent;
-        _cleanup_close_ int fd = openat(parent, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EINVAL;
         size_t size;
-        return read_full_fd(fd, PROTECT_READ_MAX, ret, &size);
+        int r = read_file_at(parent, base, PROTECT_READ_MAX, ret, &size);
+        return r == -EBADMSG ? -EINVAL : r;
 }
 
 typedef struct builder {
@@ -896,15 +889,6 @@ static void make_ours(int dir, const char *name);
 /* The entries of directory fd, then its subdirectories: each .git entry goes to the walk's
  * function, and so does a directory that is itself a git directory (HEAD, objects and refs:
  * a bare repository), which is not descended into. 1 when fd is such a directory. */
-/* getdents64's record: read straight into the walk's one buffer, without a DIR per level. */
-struct dirent64_record {
-        uint64_t d_ino;
-        int64_t d_off;
-        unsigned short d_reclen;
-        unsigned char d_type;
-        char d_name[];
-};
-
 static int walk_dir(walk *w, int fd, const char *rel, unsigned depth)
 {
         if (depth > PROTECT_WALK_MAX_DEPTH || ++w->dirs > PROTECT_WALK_MAX_DIRS) {

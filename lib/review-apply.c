@@ -200,7 +200,7 @@ static int review_open(const aisb_policy *p, const char *run, bool need_start, r
         r.project = k;
         k = project_state_dir("layers", p->project, false, &r.top, err);
         if (k >= 0)
-                k = runs_find(r.top, p->project, run, "review run", &r.run, err);
+                k = runs_find(r.top, p->project, run, NULL, "review run", &r.run, err);
         if (k == -ENOENT && !run) {
                 aisb_error_free(err ? steal_pointer(err) : NULL);
                 k = aisb_error_set(err, -ENOENT, "no review run of %s (aisb run --review makes one)", p->project);
@@ -680,7 +680,7 @@ int aisb_review_discard(aisb_ctx *ctx, const aisb_policy *p, const char *run, ch
         _cleanup_free_ char *top = NULL, *name = NULL;
         int k = project_state_dir("layers", p->project, false, &top, err);
         if (k >= 0)
-                k = runs_find(top, p->project, run, "review run", &name, err);
+                k = runs_find(top, p->project, run, NULL, "review run", &name, err);
         if (k >= 0)
                 k = runs_remove(ctx, top, name, err);
         if (k >= 0 && ret_run)

@@ -173,32 +173,6 @@ long long run_start_time(void)
         return now;
 }
 
-static int write_file_at(int dir, const char *name, const char *data, size_t size)
-{
-        char tmp[NAME_MAX + 1];
-        snprintf(tmp, sizeof tmp, ".%s.new", name);
-        _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        int r = write_all(fd, data, size);
-        if (r >= 0 && renameat(dir, tmp, dir, name) < 0)
-                r = -errno;
-        return r;
-}
-
-static int read_file_at(int dir, const char *name, size_t max, char **ret, size_t *ret_size)
-{
-        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADMSG;
-        return read_full_fd(fd, max, ret, ret_size);
-}
-
 /* The start record: each name below the project and its inode, or 'u' for a directory that
  * could not be read. */
 typedef struct start_walk {
@@ -418,7 +392,7 @@ int runs_each(const char *top, runs_fn fn, void *userdata)
 }
 
 typedef struct finding {
-        const char *project, *run;
+        const char *project, *run, *skip;
         char *found;
         long long started;
 } finding;
@@ -442,7 +416,8 @@ static int find_one(int top, int dir, const run_info *info, void *userdata)
                         return 0;
                 if (f->found)
                         return -ENOTUNIQ;
-        } else if (f->found && info->started_ns <= f->started)
+        } else if ((f->found && info->started_ns <= f->started) ||
+                   (f->skip && faccessat(dir, f->skip, F_OK, AT_SYMLINK_NOFOLLOW) == 0))
                 return 0;
         free(f->found);
         if (!(f->found = strdup(info->run)))
@@ -451,10 +426,10 @@ static int find_one(int top, int dir, const run_info *info, void *userdata)
         return 0;
 }
 
-int runs_find(const char *top, const char *project, const char *run, const char *what, char **ret_run,
-              aisb_error **err)
+int runs_find(const char *top, const char *project, const char *run, const char *skip, const char *what,
+              char **ret_run, aisb_error **err)
 {
-        finding f = { .project = project, .run = run };
+        finding f = { .project = project, .run = run, .skip = skip };
         int r = runs_each(top, find_one, &f);
         if (r == -ENOTUNIQ) {
                 free(f.found);

@@ -81,10 +81,11 @@ bool run_dir_running(int dir_fd);
 typedef int (*runs_fn)(int top_fd, int run_fd, const run_info *info, void *userdata);
 int runs_each(const char *top, runs_fn fn, void *userdata);
 /* The run of project below top that run names (its name, or the part after its last '-'),
- * or the newest when run is NULL; what: "review layer", "undo record", for the messages.
- * -ENOENT when there is none. */
-int runs_find(const char *top, const char *project, const char *run, const char *what, char **ret_run,
-              aisb_error **err);
+ * or the newest when run is NULL, passing over a run whose directory holds the file skip
+ * (NULL: none); what: "review layer", "undo record", for the messages. -ENOENT when there is
+ * none. */
+int runs_find(const char *top, const char *project, const char *run, const char *skip, const char *what,
+              char **ret_run, aisb_error **err);
 /* Remove the run directory top/run (refused, -EBUSY, while its run goes on): renamed aside
  * first, then removed; what the sandbox's overlay left owned by the user's subordinate ids
  * goes in podman's user namespace (userns.h; ctx, when not NULL, starts a service to have

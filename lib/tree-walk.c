@@ -1,21 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "tree-walk.h"
 
+#include "fileio.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 
 #define OPEN_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
 #define GETDENTS_BUFFER (32 * 1024)
-
-/* getdents64's record, read straight into a buffer. */
-struct dirent64_record {
-        uint64_t d_ino;
-        int64_t d_off;
-        unsigned short d_reclen;
-        unsigned char d_type;
-        char d_name[];
-};
 
 /* A byte's rank: the end of the path first, then '/', then every other byte in order. */
 static unsigned rank(unsigned char c)

@@ -35,30 +35,11 @@ void undo_record_done(undo_record *rec)
         *rec = UNDO_RECORD_NULL;
 }
 
-static int write_at(int dir, const char *name, const buffer *b)
-{
-        char tmp[NAME_MAX + 1];
-        snprintf(tmp, sizeof tmp, ".%s.new", name);
-        _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        int r = write_all(fd, b->data ? b->data : "", b->size);
-        if (r >= 0 && renameat(dir, tmp, dir, name) < 0)
-                r = -errno;
-        return r;
-}
-
 static int read_manifest_at(int dir, const char *name, manifest *ret)
 {
-        _cleanup_close_ int fd = openat(dir, name, OPEN_FILE_FLAGS);
-        struct stat st;
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                return -EBADMSG;
         _cleanup_free_ char *text = NULL;
         size_t size = 0;
-        int r = read_full_fd(fd, RECORD_MAX, &text, &size);
+        int r = read_file_at(dir, name, RECORD_MAX, &text, &size);
         return r < 0 ? r : manifest_parse(text, size, ret, NULL);
 }
 
@@ -66,7 +47,7 @@ static int write_info(int dir, const run_info *info)
 {
         _cleanup_(buffer_free) buffer b = {};
         int r = run_info_format(info, &b);
-        return r < 0 ? r : write_at(dir, "info", &b);
+        return r < 0 ? r : write_file_at(dir, "info", b.data, b.size);
 }
 
 /* ---- the index: what the newest record knew of each file, by device and inode ---- */
@@ -135,6 +116,23 @@ static const manifest_entry *index_find(const index_t *x, const manifest_entry *
         const manifest_entry *key = e;
         const manifest_entry **found = bsearch(&key, x->by_inode, x->n, sizeof *x->by_inode, inode_cmp);
         return found && manifest_same(*found, e) ? *found : NULL;
+}
+
+/* What a walk met, as a record's entry (a link's target read into target); false for an entry
+ * gone meanwhile. */
+static bool entry_of(const tree_entry *te, manifest_entry *e, char *target, size_t size)
+{
+        *e = manifest_entry_of(te->path, te->st);
+        if (e->type == MANIFEST_DIR && te->self < 0)
+                e->type = MANIFEST_UNREAD;
+        else if (e->type == MANIFEST_LINK) {
+                ssize_t n = readlinkat(te->dir, te->name, target, size - 1);
+                if (n < 0)
+                        return false;
+                target[n] = 0;
+                e->target = target;
+        }
+        return true;
 }
 
 /* ---- the record ---- */
@@ -216,17 +214,11 @@ static int record_entry(const tree_entry *te, void *userdata)
                 s->why = "it holds more than 20000 files and directories";
                 return -E2BIG;
         }
-        manifest_entry e = manifest_entry_of(te->path, te->st);
         char target[PATH_MAX];
-        if (e.type == MANIFEST_DIR && te->self < 0)
-                e.type = MANIFEST_UNREAD;
-        else if (e.type == MANIFEST_LINK) {
-                ssize_t n = readlinkat(te->dir, te->name, target, sizeof target - 1);
-                if (n < 0)
-                        return 0;
-                target[n] = 0;
-                e.target = target;
-        } else if (e.type == MANIFEST_FILE) {
+        manifest_entry e;
+        if (!entry_of(te, &e, target, sizeof target))
+                return 0;
+        if (e.type == MANIFEST_FILE) {
                 const manifest_entry *known = index_find(&s->index, &e);
                 if (known && object_exists(s->objects, known->hash))
                         memcpy(e.hash, known->hash, sizeof e.hash);
@@ -285,7 +277,7 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
                 _cleanup_(buffer_free) buffer b = {};
                 r = manifest_format(&rec.before, &b);
                 if (r >= 0)
-                        r = write_at(rec.dir_fd, "before", &b);
+                        r = write_file_at(rec.dir_fd, "before", b.data, b.size);
                 if (r >= 0)
                         r = write_info(rec.dir_fd, &info);
         }
@@ -321,18 +313,9 @@ typedef struct stat_walk {
 static int stat_entry(const tree_entry *te, void *userdata)
 {
         stat_walk *w = userdata;
-        manifest_entry e = manifest_entry_of(te->path, te->st);
         char target[PATH_MAX];
-        if (e.type == MANIFEST_DIR && te->self < 0)
-                e.type = MANIFEST_UNREAD;
-        else if (e.type == MANIFEST_LINK) {
-                ssize_t n = readlinkat(te->dir, te->name, target, sizeof target - 1);
-                if (n < 0)
-                        return 0;
-                target[n] = 0;
-                e.target = target;
-        }
-        return manifest_add(w->m, &e);
+        manifest_entry e;
+        return entry_of(te, &e, target, sizeof target) ? manifest_add(w->m, &e) : 0;
 }
 
 static int project_now(int project_fd, manifest *ret)
@@ -496,7 +479,7 @@ int undo_record_end(undo_record *rec, int project_fd, aisb_error **err)
         if (r >= 0)
                 r = manifest_format(&after, &b);
         if (r >= 0)
-                r = write_at(rec->dir_fd, "after", &b);
+                r = write_file_at(rec->dir_fd, "after", b.data, b.size);
         run_info info = {};
         if (r >= 0 && (r = run_dir_info(rec->dir_fd, &info)) >= 0) {
                 info.ended_ns = now_coarse_ns();
@@ -520,34 +503,6 @@ int undo_record_end(undo_record *rec, int project_fd, aisb_error **err)
 }
 
 /* ---- aisb undo ---- */
-
-typedef struct undo_pick {
-        const char *project, *run;
-        char *found;
-        long long started;
-        int found_dir_state; /* 0 ended, 1 running, 2 no end recorded */
-} undo_pick;
-
-static int pick_one(int top, int dir, const run_info *info, void *userdata)
-{
-        undo_pick *u = userdata;
-        if (!streq(info->project, u->project))
-                return 0;
-        bool undone = faccessat(dir, "undone", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-        if (u->run) {
-                const char *dash = strrchr(info->run, '-');
-                if (!streq(u->run, info->run) && !(dash && streq(dash + 1, u->run)))
-                        return 0;
-                if (u->found)
-                        return -ENOTUNIQ;
-        } else if (undone || (u->found && info->started_ns <= u->started))
-                return 0;
-        free(u->found);
-        if (!(u->found = strdup(info->run)))
-                return -ENOMEM;
-        u->started = info->started_ns;
-        return 0;
-}
 
 typedef enum undo_action { DO_NOTHING, DO_RESTORE, DO_REMOVE, DO_CONFLICT, DO_CANNOT } undo_action;
 
@@ -722,18 +677,15 @@ int aisb_undo(const aisb_policy *p, const char *run, unsigned flags, aisb_change
                 return r;
         if (asprintf(&runs, "%s/runs", top) < 0)
                 return error_oom(err);
-        undo_pick pick = { .project = p->project, .run = run };
-        r = runs_each(runs, pick_one, &pick);
-        _cleanup_free_ char *name = pick.found;
-        if (r == -ENOTUNIQ)
-                return aisb_error_set(err, -EINVAL, "%s names more than one run of this project: give its whole name",
-                                      run);
+        _cleanup_free_ char *name = NULL;
+        r = runs_find(runs, p->project, run, "undone", "run", &name, err);
+        if (r == -ENOENT && !run) {
+                aisb_error_free(err ? steal_pointer(err) : NULL);
+                return aisb_error_set(err, -ENOENT, "no run of this project left to undo (a plain run records one; "
+                                                    "aisb ps lists what is kept)");
+        }
         if (r < 0)
-                return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "%s: %s", runs, strerror(-r));
-        if (!name)
-                return aisb_error_set(err, -ENOENT, run ? "no record of the run %s of this project (aisb ps lists them)"
-                                                        : "no run of this project left to undo%s (a plain run records one; "
-                                                          "aisb ps lists what is kept)", run ? run : "");
+                return r;
         _cleanup_close_ int runs_fd = open(runs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_close_ int dir = runs_fd >= 0 ? openat(runs_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
         _cleanup_close_ int top_fd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -51,15 +51,6 @@ int userns_podman_open(void)
         return userns;
 }
 
-/* getdents64's record. */
-struct dirent64_record {
-        uint64_t d_ino;
-        int64_t d_off;
-        unsigned short d_reclen;
-        unsigned char d_type;
-        char d_name[];
-};
-
 /* In the child after fork: system calls and the stack only (the parent may have had threads
  * holding the allocator's locks). */
 static int remove_raw(int dir, const char *name, unsigned depth)
