@@ -191,6 +191,19 @@ static bool protected_at(const review *r, const char *path, size_t *ret_len)
         return true;
 }
 
+/* The layers' directory of the project, and the run that run names there (the newest: NULL). */
+static int find_review_run(const aisb_policy *p, const char *run, char **ret_top, char **ret_run, aisb_error **err)
+{
+        int k = project_state_dir("layers", p->project, false, ret_top, err);
+        if (k >= 0)
+                k = runs_find(*ret_top, p->project, run, NULL, "review run", ret_run, err);
+        if (k == -ENOENT && !run) {
+                aisb_error_free(err ? steal_pointer(err) : NULL);
+                k = aisb_error_set(err, -ENOENT, "no review run of %s (aisb run --review makes one)", p->project);
+        }
+        return k;
+}
+
 static int review_open(const aisb_policy *p, const char *run, bool need_start, review *ret, aisb_error **err)
 {
         review r = { .dir = -1, .upper = -1, .project = -1 };
@@ -198,13 +211,7 @@ static int review_open(const aisb_policy *p, const char *run, bool need_start, r
         if (k < 0)
                 return k;
         r.project = k;
-        k = project_state_dir("layers", p->project, false, &r.top, err);
-        if (k >= 0)
-                k = runs_find(r.top, p->project, run, NULL, "review run", &r.run, err);
-        if (k == -ENOENT && !run) {
-                aisb_error_free(err ? steal_pointer(err) : NULL);
-                k = aisb_error_set(err, -ENOENT, "no review run of %s (aisb run --review makes one)", p->project);
-        }
+        k = find_review_run(p, run, &r.top, &r.run, err);
         if (k >= 0) {
                 _cleanup_close_ int top = open(r.top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 r.dir = top < 0 ? -1 : openat(top, r.run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -678,9 +685,7 @@ int aisb_review_discard(aisb_ctx *ctx, const aisb_policy *p, const char *run, ch
         if (!p->project)
                 return aisb_error_set(err, -EINVAL, "no project: run aisb in the project's directory");
         _cleanup_free_ char *top = NULL, *name = NULL;
-        int k = project_state_dir("layers", p->project, false, &top, err);
-        if (k >= 0)
-                k = runs_find(top, p->project, run, NULL, "review run", &name, err);
+        int k = find_review_run(p, run, &top, &name, err);
         if (k >= 0)
                 k = runs_remove(ctx, top, name, err);
         if (k >= 0 && ret_run)
