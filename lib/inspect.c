@@ -130,11 +130,22 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
                 r = r < 0 ? r : buffer_printf(&b, "agents=none\n");
         else
                 r = r < 0 ? r : buffer_printf(&b, "agents=%s (read-only at " AISB_SANDBOX_HOME "/.agents)\n", agents);
-        /* What a run would keep from the agent. */
+        /* Where the agent's writes to the project go. */
+        const bool review = plan_reviews(p);
+        if (review)
+                r = r < 0 ? r : buffer_printf(&b, "project-writes=a review layer of the run's own (aisb diff, "
+                                                  "apply, discard)\n");
+        else if (p->project && !p->project_read_only)
+                r = r < 0 ? r : buffer_printf(&b, "project-writes=the project, at once (undo=%s)\n",
+                                              p->undo == UNDO_ALWAYS ? "on" : p->undo == UNDO_NEVER ? "off" : "auto");
+        /* What a run would keep from the agent (in a review run, a git directory is the layer's
+         * like the rest, not bound over itself). */
         for (size_t i = 0; i < f.protect.n_mounts; i++)
-                r = r < 0 ? r : buffer_printf(&b, "protected=%s (%s)\n", f.protect.mounts[i].destination,
-                                   f.protect.mounts[i].read_only ? "read-only"
-                                                                 : "read-write, over itself: not to be moved aside");
+                if (!review || f.protect.mounts[i].read_only)
+                        r = r < 0 ? r : buffer_printf(&b, "protected=%s (%s)\n", f.protect.mounts[i].destination,
+                                                      f.protect.mounts[i].read_only
+                                                              ? "read-only"
+                                                              : "read-write, over itself: not to be moved aside");
         if (f.protect.repository_top)
                 r = r < 0 ? r : buffer_printf(&b, "repository=%s (above the project: the sandbox has no git)\n",
                                    f.protect.repository_top);
