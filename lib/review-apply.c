@@ -349,6 +349,7 @@ typedef struct applying {
         aisb_change_fn fn;
         void *userdata;
         size_t not_applied;
+        char reason[TREE_PATH_MAX + 128]; /* a reason that names a path, for one report */
 } applying;
 
 /* A change the paths select, and whether one of them names its protected root. */
@@ -522,29 +523,44 @@ static int apply_one(applying *a, const change *c, const char **ret_reason)
 {
         review *r = a->r;
         const char *name;
-        _cleanup_close_ int dir = -1;
-        if (c->kind == CHANGE_DELETED) {
-                dir = tree_open_parent(r->project, c->path, &name);
-                if (dir == -ENOENT)
-                        return 0;
-        } else
-                dir = project_parent(r, c->path, &name);
-        if (dir < 0) {
+        /* Its directory as it is: nothing is made before the path is known to be no conflict. */
+        _cleanup_close_ int dir = tree_open_parent(r->project, c->path, &name);
+        if (dir < 0 && dir != -ENOENT) {
                 *ret_reason = dir == -ELOOP ? "the project's path to it goes through a link"
                             : dir == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
                 return dir;
         }
-        bool exists;
-        const char *why = changed_since(r, dir, name, c->path, &exists);
+        bool exists = false;
+        const char *why = NULL;
+        if (dir >= 0)
+                why = changed_since(r, dir, name, c->path, &exists);
+        else if (manifest_find(&r->start, c->path))
+                why = "it was removed from the project since the run began";
         _cleanup_free_ char *where = NULL;
         struct stat st;
         bool is_dir = exists && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
         bool removes_dir = is_dir && (c->kind == CHANGE_DELETED || c->kind_in_layer != LAYER_DIR);
         if (!why && removes_dir)
                 why = subtree_changed(r, dir, name, c->path, &where);
+        if (why && where) {
+                snprintf(a->reason, sizeof a->reason, "%s, in it: %s", where, why);
+                why = a->reason;
+        }
         if (why && !(a->flags & AISB_APPLY_FORCE)) {
                 *ret_reason = why;
                 return -EEXIST;
+        }
+        if (c->kind == CHANGE_DELETED && dir < 0)
+                return 0; /* gone already, with its directory */
+        if (dir < 0) {
+                if (a->flags & AISB_APPLY_DRY_RUN)
+                        return 0;
+                dir = project_parent(r, c->path, &name);
+                if (dir < 0) {
+                        *ret_reason = dir == -ELOOP ? "the project's path to it goes through a link"
+                                    : dir == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
+                        return dir;
+                }
         }
         if (a->flags & AISB_APPLY_DRY_RUN)
                 return 0;

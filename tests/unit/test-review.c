@@ -489,6 +489,29 @@ START_TEST(test_apply_conflicts)
 }
 END_TEST
 
+/* A conflict changes nothing: the directory the user removed is not made again for it. */
+START_TEST(test_conflict_makes_nothing)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-00000007", agent_writes_two);
+        char path[512];
+        snprintf(path, sizeof path, "%s/sub", project);
+        ck_assert_int_eq(tree_remove(AT_FDCWD, path), 0);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        const char *only[] = { "sub", NULL };
+        ck_assert_int_eq(aisb_review_apply(p, NULL, only, 0, list_change, &got, NULL, &err), 2);
+        ck_assert(has_line(&got, "conflict sub "));
+        ck_assert(has_line(&got, "conflict sub/b.txt"));
+        struct stat st;
+        ck_assert_int_eq(lstat(path, &st), -1);
+        strv_free(got.lines);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
 static void agent_writes_below_sub(void)
 {
         mkdir_at(upper, "sub", 0755);
@@ -640,6 +663,7 @@ static Suite *review_suite(void)
         tcase_add_test(layers, test_diff_shows_text_patches);
         tcase_add_test(layers, test_apply_all);
         tcase_add_test(layers, test_apply_conflicts);
+        tcase_add_test(layers, test_conflict_makes_nothing);
         tcase_add_test(layers, test_apply_never_through_a_project_link);
         tcase_add_test(layers, test_a_git_directory_the_agent_made_is_protected);
         tcase_add_test(layers, test_discard_and_find);
