@@ -96,7 +96,7 @@ static json_object *change_json(const aisb_change *c)
         json_object_object_add(o, "mode_stripped", json_object_new_boolean(c->mode_stripped));
         json_object_object_add(o, "refused", c->refused ? json_object_new_string(c->refused) : NULL);
         json_object_object_add(o, "protected", json_object_new_boolean(c->protected_path));
-        if (c->patch || c->patch_note) {
+        if (!c->action) {
                 json_object_object_add(o, "patch", c->patch ? json_object_new_string(c->patch) : NULL);
                 json_object_object_add(o, "patch_note", c->patch_note ? json_object_new_string(c->patch_note) : NULL);
         }

@@ -660,6 +660,9 @@ int aisb_review_apply(const aisb_policy *p, const char *run, const char *const *
         const bool dry = flags & AISB_APPLY_DRY_RUN;
         /* A directory that a change removed, already gone with everything in it. */
         const char *removed = NULL;
+        /* A dry run: a directory that would replace what the project has there (a link, a
+         * file) and what would be made in it. */
+        const char *made = NULL;
         for (size_t i = 0; i < r.changes.n; i++) {
                 const change *c = &r.changes.changes[i];
                 bool named_protected;
@@ -675,12 +678,17 @@ int aisb_review_apply(const aisb_policy *p, const char *run, const char *const *
                         stop = report(&a, c, "refused", c->refused ? c->refused : c->blocked);
                 } else if (protected_at(&r, c->path, &root_len) && !named_protected)
                         stop = report(&a, c, "skipped", "a protected path: name it to apply it");
+                else if (dry && made && at_or_below(c->path, made))
+                        stop = report(&a, c, "would apply", NULL);
                 else {
                         const char *reason = NULL;
                         k = apply_one(&a, c, &reason);
                         if (k >= 0) {
                                 if (c->kind == CHANGE_DELETED)
                                         removed = c->path;
+                                if (dry && c->kind_in_layer == LAYER_DIR &&
+                                    (c->kind == CHANGE_REPLACED || c->kind == CHANGE_ADDED))
+                                        made = c->path;
                                 stop = report(&a, c, dry ? "would apply" : "applied", NULL);
                         } else {
                                 a.not_applied++;

@@ -475,12 +475,42 @@ static void prune(const char *top)
                 close(dup);
 }
 
+/* What each file holds after the run, by its hash: what the record before knew of a file the
+ * run left as it was, what it holds now of one the run changed. Undo then knows a file that
+ * holds what the run left (put there again by a later undo, say) from one the user changed. */
+static void hash_after(const manifest *before, manifest *after, int project_fd)
+{
+        for (size_t i = 0; i < after->n; i++) {
+                manifest_entry *e = &after->entries[i];
+                if (e->type != MANIFEST_FILE)
+                        continue;
+                const manifest_entry *b = manifest_find(before, e->path);
+                if (b && b->hash[0] && manifest_same(b, e)) {
+                        memcpy(e->hash, b->hash, sizeof e->hash);
+                        continue;
+                }
+                const char *name;
+                _cleanup_close_ int dir = tree_open_parent(project_fd, e->path, &name);
+                _cleanup_close_ int fd = dir >= 0 ? openat(dir, name, OPEN_FILE_FLAGS) : -1;
+                struct stat st;
+                _cleanup_(digest_freep) digest *d = NULL;
+                _cleanup_free_ char *hex = NULL;
+                if (fd < 0 || fstat(fd, &st) < 0 || (uint64_t) st.st_ino != e->ino || (uint64_t) st.st_size != e->size ||
+                    digest_new(&d) < 0 || digest_update_fd(d, fd, e->size) < 0 ||
+                    digest_end_hex(d, MANIFEST_HASH_HEX, &hex) < 0)
+                        continue;
+                memcpy(e->hash, hex, MANIFEST_HASH_HEX + 1);
+        }
+}
+
 int undo_record_end(undo_record *rec, int project_fd, aisb_error **err)
 {
         if (rec->dir_fd < 0)
                 return 0;
         _cleanup_(manifest_done) manifest after = {};
         int r = project_now(project_fd, &after);
+        if (r >= 0)
+                hash_after(&rec->before, &after, project_fd);
         _cleanup_(buffer_free) buffer b = {};
         if (r >= 0)
                 r = manifest_format(&after, &b);
@@ -519,8 +549,8 @@ typedef struct undo_step {
         const char *reason;
 } undo_step;
 
-/* Whether the project's entry now is what the record before the run says (a file by its
- * content): undone already. */
+/* Whether the project's entry now is what a record (before the run: undone already; after
+ * it: untouched since) says, a file by its content. */
 static bool now_is_before(int project, const manifest_entry *b, const manifest_entry *c)
 {
         if (!b || !c || b->type != c->type || b->mode != c->mode)
@@ -590,7 +620,8 @@ static undo_step decide(int project, const char *path, const manifest_entry *b, 
         /* Since the run ended: untouched (as the record after it), or the user's. A git
          * directory's index is git's cache of what it last saw, rewritten by a git status the
          * user ran to see what the run did: put back with the rest. */
-        bool untouched = (a ? c && same_entry(a, c) : !c) || (a && c && git_index(path));
+        bool untouched = (a ? c && (same_entry(a, c) || now_is_before(project, a, c)) : !c) ||
+                         (a && c && git_index(path));
         if (!untouched && !force) {
                 s.action = DO_CONFLICT;
                 s.reason = !a ? "it was made since the run ended" : !c ? "it was removed since the run ended"

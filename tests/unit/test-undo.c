@@ -304,6 +304,40 @@ START_TEST(test_store_and_runs)
 }
 END_TEST
 
+static void agent_writes_v2(void)
+{
+        put("a.txt", "v2\n", 0644);
+}
+
+static void agent_writes_v3(void)
+{
+        put("a.txt", "v3\n", 0644);
+}
+
+/* Two runs over one file: each undo goes one run back, aisb's own rewrite of the file by the
+ * first undo is no change of the user's. */
+START_TEST(test_undo_twice_over_one_file)
+{
+        project_files();
+        _cleanup_free_ char *before = tree_hash();
+        undo_record rec = run("aisb-proj-00000030", UNDO_AUTO, agent_writes_v2, NULL, NULL);
+        undo_record_done(&rec);
+        rec = run("aisb-proj-00000031", UNDO_AUTO, agent_writes_v3, NULL, NULL);
+        undo_record_done(&rec);
+        aisb_policy *p = policy_of_project();
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, NULL, &err), 0);
+        listed got = {};
+        int r = aisb_undo(p, NULL, 0, list_change, &got, NULL, &err);
+        ck_assert_msg(r == 0, "%d", r);
+        ck_assert(has_line(&got, "restored a.txt"));
+        _cleanup_free_ char *after = tree_hash();
+        ck_assert_str_eq(before, after);
+        strv_free(got.lines);
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_auto_declines_a_large_project)
 {
         dir("many", 0755);
@@ -336,6 +370,7 @@ static Suite *undo_suite(void)
         tcase_add_test(t, test_undo_puts_everything_back);
         tcase_add_test(t, test_undo_refuses_what_the_user_changed);
         tcase_add_test(t, test_store_and_runs);
+        tcase_add_test(t, test_undo_twice_over_one_file);
         tcase_add_test(t, test_auto_declines_a_large_project);
         suite_add_tcase(s, t);
         return s;
