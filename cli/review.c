@@ -261,7 +261,7 @@ static void usage_undo(FILE *out)
                      "Put this project back as it was before its last plain run (or RUN): the\n"
                      "files and directories it changed, made or deleted. A path you changed since\n"
                      "the run ended is a conflict, left as it is. Runs are recorded when the\n"
-                     "project is small enough (undo = auto: at most 20000 entries, 256 MiB to\n"
+                     "project is small enough (undo = auto: at most 2000 entries, 64 MiB to\n"
                      "copy) or with undo = on. Undo again to go back one more run.\n\n"
                      "  --force     put back conflicting paths too, over your changes\n"
                      "  --dry-run   say what would be done, change nothing\n"

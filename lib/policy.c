@@ -1286,8 +1286,8 @@ static const policy_key policy_keys[] = {
         BOOLEAN("review", "the agent's writes go to a layer of this run's own: the project changes only when you "
                           "apply them (aisb diff, apply, discard)", review),
         { .pub = { .name = "undo", .placeholder = "WHEN",
-                   .help = "record the project before a plain run, for aisb undo: auto (a project of at most 20000 "
-                           "entries whose record copies at most 256 MiB), on, or off",
+                   .help = "record the project before a plain run, for aisb undo: auto (a project of at most 2000 "
+                           "entries whose record copies at most 64 MiB), on, or off",
                    .default_text = "auto" },
           .set = key_set_undo, .get = key_get_undo },
         { .pub = { .name = "mount", .placeholder = "SRC:DST[:ro]", .help = "bind-mount a host path",

@@ -138,6 +138,7 @@ static bool entry_of(const tree_entry *te, manifest_entry *e, char *target, size
 /* ---- the record ---- */
 
 typedef struct recording {
+        uint64_t to_copy; /* bytes of the files no record holds yet */
         aisb_ctx *ctx;
         undo_record *rec;
         undo_when mode;
@@ -171,10 +172,10 @@ static int store_file(recording *s, int dir, const char *name, manifest_entry *e
                 memcpy(e->hash, empty, sizeof empty);
                 return 0;
         }
-        if (s->mode == UNDO_AUTO && s->rec->bytes_copied + (uint64_t) st.st_size > UNDO_AUTO_MAX_BYTES) {
-                s->why = "its files not yet recorded hold more than 256 MiB";
-                return -EFBIG;
-        }
+        /* Not the file the walk saw: changed since, recorded without content. */
+        manifest_entry now = manifest_entry_of(e->path, &st);
+        if (!manifest_same(&now, e))
+                return 0;
         char tmp[NAME_MAX + 1];
         _cleanup_close_ int out = tree_temp_file(s->objects, tmp, sizeof tmp);
         if (out < 0)
@@ -210,6 +211,8 @@ static int store_file(recording *s, int dir, const char *name, manifest_entry *e
         return r;
 }
 
+/* The walk: each entry as stat says, a file's hash where a recent record knew it; what is to
+ * be copied is counted, and copied only once the whole walk says the record is to be made. */
 static int record_entry(const tree_entry *te, void *userdata)
 {
         recording *s = userdata;
@@ -217,7 +220,7 @@ static int record_entry(const tree_entry *te, void *userdata)
         if ((s->rec->entries & 255) == 0 && s->ctx && ctx_stopping(s->ctx))
                 return -ECANCELED;
         if (++s->rec->entries > UNDO_AUTO_MAX_ENTRIES && s->mode == UNDO_AUTO) {
-                s->why = "it holds more than 20000 files and directories";
+                s->why = "it holds more than " UNDO_AUTO_MAX_ENTRIES_TEXT " files and directories";
                 return -E2BIG;
         }
         char target[PATH_MAX];
@@ -228,13 +231,31 @@ static int record_entry(const tree_entry *te, void *userdata)
                 const manifest_entry *known = index_find(&s->index, &e);
                 if (known && object_exists(s->objects, known->hash))
                         memcpy(e.hash, known->hash, sizeof e.hash);
-                else {
-                        int r = store_file(s, te->dir, te->name, &e);
-                        if (r < 0)
-                                return r;
-                }
+                else
+                        s->to_copy += e.size;
         }
         return manifest_add(&s->rec->before, &e);
+}
+
+/* What the walk found no copy of, copied into the store (each reached again without a link,
+ * and only if it is still the file the walk saw). */
+static int copy_new(recording *s, int project_fd)
+{
+        for (size_t i = 0; i < s->rec->before.n; i++) {
+                manifest_entry *e = &s->rec->before.entries[i];
+                if (e->type != MANIFEST_FILE || e->hash[0])
+                        continue;
+                if ((i & 255) == 0 && s->ctx && ctx_stopping(s->ctx))
+                        return -ECANCELED;
+                const char *name;
+                _cleanup_close_ int dir = tree_open_parent(project_fd, e->path, &name);
+                if (dir < 0)
+                        continue;
+                int r = store_file(s, dir, name, e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const char *run, undo_when mode,
@@ -278,6 +299,13 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
                           .pid = (long) getpid() };
         r = tree_walk(project_fd, 0, TREE_WALK_STAT, record_entry, &s);
         index_done(&s.index);
+        /* Declined before anything is copied: a project auto does not record costs it a walk. */
+        if (r >= 0 && mode == UNDO_AUTO && s.to_copy > UNDO_AUTO_MAX_BYTES) {
+                s.why = "its files not yet recorded hold more than " UNDO_AUTO_MAX_BYTES_TEXT;
+                r = -EFBIG;
+        }
+        if (r >= 0)
+                r = copy_new(&s, project_fd);
         closep(&s.objects);
         if (r >= 0) {
                 _cleanup_(buffer_free) buffer b = {};
@@ -386,9 +414,10 @@ static int collect_run(int top, int dir, const run_info *info, void *userdata)
         return 0;
 }
 
+/* Two hashes as text, each an array of its own (the key too). */
 static int hash_cmp(const void *a, const void *b)
 {
-        return strcmp(*(char *const *) a, *(char *const *) b);
+        return strcmp(a, b);
 }
 
 /* The oldest records past UNDO_KEEP_RUNS go, then every object no record names. */
@@ -418,8 +447,10 @@ static void prune(const char *top)
         }
         strv_free(a.names);
         free(a.started);
-        /* What the records left name. */
-        _cleanup_strv_free_ char **kept = NULL;
+        /* What the records left name: hashes in one flat array, sorted once. */
+        typedef char hash_text[MANIFEST_HASH_HEX + 1];
+        _cleanup_free_ hash_text *kept = NULL;
+        size_t n_kept = 0, allocated = 0;
         a = (runs_age) {};
         if (runs_fd < 0 || runs_each(runs, collect_run, &a) < 0) {
                 strv_free(a.names);
@@ -435,15 +466,26 @@ static void prune(const char *top)
                         complete = false;
                         continue;
                 }
-                for (size_t j = 0; j < m.n; j++)
-                        if (m.entries[j].hash[0] && strv_push(&kept, m.entries[j].hash) < 0)
-                                complete = false;
+                for (size_t j = 0; complete && j < m.n; j++) {
+                        if (!m.entries[j].hash[0])
+                                continue;
+                        if (n_kept == allocated) {
+                                size_t grow = allocated ? allocated * 2 : 1024;
+                                hash_text *more = realloc(kept, grow * sizeof *more);
+                                if (!more) {
+                                        complete = false;
+                                        break;
+                                }
+                                kept = more;
+                                allocated = grow;
+                        }
+                        memcpy(kept[n_kept++], m.entries[j].hash, sizeof *kept);
+                }
         }
         strv_free(a.names);
         free(a.started);
         if (!complete)
                 return;
-        size_t n_kept = strv_length((const char *const *) kept);
         if (n_kept > 1)
                 qsort(kept, n_kept, sizeof *kept, hash_cmp);
         _cleanup_free_ char *objects = NULL;
@@ -460,7 +502,7 @@ static void prune(const char *top)
                 DIR *sd = dup2 >= 0 ? fdopendir(dup2) : NULL;
                 for (struct dirent *o; sd && (o = readdir(sd));) {
                         const char *name = o->d_name;
-                        if (name[0] == '.' || (n_kept && bsearch(&name, kept, n_kept, sizeof *kept, hash_cmp)))
+                        if (name[0] == '.' || (n_kept && bsearch(name, kept, n_kept, sizeof *kept, hash_cmp)))
                                 continue;
                         (void) unlinkat(sub, name, 0);
                 }

@@ -26,8 +26,10 @@
 #include "manifest.h"
 #include "policy.h"
 
-#define UNDO_AUTO_MAX_ENTRIES 20000
-#define UNDO_AUTO_MAX_BYTES (256ULL << 20)
+#define UNDO_AUTO_MAX_ENTRIES 2000
+#define UNDO_AUTO_MAX_ENTRIES_TEXT "2000"
+#define UNDO_AUTO_MAX_BYTES (64ULL << 20)
+#define UNDO_AUTO_MAX_BYTES_TEXT "64 MiB"
 /* The newest records kept per project; older ones go, and the store with them. */
 #define UNDO_KEEP_RUNS 5
 

@@ -350,7 +350,7 @@ START_TEST(test_auto_declines_a_large_project)
         const char *why = NULL;
         undo_record rec = run("aisb-proj-00000020", UNDO_AUTO, NULL, &recorded, &why);
         ck_assert_int_eq(recorded, 0);
-        ck_assert_ptr_nonnull(strstr(why, "20000"));
+        ck_assert_ptr_nonnull(strstr(why, UNDO_AUTO_MAX_ENTRIES_TEXT));
         undo_record_done(&rec);
         rec = run("aisb-proj-00000021", UNDO_ALWAYS, NULL, &recorded, NULL);
         ck_assert_int_eq(recorded, 1);
