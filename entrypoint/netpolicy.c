@@ -302,8 +302,9 @@ static int parse_expect_mount(struct parse_state *s, const char *val, char *err,
         e->path[len] = '\0';
         memcpy(number, dev + 1, (size_t) (ino - dev - 1));
         number[ino - dev - 1] = '\0';
-        if (parse_number(number, ~0ULL, &e->dev) < 0 || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
-                return ERR("--expect-mount %s: DEV and INO must be numbers", val);
+        e->any_dev = strcmp(number, "*") == 0;
+        if ((!e->any_dev && parse_number(number, ~0ULL, &e->dev) < 0) || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
+                return ERR("--expect-mount %s: DEV and INO must be numbers (DEV may be *)", val);
         p->n_expect++;
         return 0;
 }
@@ -618,10 +619,14 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                                 netpolicy_needed_capabilities[i].why);
         }
         fprintf(f, "steps:\n");
-        for (size_t i = 0; i < p->n_expect; i++)
-                fprintf(f, "  0. %s must be the file aisb chose (device %llu, inode %llu): one swapped for "
+        for (size_t i = 0; i < p->n_expect; i++) {
+                char dev[32] = "any";
+                if (!p->expect[i].any_dev)
+                        snprintf(dev, sizeof dev, "%llu", p->expect[i].dev);
+                fprintf(f, "  0. %s must be the file aisb chose (device %s, inode %llu): one swapped for "
                            "a link while the container started exits %d\n",
-                        p->expect[i].path, p->expect[i].dev, p->expect[i].ino, EP_EXIT_UNENFORCED);
+                        p->expect[i].path, dev, p->expect[i].ino, EP_EXIT_UNENFORCED);
+        }
         if (p->net == NET_EXTERNAL) {
                 fprintf(f, "  1. network: --net external: no ruleset; the network is enforced outside the container\n");
                 fprintf(f, "  2. verify: the identity and the empty capability sets, then no_new_privs\n");

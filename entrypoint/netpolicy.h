@@ -35,10 +35,13 @@
 
 /* --expect-mount PATH:DEV:INO: PATH inside the container must be that very file (device and
  * inode as the host saw them), or nothing runs: a path podman resolved after aisb chose it
- * could have been swapped for a link in between. */
+ * could have been swapped for a link in between. DEV '*': any device, the inode only (a file
+ * of a review run's project, seen through the overlay, which shows a file's own inode on a
+ * device of its own). */
 struct expect_mount {
         char path[NETPOLICY_EXPECT_PATH_MAX];
         unsigned long long dev, ino;
+        bool any_dev;
 };
 
 enum net_mode {

@@ -342,6 +342,15 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
         const bool review = plan_reviews(p);
         if (f->have_project_id && p->project && !review)
                 r = push_expect(&expect, AISB_PROJECT_DIR, f->project_dev, f->project_ino);
+        /* A review run's: a file of the project, by its inode (the overlay shows a file's own
+         * inode, on a device of the overlay's): a directory swapped in for the project while
+         * podman mounted it does not hold it. */
+        if (review && f->review_anchor) {
+                _cleanup_free_ char *arg = NULL;
+                if (asprintf(&arg, "%s:*:%llu", f->review_anchor, f->review_anchor_ino) < 0)
+                        return -ENOMEM;
+                r = r < 0 ? r : strv_push(&expect, arg);
+        }
         for (size_t i = 0; r >= 0 && i < p->n_mounts; i++)
                 r = push_expect(&expect, p->mounts[i].destination, p->mounts[i].dev, p->mounts[i].ino);
         for (size_t i = 0; r >= 0 && i < f->protect.n_mounts; i++)

@@ -48,6 +48,8 @@ typedef struct plan_facts {
         /* Borrowed: a review run's layer (review.h), once the run made it (a description has
          * stand-ins). */
         const char *review_upper, *review_work;
+        const char *review_anchor; /* borrowed: a file of the project the entrypoint checks by inode */
+        unsigned long long review_anchor_ino;
         bool terminal;
 } plan_facts;
 void plan_facts_done(plan_facts *f);

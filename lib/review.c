@@ -209,6 +209,7 @@ void review_layer_done(review_layer *l)
         free(l->dir);
         free(l->upper);
         free(l->work);
+        free(l->anchor);
         closep(&l->dir_fd);
         closep(&l->lock_fd);
         *l = REVIEW_LAYER_NULL;
@@ -256,6 +257,30 @@ int review_layer_create(const char *project, int project_fd, const char *run, co
         _cleanup_(buffer_free) buffer text = {};
         if (r >= 0)
                 r = project_names(project_fd, &names);
+        /* The file the entrypoint checks the mount by. */
+        const manifest_entry *anchor = NULL;
+        size_t anchor_depth = SIZE_MAX;
+        for (size_t i = 0; r >= 0 && i < names.n; i++) {
+                const manifest_entry *e = &names.entries[i];
+                size_t depth = 0;
+                for (const char *c = e->path; *c; c++)
+                        depth += *c == '/';
+                if (e->type == MANIFEST_FILE && depth < anchor_depth && strlen(e->path) < 900) {
+                        anchor = e;
+                        anchor_depth = depth;
+                }
+        }
+        if (r >= 0 && !anchor) {
+                aisb_error_set(err, -EINVAL, "--review needs a project that holds a file: the sandbox is checked to "
+                                             "have this very project by one (add a README, say)");
+                (void) tree_remove(AT_FDCWD, l.dir);
+                review_layer_done(&l);
+                return -EINVAL;
+        }
+        if (r >= 0 && asprintf(&l.anchor, AISB_PROJECT_DIR "/%s", anchor->path) < 0)
+                r = -ENOMEM;
+        if (r >= 0)
+                l.anchor_ino = anchor->ino;
         if (r >= 0)
                 r = manifest_format(&names, &text);
         if (r >= 0)

@@ -50,6 +50,11 @@ typedef struct review_layer {
         int dir_fd;
         int lock_fd;
         size_t changes;       /* counted at the end */
+        /* A regular file of the project, as few levels down as there is one, and its inode:
+         * the entrypoint finds it in /project (the overlay shows a file's own inode), or the
+         * directory podman mounted is not the project (its path swapped meanwhile). */
+        char *anchor;
+        unsigned long long anchor_ino;
 } review_layer;
 #define REVIEW_LAYER_NULL ((review_layer) { .dir_fd = -1, .lock_fd = -1 })
 

@@ -739,6 +739,8 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 return r;
         facts.review_upper = keep.layer.upper;
         facts.review_work = keep.layer.work;
+        facts.review_anchor = keep.layer.anchor;
+        facts.review_anchor_ino = keep.layer.anchor_ino;
         /* The plan again, now with the gate's port, the bridge's mounts and the review layer. */
         run_plan_done(&plan);
         r = plan_build(p, &facts, &plan, err);

@@ -140,6 +140,12 @@ START_TEST(options_good)
         ck_assert(p.expect[0].dev == 2049 && p.expect[0].ino == 12345);
         ck_assert_str_eq(p.expect[1].path, "/a:b");
         ck_assert(p.expect[1].dev == 7 && p.expect[1].ino == 18446744073709551615ULL);
+        ck_assert(!p.expect[0].any_dev && !p.expect[1].any_dev);
+        /* A review run's file of the project: the inode on any device. */
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--expect-mount",
+                               "/project/README:*:77", "--", "pi", NULL), 0);
+        ck_assert_uint_eq(p.n_expect, 1);
+        ck_assert(p.expect[0].any_dev && p.expect[0].ino == 77);
 }
 END_TEST
 
@@ -252,8 +258,9 @@ START_TEST(options_messages)
                 { { "--allow-env", "X",  NULL }, "--allow-env X: must be VARIABLE:PORT (upper case, digits, _; port 1..65535)" },
                 { { "--net", "allow", "--allow-env", "X:1", "--allow-env", "Y:2",  NULL }, "--allow-env given twice" },
                 { { "--expect-mount", "p:1:2",  NULL }, "--expect-mount p:1:2: must be PATH:DEV:INO" },
-                { { "--expect-mount", "/p:x:2",  NULL }, "--expect-mount /p:x:2: DEV and INO must be numbers" },
-                { { "--expect-mount", "/p:1:1111111111111111111111111111111111111111",  NULL }, "--expect-mount /p:1:1111111111111111111111111111111111111111: DEV and INO must be numbers" },
+                { { "--expect-mount", "/p:x:2",  NULL }, "--expect-mount /p:x:2: DEV and INO must be numbers (DEV may be *)" },
+                { { "--expect-mount", "/p:1:1111111111111111111111111111111111111111",  NULL }, "--expect-mount /p:1:1111111111111111111111111111111111111111: DEV and INO must be numbers (DEV may be *)" },
+                { { "--expect-mount", "/p:*:x",  NULL }, "--expect-mount /p:*:x: DEV and INO must be numbers (DEV may be *)" },
                 { { "--seed", "/a",  NULL }, "--seed /a: must be SRC:DEST, two absolute paths" },
                 { { "--seed", "/a:/b", "--seed", "/c:/d",  NULL }, "--seed given twice" },
                 { { "--seed", "/a:/b/../c",  NULL }, "--seed /a:/b/../c: must be SRC:DEST, two absolute paths" },
