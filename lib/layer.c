@@ -328,11 +328,17 @@ int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_
         /* The last directory the project lacks (or has as something else): what is below it
          * in the layer is new, whatever the project holds further down a path by that name. */
         const char *fresh = NULL;
+        /* The last opaque directory: a directory below it in the layer replaces the project's
+         * by that name whole (overlayfs marks only the one made over a whiteout: after `rm -rf
+         * e; mkdir -p e/y` the agent sees e/y empty, though only e is opaque). */
+        const char *opaque = NULL;
         int r = 0;
         for (size_t i = 0; r >= 0 && i < l->n; i++) {
                 const layer_entry *e = &l->entries[i];
                 if (fresh && !below(e->path, fresh))
                         fresh = NULL;
+                if (opaque && !below(e->path, opaque))
+                        opaque = NULL;
                 change c = { .path = e->path, .kind_in_layer = e->kind, .mode = e->mode & 0777,
                              .mode_stripped = (e->mode & 07000) != 0, .size = e->size, .target = e->target,
                              .refused = e->refused, .layer_ino = e->ino };
@@ -374,7 +380,9 @@ int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_
                                 c.kind = CHANGE_MODE;
                                 r = push_change(&b, &c);
                         }
-                        if (r >= 0 && e->opaque)
+                        if (e->opaque && !opaque)
+                                opaque = e->path;
+                        if (r >= 0 && opaque)
                                 r = opaque_deletions(&b, l, i, project);
                         continue;
                 case LAYER_FILE:

@@ -227,8 +227,8 @@ static int parse_line(cursor *c, manifest_entry *e)
         e->type = *s;
         if (!space(c) || !number(c, false, 8, 07777, NULL, &mode) || !space(c) ||
             !number(c, false, 10, UINT64_MAX, NULL, &e->size) || !space(c) ||
-            !number(c, true, 10, UINT64_MAX, &e->mtime_ns, NULL) || !space(c) ||
-            !number(c, true, 10, UINT64_MAX, &e->ctime_ns, NULL) || !space(c) ||
+            !number(c, true, 10, INT64_MAX, &e->mtime_ns, NULL) || !space(c) ||
+            !number(c, true, 10, INT64_MAX, &e->ctime_ns, NULL) || !space(c) ||
             !number(c, false, 10, UINT64_MAX, NULL, &e->dev) || !space(c) ||
             !number(c, false, 10, UINT64_MAX, NULL, &e->ino) || !space(c) || !field(c, &s, &len))
                 return -EBADMSG;

@@ -1057,8 +1057,8 @@ static char *repository_above(const char *path)
         return NULL;
 }
 
-int protect_plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid,
-                      protect_plan *ret, aisb_error **err)
+static int plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid, bool fix_access,
+                     protect_plan *ret, aisb_error **err)
 {
         _cleanup_(protect_plan_done) protect_plan plan = { .project = strdup(project) };
         if (!plan.project)
@@ -1126,7 +1126,7 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
                 } else
                         r = add_watch(&b, ".git", &st, NULL);
                 if (r >= 0) {
-                        walk w = { .fn = plan_nested, .userdata = &b, .fix_access = true };
+                        walk w = { .fn = plan_nested, .userdata = &b, .fix_access = fix_access };
                         r = walk_dir(&w, pfd, "", 0);
                         free(w.buf);
                         plan.walk_cut = w.cut;
@@ -1156,6 +1156,18 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
         *ret = plan;
         plan = (protect_plan) {};
         return 0;
+}
+
+int protect_plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid,
+                      protect_plan *ret, aisb_error **err)
+{
+        return plan_make(project, is_cwd, names, uid, true, ret, err);
+}
+
+int protect_plan_look(const char *project, bool is_cwd, const char *const *names, unsigned uid,
+                      protect_plan *ret, aisb_error **err)
+{
+        return plan_make(project, is_cwd, names, uid, false, ret, err);
 }
 
 void protect_plan_done(protect_plan *plan)

@@ -88,6 +88,11 @@ int protect_entry_valid(const char *entry, char *reason, size_t reason_size);
  * user's, or does not name the project back; -ENOMEM. */
 int protect_plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid,
                       protect_plan *ret, aisb_error **err);
+/* The same plan, changing nothing in the project: a directory of the user's the walk cannot
+ * open is left unentered (protect_plan_make gives its owner's access back, as a run's start
+ * does). For what only reads the project against a plan: aisb diff, apply. */
+int protect_plan_look(const char *project, bool is_cwd, const char *const *names, unsigned uid,
+                      protect_plan *ret, aisb_error **err);
 void protect_plan_done(protect_plan *plan);
 
 /* Called for each entry moved aside: where it was, where it is now, and why; now NULL when

@@ -39,6 +39,7 @@ typedef struct review {
         manifest start;
         bool have_start;
 } review;
+#define REVIEW_NULL ((review) { .dir = -1, .upper = -1, .project = -1 })
 
 static void review_done(review *r)
 {
@@ -84,7 +85,7 @@ static int protected_roots(review *r, const char *project, aisb_error **err)
                 if (!streq(names[i], ".git") && (k = strv_push(&r->protected_roots, names[i])) < 0)
                         return error_oom(err);
         _cleanup_(protect_plan_done) protect_plan plan = {};
-        k = protect_plan_make(project, false, (const char *const *) names, (unsigned) getuid(), &plan, err);
+        k = protect_plan_look(project, false, (const char *const *) names, (unsigned) getuid(), &plan, err);
         if (k < 0)
                 return k;
         size_t prefix = strlen(AISB_PROJECT_DIR) + 1;
@@ -206,7 +207,7 @@ static int find_review_run(const aisb_policy *p, const char *run, char **ret_top
 
 static int review_open(const aisb_policy *p, const char *run, bool need_start, review *ret, aisb_error **err)
 {
-        review r = { .dir = -1, .upper = -1, .project = -1 };
+        review r = REVIEW_NULL;
         int k = open_project(p, err);
         if (k < 0)
                 return k;
@@ -321,7 +322,7 @@ int aisb_review_diff(const aisb_policy *p, const char *run, unsigned flags, aisb
 {
         if (flags & ~(unsigned) AISB_REVIEW_PATCH)
                 return aisb_error_set(err, -EINVAL, "aisb_review_diff: unknown flags 0x%x", flags);
-        _cleanup_(review_done) review r = {};
+        _cleanup_(review_done) review r = REVIEW_NULL;
         int k = review_open(p, run, false, &r, err);
         if (k < 0)
                 return k;
@@ -647,7 +648,7 @@ int aisb_review_apply(const aisb_policy *p, const char *run, const char *const *
 {
         if (flags & ~(unsigned) (AISB_APPLY_FORCE | AISB_APPLY_DRY_RUN))
                 return aisb_error_set(err, -EINVAL, "aisb_review_apply: unknown flags 0x%x", flags);
-        _cleanup_(review_done) review r = {};
+        _cleanup_(review_done) review r = REVIEW_NULL;
         int k = review_open(p, run, true, &r, err);
         if (k < 0)
                 return k;

@@ -159,6 +159,12 @@ static int walk_dir(walker *w, int fd, size_t path_len, unsigned depth)
                 _cleanup_close_ int self = -1;
                 if (type == DT_DIR) {
                         self = openat(fd, it->name, OPEN_DIR_FLAGS);
+                        /* Readable is not enough: one without search permission (mode 0644,
+                         * say, not root) lists names whose entries cannot be looked at. The
+                         * kernel's lookup of "." asks for exactly that permission. */
+                        struct stat dot;
+                        if (self >= 0 && fstatat(self, ".", &dot, AT_SYMLINK_NOFOLLOW) < 0)
+                                closep(&self);
                         e.self = self;
                         e.open_error = self < 0 ? -errno : 0;
                 }

@@ -847,7 +847,8 @@ int aisb_undo(const aisb_policy *p, const char *run, unsigned flags, aisb_change
                 stop = fn ? fn(&c, userdata) : 0;
         }
         if (!dry && !stop && not_done == 0) {
-                _cleanup_close_ int fd = openat(dir, "undone", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                int fd = openat(dir, "undone", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                closep(&fd);
         }
         if (ret_run)
                 *ret_run = steal_pointer(&name);

@@ -27,11 +27,13 @@ static inline void closep(int *fd)
                 (void) close(*fd);
                 errno = saved;
         }
+        *fd = -1; /* closed early, it is not closed again at cleanup */
 }
 static inline void fclosep(FILE **f)
 {
         if (*f)
                 (void) fclose(*f);
+        *f = NULL;
 }
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)

@@ -456,6 +456,38 @@ START_TEST(test_sweep)
 }
 END_TEST
 
+/* aisb diff and apply read the project against a plan and change nothing in it: a directory
+ * of the user's made unreadable stays so (a run's start gives its owner's access back). As
+ * root nothing is refused by permissions, so the case runs as nobody. */
+START_TEST(test_plan_look_changes_nothing)
+{
+        if (geteuid() == 0) {
+                ck_assert_int_eq(chown(top, 65534, 65534), 0);
+                ck_assert_int_eq(chown(project, 65534, 65534), 0);
+                ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
+                ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
+        }
+        gitdir("project/hide/x/.git");
+        char p[256];
+        snprintf(p, sizeof p, "%s/hide", project);
+        ck_assert_int_eq(chmod(p, 0), 0);
+        protect_plan plan = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(protect_plan_look(project, false, defaults, geteuid(), &plan, &err) == 0, "%s",
+                      aisb_error_message(err));
+        protect_plan_done(&plan);
+        struct stat st;
+        ck_assert_int_eq(lstat(p, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0);
+        /* A run's start: the walk gives the directory back to its owner. */
+        ck_assert_msg(protect_plan_make(project, false, defaults, geteuid(), &plan, &err) == 0, "%s",
+                      aisb_error_message(err));
+        protect_plan_done(&plan);
+        ck_assert_int_eq(lstat(p, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 0700, 0700);
+}
+END_TEST
+
 /* What the agent made hard to move is moved all the same: a nested repository inside a
  * directory it made unreadable, a .idea it made unwritable, a repository in a directory it
  * made read-only. As root nothing is refused by permissions, so the case runs as nobody. */
@@ -648,6 +680,7 @@ static Suite *protect_suite(void)
         tcase_add_test(tc, test_sweep_review_three);
         tcase_add_test(tc, test_links);
         tcase_add_test(tc, test_sweep);
+        tcase_add_test(tc, test_plan_look_changes_nothing);
         tcase_add_test(tc, test_sweep_stubborn);
         tcase_add_test(tc, test_no_repository);
         tcase_add_test(tc, test_worktree);

@@ -144,6 +144,43 @@ START_TEST(test_walk_sorted_no_links_bounded)
 }
 END_TEST
 
+/* A directory of the agent's without search permission (mode 0644) lists its names, but none
+ * of them can be looked at: not root, the scan refuses that directory alone and reads the
+ * rest. As root permissions refuse nothing, so the case runs as nobody. */
+START_TEST(test_scan_unsearchable_directory)
+{
+        /* As nobody, in a child: the fixture's teardown stays root's. */
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                if (geteuid() == 0 && (chmod(top, 0711) < 0 || chown(outside, 65534, 65534) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                                       setresuid(65534, 65534, 65534) < 0))
+                        _exit(10);
+                mkdir_at(outside, "locked", 0755);
+                put_at(outside, "locked/inside", "x", 0644);
+                put_at(outside, "ok", "x", 0644);
+                mkdir_at(outside, "locked", 0644);
+                int fd = open(outside, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                layer l = {};
+                aisb_error *err = NULL;
+                if (fd < 0 || layer_scan(fd, geteuid(), &l, &err) < 0) {
+                        fprintf(stderr, "layer_scan: %s\n", aisb_error_message(err));
+                        _exit(11);
+                }
+                /* The directory refused, nothing below it read, the rest read. */
+                bool good = l.n == 2 && streq(l.entries[0].path, "locked") && l.entries[0].refused &&
+                            streq(l.entries[1].path, "ok") && !l.entries[1].refused;
+                for (size_t i = 0; i < l.n; i++)
+                        fprintf(stderr, "scan: %s %s\n", l.entries[i].path, l.entries[i].refused ? l.entries[i].refused : "");
+                mkdir_at(outside, "locked", 0755);
+                _exit(good ? 0 : 12);
+        }
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the scan as nobody: status %d", status);
+}
+END_TEST
+
 START_TEST(test_manifest_round_trip)
 {
         manifest m = {};
@@ -242,6 +279,9 @@ static void project_files(void)
         mkdir_at(project, "keep", 0755);
         put_at(project, "keep/old", "old\n", 0644);
         put_at(project, "keep/stays", "stays\n", 0644);
+        mkdir_at(project, "keep/deep", 0755);
+        put_at(project, "keep/deep/gone", "gone\n", 0644);
+        put_at(project, "keep/deep/kept", "kept\n", 0644);
         mkdir_at(project, "bin", 0755);
         mkdir_at(project, ".git", 0755);
         put_at(project, ".git/HEAD", "ref: refs/heads/main\n", 0644);
@@ -256,6 +296,10 @@ static void agent_writes(void)
         mkdir_at(upper, "keep", 0755);
         opaque("keep");                              /* replaced whole: keep/old and keep/stays go */
         put_at(upper, "keep/stays", "stays\n", 0644); /* ... but this one is made again */
+        /* Made again below the opaque one, not marked opaque itself (as `rm -rf keep; mkdir -p
+         * keep/deep` leaves it): the project's keep/deep/gone is gone from the agent's view. */
+        mkdir_at(upper, "keep/deep", 0755);
+        put_at(upper, "keep/deep/kept", "kept\n", 0644);
         mkdir_at(upper, "bin", 0700);                /* a directory's mode */
         put_at(upper, "sx", "", 04755);              /* setuid: dropped */
         char path[512];
@@ -297,7 +341,7 @@ START_TEST(test_layer_as_the_overlay_leaves_it)
 {
         project_files();
         review_layer l = make_layer("aisb-proj-00000001", agent_writes);
-        ck_assert_uint_eq(l.changes, 11);
+        ck_assert_uint_eq(l.changes, 12);
         aisb_policy *p = policy_of_project();
         listed got = {};
         char *run = NULL;
@@ -313,6 +357,9 @@ START_TEST(test_layer_as_the_overlay_leaves_it)
         ck_assert(!has_line(&got, "deleted sub/b.txt"));
         ck_assert(has_line(&got, "deleted keep/old"));
         ck_assert(!has_line(&got, "deleted keep/stays"));
+        ck_assert(has_line(&got, "deleted keep/deep/gone"));
+        ck_assert(!has_line(&got, "deleted keep/deep/kept"));
+        ck_assert(!has_line(&got, "deleted keep/deep "));
         ck_assert(has_line(&got, "mode bin"));
         ck_assert(has_line(&got, "added sx stripped"));
         ck_assert(has_line(&got, "added fifo refused"));
@@ -656,6 +703,7 @@ static Suite *review_suite(void)
         tcase_add_test(walk, test_path_order);
         tcase_add_test(walk, test_walk_sorted_no_links_bounded);
         tcase_add_test(walk, test_manifest_round_trip);
+        tcase_add_test(walk, test_scan_unsearchable_directory);
         suite_add_tcase(s, walk);
         TCase *layers = tcase_create("layer");
         tcase_add_checked_fixture(layers, setup, teardown);
