@@ -135,6 +135,36 @@ wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps2")"
 cd "$E2E_TMP/project"
 pass "14 runs in a directory swapped $(tail -1 "$E2E_TMP/swaps2") times: $legit ran in it, $refused were refused by the entrypoint, $other failed otherwise; none got the target"
 
+# The same swap while review runs start: a review run's /project is an overlay whose lower
+# directory podman opens by its path, so the entrypoint checks a file of the project by its
+# inode (the overlay shows a file's own): the link's target, mounted instead, has no such
+# file, and the run is refused.
+mkdir -p "$E2E_TMP/parent3/pkg" && echo legit > "$E2E_TMP/parent3/pkg/marker"
+sed -e 's|/parent/parent2/|/parent/parent3/|' -e 's|swapping2|swapping3|' -e 's|stop2|stop3|' \
+  "$E2E_TMP/swap2.py" > "$E2E_TMP/swap3.py"
+cd "$E2E_TMP/parent3/pkg"
+"$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 /parent/swap3.py > "$E2E_TMP/swaps3" 2>&1 &
+swapper=$!
+for _ in $(seq 100); do [ -e "$E2E_TMP/swapping3" ] && break; sleep 0.1; done
+[ -e "$E2E_TMP/swapping3" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/swaps3")"
+legit=0 refused=0 other=0
+for i in $(seq 14); do
+  set +e
+  out=$("$AISB" run --review -- cat /project/marker 2>"$E2E_TMP/err3.$i"); rc=$?
+  set -e
+  case "$out" in *VICTIM*) fail "review run $i got the link's target as its project" ;; esac
+  if [ "$rc" -eq 0 ] && [ "$out" = legit ]; then legit=$((legit + 1))
+  elif [ "$rc" -eq 77 ] && grep -q "/project/marker is not what aisb chose to mount" "$E2E_TMP/err3.$i"; then refused=$((refused + 1))
+  else other=$((other + 1)); fi
+done
+touch "$E2E_TMP/stop3"
+wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps3")"
+swaps=$(tail -1 "$E2E_TMP/swaps3")
+[ "$swaps" -gt 100 ] 2>/dev/null || fail "the swapper swapped only '$swaps' times: no race was tried"
+[ "$refused" -gt 0 ] || fail "no review run was refused in $swaps swaps: the race was not met (legit $legit, other $other: $(cat "$E2E_TMP"/err3.* | sort | uniq -c | head -5))"
+cd "$E2E_TMP/project"
+pass "14 review runs in a directory swapped $swaps times: $legit ran in it, $refused were refused by the entrypoint, $other failed otherwise; none got the target"
+
 # --mount through a link the agent planted in the project, or of a path inside it: refused.
 "$AISB" run -- sh -c "ln -s '$secret' /project/data; mkdir -p /project/sub"
 set +e

@@ -216,6 +216,8 @@ START_TEST(test_manifest_round_trip)
                 "aisb-manifest 1\nf 644 0 0 0 0 1 - /a\n",
                 "aisb-manifest 1\nf 644 0 0 0 0 1 - a",
                 "aisb-manifest 1\nf 7777777 0 0 0 0 1 - a\n",
+                "aisb-manifest 1\nf 644 0 9223372036854775808 0 0 1 - a\n",
+                "aisb-manifest 1\nf 644 0 0 -9223372036854775809 0 1 - a\n",
                 "f 644 0 0 0 0 1 - a\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -336,6 +338,33 @@ static bool has_line(const listed *l, const char *prefix)
                         return true;
         return false;
 }
+
+/* The entrypoint checks a review run's /project by a file of the project: the shallowest
+ * regular file, by its inode; a project without one is refused in a line. */
+START_TEST(test_layer_anchor)
+{
+        int pfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(pfd, 0);
+        review_layer l = REVIEW_LAYER_NULL;
+        aisb_error *err = NULL;
+        mkdir_at(project, "empty", 0755);
+        ck_assert_int_eq(review_layer_create(project, pfd, "aisb-proj-00000009", PROTECT_DEFAULT, &l, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "needs a project that holds a file"));
+        aisb_error_free(err);
+        err = NULL;
+        mkdir_at(project, "a", 0755);
+        put_at(project, "a/deep", "x", 0644);
+        put_at(project, "zz-top", "x", 0644);
+        ck_assert_msg(review_layer_create(project, pfd, "aisb-proj-00000009", PROTECT_DEFAULT, &l, &err) == 0, "%s",
+                      aisb_error_message(err));
+        ck_assert_str_eq(l.anchor, "/project/zz-top");
+        struct stat st;
+        ck_assert_int_eq(fstatat(pfd, "zz-top", &st, AT_SYMLINK_NOFOLLOW), 0);
+        ck_assert_uint_eq(l.anchor_ino, st.st_ino);
+        review_layer_done(&l);
+        close(pfd);
+}
+END_TEST
 
 START_TEST(test_layer_as_the_overlay_leaves_it)
 {
@@ -707,6 +736,7 @@ static Suite *review_suite(void)
         suite_add_tcase(s, walk);
         TCase *layers = tcase_create("layer");
         tcase_add_checked_fixture(layers, setup, teardown);
+        tcase_add_test(layers, test_layer_anchor);
         tcase_add_test(layers, test_layer_as_the_overlay_leaves_it);
         tcase_add_test(layers, test_diff_shows_text_patches);
         tcase_add_test(layers, test_apply_all);
