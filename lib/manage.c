@@ -145,7 +145,7 @@ static int list_layer(int top, int dir, const run_info *info, void *userdata)
         kept_walk *k = userdata;
         aisb_list_entry e = {
                 .name = info->run, .kind = "layer", .project = info->project, .image = "",
-                .state = run_dir_running(dir) ? "running" : "ended", .created = info->started_ns / 1000000000LL,
+                .state = run_dir_running(dir) ? "running" : run_info_interrupted(info) ? "interrupted" : "ended", .created = info->started_ns / 1000000000LL,
                 .users = -1, .idle_seconds = -1, .size = (long long) dir_disk_usage(dir),
         };
         k->fn(&e, k->userdata);
@@ -253,6 +253,32 @@ static int clean_layer(int top, int dir, const run_info *info, void *userdata)
         }
         aisb_error_free(e);
         return 0;
+}
+
+/* A layer whose run was interrupted (its aisb killed) and whose sandbox is gone: nothing
+ * writes it any more, so it is given its end and can be applied. */
+typedef struct ending {
+        aisb_ctx *ctx;
+        const char *const *sandboxes; /* the sandboxes still there */
+} ending;
+
+static int end_layer(int top, int dir, const run_info *info, void *userdata)
+{
+        ending *e = userdata;
+        if (!run_info_interrupted(info) || run_dir_running(dir) ||
+            strv_contains(e->sandboxes, info->run))
+                return 0;
+        int r = run_dir_mark_ended(dir);
+        if (r < 0)
+                aisb_log(e->ctx, AISB_LOG_WARNING, "the review layer %s: %s", info->run, strerror(-r));
+        else
+                aisb_log(e->ctx, AISB_LOG_INFO, "%s: its sandbox is gone; its layer can be applied", info->run);
+        return 0;
+}
+
+static int end_project_layers(const char *path, const char *name, void *userdata)
+{
+        return runs_each(path, end_layer, userdata);
 }
 
 static int clean_project_layers(const char *path, const char *name, void *userdata)
@@ -445,6 +471,23 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                         if (r < 0)
                                 return r;
                 }
+        }
+        /* Review layers of interrupted runs whose sandbox is gone now. */
+        if (!dry) {
+                _cleanup_strv_free_ char **sandboxes = NULL;
+                for (size_t i = 0; i < json_object_array_length(list); i++) {
+                        json_object *c = json_object_array_get_idx(list, i), *v;
+                        const char *name = json_object_object_get_ex(c, "Names", &v)
+                                                   ? json_object_get_string(json_object_array_get_idx(v, 0))
+                                                   : NULL;
+                        if (name && !strv_contains((const char *const *) removed, name) && strv_push(&sandboxes, name) < 0)
+                                return error_oom(err);
+                }
+                _cleanup_free_ char *layers = state_path("layers");
+                ending e = { .ctx = ctx, .sandboxes = (const char *const *) sandboxes };
+                r = layers ? each_project_dir(layers, end_project_layers, &e) : 0;
+                if (r < 0)
+                        return aisb_error_set(err, r, "the review layers: %s", strerror(-r));
         }
         /* The state of every gate gone now, just removed or long since (a killed run's gate
          * removed behind aisb's back, say), whose squid.conf may hold a run's secrets: wiped. */

@@ -338,14 +338,6 @@ static int dir_names(int root, const char *rel, char ***ret)
         return 0;
 }
 
-static bool strv_has(char *const *v, const char *s)
-{
-        for (size_t i = 0; v && v[i]; i++)
-                if (streq(v[i], s))
-                        return true;
-        return false;
-}
-
 typedef struct gitdir_opts {
         const char *own_worktree; /* in worktrees/: the run's own, left to its caller */
         bool others_read_only;    /* the run is a linked worktree: the rest of the repository's state is not its */
@@ -1418,7 +1410,7 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                         if (dir < 0 || dir_names(dir, "", &now) < 0)
                                 continue;
                         for (size_t j = 1; r >= 0 && now[j]; j++) {
-                                if (strv_has(w->names, now[j]))
+                                if (strv_contains((const char *const *) w->names, now[j]))
                                         continue;
                                 _cleanup_free_ char *rel = join(w->rel, now[j]);
                                 size_t n = strlen(w->rel);

@@ -654,6 +654,10 @@ int aisb_review_apply(const aisb_policy *p, const char *run, const char *const *
                 return k;
         if (run_dir_running(r.dir))
                 return aisb_error_set(err, -EBUSY, "%s is still running: apply its changes once it has ended", r.run);
+        /* Its aisb killed, the sandbox may live on and write the layer while it is applied. */
+        if (run_info_interrupted(&r.info))
+                return aisb_error_set(err, -EBUSY, "%s did not end (its aisb was killed): its sandbox may still write "
+                                                   "the layer; aisb clean removes the sandbox, then apply", r.run);
         _cleanup_strv_free_ char **named = NULL;
         if (paths && paths[0] && (k = normalize_paths(&r, paths, &named, err)) < 0)
                 return k;

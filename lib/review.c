@@ -309,21 +309,7 @@ int review_layer_end(review_layer *l, int project_fd, aisb_error **err)
 {
         if (l->dir_fd < 0)
                 return 0;
-        _cleanup_free_ char *text = NULL;
-        size_t size = 0;
-        run_info info = {};
-        int r = read_file_at(l->dir_fd, "info", INFO_MAX, &text, &size);
-        if (r >= 0)
-                r = run_info_parse(text, size, &info);
-        if (r >= 0) {
-                buffer b = {};
-                info.ended_ns = now_coarse_ns();
-                r = run_info_format(&info, &b);
-                if (r >= 0)
-                        r = write_file_at(l->dir_fd, "info", b.data, b.size);
-                buffer_free(&b);
-        }
-        run_info_done(&info);
+        int r = run_dir_mark_ended(l->dir_fd);
         if (r < 0)
                 return aisb_error_set(err, r, "the review layer %s: %s", l->dir, strerror(-r));
         closep(&l->lock_fd);
@@ -373,6 +359,23 @@ int run_dir_info(int dir_fd, run_info *ret)
         size_t size = 0;
         int r = read_file_at(dir_fd, "info", INFO_MAX, &text, &size);
         return r < 0 ? r : run_info_parse(text, size, ret);
+}
+
+int run_dir_write_info(int dir_fd, const run_info *info)
+{
+        _cleanup_(buffer_free) buffer b = {};
+        int r = run_info_format(info, &b);
+        return r < 0 ? r : write_file_at(dir_fd, "info", b.data, b.size);
+}
+
+int run_dir_mark_ended(int dir_fd)
+{
+        _cleanup_(run_info_done) run_info info = {};
+        int r = run_dir_info(dir_fd, &info);
+        if (r < 0)
+                return r;
+        info.ended_ns = now_coarse_ns();
+        return run_dir_write_info(dir_fd, &info);
 }
 
 /* Whether the run that holds the lock of the run directory dir_fd goes on. */

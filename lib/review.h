@@ -79,6 +79,12 @@ int project_names(int project_fd, manifest *ret);
  * (STATE/undo/KEY/runs/RUN); each directory holds `info` ---- */
 
 int run_dir_info(int dir_fd, run_info *ret);
+int run_dir_write_info(int dir_fd, const run_info *info);
+/* The run's info given its end (now): at its end, or once its sandbox is known gone after
+ * its aisb was killed (aisb clean). */
+int run_dir_mark_ended(int dir_fd);
+/* A run that never ended (its aisb killed): its sandbox may still write what it holds. */
+static inline bool run_info_interrupted(const run_info *i) { return i->ended_ns == 0; }
 /* Whether a run holds the directory's lock: it goes on. */
 bool run_dir_running(int dir_fd);
 /* fn for each run directory below top (top_fd, the run's descriptor, its info); a directory

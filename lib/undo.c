@@ -16,14 +16,6 @@
 
 #define OPEN_FILE_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
 #define RECORD_MAX (1ULL << 31)
-#define INFO_MAX (64 * 1024)
-
-static long long now_coarse_ns(void)
-{
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-        return (long long) ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 void undo_record_done(undo_record *rec)
 {
@@ -41,13 +33,6 @@ static int read_manifest_at(int dir, const char *name, manifest *ret)
         size_t size = 0;
         int r = read_file_at(dir, name, RECORD_MAX, &text, &size);
         return r < 0 ? r : manifest_parse(text, size, ret, NULL);
-}
-
-static int write_info(int dir, const run_info *info)
-{
-        _cleanup_(buffer_free) buffer b = {};
-        int r = run_info_format(info, &b);
-        return r < 0 ? r : write_file_at(dir, "info", b.data, b.size);
 }
 
 /* ---- the index: what the newest record knew of each file, by device and inode ---- */
@@ -313,7 +298,7 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
                 if (r >= 0)
                         r = write_file_at(rec.dir_fd, "before", b.data, b.size);
                 if (r >= 0)
-                        r = write_info(rec.dir_fd, &info);
+                        r = run_dir_write_info(rec.dir_fd, &info);
         }
         if (r < 0) {
                 /* Not recorded: the run goes on without a way back, said. */
@@ -558,12 +543,8 @@ int undo_record_end(undo_record *rec, int project_fd, aisb_error **err)
                 r = manifest_format(&after, &b);
         if (r >= 0)
                 r = write_file_at(rec->dir_fd, "after", b.data, b.size);
-        run_info info = {};
-        if (r >= 0 && (r = run_dir_info(rec->dir_fd, &info)) >= 0) {
-                info.ended_ns = now_coarse_ns();
-                r = write_info(rec->dir_fd, &info);
-        }
-        run_info_done(&info);
+        if (r >= 0)
+                r = run_dir_mark_ended(rec->dir_fd);
         closep(&rec->lock_fd);
         if (r < 0)
                 return r == -ENOMEM ? error_oom(err)

@@ -24,6 +24,14 @@ size_t strv_length(const char *const *v)
         return n;
 }
 
+bool strv_contains(const char *const *v, const char *s)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                if (streq(v[i], s))
+                        return true;
+        return false;
+}
+
 char **strv_copy(const char *const *v)
 {
         size_t n = strv_length(v);

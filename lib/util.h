@@ -72,6 +72,7 @@ static inline bool startswith(const char *s, const char *prefix)
 /* NULL-terminated string vectors. */
 char **strv_copy(const char *const *v);
 size_t strv_length(const char *const *v);
+bool strv_contains(const char *const *v, const char *s);
 int strv_push(char ***v, const char *s); /* copies s; -ENOMEM */
 void strv_free(char **v);
 /* In strcmp order, in place. */

@@ -9,7 +9,8 @@
 # through a directory link planted in the project after the run (even forced); no FIFO is
 # made, a setuid bit is dropped; two review runs of one project at once each keep their own
 # layer, apply and discard refuse a run still going, and the two apply in turn with the
-# shared file a conflict; ps and clean --layers list and remove the layers.
+# shared file a conflict; ps and clean --layers list and remove the layers; a run whose aisb
+# is killed is applied only once aisb clean removed its sandbox.
 . "$(dirname "$0")/lib.sh"
 
 export XDG_STATE_HOME=$E2E_TMP/state
@@ -324,4 +325,41 @@ expect_contains "clean --layers names each layer" "removed layer $run_one" "$(ca
 expect_contains "clean --layers names each layer" "removed layer $run_two" "$(cat "$E2E_TMP/clean")"
 expect_eq "and removes them" 0 "$(layer_count)"
 expect_absent "aisb ps lists no layer of the project" "$proj" "$("$AISB" ps | awk '$2 == "layer"')"
+expect_eq "no container is left" "" "$(our_containers)"
+
+# 6. A review run whose aisb is killed (kill -9): its sandbox lives on and may write the
+# layer, so apply refuses the run until aisb clean has removed the sandbox; then it applies.
+"$AISB" run --review --mount "$mark:/mark" -- sh -c '
+  echo killed > /project/killed.txt; touch /mark/k
+  while [ ! -e /mark/stop-k ]; do echo more >> /project/growing.txt; sleep 0.1; done' > "$E2E_TMP/k" 2>&1 &
+killed=$!
+wait_for "$mark/k" "the review run to be killed"
+kill -9 "$killed"
+wait "$killed" 2>/dev/null || true
+run_k=$("$AISB" ps | awk -v p="$proj" '$2 == "layer" && $NF == p { print $1 " " $3 }')
+expect_eq "aisb ps shows the killed run's layer interrupted" interrupted "${run_k#* }"
+run_k=${run_k%% *}
+size=$(stat -c %s "$(find "$layers" -mindepth 2 -maxdepth 2 -name "$run_k")/upper/growing.txt")
+wait_for_growth() {
+  for _ in $(seq 1200); do
+    [ "$(stat -c %s "$(find "$layers" -mindepth 2 -maxdepth 2 -name "$run_k")/upper/growing.txt")" -gt "$size" ] && return 0
+    sleep 0.1
+  done
+  fail "the orphaned sandbox wrote nothing more"
+}
+wait_for_growth
+pass "its sandbox lives on, writing the layer"
+set +e
+"$AISB" apply "$run_k" > "$E2E_TMP/apply-k" 2>&1
+rc=$?
+set -e
+expect_eq "apply of an interrupted run: exit 1" 1 "$rc"
+expect_contains "says why and what to do" "$run_k did not end (its aisb was killed): its sandbox may still write the layer; aisb clean removes the sandbox, then apply" "$(cat "$E2E_TMP/apply-k")"
+[ ! -e "$proj/killed.txt" ] || fail "the refused apply wrote the project"
+"$AISB" clean > "$E2E_TMP/clean-k" 2>&1 || fail "clean: $(cat "$E2E_TMP/clean-k")"
+expect_contains "clean removes the orphaned sandbox" "$run_k" "$(cat "$E2E_TMP/clean-k")"
+expect_eq "and gives the layer its end" ended "$("$AISB" ps | awk -v r="$run_k" '$1 == r { print $3 }')"
+"$AISB" apply "$run_k" > "$E2E_TMP/apply-k" 2>&1 || fail "apply after clean: $(cat "$E2E_TMP/apply-k")"
+expect_eq "then it applies" killed "$(cat "$proj/killed.txt")"
+"$AISB" discard "$run_k" >/dev/null 2>&1 || fail "discard of the applied run"
 expect_eq "no container is left" "" "$(our_containers)"

@@ -711,7 +711,22 @@ START_TEST(test_discard_and_find)
         err = NULL;
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
-        close(fd);
+        close(fd); /* the lock is the open file's, shared with the child */
+        /* Its aisb killed: the lock is free, but the run never ended (its sandbox may live on
+         * and write the layer): apply waits for its end (aisb clean gives it), diff does not. */
+        run_info info = {};
+        ck_assert_int_eq(run_dir_info(lock, &info), 0);
+        info.ended_ns = 0;
+        ck_assert_int_eq(run_dir_write_info(lock, &info), 0);
+        run_info_done(&info);
+        ck_assert(!run_dir_running(lock));
+        ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, 0, NULL, NULL, NULL, &err), -EBUSY);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "did not end (its aisb was killed)"));
+        aisb_error_free(err);
+        err = NULL;
+        ck_assert_int_eq(aisb_review_diff(p, NULL, 0, NULL, NULL, NULL, &err), 0);
+        ck_assert_int_eq(run_dir_mark_ended(lock), 0);
+        ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, AISB_APPLY_DRY_RUN, NULL, NULL, NULL, &err), 0);
         close(lock);
         ck_assert_int_eq(aisb_review_discard(NULL, p, NULL, NULL, &err), 0);
         ck_assert_int_eq(aisb_review_diff(p, NULL, 0, NULL, NULL, NULL, &err), -ENOENT);
