@@ -387,7 +387,8 @@ int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_
                         continue;
                 case LAYER_FILE:
                         if (have == MANIFEST_FILE) {
-                                if ((st.st_mode & 07777) == e->mode && (uint64_t) st.st_size == e->size) {
+                                if ((st.st_mode & 07777) == e->mode && (uint64_t) st.st_size == e->size &&
+                                    e->size <= LAYER_COMPARE_MAX) {
                                         int same = same_content(project, upper, e->path, e->size);
                                         if (same < 0) {
                                                 r = same;

@@ -22,6 +22,10 @@
 
 #define LAYER_MAX_ENTRIES 1000000
 #define LAYER_LINK_MAX 4095
+/* A file of the layer as large as the project's by its name, and larger than this, is taken
+ * as modified without its bytes being compared: the agent's copy-up of a huge (or sparse)
+ * file costs no read of it at every diff. */
+#define LAYER_COMPARE_MAX (64ULL << 20)
 
 typedef enum layer_kind {
         LAYER_FILE,

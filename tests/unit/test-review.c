@@ -366,6 +366,41 @@ START_TEST(test_layer_anchor)
 }
 END_TEST
 
+/* A copy-up of a huge (here sparse) file, unchanged: listed modified, its bytes not read. */
+static void sparse_at(const char *dir, const char *rel, off_t size)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, size), 0);
+        close(fd);
+}
+
+static void agent_copies_up_huge(void)
+{
+        sparse_at(upper, "huge", (off_t) LAYER_COMPARE_MAX + 1);
+        sparse_at(upper, "big", (off_t) LAYER_COMPARE_MAX);
+}
+
+START_TEST(test_huge_file_not_compared)
+{
+        sparse_at(project, "huge", (off_t) LAYER_COMPARE_MAX + 1);
+        sparse_at(project, "big", (off_t) LAYER_COMPARE_MAX);
+        review_layer l = make_layer("aisb-proj-00000008", agent_copies_up_huge);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_review_diff(p, NULL, 0, list_change, &got, NULL, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert(has_line(&got, "modified huge"));
+        ck_assert(!has_line(&got, "modified big")); /* at the bound: compared, the same */
+        ck_assert_uint_eq(got.n, 1);
+        strv_free(got.lines);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
 START_TEST(test_layer_as_the_overlay_leaves_it)
 {
         project_files();
@@ -753,6 +788,7 @@ static Suite *review_suite(void)
         tcase_add_checked_fixture(layers, setup, teardown);
         tcase_add_test(layers, test_layer_anchor);
         tcase_add_test(layers, test_layer_as_the_overlay_leaves_it);
+        tcase_add_test(layers, test_huge_file_not_compared);
         tcase_add_test(layers, test_diff_shows_text_patches);
         tcase_add_test(layers, test_apply_all);
         tcase_add_test(layers, test_apply_conflicts);
