@@ -215,10 +215,10 @@ static char type_of(mode_t mode)
 /* What the project has at rel now, without following a link on the way: 0 with *ret_type (0
  * when nothing is there), or the error reaching its directory gave (-ELOOP: a link on the
  * way, -ENOTDIR: something else). *ret_dir: the parent's descriptor, when wanted. */
-static int project_lookup(int project, const char *rel, struct stat *st, char *ret_type)
+static int project_lookup(tree_dirs *project, const char *rel, struct stat *st, char *ret_type)
 {
         const char *name;
-        _cleanup_close_ int dir = tree_open_parent(project, rel, &name);
+        int dir = tree_dirs_parent(project, rel, &name);
         if (dir == -ENOENT) {
                 *ret_type = 0;
                 return 0;
@@ -236,12 +236,12 @@ static int project_lookup(int project, const char *rel, struct stat *st, char *r
 }
 
 /* Whether the project's file at rel has the content of the layer's. */
-static int same_content(int project, int upper, const char *rel, uint64_t size)
+static int same_content(tree_dirs *project, tree_dirs *upper, const char *rel, uint64_t size)
 {
         const char *name;
-        _cleanup_close_ int pdir = tree_open_parent(project, rel, &name);
+        int pdir = tree_dirs_parent(project, rel, &name);
         _cleanup_close_ int a = pdir >= 0 ? openat(pdir, name, OPEN_FILE_FLAGS) : -1;
-        _cleanup_close_ int udir = tree_open_parent(upper, rel, &name);
+        int udir = tree_dirs_parent(upper, rel, &name);
         _cleanup_close_ int b = udir >= 0 ? openat(udir, name, OPEN_FILE_FLAGS) : -1;
         struct stat sa, sb;
         if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || !S_ISREG(sa.st_mode) ||
@@ -275,7 +275,7 @@ static int name_cmp(const void *a, const void *b)
 
 /* The project's entries of the directory the layer's opaque directory at index at replaces
  * that the layer does not hold (or holds as a whiteout): each is deleted. */
-static int opaque_deletions(changes_builder *b, const layer *l, size_t at, int project)
+static int opaque_deletions(changes_builder *b, const layer *l, size_t at, tree_dirs *project)
 {
         const layer_entry *dir = &l->entries[at];
         size_t prefix = strlen(dir->path) + 1;
@@ -289,7 +289,8 @@ static int opaque_deletions(changes_builder *b, const layer *l, size_t at, int p
         size_t n_held = strv_length((const char *const *) held);
         if (n_held > 1)
                 qsort(held, n_held, sizeof *held, name_cmp);
-        int fd = tree_open_dir(project, dir->path, false, 0);
+        int held_dir = tree_dirs_dir(project, dir->path);
+        int fd = held_dir >= 0 ? openat(held_dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         if (!d) {
                 if (fd >= 0)
@@ -323,6 +324,9 @@ static int change_cmp(const void *a, const void *b)
 
 int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_error **err)
 {
+        /* The project's directories and the layer's, each opened once for the walk's order. */
+        _cleanup_(tree_dirs_done) tree_dirs pdirs = TREE_DIRS_INIT(project);
+        _cleanup_(tree_dirs_done) tree_dirs udirs = TREE_DIRS_INIT(upper);
         change_set set = {};
         changes_builder b = { .set = &set };
         /* The last directory the project lacks (or has as something else): what is below it
@@ -345,7 +349,7 @@ int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_
                 struct stat st = {};
                 char have = 0;
                 if (!fresh) {
-                        int k = project_lookup(project, e->path, &st, &have);
+                        int k = project_lookup(&pdirs, e->path, &st, &have);
                         if (k == -ELOOP || k == -ENOTDIR) {
                                 c.kind = CHANGE_ADDED;
                                 c.blocked = k == -ELOOP ? "the project's path to it goes through a link"
@@ -383,13 +387,13 @@ int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_
                         if (e->opaque && !opaque)
                                 opaque = e->path;
                         if (r >= 0 && opaque)
-                                r = opaque_deletions(&b, l, i, project);
+                                r = opaque_deletions(&b, l, i, &pdirs);
                         continue;
                 case LAYER_FILE:
                         if (have == MANIFEST_FILE) {
                                 if ((st.st_mode & 07777) == e->mode && (uint64_t) st.st_size == e->size &&
                                     e->size <= LAYER_COMPARE_MAX) {
-                                        int same = same_content(project, upper, e->path, e->size);
+                                        int same = same_content(&pdirs, &udirs, e->path, e->size);
                                         if (same < 0) {
                                                 r = same;
                                                 break;
@@ -406,7 +410,7 @@ int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_
                         if (have == MANIFEST_LINK && e->target) {
                                 char target[LAYER_LINK_MAX + 1];
                                 const char *name;
-                                _cleanup_close_ int dir = tree_open_parent(project, e->path, &name);
+                                int dir = tree_dirs_parent(&pdirs, e->path, &name);
                                 ssize_t n = dir >= 0 ? readlinkat(dir, name, target, sizeof target - 1) : -1;
                                 if (n >= 0) {
                                         target[n] = 0;

@@ -36,6 +36,14 @@ typedef struct review {
         layer layer;
         change_set changes;
         char **protected_roots; /* below the project, sorted */
+        bool git;               /* .git is on the run's protected list */
+        /* The directories that git would take for a git directory once the layer is applied,
+         * of those the layer gives one of git's marks (HEAD, objects, refs, commondir);
+         * sorted. The project's own are among protected_roots. */
+        char **git_dirs;
+        size_t n_git_dirs;
+        uint64_t *git_hashes; /* theirs (FNV-1a), sorted: a path's directories are looked up
+                               * by the hash of each prefix, computed as the path is read */
         manifest start;
         bool have_start;
 } review;
@@ -52,6 +60,8 @@ static void review_done(review *r)
         layer_done(&r->layer);
         change_set_done(&r->changes);
         strv_free(r->protected_roots);
+        strv_free(r->git_dirs);
+        free(r->git_hashes);
         manifest_done(&r->start);
 }
 
@@ -122,7 +132,7 @@ static bool git_name(const char *name)
 
 /* Whether dir (below the project; "" the project) holds name after the layer is applied: the
  * layer's entry, else the project's. */
-static bool merged_has(const review *r, const char *dir, const char *name)
+static bool merged_has(const review *r, tree_dirs *project, const char *dir, const char *name)
 {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s%s%s", dir, *dir ? "/" : "", name) < 0)
@@ -132,8 +142,109 @@ static bool merged_has(const review *r, const char *dir, const char *name)
                 return e->kind != LAYER_WHITEOUT;
         struct stat st;
         const char *leaf;
-        _cleanup_close_ int fd = tree_open_parent(r->project, path, &leaf);
+        int fd = tree_dirs_parent(project, path, &leaf);
         return fd >= 0 && fstatat(fd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* What git takes for a git directory: HEAD, and objects and refs, or a commondir. */
+static bool merged_looks_git(const review *r, tree_dirs *project, const char *dir)
+{
+        return merged_has(r, project, dir, "HEAD") &&
+               ((merged_has(r, project, dir, "objects") && merged_has(r, project, dir, "refs")) ||
+                merged_has(r, project, dir, "commondir"));
+}
+
+static bool git_mark(const char *name)
+{
+        return streq(name, "HEAD") || streq(name, "objects") || streq(name, "refs") || streq(name, "commondir");
+}
+
+static int cmp_string(const void *a, const void *b)
+{
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+#define FNV_START 0xcbf29ce484222325ULL
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char) s[i]) * 0x100000001b3ULL;
+        return h;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* r->git_dirs: once, from the layer's entries (in walk order, so the project's directories
+ * are each opened once), rather than for every path each directory above it. */
+static int find_git_dirs(review *r)
+{
+        const char *list = r->info.protect ? r->info.protect : "";
+        for (const char *p = list; *p;) {
+                size_t n = strcspn(p, ",");
+                r->git |= n == 4 && strncmp(p, ".git", 4) == 0;
+                p += n + (p[n] == ',');
+        }
+        if (!r->git)
+                return 0;
+        _cleanup_(tree_dirs_done) tree_dirs project = TREE_DIRS_INIT(r->project);
+        /* The project itself, whatever the layer holds (for git's names in it). */
+        _cleanup_free_ char *last = strdup("");
+        if (!last)
+                return -ENOMEM;
+        if (merged_looks_git(r, &project, "") && strv_push(&r->git_dirs, "") < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->layer.n; i++) {
+                const layer_entry *e = &r->layer.entries[i];
+                const char *slash = strrchr(e->path, '/');
+                if (e->kind == LAYER_WHITEOUT || !git_mark(slash ? slash + 1 : e->path))
+                        continue;
+                _cleanup_free_ char *dir = strndup(e->path, slash ? (size_t) (slash - e->path) : 0);
+                if (!dir)
+                        return -ENOMEM;
+                if (last && streq(last, dir))
+                        continue;
+                if (merged_looks_git(r, &project, dir) && strv_push(&r->git_dirs, dir) < 0)
+                        return -ENOMEM;
+                free(last);
+                last = steal_pointer(&dir);
+        }
+        r->n_git_dirs = strv_length((const char *const *) r->git_dirs);
+        if (r->n_git_dirs > 1)
+                qsort(r->git_dirs, r->n_git_dirs, sizeof *r->git_dirs, cmp_string);
+        if (r->n_git_dirs && !(r->git_hashes = calloc(r->n_git_dirs, sizeof *r->git_hashes)))
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n_git_dirs; i++)
+                r->git_hashes[i] = fnv1a(FNV_START, r->git_dirs[i], strlen(r->git_dirs[i]));
+        if (r->n_git_dirs > 1)
+                qsort(r->git_hashes, r->n_git_dirs, sizeof *r->git_hashes, cmp_u64);
+        return 0;
+}
+
+typedef struct bounded {
+        const char *s;
+        size_t n;
+} bounded;
+
+static int cmp_bounded(const void *key, const void *elem)
+{
+        const bounded *k = key;
+        const char *e = *(char *const *) elem;
+        int c = strncmp(k->s, e, k->n);
+        return c ? c : e[k->n] ? -1 : 0;
+}
+
+/* Whether path's first len bytes, whose hash is hash, name a git directory: the strings are
+ * compared only for a hash that is one of theirs. */
+static bool is_git_dir(const review *r, const char *path, size_t len, uint64_t hash)
+{
+        bounded key = { path, len };
+        return r->n_git_dirs && bsearch(&hash, r->git_hashes, r->n_git_dirs, sizeof hash, cmp_u64) &&
+               bsearch(&key, r->git_dirs, r->n_git_dirs, sizeof *r->git_dirs, cmp_bounded);
 }
 
 /* The protected root path is at or below, or NULL; *ret_len its length. A directory git would
@@ -141,50 +252,39 @@ static bool merged_has(const review *r, const char *dir, const char *name)
  * project itself only for git's names in it. */
 static bool protected_at(const review *r, const char *path, size_t *ret_len)
 {
-        const char *list = r->info.protect ? r->info.protect : "";
-        bool git = false;
-        for (const char *p = list; *p;) {
-                size_t n = strcspn(p, ",");
-                if (n == 4 && strncmp(p, ".git", 4) == 0)
-                        git = true;
-                p += n + (p[n] == ',');
-        }
         size_t best = SIZE_MAX;
         for (size_t i = 0; r->protected_roots && r->protected_roots[i]; i++)
                 if (at_or_below(path, r->protected_roots[i]) && strlen(r->protected_roots[i]) < best)
                         best = strlen(r->protected_roots[i]);
-        if (git) {
-                /* Each directory on the way: a .git, or what looks like a git directory. */
-                char dir[TREE_PATH_MAX];
-                for (const char *p = path;;) {
-                        size_t len = (size_t) (p - path);
-                        const char *slash = strchr(p, '/');
-                        size_t comp = slash ? (size_t) (slash - p) : strlen(p);
-                        if (comp == 4 && strncmp(p, ".git", 4) == 0) {
-                                best = best < len + 4 ? best : len + 4;
-                                break;
-                        }
-                        memcpy(dir, path, len ? len - 1 : 0);
-                        dir[len ? len - 1 : 0] = 0;
-                        bool looks = merged_has(r, dir, "HEAD") &&
-                                     ((merged_has(r, dir, "objects") && merged_has(r, dir, "refs")) ||
-                                      merged_has(r, dir, "commondir"));
-                        if (looks) {
-                                char first[256];
-                                memcpy(first, p, comp < sizeof first ? comp : sizeof first - 1);
-                                first[comp < sizeof first ? comp : sizeof first - 1] = 0;
-                                size_t at = len ? len - 1 : 0;
-                                if (len == 0 && git_name(first))
-                                        at = comp;
-                                if (len > 0 || git_name(first)) {
-                                        best = best < at ? best : at;
-                                        break;
-                                }
-                        }
-                        if (!slash)
-                                break;
-                        p = slash + 1;
+        /* Each directory on the way: a .git, or what looks like a git directory. One pass over
+         * the path: each directory's hash is the one before it, carried on. */
+        uint64_t hash = FNV_START;
+        size_t hashed = 0;
+        for (const char *p = path; r->git;) {
+                size_t len = (size_t) (p - path);
+                const char *slash = strchr(p, '/');
+                size_t comp = slash ? (size_t) (slash - p) : strlen(p);
+                if (comp == 4 && strncmp(p, ".git", 4) == 0) {
+                        best = best < len + 4 ? best : len + 4;
+                        break;
                 }
+                size_t dir_len = len ? len - 1 : 0;
+                hash = fnv1a(hash, path + hashed, dir_len - hashed);
+                hashed = dir_len;
+                if (is_git_dir(r, path, dir_len, hash)) {
+                        char first[NAME_MAX + 1];
+                        size_t n = comp < sizeof first ? comp : sizeof first - 1;
+                        memcpy(first, p, n);
+                        first[n] = 0;
+                        size_t at = len == 0 && git_name(first) ? comp : dir_len;
+                        if (len > 0 || git_name(first)) {
+                                best = best < at ? best : at;
+                                break;
+                        }
+                }
+                if (!slash)
+                        break;
+                p = slash + 1;
         }
         if (best == SIZE_MAX)
                 return false;
@@ -226,6 +326,8 @@ static int review_open(const aisb_policy *p, const char *run, bool need_start, r
                 k = review_changes(r.upper, r.project, &r.layer, &r.changes, err);
         if (k >= 0)
                 k = protected_roots(&r, p->project, err);
+        if (k >= 0 && (k = find_git_dirs(&r)) < 0)
+                k = error_oom(err);
         if (k >= 0 && need_start) {
                 _cleanup_close_ int fd = openat(r.dir, "start", OPEN_FILE_FLAGS);
                 _cleanup_free_ char *text = NULL;

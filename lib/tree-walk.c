@@ -274,6 +274,77 @@ int tree_open_parent(int root, const char *rel, const char **ret_name)
         return tree_open_dir(root, parent, false, 0);
 }
 
+void tree_dirs_done(tree_dirs *c)
+{
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->names[i]);
+                closep(&c->fds[i]);
+        }
+        free(c->names);
+        free(c->fds);
+        *c = TREE_DIRS_INIT(c->root);
+}
+
+/* The directory of rel's first len bytes (whole components). */
+static int dirs_open(tree_dirs *c, const char *rel, size_t len)
+{
+        size_t level = 0;
+        for (const char *p = rel, *end = rel + len; p < end; level++) {
+                const char *slash = memchr(p, '/', (size_t) (end - p));
+                size_t n = slash ? (size_t) (slash - p) : (size_t) (end - p);
+                if (level < c->n && strlen(c->names[level]) == n && memcmp(c->names[level], p, n) == 0) {
+                        p += n + (slash != NULL);
+                        continue;
+                }
+                /* A different directory at this level: what was held below it goes. */
+                while (c->n > level) {
+                        c->n--;
+                        free(c->names[c->n]);
+                        closep(&c->fds[c->n]);
+                }
+                if (c->n == c->allocated) {
+                        size_t grow = c->allocated ? c->allocated * 2 : 16;
+                        char **names = reallocarray(c->names, grow, sizeof *names);
+                        if (!names)
+                                return -ENOMEM;
+                        c->names = names;
+                        int *fds = reallocarray(c->fds, grow, sizeof *fds);
+                        if (!fds)
+                                return -ENOMEM;
+                        c->fds = fds;
+                        c->allocated = grow;
+                }
+                char *name = strndup(p, n);
+                if (!name)
+                        return -ENOMEM;
+                int fd = tree_open_dir(level ? c->fds[level - 1] : c->root, name, false, 0);
+                if (fd < 0) {
+                        free(name);
+                        return fd;
+                }
+                c->names[c->n] = name;
+                c->fds[c->n++] = fd;
+                p += n + (slash != NULL);
+        }
+        return level ? c->fds[level - 1] : c->root;
+}
+
+int tree_dirs_parent(tree_dirs *c, const char *rel, const char **ret_name)
+{
+        if (!tree_path_valid(rel))
+                return -EINVAL;
+        const char *slash = strrchr(rel, '/');
+        *ret_name = slash ? slash + 1 : rel;
+        return dirs_open(c, rel, slash ? (size_t) (slash - rel) : 0);
+}
+
+int tree_dirs_dir(tree_dirs *c, const char *rel)
+{
+        if (*rel && !tree_path_valid(rel))
+                return -EINVAL;
+        return dirs_open(c, rel, strlen(rel));
+}
+
 /* A directory of the user's that the agent made unreadable or unwritable: back to rwx for its
  * owner, through a descriptor that cannot be a link's target. */
 static void dir_make_ours(int dir, const char *name)

@@ -57,6 +57,24 @@ int tree_open_dir(int root, const char *rel, bool create, mode_t mode);
 /* rel's directory (as tree_open_dir, not created) and its last component in *ret_name (a
  * pointer into rel). -EINVAL for an empty rel, or one with "." or ".." or an empty component. */
 int tree_open_parent(int root, const char *rel, const char **ret_name);
+/* Directories below a root, each opened as tree_open_dir opens them and kept, so that a
+ * sequence of look-ups in walk order opens each directory once rather than once for each path
+ * below it (a deep tree's cost stays linear). For reading: a directory is the one opened
+ * when first reached. */
+typedef struct tree_dirs {
+        int root;            /* borrowed */
+        size_t n, allocated; /* levels held: names[i], fds[i] is root/names[0]/.../names[i] */
+        char **names;
+        int *fds;
+} tree_dirs;
+#define TREE_DIRS_INIT(r) ((tree_dirs) { .root = (r) })
+void tree_dirs_done(tree_dirs *c);
+/* rel's directory and last component, as tree_open_parent (the same errors), as a descriptor
+ * the cache keeps: valid until the next call or tree_dirs_done. */
+int tree_dirs_parent(tree_dirs *c, const char *rel, const char **ret_name);
+/* The directory rel itself ("" is root), the same way. */
+int tree_dirs_dir(tree_dirs *c, const char *rel);
+
 /* Whether rel is a plain relative path: no leading '/', no empty, "." or ".." component. */
 bool tree_path_valid(const char *rel);
 

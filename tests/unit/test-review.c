@@ -680,17 +680,35 @@ static void agent_makes_bare_repository(void)
         mkdir_at(upper, "tool/refs", 0755);
         put_at(upper, "tool/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0644);
         put_at(upper, "notes.txt", "fine\n", 0644);
+        /* One the project half holds: the agent adds its HEAD. */
+        mkdir_at(upper, "half", 0755);
+        put_at(upper, "half/HEAD", "ref: refs/heads/main\n", 0644);
+        put_at(upper, "half/config", "[core]\n\thooksPath = /tmp\n", 0644);
+        /* The project itself made one: git's names at its top. */
+        put_at(upper, "HEAD", "ref: refs/heads/main\n", 0644);
+        mkdir_at(upper, "objects", 0755);
+        mkdir_at(upper, "refs", 0755);
+        put_at(upper, "config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0644);
 }
 
 START_TEST(test_a_git_directory_the_agent_made_is_protected)
 {
         project_files();
+        mkdir_at(project, "half", 0755);
+        mkdir_at(project, "half/objects", 0755);
+        mkdir_at(project, "half/refs", 0755);
         review_layer l = make_layer("aisb-proj-00000006", agent_makes_bare_repository);
         aisb_policy *p = policy_of_project();
         listed got = {};
         aisb_error *err = NULL;
         ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err), 0);
+        for (size_t i = 0; i < got.n; i++)
+                fprintf(stderr, "apply: %s\n", got.lines[i]);
         ck_assert(has_line(&got, "skipped tool/config"));
+        ck_assert(has_line(&got, "skipped half/HEAD "));
+        ck_assert(has_line(&got, "skipped half/config "));
+        ck_assert(has_line(&got, "skipped config "));
+        ck_assert(has_line(&got, "skipped HEAD "));
         ck_assert(has_line(&got, "applied notes.txt"));
         _cleanup_free_ char *config = read_at(project, "tool/config");
         ck_assert_ptr_null(config);
