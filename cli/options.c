@@ -256,17 +256,33 @@ void cli_put(FILE *out, const char *s)
         cli_put_keeping(out, s, "");
 }
 
+/* The length of the well-formed UTF-8 sequence of two to four bytes at c, or 0. */
+static size_t utf8_length(const unsigned char *c)
+{
+        size_t n = c[0] >= 0xc2 && c[0] <= 0xdf ? 2 : c[0] >= 0xe0 && c[0] <= 0xef ? 3 : c[0] >= 0xf0 && c[0] <= 0xf4 ? 4 : 0;
+        for (size_t i = 1; i < n; i++)
+                if ((c[i] & 0xc0) != 0x80)
+                        return 0; /* stops at the terminating NUL too */
+        /* Overlong forms, surrogates, beyond U+10FFFF. */
+        if ((c[0] == 0xe0 && c[1] < 0xa0) || (c[0] == 0xed && c[1] > 0x9f) || (c[0] == 0xf0 && c[1] < 0x90) ||
+            (c[0] == 0xf4 && c[1] > 0x8f))
+                return 0;
+        return n;
+}
+
 void cli_put_keeping(FILE *out, const char *s, const char *keep)
 {
-        for (const unsigned char *c = (const unsigned char *) (s ? s : ""); *c; c++) {
-                /* C0 and DEL; and the C1 controls as UTF-8 writes them (C2 80..9F). */
-                if ((*c < 0x20 && !strchr(keep, *c)) || *c == 0x7f)
+        for (const unsigned char *c = (const unsigned char *) (s ? s : ""); *c;) {
+                /* C0 and DEL; the C1 controls as UTF-8 writes them (C2 80..9F); and every byte
+                 * that is not well-formed UTF-8 (a lone 9B is CSI to a terminal in 8-bit mode). */
+                size_t n = *c < 0x80 ? 1 : utf8_length(c);
+                if ((*c < 0x20 && !strchr(keep, *c)) || *c == 0x7f || n == 0)
                         fprintf(out, "\\x%02x", *c);
-                else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
+                else if (c[0] == 0xc2 && c[1] <= 0x9f)
                         fprintf(out, "\\xc2\\x%02x", c[1]);
-                        c++;
-                } else
-                        putc(*c, out);
+                else
+                        fwrite(c, 1, n, out);
+                c += n ? n : 1;
         }
 }
 

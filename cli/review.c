@@ -137,15 +137,25 @@ static int on_change(const aisb_change *c, void *userdata)
                 }
                 s->patches[s->n_patches++] = copy;
         } else if (!s->summary_only && c->patch_note && c->type == 'f') {
+                /* The path escaped even when the patch goes out as it is: a newline in it would
+                 * start a line of the patch's own. */
                 char *note = NULL;
-                if (asprintf(&note, "# %s: %s, not shown\n", c->path, c->patch_note) >= 0) {
+                size_t size = 0;
+                FILE *f = open_memstream(&note, &size);
+                if (f) {
+                        fputs("# ", f);
+                        cli_put(f, c->path);
+                        fprintf(f, ": %s, not shown\n", c->patch_note);
+                }
+                if (f && fclose(f) == 0) {
                         char **more = realloc(s->patches, (s->n_patches + 1) * sizeof *more);
                         if (more) {
                                 s->patches = more;
                                 s->patches[s->n_patches++] = note;
                         } else
                                 free(note);
-                }
+                } else if (f)
+                        free(note);
         }
         return 0;
 }
