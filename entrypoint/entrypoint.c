@@ -123,12 +123,15 @@ static void check_mounts(const struct netpolicy *p)
                 struct stat st;
                 if (lstat(p->expect[i].path, &st) < 0)
                         die(EP_EXIT_UNENFORCED, "%s: %s; nothing was run", p->expect[i].path, strerror(errno));
-                if ((!p->expect[i].any_dev && (unsigned long long) st.st_dev != p->expect[i].dev) ||
-                    (unsigned long long) st.st_ino != p->expect[i].ino)
+                const struct expect_mount *e = &p->expect[i];
+                long long ctime_ns = (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+                bool same = e->file ? S_ISREG(st.st_mode) && st.st_nlink == 1 && ctime_ns == e->ctime_ns
+                                    : (unsigned long long) st.st_dev == e->dev;
+                if (!same || (unsigned long long) st.st_ino != e->ino)
                         die(EP_EXIT_UNENFORCED,
                             "%s is not what aisb chose to mount (it was swapped for a link while the "
                             "container started); nothing was run",
-                            p->expect[i].path);
+                            e->path);
         }
         if (as_user) {
                 (void) setfsuid(fsuid);

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <linux/netfilter.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -302,9 +303,36 @@ static int parse_expect_mount(struct parse_state *s, const char *val, char *err,
         e->path[len] = '\0';
         memcpy(number, dev + 1, (size_t) (ino - dev - 1));
         number[ino - dev - 1] = '\0';
-        e->any_dev = strcmp(number, "*") == 0;
-        if ((!e->any_dev && parse_number(number, ~0ULL, &e->dev) < 0) || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
-                return ERR("--expect-mount %s: DEV and INO must be numbers (DEV may be *)", val);
+        if (parse_number(number, ~0ULL, &e->dev) < 0 || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
+                return ERR("--expect-mount %s: DEV and INO must be numbers", val);
+        p->n_expect++;
+        return 0;
+}
+
+static int parse_expect_file(struct parse_state *s, const char *val, char *err, size_t errlen)
+{
+        struct netpolicy *p = &s->p;
+        if (p->n_expect >= NETPOLICY_MAX_EXPECT)
+                return ERR("too many --expect-mount and --expect-file (at most %d)", NETPOLICY_MAX_EXPECT);
+        struct expect_mount *e = &p->expect[p->n_expect];
+        const char *ctime = strrchr(val, ':');
+        const char *ino = NULL;
+        for (const char *c = val; ctime && c < ctime; c++)
+                if (*c == ':')
+                        ino = c;
+        size_t len = ino ? (size_t) (ino - val) : 0;
+        char number[32];
+        unsigned long long ns = 0;
+        if (!ino || val[0] != '/' || len >= sizeof(e->path) || (size_t) (ctime - ino - 1) >= sizeof(number))
+                return ERR("--expect-file %s: must be PATH:INO:CTIME_NS", val);
+        memcpy(number, ino + 1, (size_t) (ctime - ino - 1));
+        number[ctime - ino - 1] = '\0';
+        if (parse_number(number, ~0ULL, &e->ino) < 0 || parse_number(ctime + 1, (unsigned long long) LLONG_MAX, &ns) < 0)
+                return ERR("--expect-file %s: INO and CTIME_NS must be numbers", val);
+        memcpy(e->path, val, len);
+        e->path[len] = '\0';
+        e->file = true;
+        e->ctime_ns = (long long) ns;
         p->n_expect++;
         return 0;
 }
@@ -351,6 +379,7 @@ static const struct entrypoint_option {
         { "--allow", parse_allow, 0 },
         { "--allow-env", parse_allow_env, 0 },
         { "--expect-mount", parse_expect_mount, 0 },
+        { "--expect-file", parse_expect_file, 0 },
         { "--seed", parse_seed, 0 },
         { "--ca-bundle", parse_ca_bundle, 0 },
         { "--ruleset-only", NULL, offsetof(struct netpolicy, ruleset_only) },
@@ -399,7 +428,7 @@ static int netpolicy_check(const struct netpolicy *p, char *err, size_t errlen)
         if (p->ruleset_only && (p->command || p->have_uid || p->have_gid || p->keep_root || p->seed_source[0] ||
                                 p->ca_extra[0] || p->n_expect))
                 return ERR("--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, "
-                           "--expect-mount or command");
+                           "--expect-mount, --expect-file or command");
         if (!p->print_ruleset && !p->print_plan && !p->ruleset_only && !p->command)
                 return ERR("no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]");
         return 0;
@@ -619,14 +648,15 @@ void netpolicy_print_plan(const struct netpolicy *p, FILE *f)
                                 netpolicy_needed_capabilities[i].why);
         }
         fprintf(f, "steps:\n");
-        for (size_t i = 0; i < p->n_expect; i++) {
-                char dev[32] = "any";
-                if (!p->expect[i].any_dev)
-                        snprintf(dev, sizeof dev, "%llu", p->expect[i].dev);
-                fprintf(f, "  0. %s must be the file aisb chose (device %s, inode %llu): one swapped for "
-                           "a link while the container started exits %d\n",
-                        p->expect[i].path, dev, p->expect[i].ino, EP_EXIT_UNENFORCED);
-        }
+        for (size_t i = 0; i < p->n_expect; i++)
+                if (p->expect[i].file)
+                        fprintf(f, "  0. %s must be the file aisb chose (one link, inode %llu, changed at %lld ns): "
+                                   "a project swapped for another while the container started exits %d\n",
+                                p->expect[i].path, p->expect[i].ino, p->expect[i].ctime_ns, EP_EXIT_UNENFORCED);
+                else
+                        fprintf(f, "  0. %s must be the file aisb chose (device %llu, inode %llu): one swapped for "
+                                   "a link while the container started exits %d\n",
+                                p->expect[i].path, p->expect[i].dev, p->expect[i].ino, EP_EXIT_UNENFORCED);
         if (p->net == NET_EXTERNAL) {
                 fprintf(f, "  1. network: --net external: no ruleset; the network is enforced outside the container\n");
                 fprintf(f, "  2. verify: the identity and the empty capability sets, then no_new_privs\n");

@@ -35,13 +35,17 @@
 
 /* --expect-mount PATH:DEV:INO: PATH inside the container must be that very file (device and
  * inode as the host saw them), or nothing runs: a path podman resolved after aisb chose it
- * could have been swapped for a link in between. DEV '*': any device, the inode only (a file
- * of a review run's project, seen through the overlay, which shows a file's own inode on a
- * device of its own). */
+ * could have been swapped for a link in between.
+ * --expect-file PATH:INO:CTIME_NS: PATH must be a regular file of one link with that inode and
+ * change time (nanoseconds), on any device: a file at the top of a review run's project, seen
+ * through the overlay, which shows a file's own inode and times on a device of its own. A
+ * hard link to it made elsewhere counts two links and moves its change time; another file
+ * elsewhere does not have both. */
 struct expect_mount {
         char path[NETPOLICY_EXPECT_PATH_MAX];
         unsigned long long dev, ino;
-        bool any_dev;
+        bool file;             /* --expect-file: no device; one link, ctime_ns */
+        long long ctime_ns;
 };
 
 enum net_mode {

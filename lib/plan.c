@@ -281,6 +281,8 @@ int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret)
                 r = strv_push(&v, "--allow-unenforced");
         for (size_t i = 0; r >= 0 && s->expect && s->expect[i]; i++)
                 r = push_pair(&v, "--expect-mount", s->expect[i]);
+        for (size_t i = 0; r >= 0 && s->expect_file && s->expect_file[i]; i++)
+                r = push_pair(&v, "--expect-file", s->expect_file[i]);
         if (r >= 0 && s->ca_bundle)
                 r = push_pair(&v, "--ca-bundle", AISB_GATE_CA_IN_SANDBOX);
         if (r >= 0 && s->seed)
@@ -342,14 +344,15 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
         const bool review = plan_reviews(p);
         if (f->have_project_id && p->project && !review)
                 r = push_expect(&expect, AISB_PROJECT_DIR, f->project_dev, f->project_ino);
-        /* A review run's: a file of the project, by its inode (the overlay shows a file's own
-         * inode, on a device of the overlay's): a directory swapped in for the project while
-         * podman mounted it does not hold it. */
+        /* A review run's: a file at the project's top, by its inode and change time (the overlay
+         * shows a file's own, on a device of the overlay's): a directory swapped in for the
+         * project while podman mounted it does not hold it. */
+        _cleanup_strv_free_ char **expect_file = NULL;
         if (review && f->review_anchor) {
                 _cleanup_free_ char *arg = NULL;
-                if (asprintf(&arg, "%s:*:%llu", f->review_anchor, f->review_anchor_ino) < 0)
+                if (asprintf(&arg, "%s:%llu:%lld", f->review_anchor, f->review_anchor_ino, f->review_anchor_ctime_ns) < 0)
                         return -ENOMEM;
-                r = r < 0 ? r : strv_push(&expect, arg);
+                r = r < 0 ? r : strv_push(&expect_file, arg);
         }
         for (size_t i = 0; r >= 0 && i < p->n_mounts; i++)
                 r = push_expect(&expect, p->mounts[i].destination, p->mounts[i].dev, p->mounts[i].ino);
@@ -362,7 +365,7 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
         entrypoint_spec s = { .keep_root = p->keep_root, .uid = f->uid, .gid = f->gid,
                               .net_args = (const char *const *) plan->net.entrypoint_args,
                               .allow_unenforced = p->allow_unenforced, .expect = (const char *const *) expect,
-                              .ca_bundle = f->gate_ca, .seed = f->seed_dir };
+                              .expect_file = (const char *const *) expect_file, .ca_bundle = f->gate_ca, .seed = f->seed_dir };
         return plan_entrypoint_argv(&s, &plan->entrypoint);
 }
 

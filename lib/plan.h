@@ -48,8 +48,10 @@ typedef struct plan_facts {
         /* Borrowed: a review run's layer (review.h), once the run made it (a description has
          * stand-ins). */
         const char *review_upper, *review_work;
-        const char *review_anchor; /* borrowed: a file of the project the entrypoint checks by inode */
+        /* Borrowed: a file at the project's top the entrypoint checks (review.h). */
+        const char *review_anchor;
         unsigned long long review_anchor_ino;
+        long long review_anchor_ctime_ns;
         bool terminal;
 } plan_facts;
 void plan_facts_done(plan_facts *f);
@@ -128,6 +130,7 @@ typedef struct entrypoint_spec {
         bool allow_unenforced;
         bool ruleset_only;       /* install and verify, then exit: no "--" */
         const char *const *expect; /* PATH:DEV:INO of each mount it checks */
+        const char *const *expect_file; /* PATH:INO:CTIME_NS of each file it checks */
         bool ca_bundle, seed;
 } entrypoint_spec;
 int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret);

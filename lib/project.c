@@ -204,6 +204,16 @@ int project_check_reached(const char *project, aisb_error **err)
         return 0;
 }
 
+int project_open(const char *path, bool is_cwd, aisb_error **err)
+{
+        if (!path)
+                return aisb_error_set(err, -EINVAL, "no project: run aisb in the project's directory");
+        int fd = open(is_cwd ? "." : path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        return fd;
+}
+
 /* $XDG_RUNTIME_DIR when it is a private directory of ours, else /tmp (mkdtemp's 0700 makes
  * the run directory private there too). */
 static const char *run_dir_base(void)

@@ -52,6 +52,10 @@ const project_file *project_settings_find(const project_settings *s, const char 
  * line naming the link; 0 otherwise (also when $PWD says nothing about project). */
 int project_check_reached(const char *project, aisb_error **err);
 
+/* The project's directory, open: the working directory when is_cwd (where the user is, not a
+ * path someone could swap meanwhile), else path, whose last component must not be a link. */
+int project_open(const char *path, bool is_cwd, aisb_error **err);
+
 /* Refuse a project that is the user's home or a directory above it: all of ~/.ssh, ~/.config
  * (aisb's own configuration included) would be the sandbox's to read and write. -EINVAL. */
 int project_check_home(const char *project, aisb_error **err);

@@ -16,6 +16,7 @@
 #include "fileio.h"
 #include "layer.h"
 #include "policy.h"
+#include "project.h"
 #include "protect.h"
 #include "review.h"
 #include "textdiff.h"
@@ -63,16 +64,6 @@ static void review_done(review *r)
         strv_free(r->git_dirs);
         free(r->git_hashes);
         manifest_done(&r->start);
-}
-
-static int open_project(const aisb_policy *p, aisb_error **err)
-{
-        if (!p->project)
-                return aisb_error_set(err, -EINVAL, "no project: run aisb in the project's directory");
-        int fd = open(p->project_is_cwd ? "." : p->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return aisb_error_set(err, -errno, "%s: %s", p->project, strerror(errno));
-        return fd;
 }
 
 /* The protected roots the project has now, as protect_plan_make finds them for the run's
@@ -308,7 +299,7 @@ static int find_review_run(const aisb_policy *p, const char *run, char **ret_top
 static int review_open(const aisb_policy *p, const char *run, bool need_start, review *ret, aisb_error **err)
 {
         review r = REVIEW_NULL;
-        int k = open_project(p, err);
+        int k = project_open(p->project, p->project_is_cwd, err);
         if (k < 0)
                 return k;
         r.project = k;
@@ -322,6 +313,8 @@ static int review_open(const aisb_policy *p, const char *run, bool need_start, r
         }
         if (k >= 0 && (k = run_dir_info(r.dir, &r.info)) < 0)
                 k = aisb_error_set(err, k, "the layer of %s: its info: %s", r.run, strerror(-k));
+        if (k >= 0)
+                k = run_info_check_project(&r.info, r.project, err);
         if (k >= 0)
                 k = review_changes(r.upper, r.project, &r.layer, &r.changes, err);
         if (k >= 0)

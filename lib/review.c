@@ -62,7 +62,19 @@ int run_info_format(const run_info *i, buffer *out)
         r = r < 0 ? r : info_pair(out, "run", i->run);
         r = r < 0 ? r : info_pair(out, "protect", i->protect);
         r = r < 0 ? r : buffer_printf(out, "started=%lld\nended=%lld\npid=%ld\n", i->started_ns, i->ended_ns, i->pid);
+        r = r < 0 ? r : buffer_printf(out, "dev=%llu\nino=%llu\n", i->dev, i->ino);
         return r;
+}
+
+int run_info_check_project(const run_info *i, int project_fd, aisb_error **err)
+{
+        struct stat st;
+        if (fstat(project_fd, &st) < 0)
+                return aisb_error_set(err, -errno, "%s: %s", i->project, strerror(errno));
+        if ((i->dev || i->ino) && ((unsigned long long) st.st_dev != i->dev || (unsigned long long) st.st_ino != i->ino))
+                return aisb_error_set(err, -ESTALE, "%s is not the directory %s began in (it was replaced or moved "
+                                                    "since): nothing was done", i->project, i->run);
+        return 0;
 }
 
 static int unescape(const char *s, size_t len, char **ret)
@@ -88,6 +100,22 @@ static int unescape(const char *s, size_t len, char **ret)
         }
         out[n] = 0;
         *ret = steal_pointer(&out);
+        return 0;
+}
+
+static int parse_ull(const char *s, size_t len, unsigned long long *ret)
+{
+        char buf[32];
+        if (len == 0 || len >= sizeof buf || s[0] < '0' || s[0] > '9')
+                return -EBADMSG;
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(buf, &end, 10);
+        if (*end || errno)
+                return -EBADMSG;
+        *ret = v;
         return 0;
 }
 
@@ -136,6 +164,10 @@ int run_info_parse(const char *text, size_t size, run_info *ret)
                         r = parse_ll(v, vlen, &i.started_ns);
                 else if (KEY("ended"))
                         r = parse_ll(v, vlen, &i.ended_ns);
+                else if (KEY("dev"))
+                        r = parse_ull(v, vlen, &i.dev);
+                else if (KEY("ino"))
+                        r = parse_ull(v, vlen, &i.ino);
                 else if (KEY("pid")) {
                         r = parse_ll(v, vlen, &n);
                         i.pid = (long) n;
@@ -252,35 +284,39 @@ int review_layer_create(const char *project, int project_fd, const char *run, co
         }
         /* When it began, then what the project held: what changes after this is the user's. */
         run_info info = { .project = (char *) project, .run = (char *) run, .protect = (char *) protect,
-                          .started_ns = run_start_time(), .pid = (long) getpid() };
+                          .started_ns = run_start_time(), .pid = (long) getpid(),
+                          .dev = r >= 0 ? (unsigned long long) pst.st_dev : 0,
+                          .ino = r >= 0 ? (unsigned long long) pst.st_ino : 0 };
         _cleanup_(manifest_done) manifest names = {};
         _cleanup_(buffer_free) buffer text = {};
         if (r >= 0)
                 r = project_names(project_fd, &names);
-        /* The file the entrypoint checks the mount by. */
-        const manifest_entry *anchor = NULL;
-        size_t anchor_depth = SIZE_MAX;
-        for (size_t i = 0; r >= 0 && i < names.n; i++) {
+        /* The file the entrypoint checks the mount by: at the project's top (no directory on
+         * the way that could be a link), of one link (a hard link of it elsewhere would count
+         * two), the first in the walk's order. */
+        for (size_t i = 0; r >= 0 && !l.anchor && i < names.n; i++) {
                 const manifest_entry *e = &names.entries[i];
-                size_t depth = 0;
-                for (const char *c = e->path; *c; c++)
-                        depth += *c == '/';
-                if (e->type == MANIFEST_FILE && depth < anchor_depth && strlen(e->path) < 900) {
-                        anchor = e;
-                        anchor_depth = depth;
+                struct stat st;
+                if (e->type != MANIFEST_FILE || strchr(e->path, '/') ||
+                    fstatat(project_fd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+                    st.st_nlink != 1)
+                        continue;
+                if (asprintf(&l.anchor, AISB_PROJECT_DIR "/%s", e->path) < 0) {
+                        l.anchor = NULL;
+                        r = -ENOMEM;
+                        break;
                 }
+                l.anchor_ino = (unsigned long long) st.st_ino;
+                l.anchor_ctime_ns = (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
         }
-        if (r >= 0 && !anchor) {
-                aisb_error_set(err, -EINVAL, "--review needs a project that holds a file: the sandbox is checked to "
-                                             "have this very project by one (add a README, say)");
+        if (r >= 0 && !l.anchor) {
+                aisb_error_set(err, -EINVAL, "--review needs a file at the project's top (not a link, not hard-linked "
+                                             "elsewhere): the sandbox is checked to have this very project by it (add "
+                                             "a README, say)");
                 (void) tree_remove(AT_FDCWD, l.dir);
                 review_layer_done(&l);
                 return -EINVAL;
         }
-        if (r >= 0 && asprintf(&l.anchor, AISB_PROJECT_DIR "/%s", anchor->path) < 0)
-                r = -ENOMEM;
-        if (r >= 0)
-                l.anchor_ino = anchor->ino;
         if (r >= 0)
                 r = manifest_format(&names, &text);
         if (r >= 0)

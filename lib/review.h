@@ -34,6 +34,9 @@ typedef struct run_info {
         long long started_ns; /* CLOCK_REALTIME_COARSE when the run began */
         long long ended_ns;   /* 0 while it goes on */
         long pid;
+        /* The project directory the run began in (0 0: not recorded): a directory found at
+         * its path later is the project only if it is this one. */
+        unsigned long long dev, ino;
 } run_info;
 void run_info_done(run_info *i);
 /* When a run begins, on the coarse clock file times come from: the next tick, waited for (a
@@ -41,6 +44,9 @@ void run_info_done(run_info *i);
  * now on one at least as late, and two runs begun one after the other have two times. */
 long long run_start_time(void);
 int run_info_format(const run_info *i, buffer *out);
+/* 0 when the directory open at project_fd is the one the run began in (or none was recorded);
+ * -ESTALE otherwise, with one line. */
+int run_info_check_project(const run_info *i, int project_fd, aisb_error **err);
 int run_info_parse(const char *text, size_t size, run_info *ret);
 
 /* A review run's layer, made before the sandbox is created. */
@@ -50,11 +56,13 @@ typedef struct review_layer {
         int dir_fd;
         int lock_fd;
         size_t changes;       /* counted at the end */
-        /* A regular file of the project, as few levels down as there is one, and its inode:
-         * the entrypoint finds it in /project (the overlay shows a file's own inode), or the
-         * directory podman mounted is not the project (its path swapped meanwhile). */
+        /* A regular file at the project's top, of one link, with its inode and change time:
+         * the entrypoint finds it so in /project (the overlay shows a file's own inode and
+         * times), or the directory podman mounted is not the project (its path swapped
+         * meanwhile). */
         char *anchor;
         unsigned long long anchor_ino;
+        long long anchor_ctime_ns;
 } review_layer;
 #define REVIEW_LAYER_NULL ((review_layer) { .dir_fd = -1, .lock_fd = -1 })
 

@@ -553,13 +553,6 @@ static void protect_end(aisb_ctx *ctx, const protect_plan *plan)
                          PROTECT_WALK_MAX_DIRS, PROTECT_WALK_MAX_ENTRIES, PROTECT_WALK_MAX_DEPTH);
 }
 
-/* The project's own descriptor, for what is kept of it (a review layer, an undo record). */
-static int open_project(const aisb_policy *p, aisb_error **err)
-{
-        int fd = open(p->project_is_cwd ? "." : p->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return fd < 0 ? aisb_error_set(err, -errno, "%s: %s", p->project, strerror(errno)) : fd;
-}
-
 /* What a run keeps of the project: its review layer, or a record for aisb undo. */
 typedef struct run_keep {
         int project_fd;
@@ -590,7 +583,7 @@ static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run
 {
         if (!p->project || p->project_read_only)
                 return 0;
-        int r = open_project(p, err);
+        int r = project_open(p->project, p->project_is_cwd, err);
         if (r < 0)
                 return r;
         k->project_fd = r;
@@ -615,11 +608,16 @@ static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run
         return 0;
 }
 
-/* After the sandbox is gone: what the run changed, and the command that shows or undoes it. */
-static void keep_end(aisb_ctx *ctx, run_keep *k)
+/* After the sandbox is gone: what the run changed, and the command that shows or undoes it.
+ * A sandbox that could not be removed may still write its layer: the layer is left without
+ * its end (interrupted), which apply refuses until aisb clean has removed the sandbox. */
+static void keep_end(aisb_ctx *ctx, run_keep *k, bool sandbox_gone)
 {
         aisb_error *e = NULL;
-        if (k->layer.dir_fd >= 0) {
+        if (k->layer.dir_fd >= 0 && !sandbox_gone)
+                aisb_log(ctx, AISB_LOG_WARNING, "review: the sandbox may still write %s: \"aisb clean\" removes it, then "
+                         "\"aisb apply\" takes its layer", k->layer.run);
+        else if (k->layer.dir_fd >= 0) {
                 if (review_layer_end(&k->layer, k->project_fd, &e) < 0)
                         aisb_log(ctx, AISB_LOG_WARNING, "review: %s", aisb_error_message(e));
                 else if (k->layer.changes == 0) {
@@ -741,6 +739,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         facts.review_work = keep.layer.work;
         facts.review_anchor = keep.layer.anchor;
         facts.review_anchor_ino = keep.layer.anchor_ino;
+        facts.review_anchor_ctime_ns = keep.layer.anchor_ctime_ns;
         /* The plan again, now with the gate's port, the bridge's mounts and the review layer. */
         run_plan_done(&plan);
         r = plan_build(p, &facts, &plan, err);
@@ -790,11 +789,11 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
 out:
         http_stream_done(&stream);
         step(ctx, AISB_STEP_REMOVE);
-        (void) remove_container(ctx, id);
+        bool gone = remove_container(ctx, id) >= 0;
         /* A review run wrote nothing of the project's: nothing to sweep. */
         if (keep.layer.dir_fd < 0)
                 protect_end(ctx, &facts.protect);
-        keep_end(ctx, &keep);
+        keep_end(ctx, &keep, gone);
         egress_summary egress = {};
         if (gate.g.name)
                 report_egress(ctx, &gate.g, log_offset, &egress);

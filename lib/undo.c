@@ -10,6 +10,7 @@
 #include "digest.h"
 #include "fileio.h"
 #include "policy.h"
+#include "project.h"
 #include "review.h"
 #include "tree-walk.h"
 #include "tree-write.h"
@@ -280,8 +281,13 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
         if (rec.lock_fd >= 0)
                 (void) flock(rec.lock_fd, LOCK_EX | LOCK_NB);
         index_load(runs, runs_fd, &s.index);
+        struct stat pst;
         run_info info = { .project = (char *) project, .run = (char *) run, .started_ns = run_start_time(),
                           .pid = (long) getpid() };
+        if (fstat(project_fd, &pst) == 0) {
+                info.dev = (unsigned long long) pst.st_dev;
+                info.ino = (unsigned long long) pst.st_ino;
+        }
         r = tree_walk(project_fd, 0, TREE_WALK_STAT, record_entry, &s);
         index_done(&s.index);
         /* Declined before anything is copied: a project auto does not record costs it a walk. */
@@ -762,10 +768,14 @@ int aisb_undo(const aisb_policy *p, const char *run, unsigned flags, aisb_change
                                       r == -ENOENT ? "%s left no record of its end (aisb was stopped before it could "
                                                      "write one): it cannot be undone" : "the record of %s after it ran: %s",
                                       name, strerror(-r));
-        _cleanup_close_ int project = -1;
-        project = open(p->project_is_cwd ? "." : p->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int project = project_open(p->project, p->project_is_cwd, err);
         if (project < 0)
-                return aisb_error_set(err, -errno, "%s: %s", p->project, strerror(errno));
+                return project;
+        _cleanup_(run_info_done) run_info info = {};
+        if ((r = run_dir_info(dir, &info)) < 0)
+                return aisb_error_set(err, r, "the record of %s: its info: %s", name, strerror(-r));
+        if ((r = run_info_check_project(&info, project, err)) < 0)
+                return r;
         if ((r = project_now(project, &now)) < 0)
                 return aisb_error_set(err, r, "reading the project: %s", strerror(-r));
 

@@ -165,6 +165,60 @@ swaps=$(tail -1 "$E2E_TMP/swaps3")
 cd "$E2E_TMP/project"
 pass "14 review runs in a directory swapped $swaps times: $legit ran in it, $refused were refused by the entrypoint, $other failed otherwise; none got the target"
 
+# Again, the swapping sandbox planting a hard link of the project's top file in the link's
+# target (which it can write): the target then holds a file with the inode the entrypoint
+# looks for, but of two links, its change time moved. The link comes and goes, so some runs
+# start while the project's file has one link.
+mkdir -p "$E2E_TMP/parent4/pkg" "$E2E_TMP/parent4/decoy"
+echo legit > "$E2E_TMP/parent4/pkg/README" && echo DECOY > "$E2E_TMP/parent4/decoy/marker"
+cat > "$E2E_TMP/swap4.py" <<PY
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+d = b"/parent/parent4/"
+os.symlink("$E2E_TMP/parent4/decoy", d + b"pkg.link")
+open("/parent/swapping4", "w").close()
+n, end = 0, time.time() + 25
+while time.time() < end and not os.path.exists("/parent/stop4"):
+    try:
+        os.link(d + b"pkg/README", d + b"decoy/README")
+    except OSError:
+        pass
+    for _ in range(10):
+        n += libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE) == 0
+    try:
+        os.unlink(d + b"decoy/README")
+    except OSError:
+        pass
+    for _ in range(10):
+        n += libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE) == 0
+if os.path.islink(d + b"pkg"):
+    libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE)
+os.unlink(d + b"pkg.link")
+print(n)
+PY
+cd "$E2E_TMP/parent4/pkg"
+"$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 /parent/swap4.py > "$E2E_TMP/swaps4" 2>&1 &
+swapper=$!
+for _ in $(seq 100); do [ -e "$E2E_TMP/swapping4" ] && break; sleep 0.1; done
+[ -e "$E2E_TMP/swapping4" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/swaps4")"
+legit=0 refused=0 other=0
+for i in $(seq 14); do
+  set +e
+  out=$("$AISB" run --review -- cat /project/README /project/marker 2>"$E2E_TMP/err4.$i"); rc=$?
+  set -e
+  case "$out" in *DECOY*) fail "review run $i got the hard-linked target as its project" ;; esac
+  if [ "$rc" -eq 77 ] && grep -q "/project/README is not what aisb chose to mount" "$E2E_TMP/err4.$i"; then refused=$((refused + 1))
+  elif [ "$rc" -eq 2 ] && grep -q "needs a file at the project's top" "$E2E_TMP/err4.$i"; then refused=$((refused + 1))
+  elif printf '%s\n' "$out" | grep -qx legit; then legit=$((legit + 1))
+  else other=$((other + 1)); echo "rc $rc out [$out] $(tail -1 "$E2E_TMP/err4.$i")" >> "$E2E_TMP/others4"; fi
+done
+touch "$E2E_TMP/stop4"
+wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps4")"
+[ "$refused" -gt 0 ] || fail "no review run was refused: the race was not met (legit $legit, other $other)"
+cd "$E2E_TMP/project"
+pass "14 review runs against a swapped path and a planted hard link: $legit ran in the project, $refused were refused, $other failed otherwise ($(sort "$E2E_TMP/others4" 2>/dev/null | uniq -c | head -3 | tr '\n' ';')); none got the target"
+
 # --mount through a link the agent planted in the project, or of a path inside it: refused.
 "$AISB" run -- sh -c "ln -s '$secret' /project/data; mkdir -p /project/sub"
 set +e

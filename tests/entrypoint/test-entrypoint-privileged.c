@@ -433,6 +433,58 @@ START_TEST(expect_mount_private_dir)
 }
 END_TEST
 
+/* --expect-file: the file must be a regular file of one link with that inode and change
+ * time; a hard link made to it since (two links, a new change time), another file, or a
+ * link are refused, and nothing runs. */
+START_TEST(expect_file_checks)
+{
+        char dir[] = "/tmp/aisb-ep-file-XXXXXX", file[64], other[64], expect[160];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        ck_assert_int_eq(chmod(dir, 0755), 0);
+        snprintf(file, sizeof(file), "%s/README", dir);
+        snprintf(other, sizeof(other), "%s/elsewhere", dir);
+        int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        struct stat st;
+        ck_assert_int_eq(lstat(file, &st), 0);
+        long long ctime_ns = (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+        snprintf(expect, sizeof(expect), "%s:%llu:%lld", file, (unsigned long long) st.st_ino, ctime_ns);
+        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", "--expect-file", expect, NULL };
+        struct run *r = run(opts, SABOTAGE_NONE, true);
+        check_confined(r, "65534");
+        run_free(r);
+        /* Another change time (the same inode). */
+        snprintf(expect, sizeof(expect), "%s:%llu:%lld", file, (unsigned long long) st.st_ino, ctime_ns + 1);
+        r = run(opts, SABOTAGE_NONE, false);
+        ck_assert_int_eq(r->exit_code, 77);
+        ck_assert(!r->marker);
+        HAS(r->err, "is not what aisb chose to mount");
+        run_free(r);
+        /* A hard link made to it: two links, and its change time moved. */
+        ck_assert_int_eq(link(file, other), 0);
+        ck_assert_int_eq(lstat(file, &st), 0);
+        snprintf(expect, sizeof(expect), "%s:%llu:%lld", file, (unsigned long long) st.st_ino,
+                 (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
+        r = run(opts, SABOTAGE_NONE, false);
+        ck_assert_int_eq(r->exit_code, 77);
+        HAS(r->err, "is not what aisb chose to mount");
+        run_free(r);
+        /* A link to the very file. */
+        ck_assert_int_eq(unlink(other), 0);
+        ck_assert_int_eq(symlink(file, other), 0);
+        ck_assert_int_eq(lstat(file, &st), 0);
+        snprintf(expect, sizeof(expect), "%s:%llu:%lld", other, (unsigned long long) st.st_ino,
+                 (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
+        r = run(opts, SABOTAGE_NONE, false);
+        ck_assert_int_eq(r->exit_code, 77);
+        run_free(r);
+        ck_assert_int_eq(unlink(other), 0);
+        ck_assert_int_eq(unlink(file), 0);
+        ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* --net external: started as the user with nothing to drop; the mount check leaves its file
  * access as it found it, and the command runs. */
 START_TEST(external_as_user)
@@ -569,6 +621,7 @@ static Suite *privileged_suite(void)
         tcase_add_test(tc, enforced_allow);
         tcase_add_test(tc, enforced_none);
         tcase_add_test(tc, expect_mount_private_dir);
+        tcase_add_test(tc, expect_file_checks);
         tcase_add_test(tc, external_as_user);
         tcase_add_test(tc, dns_to_resolvers_only);
         tcase_add_loop_test(tc, dns_without_resolvers, 0, 4);

@@ -140,12 +140,13 @@ START_TEST(options_good)
         ck_assert(p.expect[0].dev == 2049 && p.expect[0].ino == 12345);
         ck_assert_str_eq(p.expect[1].path, "/a:b");
         ck_assert(p.expect[1].dev == 7 && p.expect[1].ino == 18446744073709551615ULL);
-        ck_assert(!p.expect[0].any_dev && !p.expect[1].any_dev);
-        /* A review run's file of the project: the inode on any device. */
-        ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--expect-mount",
-                               "/project/README:*:77", "--", "pi", NULL), 0);
+        ck_assert(!p.expect[0].file && !p.expect[1].file);
+        /* A review run's file at the project's top: inode and change time, any device. */
+        ck_assert_int_eq(parse(&p, err, sizeof(err), "--uid", "1", "--gid", "1", "--expect-file",
+                               "/project/a:b:77:1733350000123456789", "--", "pi", NULL), 0);
         ck_assert_uint_eq(p.n_expect, 1);
-        ck_assert(p.expect[0].any_dev && p.expect[0].ino == 77);
+        ck_assert_str_eq(p.expect[0].path, "/project/a:b");
+        ck_assert(p.expect[0].file && p.expect[0].ino == 77 && p.expect[0].ctime_ns == 1733350000123456789LL);
 }
 END_TEST
 
@@ -258,9 +259,13 @@ START_TEST(options_messages)
                 { { "--allow-env", "X",  NULL }, "--allow-env X: must be VARIABLE:PORT (upper case, digits, _; port 1..65535)" },
                 { { "--net", "allow", "--allow-env", "X:1", "--allow-env", "Y:2",  NULL }, "--allow-env given twice" },
                 { { "--expect-mount", "p:1:2",  NULL }, "--expect-mount p:1:2: must be PATH:DEV:INO" },
-                { { "--expect-mount", "/p:x:2",  NULL }, "--expect-mount /p:x:2: DEV and INO must be numbers (DEV may be *)" },
-                { { "--expect-mount", "/p:1:1111111111111111111111111111111111111111",  NULL }, "--expect-mount /p:1:1111111111111111111111111111111111111111: DEV and INO must be numbers (DEV may be *)" },
-                { { "--expect-mount", "/p:*:x",  NULL }, "--expect-mount /p:*:x: DEV and INO must be numbers (DEV may be *)" },
+                { { "--expect-mount", "/p:x:2",  NULL }, "--expect-mount /p:x:2: DEV and INO must be numbers" },
+                { { "--expect-mount", "/p:1:1111111111111111111111111111111111111111",  NULL }, "--expect-mount /p:1:1111111111111111111111111111111111111111: DEV and INO must be numbers" },
+                { { "--expect-mount", "/p:*:2",  NULL }, "--expect-mount /p:*:2: DEV and INO must be numbers" },
+                { { "--expect-file", "/p:2",  NULL }, "--expect-file /p:2: must be PATH:INO:CTIME_NS" },
+                { { "--expect-file", "p:1:2",  NULL }, "--expect-file p:1:2: must be PATH:INO:CTIME_NS" },
+                { { "--expect-file", "/p:1:-2",  NULL }, "--expect-file /p:1:-2: INO and CTIME_NS must be numbers" },
+                { { "--expect-file", "/p:1:9223372036854775808",  NULL }, "--expect-file /p:1:9223372036854775808: INO and CTIME_NS must be numbers" },
                 { { "--seed", "/a",  NULL }, "--seed /a: must be SRC:DEST, two absolute paths" },
                 { { "--seed", "/a:/b", "--seed", "/c:/d",  NULL }, "--seed given twice" },
                 { { "--seed", "/a:/b/../c",  NULL }, "--seed /a:/b/../c: must be SRC:DEST, two absolute paths" },
@@ -289,8 +294,8 @@ START_TEST(options_messages)
                 { { "--uid", "1", "--", "sh",  NULL }, "--uid and --gid are required (or --keep-root)" },
                 { { "--uid", "0", "--gid", "0", "--", "sh",  NULL }, "--uid 0 is root: say --keep-root if that is meant" },
                 { { "--print-plan", "--print-ruleset",  NULL }, "--print-ruleset and --print-plan exclude each other" },
-                { { "--net", "allow", "--ruleset-only", "--seed", "/a:/b",  NULL }, "--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, --expect-mount or command" },
-                { { "--net", "allow", "--ruleset-only", "--expect-mount", "/a:1:2",  NULL }, "--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, --expect-mount or command" },
+                { { "--net", "allow", "--ruleset-only", "--seed", "/a:/b",  NULL }, "--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, --expect-mount, --expect-file or command" },
+                { { "--net", "allow", "--ruleset-only", "--expect-mount", "/a:1:2",  NULL }, "--ruleset-only runs no command: no --uid, --gid, --keep-root, --seed, --ca-bundle, --expect-mount, --expect-file or command" },
                 { { "--uid", "1", "--gid", "1", "--",  NULL }, "no command: usage is aisb-entrypoint [OPTIONS] -- COMMAND [ARG...]" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -85,6 +85,7 @@ static void info_case(const uint8_t *data, size_t size)
         FUZZ_CHECK(strcmp(i.project, again.project) == 0 && strcmp(i.run, again.run) == 0);
         FUZZ_CHECK(same_string(i.protect, again.protect) || (!i.protect && again.protect && !*again.protect));
         FUZZ_CHECK(i.started_ns == again.started_ns && i.ended_ns == again.ended_ns && i.pid == again.pid);
+        FUZZ_CHECK(i.dev == again.dev && i.ino == again.ino);
         /* The formatted text is canonical: written again, it is the same text. */
         buffer text2 = {};
         FUZZ_CHECK(run_info_format(&again, &text2) == 0);

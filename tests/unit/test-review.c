@@ -339,21 +339,29 @@ static bool has_line(const listed *l, const char *prefix)
         return false;
 }
 
-/* The entrypoint checks a review run's /project by a file of the project: the shallowest
- * regular file, by its inode; a project without one is refused in a line. */
+/* The entrypoint checks a review run's /project by a file at the project's top, of one link
+ * (its inode and change time); a project without one is refused in a line. */
 START_TEST(test_layer_anchor)
 {
         int pfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(pfd, 0);
         review_layer l = REVIEW_LAYER_NULL;
         aisb_error *err = NULL;
-        mkdir_at(project, "empty", 0755);
-        ck_assert_int_eq(review_layer_create(project, pfd, "aisb-proj-00000009", PROTECT_DEFAULT, &l, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "needs a project that holds a file"));
-        aisb_error_free(err);
-        err = NULL;
+        /* Nothing at the top but a directory with a file in it, a link, and a file of two
+         * links: no anchor. */
         mkdir_at(project, "a", 0755);
         put_at(project, "a/deep", "x", 0644);
+        put_at(project, "a/two", "x", 0644);
+        char from[512], to[512];
+        snprintf(from, sizeof from, "%s/a/two", project);
+        snprintf(to, sizeof to, "%s/aa-two", project);
+        ck_assert_int_eq(link(from, to), 0);
+        snprintf(to, sizeof to, "%s/ab-link", project);
+        ck_assert_int_eq(symlink("a/deep", to), 0);
+        ck_assert_int_eq(review_layer_create(project, pfd, "aisb-proj-00000009", PROTECT_DEFAULT, &l, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "needs a file at the project's top"));
+        aisb_error_free(err);
+        err = NULL;
         put_at(project, "zz-top", "x", 0644);
         ck_assert_msg(review_layer_create(project, pfd, "aisb-proj-00000009", PROTECT_DEFAULT, &l, &err) == 0, "%s",
                       aisb_error_message(err));
@@ -361,6 +369,7 @@ START_TEST(test_layer_anchor)
         struct stat st;
         ck_assert_int_eq(fstatat(pfd, "zz-top", &st, AT_SYMLINK_NOFOLLOW), 0);
         ck_assert_uint_eq(l.anchor_ino, st.st_ino);
+        ck_assert(l.anchor_ctime_ns == (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
         review_layer_done(&l);
         close(pfd);
 }
@@ -718,6 +727,32 @@ START_TEST(test_a_git_directory_the_agent_made_is_protected)
 }
 END_TEST
 
+/* The project's path, now another directory (replaced, or swapped by someone who can write
+ * its parent): diff and apply do nothing there. */
+START_TEST(test_another_directory_at_the_path)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-0000000c", agent_writes);
+        char moved[512];
+        snprintf(moved, sizeof moved, "%s.moved", project);
+        ck_assert_int_eq(rename(project, moved), 0);
+        ck_assert_int_eq(mkdir(project, 0755), 0);
+        aisb_policy *p = policy_of_project();
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, AISB_APPLY_FORCE, NULL, NULL, NULL, &err), -ESTALE);
+        ck_assert_msg(strstr(aisb_error_message(err), "is not the directory aisb-proj-0000000c began in"), "%s",
+                      aisb_error_message(err));
+        aisb_error_free(err);
+        err = NULL;
+        ck_assert_int_eq(aisb_review_diff(p, NULL, 0, NULL, NULL, NULL, &err), -ESTALE);
+        aisb_error_free(err);
+        ck_assert_int_eq(rmdir(project), 0); /* empty: nothing was applied */
+        ck_assert_int_eq(rename(moved, project), 0);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
 START_TEST(test_discard_and_find)
 {
         project_files();
@@ -813,6 +848,7 @@ static Suite *review_suite(void)
         tcase_add_test(layers, test_conflict_makes_nothing);
         tcase_add_test(layers, test_apply_never_through_a_project_link);
         tcase_add_test(layers, test_a_git_directory_the_agent_made_is_protected);
+        tcase_add_test(layers, test_another_directory_at_the_path);
         tcase_add_test(layers, test_discard_and_find);
         suite_add_tcase(s, layers);
         return s;

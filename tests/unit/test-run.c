@@ -592,6 +592,54 @@ START_TEST(test_run_whole)
 }
 END_TEST
 
+/* A review run whose sandbox could not be removed: it may still write its layer, so the
+ * layer is left without its end, and apply refuses it (until aisb clean removed the sandbox). */
+START_TEST(test_review_run_sandbox_not_removed)
+{
+        char top[] = "/tmp/aisb-test-run-review-XXXXXX", project[128], state[128], readme[160];
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        snprintf(project, sizeof project, "%s/project", top);
+        snprintf(state, sizeof state, "%s/state", top);
+        snprintf(readme, sizeof readme, "%s/README", project);
+        ck_assert_int_eq(mkdir(project, 0755), 0);
+        ck_assert_int_eq(mkdir(state, 0700), 0);
+        int fd = open(readme, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+        fake_podman_route(fp, "DELETE", "/containers/c0ffee", 500, "application/json",
+                          "{\"cause\":\"busy\",\"message\":\"cannot remove\",\"response\":500}\n", FAKE_NORMAL, 0);
+        route_run(0);
+        uint8_t frames[64];
+        size_t n = fake_podman_frame(frames, 1, "ok\n");
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n, FAKE_HIJACK, 1);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "review", "true", NULL), 0);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        output o = {};
+        aisb_io_set_output_fn(io, collect_output, &o);
+        int code = -1;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_run(ctx, p, io, &code, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
+        /* The layer stays (an empty one of an ended run would go), and is not applied. */
+        char *run = NULL;
+        ck_assert_msg(aisb_review_diff(p, NULL, 0, NULL, NULL, &run, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, 0, NULL, NULL, NULL, &err), -EBUSY);
+        ck_assert_msg(strstr(aisb_error_message(err), "did not end"), "%s", aisb_error_message(err));
+        aisb_error_free(err);
+        free(run);
+        aisb_io_free(io);
+        aisb_policy_free(p);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* The create body a run sends to a service answering as podman `version`, with the
  * backend chosen by `backend` (NULL: auto), for a policy whose proxy is on the host's
  * loopback (so the host's loopback must be mapped into the sandbox). */
@@ -1233,6 +1281,7 @@ static Suite *run_suite(void)
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_run_whole);
+        tcase_add_test(tc, test_review_run_sandbox_not_removed);
         tcase_add_test(tc, test_backend_podman4);
         tcase_add_test(tc, test_backend_podman5);
         tcase_add_test(tc, test_backend_forced);

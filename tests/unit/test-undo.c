@@ -230,6 +230,30 @@ START_TEST(test_undo_refuses_what_the_user_changed)
 }
 END_TEST
 
+/* A directory found at the project's path that is not the one the run began in (the project
+ * replaced, or its path swapped for another directory): undo does nothing there. */
+START_TEST(test_undo_refuses_another_directory)
+{
+        project_files();
+        undo_record rec = run("aisb-proj-00000003", UNDO_AUTO, agent_destroys, NULL, NULL);
+        undo_record_done(&rec);
+        char moved[512];
+        snprintf(moved, sizeof moved, "%s.moved", project);
+        ck_assert_int_eq(rename(project, moved), 0);
+        ck_assert_int_eq(mkdir(project, 0755), 0);
+        aisb_policy *p = policy_of_project();
+        aisb_error *err = NULL;
+        ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, NULL, &err), -ESTALE);
+        ck_assert_msg(strstr(aisb_error_message(err), "is not the directory aisb-proj-00000003 began in"), "%s",
+                      aisb_error_message(err));
+        aisb_error_free(err);
+        /* Nothing was made in it. */
+        ck_assert_int_eq(rmdir(project), 0);
+        ck_assert_int_eq(rename(moved, project), 0);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static void agent_adds_one(void)
 {
         put("one.txt", "1\n", 0644);
@@ -369,6 +393,7 @@ static Suite *undo_suite(void)
         tcase_set_timeout(t, 60);
         tcase_add_test(t, test_undo_puts_everything_back);
         tcase_add_test(t, test_undo_refuses_what_the_user_changed);
+        tcase_add_test(t, test_undo_refuses_another_directory);
         tcase_add_test(t, test_store_and_runs);
         tcase_add_test(t, test_undo_twice_over_one_file);
         tcase_add_test(t, test_auto_declines_a_large_project);
