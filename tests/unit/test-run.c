@@ -592,6 +592,26 @@ START_TEST(test_run_whole)
 }
 END_TEST
 
+/* The routes of a run whose sandbox prints "ok" and exits 0, then the run of p, no input:
+ * it must succeed. */
+static void run_ok(aisb_policy *p)
+{
+        route_run(0);
+        uint8_t frames[64];
+        size_t n = fake_podman_frame(frames, 1, "ok\n");
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n, FAKE_HIJACK, 1);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        output o = {};
+        aisb_io_set_output_fn(io, collect_output, &o);
+        int code = -1;
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_run(ctx, p, io, &code, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_int_eq(code, 0);
+        aisb_io_free(io);
+}
+
 /* A review run whose sandbox could not be removed: it may still write its layer, so the
  * layer is left without its end, and apply refuses it (until aisb clean removed the sandbox). */
 START_TEST(test_review_run_sandbox_not_removed)
@@ -609,21 +629,11 @@ START_TEST(test_review_run_sandbox_not_removed)
         ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
         fake_podman_route(fp, "DELETE", "/containers/c0ffee", 500, "application/json",
                           "{\"cause\":\"busy\",\"message\":\"cannot remove\",\"response\":500}\n", FAKE_NORMAL, 0);
-        route_run(0);
-        uint8_t frames[64];
-        size_t n = fake_podman_frame(frames, 1, "ok\n");
-        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n, FAKE_HIJACK, 1);
         aisb_policy *p = new_policy();
         ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "review", "true", NULL), 0);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
-        output o = {};
-        aisb_io_set_output_fn(io, collect_output, &o);
-        int code = -1;
+        run_ok(p);
         aisb_error *err = NULL;
-        ck_assert_msg(aisb_run(ctx, p, io, &code, &err) == 0, "%s", aisb_error_message(err));
         ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
         /* The layer stays (an empty one of an ended run would go), and is not applied. */
         char *run = NULL;
@@ -632,7 +642,6 @@ START_TEST(test_review_run_sandbox_not_removed)
         ck_assert_msg(strstr(aisb_error_message(err), "did not end"), "%s", aisb_error_message(err));
         aisb_error_free(err);
         free(run);
-        aisb_io_free(io);
         aisb_policy_free(p);
         char cmd[256];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
@@ -646,25 +655,13 @@ END_TEST
 static json_object *create_body_for(const char *version, const char *backend)
 {
         fake_podman_set_version(fp, version);
-        route_run(0);
-        uint8_t frames[64];
-        size_t n = fake_podman_frame(frames, 1, "ok\n");
-        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n, FAKE_HIJACK, 1);
         aisb_policy *p = new_policy();
         ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "proxy", "127.0.0.1:3128", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "user-allowlist", "", NULL), 0);
         if (backend)
                 ck_assert_int_eq(aisb_policy_set(p, "network-backend", backend, NULL), 0);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
-        output o = {};
-        aisb_io_set_output_fn(io, collect_output, &o);
-        int code = -1;
-        aisb_error *err = NULL;
-        ck_assert_msg(aisb_run(ctx, p, io, &code, &err) == 0, "%s", aisb_error_message(err));
-        aisb_io_free(io);
+        run_ok(p);
         aisb_policy_free(p);
         ssize_t create = fake_podman_find_request(fp, "POST", "/containers/create");
         ck_assert_int_ge(create, 0);
