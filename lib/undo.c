@@ -288,7 +288,12 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
                 info.dev = (unsigned long long) pst.st_dev;
                 info.ino = (unsigned long long) pst.st_ino;
         }
-        r = tree_walk(project_fd, 0, TREE_WALK_STAT, record_entry, &s);
+        /* Its info first: another run's prune of the store sees a record being written (no
+         * `before` yet) and keeps every object, the ones this record copies or shares among
+         * them. A record without info would be passed over, and what it copies removed. */
+        r = run_dir_write_info(rec.dir_fd, &info);
+        if (r >= 0)
+                r = tree_walk(project_fd, 0, TREE_WALK_STAT, record_entry, &s);
         index_done(&s.index);
         /* Declined before anything is copied: a project auto does not record costs it a walk. */
         if (r >= 0 && mode == UNDO_AUTO && s.to_copy > UNDO_AUTO_MAX_BYTES) {
@@ -303,8 +308,6 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
                 r = manifest_format(&rec.before, &b);
                 if (r >= 0)
                         r = write_file_at(rec.dir_fd, "before", b.data, b.size);
-                if (r >= 0)
-                        r = run_dir_write_info(rec.dir_fd, &info);
         }
         if (r < 0) {
                 /* Not recorded: the run goes on without a way back, said. */

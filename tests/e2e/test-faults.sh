@@ -7,12 +7,14 @@
 # Eight concurrent runs on one project: all succeed, and no output lands in another's.
 pids=()
 for i in $(seq 8); do
-  "$AISB" run -- sh -c "for k in \$(seq 200); do echo run-$i-line-\$k; done" > "$E2E_TMP/out$i" 2>/dev/null &
+  "$AISB" run -- sh -c "for k in \$(seq 200); do echo run-$i-line-\$k; done" > "$E2E_TMP/out$i" 2>"$E2E_TMP/err$i" &
   pids+=($!)
 done
-failed=0
-for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
-expect_eq "eight concurrent runs all succeed" 0 "$failed"
+failed=0 why=
+for i in $(seq 8); do
+  wait "${pids[$((i - 1))]}" || { failed=$((failed + 1)); why="$why run $i: $(tail -3 "$E2E_TMP/err$i" | tr '\n' ' ')"; }
+done
+expect_eq "eight concurrent runs all succeed$why" 0 "$failed"
 for i in $(seq 8); do
   lines=$(grep -c "^run-$i-line-" "$E2E_TMP/out$i")
   others=$(grep -vc "^run-$i-line-" "$E2E_TMP/out$i" || true)

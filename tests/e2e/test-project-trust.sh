@@ -95,74 +95,78 @@ expect_contains "naming the link" "symbolic link $E2E_TMP/project/packages-web" 
 expect_absent "and mounting nothing of its target" VICTIM "$out"
 rm "$E2E_TMP/project/packages-web"
 
-# The same swap while runs start, from a sandbox of the parent: the runs start in the real
-# directory (their working directory never moves), and must never get the link's target as
-# /project: the entrypoint checks /project is the directory aisb started in.
-mkdir -p "$E2E_TMP/parent2/pkg" && echo legit > "$E2E_TMP/parent2/pkg/marker"
-cat > "$E2E_TMP/swap2.py" <<PY
+# A sandbox of $E2E_TMP (at /parent) swapping $E2E_TMP/PARENT/pkg with a link to TARGET as
+# fast as it can, for at most 25 s; with PLANT (TARGET then below $E2E_TMP), it also
+# hard-links pkg/PLANT into TARGET and removes it again, every 10 swaps. Then 14 runs of
+# `aisb run ARGS...` in pkg while it swaps: none may print FORBIDDEN; each either prints a
+# line "legit" (it ran in pkg) or exits 77 or 2 with a line matching REFUSED. Sets swaps,
+# legit, refused, other.
+race() {  # NAME PARENT TARGET PLANT FORBIDDEN REFUSED ARGS...
+  local name=$1 parent=$2 target=$3 plant=$4 forbidden=$5 refused_re=$6
+  shift 6
+  cat > "$E2E_TMP/$name.py" <<PY
 import ctypes, os, time
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
-d = b"/parent/parent2/"
-os.symlink("$E2E_TMP/victim", d + b"pkg.link")
-open("/parent/swapping2", "w").close()
-n, end = 0, time.time() + 25
-while time.time() < end and not os.path.exists("/parent/stop2"):
-    if libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE) == 0:
-        n += 1
+d, plant = b"/parent/$parent/", b"$plant"
+planted = b"/parent/${target#"$E2E_TMP"/}/" + plant
+os.symlink("$target", d + b"pkg.link")
+open("/parent/$name.swapping", "w").close()
+n, linked, end = 0, False, time.time() + 25
+while time.time() < end and not os.path.exists("/parent/$name.stop"):
+    if plant:
+        try:
+            os.unlink(planted) if linked else os.link(d + b"pkg/" + plant, planted)
+        except OSError:
+            pass
+        linked = not linked
+    for _ in range(10):
+        n += libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE) == 0
 if os.path.islink(d + b"pkg"):
     libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE)
 os.unlink(d + b"pkg.link")
 print(n)
 PY
-cd "$E2E_TMP/parent2/pkg"
-"$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 /parent/swap2.py > "$E2E_TMP/swaps2" 2>&1 &
-swapper=$!
-for _ in $(seq 100); do [ -e "$E2E_TMP/swapping2" ] && break; sleep 0.1; done
-[ -e "$E2E_TMP/swapping2" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/swaps2")"
-legit=0 refused=0 other=0
-for i in $(seq 14); do
-  set +e
-  out=$("$AISB" run -- cat /project/marker 2>"$E2E_TMP/err2.$i"); rc=$?
-  set -e
-  case "$out" in *VICTIM*) fail "run $i got the link's target as its project" ;; esac
-  if [ "$rc" -eq 0 ] && [ "$out" = legit ]; then legit=$((legit + 1))
-  elif [ "$rc" -eq 77 ] && grep -q "/project is not what aisb chose to mount" "$E2E_TMP/err2.$i"; then refused=$((refused + 1))
-  else other=$((other + 1)); fi
-done
-touch "$E2E_TMP/stop2"
-wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps2")"
-cd "$E2E_TMP/project"
-pass "14 runs in a directory swapped $(tail -1 "$E2E_TMP/swaps2") times: $legit ran in it, $refused were refused by the entrypoint, $other failed otherwise; none got the target"
+  # The runs start in the real directory: the shell is there before the swapping starts.
+  cd "$E2E_TMP/$parent/pkg"
+  "$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 "/parent/$name.py" > "$E2E_TMP/$name.out" 2>&1 &
+  local swapper=$!
+  for _ in $(seq 100); do [ -e "$E2E_TMP/$name.swapping" ] && break; sleep 0.1; done
+  [ -e "$E2E_TMP/$name.swapping" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/$name.out")"
+  legit=0 refused=0 other=0
+  local i out rc
+  for i in $(seq 14); do
+    set +e
+    out=$("$AISB" run "$@" 2>"$E2E_TMP/$name.err"); rc=$?
+    set -e
+    case "$out" in *"$forbidden"*) fail "$name: run $i got the link's target as its project" ;; esac
+    if printf '%s\n' "$out" | grep -qx legit; then legit=$((legit + 1))
+    elif { [ "$rc" -eq 77 ] || [ "$rc" -eq 2 ]; } && grep -Eq "$refused_re" "$E2E_TMP/$name.err"; then refused=$((refused + 1))
+    else other=$((other + 1)); echo "rc $rc: $(tail -1 "$E2E_TMP/$name.err")" >> "$E2E_TMP/$name.others"; fi
+  done
+  touch "$E2E_TMP/$name.stop"
+  wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/$name.out")"
+  cd "$E2E_TMP/project"
+  swaps=$(tail -1 "$E2E_TMP/$name.out")
+  [ "$swaps" -gt 100 ] 2>/dev/null || fail "$name: the swapper swapped only '$swaps' times: no race was tried"
+  [ ! -e "$E2E_TMP/$name.others" ] || echo "$name: failed otherwise: $(sort "$E2E_TMP/$name.others" | uniq -c | head -3)" >&2
+}
+
+# The same swap while runs start, from a sandbox of the parent: the runs start in the real
+# directory (their working directory never moves), and must never get the link's target as
+# /project: the entrypoint checks /project is the directory aisb started in.
+mkdir -p "$E2E_TMP/parent2/pkg" && echo legit > "$E2E_TMP/parent2/pkg/marker"
+race swap2 parent2 "$E2E_TMP/victim" "" VICTIM "/project is not what aisb chose to mount" -- cat /project/marker
+pass "14 runs in a directory swapped $swaps times: $legit ran in it, $refused were refused by the entrypoint, $other failed otherwise; none got the target"
 
 # The same swap while review runs start: a review run's /project is an overlay whose lower
-# directory podman opens by its path, so the entrypoint checks a file of the project by its
-# inode (the overlay shows a file's own): the link's target, mounted instead, has no such
-# file, and the run is refused.
+# directory podman opens by its path, so the entrypoint checks a file at the project's top by
+# its inode, change time and single link (the overlay shows a file's own): the link's target,
+# mounted instead, has no such file, and the run is refused.
 mkdir -p "$E2E_TMP/parent3/pkg" && echo legit > "$E2E_TMP/parent3/pkg/marker"
-sed -e 's|/parent/parent2/|/parent/parent3/|' -e 's|swapping2|swapping3|' -e 's|stop2|stop3|' \
-  "$E2E_TMP/swap2.py" > "$E2E_TMP/swap3.py"
-cd "$E2E_TMP/parent3/pkg"
-"$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 /parent/swap3.py > "$E2E_TMP/swaps3" 2>&1 &
-swapper=$!
-for _ in $(seq 100); do [ -e "$E2E_TMP/swapping3" ] && break; sleep 0.1; done
-[ -e "$E2E_TMP/swapping3" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/swaps3")"
-legit=0 refused=0 other=0
-for i in $(seq 14); do
-  set +e
-  out=$("$AISB" run --review -- cat /project/marker 2>"$E2E_TMP/err3.$i"); rc=$?
-  set -e
-  case "$out" in *VICTIM*) fail "review run $i got the link's target as its project" ;; esac
-  if [ "$rc" -eq 0 ] && [ "$out" = legit ]; then legit=$((legit + 1))
-  elif [ "$rc" -eq 77 ] && grep -q "/project/marker is not what aisb chose to mount" "$E2E_TMP/err3.$i"; then refused=$((refused + 1))
-  else other=$((other + 1)); fi
-done
-touch "$E2E_TMP/stop3"
-wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps3")"
-swaps=$(tail -1 "$E2E_TMP/swaps3")
-[ "$swaps" -gt 100 ] 2>/dev/null || fail "the swapper swapped only '$swaps' times: no race was tried"
-[ "$refused" -gt 0 ] || fail "no review run was refused in $swaps swaps: the race was not met (legit $legit, other $other: $(cat "$E2E_TMP"/err3.* | sort | uniq -c | head -5))"
-cd "$E2E_TMP/project"
+race swap3 parent3 "$E2E_TMP/victim" "" VICTIM "/project/marker is not what aisb chose to mount" \
+  --review -- cat /project/marker
+[ "$refused" -gt 0 ] || fail "no review run was refused in $swaps swaps: the race was not met (legit $legit, other $other)"
 pass "14 review runs in a directory swapped $swaps times: $legit ran in it, $refused were refused by the entrypoint, $other failed otherwise; none got the target"
 
 # Again, the swapping sandbox planting a hard link of the project's top file in the link's
@@ -171,53 +175,11 @@ pass "14 review runs in a directory swapped $swaps times: $legit ran in it, $ref
 # start while the project's file has one link.
 mkdir -p "$E2E_TMP/parent4/pkg" "$E2E_TMP/parent4/decoy"
 echo legit > "$E2E_TMP/parent4/pkg/README" && echo DECOY > "$E2E_TMP/parent4/decoy/marker"
-cat > "$E2E_TMP/swap4.py" <<PY
-import ctypes, os, time
-libc = ctypes.CDLL(None, use_errno=True)
-AT_FDCWD, RENAME_EXCHANGE = -100, 2
-d = b"/parent/parent4/"
-os.symlink("$E2E_TMP/parent4/decoy", d + b"pkg.link")
-open("/parent/swapping4", "w").close()
-n, end = 0, time.time() + 25
-while time.time() < end and not os.path.exists("/parent/stop4"):
-    try:
-        os.link(d + b"pkg/README", d + b"decoy/README")
-    except OSError:
-        pass
-    for _ in range(10):
-        n += libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE) == 0
-    try:
-        os.unlink(d + b"decoy/README")
-    except OSError:
-        pass
-    for _ in range(10):
-        n += libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE) == 0
-if os.path.islink(d + b"pkg"):
-    libc.renameat2(AT_FDCWD, d + b"pkg", AT_FDCWD, d + b"pkg.link", RENAME_EXCHANGE)
-os.unlink(d + b"pkg.link")
-print(n)
-PY
-cd "$E2E_TMP/parent4/pkg"
-"$AISB" run --no-cwd --mount "$E2E_TMP:/parent" -- python3 /parent/swap4.py > "$E2E_TMP/swaps4" 2>&1 &
-swapper=$!
-for _ in $(seq 100); do [ -e "$E2E_TMP/swapping4" ] && break; sleep 0.1; done
-[ -e "$E2E_TMP/swapping4" ] || fail "the swapping sandbox did not start: $(cat "$E2E_TMP/swaps4")"
-legit=0 refused=0 other=0
-for i in $(seq 14); do
-  set +e
-  out=$("$AISB" run --review -- cat /project/README /project/marker 2>"$E2E_TMP/err4.$i"); rc=$?
-  set -e
-  case "$out" in *DECOY*) fail "review run $i got the hard-linked target as its project" ;; esac
-  if [ "$rc" -eq 77 ] && grep -q "/project/README is not what aisb chose to mount" "$E2E_TMP/err4.$i"; then refused=$((refused + 1))
-  elif [ "$rc" -eq 2 ] && grep -q "needs a file at the project's top" "$E2E_TMP/err4.$i"; then refused=$((refused + 1))
-  elif printf '%s\n' "$out" | grep -qx legit; then legit=$((legit + 1))
-  else other=$((other + 1)); echo "rc $rc out [$out] $(tail -1 "$E2E_TMP/err4.$i")" >> "$E2E_TMP/others4"; fi
-done
-touch "$E2E_TMP/stop4"
-wait "$swapper" || fail "the swapping sandbox failed: $(cat "$E2E_TMP/swaps4")"
+race swap4 parent4 "$E2E_TMP/parent4/decoy" README DECOY \
+  "/project/README is not what aisb chose to mount|needs a file at the project's top" \
+  --review -- cat /project/README /project/marker
 [ "$refused" -gt 0 ] || fail "no review run was refused: the race was not met (legit $legit, other $other)"
-cd "$E2E_TMP/project"
-pass "14 review runs against a swapped path and a planted hard link: $legit ran in the project, $refused were refused, $other failed otherwise ($(sort "$E2E_TMP/others4" 2>/dev/null | uniq -c | head -3 | tr '\n' ';')); none got the target"
+pass "14 review runs against a swapped path and a planted hard link: $legit ran in the project, $refused were refused, $other failed otherwise; none got the target"
 
 # --mount through a link the agent planted in the project, or of a path inside it: refused.
 "$AISB" run -- sh -c "ln -s '$secret' /project/data; mkdir -p /project/sub"

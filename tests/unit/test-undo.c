@@ -254,6 +254,50 @@ START_TEST(test_undo_refuses_another_directory)
 }
 END_TEST
 
+/* While a record copies the project, its info is there already: another run's prune of the
+ * store, which passes over a directory without one, sees a record being written and keeps
+ * every object (the ones it copies, and the older ones it shares). Looked at from inside the
+ * walk, through the context's stop hook, which the walk asks. */
+typedef struct peek {
+        char info[512];
+        int calls, seen;
+} peek;
+
+static bool peek_info(void *userdata)
+{
+        peek *k = userdata;
+        k->calls++;
+        k->seen += access(k->info, F_OK) == 0;
+        return false;
+}
+
+START_TEST(test_record_has_info_while_copying)
+{
+        project_files();
+        char *state_top = NULL;
+        ck_assert_int_eq(project_state_dir("undo", project, true, &state_top, NULL), 0);
+        peek k = {};
+        snprintf(k.info, sizeof k.info, "%s/runs/aisb-proj-00000004/info", state_top);
+        free(state_top);
+        aisb_ctx *ctx = NULL;
+        ck_assert_int_eq(aisb_ctx_new(&ctx, NULL), 0);
+        ctx->stop_fn = peek_info;
+        ctx->stop_userdata = &k;
+        int fd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        undo_record rec = UNDO_RECORD_NULL;
+        const char *why = NULL;
+        aisb_error *err = NULL;
+        ck_assert_msg(undo_record_begin(ctx, project, fd, "aisb-proj-00000004", UNDO_ALWAYS, &rec, &why, &err) == 1, "%s",
+                      aisb_error_message(err));
+        ck_assert_int_gt(k.calls, 0);
+        ck_assert_int_eq(k.seen, k.calls);
+        ck_assert_int_eq(undo_record_end(&rec, fd, &err), 0);
+        undo_record_done(&rec);
+        close(fd);
+        aisb_ctx_free(ctx);
+}
+END_TEST
+
 static void agent_adds_one(void)
 {
         put("one.txt", "1\n", 0644);
@@ -394,6 +438,7 @@ static Suite *undo_suite(void)
         tcase_add_test(t, test_undo_puts_everything_back);
         tcase_add_test(t, test_undo_refuses_what_the_user_changed);
         tcase_add_test(t, test_undo_refuses_another_directory);
+        tcase_add_test(t, test_record_has_info_while_copying);
         tcase_add_test(t, test_store_and_runs);
         tcase_add_test(t, test_undo_twice_over_one_file);
         tcase_add_test(t, test_auto_declines_a_large_project);
