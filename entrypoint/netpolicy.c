@@ -284,26 +284,39 @@ static int parse_allow_env(struct parse_state *s, const char *val, char *err, si
         return 0;
 }
 
+/* PATH:A:B, an absolute PATH (which may hold ':') and two numbers, B at most b_max: 0; -1
+ * when it is not of that shape (or PATH is too long), -2 when A or B is not a number. */
+static int parse_path_numbers(const char *val, char *path, size_t path_size, unsigned long long *a,
+                              unsigned long long b_max, unsigned long long *b)
+{
+        const char *second = strrchr(val, ':');
+        const char *first = NULL;
+        for (const char *c = val; second && c < second; c++)
+                if (*c == ':')
+                        first = c;
+        size_t len = first ? (size_t) (first - val) : 0;
+        char number[32];
+        if (!first || val[0] != '/' || len >= path_size || (size_t) (second - first - 1) >= sizeof(number))
+                return -1;
+        memcpy(number, first + 1, (size_t) (second - first - 1));
+        number[second - first - 1] = '\0';
+        if (parse_number(number, ~0ULL, a) < 0 || parse_number(second + 1, b_max, b) < 0)
+                return -2;
+        memcpy(path, val, len);
+        path[len] = '\0';
+        return 0;
+}
+
 static int parse_expect_mount(struct parse_state *s, const char *val, char *err, size_t errlen)
 {
         struct netpolicy *p = &s->p;
         if (p->n_expect >= NETPOLICY_MAX_EXPECT)
                 return ERR("too many --expect-mount (at most %d)", NETPOLICY_MAX_EXPECT);
         struct expect_mount *e = &p->expect[p->n_expect];
-        const char *ino = strrchr(val, ':');
-        const char *dev = NULL;
-        for (const char *c = val; ino && c < ino; c++)
-                if (*c == ':')
-                        dev = c;
-        size_t len = dev ? (size_t) (dev - val) : 0;
-        char number[32];
-        if (!dev || val[0] != '/' || len >= sizeof(e->path) || (size_t) (ino - dev - 1) >= sizeof(number))
+        int r = parse_path_numbers(val, e->path, sizeof(e->path), &e->dev, ~0ULL, &e->ino);
+        if (r == -1)
                 return ERR("--expect-mount %s: must be PATH:DEV:INO", val);
-        memcpy(e->path, val, len);
-        e->path[len] = '\0';
-        memcpy(number, dev + 1, (size_t) (ino - dev - 1));
-        number[ino - dev - 1] = '\0';
-        if (parse_number(number, ~0ULL, &e->dev) < 0 || parse_number(ino + 1, ~0ULL, &e->ino) < 0)
+        if (r < 0)
                 return ERR("--expect-mount %s: DEV and INO must be numbers", val);
         p->n_expect++;
         return 0;
@@ -315,22 +328,12 @@ static int parse_expect_file(struct parse_state *s, const char *val, char *err, 
         if (p->n_expect >= NETPOLICY_MAX_EXPECT)
                 return ERR("too many --expect-mount and --expect-file (at most %d)", NETPOLICY_MAX_EXPECT);
         struct expect_mount *e = &p->expect[p->n_expect];
-        const char *ctime = strrchr(val, ':');
-        const char *ino = NULL;
-        for (const char *c = val; ctime && c < ctime; c++)
-                if (*c == ':')
-                        ino = c;
-        size_t len = ino ? (size_t) (ino - val) : 0;
-        char number[32];
         unsigned long long ns = 0;
-        if (!ino || val[0] != '/' || len >= sizeof(e->path) || (size_t) (ctime - ino - 1) >= sizeof(number))
+        int r = parse_path_numbers(val, e->path, sizeof(e->path), &e->ino, (unsigned long long) LLONG_MAX, &ns);
+        if (r == -1)
                 return ERR("--expect-file %s: must be PATH:INO:CTIME_NS", val);
-        memcpy(number, ino + 1, (size_t) (ctime - ino - 1));
-        number[ctime - ino - 1] = '\0';
-        if (parse_number(number, ~0ULL, &e->ino) < 0 || parse_number(ctime + 1, (unsigned long long) LLONG_MAX, &ns) < 0)
+        if (r < 0)
                 return ERR("--expect-file %s: INO and CTIME_NS must be numbers", val);
-        memcpy(e->path, val, len);
-        e->path[len] = '\0';
         e->file = true;
         e->ctime_ns = (long long) ns;
         p->n_expect++;
