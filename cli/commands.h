@@ -18,3 +18,4 @@ int command_diff(int argc, char **argv);
 int command_apply(int argc, char **argv);
 int command_discard(int argc, char **argv);
 int command_undo(int argc, char **argv);
+int command_ask(int argc, char **argv);

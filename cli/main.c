@@ -28,6 +28,7 @@ static const command commands[] = {
         { "apply", command_apply, "take a review run's changes (all, or some paths) into the project" },
         { "discard", command_discard, "drop a review run's changes" },
         { "undo", command_undo, "put the project back as it was before its last plain run" },
+        { "ask", command_ask, "the questions your runs wait on (names no entry lists), and answers" },
         { "allow", command_allow, "the allowlist lines the last run was refused (--write to add them)" },
         { "doctor", command_doctor, "check this host, with the fix for each problem" },
         { "skill-lint", command_skill_lint, "credentials in ~/.agents, which every sandbox reads" },

@@ -190,10 +190,99 @@ int command_clean(int argc, char **argv)
         return code;
 }
 
+/* aisb log --egress: the record of one run (the last one recorded when none is named). */
+static int log_egress(const char *run, bool json)
+{
+        aisb_error *err = NULL;
+        char *path = NULL;
+        if (aisb_egress_log_path(&path, &err) < 0)
+                return cli_fail(err, EXIT_AISB_FAILED);
+        FILE *f = fopen(path, "re");
+        free(path);
+        if (!f && errno != ENOENT)
+                return EXIT_AISB_FAILED;
+        char *line = NULL, *last = NULL;
+        size_t allocated = 0;
+        /* Which run: the last line's, unless named. */
+        while (!run && f && getline(&line, &allocated, f) > 0) {
+                json_object *o = json_tokener_parse(line), *v;
+                if (o && json_object_object_get_ex(o, "run", &v)) {
+                        free(last);
+                        last = strdup(json_object_get_string(v));
+                }
+                json_object_put(o);
+        }
+        if (!run)
+                run = last;
+        if (!run) {
+                fprintf(stderr, "aisb: no run's egress is on record\n");
+                if (f)
+                        fclose(f);
+                free(line);
+                return 1;
+        }
+        if (f)
+                rewind(f);
+        size_t shown = 0;
+        while (f && getline(&line, &allocated, f) > 0) {
+                json_object *o = json_tokener_parse(line), *v;
+                if (!o || !json_object_object_get_ex(o, "run", &v) || strcmp(json_object_get_string(v), run) != 0) {
+                        json_object_put(o);
+                        continue;
+                }
+                shown++;
+                if (json) {
+                        line[strcspn(line, "\n")] = 0;
+                        cli_put_json_text(stdout, line);
+                        putchar('\n');
+                        json_object_put(o);
+                        continue;
+                }
+                long long ms = json_object_object_get_ex(o, "time", &v) ? json_object_get_int64(v) : 0;
+                time_t t = (time_t) (ms / 1000);
+                char when[32];
+                strftime(when, sizeof when, "%H:%M:%S", localtime(&t));
+                json_object *decision, *name, *port, *method, *url, *by, *asked, *out, *in;
+                json_object_object_get_ex(o, "decision", &decision);
+                json_object_object_get_ex(o, "name", &name);
+                json_object_object_get_ex(o, "port", &port);
+                json_object_object_get_ex(o, "method", &method);
+                json_object_object_get_ex(o, "url", &url);
+                json_object_object_get_ex(o, "by", &by);
+                json_object_object_get_ex(o, "bytes_out", &out);
+                json_object_object_get_ex(o, "bytes_in", &in);
+                printf("%s.%03lld %-7s ", when, ms % 1000, json_object_get_string(decision));
+                cli_put(stdout, json_object_get_string(name));
+                printf(":%d ", json_object_get_int(port));
+                cli_put(stdout, json_object_get_string(method));
+                if (url && json_object_get_string_len(url)) {
+                        putchar(' ');
+                        cli_put(stdout, json_object_get_string(url));
+                }
+                fputs(" by ", stdout);
+                cli_put(stdout, json_object_get_string(by));
+                if (json_object_object_get_ex(o, "asked", &asked)) {
+                        fputs(" (asked: ", stdout);
+                        cli_put(stdout, json_object_get_string(asked));
+                        putchar(')');
+                }
+                printf(" out=%lld in=%lld\n", (long long) json_object_get_int64(out), (long long) json_object_get_int64(in));
+                json_object_put(o);
+        }
+        if (f)
+                fclose(f);
+        free(line);
+        if (!shown)
+                fprintf(stderr, "aisb: no egress of run %s is on record\n", run);
+        free(last);
+        return shown ? 0 : 1;
+}
+
 int command_log(int argc, char **argv)
 {
         long lines = 20;
-        bool json = false;
+        bool json = false, egress_only = false;
+        const char *run = NULL;
         for (int i = 0; i < argc; i++) {
                 if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
                         char *end;
@@ -204,15 +293,28 @@ int command_log(int argc, char **argv)
                         }
                 } else if (strcmp(argv[i], "--json") == 0)
                         json = true;
-                else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        printf("Usage: aisb log [-n N] [--json]\n\nThe last N runs (default 20): time, exit code,\n"
-                               "net mode, egress, project, policy hash, image. Never a secret value.\n");
+                else if (strcmp(argv[i], "--egress") == 0) {
+                        egress_only = true;
+                        if (i + 1 < argc && argv[i + 1][0] != '-')
+                                run = argv[++i];
+                } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        printf("Usage: aisb log [-n N] [--json]\n"
+                               "       aisb log --egress [RUN] [--json]\n\n"
+                               "The last N runs (default 20): time, exit code, net mode, egress, project,\n"
+                               "policy hash, image. Never a secret value.\n\n"
+                               "--egress: every decision of one run's gate (the last run recorded unless\n"
+                               "RUN, a sandbox's name as --json shows it, is given): time, allowed, refused\n"
+                               "or failed, name and port, method and URL where the gate saw them, what\n"
+                               "decided (the allowlist entry, the refusal, or your answer when it asked),\n"
+                               "and bytes each way. Exit status 1 when no such record exists.\n");
                         return 0;
                 } else {
                         fprintf(stderr, "aisb: unknown log option %s (see aisb log --help)\n", argv[i]);
                         return EXIT_USAGE;
                 }
         }
+        if (egress_only)
+                return log_egress(run, json);
         aisb_error *err = NULL;
         char *path = NULL;
         if (aisb_session_log_path(&path, &err) < 0)

@@ -86,3 +86,9 @@ void cli_put_keeping(FILE *out, const char *s, const char *keep);
 /* The same for a text of lines: its newlines stay. */
 void cli_put_lines(FILE *out, const char *text);
 bool cli_color(int fd);
+
+/* A question on the run's terminal (raw): drawn, answered by one key, the screen put back
+ * (ask.c). */
+void cli_ask_on_terminal(aisb_ctx *ctx, const aisb_question *q, int in_fd, FILE *out);
+/* A question with no terminal to ask on: a line on stderr saying how to answer it. */
+void cli_ask_elsewhere(const aisb_question *q, bool raw);

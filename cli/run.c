@@ -25,6 +25,7 @@ typedef struct build_display {
         bool raw; /* the terminal is in raw mode: log lines end with \r\n */
         const cli_flags *flags;
         bool line_open;
+        aisb_ctx *ctx; /* for the answers to questions */
         /* The last lines of the steps' output that were not shown, for a failed build. */
         char *tail[BUILD_TAIL_LINES];
         size_t n_tail;
@@ -206,6 +207,11 @@ static int on_event(const aisb_event *event, void *userdata)
                 display_log(d, event->level, event->text);
         else if (event->type == AISB_EVENT_BUILD_OUTPUT)
                 on_build_line(d, event->level, event->text);
+        else if (event->type == AISB_EVENT_ASK && d->raw) {
+                close_build_line(d);
+                cli_ask_on_terminal(d->ctx, event->question, STDIN_FILENO, stdout);
+        } else if (event->type == AISB_EVENT_ASK)
+                cli_ask_elsewhere(event->question, false);
         return 0;
 }
 
@@ -324,6 +330,7 @@ static int sandbox_ctx_new(const cli_flags *flags, build_display *display, aisb_
         if (aisb_ctx_new(&ctx, &err) < 0)
                 return cli_fail(err, EXIT_AISB_FAILED);
         aisb_ctx_set_event_fn(ctx, on_event, display);
+        display->ctx = ctx;
         if (flags->dry_run)
                 aisb_ctx_set_dry_run(ctx, on_request, NULL);
         if (flags->socket && aisb_ctx_set_socket(ctx, flags->socket, &err) < 0) {

@@ -5,7 +5,7 @@
 # shellcheck disable=SC2207
 
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
-  --gate-add-host --secret --gate-idle-stop --network-backend --env --env-file --mount --protect --review --undo --device --no-cwd --memory --cpus --pids-limit --tmp-size
+  --gate-add-host --secret --gate-idle-stop --ask --ask-timeout --network-backend --env --env-file --mount --protect --review --undo --device --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
   --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
@@ -27,6 +27,7 @@ _aisb_value()
         --thinking) COMPREPLY=($(compgen -W 'off minimal low medium high xhigh host' -- "$cur")) ;;
         --read-only) COMPREPLY=($(compgen -W 'true false' -- "$cur")) ;;
         --undo) COMPREPLY=($(compgen -W 'auto on off' -- "$cur")) ;;
+        --ask) COMPREPLY=($(compgen -W 'auto tty deny' -- "$cur")) ;;
         --shell) COMPREPLY=($(compgen -W 'bash zsh' -- "$cur")) ;;
         --env-file | --ca-cert | --config | --unsafe-create-patch) _filedir ;;
         --device) _filedir ;;
@@ -34,7 +35,7 @@ _aisb_value()
         --socket) _filedir ;;
         --env) COMPREPLY=($(compgen -e -- "$cur")) ;;
         --mount) _filedir ;;
-        --base-image | --install | --allow | --proxy | --gate-add-host | --secret | --gate-idle-stop | \
+        --base-image | --install | --allow | --proxy | --gate-add-host | --secret | --gate-idle-stop | --ask-timeout | \
             --memory | --cpus | \
             --pids-limit | --tmp-size | --home-volume | -n)
             ;; # free-form: nothing sensible to offer
@@ -48,7 +49,7 @@ _aisb()
     local cur prev words cword split
     _init_completion -s -n := || return
 
-    local commands='run build gate doctor skill-lint ps clean inspect kube diff apply discard undo allow log alias'
+    local commands='run build gate doctor skill-lint ps clean inspect kube diff apply discard undo ask allow log alias'
     local command='' verb='' i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -121,7 +122,8 @@ _aisb()
         inspect) options="--json $_aisb_run_options" ;;
         kube) options="--as --target --part --netfilter --image-repo --push --insecure-registry --timeout $_aisb_run_options" ;;
         allow) options='--write --help' ;;
-        log) options='-n --help' ;;
+        log) options='-n --json --egress --help' ;;
+        ask) options='--json --help' ;;
         alias) options='--shell --install --help' ;;
         *) return ;;
     esac

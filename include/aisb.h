@@ -234,6 +234,7 @@ typedef enum aisb_event_type {
         AISB_EVENT_BUILD_OUTPUT = 2, /* level, text: one line of an image build's output */
         AISB_EVENT_STEP = 3,         /* step (and its name as text): a run's step begins */
         AISB_EVENT_EGRESS = 4,       /* egress: what a run sent through its gate */
+        AISB_EVENT_ASK = 5,          /* question: a name no entry lists is held; aisb_ask_reply */
 } aisb_event_type;
 
 typedef enum aisb_log_level {
@@ -266,6 +267,37 @@ typedef struct aisb_egress {
         const char *const *denied_requests;
 } aisb_egress;
 
+/* What the user says to a question. */
+typedef enum aisb_answer {
+        AISB_ANSWER_DENY = 0,    /* refuse it (the sandbox reads the gate's page) */
+        AISB_ANSWER_RUN = 1,     /* allow it for the rest of this run */
+        AISB_ANSWER_PROJECT = 2, /* allow it, and add it to the project's .ai-sandbox/allow */
+        AISB_ANSWER_USER = 3,    /* allow it, and add it to the user's allowlist */
+} aisb_answer;
+
+/*
+ * A request for a name no allowlist entry lists, held by the run's own gate (the policy's
+ * key ask) until it is answered: through aisb_ask_reply, through aisb_question_answer from
+ * another process of the user's, or with a refusal after the key ask-timeout. The name is not
+ * resolved before it is allowed, and then passes the address checks of any listed name. One
+ * question per name and port; the answer holds for the rest of the run. Fields may be added
+ * at the end; strings are valid during the callback only.
+ */
+typedef struct aisb_question {
+        const char *run;       /* the run that asks: its sandbox's name */
+        unsigned long id;      /* the question, within its run */
+        const char *name;      /* lower-case letters, digits, '.', '-', '_' */
+        unsigned port;
+        const char *method;    /* CONNECT for a tunnel (HTTPS), else the request's */
+        const char *path;      /* a plain request's URL path as the gate saw it (URL-encoded,
+                                * at most 200 bytes), "" for a tunnel; the sandbox chose it */
+        unsigned waiting;      /* requests held on it */
+        unsigned seconds_left; /* until it is refused */
+        /* The sandbox's terminal shows its alternate screen (CSI ?1049h, ?1047h or ?47h):
+         * a caller that draws over it asks for a redraw (AISB_ASK_REDRAW). */
+        int alternate_screen;
+} aisb_question;
+
 /*
  * One event. The library fills it, and it is valid during the callback only. Fields may be
  * added at the end; a field a kind does not use is zero (NULL).
@@ -284,6 +316,7 @@ typedef struct aisb_event {
         const char *text;
         const aisb_egress *egress; /* EGRESS */
         aisb_step step;            /* STEP */
+        const aisb_question *question; /* ASK */
 } aisb_event;
 
 /* Called on the thread of the operation, with data valid during the call only. Return 0, or
@@ -379,6 +412,27 @@ AISB_PUBLIC void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, vo
 AISB_PUBLIC int aisb_run(aisb_ctx *ctx, const aisb_policy *policy, aisb_io *io,
                          int *ret_exit_code, aisb_error **err);
 
+/* ---- asking about a name no entry lists ---- */
+
+enum {
+        /* The caller drew over the sandbox's terminal: the sandbox is made to redraw (its
+         * terminal is resized, and back). */
+        AISB_ASK_REDRAW = 1 << 0,
+};
+/* Answer a question of the run in progress on ctx (AISB_EVENT_ASK): from the event callback
+ * or from another callback of the run, on its thread. While the event callback runs, the
+ * run's output and input wait: a caller may ask on the terminal then. -ENOENT when the
+ * question is no longer waiting. */
+AISB_PUBLIC int aisb_ask_reply(aisb_ctx *ctx, unsigned long id, aisb_answer answer, unsigned flags,
+                               aisb_error **err);
+/* The questions waiting in every run of this user, asked of each run through its socket
+ * (which only the user can open). fn's nonzero return stops the walk and is returned. */
+typedef int (*aisb_question_fn)(const aisb_question *question, void *userdata);
+AISB_PUBLIC int aisb_questions(aisb_question_fn fn, void *userdata, aisb_error **err);
+/* Answer question id of run (aisb_question.run) from another process. -ENOENT when it no
+ * longer waits, -ECONNREFUSED (or another errno) when the run is gone. */
+AISB_PUBLIC int aisb_question_answer(const char *run, unsigned long id, aisb_answer answer, aisb_error **err);
+
 /* ---- the gate: the egress proxy of --net allow, one per allowlist ---- */
 
 /* Start this policy's gate unless it runs already; its container name and port. */
@@ -447,9 +501,13 @@ AISB_PUBLIC int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glo
                            const char *keep_image, aisb_clean_fn fn, void *userdata,
                            aisb_error **err);
 
-/* The session log: one JSON object a line per run (time, project, policy, image, net,
+/* The session log: one JSON object a line per run (time, run, project, policy, image, net,
  * exit, env names, egress), never a value. */
 AISB_PUBLIC int aisb_session_log_path(char **ret_path, aisb_error **err);
+/* The egress record beside it: one JSON object a line per decision of a run's gate (time in
+ * ms, run, name, port, method, url, status, decision, by, asked, answered_by, bytes_out,
+ * bytes_in, shared_gate), written when the run ends. */
+AISB_PUBLIC int aisb_egress_log_path(char **ret_path, aisb_error **err);
 
 /* ---- learn, then lock: allowlist lines from what a run was refused ---- */
 

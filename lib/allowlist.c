@@ -578,18 +578,23 @@ bool allowlist_domain_covers(const char *host, const char *name)
         return streq(name, host) || (n > h && name[n - h - 1] == '.' && streq(name + n - h, host));
 }
 
-bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port)
+const allow_entry *allowlist_domain_entry(const allowlist *l, const char *host, unsigned port)
 {
         char name[DOMAIN_MAX + 2], why[WHY_MAX];
         if (!host || strlen(host) > DOMAIN_MAX + 1 ||
             domain_canonical(host, false, true, name, why, sizeof why) < 0)
-                return false;
+                return NULL;
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
                 if (e->kind == ALLOW_DOMAIN && port_matches(e, port) && allowlist_domain_covers(e->host, name))
-                        return true;
+                        return e;
         }
-        return false;
+        return NULL;
+}
+
+bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port)
+{
+        return allowlist_domain_entry(l, host, port) != NULL;
 }
 
 /* Whether an entry's rules let this request through: its method among the entry's (any when

@@ -134,6 +134,8 @@ bool allowlist_request_allows(const allowlist *l, const char *host, unsigned por
  * any case, with a trailing dot; anything that is not a valid domain is not allowed. This is
  * the rule the generated squid configuration enforces, for tests and for explaining denials. */
 bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port);
+/* The first domain entry that allows host:port, or NULL. */
+const allow_entry *allowlist_domain_entry(const allowlist *l, const char *host, unsigned port);
 
 /* The aisb-entrypoint --allow argument for an address entry, in the syntax
  * netpolicy_parse_allow() takes: "10.0.0.0/8", "192.0.2.1:5432", "2001:db8::/32",

@@ -54,6 +54,11 @@ struct aisb_ctx {
          * second request. */
         char *ensured_key;
         char *ensured_tag;
+
+        /* The questions of the run in progress (ask.h), and whether a reply asked for the
+         * sandbox's terminal to be redrawn. */
+        struct ask_state *ask;
+        bool ask_redraw;
 };
 
 /* An AISB_EVENT_LOG event; nothing is formatted when no one listens. */

@@ -302,6 +302,16 @@ int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, cha
 
 /* Where a request is meant to go is compared with where its connection goes, in lower case
  * and without a hello's trailing dot; a line short of fields is refused. */
+/* A relay: squid's lines to the run's questions FIFO, the run's answers to squid. It ends
+ * when the run closes its end of answers (the run is gone); the lines squid sent meanwhile
+ * are refused with the helper. */
+const char gate_squid_ask_helper[] =
+        "exec 3>" GATE_ASK_INSIDE "/questions 4<" GATE_ASK_INSIDE "/answers 5<&0 || exit 1\n"
+        /* An asynchronous command's stdin is /dev/null unless redirected: squid's is 5. */
+        "cat <&5 >&3 & questions=$!\n"
+        "cat <&4\n"
+        "kill $questions 2>/dev/null\n";
+
 const char gate_squid_tunnel_helper[] =
         "{\n"
         "  to = tolower($2); host = to; sub(/:[0-9]+$/, \"\", host)\n"
@@ -460,7 +470,7 @@ static int squid_options_check(const allowlist *l, const squid_options *o, const
         if (o->client_key && (!*o->client_key || strlen(o->client_key) > 64 ||
                               strspn(o->client_key, "0123456789abcdef") != strlen(o->client_key)))
                 return aisb_error_set(err, -EINVAL, "the gate's client key must be 1..64 hex digits");
-        const char *paths[] = { o->hosts_file, access_log, cache_log, o->held_helper,
+        const char *paths[] = { o->hosts_file, access_log, cache_log, o->held_helper, o->ask_helper,
                                 intercepts ? o->bump_cert : NULL, intercepts ? o->bump_key : NULL,
                                 intercepts ? o->bump_db : NULL, intercepts ? o->tunnel_helper : NULL };
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
@@ -940,6 +950,16 @@ static void emit_held_helper(squid_text *t, const squid_model *m)
                         "%%>a /bin/sh %s\n"
                         "acl aisb_held external aisb_held\n",
                      m->o->held_helper);
+        /* One helper process: its answers come back on the one FIFO the run writes, by
+         * channel. Nothing cached: the run decides every time (from what it was told). */
+        if (m->o->ask_helper)
+                emit(t, "external_acl_type aisb_ask ttl=0 negative_ttl=0 cache=0 "
+                        "children-max=1 children-startup=1 concurrency=256 queue-size=256 "
+                        "%%>rm %%>rd %%>rP %%>rp /bin/sh %s\n"
+                        "acl aisb_ask external aisb_ask\n"
+                        "acl aisb_asked note aisb_ask allow\n"
+                        "acl aisb_probe dstdomain -n " GATE_PROBE_HOST "\n",
+                     m->o->ask_helper);
 }
 
 /* The allow lines of the entries with rules, after the refusals that only their hosts get. */
@@ -981,6 +1001,9 @@ static void emit_access(squid_text *t, const squid_model *m)
          * otherwise fill. */
         if (o->held_helper)
                 emit(t, "http_access deny aisb_held\n");
+        /* aisb's own probe of the gate is never a question. */
+        if (o->ask_helper)
+                emit(t, "http_access deny aisb_probe\n");
         if (m->intercepts)
                 emit(t, "http_access deny aisb_tunneled aisb_astray\n");
         /* TRACE echoes the request, headers and all: the secret's, at a host that gets one. */
@@ -990,12 +1013,18 @@ static void emit_access(squid_text *t, const squid_model *m)
                 emit(t, "http_access deny aisb_rule_hosts aisb_trace\n");
         for (size_t i = 0; i < o->n_secrets; i++)
                 emit(t, "http_access deny aisb_secret%zu aisb_trace\n", i);
-        if (m->ports)
+        /* A name no entry lists is refused here, by name, or asked about and refused unless
+         * the user allows it: the address check below makes squid resolve the name, and a
+         * lookup of a name the agent chose is a message out through the resolvers (a DNS
+         * tunnel). The answer names its port: an allowed name skips the listed ports. */
+        if (m->ports && o->ask_helper)
+                emit(t, "http_access deny !aisb_listed !aisb_ask\n"
+                        "http_access deny !aisb_asked !aisb_ports\n");
+        else if (m->ports)
                 emit(t, "http_access deny !aisb_ports\n"
-                        /* A name no entry lists is refused here, by name: the address check
-                         * below makes squid resolve the name, and a lookup of a name the agent
-                         * chose is a message out through the resolvers (a DNS tunnel). */
                         "http_access deny !aisb_listed\n");
+        else if (o->ask_helper)
+                emit(t, "http_access deny !aisb_ask\n");
         else
                 emit(t, "http_access deny all\n");
         /* The gate shares the host's network: a listed name that resolves to loopback,
@@ -1003,6 +1032,8 @@ static void emit_access(squid_text *t, const squid_model *m)
          * containers, a VPN) or one of the host's own addresses would reach the host or its
          * network rather than the internet. Only --gate-add-host names, mapped on purpose, may. */
         emit(t, "http_access deny aisb_local_dst%s\n", m->local_names ? " !aisb_local_names" : "");
+        if (o->ask_helper)
+                emit(t, "http_access allow aisb_asked\n");
         for (size_t g = 0; g < m->n_groups; g++) {
                 if (m->groups[g].port)
                         emit(t, "http_access allow aisb_dst_%u aisb_port_%u\n", m->groups[g].port, m->groups[g].port);
@@ -1030,6 +1061,8 @@ static void emit_deny_info(squid_text *t, const squid_model *m)
                 emit(t, "deny_info ERR_AISB_TRACE aisb_trace\n");
         if (m->ports)
                 emit(t, "deny_info ERR_AISB_DENIED aisb_listed\n");
+        if (o->ask_helper)
+                emit(t, "deny_info ERR_AISB_DENIED aisb_ask\n");
         if (m->rule_hosts)
                 emit(t, "deny_info ERR_AISB_RULE aisb_rule_hosts\n"
                         "deny_info ERR_AISB_RULE aisb_path_odd\n"

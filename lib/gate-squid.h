@@ -22,7 +22,7 @@
  * connection goes only where the connection goes, TRACE refused where a secret or a rule
  * is, what is not TLS inside a CONNECT tunnelled), so that a gate named by
  * gate_squid_hash() under an older generator is never reused. */
-#define GATE_SQUID_VERSION "aisb-gate 8"
+#define GATE_SQUID_VERSION "aisb-gate 9"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
  *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
@@ -31,7 +31,7 @@
  * ERR_ACCESS_DENIED); ERROR names squid's own error page (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...)
  * and is "-" when the answer came from the destination; STATUS is 0 when the client left
  * before an answer; HOST is "-" when squid could not parse the request. */
-#define GATE_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru"
+#define GATE_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru %>st %{aisb_ask}note"
 
 /* Whether the address is one the gate refuses for a name not mapped on purpose: private and
  * shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and the host ranges.
@@ -100,6 +100,13 @@ typedef struct squid_options {
          * is asked 32 at a time (channel numbers), 4096 more wait, and a request beyond those
          * is refused. NULL: none. */
         const char *held_helper;
+        /* A run that asks its user about names no entry lists (aisb_policy_set_ask): the file
+         * holding gate_squid_ask_helper, which relays each such request (a channel number,
+         * its method, name, port and URL path) to the run and its answer back ("OK
+         * aisb_ask=allow" lets it on to the address checks every listed name passes; "ERR"
+         * refuses it). Asked only after the key and the held helper, only for names no entry
+         * lists: a listed name never waits. NULL: such names are refused at once. */
+        const char *ask_helper;
         /* The file holding gate_squid_tunnel_helper, which squid runs with
          * GATE_TUNNEL_HELPER_AWK; required when the gate intercepts TLS. */
         const char *tunnel_helper;
@@ -112,6 +119,10 @@ typedef struct squid_options {
  * (another destination, scheme or server name, a CONNECT), ERR lets the rest of the rules
  * decide. Each answer is one write: squid misreads one that arrives in pieces. */
 extern const char gate_squid_tunnel_helper[];
+/* The ask helper: run by /bin/sh with the run's ask/ directory at GATE_ASK_INSIDE, whose
+ * FIFOs questions (it writes) and answers (it reads) the run holds open. */
+extern const char gate_squid_ask_helper[];
+#define GATE_ASK_INSIDE "/aisb-gate/ask"
 #define GATE_TUNNEL_HELPER_AWK "/usr/bin/mawk -W interactive -f"
 #define GATE_CLIENT_USER "aisb"
 /* The name aisb's request to a run's own gate asks for (gate_probe): refused, and no

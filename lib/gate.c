@@ -44,6 +44,7 @@
 #define GATE_LOGS_DIR "logs"
 #define GATE_TLS_DIR "tls"
 #define GATE_LEASES_DIR "leases"
+#define GATE_ASK_DIR "ask"
 #define GATE_CONFIG_INSIDE "/aisb-gate/" GATE_CONFIG_DIR
 #define GATE_LOGS_INSIDE "/aisb-gate/" GATE_LOGS_DIR
 #define GATE_TLS_INSIDE "/aisb-gate/" GATE_TLS_DIR
@@ -127,6 +128,10 @@ void gate_info_done(gate_info *g)
         free(g->lease);
         if (g->lease_fd >= 0)
                 close(g->lease_fd);
+        if (g->ask_questions_fd >= 0)
+                close(g->ask_questions_fd);
+        if (g->ask_answers_fd >= 0)
+                close(g->ask_answers_fd);
         *g = GATE_INFO_NULL;
 }
 
@@ -352,7 +357,8 @@ static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsi
 /* The gate's files, from its directory on the host; its scratch space, in memory. */
 static json_object *gate_mounts(const gate_info *g)
 {
-        char config[PATH_MAX], logs[PATH_MAX], tls[PATH_MAX], leases[PATH_MAX];
+        char config[PATH_MAX], logs[PATH_MAX], tls[PATH_MAX], leases[PATH_MAX], ask[PATH_MAX];
+        snprintf(ask, sizeof ask, "%s/" GATE_ASK_DIR, g->dir);
         snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, g->dir);
         snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, g->dir);
         snprintf(tls, sizeof tls, "%s/" GATE_TLS_DIR, g->dir);
@@ -368,6 +374,9 @@ static json_object *gate_mounts(const gate_info *g)
                                             JSON_BUILD_TAKE(container_mount("bind", tls, GATE_TLS_INSIDE, rw)),
                                             JSON_BUILD_TAKE(container_mount("bind", leases,
                                                                             "/aisb-gate/" GATE_LEASES_DIR, ro))));
+        /* Read-only: the FIFOs open for writing all the same, and squid cannot swap them. */
+        if (r >= 0 && g->ask_questions_fd >= 0)
+                r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("bind", ask, GATE_ASK_INSIDE, ro)));
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tmpfs); i++)
                 r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("tmpfs", "tmpfs", tmpfs[i], tmpfs_options)));
         return r < 0 ? NULL : steal_pointer(&mounts);
@@ -579,6 +588,39 @@ int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, a
                               port, curl_easy_strerror(rc));
 }
 
+/* One FIFO of ask/, made afresh by the user, opened read-write without following anything:
+ * the directory is the run's own gate's, made for this run. */
+static int gate_ask_fifo(int dir, const char *name, int *ret)
+{
+        if (unlinkat(dir, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        if (mkfifoat(dir, name, 0600) < 0)
+                return -errno;
+        int fd = openat(dir, name, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_uid != getuid()) {
+                close(fd);
+                return -EBADFD;
+        }
+        *ret = fd;
+        return 0;
+}
+
+/* The FIFOs the ask helper relays through, open before squid starts it. */
+static int gate_ask_open(gate_info *g, aisb_error **err)
+{
+        _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_ASK_DIR);
+        int r = dir < 0 ? dir : gate_ask_fifo(dir, "questions", &g->ask_questions_fd);
+        if (r >= 0)
+                r = gate_ask_fifo(dir, "answers", &g->ask_answers_fd);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot make the gate's question FIFOs in %s/" GATE_ASK_DIR ": %s",
+                                      g->dir, strerror(-r));
+        return 0;
+}
+
 /* Write the configuration, build or find the image, create and start the container, and
  * wait until squid listens. g has name, hash and dir; this fills the port. */
 static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb_error **err)
@@ -609,6 +651,7 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
                 .n_secrets = req->n_secrets,
                 .client_key = g->client_key,
                 .held_helper = g->per_run ? GATE_CONFIG_INSIDE "/held.sh" : NULL,
+                .ask_helper = req->ask ? GATE_CONFIG_INSIDE "/ask.sh" : NULL,
                 .tunnel_helper = intercept ? GATE_CONFIG_INSIDE "/tunnel.awk" : NULL,
         };
         r = gate_squid_config(req->list, &so, &conf, err);
@@ -633,6 +676,10 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
                 r = write_config(config, "held.sh", gate_held_helper, err);
         if (r >= 0 && intercept)
                 r = write_config(config, "tunnel.awk", gate_squid_tunnel_helper, err);
+        if (r >= 0 && req->ask)
+                r = write_config(config, "ask.sh", gate_squid_ask_helper, err);
+        if (r >= 0 && req->ask)
+                r = gate_ask_open(g, err);
         if (r < 0)
                 return r;
         gate_log_reset(logs, "cache.log", true);
@@ -728,7 +775,7 @@ int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_err
         int r = gate_squid_hash(req->list, req->add_hosts, &g.hash);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the allowlist");
-        if (req->n_secrets) {
+        if (req->n_secrets || req->ask) {
                 /* A gate of this run's own: named apart from every other, never shared. */
                 uint8_t random[8];
                 if (getrandom(random, sizeof random, 0) != sizeof random)
@@ -1016,9 +1063,8 @@ static int count_line(char *line, void *userdata)
         return 0;
 }
 
-int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
+int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, void *userdata), void *userdata)
 {
-        *ret = (egress_summary) { .shared_gate = !g->client_key };
         struct stat st;
         _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
         if (fd == -ENOENT)
@@ -1030,7 +1076,13 @@ int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
                 offset = 0;
         if (lseek(fd, (off_t) offset, SEEK_SET) < 0)
                 return -errno;
-        return read_lines(fd, GATE_LOG_READ_MAX, GATE_LOG_LINE_MAX, count_line, ret);
+        return read_lines(fd, GATE_LOG_READ_MAX, GATE_LOG_LINE_MAX, fn, userdata);
+}
+
+int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
+{
+        *ret = (egress_summary) { .shared_gate = !g->client_key };
+        return gate_log_read(g, offset, count_line, ret);
 }
 
 /* ---- the public face: aisb gate up|status|logs|down ---- */

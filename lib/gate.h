@@ -31,8 +31,12 @@ typedef struct gate_info {
         char *client_key;
         int lease_fd;  /* this run's lease on a shared gate, or -1 */
         char *lease;   /* its name in leases/ */
+        /* A gate that asks (gate_request.ask): the run's ends of the FIFOs in ask/, both
+         * opened read-write (so neither blocks nor ends while squid restarts its helper),
+         * non-blocking: questions (the helper's lines, read here) and answers. Else -1. */
+        int ask_questions_fd, ask_answers_fd;
 } gate_info;
-#define GATE_INFO_NULL ((gate_info) { .lease_fd = -1 })
+#define GATE_INFO_NULL ((gate_info) { .lease_fd = -1, .ask_questions_fd = -1, .ask_answers_fd = -1 })
 void gate_info_done(gate_info *g);
 
 /* What a run asks of its gate. */
@@ -41,6 +45,7 @@ typedef struct gate_request {
         const char *const *add_hosts;
         const gate_secret *secrets; /* any: a gate of this run's own */
         size_t n_secrets;
+        bool ask;                   /* names no entry lists are asked about: a gate of its own */
         unsigned idle_stop_s;       /* a shared gate stops when idle this long; 0: never */
         const image_facts *image;   /* the gate's image (image_gather, IMAGE_GATE) */
 } gate_request;
@@ -89,5 +94,8 @@ typedef void (*gate_state_fn)(const char *dir, void *userdata);
 int gate_prune_states(const char *const *live_hashes, bool dry, gate_state_fn fn, void *userdata);
 /* Where the access log ends now: a run's summary reads from there. */
 int gate_log_offset(const gate_info *g, long long *ret);
+/* Each line of the access log past offset (bounded), to fn. -EBADFD when it is not a regular
+ * file. */
+int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, void *userdata), void *userdata);
 /* The access log past offset, counted. -EBADFD when it is not a regular file. */
 int gate_summary(const gate_info *g, long long offset, egress_summary *ret);

@@ -93,7 +93,7 @@ static void describe_run_effects(const aisb_policy *p, const plan_gather_options
         if (plan_needs_gate(p, f)) {
                 gate_request req = plan_gate_request(p, f);
                 f->gate_hash = "(the gate's)";
-                if (req.n_secrets)
+                if (req.n_secrets || req.ask)
                         f->gate_key = REDACTED;
                 if (gate_squid_intercepts(req.list, req.n_secrets))
                         f->gate_ca = "(the gate's CA certificate, in the run's directory)";
@@ -104,6 +104,11 @@ static void describe_run_effects(const aisb_policy *p, const plan_gather_options
                 f->review_upper = "(the run's review layer)/upper";
                 f->review_work = "(the run's review layer)/work";
         }
+}
+
+bool plan_asks(const aisb_policy *p, bool terminal)
+{
+        return p->ask == ASK_TTY || (p->ask == ASK_AUTO && terminal);
 }
 
 bool plan_reviews(const aisb_policy *p)
@@ -208,6 +213,7 @@ gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f)
 {
         return (gate_request) { .list = &f->net.list, .add_hosts = (const char *const *) p->add_hosts,
                                 .secrets = p->secrets, .n_secrets = p->n_secrets,
+                                .ask = plan_asks(p, f->terminal),
                                 .idle_stop_s = p->gate_idle_stop_s, .image = f->built.gate };
 }
 

@@ -81,6 +81,8 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
 bool plan_needs_gate(const aisb_policy *p, const plan_facts *f);
 /* Whether a run of the policy keeps the agent's writes in a review layer (the key review, with
  * a project of its own). */
+/* Whether a run asks about names no entry lists (the key ask; auto: on a terminal). */
+bool plan_asks(const aisb_policy *p, bool terminal);
 bool plan_reviews(const aisb_policy *p);
 /* What the run asks of its gate; list borrowed from f. */
 gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f);

@@ -917,6 +917,40 @@ static int key_get_network_backend(const aisb_policy *p, const policy_key *k, ch
                                                                                       : "auto");
 }
 
+static int key_set_ask(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (streq(value, "auto"))
+                p->ask = ASK_AUTO;
+        else if (streq(value, "tty"))
+                p->ask = ASK_TTY;
+        else if (streq(value, "deny"))
+                p->ask = ASK_DENY;
+        else
+                return aisb_error_set(err, -EINVAL, "ask: '%s' is not tty, deny or auto", value);
+        return 0;
+}
+
+static int key_get_ask(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        return strv_push(values, p->ask == ASK_TTY ? "tty" : p->ask == ASK_DENY ? "deny" : "auto");
+}
+
+static int key_set_ask_timeout(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        unsigned long long v;
+        if (parse_uint(value, 3600, &v) < 0 || v < 1)
+                return aisb_error_set(err, -EINVAL, "ask-timeout: '%s' is not a number of seconds from 1 to 3600", value);
+        p->ask_timeout_s = (unsigned) v;
+        return 0;
+}
+
+static int key_get_ask_timeout(const aisb_policy *p, const policy_key *k, char ***values)
+{
+        char text[32];
+        snprintf(text, sizeof text, "%u", p->ask_timeout_s);
+        return strv_push(values, text);
+}
+
 static int key_set_undo(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
         int b = parse_bool(value);
@@ -1258,6 +1292,14 @@ static const policy_key policy_keys[] = {
                    .help = "a shared gate stops after this long without a run using it or a request (0: never)",
                    .default_text = "1800" },
           .set = key_set_gate_idle_stop, .get = key_get_gate_idle_stop, .shown = shown_with_allowlist },
+        { .pub = { .name = "ask", .placeholder = "WHEN",
+                   .help = "a name no entry lists: tty (hold the request and ask you, on the terminal or with aisb ask), "
+                           "deny (refuse it at once), or auto (tty on a terminal, deny without one)",
+                   .default_text = "auto" },
+          .set = key_set_ask, .get = key_get_ask, .shown = shown_with_allowlist },
+        { .pub = { .name = "ask-timeout", .placeholder = "SECONDS",
+                   .help = "a question not answered this long is answered deny", .default_text = "60" },
+          .set = key_set_ask_timeout, .get = key_get_ask_timeout, .shown = shown_with_allowlist },
         { .pub = { .name = "network-backend", .placeholder = "NAME",
                    .help = "how podman networks the sandbox: auto (pasta on podman 5, slirp4netns before), pasta or slirp4netns",
                    .default_text = "auto" },

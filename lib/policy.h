@@ -39,6 +39,13 @@ typedef enum network_backend_id {
         NETWORK_BACKEND_PASTA,
 } network_backend_id;
 
+/* What the gate does with a name no allowlist entry names. */
+typedef enum ask_when {
+        ASK_AUTO, /* asks on a terminal (aisb_io_set_terminal), refuses without one */
+        ASK_TTY,  /* asks: on the terminal when there is one, and through aisb ask */
+        ASK_DENY, /* refuses at once */
+} ask_when;
+
 /* When a plain run records the project for aisb undo (undo.h). */
 typedef enum undo_when {
         UNDO_AUTO,   /* a project small enough (undo.h's bounds) */
@@ -110,6 +117,8 @@ struct aisb_policy {
         gate_secret *secrets;        /* --secret: held by the run's own gate */
         size_t n_secrets;
         unsigned gate_idle_stop_s;   /* a shared gate stops after this long unused; 0: never */
+        ask_when ask;                /* names no entry lists: asked about (ask.h) or refused */
+        unsigned ask_timeout_s;      /* a question not answered this long is a refusal */
         char **protect;              /* paths below the project the agent cannot change for the host (protect.h) */
         bool review;                 /* the agent's writes go to a layer of the run's own (review.h) */
         undo_when undo;              /* a plain run records the project for aisb undo */

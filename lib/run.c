@@ -13,6 +13,8 @@
 #include <time.h>
 
 #include "createpatch.h"
+#include "ask.h"
+#include "egress.h"
 #include "gate.h"
 #include "harness.h"
 #include "image.h"
@@ -290,6 +292,49 @@ static int remove_container(aisb_ctx *ctx, const char *id)
         return r;
 }
 
+/* Whether the sandbox's terminal shows its alternate screen: the last of CSI ?1049, ?1047
+ * or ?47 with h or l in its output, followed across reads. */
+typedef struct screen_track {
+        enum { SCREEN_GROUND, SCREEN_ESC, SCREEN_CSI, SCREEN_PRIVATE } state;
+        unsigned param;
+        bool alternate_param; /* one of the parameters so far was 1049, 1047 or 47 */
+        bool alternate;
+} screen_track;
+
+static void screen_track_feed(screen_track *t, const char *data, size_t size)
+{
+        for (size_t i = 0; i < size; i++) {
+                unsigned char c = (unsigned char) data[i];
+                switch (t->state) {
+                case SCREEN_GROUND:
+                        if (c == 0x1b)
+                                t->state = SCREEN_ESC;
+                        break;
+                case SCREEN_ESC:
+                        t->state = c == '[' ? SCREEN_CSI : c == 0x1b ? SCREEN_ESC : SCREEN_GROUND;
+                        break;
+                case SCREEN_CSI:
+                        t->state = c == '?' ? SCREEN_PRIVATE : SCREEN_GROUND;
+                        t->param = 0;
+                        t->alternate_param = false;
+                        break;
+                case SCREEN_PRIVATE:
+                        if (c >= '0' && c <= '9') {
+                                t->param = t->param < 100000 ? t->param * 10 + (c - '0') : t->param;
+                                break;
+                        }
+                        t->alternate_param |= t->param == 1049 || t->param == 1047 || t->param == 47;
+                        t->param = 0;
+                        if (c == ';')
+                                break;
+                        if ((c == 'h' || c == 'l') && t->alternate_param)
+                                t->alternate = c == 'h';
+                        t->state = c == 0x1b ? SCREEN_ESC : SCREEN_GROUND;
+                        break;
+                }
+        }
+}
+
 /* Stream until the service closes the attach connection. Returns -ECANCELED when the
  * control callback asked to stop. */
 static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb_error **err)
@@ -317,9 +362,11 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
         if (!out_buf)
                 return error_oom(err);
         bool cancelled = false;
+        screen_track screen = {};
+        unsigned short rows = io->rows, cols = io->cols;
 
         for (;;) {
-                struct pollfd fds[4];
+                struct pollfd fds[6];
                 nfds_t n = 0;
                 fds[n++] = (struct pollfd) {
                         .fd = s->fd, .events = POLLIN | (in_off < in_size ? POLLOUT : 0)
@@ -337,7 +384,18 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                         wake_index = (int) n;
                         fds[n++] = (struct pollfd) { .fd = ctx->wake_fd, .events = POLLIN };
                 }
-                if (poll(fds, n, -1) < 0) {
+                int ask_index = -1, socket_index = -1, ask_fd = -1, socket_fd = -1;
+                if (ctx->ask)
+                        ask_poll_fds(ctx->ask, &ask_fd, &socket_fd);
+                if (ask_fd >= 0) {
+                        ask_index = (int) n;
+                        fds[n++] = (struct pollfd) { .fd = ask_fd, .events = POLLIN };
+                }
+                if (socket_fd >= 0) {
+                        socket_index = (int) n;
+                        fds[n++] = (struct pollfd) { .fd = socket_fd, .events = POLLIN };
+                }
+                if (poll(fds, n, ctx->ask ? ask_poll_timeout_ms(ctx->ask) : -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return aisb_error_set(err, -errno, "poll: %s", strerror(errno));
@@ -347,8 +405,11 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                 if (control_index >= 0 && (fds[control_index].revents & POLLIN)) {
                         aisb_control_request request = { .fd = io->control_fd };
                         int c = io->control_fn(&request, io->control_userdata);
-                        if (c == AISB_CONTROL_RESIZE && io->terminal)
+                        if (c == AISB_CONTROL_RESIZE && io->terminal) {
                                 (void) podman_container_resize(ctx, id, request.rows, request.cols);
+                                rows = request.rows;
+                                cols = request.cols;
+                        }
                         stop |= c == AISB_CONTROL_STOP;
                 }
                 if (stop && !cancelled) {
@@ -357,6 +418,20 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                         /* Removing the container ends the stream; keep reading so what it
                          * printed last still arrives. */
                         (void) remove_container(ctx, id);
+                }
+                /* Questions between reads: while the event callback asks, the sandbox's
+                 * output and the user's keys wait. */
+                if (ctx->ask) {
+                        bool asked = ask_process(ctx->ask, ask_index >= 0 && (fds[ask_index].revents & POLLIN),
+                                                 socket_index >= 0 && (fds[socket_index].revents & POLLIN));
+                        if (ctx->ask_redraw && io->terminal && rows > 1) {
+                                (void) podman_container_resize(ctx, id, rows - 1, cols);
+                                (void) podman_container_resize(ctx, id, rows, cols);
+                        }
+                        ctx->ask_redraw = false;
+                        /* The caller may have read the keys it polled for: polled again. */
+                        if (asked && in_index >= 0)
+                                fds[in_index].revents = 0;
                 }
                 if (in_index >= 0 && (fds[in_index].revents & (POLLIN | POLLHUP | POLLERR))) {
                         ssize_t got = read(io->in_fd, in_buf, sizeof in_buf);
@@ -395,6 +470,10 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                         }
                         if (got == 0)
                                 break;
+                        if (io->terminal && ctx->ask) {
+                                screen_track_feed(&screen, out_buf, (size_t) got);
+                                ask_set_alternate_screen(ctx->ask, screen.alternate);
+                        }
                         r = deliver_read(io, &d, &batch, filters, out_buf, (size_t) got);
                         if (r == -EBADMSG)
                                 return aisb_error_set(err, r, "attach stream: malformed frame from the service");
@@ -465,6 +544,21 @@ static void step(aisb_ctx *ctx, aisb_step s)
         };
         (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_STEP, .level = AISB_LOG_INFO, .text = names[s],
                                              .step = s });
+}
+
+/* The run's questions: those still waiting are refused when it ends. */
+typedef struct run_ask {
+        aisb_ctx *ctx;
+        ask_state *a;
+} run_ask;
+
+static void run_ask_done(run_ask *ra)
+{
+        if (!ra->a)
+                return;
+        ask_refuse_all(ra->a, "end");
+        ra->ctx->ask = NULL;
+        ra->a = ask_free(ra->a);
 }
 
 /* The run's gate, given back (or removed, when it was the run's own) on every way out. */
@@ -706,6 +800,9 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (p->net == SANDBOX_NET_FULL)
                 aisb_log(ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");
         _cleanup_(run_gate_done) run_gate gate = { .ctx = ctx, .g = GATE_INFO_NULL };
+        /* After the gate in the cleanup order: its questions are refused while the gate is
+         * still there to pass the answer on. */
+        _cleanup_(run_ask_done) run_ask asking = { .ctx = ctx };
         _cleanup_free_ char *gate_ca = NULL;
         long long log_offset = 0;
         if (plan.needs_gate) {
@@ -717,6 +814,13 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 if (gate.g.ca_pem && (r = run_dir_write_file(&rd, "gate-ca.pem", gate.g.ca_pem, &gate_ca, err)) < 0)
                         return r;
                 (void) gate_log_offset(&gate.g, &log_offset);
+                if (gate.g.ask_questions_fd >= 0) {
+                        r = ask_new(ctx, p, facts.name, gate.g.ask_questions_fd, gate.g.ask_answers_fd, false,
+                                    &asking.a, err);
+                        if (r < 0)
+                                return r;
+                        ctx->ask = asking.a;
+                }
                 facts.gate_port = gate.g.port;
                 facts.gate_key = gate.g.client_key;
                 facts.gate_hash = gate.g.hash;
@@ -795,9 +899,20 @@ out:
                 protect_end(ctx, &facts.protect);
         keep_end(ctx, &keep, gone);
         egress_summary egress = {};
-        if (gate.g.name)
+        if (asking.a)
+                ask_refuse_all(asking.a, "end");
+        if (gate.g.name) {
                 report_egress(ctx, &gate.g, log_offset, &egress);
-        (void) session_log_append(p, plan.image, plan.policy_hash, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
+                int k = egress_record_write(facts.name, &gate.g, log_offset, &facts.net.list, asking.a);
+                if (k < 0)
+                        aisb_log(ctx, AISB_LOG_WARNING, "egress: the run's record was not written: %s", strerror(-k));
+        }
+        if (asking.a && ask_refused_unasked(asking.a))
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "%lu more requests for names no entry lists were refused without asking (too many "
+                         "questions at once); see aisb allow",
+                         ask_refused_unasked(asking.a));
+        (void) session_log_append(p, facts.name, plan.image, plan.policy_hash, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
                                   gate.g.name ? &egress : NULL);
         return r;
 }

@@ -44,7 +44,7 @@ static json_object *egress_object(const egress_summary *egress)
                                             JSON_BUILD_PAIR_BOOL("shared_gate", egress->shared_gate)));
 }
 
-int session_log_append(const aisb_policy *p, const char *image, const char *hash, int exit_code,
+int session_log_append(const aisb_policy *p, const char *run, const char *image, const char *hash, int exit_code,
                        const char *const *patched, const egress_summary *egress)
 {
         _cleanup_free_ char *dir = NULL, *path = NULL;
@@ -53,6 +53,7 @@ int session_log_append(const aisb_policy *p, const char *image, const char *hash
         _cleanup_json_ json_object *o = NULL;
         int r = json_build(&o, JSON_BUILD_OBJECT(
                                        JSON_BUILD_PAIR_INT64("time", (int64_t) time(NULL)),
+                                       JSON_BUILD_PAIR_STRING("run", run ? run : ""),
                                        JSON_BUILD_PAIR_STRING("project", p->project ? p->project : ""),
                                        JSON_BUILD_PAIR_STRING("policy", hash ? hash : ""),
                                        JSON_BUILD_PAIR_STRING("image", image ? image : ""),

@@ -46,6 +46,8 @@ int main(int argc, char **argv)
                         o.access_log = value;
                 else if (streq(key, "--cache-log"))
                         o.cache_log = value;
+                else if (streq(key, "--ask-helper"))
+                        o.ask_helper = value;
                 else
                         r = aisb_error_set(&err, -EINVAL, "unknown option %s", key);
         }
@@ -64,5 +66,9 @@ int main(int argc, char **argv)
         }
         fputs(text, stdout);
         free(text);
+        /* With --ask-helper, the helper's text goes where the caller writes it: after the
+         * configuration, on stderr. */
+        if (o.ask_helper)
+                fputs(gate_squid_ask_helper, stderr);
         return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -574,6 +574,8 @@ static void samples_setup(void)
                         "AISB_TEST_SAMPLE@api.example.com/Authorization:Bearer")->second, sizeof samples[0].second,
                  "AISB_TEST_SAMPLE2@api.other.example/x-api-key");
         sample("gate-idle-stop", "600", NULL);
+        sample("ask", "tty", NULL);
+        sample("ask-timeout", "5", NULL);
         sample("no-cwd", "true", NULL);
         sample("memory", "512m", NULL);
         sample("cpus", "1.5", NULL);
