@@ -29,6 +29,8 @@
 #include "internal.h"
 #include "unit.h"
 #include "fileio.h"
+#include "ask.h"
+#include "egress.h"
 
 #define NOBODY 65534
 
@@ -991,6 +993,81 @@ START_TEST(test_probe_cancelled)
 }
 END_TEST
 
+/* The helper's lines: squid's five fields and its "-", or the line is refused. */
+START_TEST(test_ask_parse_line)
+{
+        unsigned long channel;
+        char method[ASK_METHOD_MAX + 1], name[ASK_NAME_MAX + 1], path[ASK_PATH_MAX + 1];
+        unsigned port;
+        ck_assert_int_eq(ask_parse_line("7 GET Asked.Example 8080 /a%20b -", &channel, method, name, &port, path), 0);
+        ck_assert_uint_eq(channel, 7);
+        ck_assert_str_eq(method, "GET");
+        ck_assert_str_eq(name, "asked.example");
+        ck_assert_uint_eq(port, 8080);
+        ck_assert_str_eq(path, "/a%20b");
+        ck_assert_int_eq(ask_parse_line("0 CONNECT x.test 443 -", &channel, method, name, &port, path), 0);
+        ck_assert_str_eq(path, "");
+        static const char *const bad[] = {
+                "", "1", "1 GET", "x GET a.test 80 / -", "1 get a.test 80 / -", "1 GET a.test 0 / -",
+                "1 GET a.test 65536 / -", "1 GET a..test 80 / -", "1 GET .a.test 80 / -", "1 GET a.test. 80 / -",
+                "1 GET -a.test 80 / -", "1 GET a/b.test 80 / -", "1 GET a.test 80 / x", "1 GET a.test 80 / - -",
+                "1  GET a.test 80 / -", "1 GET a.test 80 /\x1b[2J -", "1234567890 GET a.test 80 / -",
+                "1 GET a%2etest 80 / -", "1 GET \xc3\xa9.test 80 / -",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ck_assert_msg(ask_parse_line(bad[i], &channel, method, name, &port, path) == -EBADMSG, "took '%s'", bad[i]);
+}
+END_TEST
+
+START_TEST(test_ask_entry_line)
+{
+        char *line = NULL;
+        ck_assert_int_eq(ask_entry_line("a.test", 443, &line), 0);
+        ck_assert_str_eq(line, "a.test");
+        free(line);
+        ck_assert_int_eq(ask_entry_line("a.test", 8080, &line), 0);
+        ck_assert_str_eq(line, "a.test:8080");
+        free(line);
+}
+END_TEST
+
+/* A record line: what decided, and the answer when it was asked. */
+START_TEST(test_egress_record_line)
+{
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, "ok.test", "--allow", NULL), 0);
+        ask_decision d = { .port = 8080, .answer = AISB_ANSWER_PROJECT, .by = "terminal" };
+        strcpy(d.name, "asked.test");
+        json_object *o = egress_record_line("1700000000.250 127.0.0.1 GET ok.test:443 200 TCP_MISS/200 900 - "
+                                            "https://ok.test/x 120 -", "run1", &l, false, &d, 1);
+        ck_assert_ptr_nonnull(o);
+        ck_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                         "{\"time\":1700000000250,\"run\":\"run1\",\"name\":\"ok.test\",\"port\":443,\"method\":\"GET\","
+                         "\"url\":\"https://ok.test/x\",\"status\":200,\"decision\":\"allowed\",\"by\":\"ok.test (--allow)\","
+                         "\"bytes_out\":120,\"bytes_in\":900}");
+        json_object_put(o);
+        o = egress_record_line("1700000001.000 127.0.0.1 CONNECT asked.test:8080 200 TCP_TUNNEL/200 50 - asked.test:8080 "
+                               "70 allow", "run1", &l, true, &d, 1);
+        ck_assert_ptr_nonnull(o);
+        ck_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                         "{\"time\":1700000001000,\"run\":\"run1\",\"name\":\"asked.test\",\"port\":8080,"
+                         "\"method\":\"CONNECT\",\"url\":\"\",\"status\":200,\"decision\":\"allowed\",\"by\":\"asked\","
+                         "\"asked\":\"project\",\"answered_by\":\"terminal\",\"bytes_out\":70,\"bytes_in\":50,"
+                         "\"shared_gate\":true}");
+        json_object_put(o);
+        o = egress_record_line("1700000002.000 127.0.0.1 GET no.test:80 403 TCP_DENIED/403 3000 ERR_AISB_DENIED "
+                               "http://no.test/ 80 -", "run1", &l, false, NULL, 0);
+        ck_assert_ptr_nonnull(o);
+        ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+                                     "\"decision\":\"refused\",\"by\":\"ERR_AISB_DENIED\""));
+        json_object_put(o);
+        /* aisb's own probe, and a line that is not one: no record. */
+        ck_assert_ptr_null(egress_record_line("1700000003.000 127.0.0.1 - -:0 0 NONE/000 0 - - 0 -", "run1", &l, false, NULL, 0));
+        ck_assert_ptr_null(egress_record_line("garbage", "run1", &l, false, NULL, 0));
+        allowlist_done(&l);
+}
+END_TEST
+
 static Suite *gate_suite(bool as_root)
 {
         Suite *s = suite_create("gate");
@@ -1032,6 +1109,11 @@ static Suite *gate_suite(bool as_root)
         tcase_add_test(tc, test_summary);
         tcase_add_test(tc, test_summary_fifo);
         tcase_add_test(tc, test_summary_symlink);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("ask");
+        tcase_add_test(tc, test_ask_parse_line);
+        tcase_add_test(tc, test_ask_entry_line);
+        tcase_add_test(tc, test_egress_record_line);
         suite_add_tcase(s, tc);
         return s;
 }
