@@ -107,8 +107,10 @@ expect_contains "its record names the entry" "\"decision\":\"allowed\",\"by\":\"
 # 3. The name is not resolved before it is allowed: the gate image's squid with the ask
 #    helper, alone in a network namespace, its resolver a logger of every query; the stand-in
 #    for the run answers each question only after it found the name absent from the log.
-image=$(podman images --format '{{.Repository}}:{{.Tag}}' | grep -m1 '^localhost/aisb-gate:') ||
-  cannot_run "no gate image (the runs above build it)"
+# The whole list first: grep -m1 leaving early would fail the pipe (SIGPIPE, pipefail).
+images=$(podman images --format '{{.Repository}}:{{.Tag}}')
+image=$(grep '^localhost/aisb-gate:' <<< "$images" | head -n 1)
+[ -n "$image" ] || fail "no gate image, though the runs above used one"
 dir=$E2E_TMP/dns
 mkdir -p "$dir"
 "$AISB_BUILD/tests/e2e/aisb-test-squid-config" --port 3128 --allow example.test --access-log /tmp/access.log \
