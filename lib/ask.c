@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allowlist.h"
 #include "ask.h"
 #include "jsonutil.h"
 #include "userdirs.h"
@@ -294,6 +295,19 @@ static void on_line(ask_state *a, const char *line)
                         return;
                 }
         }
+        /* Only what an allowlist could name is asked about: an answer may write it there. */
+        _cleanup_free_ char *entry = NULL;
+        allowlist check = {};
+        bool listable = ask_entry_line(name, port, &entry) >= 0 &&
+                        allowlist_parse_text(&check, entry, strlen(entry), "the question", ALLOWLIST_FILE_DOMAINS_ONLY,
+                                             NULL) >= 0 &&
+                        check.n == 1;
+        allowlist_done(&check);
+        if (!listable) {
+                answer_channel(a, channel, false);
+                decision_add(a, name, port, method, path, AISB_ANSWER_DENY, "unlistable");
+                return;
+        }
         if (a->n_pending >= ASK_PENDING_MAX || a->next_id >= ASK_NAMES_MAX) {
                 answer_channel(a, channel, false);
                 a->refused_unasked++;
@@ -308,6 +322,20 @@ static void on_line(ask_state *a, const char *line)
         memcpy(q->method, method, sizeof q->method);
         memcpy(q->path, path, sizeof q->path);
         emit_question(a, q);
+}
+
+static void refuse_long_line(ask_state *a)
+{
+        size_t digits = 0;
+        while (digits < 9 && digits < a->in_size && a->in[digits] >= '0' && a->in[digits] <= '9')
+                digits++;
+        if (digits == 0 || digits == a->in_size || a->in[digits] != ' ')
+                return;
+        unsigned long channel = 0;
+        for (size_t i = 0; i < digits; i++)
+                channel = channel * 10 + (unsigned) (a->in[i] - '0');
+        answer_channel(a, channel, false);
+        a->refused_unasked++;
 }
 
 static void read_questions(ask_state *a)
@@ -329,6 +357,10 @@ static void read_questions(ask_state *a)
                 memmove(a->in, start, rest);
                 a->in_size = rest;
                 if (a->in_size == sizeof a->in) {
+                        /* Too long to be a question (a path of thousands of bytes): refused
+                         * now by its channel, the rest of it dropped as it comes. */
+                        if (!a->in_skipping)
+                                refuse_long_line(a);
                         a->in_skipping = true;
                         a->in_size = 0;
                 }

@@ -209,7 +209,7 @@ static int open_project_file(const char *project, aisb_error **err)
         if (settings < 0)
                 return aisb_error_set(err, errno == ELOOP || errno == ENOTDIR ? -EINVAL : -errno,
                                       "%s/.ai-sandbox is not a directory (a link there is refused)", project);
-        int fd = openat(settings, "allow", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+        int fd = openat(settings, "allow", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
                         0644);
         if (fd < 0)
                 return aisb_error_set(err, errno == ELOOP ? -EINVAL : -errno,
@@ -230,7 +230,7 @@ static int open_user_file(aisb_error **err)
         int r = mkdir_p(dir, 0700);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot create %s: %s", dir, strerror(-r));
-        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+        int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
         if (fd < 0)
                 return aisb_error_set(err, -errno, "%s: %s", path, strerror(errno));
         return fd;

@@ -910,7 +910,7 @@ out:
         if (asking.a && ask_refused_unasked(asking.a))
                 aisb_log(ctx, AISB_LOG_WARNING,
                          "%lu more requests for names no entry lists were refused without asking (too many "
-                         "questions at once); see aisb allow",
+                         "questions at once, or a request too long to ask about); see aisb allow",
                          ask_refused_unasked(asking.a));
         (void) session_log_append(p, facts.name, plan.image, plan.policy_hash, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
                                   gate.g.name ? &egress : NULL);

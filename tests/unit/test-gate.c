@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -1068,6 +1069,82 @@ START_TEST(test_egress_record_line)
 }
 END_TEST
 
+static unsigned long asked_id;
+static unsigned asked_events;
+static int on_ask_event(const aisb_event *e, void *userdata)
+{
+        if (e->type == AISB_EVENT_ASK) {
+                asked_events++;
+                asked_id = e->question->id;
+        }
+        return 0;
+}
+
+/* What the relay's answers FIFO received, up to a newline. */
+static void expect_answer(int fd, const char *want)
+{
+        char got[128] = "";
+        size_t n = 0;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        while (n < sizeof got - 1 && !memchr(got, '\n', n) && poll(&p, 1, 2000) == 1) {
+                ssize_t k = read(fd, got + n, 1);
+                if (k <= 0)
+                        break;
+                n += (size_t) k;
+        }
+        got[n] = 0;
+        ck_assert_str_eq(got, want);
+}
+
+/* The run's end of the relay: a line too long to be a question is refused by its channel (it
+ * never waits on a timeout); a name no allowlist could hold is refused unasked; a question is
+ * told once, answered by the reply, and a later request for it is answered at once. */
+START_TEST(test_ask_state)
+{
+        int questions[2], answers[2];
+        ck_assert_int_eq(pipe2(questions, O_NONBLOCK | O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(answers, O_CLOEXEC), 0);
+        aisb_ctx_set_event_fn(ctx, on_ask_event, NULL);
+        asked_events = 0;
+        ask_state *a = NULL;
+        ck_assert_int_eq(ask_new(ctx, policy, "run-test", questions[0], answers[1], false, &a, NULL), 0);
+        ctx->ask = a;
+        char line[3000];
+        int n = snprintf(line, sizeof line, "5 GET long.test 80 /%02000d -\n", 0);
+        ck_assert_int_eq(write(questions[1], line, (size_t) n), n);
+        ask_process(a, true, false);
+        expect_answer(answers[0], "5 ERR aisb_ask=deny\n");
+        ck_assert_uint_eq(ask_refused_unasked(a), 1);
+        ck_assert_int_eq(write(questions[1], "6 GET under_score.test 80 / -\n", 30), 30);
+        ask_process(a, true, false);
+        expect_answer(answers[0], "6 ERR aisb_ask=deny\n");
+        ck_assert_int_eq(write(questions[1], "7 GET ok.test 80 /a -\n8 GET ok.test 80 /b -\n", 44), 44);
+        ck_assert(ask_process(a, true, false));
+        ck_assert_uint_eq(asked_events, 1);
+        ck_assert_int_ge(ask_poll_timeout_ms(a), 0);
+        ck_assert_int_eq(aisb_ask_reply(ctx, asked_id + 1, AISB_ANSWER_RUN, 0, NULL), -ENOENT);
+        ck_assert_int_eq(aisb_ask_reply(ctx, asked_id, AISB_ANSWER_RUN, 0, NULL), 0);
+        expect_answer(answers[0], "7 OK aisb_ask=allow\n");
+        expect_answer(answers[0], "8 OK aisb_ask=allow\n");
+        ck_assert_int_eq(ask_poll_timeout_ms(a), -1);
+        ck_assert_int_eq(write(questions[1], "9 CONNECT ok.test 80 - -\n", 25), 25);
+        ck_assert(!ask_process(a, true, false));
+        expect_answer(answers[0], "9 OK aisb_ask=allow\n");
+        ck_assert_uint_eq(asked_events, 1);
+        size_t n_decisions;
+        const ask_decision *d = ask_decisions(a, &n_decisions);
+        ck_assert_uint_eq(n_decisions, 2);
+        ck_assert_str_eq(d[0].by, "unlistable");
+        ck_assert_str_eq(d[1].by, "terminal");
+        ctx->ask = NULL;
+        ask_free(a);
+        for (int i = 0; i < 2; i++) {
+                close(questions[i]);
+                close(answers[i]);
+        }
+}
+END_TEST
+
 static Suite *gate_suite(bool as_root)
 {
         Suite *s = suite_create("gate");
@@ -1114,6 +1191,10 @@ static Suite *gate_suite(bool as_root)
         tcase_add_test(tc, test_ask_parse_line);
         tcase_add_test(tc, test_ask_entry_line);
         tcase_add_test(tc, test_egress_record_line);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("ask-state");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_ask_state);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -156,6 +156,17 @@ START_TEST(test_append)
         text = read_text(path);
         ck_assert_str_eq(text, "denied.test\napi.test:8443\n");
         free(text);
+        /* A file whose last line has no newline (the agent can write this one) gets one before
+         * the new line: the name is never glued onto a comment or another name. */
+        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, "# reviewed", 10), 10);
+        close(fd);
+        const char *const one[] = { "wanted.test", NULL };
+        ck_assert_int_eq(aisb_allowlist_append(p, AISB_ALLOWLIST_PROJECT, one, NULL), 0);
+        text = read_text(path);
+        ck_assert_str_eq(text, "# reviewed\nwanted.test\n");
+        free(text);
         /* A link planted at the project's file is not written through. */
         ck_assert_int_eq(unlink(path), 0);
         char target[160];
