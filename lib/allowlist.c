@@ -19,6 +19,7 @@
 
 #include "address.h"
 #include "allowlist.h"
+#include "userdirs.h"
 #include "fileio.h"
 
 #define DOMAIN_MAX 253
@@ -855,5 +856,85 @@ int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, a
                 return error_oom(err);
         *ret_name = steal_pointer(&n);
         *ret_ip = steal_pointer(&a);
+        return 0;
+}
+
+/* The project's .ai-sandbox/allow for appending: each step through a descriptor, no link
+ * followed, no FIFO waited on, a regular file or nothing. */
+static int open_project_file(const char *project, aisb_error **err)
+{
+        _cleanup_close_ int dir = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                return aisb_error_set(err, -errno, "%s: %s", project, strerror(errno));
+        if (mkdirat(dir, ".ai-sandbox", 0755) < 0 && errno != EEXIST)
+                return aisb_error_set(err, -errno, "%s/.ai-sandbox: %s", project, strerror(errno));
+        _cleanup_close_ int settings = openat(dir, ".ai-sandbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (settings < 0)
+                return aisb_error_set(err, errno == ELOOP || errno == ENOTDIR ? -EINVAL : -errno,
+                                      "%s/.ai-sandbox is not a directory (a link there is refused)", project);
+        int fd = openat(settings, "allow", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                        0644);
+        if (fd < 0)
+                return aisb_error_set(err, errno == ELOOP ? -EINVAL : -errno,
+                                      "%s/.ai-sandbox/allow: %s (a link there is refused)", project,
+                                      errno == ELOOP ? "a link" : strerror(errno));
+        return fd;
+}
+
+static int open_user_file(aisb_error **err)
+{
+        _cleanup_free_ char *path = user_config_path("allow");
+        if (!path)
+                return aisb_error_set(err, -ENOENT, "neither XDG_CONFIG_HOME nor HOME is set");
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return error_oom(err);
+        *strrchr(dir, '/') = 0;
+        int r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot create %s: %s", dir, strerror(-r));
+        int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0)
+                return aisb_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        return fd;
+}
+
+int allowlist_file_append(const char *project, const char *const *lines, aisb_error **err)
+{
+        bool project_file = project != NULL;
+        /* Every line first, the way that file's reader takes it: nothing is written when one
+         * is refused. */
+        allowlist check = {};
+        int r = 0;
+        for (size_t i = 0; r >= 0 && lines && lines[i]; i++) {
+                if (strchr(lines[i], '\n'))
+                        r = aisb_error_set(err, -EINVAL, "an allowlist line holds a newline");
+                else
+                        r = allowlist_parse_text(&check, lines[i], strlen(lines[i]), "the line",
+                                                 project_file ? ALLOWLIST_FILE_DOMAINS_ONLY : 0, err);
+        }
+        allowlist_done(&check);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = project_file ? open_project_file(project, err) : open_user_file(err);
+        if (fd < 0)
+                return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return aisb_error_set(err, -errno, "fstat: %s", strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return aisb_error_set(err, -EINVAL, "the allowlist file is not a regular file");
+        _cleanup_(buffer_free) buffer b = {};
+        char last = '\n';
+        if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) != 1)
+                last = '\n';
+        r = last != '\n' ? buffer_printf(&b, "\n") : 0;
+        for (size_t i = 0; r >= 0 && lines && lines[i]; i++)
+                r = buffer_printf(&b, "%s\n", lines[i]);
+        if (r < 0)
+                return error_oom(err);
+        r = b.size ? write_all(fd, b.data, b.size) : 0;
+        if (r < 0)
+                return aisb_error_set(err, r, "writing the allowlist: %s", strerror(-r));
         return 0;
 }

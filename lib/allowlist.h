@@ -134,6 +134,12 @@ bool allowlist_request_allows(const allowlist *l, const char *host, unsigned por
  * any case, with a trailing dot; anything that is not a valid domain is not allowed. This is
  * the rule the generated squid configuration enforces, for tests and for explaining denials. */
 bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port);
+/* Append lines to the project's .ai-sandbox/allow (project: its directory; names only, as
+ * that file's reader takes them) or, with project NULL, to the user's allowlist: every line
+ * checked first (nothing is written when one is refused), each file reached through
+ * descriptors without following a link, a newline added before them when the file's last
+ * line has none. */
+int allowlist_file_append(const char *project, const char *const *lines, aisb_error **err);
 /* The first domain entry that allows host:port, or NULL. */
 const allow_entry *allowlist_domain_entry(const allowlist *l, const char *host, unsigned port);
 

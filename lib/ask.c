@@ -237,8 +237,10 @@ static int reply(ask_state *a, unsigned long id, aisb_answer answer, const char 
                 aisb_error *e = NULL;
                 int r = ask_entry_line(q->name, q->port, &line);
                 if (r >= 0)
-                        r = aisb_allowlist_append(a->policy, answer == AISB_ANSWER_PROJECT ? AISB_ALLOWLIST_PROJECT : 0,
-                                                  (const char *const[]) { line, NULL }, &e);
+                        r = answer == AISB_ANSWER_PROJECT && !a->policy->project
+                                    ? aisb_error_set(&e, -EINVAL, "this run has no project")
+                                    : allowlist_file_append(answer == AISB_ANSWER_PROJECT ? a->policy->project : NULL,
+                                                            (const char *const[]) { line, NULL }, &e);
                 /* Allowed for the run all the same: the user said so. */
                 if (r < 0)
                         aisb_log(a->ctx, AISB_LOG_WARNING, "%s allowed for this run only: %s", q->name,

@@ -97,5 +97,18 @@ https_stub_start() {
   [ -n "${PLAIN:-}" ] || cannot_run "the HTTPS stand-in did not start"
 }
 
+# logging_resolver DIR: DIR/resolver.sh, for a script in the gate image (run as root, DIR at
+# /aisb-gate) to source: the image's resolver becomes a logger on 127.0.0.1:53 (perl, which
+# the image has) that answers nothing and writes each query's name to /aisb-gate/dns.log.
+logging_resolver() {
+  cat > "$1/resolver.sh" <<'SH'
+echo "nameserver 127.0.0.1" > /etc/resolv.conf
+perl -MIO::Socket::INET -e '
+  my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 53, Proto => "udp") or die;
+  open(my $log, ">>", "/aisb-gate/dns.log") or die; $log->autoflush(1);
+  while ($s->recv(my $q, 512)) { (my $t = substr($q, 12)) =~ s/[^a-z0-9-]/./g; print $log "$t\n"; }' &
+SH
+}
+
 # Sandboxes of this test's project (names), for leak checks.
 our_containers() { podman ps -a --filter "label=aisb.project=$E2E_TMP/project" --format '{{.Names}}'; }

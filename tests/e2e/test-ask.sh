@@ -43,6 +43,19 @@ code=$("$AISB" run --net allow --allow "listed-$$.test" --gate-add-host "$NAME:1
 expect_eq "without a terminal the name is refused" 403 "$code"
 [ $(( $(date +%s) - start )) -lt 25 ] || fail "the refusal waited"
 expect_absent "and nothing asked" "asks to reach" "$(cat "$E2E_TMP/err")"
+headers=$("$AISB" run --net allow --allow "listed-$$.test" --gate-add-host "$NAME:127.0.0.1" -- \
+  curl -s -D - -o /dev/null -m 30 "http://$NAME:$PORT/" 2>/dev/null </dev/null | tr -d '\r')
+# squid names the page it refused with (its own kind for a name no entry lists).
+expect_contains "the refusal says so in a header" "X-Squid-Error: ERR_ACCESS_DENIED" "$headers"
+
+# A flood of names: at most 8 questions wait; the rest are refused at once and counted.
+out=$("$AISB" run --net allow --allow "listed-$$.test" --ask tty --ask-timeout 3 -- sh -c \
+  'for i in $(seq 20); do curl -s -o /dev/null -w "%{http_code}\n" -m 30 "http://flood$i.test/" & done; wait' \
+  2>"$E2E_TMP/err" </dev/null | sort | uniq -c | tr -s ' ')
+expect_eq "twenty names, every request refused" " 20 403" "$out"
+expect_eq "eight questions asked" 8 "$(grep -c 'asks to reach' "$E2E_TMP/err")"
+expect_contains "the rest refused unasked, in one line" "12 more requests for names no entry lists were refused without asking" \
+  "$(cat "$E2E_TMP/err")"
 
 # --ask tty without a terminal: held until aisb ask answers from another process.
 "$AISB" run --net allow --allow "listed-$$.test" --gate-add-host "$NAME:127.0.0.1" --ask tty --ask-timeout 60 -- sh -c \
@@ -116,12 +129,9 @@ mkdir -p "$dir"
 "$AISB_BUILD/tests/e2e/aisb-test-squid-config" --port 3128 --allow example.test --access-log /tmp/access.log \
   --cache-log /tmp/cache.log --ask-helper /aisb-gate/ask.sh > "$dir/squid.conf" 2> "$dir/ask.sh"
 sed -i 's|/aisb-gate/ask/|/tmp/ask/|g' "$dir/ask.sh"
+logging_resolver "$dir"
 cat > "$dir/dns.sh" <<'SH'
-echo "nameserver 127.0.0.1" > /etc/resolv.conf
-perl -MIO::Socket::INET -e '
-  my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 53, Proto => "udp") or die;
-  open(my $log, ">>", "/aisb-gate/dns.log") or die; $log->autoflush(1);
-  while ($s->recv(my $q, 512)) { (my $t = substr($q, 12)) =~ s/[^a-z0-9-]/./g; print $log "$t\n"; }' &
+. /aisb-gate/resolver.sh
 mkdir -p /tmp/ask && mkfifo -m 666 /tmp/ask/questions /tmp/ask/answers
 # The run's part: each question, then whether the resolver saw the name by then, then allow.
 (exec 3<>/tmp/ask/answers

@@ -80,12 +80,9 @@ podman rm -f "$squid_name" >/dev/null
 #    query (perl, which the image has): a listed name is looked up (control), an unlisted one
 #    over plain HTTP and over CONNECT is not.
 "$TOOL" --port 3128 --allow example.test --access-log /tmp/access.log --cache-log /tmp/cache.log > "$dir/dns.conf"
+logging_resolver "$dir"
 cat > "$dir/dns.sh" <<'SH'
-echo "nameserver 127.0.0.1" > /etc/resolv.conf
-perl -MIO::Socket::INET -e '
-  my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 53, Proto => "udp") or die;
-  open(my $log, ">>", "/aisb-gate/dns.log") or die; $log->autoflush(1);
-  while ($s->recv(my $q, 512)) { (my $t = substr($q, 12)) =~ s/[^a-z0-9-]/./g; print $log "$t\n"; }' &
+. /aisb-gate/resolver.sh
 squid -N -f /aisb-gate/dns.conf & sleep 2
 for req in "GET http://probe-listed.example.test/ HTTP/1.1" "GET http://c2VjcmV0.unlisted-a.test/ HTTP/1.1" \
     "CONNECT dGhlLXRva2Vu.unlisted-b.test:443 HTTP/1.1"; do
