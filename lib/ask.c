@@ -684,7 +684,14 @@ int aisb_questions(aisb_question_fn fn, void *userdata, aisb_error **err)
                     !S_ISSOCK(st.st_mode) || st.st_uid != getuid())
                         continue;
                 _cleanup_json_ json_object *o = NULL;
-                if (ask_request(dir, run, "list\n", &o, NULL) < 0)
+                aisb_error *request_err = NULL;
+                r = ask_request(dir, run, "list\n", &o, &request_err);
+                aisb_error_free(request_err);
+                /* A socket nobody listens on is a run that was killed: the user's own (checked
+                 * above), removed. */
+                if (r == -ECONNREFUSED)
+                        (void) unlinkat(dirfd(d), e->d_name, 0);
+                if (r < 0)
                         continue; /* a run that ended as it was asked */
                 json_object *list = NULL;
                 if (!json_object_object_get_ex(o, "questions", &list) || !json_object_is_type(list, json_type_array))

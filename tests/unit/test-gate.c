@@ -23,6 +23,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -1080,6 +1081,11 @@ static int on_ask_event(const aisb_event *e, void *userdata)
         return 0;
 }
 
+static int count_question(const aisb_question *q, void *userdata)
+{
+        return -EEXIST; /* no question waits in these tests */
+}
+
 /* What the relay's answers FIFO received, up to a newline. */
 static void expect_answer(int fd, const char *want)
 {
@@ -1136,6 +1142,20 @@ START_TEST(test_ask_state)
         ck_assert_uint_eq(n_decisions, 2);
         ck_assert_str_eq(d[0].by, "unlistable");
         ck_assert_str_eq(d[1].by, "terminal");
+        /* aisb ask lists this run's waiting question (none now), and removes the socket of a
+         * run that was killed (nothing listens there). */
+        char *dir = NULL, stale[PATH_MAX];
+        ck_assert_int_eq(ask_socket_dir(&dir, NULL), 0);
+        snprintf(stale, sizeof stale, "%s/killed-run.sock", dir);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        ck_assert_uint_lt(strlen(stale), sizeof sa.sun_path);
+        memcpy(sa.sun_path, stale, strlen(stale) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        close(fd);
+        ck_assert_int_eq(aisb_questions(count_question, NULL, NULL), 0);
+        ck_assert_int_eq(access(stale, F_OK), -1);
+        free(dir);
         ctx->ask = NULL;
         ask_free(a);
         for (int i = 0; i < 2; i++) {
