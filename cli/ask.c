@@ -71,7 +71,8 @@ void cli_ask_on_terminal(aisb_ctx *ctx, const aisb_question *q, int in_fd, FILE 
         (void) tcflush(in_fd, TCIFLUSH);
         /* The alternate screen keeps the harness's screen for the terminal to put back; a
          * harness already there redraws afterwards. */
-        fputs(q->alternate_screen ? "\033[H\033[2J" : "\0337\033[?1049h\033[H\033[2J", out);
+        /* Plain text, cursor shown: the sandbox's colours or hidden text do not hide it. */
+        fputs(q->alternate_screen ? "\033[0m\033[H\033[2J" : "\0337\033[?1049h\033[0m\033[H\033[2J", out);
         fputs("aisb: the sandbox asks to reach ", out);
         put_destination(out, q);
         fputs("\r\n      which no allowlist entry names. The name is resolved only if you allow it.\r\n\r\n", out);
@@ -100,7 +101,9 @@ void cli_ask_on_terminal(aisb_ctx *ctx, const aisb_question *q, int in_fd, FILE 
                 ssize_t n = read(in_fd, keys, sizeof keys);
                 if (n <= 0)
                         break;
-                answered = answer_of_key(keys, (size_t) n, &answer);
+                /* One key alone: an escape sequence (a focus report, an arrow, a paste, a
+                 * terminal's reply the sandbox asked for) or typing in flight is no answer. */
+                answered = n == 1 && answer_of_key(keys, 1, &answer);
         }
         fputs(q->alternate_screen ? "\033[H\033[2J" : "\033[?1049l\0338", out);
         fflush(out);
