@@ -5,10 +5,13 @@
  * its message. The calls a run makes are a table (podman_calls): the dry run shows the plan's
  * requests (plan.c) with the same methods and paths the calls send.
  */
+#include <fcntl.h>
+#include <sys/file.h>
 #include <time.h>
 
 #include "jsonutil.h"
 #include "podman.h"
+#include "userdirs.h"
 
 #define LIBPOD PODMAN_API_PREFIX "/libpod"
 
@@ -337,10 +340,42 @@ int podman_volume_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 
 /* ---- containers ---- */
 
+/* The service reads the user's subordinate ids through libsubid, which is not thread-safe:
+ * two keep-id creates at once can leave one with a mapping of the user alone, no uid 0 in it
+ * (podman 5.4: "container uses ID mappings ... but doesn't map UID 0" at start; 4.3: "keep-id
+ * requires additional UIDs"). The user's runs send their creates one at a time, under a lock in
+ * their own state directory. -1 when it cannot be had: the create goes unlocked (the retry
+ * below still covers 4.3). */
+static int create_lock(aisb_ctx *ctx)
+{
+        _cleanup_free_ char *dir = NULL;
+        aisb_error *e = NULL;
+        if (state_dir(NULL, &dir, &e) < 0) {
+                aisb_log(ctx, AISB_LOG_DEBUG, "creates not serialized: %s", aisb_error_message(e));
+                aisb_error_free(e);
+                return -1;
+        }
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/create.lock", dir) < 0)
+                return -1;
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                aisb_log(ctx, AISB_LOG_DEBUG, "creates not serialized: %s: %s", path, strerror(errno));
+                return -1;
+        }
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR) {
+                        close(fd);
+                        return -1;
+                }
+        return fd;
+}
+
 int podman_container_create(aisb_ctx *ctx, json_object *body, bool wipe, char **ret_id, aisb_error **err)
 {
         http_response resp = {};
         int r;
+        _cleanup_close_ int lock = create_lock(ctx);
         for (int attempt = 0;; attempt++) {
                 r = post_json(ctx, podman_calls[PODMAN_CONTAINER_CREATE].before, body, wipe, &resp, err);
                 /* Podman 4.3 sometimes fails a keep-id create under concurrent starts with a
