@@ -17,13 +17,6 @@
 #include "json-output.h"
 #include "options.h"
 
-static long long monotonic_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The destination as the question shows it; the sandbox chose the name and the path, so
  * both go through cli_put. */
 static void put_destination(FILE *out, const aisb_question *q)
@@ -84,32 +77,27 @@ void cli_ask_on_terminal(aisb_ctx *ctx, const aisb_question *q, int in_fd, FILE 
                 q->waiting == 1 ? "s" : "", q->seconds_left);
         fflush(out);
 
-        long long deadline = monotonic_ms() + (long long) q->seconds_left * 1000;
+        /* The run serves aisb ask, the question's timeout and its stop signals meanwhile. */
         aisb_answer answer = AISB_ANSWER_DENY;
         bool answered = false;
-        while (!answered) {
-                long long left = deadline - monotonic_ms();
-                if (left <= 0)
-                        break;
-                struct pollfd p = { .fd = in_fd, .events = POLLIN };
-                int k = poll(&p, 1, (int) (left > 1000000 ? 1000000 : left));
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0 || !(p.revents & POLLIN))
-                        break;
+        int k;
+        while (!answered && (k = aisb_ask_wait(ctx, q->id, in_fd)) > 0) {
                 char keys[64];
                 ssize_t n = read(in_fd, keys, sizeof keys);
-                if (n <= 0)
-                        break;
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                /* The terminal is gone: no one can answer. */
+                answered = n <= 0;
                 /* One key alone: an escape sequence (a focus report, an arrow, a paste, a
                  * terminal's reply the sandbox asked for) or typing in flight is no answer. */
-                answered = n == 1 && answer_of_key(keys, 1, &answer);
+                if (n == 1)
+                        answered = answer_of_key(keys, 1, &answer);
         }
         fputs(q->alternate_screen ? "\033[H\033[2J" : "\033[?1049l\0338", out);
         fflush(out);
-        /* Unanswered, it is refused as its time is up (the same deadline): over a harness's
-         * alternate screen, that refusal is given here, for the redraw. */
-        if (answered || q->alternate_screen)
+        /* Answered from elsewhere or timed out (k == 0), no answer is sent, but a harness on
+         * its alternate screen is redrawn all the same; a run that stops needs neither. */
+        if (answered || (k == 0 && q->alternate_screen))
                 (void) aisb_ask_reply(ctx, q->id, answer, q->alternate_screen ? AISB_ASK_REDRAW : 0, NULL);
 }
 

@@ -416,7 +416,7 @@ AISB_PUBLIC int aisb_run(aisb_ctx *ctx, const aisb_policy *policy, aisb_io *io,
 
 enum {
         /* The caller drew over the sandbox's terminal: the sandbox is made to redraw (its
-         * terminal is resized, and back). */
+         * terminal is resized, and back), whether the answer is taken or not. */
         AISB_ASK_REDRAW = 1 << 0,
 };
 /* Answer a question of the run in progress on ctx (AISB_EVENT_ASK): from the event callback
@@ -425,6 +425,14 @@ enum {
  * question is no longer waiting. */
 AISB_PUBLIC int aisb_ask_reply(aisb_ctx *ctx, unsigned long id, aisb_answer answer, unsigned flags,
                                aisb_error **err);
+/* From the event callback of question id: wait until fd (the caller's input) is readable,
+ * while the run goes on serving what does not need the sandbox's streams: answers from
+ * aisb_question_answer, the question's timeout, and the control fd (a resize is applied
+ * afterwards; a stop is taken). 1: fd is readable (or hung up); 0: the question no longer
+ * waits (answered from elsewhere, or refused as its time ran out): do not reply; -ECANCELED:
+ * the run is stopping (the question is refused as it ends); another negative errno on
+ * failure. */
+AISB_PUBLIC int aisb_ask_wait(aisb_ctx *ctx, unsigned long id, int fd);
 /* The questions waiting in every run of this user, asked of each run through its socket
  * (which only the user can open). fn's nonzero return stops the walk and is returned. */
 typedef int (*aisb_question_fn)(const aisb_question *question, void *userdata);

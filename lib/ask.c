@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,13 @@
 #include "util.h"
 
 #define ASK_LINE_MAX 1024
-#define ASK_DECISIONS_MAX 4096
 /* What aisb ask may send: one short line, read within this long. */
 #define ASK_CLIENT_LINE_MAX 256
-#define ASK_CLIENT_WAIT_MS 500
+/* How long one pass over the socket may wait for its clients, all together: a client that
+ * connects and sends nothing holds the sandbox's output no longer than this. */
+#define ASK_CLIENT_WAIT_MS 200
+/* What one pass reads from the FIFO at most, so that the sandbox's output is served between. */
+#define ASK_READS_MAX 16
 
 typedef struct ask_question {
         unsigned long id;
@@ -31,7 +35,7 @@ typedef struct ask_question {
         unsigned port;
         char method[ASK_METHOD_MAX + 1];
         char path[ASK_PATH_MAX + 1];
-        unsigned long channels[ASK_CHANNELS_MAX];
+        ask_channel channels[ASK_CHANNELS_MAX];
         size_t n_channels;
         int64_t deadline_ms;
 } ask_question;
@@ -61,9 +65,16 @@ struct ask_state {
         size_t n_known;
         unsigned long next_id;
         unsigned long refused_unasked;
+        size_t n_unasked_recorded;
         bool told; /* the caller was told of a question in this ask_process() */
         ask_decision *decisions;
         size_t n_decisions;
+        /* The run's control (aisb_io_set_control), served while a question is shown. */
+        int control_fd;
+        aisb_control_fn control_fn;
+        void *control_userdata;
+        bool resized;
+        unsigned short rows, cols;
 };
 
 static int64_t now_ms(clockid_t clock)
@@ -108,17 +119,41 @@ static bool name_ok(const char *s, size_t len)
         return true;
 }
 
-int ask_parse_line(const char *line, unsigned long *ret_channel, char method[static ASK_METHOD_MAX + 1],
+/* The line's generation and channel, the first two fields: what an answer goes back by.
+ * Returns what follows them, or NULL. */
+static const char *channel_parse(const char *line, size_t size, ask_channel *ret)
+{
+        size_t g = 0;
+        while (g < size && g <= ASK_GEN_MAX && (isalnum((unsigned char) line[g]) || line[g] == '.' || line[g] == '-'))
+                g++;
+        if (g == 0 || g > ASK_GEN_MAX || g >= size || line[g] != ' ')
+                return NULL;
+        size_t d = g + 1, digits = 0;
+        unsigned long id = 0;
+        while (d + digits < size && digits < 10 && line[d + digits] >= '0' && line[d + digits] <= '9')
+                id = id * 10 + (unsigned) (line[d + digits++] - '0');
+        if (digits == 0 || digits > 9 || (d + digits < size && line[d + digits] != ' '))
+                return NULL;
+        memcpy(ret->gen, line, g);
+        ret->gen[g] = 0;
+        ret->id = id;
+        return line + d + digits;
+}
+
+int ask_parse_line(const char *line, ask_channel *ret_channel, char method[static ASK_METHOD_MAX + 1],
                    char name[static ASK_NAME_MAX + 1], unsigned *ret_port, char path[static ASK_PATH_MAX + 1])
 {
+        ask_channel channel;
+        const char *p = channel_parse(line, strlen(line), &channel);
+        if (!p)
+                return -EBADMSG;
+        /* After the channel: the method, the name, the port and the path. */
         const char *field[5];
-        size_t len[5], n = 0;
-        const char *p = line;
+        size_t len[5], n = 1;
         while (n < 5) {
-                if (*p != ' ' && n > 0)
+                if (*p != ' ')
                         return -EBADMSG;
-                if (n > 0)
-                        p++;
+                p++;
                 field[n] = p;
                 while (*p && *p != ' ')
                         p++;
@@ -130,12 +165,9 @@ int ask_parse_line(const char *line, unsigned long *ret_channel, char method[sta
         /* squid adds the ACL's argument, none ("-"). */
         if (*p && !streq(p, " -"))
                 return -EBADMSG;
-        unsigned long long channel = 0, port = 0;
-        if (len[0] > 9 || strspn(field[0], "0123456789") < len[0] || len[3] > 5 ||
-            strspn(field[3], "0123456789") < len[3])
+        unsigned long long port = 0;
+        if (len[3] > 5 || strspn(field[3], "0123456789") < len[3])
                 return -EBADMSG;
-        for (size_t i = 0; i < len[0]; i++)
-                channel = channel * 10 + (unsigned) (field[0][i] - '0');
         for (size_t i = 0; i < len[3]; i++)
                 port = port * 10 + (unsigned) (field[3][i] - '0');
         if (port < 1 || port > 65535 || !method_ok(field[1], len[1]) || !name_ok(field[2], len[2]))
@@ -144,7 +176,7 @@ int ask_parse_line(const char *line, unsigned long *ret_channel, char method[sta
         for (size_t i = 0; i < len[4]; i++)
                 if (field[4][i] < 0x21 || field[4][i] > 0x7e)
                         return -EBADMSG;
-        *ret_channel = (unsigned long) channel;
+        *ret_channel = channel;
         *ret_port = (unsigned) port;
         memcpy(method, field[1], len[1]);
         method[len[1]] = 0;
@@ -158,10 +190,10 @@ int ask_parse_line(const char *line, unsigned long *ret_channel, char method[sta
         return 0;
 }
 
-static void answer_channel(ask_state *a, unsigned long channel, bool allow)
+static void answer_channel(ask_state *a, const ask_channel *channel, bool allow)
 {
-        char line[64];
-        int n = snprintf(line, sizeof line, "%lu %s aisb_ask=%s\n", channel, allow ? "OK" : "ERR",
+        char line[96];
+        int n = snprintf(line, sizeof line, "%s %lu %s aisb_ask=%s\n", channel->gen, channel->id, allow ? "OK" : "ERR",
                          allow ? "allow" : "deny");
         /* One write: the helper passes it on whole. A full pipe (squid not reading) loses the
          * answer, and squid keeps the request until its client gives up. */
@@ -173,12 +205,18 @@ static void decision_add(ask_state *a, const char *name, unsigned port, const ch
 {
         if (a->n_decisions >= ASK_DECISIONS_MAX)
                 return;
+        /* A flood of refusals without a question is counted (refused_unasked), its first
+         * ones recorded: the user's answers keep their room. */
+        bool unasked = streq(by, "limit") || streq(by, "unlistable");
+        if (unasked && a->n_unasked_recorded >= ASK_UNASKED_RECORDED)
+                return;
         if (a->n_decisions % 64 == 0) {
                 ask_decision *d = reallocarray(a->decisions, a->n_decisions + 64, sizeof *d);
                 if (!d)
                         return;
                 a->decisions = d;
         }
+        a->n_unasked_recorded += unasked;
         ask_decision *d = &a->decisions[a->n_decisions++];
         *d = (ask_decision) { .time_ms = now_ms(CLOCK_REALTIME), .port = port, .answer = answer, .by = by };
         snprintf(d->name, sizeof d->name, "%s", name);
@@ -214,7 +252,7 @@ static void settle(ask_state *a, ask_question *q, aisb_answer answer, const char
 {
         bool allow = answer != AISB_ANSWER_DENY;
         for (size_t i = 0; i < q->n_channels; i++)
-                answer_channel(a, q->channels[i], allow);
+                answer_channel(a, &q->channels[i], allow);
         if (a->n_known < ELEMENTSOF(a->known)) {
                 ask_known *k = &a->known[a->n_known++];
                 snprintf(k->name, sizeof k->name, "%s", q->name);
@@ -269,22 +307,29 @@ static void emit_question(ask_state *a, const ask_question *q)
         (void) ctx_emit(a->ctx, &(aisb_event) { .type = AISB_EVENT_ASK, .level = AISB_LOG_INFO, .question = &question });
 }
 
+/* A line that is no question (too long, a NUL in it, a field that is not one): refused by
+ * its channel, if it has one, at once rather than at squid's timeout. */
+static void refuse_line(ask_state *a, const char *line, size_t size)
+{
+        ask_channel channel;
+        if (!channel_parse(line, size, &channel))
+                return;
+        answer_channel(a, &channel, false);
+        a->refused_unasked++;
+}
+
 static void on_line(ask_state *a, const char *line)
 {
-        unsigned long channel;
+        ask_channel channel;
         char method[ASK_METHOD_MAX + 1], name[ASK_NAME_MAX + 1], path[ASK_PATH_MAX + 1];
         unsigned port;
         if (ask_parse_line(line, &channel, method, name, &port, path) < 0) {
-                /* Not a line of the helper's: its channel, if it has one, is refused. */
-                char *end;
-                unsigned long c = strtoul(line, &end, 10);
-                if (end != line && *end == ' ')
-                        answer_channel(a, c, false);
+                refuse_line(a, line, strlen(line));
                 return;
         }
         ask_known *k = known_find(a, name, port);
         if (k) {
-                answer_channel(a, channel, k->allowed);
+                answer_channel(a, &channel, k->allowed);
                 return;
         }
         for (size_t i = 0; i < a->n_pending; i++) {
@@ -293,7 +338,7 @@ static void on_line(ask_state *a, const char *line)
                         if (q->n_channels < ELEMENTSOF(q->channels))
                                 q->channels[q->n_channels++] = channel;
                         else
-                                answer_channel(a, channel, false);
+                                answer_channel(a, &channel, false);
                         return;
                 }
         }
@@ -306,12 +351,12 @@ static void on_line(ask_state *a, const char *line)
                         check.n == 1;
         allowlist_done(&check);
         if (!listable) {
-                answer_channel(a, channel, false);
+                answer_channel(a, &channel, false);
                 decision_add(a, name, port, method, path, AISB_ANSWER_DENY, "unlistable");
                 return;
         }
         if (a->n_pending >= ASK_PENDING_MAX || a->next_id >= ASK_NAMES_MAX) {
-                answer_channel(a, channel, false);
+                answer_channel(a, &channel, false);
                 a->refused_unasked++;
                 decision_add(a, name, port, method, path, AISB_ANSWER_DENY, "limit");
                 return;
@@ -326,23 +371,9 @@ static void on_line(ask_state *a, const char *line)
         emit_question(a, q);
 }
 
-static void refuse_long_line(ask_state *a)
-{
-        size_t digits = 0;
-        while (digits < 9 && digits < a->in_size && a->in[digits] >= '0' && a->in[digits] <= '9')
-                digits++;
-        if (digits == 0 || digits == a->in_size || a->in[digits] != ' ')
-                return;
-        unsigned long channel = 0;
-        for (size_t i = 0; i < digits; i++)
-                channel = channel * 10 + (unsigned) (a->in[i] - '0');
-        answer_channel(a, channel, false);
-        a->refused_unasked++;
-}
-
 static void read_questions(ask_state *a)
 {
-        for (;;) {
+        for (int reads = 0; reads < ASK_READS_MAX; reads++) {
                 ssize_t n = read(a->questions_fd, a->in + a->in_size, sizeof a->in - a->in_size);
                 if (n <= 0)
                         return;
@@ -350,7 +381,12 @@ static void read_questions(ask_state *a)
                 char *start = a->in, *nl;
                 while ((nl = memchr(start, '\n', a->in_size - (size_t) (start - a->in)))) {
                         *nl = 0;
-                        if (!a->in_skipping && !memchr(start, 0, (size_t) (nl - start)))
+                        size_t size = (size_t) (nl - start);
+                        if (a->in_skipping)
+                                ;
+                        else if (memchr(start, 0, size))
+                                refuse_line(a, start, size);
+                        else
                                 on_line(a, start);
                         a->in_skipping = false;
                         start = nl + 1;
@@ -362,7 +398,7 @@ static void read_questions(ask_state *a)
                         /* Too long to be a question (a path of thousands of bytes): refused
                          * now by its channel, the rest of it dropped as it comes. */
                         if (!a->in_skipping)
-                                refuse_long_line(a);
+                                refuse_line(a, a->in, a->in_size);
                         a->in_skipping = true;
                         a->in_size = 0;
                 }
@@ -417,7 +453,7 @@ static json_object *questions_json(const ask_state *a)
 
 /* One client: a line ("list", or "answer ID WORD"), one JSON line back. The peer must be
  * this user (the directory is the user's alone too). */
-static void serve_client(ask_state *a, int fd)
+static void serve_client(ask_state *a, int fd, int64_t until)
 {
         struct ucred cred;
         socklen_t len = sizeof cred;
@@ -425,7 +461,6 @@ static void serve_client(ask_state *a, int fd)
                 return;
         char line[ASK_CLIENT_LINE_MAX];
         size_t size = 0;
-        int64_t until = now_ms(CLOCK_MONOTONIC) + ASK_CLIENT_WAIT_MS;
         while (size < sizeof line - 1 && !memchr(line, '\n', size)) {
                 int64_t left = until - now_ms(CLOCK_MONOTONIC);
                 struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -450,6 +485,11 @@ static void serve_client(ask_state *a, int fd)
                 r = json_build(&out, JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("run", a->run),
                                                        JSON_BUILD_PAIR_TAKE("questions", questions_json(a))));
         } else if (sscanf(line, "answer %lu %15s", &id, word) == 2 && answer_parse(word, &answer) == 0) {
+                /* A client that gave up waiting has hung up: its answer is not applied, as
+                 * it was told it was not. */
+                struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+                if (poll(&p, 1, 0) != 0)
+                        return;
                 aisb_error *e = NULL;
                 int k = reply(a, id, answer, "command", &e);
                 r = json_build(&out, JSON_BUILD_OBJECT(JSON_BUILD_PAIR_BOOL("ok", k >= 0),
@@ -471,11 +511,12 @@ static void serve_client(ask_state *a, int fd)
 
 static void serve(ask_state *a)
 {
+        int64_t until = now_ms(CLOCK_MONOTONIC) + ASK_CLIENT_WAIT_MS;
         for (int i = 0; i < 8; i++) {
                 _cleanup_close_ int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
                 if (fd < 0)
                         return;
-                serve_client(a, fd);
+                serve_client(a, fd, until);
         }
 }
 
@@ -492,13 +533,22 @@ static int listen_open(ask_state *a, aisb_error **err)
         if (strlen(a->socket_path) >= sizeof sa.sun_path)
                 return aisb_error_set(err, -ENAMETOOLONG, "%s is too long a path for a socket", a->socket_path);
         strcpy(sa.sun_path, a->socket_path);
+        /* Bound and listening under a name aisb ask does not list, then renamed: it never
+         * finds the run's socket refusing (as a killed run's does, which it removes). */
+        _cleanup_free_ char *building = NULL;
+        if (asprintf(&building, "%s/.%s.new", dir, a->run) < 0)
+                return error_oom(err);
+        if (strlen(building) >= sizeof sa.sun_path)
+                return aisb_error_set(err, -ENAMETOOLONG, "%s is too long a path for a socket", building);
+        strcpy(sa.sun_path, building);
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return aisb_error_set(err, -errno, "socket: %s", strerror(errno));
-        (void) unlink(a->socket_path);
-        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || chmod(a->socket_path, 0600) < 0 || listen(fd, 8) < 0) {
+        (void) unlink(building);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || chmod(building, 0600) < 0 || listen(fd, 8) < 0 ||
+            rename(building, a->socket_path) < 0) {
                 r = -errno;
-                (void) unlink(a->socket_path);
+                (void) unlink(building);
                 return aisb_error_set(err, r, "cannot listen on %s: %s", a->socket_path, strerror(-r));
         }
         a->listen_fd = steal_fd(&fd);
@@ -512,7 +562,7 @@ int ask_new(aisb_ctx *ctx, const aisb_policy *p, const char *run, int questions_
         if (!a)
                 return error_oom(err);
         *a = (ask_state) { .ctx = ctx, .policy = p, .questions_fd = questions_fd, .answers_fd = answers_fd,
-                           .listen_fd = -1, .timeout_s = p->ask_timeout_s ? p->ask_timeout_s : 60,
+                           .listen_fd = -1, .control_fd = -1, .timeout_s = p->ask_timeout_s ? p->ask_timeout_s : 60,
                            .alternate_screen = alternate_screen, .run = strdup(run) };
         if (!a->run) {
                 ask_free(a);
@@ -578,6 +628,23 @@ void ask_set_alternate_screen(ask_state *a, bool on)
         a->alternate_screen = on;
 }
 
+void ask_set_control(ask_state *a, int fd, aisb_control_fn fn, void *userdata)
+{
+        a->control_fd = fn ? fd : -1;
+        a->control_fn = fn;
+        a->control_userdata = userdata;
+}
+
+bool ask_take_resize(ask_state *a, unsigned short *ret_rows, unsigned short *ret_cols)
+{
+        if (!a->resized)
+                return false;
+        a->resized = false;
+        *ret_rows = a->rows;
+        *ret_cols = a->cols;
+        return true;
+}
+
 const ask_decision *ask_decisions(const ask_state *a, size_t *ret_n)
 {
         *ret_n = a->n_decisions;
@@ -601,10 +668,50 @@ int aisb_ask_reply(aisb_ctx *ctx, unsigned long id, aisb_answer answer, unsigned
                 return aisb_error_set(err, -EINVAL, "aisb_ask_reply: unknown flags 0x%x", flags);
         if (!ctx->ask)
                 return aisb_error_set(err, -ENOENT, "no run of this context asks");
-        int r = reply(ctx->ask, id, answer, "terminal", err);
-        if (r >= 0 && (flags & AISB_ASK_REDRAW))
+        if (flags & AISB_ASK_REDRAW)
                 ctx->ask_redraw = true;
-        return r;
+        return reply(ctx->ask, id, answer, "terminal", err);
+}
+
+int aisb_ask_wait(aisb_ctx *ctx, unsigned long id, int fd)
+{
+        ask_state *a = ctx->ask;
+        if (!a || fd < 0)
+                return -EINVAL;
+        for (;;) {
+                if (!pending_find_id(a, id))
+                        return 0;
+                if (atomic_load(&ctx->cancel_requested))
+                        return -ECANCELED;
+                struct pollfd p[4] = { { .fd = fd, .events = POLLIN },
+                                       { .fd = ctx->wake_fd, .events = POLLIN },
+                                       { .fd = a->control_fd, .events = POLLIN },
+                                       { .fd = a->listen_fd, .events = POLLIN } };
+                if (poll(p, ELEMENTSOF(p), ask_poll_timeout_ms(a)) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                /* A stop: the run's loop sees it as well, once this returns. */
+                if (p[2].revents & POLLIN) {
+                        aisb_control_request request = { .fd = a->control_fd };
+                        int c = a->control_fn(&request, a->control_userdata);
+                        if (c == AISB_CONTROL_STOP) {
+                                aisb_ctx_cancel(ctx);
+                                return -ECANCELED;
+                        }
+                        if (c == AISB_CONTROL_RESIZE) {
+                                a->resized = true;
+                                a->rows = request.rows;
+                                a->cols = request.cols;
+                        }
+                }
+                if (p[3].revents & POLLIN)
+                        serve(a);
+                time_out(a);
+                if (pending_find_id(a, id) && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                        return 1;
+        }
 }
 
 /* ---- aisb ask: the other end ---- */

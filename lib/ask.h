@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Asking the user about a name no allowlist entry names. The run's own gate holds such a
- * request and its helper relays it here through a FIFO (gate.h's ask fds): a line is squid's
- * channel number, the request's method, name, port and URL path. The run holds one question
+ * request and its helper relays it here through a FIFO (gate.h's ask fds): a line is the
+ * helper's generation, squid's channel number, the request's method, name, port and URL path;
+ * an answer goes back with the generation and channel it came with. The run holds one question
  * per name and port, however many requests wait on it, tells the caller (AISB_EVENT_ASK),
  * and answers when the caller replies (aisb_ask_reply), when aisb ask replies through the
  * run's socket, or when the question times out (a refusal). An answer holds for the rest of
@@ -27,8 +28,21 @@
 #define ASK_NAME_MAX 253
 #define ASK_PATH_MAX 200
 #define ASK_METHOD_MAX 16
+/* Decisions a run records; those that refuse without asking (the limits, a name no allowlist
+ * could hold) at most ASK_UNASKED_RECORDED of them, so the questions' answers always fit. */
+#define ASK_DECISIONS_MAX 4096
+#define ASK_UNASKED_RECORDED (ASK_DECISIONS_MAX - ASK_NAMES_MAX)
+
+/* The helper's generation: a token it makes at its start (letters, digits, '.', '-'). */
+#define ASK_GEN_MAX 32
 
 typedef struct ask_state ask_state;
+
+/* A request held by the gate: its helper's generation and squid's channel number. */
+typedef struct ask_channel {
+        char gen[ASK_GEN_MAX + 1];
+        unsigned long id;
+} ask_channel;
 
 /* One decision, for the run's egress record. by: "terminal" (the caller's reply), "command"
  * (aisb ask), "timeout", "limit" (refused without asking: too many questions), "earlier"
@@ -61,6 +75,10 @@ int ask_poll_timeout_ms(const ask_state *a);
 bool ask_process(ask_state *a, bool questions_ready, bool socket_ready);
 /* Whether the sandbox's terminal shows its alternate screen (for the next question). */
 void ask_set_alternate_screen(ask_state *a, bool on);
+/* The run's control fd and callback (aisb_io_set_control), served by aisb_ask_wait() while a
+ * question is shown; a resize read there is kept for the run to apply (ask_take_resize). */
+void ask_set_control(ask_state *a, int fd, aisb_control_fn fn, void *userdata);
+bool ask_take_resize(ask_state *a, unsigned short *ret_rows, unsigned short *ret_cols);
 /* The run's decisions so far, in order. */
 const ask_decision *ask_decisions(const ask_state *a, size_t *ret_n);
 /* Names refused without asking (the limits), and the first few. */
@@ -68,9 +86,9 @@ unsigned long ask_refused_unasked(const ask_state *a);
 /* Answer every question still waiting with a refusal (the run ends). */
 void ask_refuse_all(ask_state *a, const char *by);
 
-/* Parse one helper line ("CHANNEL METHOD NAME PORT PATH", then squid's "-" for the ACL's
- * argument, or not), for the tests. 0, or -EBADMSG. */
-int ask_parse_line(const char *line, unsigned long *ret_channel, char method[static ASK_METHOD_MAX + 1],
+/* Parse one helper line ("GENERATION CHANNEL METHOD NAME PORT PATH", then squid's "-" for
+ * the ACL's argument, or not), for the tests. 0, or -EBADMSG. */
+int ask_parse_line(const char *line, ask_channel *ret_channel, char method[static ASK_METHOD_MAX + 1],
                    char name[static ASK_NAME_MAX + 1], unsigned *ret_port, char path[static ASK_PATH_MAX + 1]);
 /* The allowlist line an answer adds for a name and port: NAME for 80 and 443, else NAME:PORT. */
 int ask_entry_line(const char *name, unsigned port, char **ret);

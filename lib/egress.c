@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "egress.h"
+#include "fileio.h"
 #include "jsonutil.h"
 #include "userdirs.h"
 #include "util.h"
@@ -28,13 +31,17 @@ static const char *answer_word(aisb_answer a)
         }
 }
 
-/* The last decision about name:port at or before time_ms (+1 s: squid logs a request when it
- * ends, the decision came before), or NULL. */
-static const ask_decision *decision_for(const ask_decision *d, size_t n, const char *name, unsigned port)
+/* The decision that answered a request for name:port logged at time_ms: the last one made
+ * before it (squid logs a request as it ends; 1 s of slack for the log's rounding) whose
+ * answer the log saw (allowed or not). A name refused by a limit early and allowed when
+ * asked later has two. NULL when none is on record. */
+static const ask_decision *decision_for(const ask_decision *d, size_t n, const char *name, unsigned port,
+                                        int64_t time_ms, bool allowed)
 {
         const ask_decision *found = NULL;
         for (size_t i = 0; i < n; i++)
-                if (d[i].port == port && streq(d[i].name, name))
+                if (d[i].port == port && streq(d[i].name, name) && d[i].time_ms <= time_ms + 1000 &&
+                    (d[i].answer != AISB_ANSWER_DENY) == allowed)
                         found = &d[i];
         return found;
 }
@@ -70,7 +77,10 @@ json_object *egress_record_line(const char *line, const char *run, const allowli
                                   : "";
         const char *decision = one.allowed ? "allowed" : one.denied ? "refused" : "failed";
         bool asked = n > ASK && (streq(field[ASK], "allow") || streq(field[ASK], "deny"));
-        const ask_decision *d = asked ? decision_for(decisions, n_decisions, name, (unsigned) port) : NULL;
+        int64_t time_ms = (int64_t) (seconds * 1000.0 + 0.5);
+        const ask_decision *d = asked ? decision_for(decisions, n_decisions, name, (unsigned) port, time_ms,
+                                                     streq(field[ASK], "allow"))
+                                      : NULL;
         _cleanup_free_ char *by = NULL;
         if (asked)
                 by = strdup("asked");
@@ -84,7 +94,7 @@ json_object *egress_record_line(const char *line, const char *run, const allowli
                         by = NULL;
         }
         return json_built(JSON_BUILD_OBJECT(
-                JSON_BUILD_PAIR_INT64("time", (int64_t) (seconds * 1000.0 + 0.5)),
+                JSON_BUILD_PAIR_INT64("time", time_ms),
                 JSON_BUILD_PAIR_STRING("run", run),
                 JSON_BUILD_PAIR_STRING("name", name),
                 JSON_BUILD_PAIR_INT64("port", (int64_t) port),
@@ -147,8 +157,16 @@ int egress_record_write(const char *run, const gate_info *g, long long offset, c
         }
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         r = fd < 0 ? -errno : 0;
-        if (fd >= 0 && write(fd, w.out.data, w.out.size) != (ssize_t) w.out.size)
-                r = -EIO;
+        /* A run's lines go in whole or not at all: a full disk leaves no half line for the
+         * reader. Under a lock, so that the cut takes back only this run's lines. */
+        while (r >= 0 && flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        r = -errno;
+        struct stat st;
+        if (r >= 0 && fstat(fd, &st) < 0)
+                r = -errno;
+        if (r >= 0 && (r = write_all(fd, w.out.data, w.out.size)) < 0)
+                (void) !ftruncate(fd, st.st_size);
         buffer_free(&w.out);
         return r;
 }

@@ -307,9 +307,14 @@ int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, cha
  * are refused with the helper. */
 const char gate_squid_ask_helper[] =
         "exec 3>" GATE_ASK_INSIDE "/questions 4<" GATE_ASK_INSIDE "/answers 5<&0 || exit 1\n"
-        /* An asynchronous command's stdin is /dev/null unless redirected: squid's is 5. */
-        "cat <&5 >&3 & questions=$!\n"
-        "cat <&4\n"
+        /* A helper squid starts again numbers its channels from 0 again: its lines carry a
+         * generation of its own, and it passes on only the answers that carry it (an answer
+         * to the one before stays out). */
+        "g=$$.$(date +%s%N)\n"
+        /* An asynchronous command's stdin is /dev/null unless redirected: squid's is 5.
+         * mawk (the image's) reads a pipe a line at a time only when interactive. */
+        "mawk -W interactive -v g=\"$g\" '{ print g, $0 }' <&5 >&3 & questions=$!\n"
+        "mawk -W interactive -v g=\"$g \" 'index($0, g) == 1 { print substr($0, length(g) + 1) }' <&4\n"
         "kill $questions 2>/dev/null\n";
 
 const char gate_squid_tunnel_helper[] =

@@ -424,6 +424,9 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                 if (ctx->ask) {
                         bool asked = ask_process(ctx->ask, ask_index >= 0 && (fds[ask_index].revents & POLLIN),
                                                  socket_index >= 0 && (fds[socket_index].revents & POLLIN));
+                        /* A resize read while the question was shown. */
+                        if (ask_take_resize(ctx->ask, &rows, &cols) && io->terminal)
+                                (void) podman_container_resize(ctx, id, rows, cols);
                         if (ctx->ask_redraw && io->terminal && rows > 1) {
                                 (void) podman_container_resize(ctx, id, rows - 1, cols);
                                 (void) podman_container_resize(ctx, id, rows, cols);
@@ -819,6 +822,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                                     &asking.a, err);
                         if (r < 0)
                                 return r;
+                        ask_set_control(asking.a, io->control_fd, io->control_fn, io->control_userdata);
                         ctx->ask = asking.a;
                 }
                 facts.gate_port = gate.g.port;

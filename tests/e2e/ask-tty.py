@@ -7,9 +7,14 @@ entry lists (curl through the proxy aisb gives it). The question must appear, on
 it, the screen must then be what it was before the question (the alternate screen put it
 back), and the command's requests get what the answer says.
 
-Usage: ask-tty.py AISB NAME PORT ANSWER-KEY EXPECT-CODE
+ANSWER-KEY "@ask" answers from another process (aisb ask RUN ID allow) while the question
+shows: the run serves that meanwhile, and the question goes. MODE "alt": the command draws
+on the alternate screen and redraws on SIGWINCH; after the answer it must have redrawn.
+
+Usage: ask-tty.py AISB NAME PORT ANSWER-KEY EXPECT-CODE [MODE]
 Prints "ok: ..." lines; exits 1 on the first failure.
 """
+import subprocess
 import os
 import pty
 import select
@@ -22,9 +27,12 @@ import time
 import pyte
 
 aisb, name, port, key, expect = sys.argv[1:6]
+alt = len(sys.argv) > 6 and sys.argv[6] == "alt"
 ROWS, COLS = 24, 80
 
 script = (
+    ('printf "\\033[?1049h\\033[H\\033[2J"; trap \'printf "\\033[H\\033[2Jharness redrawn\\r\\n"\' WINCH; '
+     if alt else '') +
     'printf "harness line one\\r\\nharness line two\\r\\n"; sleep 2; '
     f'a=$(curl -s -o /dev/null -w "%{{http_code}}" -m 40 http://{name}:{port}/first); '
     f'b=$(curl -s -o /dev/null -w "%{{http_code}}" -m 40 http://{name}:{port}/second); '
@@ -109,14 +117,30 @@ print("ok: the question is on the terminal")
 if not shown(f"{name}:{port} (GET /first)"):
     fail("the question names the destination and request")
 print("ok: it names the name, port, method and path")
-os.write(fd, key.encode())
+if key == "@ask":
+    listed = subprocess.run([aisb, "ask"], capture_output=True, text=True, timeout=30).stdout.split()
+    if len(listed) < 3 or listed[2] != f"{name}:{port}":
+        fail("aisb ask does not list the question shown: %r" % listed)
+    answered = subprocess.run([aisb, "ask", listed[0], listed[1], "allow"], capture_output=True, text=True, timeout=30)
+    if answered.returncode != 0:
+        fail("aisb ask could not answer while the question showed: %s" % answered.stderr)
+    print("ok: aisb ask answered while the question showed")
+else:
+    os.write(fd, key.encode())
 top = next(i for i, line in enumerate(before) if "harness line two" in line)
-pump(lambda: "codes:" in screen.display[top + 1], 90)
+pump(lambda: any("codes:" in line for line in screen.display), 90)
 after = list(screen.display)
-if after[: top + 1] != before[: top + 1] or any("allow for this run" in line or "asks to reach" in line for line in after):
-    fail("the screen is not what it was: before %r after %r" % (before[: top + 2], after[: top + 2]))
-print("ok: the harness's screen is back as it was")
-codes = screen.display[top + 1].split("codes:")[1].strip()
+if any("allow for this run" in line or "asks to reach" in line for line in after):
+    fail("the question is still on the screen: %r" % after[:12])
+if alt:
+    if not shown("harness redrawn"):
+        fail("the harness on its alternate screen was not made to redraw: %r" % after[:4])
+    print("ok: the harness on its alternate screen redrew")
+else:
+    if after[: top + 1] != before[: top + 1]:
+        fail("the screen is not what it was: before %r after %r" % (before[: top + 2], after[: top + 2]))
+    print("ok: the harness's screen is back as it was")
+codes = next(line for line in screen.display if "codes:" in line).split("codes:")[1].strip()
 if codes != f"{expect},{expect}":
     fail(f"the requests got {codes}, not {expect},{expect}")
 print(f"ok: both requests got {expect}")

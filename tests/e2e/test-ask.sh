@@ -4,7 +4,8 @@
 # through their real gates.
 # - On a terminal (a pty, read through a terminal emulator): the question shows, "y" lets
 #   both requests through with one question, the screen is put back; the next run asks again,
-#   "n" refuses; "p" writes the project's allowlist.
+#   "n" refuses; "p" writes the project's allowlist; aisb ask answers while the question
+#   shows; a harness on its alternate screen redraws after it.
 # - Without a terminal: refused at once (ask auto); with --ask tty, held until aisb ask from
 #   another process answers, or until it times out (refused).
 # - Every decision on record: aisb log --egress --json.
@@ -35,6 +36,12 @@ expect_absent "nothing was written to the project's allowlist" "$NAME" "$(cat .a
 /usr/bin/python3 "$AISB_SRC/tests/e2e/ask-tty.py" "$AISB" "$NAME" "$PORT" p 200 || fail "asking on the terminal, p"
 expect_eq "p wrote the name and port to the project's allowlist" "$NAME:$PORT" "$(grep -F "$NAME" .ai-sandbox/allow)"
 rm -rf .ai-sandbox
+# While the question shows, the run serves aisb ask: an answer from there takes it down.
+/usr/bin/python3 "$AISB_SRC/tests/e2e/ask-tty.py" "$AISB" "$NAME" "$PORT" @ask 200 || fail "aisb ask while the question showed"
+expect_contains "the answer from elsewhere is on record as aisb ask's" '"answered_by":"command"' \
+  "$("$AISB" log --egress --json | grep -F "/first")"
+# A harness on its alternate screen is made to redraw after the question.
+/usr/bin/python3 "$AISB_SRC/tests/e2e/ask-tty.py" "$AISB" "$NAME" "$PORT" y 200 alt || fail "a harness on its alternate screen"
 
 # 2. No terminal: refused at once, as before (ask auto).
 start=$(date +%s)
@@ -135,10 +142,10 @@ cat > "$dir/dns.sh" <<'SH'
 mkdir -p /tmp/ask && mkfifo -m 666 /tmp/ask/questions /tmp/ask/answers
 # The run's part: each question, then whether the resolver saw the name by then, then allow.
 (exec 3<>/tmp/ask/answers
- while read -r ch method name port path; do
+ while read -r gen ch method name port path; do
    if grep -q "$(echo "$name" | cut -d. -f1)" /aisb-gate/dns.log; then echo "$name resolved-before" >> /aisb-gate/seen
    else echo "$name not-resolved-before" >> /aisb-gate/seen; fi
-   echo "$ch OK aisb_ask=allow" >&3
+   echo "$gen $ch OK aisb_ask=allow" >&3
  done < /tmp/ask/questions) &
 exec 4<>/tmp/ask/questions
 squid -N -f /aisb-gate/squid.conf & sleep 2

@@ -995,26 +995,29 @@ START_TEST(test_probe_cancelled)
 }
 END_TEST
 
-/* The helper's lines: squid's five fields and its "-", or the line is refused. */
+/* The helper's lines: its generation, squid's five fields and its "-", or the line is refused. */
 START_TEST(test_ask_parse_line)
 {
-        unsigned long channel;
+        ask_channel channel;
         char method[ASK_METHOD_MAX + 1], name[ASK_NAME_MAX + 1], path[ASK_PATH_MAX + 1];
         unsigned port;
-        ck_assert_int_eq(ask_parse_line("7 GET Asked.Example 8080 /a%20b -", &channel, method, name, &port, path), 0);
-        ck_assert_uint_eq(channel, 7);
+        ck_assert_int_eq(ask_parse_line("12.345 7 GET Asked.Example 8080 /a%20b -", &channel, method, name, &port, path), 0);
+        ck_assert_str_eq(channel.gen, "12.345");
+        ck_assert_uint_eq(channel.id, 7);
         ck_assert_str_eq(method, "GET");
         ck_assert_str_eq(name, "asked.example");
         ck_assert_uint_eq(port, 8080);
         ck_assert_str_eq(path, "/a%20b");
-        ck_assert_int_eq(ask_parse_line("0 CONNECT x.test 443 -", &channel, method, name, &port, path), 0);
+        ck_assert_int_eq(ask_parse_line("g 0 CONNECT x.test 443 -", &channel, method, name, &port, path), 0);
         ck_assert_str_eq(path, "");
         static const char *const bad[] = {
-                "", "1", "1 GET", "x GET a.test 80 / -", "1 get a.test 80 / -", "1 GET a.test 0 / -",
-                "1 GET a.test 65536 / -", "1 GET a..test 80 / -", "1 GET .a.test 80 / -", "1 GET a.test. 80 / -",
-                "1 GET -a.test 80 / -", "1 GET a/b.test 80 / -", "1 GET a.test 80 / x", "1 GET a.test 80 / - -",
-                "1  GET a.test 80 / -", "1 GET a.test 80 /\x1b[2J -", "1234567890 GET a.test 80 / -",
-                "1 GET a%2etest 80 / -", "1 GET \xc3\xa9.test 80 / -",
+                "", "g", "g 1", "g 1 GET", "g x GET a.test 80 / -", "g 1 get a.test 80 / -", "g 1 GET a.test 0 / -",
+                "g 1 GET a.test 65536 / -", "g 1 GET a..test 80 / -", "g 1 GET .a.test 80 / -",
+                "g 1 GET a.test. 80 / -", "g 1 GET -a.test 80 / -", "g 1 GET a/b.test 80 / -", "g 1 GET a.test 80 / x",
+                "g 1 GET a.test 80 / - -", "g 1  GET a.test 80 / -", "g 1 GET a.test 80 /\x1b[2J -",
+                "g 1234567890 GET a.test 80 / -", "g 1 GET a%2etest 80 / -", "g 1 GET \xc3\xa9.test 80 / -",
+                "1 GET a.test 80 / -", "g/h 1 GET a.test 80 / -", " g 1 GET a.test 80 / -",
+                "0123456789012345678901234567890123 1 GET a.test 80 / -",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 ck_assert_msg(ask_parse_line(bad[i], &channel, method, name, &port, path) == -EBADMSG, "took '%s'", bad[i]);
@@ -1063,6 +1066,22 @@ START_TEST(test_egress_record_line)
         ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
                                      "\"decision\":\"refused\",\"by\":\"ERR_AISB_DENIED\""));
         json_object_put(o);
+        /* A name refused by a limit, then asked and allowed: each request gets the decision
+         * that answered it, by its time and its outcome. */
+        ask_decision two[2] = { { .time_ms = 1700000010000, .port = 443, .answer = AISB_ANSWER_DENY, .by = "limit" },
+                                { .time_ms = 1700000020000, .port = 443, .answer = AISB_ANSWER_RUN, .by = "command" } };
+        strcpy(two[0].name, "late.test");
+        strcpy(two[1].name, "late.test");
+        o = egress_record_line("1700000010.200 127.0.0.1 CONNECT late.test:443 403 TCP_DENIED/403 0 ERR_AISB_DENIED "
+                               "late.test:443 0 deny", "run1", &l, false, two, 2);
+        ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+                                     "\"asked\":\"deny\",\"answered_by\":\"limit\""));
+        json_object_put(o);
+        o = egress_record_line("1700000030.000 127.0.0.1 CONNECT late.test:443 200 TCP_TUNNEL/200 10 - "
+                               "late.test:443 10 allow", "run1", &l, false, two, 2);
+        ck_assert_ptr_nonnull(strstr(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+                                     "\"asked\":\"run\",\"answered_by\":\"command\""));
+        json_object_put(o);
         /* aisb's own probe, and a line that is not one: no record. */
         ck_assert_ptr_null(egress_record_line("1700000003.000 127.0.0.1 - -:0 0 NONE/000 0 - - 0 -", "run1", &l, false, NULL, 0));
         ck_assert_ptr_null(egress_record_line("garbage", "run1", &l, false, NULL, 0));
@@ -1085,6 +1104,9 @@ static int count_question(const aisb_question *q, void *userdata)
 {
         return -EEXIST; /* no question waits in these tests */
 }
+
+/* A literal written whole (NULs and all). */
+#define PUT(fd, literal) ck_assert_int_eq(write(fd, literal, sizeof literal - 1), (ssize_t) (sizeof literal - 1))
 
 /* What the relay's answers FIFO received, up to a newline. */
 static void expect_answer(int fd, const char *want)
@@ -1116,26 +1138,31 @@ START_TEST(test_ask_state)
         ck_assert_int_eq(ask_new(ctx, policy, "run-test", questions[0], answers[1], false, &a, NULL), 0);
         ctx->ask = a;
         char line[3000];
-        int n = snprintf(line, sizeof line, "5 GET long.test 80 /%02000d -\n", 0);
+        int n = snprintf(line, sizeof line, "g1 5 GET long.test 80 /%02000d -\n", 0);
         ck_assert_int_eq(write(questions[1], line, (size_t) n), n);
         ask_process(a, true, false);
-        expect_answer(answers[0], "5 ERR aisb_ask=deny\n");
+        expect_answer(answers[0], "g1 5 ERR aisb_ask=deny\n");
         ck_assert_uint_eq(ask_refused_unasked(a), 1);
-        ck_assert_int_eq(write(questions[1], "6 GET under_score.test 80 / -\n", 30), 30);
+        /* A NUL in a line: refused by its channel too, never left to squid's timeout. */
+        PUT(questions[1], "g1 4 GET nul\0.test 80 / -\n");
         ask_process(a, true, false);
-        expect_answer(answers[0], "6 ERR aisb_ask=deny\n");
-        ck_assert_int_eq(write(questions[1], "7 GET ok.test 80 /a -\n8 GET ok.test 80 /b -\n", 44), 44);
+        expect_answer(answers[0], "g1 4 ERR aisb_ask=deny\n");
+        PUT(questions[1], "g1 6 GET under_score.test 80 / -\n");
+        ask_process(a, true, false);
+        expect_answer(answers[0], "g1 6 ERR aisb_ask=deny\n");
+        /* Two requests, two generations of the helper: one question, each answered by its own. */
+        PUT(questions[1], "g1 7 GET ok.test 80 /a -\ng2 7 GET ok.test 80 /b -\n");
         ck_assert(ask_process(a, true, false));
         ck_assert_uint_eq(asked_events, 1);
         ck_assert_int_ge(ask_poll_timeout_ms(a), 0);
         ck_assert_int_eq(aisb_ask_reply(ctx, asked_id + 1, AISB_ANSWER_RUN, 0, NULL), -ENOENT);
         ck_assert_int_eq(aisb_ask_reply(ctx, asked_id, AISB_ANSWER_RUN, 0, NULL), 0);
-        expect_answer(answers[0], "7 OK aisb_ask=allow\n");
-        expect_answer(answers[0], "8 OK aisb_ask=allow\n");
+        expect_answer(answers[0], "g1 7 OK aisb_ask=allow\n");
+        expect_answer(answers[0], "g2 7 OK aisb_ask=allow\n");
         ck_assert_int_eq(ask_poll_timeout_ms(a), -1);
-        ck_assert_int_eq(write(questions[1], "9 CONNECT ok.test 80 - -\n", 25), 25);
+        PUT(questions[1], "g2 9 CONNECT ok.test 80 - -\n");
         ck_assert(!ask_process(a, true, false));
-        expect_answer(answers[0], "9 OK aisb_ask=allow\n");
+        expect_answer(answers[0], "g2 9 OK aisb_ask=allow\n");
         ck_assert_uint_eq(asked_events, 1);
         size_t n_decisions;
         const ask_decision *d = ask_decisions(a, &n_decisions);
@@ -1162,6 +1189,224 @@ START_TEST(test_ask_state)
                 close(questions[i]);
                 close(answers[i]);
         }
+}
+END_TEST
+
+/* A question for ok.test on channel id of generation g, told to the event callback. */
+static unsigned long ask_one(ask_state *a, int questions_fd, const char *line)
+{
+        unsigned before = asked_events;
+        ck_assert_int_eq(write(questions_fd, line, strlen(line)), (ssize_t) strlen(line));
+        ck_assert(ask_process(a, true, false));
+        ck_assert_uint_eq(asked_events, before + 1);
+        return asked_id;
+}
+
+static void *answer_from_elsewhere(void *userdata)
+{
+        unsigned long id = *(unsigned long *) userdata;
+        aisb_error *e = NULL;
+        /* aisb ask's retry: until the run serves its socket (it does while the question shows). */
+        intptr_t r = aisb_question_answer("run-wait", id, AISB_ANSWER_RUN, &e);
+        aisb_error_free(e);
+        return (void *) r;
+}
+
+static const ask_decision *last_decision(ask_state *a)
+{
+        size_t n;
+        const ask_decision *d = ask_decisions(a, &n);
+        ck_assert_uint_gt(n, 0);
+        return &d[n - 1];
+}
+
+/* While a question is shown (aisb_ask_wait): the caller's input wakes it; the question's
+ * timeout refuses it, recorded as a timeout; aisb ask's answer is served and applied; a stop
+ * ends the wait. And an answer whose client hung up before it was read is not applied. */
+START_TEST(test_ask_wait)
+{
+        int questions[2], answers[2], in[2];
+        ck_assert_int_eq(pipe2(questions, O_NONBLOCK | O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(answers, O_NONBLOCK | O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+        aisb_ctx_set_event_fn(ctx, on_ask_event, NULL);
+        asked_events = 0;
+        aisb_policy_set(policy, "ask-timeout", "1", NULL);
+        ask_state *a = NULL;
+        ck_assert_int_eq(ask_new(ctx, policy, "run-wait", questions[0], answers[1], false, &a, NULL), 0);
+        ctx->ask = a;
+
+        unsigned long id = ask_one(a, questions[1], "g 1 GET one.test 80 / -\n");
+        PUT(in[1], "y");
+        ck_assert_int_eq(aisb_ask_wait(ctx, id, in[0]), 1);
+        char key;
+        ck_assert_int_eq(read(in[0], &key, 1), 1);
+        /* Nothing typed: the time runs out, and the question is refused by its timeout. */
+        ck_assert_int_eq(aisb_ask_wait(ctx, id, in[0]), 0);
+        expect_answer(answers[0], "g 1 ERR aisb_ask=deny\n");
+        ck_assert_str_eq(last_decision(a)->by, "timeout");
+        ck_assert_int_eq(aisb_ask_reply(ctx, id, AISB_ANSWER_RUN, 0, NULL), -ENOENT);
+
+        aisb_policy_set(policy, "ask-timeout", "60", NULL);
+        ask_free(a);
+        ck_assert_int_eq(ask_new(ctx, policy, "run-wait", questions[0], answers[1], false, &a, NULL), 0);
+        ctx->ask = a;
+        id = ask_one(a, questions[1], "g 2 GET two.test 80 / -\n");
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, answer_from_elsewhere, &id), 0);
+        ck_assert_int_eq(aisb_ask_wait(ctx, id, in[0]), 0);
+        void *r;
+        pthread_join(t, &r);
+        ck_assert_int_eq((int) (intptr_t) r, 0);
+        expect_answer(answers[0], "g 2 OK aisb_ask=allow\n");
+        ck_assert_str_eq(last_decision(a)->by, "command");
+
+        /* A client that sent its answer and hung up (it gave up waiting): not applied. */
+        id = ask_one(a, questions[1], "g 3 GET three.test 80 / -\n");
+        char *dir = NULL, path[PATH_MAX];
+        ck_assert_int_eq(ask_socket_dir(&dir, NULL), 0);
+        snprintf(path, sizeof path, "%s/run-wait.sock", dir);
+        free(dir);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_eq(connect(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        char line[64];
+        int n = snprintf(line, sizeof line, "answer %lu allow\n", id);
+        ck_assert_int_eq(write(fd, line, (size_t) n), n);
+        close(fd);
+        ask_process(a, false, true);
+        ck_assert_int_eq(aisb_ask_reply(ctx, id, AISB_ANSWER_DENY, 0, NULL), 0);
+        expect_answer(answers[0], "g 3 ERR aisb_ask=deny\n");
+
+        /* A stop while a question shows: the wait ends, the question waits for the run's end. */
+        id = ask_one(a, questions[1], "g 4 GET four.test 80 / -\n");
+        aisb_ctx_cancel(ctx);
+        ck_assert_int_eq(aisb_ask_wait(ctx, id, in[0]), -ECANCELED);
+        ck_assert_int_eq(aisb_ask_reply(ctx, id, AISB_ANSWER_DENY, 0, NULL), 0);
+
+        ctx->ask = NULL;
+        ask_free(a);
+        for (int i = 0; i < 2; i++) {
+                close(questions[i]);
+                close(answers[i]);
+                close(in[i]);
+        }
+}
+END_TEST
+
+/* A flood of names refused without asking is counted, its records capped below the room the
+ * user's answers need: the answer after it is on record. */
+START_TEST(test_ask_flood_recorded)
+{
+        int questions[2], answers[2];
+        ck_assert_int_eq(pipe2(questions, O_NONBLOCK | O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(answers, O_NONBLOCK | O_CLOEXEC), 0);
+        aisb_ctx_set_event_fn(ctx, on_ask_event, NULL);
+        asked_events = 0;
+        ask_state *a = NULL;
+        ck_assert_int_eq(ask_new(ctx, policy, "run-flood", questions[0], answers[1], false, &a, NULL), 0);
+        ctx->ask = a;
+        char line[128], drain[65536];
+        for (unsigned i = 0; i < ASK_DECISIONS_MAX + 100; i++) {
+                int n = snprintf(line, sizeof line, "g %u GET u_%u.test 80 / -\n", i, i);
+                ck_assert_int_eq(write(questions[1], line, (size_t) n), n);
+                if (i % 256 == 255) {
+                        ask_process(a, true, false);
+                        while (read(answers[0], drain, sizeof drain) > 0)
+                                ;
+                }
+        }
+        ask_process(a, true, false);
+        while (read(answers[0], drain, sizeof drain) > 0)
+                ;
+        unsigned long id = ask_one(a, questions[1], "g 9 GET wanted.test 80 / -\n");
+        ck_assert_int_eq(aisb_ask_reply(ctx, id, AISB_ANSWER_RUN, 0, NULL), 0);
+        size_t n;
+        const ask_decision *d = ask_decisions(a, &n);
+        ck_assert_uint_eq(n, ASK_UNASKED_RECORDED + 1);
+        ck_assert_str_eq(d[n - 1].by, "terminal");
+        ck_assert_str_eq(d[n - 1].name, "wanted.test");
+        ctx->ask = NULL;
+        ask_free(a);
+        for (int i = 0; i < 2; i++) {
+                close(questions[i]);
+                close(answers[i]);
+        }
+}
+END_TEST
+
+/* The gate's relay (gate_squid_ask_helper, run by sh with awk as in the gate): squid's lines
+ * go out with the helper's generation; an answer comes back to squid only with that same
+ * generation, so an answer meant for a helper before this one (squid numbers a new helper's
+ * channels from 0 again) never reaches it. */
+START_TEST(test_ask_helper_generation)
+{
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/relay-XXXXXX", base);
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char qpath[PATH_MAX + 16], apath[PATH_MAX + 16];
+        snprintf(qpath, sizeof qpath, "%s/questions", dir);
+        snprintf(apath, sizeof apath, "%s/answers", dir);
+        ck_assert_int_eq(mkfifo(qpath, 0600), 0);
+        ck_assert_int_eq(mkfifo(apath, 0600), 0);
+        int qfd = open(qpath, O_RDWR | O_CLOEXEC), afd = open(apath, O_RDWR | O_CLOEXEC);
+        ck_assert_int_ge(qfd, 0);
+        ck_assert_int_ge(afd, 0);
+        /* The script as the gate runs it, its directory here. */
+        buffer script = {};
+        for (const char *p = gate_squid_ask_helper; *p;) {
+                if (startswith(p, GATE_ASK_INSIDE)) {
+                        ck_assert_int_eq(buffer_printf(&script, "%s", dir), 0);
+                        p += strlen(GATE_ASK_INSIDE);
+                } else
+                        ck_assert_int_eq(buffer_printf(&script, "%c", *p++), 0);
+        }
+        int to[2], from[2];
+        ck_assert_int_eq(pipe2(to, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(from, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setpgid(0, 0);
+                dup2(to[0], 0);
+                dup2(from[1], 1);
+                execl("/bin/sh", "sh", "-c", script.data, (char *) NULL);
+                _exit(127);
+        }
+        close(to[0]);
+        close(from[1]);
+        PUT(to[1], "3 GET a.test 80 / -\n");
+        char got[256] = "";
+        size_t size = 0;
+        struct pollfd p = { .fd = qfd, .events = POLLIN };
+        while (size < sizeof got - 1 && !memchr(got, '\n', size) && poll(&p, 1, 5000) == 1) {
+                ssize_t k = read(qfd, got + size, 1);
+                ck_assert_int_eq(k, 1);
+                size++;
+        }
+        got[size] = 0;
+        ask_channel channel;
+        char method[ASK_METHOD_MAX + 1], name[ASK_NAME_MAX + 1], path[ASK_PATH_MAX + 1];
+        unsigned port;
+        *strchr(got, '\n') = 0;
+        ck_assert_int_eq(ask_parse_line(got, &channel, method, name, &port, path), 0);
+        ck_assert_uint_eq(channel.id, 3);
+        ck_assert_str_eq(name, "a.test");
+        /* An older helper's answer for channel 3, one whose generation merely starts the same,
+         * then this one's. */
+        char line[128];
+        int n = snprintf(line, sizeof line, "1.2 3 OK aisb_ask=allow\n%s0 3 OK aisb_ask=allow\n%s 3 ERR aisb_ask=deny\n",
+                         channel.gen, channel.gen);
+        ck_assert_int_eq(write(afd, line, (size_t) n), n);
+        expect_answer(from[0], "3 ERR aisb_ask=deny\n");
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(to[1]);
+        close(from[0]);
+        close(qfd);
+        close(afd);
+        buffer_free(&script);
 }
 END_TEST
 
@@ -1209,12 +1454,15 @@ static Suite *gate_suite(bool as_root)
         suite_add_tcase(s, tc);
         tc = tcase_create("ask");
         tcase_add_test(tc, test_ask_parse_line);
+        tcase_add_test(tc, test_ask_helper_generation);
         tcase_add_test(tc, test_ask_entry_line);
         tcase_add_test(tc, test_egress_record_line);
         suite_add_tcase(s, tc);
         tc = tcase_create("ask-state");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_ask_state);
+        tcase_add_test(tc, test_ask_wait);
+        tcase_add_test(tc, test_ask_flood_recorded);
         suite_add_tcase(s, tc);
         return s;
 }
