@@ -1124,19 +1124,42 @@ static void expect_answer(int fd, const char *want)
         ck_assert_str_eq(got, want);
 }
 
+/* The run's end of the relay, on pipes: the test writes questions[1] and reads answers[0]. */
+static int questions[2], answers[2];
+
+static ask_state *rig_state(const char *run)
+{
+        ask_state *a = NULL;
+        ck_assert_int_eq(ask_new(ctx, policy, run, questions[0], answers[1], false, &a, NULL), 0);
+        ctx->ask = a;
+        return a;
+}
+
+static ask_state *rig_open(const char *run)
+{
+        ck_assert_int_eq(pipe2(questions, O_NONBLOCK | O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(answers, O_NONBLOCK | O_CLOEXEC), 0);
+        aisb_ctx_set_event_fn(ctx, on_ask_event, NULL);
+        asked_events = 0;
+        return rig_state(run);
+}
+
+static void rig_close(void)
+{
+        ask_free(ctx->ask);
+        ctx->ask = NULL;
+        for (int i = 0; i < 2; i++) {
+                close(questions[i]);
+                close(answers[i]);
+        }
+}
+
 /* The run's end of the relay: a line too long to be a question is refused by its channel (it
  * never waits on a timeout); a name no allowlist could hold is refused unasked; a question is
  * told once, answered by the reply, and a later request for it is answered at once. */
 START_TEST(test_ask_state)
 {
-        int questions[2], answers[2];
-        ck_assert_int_eq(pipe2(questions, O_NONBLOCK | O_CLOEXEC), 0);
-        ck_assert_int_eq(pipe2(answers, O_CLOEXEC), 0);
-        aisb_ctx_set_event_fn(ctx, on_ask_event, NULL);
-        asked_events = 0;
-        ask_state *a = NULL;
-        ck_assert_int_eq(ask_new(ctx, policy, "run-test", questions[0], answers[1], false, &a, NULL), 0);
-        ctx->ask = a;
+        ask_state *a = rig_open("run-test");
         char line[3000];
         int n = snprintf(line, sizeof line, "g1 5 GET long.test 80 /%02000d -\n", 0);
         ck_assert_int_eq(write(questions[1], line, (size_t) n), n);
@@ -1183,20 +1206,15 @@ START_TEST(test_ask_state)
         ck_assert_int_eq(aisb_questions(count_question, NULL, NULL), 0);
         ck_assert_int_eq(access(stale, F_OK), -1);
         free(dir);
-        ctx->ask = NULL;
-        ask_free(a);
-        for (int i = 0; i < 2; i++) {
-                close(questions[i]);
-                close(answers[i]);
-        }
+        rig_close();
 }
 END_TEST
 
-/* A question for ok.test on channel id of generation g, told to the event callback. */
-static unsigned long ask_one(ask_state *a, int questions_fd, const char *line)
+/* The helper's line for a new name: its question is told to the event callback. */
+static unsigned long ask_one(ask_state *a, const char *line)
 {
         unsigned before = asked_events;
-        ck_assert_int_eq(write(questions_fd, line, strlen(line)), (ssize_t) strlen(line));
+        ck_assert_int_eq(write(questions[1], line, strlen(line)), (ssize_t) strlen(line));
         ck_assert(ask_process(a, true, false));
         ck_assert_uint_eq(asked_events, before + 1);
         return asked_id;
@@ -1225,18 +1243,12 @@ static const ask_decision *last_decision(ask_state *a)
  * ends the wait. And an answer whose client hung up before it was read is not applied. */
 START_TEST(test_ask_wait)
 {
-        int questions[2], answers[2], in[2];
-        ck_assert_int_eq(pipe2(questions, O_NONBLOCK | O_CLOEXEC), 0);
-        ck_assert_int_eq(pipe2(answers, O_NONBLOCK | O_CLOEXEC), 0);
+        int in[2];
         ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
-        aisb_ctx_set_event_fn(ctx, on_ask_event, NULL);
-        asked_events = 0;
         aisb_policy_set(policy, "ask-timeout", "1", NULL);
-        ask_state *a = NULL;
-        ck_assert_int_eq(ask_new(ctx, policy, "run-wait", questions[0], answers[1], false, &a, NULL), 0);
-        ctx->ask = a;
+        ask_state *a = rig_open("run-wait");
 
-        unsigned long id = ask_one(a, questions[1], "g 1 GET one.test 80 / -\n");
+        unsigned long id = ask_one(a, "g 1 GET one.test 80 / -\n");
         PUT(in[1], "y");
         ck_assert_int_eq(aisb_ask_wait(ctx, id, in[0]), 1);
         char key;
@@ -1249,9 +1261,8 @@ START_TEST(test_ask_wait)
 
         aisb_policy_set(policy, "ask-timeout", "60", NULL);
         ask_free(a);
-        ck_assert_int_eq(ask_new(ctx, policy, "run-wait", questions[0], answers[1], false, &a, NULL), 0);
-        ctx->ask = a;
-        id = ask_one(a, questions[1], "g 2 GET two.test 80 / -\n");
+        a = rig_state("run-wait");
+        id = ask_one(a, "g 2 GET two.test 80 / -\n");
         pthread_t t;
         ck_assert_int_eq(pthread_create(&t, NULL, answer_from_elsewhere, &id), 0);
         ck_assert_int_eq(aisb_ask_wait(ctx, id, in[0]), 0);
@@ -1262,7 +1273,7 @@ START_TEST(test_ask_wait)
         ck_assert_str_eq(last_decision(a)->by, "command");
 
         /* A client that sent its answer and hung up (it gave up waiting): not applied. */
-        id = ask_one(a, questions[1], "g 3 GET three.test 80 / -\n");
+        id = ask_one(a, "g 3 GET three.test 80 / -\n");
         char *dir = NULL, path[PATH_MAX];
         ck_assert_int_eq(ask_socket_dir(&dir, NULL), 0);
         snprintf(path, sizeof path, "%s/run-wait.sock", dir);
@@ -1280,18 +1291,13 @@ START_TEST(test_ask_wait)
         expect_answer(answers[0], "g 3 ERR aisb_ask=deny\n");
 
         /* A stop while a question shows: the wait ends, the question waits for the run's end. */
-        id = ask_one(a, questions[1], "g 4 GET four.test 80 / -\n");
+        id = ask_one(a, "g 4 GET four.test 80 / -\n");
         aisb_ctx_cancel(ctx);
         ck_assert_int_eq(aisb_ask_wait(ctx, id, in[0]), -ECANCELED);
         ck_assert_int_eq(aisb_ask_reply(ctx, id, AISB_ANSWER_DENY, 0, NULL), 0);
-
-        ctx->ask = NULL;
-        ask_free(a);
-        for (int i = 0; i < 2; i++) {
-                close(questions[i]);
-                close(answers[i]);
-                close(in[i]);
-        }
+        rig_close();
+        close(in[0]);
+        close(in[1]);
 }
 END_TEST
 
@@ -1299,14 +1305,7 @@ END_TEST
  * user's answers need: the answer after it is on record. */
 START_TEST(test_ask_flood_recorded)
 {
-        int questions[2], answers[2];
-        ck_assert_int_eq(pipe2(questions, O_NONBLOCK | O_CLOEXEC), 0);
-        ck_assert_int_eq(pipe2(answers, O_NONBLOCK | O_CLOEXEC), 0);
-        aisb_ctx_set_event_fn(ctx, on_ask_event, NULL);
-        asked_events = 0;
-        ask_state *a = NULL;
-        ck_assert_int_eq(ask_new(ctx, policy, "run-flood", questions[0], answers[1], false, &a, NULL), 0);
-        ctx->ask = a;
+        ask_state *a = rig_open("run-flood");
         char line[128], drain[65536];
         for (unsigned i = 0; i < ASK_DECISIONS_MAX + 100; i++) {
                 int n = snprintf(line, sizeof line, "g %u GET u_%u.test 80 / -\n", i, i);
@@ -1320,19 +1319,14 @@ START_TEST(test_ask_flood_recorded)
         ask_process(a, true, false);
         while (read(answers[0], drain, sizeof drain) > 0)
                 ;
-        unsigned long id = ask_one(a, questions[1], "g 9 GET wanted.test 80 / -\n");
+        unsigned long id = ask_one(a, "g 9 GET wanted.test 80 / -\n");
         ck_assert_int_eq(aisb_ask_reply(ctx, id, AISB_ANSWER_RUN, 0, NULL), 0);
         size_t n;
         const ask_decision *d = ask_decisions(a, &n);
         ck_assert_uint_eq(n, ASK_UNASKED_RECORDED + 1);
         ck_assert_str_eq(d[n - 1].by, "terminal");
         ck_assert_str_eq(d[n - 1].name, "wanted.test");
-        ctx->ask = NULL;
-        ask_free(a);
-        for (int i = 0; i < 2; i++) {
-                close(questions[i]);
-                close(answers[i]);
-        }
+        rig_close();
 }
 END_TEST
 
