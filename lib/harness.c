@@ -24,6 +24,12 @@
 
 #define PI_AGENT_DIR ".pi/agent"
 
+const struct harness_env harness_quiet_env[] = {
+        { "PI_SKIP_VERSION_CHECK", "1" },
+        { "PI_TELEMETRY", "0" },
+        {},
+};
+
 void harness_bridge_done(harness_bridge *b)
 {
         /* The seed directory is the run directory's, removed with it. */

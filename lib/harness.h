@@ -12,6 +12,15 @@
 #include "policy.h"
 #include "project.h"
 
+/* What every sandbox's environment holds so that a harness does not reach out on its own as
+ * it starts: pi's update check and install telemetry (PI_SKIP_VERSION_CHECK, PI_TELEMETRY).
+ * The gate would refuse those requests anyway, on every run, and the summary's refusals would
+ * then be the harness's rather than the agent's. A { name, value } list ending in NULLs; a
+ * variable the policy sets itself (--env, --secret) wins. */
+extern const struct harness_env {
+        const char *name, *value;
+} harness_quiet_env[];
+
 typedef struct harness_bridge {
         char *seed_dir;   /* ephemeral home: the bridged files, in the run directory */
         char *agents_dir; /* mounted read-only at ~/.agents, or NULL */

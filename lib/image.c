@@ -36,7 +36,7 @@
 /* What an agent on any project reaches for (README lists why each). */
 static const char *const base_packages[] = {
         "ca-certificates", "git", "curl", "jq", "build-essential", "python3", "python3-venv",
-        "python3-pip", "less", "procps", "xz-utils",
+        "python3-pip", "less", "procps", "xz-utils", "ripgrep", "fd-find",
 };
 
 static bool is_bootstrap(const char *base, const char **ret_suite)
@@ -143,9 +143,11 @@ int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
         r |= buffer_printf(&b, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends");
         for (size_t i = 0; i < ELEMENTSOF(base_packages); i++)
                 r |= buffer_printf(&b, " %s", base_packages[i]);
-        /* The home volume is created from this directory on first use; 1777 lets whichever
-         * user the sandbox maps in own what it writes there. */
+        /* Debian names fd's binary fdfind; agents (and pi's file search) call it fd. The home
+         * volume is created from its directory on first use; 1777 lets whichever user the
+         * sandbox maps in own what it writes there. */
         r |= buffer_printf(&b, " \\\n" APT_TIDY " \\\n"
+                               " && ln -s /usr/bin/fdfind /usr/local/bin/fd \\\n"
                                " && mkdir -p " AISB_SANDBOX_HOME " " AISB_PROJECT_DIR
                                " && chmod 1777 " AISB_SANDBOX_HOME "\n");
         r |= print_ca_layer(&b, p);

@@ -322,6 +322,12 @@ static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
         }
         if (r >= 0)
                 r = push_env(&plan->env_shown, "HOME", AISB_SANDBOX_HOME);
+        for (const struct harness_env *q = harness_quiet_env; r >= 0 && q->name; q++) {
+                if (policy_env_named(p, q->name))
+                        continue;
+                r = push_env(&plan->env, q->name, q->value);
+                r = r < 0 ? r : push_env(&plan->env_shown, q->name, q->value);
+        }
         /* The gate's CA trusted by the usual clients, for this run. */
         for (size_t i = 0; r >= 0 && f->gate_ca && entrypoint_trust_env[i]; i++) {
                 r = push_env(&plan->env, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);

@@ -1504,6 +1504,17 @@ bool policy_env_inherited(const char *name)
         return false;
 }
 
+bool policy_env_named(const aisb_policy *p, const char *name)
+{
+        for (size_t i = 0; i < p->n_env; i++)
+                if (streq(p->env[i].name, name))
+                        return true;
+        for (size_t i = 0; i < p->n_secrets; i++)
+                if (streq(p->secrets[i].name, name))
+                        return true;
+        return false;
+}
+
 int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
 {
         if (!p)
