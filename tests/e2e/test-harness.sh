@@ -2,7 +2,8 @@
 # pi, the default harness, for real: it runs in the sandbox as the user, talks to a stub
 # chat-completions server through the gate with the token and the secret headers bridged from
 # the host's models.json (as variables the run passes, never as literals in the sandbox's
-# home), and its settings are merged across runs with the reasoning level as policy.
+# home), and its settings are merged across runs with the reasoning level as policy; its start
+# downloads nothing and asks nothing of the network on its own.
 . "$(dirname "$0")/lib.sh"
 
 out=$("$AISB" run --no-pi-config -- sh -c 'id -u; pi --version 2>&1' 2>/dev/null)
@@ -74,6 +75,8 @@ keys="--env AISB_PI_KEY_STUB --env $provider_header --env $model_header"
 out=$("$AISB" run $net $keys -- pi -p "say hi" 2>"$E2E_TMP/err") ||
   { cat "$E2E_TMP/err" >&2; fail "pi -p failed"; }
 expect_contains "pi prints the stub's answer" "$answer" "$out"
+expect_contains "the run's summary has no refusal of pi's own (its update check is off)" "allowed, 0 denied, 0 failed" \
+  "$(cat "$E2E_TMP/err")"
 expect_absent "node does not warn about its proxy agent on every run" "UNDICI-EHPA" "$(cat "$E2E_TMP/err")"
 expect_absent "nor does podman say its host facts unasked" "Resource limits are not supported" "$(cat "$E2E_TMP/err")"
 request=$(tail -1 "$E2E_TMP/stub.log")
@@ -85,6 +88,20 @@ expect_eq "and the model's" "ms-literal-e2e-$$" "$(header x-model-secret)"
 effort=$(printf '%s' "$request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["body"].get("reasoning_effort"))')
 # xhigh is the policy; pi sends it as "high" to models without an xhigh tier.
 expect_eq "the forced thinking level reached the request" high "$effort"
+
+# pi's interactive start: its file search finds fd and rg in the image (no download), and it
+# asks nothing of the network on its own (update check, install telemetry).
+expect_eq "rg and fd are in the image" "/usr/bin/rg /usr/local/bin/fd" \
+  "$("$AISB" run --net none -- sh -c 'command -v rg; command -v fd' | tr '\n' ' ' | sed 's/ $//')"
+start=$(python3 "$AISB_SRC/tests/e2e/pi-start.py" "$AISB" run $net $keys --ask deny) || fail "pi's interactive start: $start"
+expect_contains "pi's interactive start shows its model" "stub-model" "$start"
+expect_absent "pi downloads nothing at its start" "Downloading" "$start"
+expect_absent "nor misses a tool" "not found" "$start"
+expect_contains "and the run's summary has no refusal" "egress: 0 allowed, 0 denied, 0 failed" "$start"
+# The control: with the update check on again, the same start is refused its request.
+start=$(python3 "$AISB_SRC/tests/e2e/pi-start.py" "$AISB" run $net $keys --ask deny --env PI_SKIP_VERSION_CHECK=) ||
+  fail "pi's interactive start: $start"
+expect_contains "control: pi's own update check is what the summary would show" "1 denied, 0 failed (denied: pi.dev)" "$start"
 
 inside=$("$AISB" run -- sh -c 'cat ~/.pi/agent/models.json; cat ~/.pi/agent/auth.json 2>/dev/null')
 expect_absent "the literal key is not in the sandbox" "sk-literal-e2e" "$inside"
