@@ -306,8 +306,11 @@ expect_contains "the run's own CA verifies" "own=200" "$out"
 expect_contains "the earlier gate's CA does not (curl: certificate problem)" "old=60" "$out"
 "$AISB" gate down "${rules_args[@]}" >/dev/null 2>&1 || true
 
-# pi, through the bridge, with its provider key held by the gate.
-STUB_TLS=1 python3 "$AISB_SRC/tests/e2e/stub-openai.py" "$E2E_TMP/pi.log" PI-ANSWER-$$ > "$E2E_TMP/pi.port" &
+# pi, through the bridge, with its provider key held by the gate: an agent loop. The model
+# (the stub, streaming chunked SSE as the API does) asks for a shell command; pi runs it in
+# the sandbox and sends its result back; the final answer carries it.
+STUB_TLS=1 python3 "$AISB_SRC/tests/e2e/stub-openai.py" "$E2E_TMP/pi.log" PI-ANSWER-$$ \
+  'printf %s "$PI_KEY" > made-by-tool.txt; echo uid=$(id -u)' > "$E2E_TMP/pi.port" &
 pi_stub=$!
 for _ in $(seq 50); do [ -s "$E2E_TMP/pi.port" ] && break; sleep 0.1; done
 pi_port=$(cat "$E2E_TMP/pi.port")
@@ -323,9 +326,21 @@ out=$("$AISB" run --ca-cert "$ca" --net allow --secret PI_KEY@api.stub.test --al
   --gate-add-host api.stub.test:127.0.0.1 --ephemeral-home -- pi -p "say hi" 2>"$E2E_TMP/err") ||
   { cat "$E2E_TMP/err" >&2; fail "pi -p failed: $out"; }
 kill $pi_stub 2>/dev/null || true
-expect_contains "pi prints the provider's answer" "PI-ANSWER-$$" "$out"
-expect_eq "the provider got the key from the gate" "Bearer $PI_KEY" \
-  "$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["authorization"])' "$E2E_TMP/pi.log")"
+expect_contains "pi prints the final answer, with the tool's result the model got back" \
+  "PI-ANSWER-$$ tool said: uid=$(id -u)" "$out"
+expect_eq "the model got the prompt, then the tool's result" "prompt result" \
+  "$(python3 -c 'import json,sys
+r = [json.loads(l)["body"] for l in open(sys.argv[1])]
+tool = [any(m.get("role") == "tool" for m in b.get("messages", [])) for b in r]
+print("prompt" if not tool[0] else "?", "result" if any(tool[1:]) else "none")' "$E2E_TMP/pi.log")"
+expect_eq "the provider got the key from the gate, each time" "Bearer $PI_KEY" \
+  "$(python3 -c 'import json,sys; print(*sorted({json.loads(l)["authorization"] for l in open(sys.argv[1])}))' "$E2E_TMP/pi.log")"
+[ -f made-by-tool.txt ] && [ ! -L made-by-tool.txt ] || fail "the tool's file is not in the project"
+expect_eq "the file the tool wrote is the user's" "$(id -u)" "$(stat -c %u made-by-tool.txt)"
+seen=$(cat made-by-tool.txt)
+[ -n "$seen" ] || fail "the sandbox's PI_KEY was empty"
+expect_absent "the sandbox saw only a placeholder, never the key" "$PI_KEY" "$seen"
+rm -f made-by-tool.txt
 
 # A shared gate stops by itself once idle, but never while a run holds it.
 idle=(--net allow --allow "other.stub.test:$TLS" $names --gate-idle-stop 15)
