@@ -27,6 +27,8 @@
 const struct harness_env harness_quiet_env[] = {
         { "PI_SKIP_VERSION_CHECK", "1" },
         { "PI_TELEMETRY", "0" },
+        /* claude's autoupdater, telemetry, error reporting and feedback command. */
+        { "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1" },
         {},
 };
 

@@ -13,7 +13,8 @@
 #include "project.h"
 
 /* What every sandbox's environment holds so that a harness does not reach out on its own as
- * it starts: pi's update check and install telemetry (PI_SKIP_VERSION_CHECK, PI_TELEMETRY).
+ * it starts: pi's update check and install telemetry (PI_SKIP_VERSION_CHECK, PI_TELEMETRY),
+ * claude's autoupdater and telemetry (CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).
  * The gate would refuse those requests anyway, on every run, and the summary's refusals would
  * then be the harness's rather than the agent's. A { name, value } list ending in NULLs; a
  * variable the policy sets itself (--env, --secret) wins. */

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# claude, for real: an agent loop against a stand-in for the Anthropic Messages API (HTTPS on
+# the host's loopback, streaming chunked server-sent events as the API does), reached through
+# the gate with the key held there. The model asks for the Bash tool; claude runs it in the
+# sandbox and sends the result back; the final answer carries it. The file the tool wrote is
+# the user's, and holds the placeholder the sandbox was given, never the key; the provider got
+# the key on every request. claude's own traffic (autoupdater, telemetry) is off, so the
+# run's summary refuses nothing.
+source "$(dirname "$0")/lib.sh"
+
+ca=$AISB_SRC/tests/e2e/tls/ca.pem
+answer=CLAUDE-ANSWER-$$
+STUB_TLS=1 python3 "$AISB_SRC/tests/e2e/stub-anthropic.py" "$E2E_TMP/claude.log" "$answer" \
+  'printf %s "$ANTHROPIC_API_KEY" > made-by-claude.txt; echo uid=$(id -u)' > "$E2E_TMP/claude.port" &
+stub=$!
+trap 'kill $stub 2>/dev/null; cleanup' EXIT
+for _ in $(seq 50); do [ -s "$E2E_TMP/claude.port" ] && break; sleep 0.1; done
+port=$(cat "$E2E_TMP/claude.port")
+[ -n "$port" ] || cannot_run "the stub server did not start"
+
+version=$("$AISB" run --harness claude --ca-cert "$ca" --net none -- claude --version 2>/dev/null)
+expect_contains "claude runs in the sandbox" "(Claude Code)" "$version"
+
+export ANTHROPIC_API_KEY=sk-ant-real-e2e-$$ ANTHROPIC_BASE_URL=https://api.stub.test:$port
+args=(--harness claude --ca-cert "$ca" --net allow --allow "api.stub.test:$port" --gate-add-host api.stub.test:127.0.0.1
+      --secret "ANTHROPIC_API_KEY@api.stub.test/x-api-key" --env ANTHROPIC_BASE_URL --ask deny)
+out=$("$AISB" run "${args[@]}" -- claude -p "make the file" --dangerously-skip-permissions \
+  2>"$E2E_TMP/err" </dev/null) || { cat "$E2E_TMP/err" >&2; fail "claude -p failed: $out"; }
+expect_contains "claude prints the final answer, with the tool's result the model got back" \
+  "$answer tool said: uid=$(id -u)" "$out"
+expect_eq "the model was offered Bash, asked for it, and got its result" "asked result" \
+  "$(python3 - "$E2E_TMP/claude.log" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+loop = [x["body"] for x in r if x["path"].startswith("/v1/messages") and "count_tokens" not in x["path"]
+        and any(t.get("name") == "Bash" for t in x["body"].get("tools", []) or [])]
+def has_result(b):
+    return any(isinstance(m.get("content"), list) and any(p.get("type") == "tool_result" for p in m["content"])
+               for m in b.get("messages", []))
+print("asked" if loop and not has_result(loop[0]) else "?", "result" if any(has_result(b) for b in loop[1:]) else "none")
+PY
+)"
+expect_eq "the provider got the key from the gate, on every request" "$ANTHROPIC_API_KEY" \
+  "$(python3 -c 'import json,sys; print(*sorted({json.loads(l)["x-api-key"] for l in open(sys.argv[1])}))' "$E2E_TMP/claude.log")"
+[ -f made-by-claude.txt ] && [ ! -L made-by-claude.txt ] || fail "the tool's file is not in the project"
+expect_eq "the file the tool wrote is the user's" "$(id -u)" "$(stat -c %u made-by-claude.txt)"
+seen=$(cat made-by-claude.txt)
+[ -n "$seen" ] || fail "the sandbox's ANTHROPIC_API_KEY was empty"
+expect_absent "the sandbox saw only a placeholder, never the key" "$ANTHROPIC_API_KEY" "$seen"
+expect_contains "claude's own traffic is off: the run's summary refuses nothing" "allowed, 0 denied, 0 failed" \
+  "$(cat "$E2E_TMP/err")"
