@@ -24,7 +24,7 @@ _aisb_value()
         --network-backend) COMPREPLY=($(compgen -W 'auto pasta slirp4netns' -- "$cur")) ;;
         --harness) COMPREPLY=($(compgen -W 'pi codex claude' -- "$cur")) ;;
         --node-source) COMPREPLY=($(compgen -W 'official npm' -- "$cur")) ;;
-        --thinking) COMPREPLY=($(compgen -W 'off minimal low medium high xhigh host' -- "$cur")) ;;
+        --thinking) COMPREPLY=($(compgen -W 'off minimal low medium high xhigh max host' -- "$cur")) ;;
         --read-only) COMPREPLY=($(compgen -W 'true false' -- "$cur")) ;;
         --undo) COMPREPLY=($(compgen -W 'auto on off' -- "$cur")) ;;
         --ask) COMPREPLY=($(compgen -W 'auto tty deny' -- "$cur")) ;;

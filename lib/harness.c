@@ -40,13 +40,54 @@ void harness_bridge_done(harness_bridge *b)
         *b = (harness_bridge) {};
 }
 
-bool harness_bridge_applies(const aisb_policy *p)
+harness_kind harness_of_command(const aisb_policy *p)
 {
         const char *const *cmd = policy_command(p);
-        if (p->no_pi_config || p->shell || !cmd[0])
-                return false;
+        if (p->shell || !cmd[0])
+                return HARNESS_NONE;
         const char *slash = strrchr(cmd[0], '/');
-        return streq(slash ? slash + 1 : cmd[0], "pi");
+        const char *name = slash ? slash + 1 : cmd[0];
+        return streq(name, "pi") ? HARNESS_PI : streq(name, "claude") ? HARNESS_CLAUDE
+                                              : streq(name, "codex")  ? HARNESS_CODEX
+                                                                      : HARNESS_NONE;
+}
+
+bool harness_bridge_applies(const aisb_policy *p)
+{
+        return !p->no_pi_config && harness_of_command(p) == HARNESS_PI;
+}
+
+/* claude's effort levels (claude --help: --effort). */
+static const char *const claude_levels[] = { "low", "medium", "high", "xhigh", "max" };
+
+int harness_thinking_check(const aisb_policy *p, aisb_error **err)
+{
+        if (streq(p->thinking, "host"))
+                return 0;
+        switch (harness_of_command(p)) {
+        case HARNESS_PI:
+                if (!p->no_pi_config && !pi_thinking_level_valid(p->thinking))
+                        return aisb_error_set(err, -EINVAL, "thinking: pi has no level '%s' (use one of: %s)",
+                                              p->thinking, pi_thinking_levels());
+                return 0;
+        case HARNESS_CLAUDE:
+                for (size_t i = 0; i < ELEMENTSOF(claude_levels); i++)
+                        if (streq(p->thinking, claude_levels[i]))
+                                return 0;
+                return aisb_error_set(err, -EINVAL,
+                                      "thinking: claude has no level '%s' (use one of: low, medium, high, xhigh, max, host)",
+                                      p->thinking);
+        default:
+                return 0;
+        }
+}
+
+const char *harness_thinking_env(const aisb_policy *p)
+{
+        if (harness_of_command(p) != HARNESS_CLAUDE || streq(p->thinking, "host") ||
+            policy_env_named(p, "CLAUDE_CODE_EFFORT_LEVEL"))
+                return NULL;
+        return "CLAUDE_CODE_EFFORT_LEVEL";
 }
 
 /* Read dirfd/name as JSON. 0 with *ret NULL when absent. Never waits: a FIFO (or anything

@@ -22,6 +22,24 @@ extern const struct harness_env {
         const char *name, *value;
 } harness_quiet_env[];
 
+/* The harness a run's command is (its first word's last component): reasoning and the bridge
+ * apply to it. Another command (sh -c '...') is none. */
+typedef enum harness_kind {
+        HARNESS_NONE,
+        HARNESS_PI,
+        HARNESS_CLAUDE,
+        HARNESS_CODEX,
+} harness_kind;
+harness_kind harness_of_command(const aisb_policy *p);
+/* Refuse a reasoning level the run's harness does not have (-EINVAL, naming its levels):
+ * pi's are off, minimal, low, medium, high, xhigh; claude's low, medium, high, xhigh, max
+ * (its effort levels). "host" and other commands take any. */
+int harness_thinking_check(const aisb_policy *p, aisb_error **err);
+/* The variable that carries the level to the run's harness (claude: CLAUDE_CODE_EFFORT_LEVEL),
+ * or NULL: none, the level is "host", or the policy sets that variable itself. pi's level goes
+ * into its bridged settings instead. */
+const char *harness_thinking_env(const aisb_policy *p);
+
 typedef struct harness_bridge {
         char *seed_dir;   /* ephemeral home: the bridged files, in the run directory */
         char *agents_dir; /* mounted read-only at ~/.agents, or NULL */

@@ -120,6 +120,9 @@ bool plan_reviews(const aisb_policy *p)
  * patch this sandbox could rewrite. */
 static int plan_check(const aisb_policy *p, aisb_error **err)
 {
+        int t = harness_thinking_check(p, err);
+        if (t < 0)
+                return t;
         if (p->review && !p->project)
                 return aisb_error_set(err, -EINVAL, "--review keeps the agent's changes to the project for review: "
                                                     "it needs one (drop --no-cwd or --review)");
@@ -327,6 +330,12 @@ static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
                         continue;
                 r = push_env(&plan->env, q->name, q->value);
                 r = r < 0 ? r : push_env(&plan->env_shown, q->name, q->value);
+        }
+        /* The reasoning level, for a harness that takes it from its environment. */
+        const char *thinking = harness_thinking_env(p);
+        if (r >= 0 && thinking) {
+                r = push_env(&plan->env, thinking, p->thinking);
+                r = r < 0 ? r : push_env(&plan->env_shown, thinking, p->thinking);
         }
         /* The gate's CA trusted by the usual clients, for this run. */
         for (size_t i = 0; r >= 0 && f->gate_ca && entrypoint_trust_env[i]; i++) {

@@ -1168,11 +1168,28 @@ static int key_get_node_source(const aisb_policy *p, const policy_key *k, char *
         return strv_push(values, p->node_source_npm ? "npm" : "official");
 }
 
+/* Every harness's reasoning levels together, and "host"; a run checks its own harness's
+ * (harness_thinking_check). */
+static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh", "max", "host" };
+
+bool policy_thinking_level_known(const char *level)
+{
+        for (size_t i = 0; level && i < ELEMENTSOF(thinking_levels); i++)
+                if (streq(level, thinking_levels[i]))
+                        return true;
+        return false;
+}
+
+const char *policy_thinking_levels(void)
+{
+        return "off, minimal, low, medium, high, xhigh, max, host";
+}
+
 static int key_set_thinking(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
-        if (!pi_thinking_level_valid(value))
+        if (!policy_thinking_level_known(value))
                 return aisb_error_set(err, -EINVAL, "thinking: '%s' is not a level (use one of: %s)",
-                                      value, pi_thinking_levels());
+                                      value, policy_thinking_levels());
         return set_string(&p->thinking, value) < 0 ? -ENOMEM : 0;
 }
 
@@ -1365,7 +1382,8 @@ static const policy_key policy_keys[] = {
         /* The harness. */
         BOOLEAN("shell", "run bash instead of the harness", shell),
         { .pub = { .name = "thinking", .placeholder = "LEVEL",
-                   .help = "pi's reasoning level, re-applied every run: off, minimal, low, medium, high, xhigh, or host",
+                   .help = "the harness's reasoning level, re-applied every run: off, minimal, low, medium, high, "
+                           "xhigh, max (each harness takes its own), or host",
                    .default_text = "xhigh" },
           .set = key_set_thinking, .get = key_get_string, KEY_FIELD(thinking) },
         BOOLEAN("no-pi-config", "do not bridge ~/.pi/agent into the sandbox (nor apply --thinking)", no_pi_config),
@@ -1521,9 +1539,9 @@ int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
                 return aisb_error_set(err, -EINVAL, "no policy given");
         /* What can be refused is checked before anything changes. */
         const char *thinking = getenv("AISB_THINKING");
-        if (thinking && *thinking && !pi_thinking_level_valid(thinking))
+        if (thinking && *thinking && !policy_thinking_level_known(thinking))
                 return aisb_error_set(err, -EINVAL, "AISB_THINKING: '%s' is not a level (use one of: %s)",
-                                      thinking, pi_thinking_levels());
+                                      thinking, policy_thinking_levels());
         char *cwd = getcwd(NULL, 0);
         if (!cwd) {
                 int r = -errno;

@@ -133,6 +133,9 @@ int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error *
 int env_name_valid(const char *name);
 /* One of the variables a run inherits without being asked (TERM, LANG, ...). */
 bool policy_env_inherited(const char *name);
+/* A reasoning level of any harness, or "host"; and their list, for messages. */
+bool policy_thinking_level_known(const char *level);
+const char *policy_thinking_levels(void);
 /* Whether the policy sets name itself: an --env or a --secret of that name. */
 bool policy_env_named(const aisb_policy *p, const char *name);
 int policy_env_file_parse(const char *text, size_t size, const char *origin,

@@ -6,7 +6,8 @@
 # sandbox and sends the result back; the final answer carries it. The file the tool wrote is
 # the user's, and holds the placeholder the sandbox was given, never the key; the provider got
 # the key on every request. claude's own traffic (autoupdater, telemetry) is off, so the
-# run's summary refuses nothing.
+# run's summary refuses nothing. The reasoning level is policy: claude's effort, xhigh unless
+# --thinking says otherwise, and a level claude lacks is refused with its list.
 source "$(dirname "$0")/lib.sh"
 
 ca=$AISB_SRC/tests/e2e/tls/ca.pem
@@ -50,3 +51,17 @@ seen=$(cat made-by-claude.txt)
 expect_absent "the sandbox saw only a placeholder, never the key" "$ANTHROPIC_API_KEY" "$seen"
 expect_contains "claude's own traffic is off: the run's summary refuses nothing" "allowed, 0 denied, 0 failed" \
   "$(cat "$E2E_TMP/err")"
+
+effort() { python3 -c 'import json,sys; print(*sorted({(json.loads(l)["body"].get("output_config") or {}).get("effort") or "none" for l in open(sys.argv[1]) if json.loads(l)["path"].startswith("/v1/messages")}))' "$1"; }
+expect_eq "the model was asked at the policy's level (xhigh)" xhigh "$(effort "$E2E_TMP/claude.log")"
+: > "$E2E_TMP/claude.log"
+"$AISB" run "${args[@]}" --thinking low -- claude -p "make the file" --dangerously-skip-permissions \
+  >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "claude -p --thinking low failed"; }
+expect_eq "--thinking low reaches claude as its effort" low "$(effort "$E2E_TMP/claude.log")"
+rm -f made-by-claude.txt
+set +e
+err=$("$AISB" run "${args[@]}" --thinking off -- claude -p "make the file" 2>&1 </dev/null); rc=$?
+set -e
+expect_eq "a level claude lacks is refused before the run" 2 "$rc"
+expect_contains "with claude's list" "thinking: claude has no level 'off' (use one of: low, medium, high, xhigh, max, host)" "$err"
+[ ! -e made-by-claude.txt ] || fail "the refused run ran"

@@ -181,6 +181,52 @@ START_TEST(test_bridge_applies)
 }
 END_TEST
 
+/* The reasoning level, per harness: each takes its own levels and refuses the others with
+ * its list; claude gets its level as CLAUDE_CODE_EFFORT_LEVEL, unless the run sets that
+ * itself; "host" leaves every harness alone. */
+START_TEST(test_thinking_per_harness)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0); /* pi, xhigh */
+        ck_assert_ptr_null(harness_thinking_env(p));
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err),
+                         "thinking: pi has no level 'max' (use one of: off, minimal, low, medium, high, xhigh, host)");
+        aisb_error_free(err);
+        err = NULL;
+        /* Declined, pi's level is not applied, so nothing to refuse. */
+        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_str_eq(harness_thinking_env(p), "CLAUDE_CODE_EFFORT_LEVEL");
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "off", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err),
+                         "thinking: claude has no level 'off' (use one of: low, medium, high, xhigh, max, host)");
+        aisb_error_free(err);
+        err = NULL;
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_ptr_null(harness_thinking_env(p));
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "low", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "CLAUDE_CODE_EFFORT_LEVEL=high", NULL), 0);
+        ck_assert_ptr_null(harness_thinking_env(p));
+        /* Another command is no harness: any level, no variable. */
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "sh", "-c", "claude -p hi", NULL }, NULL), 0);
+        ck_assert_int_eq(harness_of_command(p), HARNESS_NONE);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "off", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "bogus", &err), -EINVAL);
+        aisb_error_free(err);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static void expect_no_agents_dir(const aisb_policy *p, const char *why, const char *message)
 {
         char *d = (char *) "unset";
@@ -609,6 +655,7 @@ static Suite *harness_suite(void)
         TCase *tc = tcase_create("choices");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_bridge_applies);
+        tcase_add_test(tc, test_thinking_per_harness);
         tcase_add_test(tc, test_agents_dir);
         suite_add_tcase(s, tc);
         tc = tcase_create("bridge");
