@@ -11,7 +11,10 @@
 # Usage: stub-anthropic.py LOG ANSWER COMMAND. Prints its port once listening; serves until
 # killed or for at most 15 minutes. With STUB_TLS set, it speaks HTTPS with
 # tests/e2e/tls/stub.pem (api.stub.test).
-import http.server, json, os, socketserver, ssl, sys, threading, time
+import http.server, json, sys
+
+sys.dont_write_bytecode = True  # the source tree may be read-only, or the user's
+import stubapi  # noqa: E402
 
 LOG, ANSWER, COMMAND = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -36,17 +39,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = {"unparsed": raw.decode(errors="replace")}
-        with open(LOG, "a") as f:
-            f.write(json.dumps({"path": self.path, "x-api-key": self.headers.get("x-api-key"),
-                                "authorization": self.headers.get("Authorization"),
-                                "headers": {k.lower(): v for k, v in self.headers.items()},
-                                "body": body}) + "\n")
+        body = stubapi.read_json(self)
+        stubapi.log_request(LOG, self, body, **{"x-api-key": self.headers.get("x-api-key"),
+                                                "authorization": self.headers.get("Authorization")})
         if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
             data = json.dumps({"input_tokens": 1}).encode()
             self.send_response(200)
@@ -84,32 +79,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                       "usage": {"output_tokens": 1}}),
                    ("message_stop", {"type": "message_stop"})]
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for name, data in events:
-            chunk = ("event: %s\ndata: %s\n\n" % (name, json.dumps(data))).encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.flush()
-            time.sleep(0.02)
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        stubapi.stream(self, [("event: %s\ndata: %s\n\n" % (name, json.dumps(data))).encode() for name, data in events])
 
     do_GET = do_POST
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-
-
-server = Server(("127.0.0.1", 0), Handler)
-if os.environ.get("STUB_TLS"):
-    here = os.path.dirname(os.path.abspath(__file__))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(os.path.join(here, "tls", "stub.pem"), os.path.join(here, "tls", "stub.key"))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-print(server.server_address[1], flush=True)
-time.sleep(900)
+stubapi.serve(Handler)

@@ -8,7 +8,10 @@
 # ANSWER followed by " tool said: " and that result.
 # Prints its port once listening; serves until killed or for at most 15 minutes. With STUB_TLS
 # set, it speaks HTTPS with tests/e2e/tls/stub.pem (api.stub.test).
-import http.server, json, os, socketserver, ssl, sys, threading, time
+import http.server, json, sys, time
+
+sys.dont_write_bytecode = True  # the source tree may be read-only, or the user's
+import stubapi  # noqa: E402
 
 LOG = sys.argv[1]
 ANSWER = sys.argv[2] if len(sys.argv) > 2 else "STUB-ANSWER"
@@ -26,16 +29,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
     def do_POST(self):
-        length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length)
-        try:
-            request = json.loads(raw)
-        except ValueError:
-            request = {"unparsed": raw.decode(errors="replace")}
-        with open(LOG, "a") as f:
-            f.write(json.dumps({"path": self.path, "authorization": self.headers.get("Authorization"),
-                                "headers": {k.lower(): v for k, v in self.headers.items()},
-                                "body": request}) + "\n")
+        request = stubapi.read_json(self)
+        stubapi.log_request(LOG, self, request, authorization=self.headers.get("Authorization"))
         results = [m for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "tool"]
         if COMMAND and not results:
             call = {"index": 0, "id": "call_stub_1", "type": "function",
@@ -49,14 +44,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
                 said = " tool said: " + str(content).strip()
             deltas, finish = [{"role": "assistant", "content": ANSWER}, {"content": said}], "stop"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        def chunk(data):
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
+        events = []
         for i, delta in enumerate(deltas + [{}]):
             last = i == len(deltas)
             event = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": int(time.time()),
@@ -64,21 +52,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish if last else None}]}
             if last:
                 event["usage"] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-            chunk(("data: " + json.dumps(event) + "\n\n").encode())
-            time.sleep(0.02)
-        chunk(b"data: [DONE]\n\n")
-        chunk(b"")
+            events.append(("data: " + json.dumps(event) + "\n\n").encode())
+        stubapi.stream(self, events + [b"data: [DONE]\n\n"])
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-
-server = Server(("127.0.0.1", 0), Handler)
-if os.environ.get("STUB_TLS"):
-    # HTTPS with the e2e test certificate (api.stub.test), for providers reached by TLS.
-    here = os.path.dirname(os.path.abspath(__file__))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(os.path.join(here, "tls", "stub.pem"), os.path.join(here, "tls", "stub.key"))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-print(server.server_address[1], flush=True)
-time.sleep(900)
+stubapi.serve(Handler)
