@@ -16,6 +16,7 @@
 
 #include "allowlist.h"
 #include "ask.h"
+#include "gate-squid.h"
 #include "jsonutil.h"
 #include "userdirs.h"
 #include "util.h"
@@ -76,6 +77,9 @@ struct ask_state {
         bool resized;
         unsigned short rows, cols;
 };
+
+_Static_assert(ASK_PENDING_MAX * ASK_CHANNELS_MAX <= GATE_ASK_CONCURRENCY / 2,
+               "the questions' requests must leave squid's helper channels to spare");
 
 static int64_t now_ms(clockid_t clock)
 {
@@ -337,8 +341,10 @@ static void on_line(ask_state *a, const char *line)
                 if (q->port == port && streq(q->name, name)) {
                         if (q->n_channels < ELEMENTSOF(q->channels))
                                 q->channels[q->n_channels++] = channel;
-                        else
+                        else {
                                 answer_channel(a, &channel, false);
+                                a->refused_unasked++;
+                        }
                         return;
                 }
         }

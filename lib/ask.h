@@ -23,8 +23,11 @@
 
 #define ASK_PENDING_MAX 8
 #define ASK_NAMES_MAX 64
-/* Requests waiting on one question; more are refused. */
-#define ASK_CHANNELS_MAX 64
+/* Requests waiting on one question; more are refused at once (and counted). The questions'
+ * requests together, ASK_PENDING_MAX of them, stay well below the helper's concurrency (256 in
+ * gate-squid.c): a flood on a few names never fills squid's channels, which would make it
+ * refuse a new name itself, unasked. */
+#define ASK_CHANNELS_MAX 16
 #define ASK_NAME_MAX 253
 #define ASK_PATH_MAX 200
 #define ASK_METHOD_MAX 16

@@ -111,22 +111,30 @@ json_object *egress_record_line(const char *line, const char *run, const allowli
                 JSON_BUILD_PAIR_CONDITION(shared_gate, JSON_BUILD_PAIR_BOOL("shared_gate", true))));
 }
 
+/* Refusals recorded one by one in a run, of requests no question was about (a name no entry
+ * lists, an address): a flood of them is counted in the run's summary beyond this. Every
+ * allowed request and every asked one is recorded, so a flood cannot push them out. */
+#define EGRESS_REFUSALS_RECORDED 4032
+/* What the writer gathers before it appends, so that a long run's record never sits whole in
+ * memory. */
+#define EGRESS_FLUSH_SIZE (64 * 1024)
+
 typedef struct record_writer {
         const char *run;
         const allowlist *l;
         bool shared_gate;
         const ask_decision *decisions;
         size_t n_decisions;
+        int fd;
+        size_t refusals;
         buffer out;
 } record_writer;
 
-static int add_text(buffer *out, json_object *o)
+static int flush(record_writer *w)
 {
-        _cleanup_free_ char *safe = NULL;
-        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text || json_text_safe(text, &safe) < 0)
-                return -ENOMEM;
-        return buffer_printf(out, "%s\n", safe);
+        int r = w->out.size ? write_all(w->fd, w->out.data, w->out.size) : 0;
+        buffer_free(&w->out);
+        return r;
 }
 
 static int write_line(char *line, void *userdata)
@@ -134,40 +142,47 @@ static int write_line(char *line, void *userdata)
         record_writer *w = userdata;
         _cleanup_json_ json_object *o = egress_record_line(line, w->run, w->l, w->shared_gate, w->decisions,
                                                          w->n_decisions);
-        return o ? add_text(&w->out, o) : 0;
+        if (!o)
+                return 0;
+        json_object *v;
+        bool refused = json_object_object_get_ex(o, "decision", &v) && streq(json_object_get_string(v), "refused");
+        if (refused && !json_object_object_get_ex(o, "asked", NULL) && ++w->refusals > EGRESS_REFUSALS_RECORDED)
+                return 0;
+        _cleanup_free_ char *safe = NULL;
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text || json_text_safe(text, &safe) < 0 || buffer_printf(&w->out, "%s\n", safe) < 0)
+                return -ENOMEM;
+        return w->out.size >= EGRESS_FLUSH_SIZE ? flush(w) : 0;
 }
 
 int egress_record_write(const char *run, const gate_info *g, long long offset, const allowlist *l,
                         const ask_state *a)
 {
-        record_writer w = { .run = run, .l = l, .shared_gate = !g->client_key };
-        if (a)
-                w.decisions = ask_decisions(a, &w.n_decisions);
-        int r = gate_log_read(g, offset, write_line, &w);
-        /* Refused without a request reaching the log: the limit's refusals are in squid's log
-         * too; a question that timed out or was denied is, as its request's line. */
-        if (r < 0 || !w.out.size) {
-                buffer_free(&w.out);
-                return r;
-        }
         _cleanup_free_ char *dir = NULL, *path = NULL;
-        if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" EGRESS_LOG, dir) < 0) {
-                buffer_free(&w.out);
+        if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" EGRESS_LOG, dir) < 0)
                 return -ENOMEM;
-        }
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-        r = fd < 0 ? -errno : 0;
+        if (fd < 0)
+                return -errno;
         /* A run's lines go in whole or not at all: a full disk leaves no half line for the
          * reader. Under a lock, so that the cut takes back only this run's lines. */
-        while (r >= 0 && flock(fd, LOCK_EX) < 0)
+        while (flock(fd, LOCK_EX) < 0)
                 if (errno != EINTR)
-                        r = -errno;
+                        return -errno;
         struct stat st;
-        if (r >= 0 && fstat(fd, &st) < 0)
-                r = -errno;
-        if (r >= 0 && (r = write_all(fd, w.out.data, w.out.size)) < 0)
-                (void) !ftruncate(fd, st.st_size);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        record_writer w = { .run = run, .l = l, .shared_gate = !g->client_key, .fd = fd };
+        if (a)
+                w.decisions = ask_decisions(a, &w.n_decisions);
+        /* Refused without a request reaching the log: the limit's refusals are in squid's log
+         * too; a question that timed out or was denied is, as its request's line. */
+        int r = gate_log_read(g, offset, write_line, &w);
+        if (r >= 0)
+                r = flush(&w);
         buffer_free(&w.out);
+        if (r < 0)
+                (void) !ftruncate(fd, st.st_size);
         return r;
 }
 

@@ -959,12 +959,12 @@ static void emit_held_helper(squid_text *t, const squid_model *m)
          * channel. Nothing cached: the run decides every time (from what it was told). */
         if (m->o->ask_helper)
                 emit(t, "external_acl_type aisb_ask ttl=0 negative_ttl=0 cache=0 "
-                        "children-max=1 children-startup=1 concurrency=256 queue-size=256 "
+                        "children-max=1 children-startup=1 concurrency=%d queue-size=%d "
                         "%%>rm %%>rd %%>rP %%>rp /bin/sh %s\n"
                         "acl aisb_ask external aisb_ask\n"
                         "acl aisb_asked note aisb_ask allow\n"
                         "acl aisb_probe dstdomain -n " GATE_PROBE_HOST "\n",
-                     m->o->ask_helper);
+                     GATE_ASK_CONCURRENCY, GATE_ASK_CONCURRENCY, m->o->ask_helper);
 }
 
 /* The allow lines of the entries with rules, after the refusals that only their hosts get. */

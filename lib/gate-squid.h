@@ -123,6 +123,8 @@ extern const char gate_squid_tunnel_helper[];
  * FIFOs questions (it writes) and answers (it reads) the run holds open. */
 extern const char gate_squid_ask_helper[];
 #define GATE_ASK_INSIDE "/aisb-gate/ask"
+/* Requests squid hands the ask helper at once, and queues beyond those. */
+#define GATE_ASK_CONCURRENCY 256
 #define GATE_TUNNEL_HELPER_AWK "/usr/bin/mawk -W interactive -f"
 #define GATE_CLIENT_USER "aisb"
 /* The name aisb's request to a run's own gate asks for (gate_probe): refused, and no

@@ -112,8 +112,11 @@ static const char gate_held_helper[] =
 #define GATE_START_TIMEOUT_MS 20000
 /* A listening gate answers at once; squid with no helper never does. */
 #define GATE_PROBE_TIMEOUT_MS 5000
-/* Read of the access log per run, past where the run started: far above any real run's. */
-#define GATE_LOG_READ_MAX (16 * 1024 * 1024)
+/* Read of the access log per run, past where the run started, a line at a time through a
+ * fixed buffer: far above any real run's, and high enough that a flood of long refused
+ * requests cannot push what came after it out of the summary and the record (16 MiB could:
+ * 5000 requests with 4 KB paths). About a second of reading at most. */
+#define GATE_LOG_READ_MAX (1024 * 1024 * 1024)
 #define GATE_LOG_LINE_MAX 4096
 /* /proc/net/tcp of a very busy host stays far below this (a line is 150 bytes). */
 #define PROC_NET_TCP_MAX (64 * 1024 * 1024)

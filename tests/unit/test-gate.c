@@ -840,6 +840,57 @@ START_TEST(test_summary)
 }
 END_TEST
 
+/* A flood of long refused requests (more than the 16 MiB once read of a run's log) before an
+ * allowed request and an asked one: the summary counts all of them, and the record holds the
+ * allowed and the asked request, with the refusals recorded up to their cap. */
+START_TEST(test_record_after_flood)
+{
+        gate_info g = summary_gate();
+        g.client_key = (char *) "key";
+        int fd = open(at("logs/access.log"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        char path[3901];
+        memset(path, 'a', sizeof path - 1);
+        path[sizeof path - 1] = 0;
+        char line[4096];
+        for (int i = 0; i < 5000; i++) {
+                int n = snprintf(line, sizeof line, "1718000000.%03d 127.0.0.1 GET 1.2.3.4:80 403 TCP_DENIED/403 0 "
+                                 "ERR_ACCESS_DENIED http://1.2.3.4/%s 10 -\n", i % 1000, path);
+                ck_assert_int_eq(write(fd, line, (size_t) n), n);
+        }
+        static const char tail[] =
+                "1718000001.000 127.0.0.1 GET ok.test:80 200 TCP_MISS/200 900 - http://ok.test/after 120 -\n"
+                "1718000002.000 127.0.0.1 CONNECT asked.test:443 200 TCP_TUNNEL/200 50 - asked.test:443 70 allow\n";
+        ck_assert_int_eq(write(fd, tail, sizeof tail - 1), (ssize_t) (sizeof tail - 1));
+        close(fd);
+        egress_summary sum;
+        ck_assert_int_eq(gate_summary(&g, 0, &sum), 0);
+        ck_assert_uint_eq(sum.denied, 5000);
+        ck_assert_uint_eq(sum.allowed, 2);
+        allowlist l = {};
+        ck_assert_int_eq(allowlist_add(&l, "ok.test", "--allow", NULL), 0);
+        ck_assert_int_eq(egress_record_write("run-flood", &g, 0, &l, NULL), 0);
+        allowlist_done(&l);
+        char *log = NULL;
+        ck_assert_int_eq(aisb_egress_log_path(&log, NULL), 0);
+        FILE *f = fopen(log, "re");
+        ck_assert_ptr_nonnull(f);
+        size_t refused = 0, after = 0, asked = 0;
+        static char text[16384];
+        while (fgets(text, sizeof text, f)) {
+                refused += strstr(text, "\"decision\":\"refused\"") != NULL;
+                after += strstr(text, "http://ok.test/after") != NULL;
+                asked += strstr(text, "\"name\":\"asked.test\"") != NULL;
+        }
+        fclose(f);
+        unlink(log);
+        free(log);
+        ck_assert_uint_eq(refused, 4032);
+        ck_assert_uint_eq(after, 1);
+        ck_assert_uint_eq(asked, 1);
+}
+END_TEST
+
 START_TEST(test_summary_fifo)
 {
         gate_info g = summary_gate();
@@ -1444,6 +1495,7 @@ static Suite *gate_suite(bool as_root)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_summary);
         tcase_add_test(tc, test_summary_fifo);
+        tcase_add_test(tc, test_record_after_flood);
         tcase_add_test(tc, test_summary_symlink);
         suite_add_tcase(s, tc);
         tc = tcase_create("ask");
