@@ -12,11 +12,18 @@ podman unshare sh -c "mountpoint -q '$small' || mount -t tmpfs -o size=400m tmpf
 
 root=$small/storage
 sock=$XDG_RUNTIME_DIR/aisb-e2e-small.sock
+# A socket left by a run that was cut short exists but answers nobody: wait for this
+# service's own, answering.
+rm -f "$sock"
 podman --root "$root" --runroot "$XDG_RUNTIME_DIR/aisb-e2e-small" --storage-driver overlay \
   system service --time=0 "unix://$sock" >/dev/null 2>&1 &
 service=$!
 trap 'kill $service 2>/dev/null; wait $service 2>/dev/null || true; podman unshare umount "$small" 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+for _ in $(seq 100); do
+  curl -sf --unix-socket "$sock" http://d/_ping >/dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -sf --unix-socket "$sock" http://d/_ping >/dev/null 2>&1 || cannot_run "the small store's podman service does not answer"
 
 set +e
 "$AISB" build --socket "$sock" >"$E2E_TMP/out" 2>"$E2E_TMP/err"
