@@ -286,6 +286,9 @@ static int sandbox_parse(int argc, char **argv, const sandbox_syntax *syntax, ai
                                  : aisb_policy_set_harness_args(policy, (const char *const *) argv + rest, &err);
                 code = r < 0 ? cli_fail(err, EXIT_USAGE) : SANDBOX_GO_ON;
         }
+        /* The harness's key, held by the gate unless the run passes it itself. */
+        if (code == SANDBOX_GO_ON && !syntax->build_options && aisb_policy_hold_harness_keys(policy, NULL, &err) < 0)
+                code = cli_fail(err, EXIT_USAGE);
         if (code != SANDBOX_GO_ON) {
                 aisb_policy_free(policy);
                 return code;

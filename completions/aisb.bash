@@ -7,7 +7,7 @@
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
   --gate-add-host --secret --gate-idle-stop --ask --ask-timeout --network-backend --env --env-file --mount --protect --review --undo --device --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
-  --no-pi-config --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
+  --no-pi-config --no-harness-config --no-harness-keys --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
   --print-entrypoint --config --socket --quiet --verbose --unfiltered-output --help'
 
@@ -24,7 +24,7 @@ _aisb_value()
         --network-backend) COMPREPLY=($(compgen -W 'auto pasta slirp4netns' -- "$cur")) ;;
         --harness) COMPREPLY=($(compgen -W 'pi codex claude' -- "$cur")) ;;
         --node-source) COMPREPLY=($(compgen -W 'official npm' -- "$cur")) ;;
-        --thinking) COMPREPLY=($(compgen -W 'off minimal low medium high xhigh max host' -- "$cur")) ;;
+        --thinking) COMPREPLY=($(compgen -W 'off none minimal low medium high xhigh max host' -- "$cur")) ;;
         --read-only) COMPREPLY=($(compgen -W 'true false' -- "$cur")) ;;
         --undo) COMPREPLY=($(compgen -W 'auto on off' -- "$cur")) ;;
         --ask) COMPREPLY=($(compgen -W 'auto tty deny' -- "$cur")) ;;

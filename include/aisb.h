@@ -718,6 +718,18 @@ AISB_PUBLIC int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *policy, const a
  * or the directory does not exist). */
 AISB_PUBLIC int aisb_policy_agents_dir(const aisb_policy *policy, char **ret_dir, aisb_error **err);
 
+/* Hold the run's harness's provider key at the gate: when the policy's command is claude or
+ * codex, its key is set in this process's environment, and the policy neither passes that
+ * variable itself (env, secret) nor says "no-harness-keys", add it as a secret at the
+ * provider's host, as "secret" NAME@HOST/HEADER would: claude's ANTHROPIC_API_KEY at the host
+ * of ANTHROPIC_BASE_URL (passed with env, or in the bridged settings.json's env) or
+ * api.anthropic.com, as x-api-key; codex's provider's env_key (OPENAI_API_KEY for its
+ * built-in provider) at the host of its base_url or api.openai.com, as Authorization: Bearer.
+ * A provider reached over plain HTTP gets nothing. The names held go into *ret_held (a
+ * NULL-terminated list to free with each string, may be NULL; ret_held itself may be NULL).
+ * Call it once the command is set. */
+AISB_PUBLIC int aisb_policy_hold_harness_keys(aisb_policy *policy, char ***ret_held, aisb_error **err);
+
 /* ---- aisb skill-lint: credentials in what every sandbox can read ---- */
 
 enum {

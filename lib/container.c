@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "container.h"
+#include "harness.h"
 #include "jsonutil.h"
 #include "project.h"
 #include "protect.h"
@@ -86,7 +87,7 @@ static int project_mounts(const container_spec *spec, json_object *mounts)
         return r;
 }
 
-/* What a run adds: the seed, the gate's CA, the skills. */
+/* What a run adds: the seed, the gate's CA, the skills, the harness's read-only directories. */
 static int run_extra_mounts(const run_mounts *rm, json_object *mounts)
 {
         static const char *const ro[] = { "rbind", "ro", "nosuid", "nodev", "noexec", NULL };
@@ -95,10 +96,14 @@ static int run_extra_mounts(const run_mounts *rm, json_object *mounts)
         static const char *const agents_ro[] = { "rbind", "ro", "nosuid", "nodev", NULL };
         if (!rm)
                 return 0;
-        return json_build_into(
+        int r = json_build_into(
                 mounts, JSON_BUILD_TAKE_IF(rm->seed_dir, bind_mount(rm->seed_dir, AISB_SEED_IN_SANDBOX, ro)),
                 JSON_BUILD_TAKE_IF(rm->gate_ca, bind_mount(rm->gate_ca, AISB_GATE_CA_IN_SANDBOX, ro)),
                 JSON_BUILD_TAKE_IF(rm->agents_dir, bind_mount(rm->agents_dir, AISB_SANDBOX_HOME "/.agents", agents_ro)));
+        for (size_t i = 0; r >= 0 && i < rm->n_harness; i++)
+                r = json_build_into(mounts, JSON_BUILD_TAKE(bind_mount(rm->harness[i].source,
+                                                                       rm->harness[i].destination, agents_ro)));
+        return r;
 }
 
 /* A review run's project: the overlay whose upper directory is the run's layer (podman mounts

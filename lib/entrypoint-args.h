@@ -9,10 +9,9 @@
 #include "policy.h"
 
 #define AISB_ENTRYPOINT_IN_IMAGE "/usr/local/libexec/aisb/aisb-entrypoint"
-/* Where an ephemeral home's bridged files are mounted read-only, and where the entrypoint
- * copies them (after the drop, as the user). */
+/* Where an ephemeral home's bridged files are mounted read-only; the entrypoint copies them
+ * (after the drop, as the user) into the harness's directory (harness_sandbox_dir). */
 #define AISB_SEED_IN_SANDBOX "/run/aisb/pi-seed"
-#define AISB_PI_AGENT_IN_SANDBOX AISB_SANDBOX_HOME "/.pi/agent"
 /* The gate's CA, and the bundle the entrypoint makes of it and the system's CAs (which the
  * variables of entrypoint_trust_env point at). */
 #define AISB_GATE_CA_IN_SANDBOX "/run/aisb/gate-ca.pem"
@@ -29,6 +28,8 @@ typedef struct run_mounts {
         const char *settings_copy; /* the run's copy of .ai-sandbox, read-only over it; NULL: none */
         const char *seed_dir;      /* ephemeral home: the bridged files, copied in by the entrypoint */
         const char *agents_dir;    /* read-only at ~/.agents; NULL: none */
+        const struct harness_mount *harness; /* read-only in the harness's directory */
+        size_t n_harness;
         const char *gate_ca;       /* the gate's CA when it intercepts TLS (a file); NULL: none */
         const struct protect_plan *protect; /* protected paths' mounts; NULL: none */
         /* A review run's layer (review.h): the project as the lower of an overlay with these

@@ -10,10 +10,13 @@
  * directory descriptor with O_NOFOLLOW, so a planted symlink can neither make us read a host
  * file into the sandbox nor overwrite one. The merge base lives on the host, out of reach.
  */
+#include <curl/curl.h>
 #include <fcntl.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "entrypoint-args.h"
+#include "harness-config.h"
 #include "harness.h"
 #include "jsonutil.h"
 #include "pi-config.h"
@@ -21,8 +24,7 @@
 #include "skills-walk.h"
 #include "userdirs.h"
 #include "fileio.h"
-
-#define PI_AGENT_DIR ".pi/agent"
+#include "toml-json.h"
 
 const struct harness_env harness_quiet_env[] = {
         { "PI_SKIP_VERSION_CHECK", "1" },
@@ -54,7 +56,8 @@ harness_kind harness_of_command(const aisb_policy *p)
 
 bool harness_bridge_applies(const aisb_policy *p)
 {
-        return !p->no_pi_config && harness_of_command(p) == HARNESS_PI;
+        harness_kind k = harness_of_command(p);
+        return k != HARNESS_NONE && !p->no_harness_config && !(k == HARNESS_PI && p->no_pi_config);
 }
 
 /* claude's effort levels (claude --help: --effort). */
@@ -66,9 +69,15 @@ int harness_thinking_check(const aisb_policy *p, aisb_error **err)
                 return 0;
         switch (harness_of_command(p)) {
         case HARNESS_PI:
-                if (!p->no_pi_config && !pi_thinking_level_valid(p->thinking))
+                if (harness_bridge_applies(p) && !pi_thinking_level_valid(p->thinking))
                         return aisb_error_set(err, -EINVAL, "thinking: pi has no level '%s' (use one of: %s)",
                                               p->thinking, pi_thinking_levels());
+                return 0;
+        case HARNESS_CODEX:
+                /* The level goes into the bridged config.toml: declined with it. */
+                if (harness_bridge_applies(p) && !codex_thinking_level_valid(p->thinking))
+                        return aisb_error_set(err, -EINVAL, "thinking: codex has no level '%s' (use one of: %s)",
+                                              p->thinking, codex_thinking_levels());
                 return 0;
         case HARNESS_CLAUDE:
                 for (size_t i = 0; i < ELEMENTSOF(claude_levels); i++)
@@ -90,13 +99,47 @@ const char *harness_thinking_env(const aisb_policy *p)
         return "CLAUDE_CODE_EFFORT_LEVEL";
 }
 
-/* Read dirfd/name as JSON. 0 with *ret NULL when absent. Never waits: a FIFO (or anything
- * but a regular file) planted there is refused at once, not opened for a writer that never
- * comes. */
-static int read_json_at(int dirfd, const char *name, const char *origin, json_object **ret,
+/* Where each harness keeps its configuration: its own variable names the directory, else
+ * HOME/home_dir; in the sandbox it is always AISB_SANDBOX_HOME/home_dir. seed: the run
+ * directory's copy for an ephemeral home; base: the state directory's "base/VOLUME", which
+ * holds what aisb last wrote (the merge base). */
+static const struct harness_info {
+        const char *name, *dir_env, *home_dir, *sandbox_dir, *seed, *base;
+} harness_infos[] = {
+        [HARNESS_PI] = { "pi", "PI_CODING_AGENT_DIR", ".pi/agent", AISB_SANDBOX_HOME "/.pi/agent", "pi-agent", "pi" },
+        [HARNESS_CLAUDE] = { "claude", "CLAUDE_CONFIG_DIR", ".claude", AISB_SANDBOX_HOME "/.claude", "claude-config",
+                             "claude" },
+        [HARNESS_CODEX] = { "codex", "CODEX_HOME", ".codex", AISB_SANDBOX_HOME "/.codex", "codex-config", "codex" },
+};
+
+const char *harness_sandbox_dir(const aisb_policy *p)
+{
+        harness_kind k = harness_of_command(p);
+        return k == HARNESS_NONE ? NULL : harness_infos[k].sandbox_dir;
+}
+
+/* The host's directory for harness k, or NULL in *ret when HOME is unset too. -ENOMEM. */
+static int host_dir_path(harness_kind k, char **ret)
+{
+        const char *dir = getenv(harness_infos[k].dir_env), *home = getenv("HOME");
+        *ret = NULL;
+        if (dir && *dir)
+                *ret = strdup(dir);
+        else if (home && *home && asprintf(ret, "%s/%s", home, harness_infos[k].home_dir) < 0)
+                *ret = NULL;
+        else if (!home || !*home)
+                return 0;
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Read dirfd/name, at most PIBRIDGE_JSON_MAX bytes. 0 with *ret NULL when absent. Never
+ * waits: a FIFO (or anything but a regular file) planted there is refused at once, not opened
+ * for a writer that never comes. */
+static int read_text_at(int dirfd, const char *name, const char *origin, char **ret, size_t *ret_size,
                         aisb_error **err)
 {
         *ret = NULL;
+        *ret_size = 0;
         _cleanup_close_ int fd = openat(dirfd, name,
                                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
@@ -114,20 +157,51 @@ static int read_json_at(int dirfd, const char *name, const char *origin, json_ob
                 return aisb_error_set(err, -EINVAL, "%s is not a regular file", origin);
         if (st.st_size > (off_t) PIBRIDGE_JSON_MAX)
                 return aisb_error_set(err, -EFBIG, "%s is larger than %u bytes", origin, PIBRIDGE_JSON_MAX);
-        _cleanup_free_ char *text = NULL;
-        size_t size = 0;
-        int r = read_full_fd(fd, PIBRIDGE_JSON_MAX, &text, &size);
+        int r = read_full_fd(fd, PIBRIDGE_JSON_MAX, ret, ret_size);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot read %s: %s", origin, strerror(-r));
-        return pi_parse_json(text, size, origin, ret, err);
+        return 0;
 }
 
-/* Write JSON to dirfd/name through a new file and a rename: a symlink planted at name is
- * replaced, never followed. */
-static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error **err)
+/* A configuration file's syntax: JSON (pi, claude) or TOML (codex), both read into json-c. */
+typedef struct config_syntax {
+        int (*parse)(const char *text, size_t size, const char *origin, json_object **ret, aisb_error **err);
+        int (*format)(json_object *o, char **ret_text, aisb_error **err);
+} config_syntax;
+
+static int json_format(json_object *o, char **ret_text, aisb_error **err)
 {
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text || asprintf(ret_text, "%s\n", text) < 0)
+                return error_oom(err);
+        return 0;
+}
+
+static const config_syntax syntax_json = { pi_parse_json, json_format },
+                           syntax_toml = { toml_parse_json, toml_format_json };
+
+static int read_config_at(int dirfd, const char *name, const char *origin, const config_syntax *syntax,
+                          json_object **ret, aisb_error **err)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        *ret = NULL;
+        int r = read_text_at(dirfd, name, origin, &text, &size, err);
+        if (r < 0 || !text)
+                return r;
+        return syntax->parse(text, size, origin, ret, err);
+}
+
+static int read_json_at(int dirfd, const char *name, const char *origin, json_object **ret, aisb_error **err)
+{
+        return read_config_at(dirfd, name, origin, &syntax_json, ret, err);
+}
+
+/* Write text to dirfd/name through a new file and a rename: a symlink planted at name is
+ * replaced, never followed. */
+static int write_text_at(int dirfd, const char *name, const char *text, aisb_error **err)
+{
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, ".%s.aisb-%ld", name, (long) getpid()) < 0)
                 return error_oom(err);
@@ -139,8 +213,6 @@ static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error
         if (fd < 0)
                 return aisb_error_set(err, -errno, "cannot write %s: %s", name, strerror(errno));
         int r = write_all(fd, text, strlen(text));
-        if (r >= 0)
-                r = write_all(fd, "\n", 1);
         if (r < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
                 r = r < 0 ? r : -errno;
                 (void) unlinkat(dirfd, tmp, 0);
@@ -149,53 +221,119 @@ static int write_json_at(int dirfd, const char *name, json_object *o, aisb_error
         return 0;
 }
 
-static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const char *base_dir,
-                     aisb_error **err)
+static int write_config_at(int dirfd, const char *name, const config_syntax *syntax, json_object *o,
+                           aisb_error **err)
 {
-        /* Where pi itself looks: $PI_CODING_AGENT_DIR, else ~/.pi/agent. */
-        const char *home = getenv("HOME");
-        const char *agent_dir = getenv("PI_CODING_AGENT_DIR");
-        _cleanup_free_ char *host_path = NULL;
-        if (agent_dir && *agent_dir)
-                host_path = strdup(agent_dir);
-        else if (home && asprintf(&host_path, "%s/" PI_AGENT_DIR, home) < 0)
-                host_path = NULL;
-        if (!host_path)
-                return aisb_error_set(err, -ENOENT, "HOME is not set: cannot find ~/.pi/agent");
-        _cleanup_close_ int host_dir = open(host_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *text = NULL;
+        int r = syntax->format(o, &text, err);
+        return r < 0 ? r : write_text_at(dirfd, name, text, err);
+}
+
+/* The host's file name, if there, copied over the sandbox's each run (instructions such as
+ * CLAUDE.md and AGENTS.md: the host's copy is the user's). The sandbox's stays when the host
+ * has none. */
+static int copy_from_host(int host_dir, const char *host_path, const char *name, int sandbox_dir,
+                          aisb_error **err)
+{
+        _cleanup_free_ char *origin = NULL, *text = NULL;
+        size_t size = 0;
+        if (asprintf(&origin, "%s/%s", host_path, name) < 0)
+                return error_oom(err);
+        int r = host_dir < 0 ? 0 : read_text_at(host_dir, name, origin, &text, &size, err);
+        if (r < 0 || !text)
+                return r;
+        if (memchr(text, '\0', size))
+                return aisb_error_set(err, -EINVAL, "%s holds a NUL byte: not a text file", origin);
+        return write_text_at(sandbox_dir, name, text, err);
+}
+
+/* What one file's merge is told: the host's value already read (and made fit for the
+ * sandbox), where the sandbox's and the base are, and policy applied on top. */
+typedef struct merge_job {
+        const char *name;      /* in the sandbox's directory */
+        const char *base_name; /* in the state directory (always JSON) */
+        const config_syntax *syntax;
+        json_object *host;     /* NULL: none on the host */
+        int (*policy)(json_object *merged, const aisb_policy *p, aisb_error **err);
+} merge_job;
+
+static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, int sandbox_dir, int base_fd,
+                      aisb_error **err)
+{
+        _cleanup_json_ json_object *sandbox = NULL, *base = NULL, *merged = NULL;
+        _cleanup_free_ char *origin = NULL;
+        if (asprintf(&origin, "the sandbox's %s", j->name) < 0)
+                return error_oom(err);
+        aisb_error *e = NULL;
+        if (read_config_at(sandbox_dir, j->name, origin, j->syntax, &sandbox, &e) < 0) {
+                aisb_log(ctx, AISB_LOG_WARNING, "%s: taking the host's settings afresh", aisb_error_message(e));
+                aisb_error_free(e);
+                sandbox = NULL;
+        }
+        if (base_fd >= 0 && read_json_at(base_fd, j->base_name, j->base_name, &base, NULL) < 0)
+                base = NULL;
+        int r = pi_merge_settings(base, j->host, sandbox, &merged, err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "merging %s", j->name);
+        if (j->policy && (r = j->policy(merged, p, err)) < 0)
+                return r;
+        r = write_config_at(sandbox_dir, j->name, j->syntax, merged, err);
+        if (r >= 0 && base_fd >= 0)
+                r = write_config_at(base_fd, j->base_name, &syntax_json, merged, err);
+        return r;
+}
+
+static int pi_policy(json_object *merged, const aisb_policy *p, aisb_error **err)
+{
+        return streq(p->thinking, "host") ? 0 : pi_apply_thinking(merged, p->thinking, err);
+}
+
+static int codex_policy(json_object *merged, const aisb_policy *p, aisb_error **err)
+{
+        return codex_config_apply_policy(merged, p->thinking, err);
+}
+
+/* Whether the run passes variable name itself (--env or --secret). */
+static bool run_passes(const aisb_policy *p, const char *name)
+{
+        for (size_t i = 0; i < p->n_secrets; i++)
+                if (streq(p->secrets[i].name, name))
+                        return true;
+        return policy_env_named(p, name);
+}
+
+/* Say which of the host's settings stayed out, by name: those the run does not pass itself
+ * ("env.NAME" the run sets with --env or --secret is not news). */
+static void warn_withheld(aisb_ctx *ctx, const aisb_policy *p, const char *origin, const buffer *removed)
+{
+        if (!removed->size)
+                return;
+        _cleanup_(buffer_free) buffer news = {};
+        _cleanup_free_ char *list = strndup(removed->data, removed->size);
+        char *save = NULL;
+        for (char *name = list ? strtok_r(list, ", ", &save) : NULL; name; name = strtok_r(NULL, ", ", &save))
+                if (!(startswith(name, "env.") && run_passes(p, name + 4)) &&
+                    buffer_printf(&news, "%s%s", news.size ? ", " : "", name) < 0)
+                        return;
+        if (news.size)
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "%s: %.*s not bridged (credentials stay on the host; pass a key with --secret, docs/bridges.md)",
+                         origin, (int) news.size, news.data);
+}
+
+static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path, int sandbox_dir,
+                     int base_fd, aisb_error **err)
+{
         _cleanup_free_ char *host_settings_name = NULL, *host_models_name = NULL;
         if (asprintf(&host_settings_name, "%s/settings.json", host_path) < 0 ||
             asprintf(&host_models_name, "%s/models.json", host_path) < 0)
                 return error_oom(err);
-
-        _cleanup_json_ json_object *host = NULL, *sandbox = NULL, *base = NULL, *merged = NULL;
-        int r = 0;
-        if (host_dir >= 0)
-                r = read_json_at(host_dir, "settings.json", host_settings_name, &host, err);
+        _cleanup_json_ json_object *host = NULL;
+        int r = host_dir >= 0 ? read_json_at(host_dir, "settings.json", host_settings_name, &host, err) : 0;
         if (r < 0)
                 return r;
-        aisb_error *e = NULL;
-        if (read_json_at(sandbox_dir, "settings.json", "the sandbox's settings.json", &sandbox, &e) < 0) {
-                aisb_log(ctx, AISB_LOG_WARNING, "%s: taking the host's settings afresh",
-                         aisb_error_message(e));
-                aisb_error_free(e);
-                sandbox = NULL;
-        }
-        _cleanup_close_ int base_fd = base_dir ? open(base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-        if (base_fd >= 0 && read_json_at(base_fd, "settings.base.json", "settings.base.json", &base, NULL) < 0)
-                base = NULL;
-
-        r = pi_merge_settings(base, host, sandbox, &merged, err);
-        if (r < 0)
-                return aisb_error_wrap(err, r, "merging pi's settings");
-        if (!streq(p->thinking, "host")) {
-                r = pi_apply_thinking(merged, p->thinking, err);
-                if (r < 0)
-                        return r;
-        }
-        r = write_json_at(sandbox_dir, "settings.json", merged, err);
-        if (r >= 0 && base_fd >= 0)
-                r = write_json_at(base_fd, "settings.base.json", merged, err);
+        merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, pi_policy };
+        r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
         if (r < 0)
                 return r;
 
@@ -223,7 +361,106 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int sandbox_dir, const
         pi_keys_free(keys, n_keys);
         if (r < 0)
                 return r;
-        return write_json_at(sandbox_dir, "models.json", rewritten, err);
+        return write_config_at(sandbox_dir, "models.json", &syntax_json, rewritten, err);
+}
+
+/* claude: settings.json merged per key, without credentials or the commands that make them
+ * (claude_settings_scrub); CLAUDE.md copied. Never .credentials.json. commands/, agents/ and
+ * skills/ are mounted read-only (harness_mounts). */
+static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
+                         int sandbox_dir, int base_fd, aisb_error **err)
+{
+        _cleanup_free_ char *origin = NULL;
+        if (asprintf(&origin, "%s/settings.json", host_path) < 0)
+                return error_oom(err);
+        _cleanup_json_ json_object *host = NULL;
+        int r = host_dir >= 0 ? read_json_at(host_dir, "settings.json", origin, &host, err) : 0;
+        if (r < 0)
+                return r;
+        _cleanup_(buffer_free) buffer removed = {};
+        if (host && claude_settings_scrub(host, &removed) < 0)
+                return error_oom(err);
+        warn_withheld(ctx, p, origin, &removed);
+        merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, NULL };
+        r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
+        return r < 0 ? r : copy_from_host(host_dir, host_path, "CLAUDE.md", sandbox_dir, err);
+}
+
+/* codex: config.toml merged per key without credentials, with policy on top
+ * (codex_config_apply_policy); AGENTS.md copied. Never auth.json. */
+static int bridge_codex(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
+                        int sandbox_dir, int base_fd, aisb_error **err)
+{
+        _cleanup_free_ char *origin = NULL;
+        if (asprintf(&origin, "%s/config.toml", host_path) < 0)
+                return error_oom(err);
+        _cleanup_json_ json_object *host = NULL;
+        int r = host_dir >= 0 ? read_config_at(host_dir, "config.toml", origin, &syntax_toml, &host, err) : 0;
+        if (r < 0)
+                return r;
+        _cleanup_(buffer_free) buffer removed = {};
+        if (host && harness_scrub_credentials(host, &removed) < 0)
+                return error_oom(err);
+        warn_withheld(ctx, p, origin, &removed);
+        merge_job job = { "config.toml", "config.base.json", &syntax_toml, host, codex_policy };
+        r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
+        return r < 0 ? r : copy_from_host(host_dir, host_path, "AGENTS.md", sandbox_dir, err);
+}
+
+static int bridge(aisb_ctx *ctx, const aisb_policy *p, harness_kind k, int sandbox_dir, int base_fd,
+                  aisb_error **err)
+{
+        _cleanup_free_ char *host_path = NULL;
+        if (host_dir_path(k, &host_path) < 0)
+                return error_oom(err);
+        if (!host_path)
+                return aisb_error_set(err, -ENOENT, "HOME is not set: cannot find ~/%s", harness_infos[k].home_dir);
+        _cleanup_close_ int host_dir = open(host_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        switch (k) {
+        case HARNESS_PI:
+                return bridge_pi(ctx, p, host_dir, host_path, sandbox_dir, base_fd, err);
+        case HARNESS_CLAUDE:
+                return bridge_claude(ctx, p, host_dir, host_path, sandbox_dir, base_fd, err);
+        case HARNESS_CODEX:
+                return bridge_codex(ctx, p, host_dir, host_path, sandbox_dir, base_fd, err);
+        default:
+                return 0;
+        }
+}
+
+/* claude's directories of markdown it reads (slash commands, subagents, skills): the host's,
+ * read-only, as ~/.agents is. */
+static const char *const claude_read_only[] = { "commands", "agents", "skills" };
+
+int harness_mounts(const aisb_policy *p, harness_mount ret[static HARNESS_MOUNTS_MAX], size_t *ret_n)
+{
+        *ret_n = 0;
+        if (!harness_bridge_applies(p) || harness_of_command(p) != HARNESS_CLAUDE)
+                return 0;
+        _cleanup_free_ char *host_path = NULL;
+        if (host_dir_path(HARNESS_CLAUDE, &host_path) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; host_path && i < ELEMENTSOF(claude_read_only); i++) {
+                static const char *const destinations[] = { AISB_SANDBOX_HOME "/.claude/commands",
+                                                            AISB_SANDBOX_HOME "/.claude/agents",
+                                                            AISB_SANDBOX_HOME "/.claude/skills" };
+                _cleanup_free_ char *dir = NULL;
+                struct stat st;
+                if (asprintf(&dir, "%s/%s", host_path, claude_read_only[i]) < 0) {
+                        harness_mounts_done(ret, *ret_n);
+                        return -ENOMEM;
+                }
+                if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                ret[(*ret_n)++] = (harness_mount) { .source = steal_pointer(&dir), .destination = destinations[i] };
+        }
+        return 0;
+}
+
+void harness_mounts_done(harness_mount *m, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(m[i].source);
 }
 
 int harness_agents_dir(const aisb_policy *p, char **ret, const char **why)
@@ -285,25 +522,33 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 *ret = b;
                 return 0;
         }
+        harness_kind k = harness_of_command(p);
+        const struct harness_info *info = &harness_infos[k];
+        harness_mount mounts[HARNESS_MOUNTS_MAX];
+        size_t n_mounts = 0;
+        if (harness_mounts(p, mounts, &n_mounts) < 0)
+                return error_oom(err);
+        for (size_t i = 0; i < n_mounts; i++)
+                skills_warn_if_changed(ctx, mounts[i].source);
+        harness_mounts_done(mounts, n_mounts);
 
-        _cleanup_close_ int sandbox_dir = -1;
-        _cleanup_free_ char *base_dir = NULL;
+        _cleanup_close_ int sandbox_dir = -1, base_fd = -1;
         if (p->ephemeral_home) {
                 /* A fresh home is a sized tmpfs that exists only once the sandbox starts: the
                  * bridged files wait in the run's own directory, mounted read-only, and the
-                 * entrypoint copies them into ~/.pi/agent as the user. Nothing the sandbox
-                 * writes lands on the host. */
-                if (asprintf(&b.seed_dir, "%s/pi-agent", rd->path) < 0) {
+                 * entrypoint copies them into the harness's directory as the user. Nothing the
+                 * sandbox writes lands on the host. */
+                if (asprintf(&b.seed_dir, "%s/%s", rd->path, info->seed) < 0) {
                         r = error_oom(err);
                         goto fail;
                 }
-                if (mkdirat(rd->fd, "pi-agent", 0700) < 0) {
+                if (mkdirat(rd->fd, info->seed, 0700) < 0) {
                         r = aisb_error_set(err, -errno, "cannot create %s: %s", b.seed_dir, strerror(errno));
                         goto fail;
                 }
-                sandbox_dir = openat(rd->fd, "pi-agent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                sandbox_dir = openat(rd->fd, info->seed, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         } else {
-                _cleanup_free_ char *mountpoint = NULL, *sub = NULL;
+                _cleanup_free_ char *mountpoint = NULL, *sub = NULL, *base_dir = NULL;
                 r = podman_volume_mountpoint(ctx, p->home_volume, &mountpoint, err);
                 if (r < 0)
                         goto fail;
@@ -313,21 +558,23 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                                            mountpoint, strerror(errno));
                         goto fail;
                 }
-                sandbox_dir = open_dir_nofollow(root, PI_AGENT_DIR, true);
-                if (asprintf(&sub, "pi/%s", p->home_volume) < 0) {
+                sandbox_dir = open_dir_nofollow(root, info->home_dir, true);
+                if (asprintf(&sub, "%s/%s", info->base, p->home_volume) < 0) {
                         r = error_oom(err);
                         goto fail;
                 }
                 r = state_dir(sub, &base_dir, err);
                 if (r < 0)
                         goto fail;
+                base_fd = open(base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         }
         if (sandbox_dir < 0) {
                 r = aisb_error_set(err, sandbox_dir < 0 ? sandbox_dir : -EIO,
-                                   "cannot open ~/.pi/agent in the sandbox's home (a symlink there is refused)");
+                                   "cannot open ~/%s in the sandbox's home (a symlink there is refused)",
+                                   info->home_dir);
                 goto fail;
         }
-        r = bridge_pi(ctx, p, sandbox_dir, base_dir, err);
+        r = bridge(ctx, p, k, sandbox_dir, base_fd, err);
         if (r < 0)
                 goto fail;
         *ret = b;
@@ -337,29 +584,27 @@ fail:
         return r;
 }
 
-int harness_describe(const aisb_policy *p, buffer *b)
+/* "bridge-settings=KEY,KEY (merged per key)" for an object read from the host, or why none. */
+static int describe_keys(buffer *b, const char *what, json_object *o)
 {
-        const char *home = getenv("HOME");
-        const char *agent_dir = getenv("PI_CODING_AGENT_DIR");
-        _cleanup_free_ char *host_path = agent_dir && *agent_dir ? strdup(agent_dir) : NULL;
-        if (!host_path && home && asprintf(&host_path, "%s/" PI_AGENT_DIR, home) < 0)
-                host_path = NULL;
-        int r = buffer_printf(b, "bridge=pi from %s\n", host_path ? host_path : "(no HOME)");
-        _cleanup_close_ int dir = host_path ? open(host_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (!o)
+                return buffer_printf(b, "bridge-%s=none on the host\n", what);
+        int r = buffer_printf(b, "bridge-%s=", what);
+        bool first = true;
+        json_object_object_foreach(o, key, value) {
+                (void) value;
+                r = r < 0 ? r : buffer_printf(b, "%s%s", first ? "" : ",", key);
+                first = false;
+        }
+        return r < 0 ? r : buffer_printf(b, " (merged per key)\n");
+}
+
+static int describe_pi(const aisb_policy *p, int dir, buffer *b)
+{
         _cleanup_json_ json_object *settings = NULL, *models = NULL, *rewritten = NULL;
         if (dir >= 0)
                 (void) read_json_at(dir, "settings.json", "settings.json", &settings, NULL);
-        if (settings) {
-                r = r < 0 ? r : buffer_printf(b, "bridge-settings=");
-                bool first = true;
-                json_object_object_foreach(settings, key, value) {
-                        (void) value;
-                        r = r < 0 ? r : buffer_printf(b, "%s%s", first ? "" : ",", key);
-                        first = false;
-                }
-                r = r < 0 ? r : buffer_printf(b, " (merged per key)\n");
-        } else
-                r = r < 0 ? r : buffer_printf(b, "bridge-settings=none on the host\n");
+        int r = describe_keys(b, "settings", settings);
         r = r < 0 ? r : buffer_printf(b, "bridge-thinking=%s\n", p->thinking);
         if (dir >= 0)
                 (void) read_json_at(dir, "models.json", "models.json", &models, NULL);
@@ -383,6 +628,172 @@ int harness_describe(const aisb_policy *p, buffer *b)
                 pi_keys_free(keys, n_keys);
         } else
                 r = r < 0 ? r : buffer_printf(b, "bridge-models=none on the host\n");
-        r = r < 0 ? r : buffer_printf(b, "bridge-auth=never copied\n");
-        return r;
+        return r < 0 ? r : buffer_printf(b, "bridge-auth=never copied\n");
+}
+
+/* claude's and codex's: the keys merged, those withheld (names), the files copied and
+ * mounted, what is never copied. */
+static int describe_other(const aisb_policy *p, harness_kind k, int dir, buffer *b)
+{
+        bool claude = k == HARNESS_CLAUDE;
+        _cleanup_json_ json_object *config = NULL;
+        aisb_error *e = NULL;
+        int r = 0;
+        if (dir >= 0 && read_config_at(dir, claude ? "settings.json" : "config.toml", claude ? "settings.json" : "config.toml",
+                                       claude ? &syntax_json : &syntax_toml, &config, &e) < 0) {
+                r = buffer_printf(b, "bridge-settings=refused: %s\n", aisb_error_message(e));
+                aisb_error_free(e);
+        }
+        _cleanup_(buffer_free) buffer removed = {};
+        if (config && (claude ? claude_settings_scrub(config, &removed) : harness_scrub_credentials(config, &removed)) < 0)
+                return -ENOMEM;
+        if (!e)
+                r = r < 0 ? r : describe_keys(b, "settings", config);
+        if (removed.size >= 2)
+                r = r < 0 ? r : buffer_printf(b, "bridge-withheld=%.*s (credentials)\n", (int) removed.size - 2, removed.data);
+        if (claude)
+                r = r < 0 ? r : buffer_printf(b, "bridge-thinking=%s (CLAUDE_CODE_EFFORT_LEVEL)\n", p->thinking);
+        else
+                r = r < 0 ? r : buffer_printf(b, "bridge-thinking=%s (model_reasoning_effort)\n"
+                                                 "bridge-policy=sandbox_mode danger-full-access, "
+                                                 "check_for_update_on_startup false\n", p->thinking);
+        const char *doc = claude ? "CLAUDE.md" : "AGENTS.md";
+        struct stat st;
+        bool present = dir >= 0 && fstatat(dir, doc, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+        r = r < 0 ? r : buffer_printf(b, "bridge-copied=%s\n", present ? doc : "none on the host");
+        harness_mount mounts[HARNESS_MOUNTS_MAX];
+        size_t n = 0;
+        if (harness_mounts(p, mounts, &n) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                r = r < 0 ? r : buffer_printf(b, "bridge-mount=%s (read-only at %s)\n", mounts[i].source, mounts[i].destination);
+        harness_mounts_done(mounts, n);
+        return r < 0 ? r : buffer_printf(b, "bridge-auth=never copied (%s)\n", claude ? ".credentials.json" : "auth.json");
+}
+
+int harness_describe(const aisb_policy *p, buffer *b)
+{
+        harness_kind k = harness_of_command(p);
+        if (k == HARNESS_NONE)
+                return 0;
+        _cleanup_free_ char *host_path = NULL;
+        if (host_dir_path(k, &host_path) < 0)
+                return -ENOMEM;
+        int r = buffer_printf(b, "bridge=%s from %s\n", harness_infos[k].name, host_path ? host_path : "(no HOME)");
+        _cleanup_close_ int dir = host_path ? open(host_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (r < 0)
+                return r;
+        return k == HARNESS_PI ? describe_pi(p, dir, b) : describe_other(p, k, dir, b);
+}
+
+/* The host of an https:// URL (libcurl's parser), or NULL: another scheme, or no URL. */
+static char *https_host(const char *url)
+{
+        CURLU *u = url ? curl_url() : NULL;
+        char *scheme = NULL, *host = NULL, *ret = NULL;
+        if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && strcasecmp(scheme, "https") == 0 &&
+            curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+                ret = strdup(host);
+        curl_free(scheme);
+        curl_free(host);
+        curl_url_cleanup(u);
+        return ret;
+}
+
+/* The string at o.a.b (b may be NULL), or NULL. */
+static const char *json_string_at(json_object *o, const char *a, const char *b)
+{
+        if (!json_object_object_get_ex(o, a, &o) || (b && !json_object_object_get_ex(o, b, &o)) ||
+            !json_object_is_type(o, json_type_string))
+                return NULL;
+        return json_object_get_string(o);
+}
+
+/* The host's configuration file of harness k, read as a bridge would (NULL when absent or
+ * unreadable: the run's bridge says why). */
+static json_object *host_config(harness_kind k)
+{
+        _cleanup_free_ char *path = NULL;
+        if (host_dir_path(k, &path) < 0 || !path)
+                return NULL;
+        _cleanup_close_ int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        json_object *o = NULL;
+        bool claude = k == HARNESS_CLAUDE;
+        if (dir < 0 || read_config_at(dir, claude ? "settings.json" : "config.toml", path,
+                                      claude ? &syntax_json : &syntax_toml, &o, NULL) < 0)
+                return NULL;
+        return o;
+}
+
+static const char *policy_env_value(const aisb_policy *p, const char *name)
+{
+        for (size_t i = 0; i < p->n_env; i++)
+                if (streq(p->env[i].name, name))
+                        return p->env[i].value;
+        return NULL;
+}
+
+/* Hold variable at the host of url, filling header: one secret, when the variable is set here,
+ * the policy does not pass it itself, and url is https. */
+static int hold(aisb_policy *p, const char *variable, const char *url, const char *header, char ***held,
+                aisb_error **err)
+{
+        const char *value = getenv(variable);
+        if (!value || !*value || run_passes(p, variable))
+                return 0;
+        _cleanup_free_ char *host = https_host(url), *spec = NULL;
+        if (!host)
+                return 0;
+        if (asprintf(&spec, "%s@%s/%s", variable, host, header) < 0)
+                return error_oom(err);
+        int r = aisb_policy_set(p, "secret", spec, err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "holding %s at the gate (no-harness-keys declines it)", variable);
+        return held ? (strv_push(held, variable) < 0 ? error_oom(err) : 0) : 0;
+}
+
+/* The secrets for harness k's key (hold() each). */
+static int hold_keys(aisb_policy *p, harness_kind k, char ***held, aisb_error **err)
+{
+        _cleanup_json_ json_object *config = host_config(k);
+        if (k == HARNESS_CLAUDE) {
+                /* Where claude goes: the run's ANTHROPIC_BASE_URL, else the bridged settings'. */
+                const char *url = policy_env_value(p, "ANTHROPIC_BASE_URL");
+                if (!url && !p->no_harness_config)
+                        url = json_string_at(config, "env", "ANTHROPIC_BASE_URL");
+                if (!url)
+                        url = "https://api.anthropic.com";
+                int r = hold(p, "ANTHROPIC_API_KEY", url, "x-api-key", held, err);
+                return r < 0 ? r : hold(p, "ANTHROPIC_AUTH_TOKEN", url, "Authorization:Bearer", held, err);
+        }
+        /* codex's provider (model_provider, its built-in "openai" unless set) and its env_key. */
+        const char *id = p->no_harness_config ? NULL : json_string_at(config, "model_provider", NULL);
+        json_object *providers = NULL, *provider = NULL;
+        if (id && json_object_object_get_ex(config, "model_providers", &providers))
+                (void) json_object_object_get_ex(providers, id, &provider);
+        const char *variable = "OPENAI_API_KEY", *url = "https://api.openai.com/v1";
+        if (id && !provider && !streq(id, "openai"))
+                return 0; /* another of codex's own (a local model): no key of ours */
+        if (provider) {
+                variable = json_string_at(provider, "env_key", NULL);
+                url = json_string_at(provider, "base_url", NULL);
+        }
+        return variable && url ? hold(p, variable, url, "Authorization:Bearer", held, err) : 0;
+}
+
+int aisb_policy_hold_harness_keys(aisb_policy *p, char ***ret_held, aisb_error **err)
+{
+        if (!p)
+                return aisb_error_set(err, -EINVAL, "no policy given");
+        _cleanup_strv_free_ char **held = NULL;
+        harness_kind k = harness_of_command(p);
+        if (!p->no_harness_keys && (k == HARNESS_CLAUDE || k == HARNESS_CODEX)) {
+                int r = hold_keys(p, k, &held, err);
+                if (r < 0)
+                        return r;
+        }
+        if (ret_held)
+                *ret_held = steal_pointer(&held);
+        return 0;
 }

@@ -45,12 +45,26 @@ typedef struct harness_bridge {
         char *agents_dir; /* mounted read-only at ~/.agents, or NULL */
 } harness_bridge;
 void harness_bridge_done(harness_bridge *b);
-/* Whether this policy's command is pi, with the bridge not declined. */
+/* Whether this policy's command is a harness whose bridge is not declined (no-harness-config;
+ * for pi no-pi-config too). */
 bool harness_bridge_applies(const aisb_policy *p);
+/* The harness's configuration directory in the sandbox (~/.pi/agent, ~/.claude, ~/.codex), or
+ * NULL when the command is none. */
+const char *harness_sandbox_dir(const aisb_policy *p);
+
+/* The host's directories a run mounts read-only for its harness: claude's commands/, agents/
+ * and skills/ (those that exist, in $CLAUDE_CONFIG_DIR or ~/.claude), at ~/.claude/NAME. */
+#define HARNESS_MOUNTS_MAX 3
+typedef struct harness_mount {
+        char *source;
+        const char *destination;
+} harness_mount;
+int harness_mounts(const aisb_policy *p, harness_mount ret[static HARNESS_MOUNTS_MAX], size_t *ret_n);
+void harness_mounts_done(harness_mount *m, size_t n);
 /* The directory a run mounts at ~/.agents (aisb_policy_agents_dir): NULL in *ret for none,
  * with why in why (may be NULL). -ENOMEM. */
 int harness_agents_dir(const aisb_policy *p, char **ret, const char **why);
-/* Bridge pi's configuration into the sandbox's home (the home volume, or for an ephemeral
+/* Bridge the harness's configuration into the sandbox's home (the home volume, or for an ephemeral
  * home the run directory's seed), and warn once when the agents directory changed and holds
  * what looks like a credential. Nothing is written in a dry run. */
 int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, harness_bridge *ret,

@@ -4,7 +4,7 @@
  * sandbox's home before each run, merged so that what pi changed inside the sandbox is kept,
  * what it did not change follows the host again, and no literal API key is ever written
  * into the sandbox. The rules, and the lines of pi's source they rest on, are in
- * docs/pi-bridge.md. Everything here works on json-c values; reading and writing the files
+ * docs/bridges.md. Everything here works on json-c values; reading and writing the files
  * is the caller's business.
  */
 #include <limits.h>

@@ -3,7 +3,7 @@
  * The pure half of the bridge between the host's pi configuration (~/.pi/agent) and the
  * sandbox's home: parsing pi's JSON files, the three-way merge of settings.json, the
  * thinking-level policy, and the rewrite of models.json that keeps literal API keys out of
- * the sandbox. Nothing here touches a file, the environment or podman; docs/pi-bridge.md
+ * the sandbox. Nothing here touches a file, the environment or podman; docs/bridges.md
  * explains the rules and where they come from in pi's source.
  */
 #pragma once

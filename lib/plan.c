@@ -25,6 +25,7 @@ void plan_facts_done(plan_facts *f)
         project_settings_done(&f->settings);
         free(f->settings_copy);
         free(f->agents_dir);
+        harness_mounts_done(f->harness_mounts, f->n_harness_mounts);
         protect_plan_done(&f->protect);
         network_inputs_done(&f->net);
         *f = (plan_facts) {};
@@ -99,7 +100,7 @@ static void describe_run_effects(const aisb_policy *p, const plan_gather_options
                         f->gate_ca = "(the gate's CA certificate, in the run's directory)";
         }
         if (!o->network_only && p->ephemeral_home && harness_bridge_applies(p))
-                f->seed_dir = "(the bridged pi configuration, in the run's directory)";
+                f->seed_dir = "(the harness's bridged configuration, in the run's directory)";
         if (plan_reviews(p)) {
                 f->review_upper = "(the run's review layer)/upper";
                 f->review_work = "(the run's review layer)/work";
@@ -170,7 +171,8 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
         if (!f.image || sandbox_name(p, run, &f.name) < 0)
                 return error_oom(err);
         /* The agents directory, decided the same way for every view (harness.c). */
-        if (!o->network_only && harness_agents_dir(p, &f.agents_dir, NULL) < 0)
+        if (!o->network_only && (harness_agents_dir(p, &f.agents_dir, NULL) < 0 ||
+                                 harness_mounts(p, f.harness_mounts, &f.n_harness_mounts) < 0))
                 return error_oom(err);
         bool project_rw = p->project && !p->project_read_only;
         /* The project's settings, read once without trusting the project: the allowlist comes
@@ -294,8 +296,11 @@ int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret)
                 r = push_pair(&v, "--expect-file", s->expect_file[i]);
         if (r >= 0 && s->ca_bundle)
                 r = push_pair(&v, "--ca-bundle", AISB_GATE_CA_IN_SANDBOX);
-        if (r >= 0 && s->seed)
-                r = push_pair(&v, "--seed", AISB_SEED_IN_SANDBOX ":" AISB_PI_AGENT_IN_SANDBOX);
+        if (r >= 0 && s->seed_dest) {
+                _cleanup_free_ char *seed = NULL;
+                r = asprintf(&seed, AISB_SEED_IN_SANDBOX ":%s", s->seed_dest) < 0 ? -ENOMEM : 0;
+                r = r < 0 ? r : push_pair(&v, "--seed", seed);
+        }
         if (r >= 0 && !s->ruleset_only)
                 r = strv_push(&v, "--");
         if (r < 0)
@@ -386,7 +391,8 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
         entrypoint_spec s = { .keep_root = p->keep_root, .uid = f->uid, .gid = f->gid,
                               .net_args = (const char *const *) plan->net.entrypoint_args,
                               .allow_unenforced = p->allow_unenforced, .expect = (const char *const *) expect,
-                              .expect_file = (const char *const *) expect_file, .ca_bundle = f->gate_ca, .seed = f->seed_dir };
+                              .expect_file = (const char *const *) expect_file, .ca_bundle = f->gate_ca,
+                              .seed_dest = f->seed_dir ? harness_sandbox_dir(p) : NULL };
         return plan_entrypoint_argv(&s, &plan->entrypoint);
 }
 
@@ -451,7 +457,7 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
         if (plan_env(p, f, &plan) < 0 || plan_entrypoint(p, f, &plan) < 0)
                 return error_oom(err);
         run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
-                          .gate_ca = f->gate_ca, .protect = &f->protect,
+                          .harness = f->harness_mounts, .n_harness = f->n_harness_mounts, .gate_ca = f->gate_ca, .protect = &f->protect,
                           .review_upper = plan_reviews(p) ? f->review_upper : NULL,
                           .review_work = plan_reviews(p) ? f->review_work : NULL };
         container_spec spec = { .policy = p, .net = &plan.net, .env = (const char *const *) plan.env,

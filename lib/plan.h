@@ -19,6 +19,7 @@
 
 #include "container.h"
 #include "entrypoint-args.h"
+#include "harness.h"
 #include "gate.h"
 #include "image.h"
 #include "network.h"
@@ -44,7 +45,9 @@ typedef struct plan_facts {
         unsigned gate_port;
         const char *gate_key, *gate_hash, *gate_ca; /* borrowed */
         char *agents_dir;        /* mounted read-only at ~/.agents; NULL: none */
-        const char *seed_dir;    /* borrowed: the bridge's (an ephemeral home's pi files) */
+        harness_mount harness_mounts[HARNESS_MOUNTS_MAX]; /* read-only in the harness's directory */
+        size_t n_harness_mounts;
+        const char *seed_dir;    /* borrowed: the bridge's (an ephemeral home's harness files) */
         /* Borrowed: a review run's layer (review.h), once the run made it (a description has
          * stand-ins). */
         const char *review_upper, *review_work;
@@ -133,6 +136,7 @@ typedef struct entrypoint_spec {
         bool ruleset_only;       /* install and verify, then exit: no "--" */
         const char *const *expect; /* PATH:DEV:INO of each mount it checks */
         const char *const *expect_file; /* PATH:INO:CTIME_NS of each file it checks */
-        bool ca_bundle, seed;
+        bool ca_bundle;
+        const char *seed_dest;   /* where the entrypoint copies the seed (the harness's directory); NULL: none */
 } entrypoint_spec;
 int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret);

@@ -1170,7 +1170,7 @@ static int key_get_node_source(const aisb_policy *p, const policy_key *k, char *
 
 /* Every harness's reasoning levels together, and "host"; a run checks its own harness's
  * (harness_thinking_check). */
-static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh", "max", "host" };
+static const char *const thinking_levels[] = { "off", "none", "minimal", "low", "medium", "high", "xhigh", "max", "host" };
 
 bool policy_thinking_level_known(const char *level)
 {
@@ -1182,7 +1182,7 @@ bool policy_thinking_level_known(const char *level)
 
 const char *policy_thinking_levels(void)
 {
-        return "off, minimal, low, medium, high, xhigh, max, host";
+        return "off, none, minimal, low, medium, high, xhigh, max, host";
 }
 
 static int key_set_thinking(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
@@ -1382,11 +1382,19 @@ static const policy_key policy_keys[] = {
         /* The harness. */
         BOOLEAN("shell", "run bash instead of the harness", shell),
         { .pub = { .name = "thinking", .placeholder = "LEVEL",
-                   .help = "the harness's reasoning level, re-applied every run: off, minimal, low, medium, high, "
+                   .help = "the harness's reasoning level, re-applied every run: off, none, minimal, low, medium, high, "
                            "xhigh, max (each harness takes its own), or host",
                    .default_text = "xhigh" },
           .set = key_set_thinking, .get = key_get_string, KEY_FIELD(thinking) },
         BOOLEAN("no-pi-config", "do not bridge ~/.pi/agent into the sandbox (nor apply --thinking)", no_pi_config),
+        BOOLEAN("no-harness-config",
+                "do not bridge the harness's host configuration (pi's, claude's or codex's) into the sandbox "
+                "(nor apply --thinking to pi or codex)",
+                no_harness_config),
+        BOOLEAN("no-harness-keys",
+                "do not hold the harness's provider key (ANTHROPIC_API_KEY, codex's env_key) at the gate on "
+                "its own when this environment has it",
+                no_harness_keys),
         BOOLEAN("no-agents", "do not mount ~/.agents (read-only at /home/sandbox/.agents)", no_agents),
         { .pub = { .name = "agents-dir", .placeholder = "DIR",
                    .help = "mount DIR read-only at /home/sandbox/.agents instead of ~/.agents" },

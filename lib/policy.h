@@ -105,6 +105,8 @@ struct aisb_policy {
         bool node_source_npm; /* Node from the npm registry instead of the official tarball */
         char *thinking;       /* pi's reasoning level, or "host" */
         bool no_pi_config;
+        bool no_harness_config; /* pi's, claude's and codex's bridges */
+        bool no_harness_keys;   /* aisb_policy_hold_harness_keys does nothing */
         bool no_agents;
         char *agents_dir;     /* mounted read-only at ~/.agents; NULL: the user's ~/.agents */
         bool allow_unenforced;

@@ -26,5 +26,6 @@
 #include "session-log.h"
 #include "skills-lint.h"
 #include "skills-walk.h"
+#include "toml-json.h"
 #include "userdirs.h"
 #include "util.h"

@@ -29,10 +29,15 @@ def stream(handler, events):
     handler.send_header("Cache-Control", "no-cache")
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
-    for data in events + [b""]:
+    for i, data in enumerate(events):
+        if i:
+            time.sleep(0.02)
         handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         handler.wfile.flush()
-        time.sleep(0.02)
+    # The end at once, with the last event, as an API server ends its stream: a client (codex)
+    # that closes the connection on the last event must not find the body unfinished.
+    handler.wfile.write(b"0\r\n\r\n")
+    handler.wfile.flush()
 
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

@@ -65,3 +65,20 @@ set -e
 expect_eq "a level claude lacks is refused before the run" 2 "$rc"
 expect_contains "with claude's list" "thinking: claude has no level 'off' (use one of: low, medium, high, xhigh, max, host)" "$err"
 [ ! -e made-by-claude.txt ] || fail "the refused run ran"
+
+# The key held by the gate on its own: no --secret, ANTHROPIC_API_KEY only in aisb's
+# environment, held at ANTHROPIC_BASE_URL's host. --no-harness-keys: not held, not passed.
+: > "$E2E_TMP/claude.log"
+auto=(--harness claude --ca-cert "$ca" --net allow --allow "api.stub.test:$port" --gate-add-host api.stub.test:127.0.0.1
+      --env ANTHROPIC_BASE_URL --ask deny)
+expect_contains "the policy holds the key at the provider's host" "secret=ANTHROPIC_API_KEY@api.stub.test/x-api-key" \
+  "$("$AISB" run "${auto[@]}" --print-policy -- claude -p x)"
+out=$("$AISB" run "${auto[@]}" -- claude -p "make the file" --dangerously-skip-permissions 2>"$E2E_TMP/err" </dev/null) ||
+  { cat "$E2E_TMP/err" >&2; fail "claude -p with the key held on its own failed: $out"; }
+expect_contains "the loop runs with the key held on its own" "$answer tool said: uid=$(id -u)" "$out"
+expect_eq "the provider got the key, on every request" "$ANTHROPIC_API_KEY" \
+  "$(python3 -c 'import json,sys; print(*sorted({json.loads(l)["x-api-key"] for l in open(sys.argv[1])}))' "$E2E_TMP/claude.log")"
+seen=$(cat made-by-claude.txt)
+case $seen in aisb-secret-*) pass "the sandbox held a placeholder" ;; *) fail "the sandbox held '$seen', not a placeholder" ;; esac
+expect_absent "the policy names no secret with --no-harness-keys" "secret=ANTHROPIC_API_KEY" \
+  "$("$AISB" run "${auto[@]}" --no-harness-keys --print-policy -- claude -p x)"

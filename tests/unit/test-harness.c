@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "unit.h"
 #include "fileio.h"
+#include "toml-json.h"
 
 #define LITERAL_KEY "sk-acme-literal-0001"
 #define LITERAL_HEADER "team-secret-0002"
@@ -174,9 +175,25 @@ START_TEST(test_bridge_applies)
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "/usr/bin/pi/", NULL }, NULL), 0);
         ck_assert(!harness_bridge_applies(p));
         aisb_policy_free(p);
+        /* claude and codex have bridges of their own; no-harness-config declines each, and
+         * no-pi-config only pi's. */
+        for (const char *const *h = (const char *const[]) { "claude", "codex", NULL }; *h; h++) {
+                ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+                ck_assert_int_eq(aisb_policy_set(p, "harness", *h, NULL), 0);
+                ck_assert(harness_bridge_applies(p));
+                ck_assert_str_eq(harness_sandbox_dir(p), streq(*h, "claude") ? "/home/sandbox/.claude" : "/home/sandbox/.codex");
+                ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
+                ck_assert(harness_bridge_applies(p));
+                ck_assert_int_eq(aisb_policy_set(p, "no-harness-config", "true", NULL), 0);
+                ck_assert(!harness_bridge_applies(p));
+                aisb_policy_free(p);
+        }
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        ck_assert_str_eq(harness_sandbox_dir(p), "/home/sandbox/.pi/agent");
+        ck_assert_int_eq(aisb_policy_set(p, "no-harness-config", "true", NULL), 0);
         ck_assert(!harness_bridge_applies(p));
+        ck_assert_int_eq(aisb_policy_set(p, "shell", "true", NULL), 0);
+        ck_assert_ptr_null(harness_sandbox_dir(p));
         aisb_policy_free(p);
 }
 END_TEST
@@ -223,6 +240,25 @@ START_TEST(test_thinking_per_harness)
         ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "bogus", &err), -EINVAL);
         aisb_error_free(err);
+        err = NULL;
+        aisb_policy_free(p);
+
+        /* codex: its own levels, through its bridged config.toml (no variable); declined with
+         * the bridge. */
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_ptr_null(harness_thinking_env(p));
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err),
+                         "thinking: codex has no level 'max' (use one of: none, minimal, low, medium, high, xhigh, host)");
+        aisb_error_free(err);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "minimal", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "no-harness-config", "true", NULL), 0);
+        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
         aisb_policy_free(p);
 }
 END_TEST
@@ -463,6 +499,195 @@ START_TEST(test_prepare_volume)
 }
 END_TEST
 
+/* claude's host configuration, in $CLAUDE_CONFIG_DIR (its own variable, honoured as pi's is):
+ * settings.json merged per key without a credential or a command that makes one, CLAUDE.md
+ * copied, .credentials.json never; commands/ and skills/ mounted read-only. */
+#define CLAUDE_KEY "sk-ant-literal-0003"
+START_TEST(test_prepare_claude)
+{
+        char claude[PATH_MAX];
+        snprintf(claude, sizeof claude, "%s/claude-home", dir);
+        setenv("CLAUDE_CONFIG_DIR", claude, 1);
+        write_file(at("claude-home/settings.json"),
+                   "{\"model\":\"opus\",\"apiKeyHelper\":\"/home/u/bin/key\",\"env\":{\"ANTHROPIC_BASE_URL\":"
+                   "\"https://llm.corp.test\",\"ANTHROPIC_API_KEY\":\"" CLAUDE_KEY "\"},"
+                   "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
+        write_file(at("claude-home/CLAUDE.md"), "# be brief\n");
+        write_file(at("claude-home/.credentials.json"), "{\"claudeAiOauth\":{\"accessToken\":\"" CLAUDE_KEY "\"}}");
+        write_file(at("claude-home/commands/review.md"), "review\n");
+        write_file(at("claude-home/skills/s/SKILL.md"), "skill\n");
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+
+        expect_mode(at("volume/.claude/settings.json"), 0600);
+        json_object *settings = read_json(at("volume/.claude/settings.json"));
+        ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "opus");
+        ck_assert_str_eq(get_string(settings, "env", "ANTHROPIC_BASE_URL", NULL), "https://llm.corp.test");
+        ck_assert_ptr_null(get_string(settings, "env", "ANTHROPIC_API_KEY", NULL));
+        ck_assert_ptr_null(get_string(settings, "apiKeyHelper", NULL, NULL));
+        json_object_put(settings);
+        char *text = read_file(at("volume/.claude/CLAUDE.md"));
+        ck_assert_str_eq(text ? text : "(none)", "# be brief\n");
+        free(text);
+        ck_assert_int_eq(access(at("volume/.claude/.credentials.json"), F_OK), -1);
+        char command[PATH_MAX + 64];
+        snprintf(command, sizeof command, "! grep -r '" CLAUDE_KEY "' '%s'", at("volume"));
+        ck_assert_msg(system(command) == 0, "the key reached the sandbox's home");
+        /* Said, by name, never by value. */
+        ck_assert_ptr_nonnull(strstr(logs.text, "apiKeyHelper, env.ANTHROPIC_API_KEY not bridged"));
+        ck_assert_ptr_null(strstr(logs.text, CLAUDE_KEY));
+
+        /* Read-only mounts for what exists of commands/, agents/, skills/. */
+        harness_mount m[HARNESS_MOUNTS_MAX];
+        size_t n = 0;
+        ck_assert_int_eq(harness_mounts(p, m, &n), 0);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_str_eq(m[0].source, at("claude-home/commands"));
+        ck_assert_str_eq(m[0].destination, "/home/sandbox/.claude/commands");
+        ck_assert_str_eq(m[1].source, at("claude-home/skills"));
+        ck_assert_str_eq(m[1].destination, "/home/sandbox/.claude/skills");
+        harness_mounts_done(m, n);
+
+        /* The agent's edit stays; the user's change on the host follows; a key the run passes
+         * itself is not news. */
+        write_file(at("volume/.claude/settings.json"),
+                   "{\"model\":\"haiku\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://llm.corp.test\"},"
+                   "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
+        write_file(at("claude-home/settings.json"),
+                   "{\"model\":\"opus\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://llm.corp.test\","
+                   "\"ANTHROPIC_API_KEY\":\"" CLAUDE_KEY "\"},\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
+        ck_assert_int_eq(aisb_policy_set(p, "env", "ANTHROPIC_API_KEY=x", NULL), 0);
+        logs.text[0] = 0;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_json(at("volume/.claude/settings.json"));
+        ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "haiku");
+        ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "permissions"), JSON_C_TO_STRING_PLAIN),
+                         "{\"allow\":[\"Bash(git *)\"]}");
+        json_object_put(settings);
+        ck_assert_ptr_null(strstr(logs.text, "not bridged"));
+        char base_file[PATH_MAX];
+        snprintf(base_file, sizeof base_file, "%s/state/ai-sandbox/claude/aisb-home-t/settings.base.json", base);
+        expect_mode(base_file, 0600);
+
+        /* Declined: nothing mounted. */
+        ck_assert_int_eq(aisb_policy_set(p, "no-harness-config", "true", NULL), 0);
+        ck_assert_int_eq(harness_mounts(p, m, &n), 0);
+        ck_assert_uint_eq(n, 0);
+        unsetenv("CLAUDE_CONFIG_DIR");
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* codex's config.toml from $CODEX_HOME: merged per key without credentials, its sandbox mode,
+ * update check and reasoning set by policy (in its profiles too), AGENTS.md copied, auth.json
+ * never. An ephemeral home gets it in the seed, written as TOML. */
+#define CODEX_TOKEN "lit-bearer-0004"
+START_TEST(test_prepare_codex)
+{
+        char codex[PATH_MAX];
+        snprintf(codex, sizeof codex, "%s/codex-home", dir);
+        setenv("CODEX_HOME", codex, 1);
+        write_file(at("codex-home/config.toml"),
+                   "model = \"gpt-5\"\nmodel_provider = \"corp\"\nsandbox_mode = \"workspace-write\"\n"
+                   "model_reasoning_effort = \"low\"\n"
+                   "[model_providers.corp]\nname = \"Corp\"\nbase_url = \"https://llm.corp.test/v1\"\n"
+                   "env_key = \"CORP_KEY\"\nwire_api = \"responses\"\nexperimental_bearer_token = \"" CODEX_TOKEN "\"\n"
+                   "[profiles.quick]\nmodel_reasoning_effort = \"minimal\"\n");
+        write_file(at("codex-home/AGENTS.md"), "be terse\n");
+        write_file(at("codex-home/auth.json"), "{\"OPENAI_API_KEY\":\"" CODEX_TOKEN "\"}");
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", "true", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
+        run_dir rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        harness_bridge b = {};
+        aisb_error *err = NULL;
+        ck_assert_msg(harness_bridge_prepare(ctx, p, &rd, &b, &err) == 0, "%s", aisb_error_message(err));
+        char seed[PATH_MAX], path[PATH_MAX + 32];
+        snprintf(seed, sizeof seed, "%s/codex-config", rd.path);
+        ck_assert_str_eq(b.seed_dir, seed);
+        snprintf(path, sizeof path, "%s/config.toml", seed);
+        expect_mode(path, 0600);
+        char *text = read_file(path);
+        ck_assert_ptr_null(strstr(text, CODEX_TOKEN));
+        json_object *config = NULL;
+        ck_assert_msg(toml_parse_json(text, strlen(text), path, &config, &err) == 0, "%s", aisb_error_message(err));
+        free(text);
+        ck_assert_str_eq(get_string(config, "model", NULL, NULL), "gpt-5");
+        ck_assert_str_eq(get_string(config, "sandbox_mode", NULL, NULL), "danger-full-access");
+        ck_assert_str_eq(get_string(config, "model_reasoning_effort", NULL, NULL), "medium");
+        ck_assert_str_eq(get_string(config, "profiles", "quick", "model_reasoning_effort"), "medium");
+        ck_assert_str_eq(get_string(config, "model_providers", "corp", "env_key"), "CORP_KEY");
+        ck_assert_str_eq(get_string(config, "model_providers", "corp", "base_url"), "https://llm.corp.test/v1");
+        json_object *update = NULL;
+        ck_assert(json_object_object_get_ex(config, "check_for_update_on_startup", &update));
+        ck_assert(!json_object_get_boolean(update));
+        json_object_put(config);
+        snprintf(path, sizeof path, "%s/AGENTS.md", seed);
+        text = read_file(path);
+        ck_assert_str_eq(text ? text : "(none)", "be terse\n");
+        free(text);
+        snprintf(path, sizeof path, "%s/auth.json", seed);
+        ck_assert_int_eq(access(path, F_OK), -1);
+        ck_assert_ptr_nonnull(strstr(logs.text, "model_providers.corp.experimental_bearer_token not bridged"));
+        ck_assert_ptr_null(strstr(logs.text, CODEX_TOKEN));
+        harness_bridge_done(&b);
+        run_dir_remove(&rd);
+
+        /* A host file that is not TOML fails the run, saying where. */
+        write_file(at("codex-home/config.toml"), "model = \n");
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        ck_assert_int_lt(harness_bridge_prepare(ctx, p, &rd, &b, &err), 0);
+        ck_assert_msg(strstr(aisb_error_message(err), "codex-home/config.toml"), "%s", aisb_error_message(err));
+        aisb_error_free(err);
+        harness_bridge_done(&b);
+        run_dir_remove(&rd);
+        unsetenv("CODEX_HOME");
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* In a home volume, the agent's own edit of config.toml stays (the sandbox mode excepted), and
+ * a config.toml the agent broke is re-seeded from the host with a warning. */
+START_TEST(test_prepare_codex_volume)
+{
+        char codex[PATH_MAX];
+        snprintf(codex, sizeof codex, "%s/codex-home", dir);
+        setenv("CODEX_HOME", codex, 1);
+        write_file(at("codex-home/config.toml"), "model = \"gpt-5\"\napproval_policy = \"on-request\"\n");
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        write_file(at("volume/.codex/config.toml"),
+                   "model = \"gpt-5\"\napproval_policy = \"never\"\nsandbox_mode = \"read-only\"\n"
+                   "check_for_update_on_startup = false\nmodel_reasoning_effort = \"xhigh\"\n");
+        write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\napproval_policy = \"on-request\"\n");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        char *text = read_file(at("volume/.codex/config.toml"));
+        json_object *config = NULL;
+        ck_assert_int_eq(toml_parse_json(text, strlen(text), "config.toml", &config, NULL), 0);
+        free(text);
+        ck_assert_str_eq(get_string(config, "model", NULL, NULL), "gpt-5.1");
+        ck_assert_str_eq(get_string(config, "approval_policy", NULL, NULL), "never");
+        ck_assert_str_eq(get_string(config, "sandbox_mode", NULL, NULL), "danger-full-access");
+        json_object_put(config);
+
+        write_file(at("volume/.codex/config.toml"), "[[[ not toml\n");
+        logs.text[0] = 0;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_ptr_nonnull(strstr(logs.text, "taking the host's settings afresh"));
+        text = read_file(at("volume/.codex/config.toml"));
+        ck_assert_ptr_nonnull(strstr(text, "approval_policy = \"on-request\""));
+        free(text);
+        unsetenv("CODEX_HOME");
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A symlink the agent planted at .pi or .pi/agent in its home: refused, nothing written
  * where it points. */
 static void expect_symlink_refused(const char *link_at)
@@ -669,6 +894,9 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_volume_files_planted);
         tcase_add_test(tc, test_prepare_volume_unknown);
         tcase_add_test(tc, test_prepare_warns_of_credentials);
+        tcase_add_test(tc, test_prepare_claude);
+        tcase_add_test(tc, test_prepare_codex);
+        tcase_add_test(tc, test_prepare_codex_volume);
         suite_add_tcase(s, tc);
         tc = tcase_create("describe");
         tcase_add_checked_fixture(tc, setup, teardown);

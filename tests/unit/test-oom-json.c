@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Out of memory inside json-c itself, for the declarative builder (jsonutil.h): test-oom's
+ * Out of memory inside json-c itself, for the declarative builder (jsonutil.h) and the TOML
+ * conversion (toml-json.h, and libstdc++'s operator new under it): test-oom's
  * malloc is seen by the library's own code only (the tests build with -fvisibility=hidden,
  * so json-c and libc keep theirs); this one is exported, so json-c's allocations fail too.
  * For N = 0, 1, 2, ... the N-th allocation of this thread fails: the build must then return
@@ -8,6 +9,7 @@
  * leak). Not built with the sanitizers, which replace malloc themselves.
  */
 #include <check.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +116,63 @@ START_TEST(test_oom_text)
 }
 END_TEST
 
+/* codex's config through toml-json.h, where the C++ half meets an allocation failure as
+ * std::bad_alloc (operator new calls this malloc too): at each, -ENOMEM with an error and
+ * nothing returned, never an exception into C, a crash or a leak; else the whole value. */
+static const char toml_text[] = "model = \"o3\"\nlist = [1, 2.5, \"x\"]\n"
+                                "[model_providers.p]\nbase_url = \"http://h/v1\"\n"
+                                "http_headers = { X-A = \"b\" }\n[[t]]\nn = 1\n[[t]]\nn = 2\n";
+
+/* Each allocation failed in turn; returns how many there were. */
+static long oom_toml_pass(json_object *want, const char *want_text)
+{
+        long n = 0;
+        for (bool more = true; more; n++) {
+                json_object *o = (json_object *) 0x1;
+                char *text = (char *) 0x1;
+                aisb_error *err = NULL;
+                countdown = n;
+                failed_one = false;
+                int r = toml_parse_json(toml_text, strlen(toml_text), "t", &o, &err);
+                if (r == 0)
+                        r = toml_format_json(o, &text, &err);
+                more = failed_one;
+                countdown = -1;
+                if (r < 0) {
+                        ck_assert_int_eq(r, -ENOMEM);
+                        ck_assert_int_eq(aisb_error_code(err), -ENOMEM);
+                        ck_assert_ptr_eq(text, (char *) 0x1);
+                        aisb_error_free(err);
+                } else {
+                        ck_assert(json_object_equal(o, want));
+                        ck_assert_str_eq(text, want_text);
+                        free(text);
+                }
+                if (o != (json_object *) 0x1)
+                        json_object_put(o);
+        }
+        return n;
+}
+
+START_TEST(test_oom_toml)
+{
+        json_object *want = NULL;
+        ck_assert_int_eq(toml_parse_json(toml_text, strlen(toml_text), "t", &want, NULL), 0);
+        char *want_text = NULL;
+        ck_assert_int_eq(toml_format_json(want, &want_text, NULL), 0);
+        /* No sanitizer here to see a leak: the heap in use must not grow from one pass to the
+         * next (the first fills glibc's per-thread cache, which counts as in use). */
+        long n = oom_toml_pass(want, want_text);
+        size_t in_use = mallinfo2().uordblks;
+        ck_assert_int_eq(oom_toml_pass(want, want_text), n);
+        ck_assert_uint_eq(mallinfo2().uordblks, in_use);
+        fprintf(stderr, "toml: %ld allocations\n", n);
+        ck_assert_int_gt(n, 50);
+        json_object_put(want);
+        free(want_text);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("oom-json");
@@ -121,5 +180,8 @@ int main(void)
         tcase_add_test(tc, test_oom_builder);
         tcase_add_test(tc, test_oom_text);
         suite_add_tcase(s, tc);
+        TCase *toml = tcase_create("toml");
+        tcase_add_test(toml, test_oom_toml);
+        suite_add_tcase(s, toml);
         return unit_run(s);
 }

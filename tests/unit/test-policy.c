@@ -587,6 +587,8 @@ static void samples_setup(void)
         sample("shell", "true", NULL);
         sample("thinking", "low", NULL);
         sample("no-pi-config", "true", NULL);
+        sample("no-harness-config", "true", NULL);
+        sample("no-harness-keys", "true", NULL);
         sample("no-agents", "true", NULL);
         snprintf(path, sizeof path, "%s/agents", sample_dir);
         sample("agents-dir", path, NULL);

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What of claude's and codex's host configuration never enters the sandbox, and what policy
+ * sets there on every run (harness-config.h). Pure: json-c values in, json-c values out.
+ */
+#include <string.h>
+
+#include "harness-config.h"
+#include "jsonutil.h"
+
+#define WORDS_MAX 16
+#define WORD_MAX 32
+
+/* Split key into lower-case words at '_', '-', '.', ' ' and where a lower-case letter or a
+ * digit meets an upper-case one ("apiKeyHelper": api, key, helper). Longer words are cut:
+ * they are compared only with short ones. */
+static size_t key_words(const char *key, char words[WORDS_MAX][WORD_MAX])
+{
+        size_t n = 0, len = 0;
+        for (const char *c = key;; c++) {
+                bool upper = *c >= 'A' && *c <= 'Z';
+                bool boundary = !*c || strchr("_-. ", *c) ||
+                                (upper && c > key && ((c[-1] >= 'a' && c[-1] <= 'z') || (c[-1] >= '0' && c[-1] <= '9')));
+                if (boundary && len > 0) {
+                        words[n++][len] = '\0';
+                        len = 0;
+                        if (n == WORDS_MAX)
+                                return n;
+                }
+                if (!*c)
+                        return n;
+                if (strchr("_-. ", *c))
+                        continue;
+                if (len < WORD_MAX - 1)
+                        words[n][len++] = (char) (upper ? *c - 'A' + 'a' : *c);
+        }
+}
+
+bool harness_key_is_credential(const char *key)
+{
+        static const char *const credential[] = {
+                "key", "keys", "apikey", "accesskey", "privatekey", "token", "authtoken",
+                "secret", "secrets", "password", "passwords", "passwd", "credential", "credentials",
+                "bearer", "authorization", "cookie",
+        };
+        char words[WORDS_MAX][WORD_MAX];
+        size_t n = key_words(key, words);
+        if (n == 0)
+                return false;
+        /* A name that says where a credential is, not what: env_key, bearer_token_env_var,
+         * api_key_env. */
+        if (streq(words[n - 1], "env") || (n >= 2 && streq(words[n - 2], "env") &&
+                                           (streq(words[n - 1], "var") || streq(words[n - 1], "key"))))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < ELEMENTSOF(credential); k++)
+                        if (streq(words[i], credential[k]))
+                                return true;
+        return false;
+}
+
+static int scrub(json_object *o, buffer *path, buffer *removed)
+{
+        if (json_object_is_type(o, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(o); i++) {
+                        size_t mark = path->size;
+                        int r = buffer_printf(path, "[%zu]", i);
+                        r = r < 0 ? r : scrub(json_object_array_get_idx(o, i), path, removed);
+                        path->size = mark;
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        if (!json_object_is_type(o, json_type_object))
+                return 0;
+        /* Collect first: json-c's iteration does not survive a deletion. */
+        _cleanup_strv_free_ char **doomed = NULL;
+        json_object_object_foreach(o, key, value) {
+                size_t mark = path->size;
+                int r = buffer_printf(path, "%s%s", mark ? "." : "", key);
+                if (r >= 0 && harness_key_is_credential(key)) {
+                        r = strv_push(&doomed, key);
+                        if (r >= 0 && removed)
+                                r = buffer_printf(removed, "%.*s, ", (int) path->size, path->data);
+                } else if (r >= 0 && !streq(key, "env_http_headers"))
+                        r = scrub(value, path, removed);
+                path->size = mark;
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; doomed && doomed[i]; i++)
+                json_object_object_del(o, doomed[i]);
+        return 0;
+}
+
+int harness_scrub_credentials(json_object *o, buffer *removed)
+{
+        _cleanup_(buffer_free) buffer path = {};
+        return scrub(o, &path, removed);
+}
+
+int claude_settings_scrub(json_object *settings, buffer *removed)
+{
+        /* Host commands that print a credential: they would run in the sandbox, on paths of
+         * the host's, and hand what they print to the agent. */
+        static const char *const helpers[] = { "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport",
+                                               "otelHeadersHelper" };
+        if (!json_object_is_type(settings, json_type_object))
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(helpers); i++)
+                if (json_object_object_get_ex(settings, helpers[i], NULL)) {
+                        json_object_object_del(settings, helpers[i]);
+                        if (removed && buffer_printf(removed, "%s, ", helpers[i]) < 0)
+                                return -ENOMEM;
+                }
+        return harness_scrub_credentials(settings, removed);
+}
+
+/* codex-rs's ReasoningEffort. */
+static const char *const codex_levels[] = { "none", "minimal", "low", "medium", "high", "xhigh" };
+
+bool codex_thinking_level_valid(const char *level)
+{
+        if (level && streq(level, "host"))
+                return true;
+        for (size_t i = 0; level && i < ELEMENTSOF(codex_levels); i++)
+                if (streq(level, codex_levels[i]))
+                        return true;
+        return false;
+}
+
+const char *codex_thinking_levels(void)
+{
+        return "none, minimal, low, medium, high, xhigh, host";
+}
+
+static int set_string(json_object *o, const char *key, const char *value)
+{
+        json_object *v = json_object_new_string(value);
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* key = value in o, and in every profile of o's that sets key itself. */
+static int set_everywhere(json_object *config, const char *key, const char *value)
+{
+        int r = set_string(config, key, value);
+        json_object *profiles = NULL;
+        if (r < 0 || !json_object_object_get_ex(config, "profiles", &profiles) ||
+            !json_object_is_type(profiles, json_type_object))
+                return r;
+        json_object_object_foreach(profiles, name, profile) {
+                (void) name;
+                if (json_object_is_type(profile, json_type_object) && json_object_object_get_ex(profile, key, NULL) &&
+                    (r = set_string(profile, key, value)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* table.key = value (taken) in config, the table made (or a non-table there replaced). */
+static int set_in_table(json_object *config, const char *table, const char *key, json_object *value)
+{
+        json_object *t = NULL;
+        if (!value)
+                return -ENOMEM;
+        if (!json_object_object_get_ex(config, table, &t) || !json_object_is_type(t, json_type_object)) {
+                t = json_object_new_object();
+                if (!t || json_object_object_add(config, table, t) < 0) {
+                        json_object_put(t);
+                        json_object_put(value);
+                        return -ENOMEM;
+                }
+        }
+        if (json_object_object_add(t, key, value) < 0) {
+                json_object_put(value);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int codex_config_apply_policy(json_object *config, const char *level, aisb_error **err)
+{
+        if (!codex_thinking_level_valid(level))
+                return aisb_error_set(err, -EINVAL, "thinking: codex has no level '%s' (use one of: %s)",
+                                      level ? level : "(none)", codex_thinking_levels());
+        if (!json_object_is_type(config, json_type_object))
+                return aisb_error_set(err, -EINVAL, "codex's configuration to apply policy to is not a table");
+        int r = set_everywhere(config, "sandbox_mode", "danger-full-access");
+        /* What codex 0.171 asks of the network on its own, each refused by the gate on every
+         * run: the update check (api.github.com), the curated plugins' sync (github.com,
+         * api.github.com, chatgpt.com), metrics (ab.chatgpt.com). And the TUI's background
+         * server, which copies codex (over 400 MB) into the home and outlives the TUI. */
+        r = r < 0 ? r : set_in_table(config, "features", "plugins", json_object_new_boolean(false));
+        r = r < 0 ? r : set_in_table(config, "features", "daemon_auto_start", json_object_new_boolean(false));
+        r = r < 0 ? r : set_in_table(config, "analytics", "enabled", json_object_new_boolean(false));
+        r = r < 0 ? r : set_in_table(config, "otel", "metrics_exporter", json_object_new_string("none"));
+        if (r >= 0) {
+                json_object *no = json_object_new_boolean(false);
+                r = no && json_object_object_add(config, "check_for_update_on_startup", no) == 0 ? 0 : -ENOMEM;
+                if (r < 0)
+                        json_object_put(no);
+        }
+        if (r >= 0 && !streq(level, "host"))
+                r = set_everywhere(config, "model_reasoning_effort", level);
+        return r < 0 ? error_oom(err) : 0;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pure rules of the claude and codex bridges (pi's are in pi-config.h): what of the host's
+ * configuration never enters the sandbox, and what aisb sets there on every run whatever the
+ * files say. Both work on json-c values (codex's TOML is read into one, toml-json.h); the
+ * three-way merge itself is pi_merge_settings. docs/bridges.md says why each rule is there.
+ */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "error.h"
+#include "util.h"
+
+/* Whether a key names a credential (an API key, a token, a secret, a password, a bearer, an
+ * authorization header), matched on its letters alone, case-insensitively: "ANTHROPIC_API_KEY",
+ * "apiKeyHelper", "X-Api-Key", "experimental_bearer_token", "Authorization". A key that only
+ * names where a credential is found ("env_key": a variable's name) is not one. */
+bool harness_key_is_credential(const char *key);
+
+/* Remove from o (an object, changed in place), at any depth, every key that names a
+ * credential (harness_key_is_credential), whatever its value. A table of references
+ * ("env_http_headers": header name to variable name) is kept whole. Each removed key's dotted
+ * path is appended to removed, followed by ", " (names, never values; NULL: not told).
+ * Objects inside arrays are scrubbed too. -ENOMEM. */
+int harness_scrub_credentials(json_object *o, buffer *removed);
+
+/* claude's settings.json as the sandbox gets it: the host's, without credentials (above),
+ * and without the settings that run a host command to make one (apiKeyHelper,
+ * awsAuthRefresh, awsCredentialExport, otelHeadersHelper: they would run in the sandbox, and
+ * what they print is a credential). In place; removed as above. -ENOMEM. */
+int claude_settings_scrub(json_object *settings, buffer *removed);
+
+/* codex's reasoning levels (config.toml model_reasoning_effort), plus "host". */
+bool codex_thinking_level_valid(const char *level);
+const char *codex_thinking_levels(void);
+/* codex's config.toml (an object) as policy makes it, on top of the merge:
+ *  - sandbox_mode "danger-full-access", at the top and in every profile that sets one: codex's
+ *    own sandbox (bubblewrap with new user and network namespaces) cannot start inside aisb's,
+ *    which refuses user namespaces, so any other mode fails every shell command; aisb's
+ *    container is the sandbox. approval_policy stays the user's;
+ *  - check_for_update_on_startup false, features.plugins false, analytics.enabled false,
+ *    otel.metrics_exporter "none": what codex asks of the network on its own, which the gate
+ *    would refuse on every run; features.daemon_auto_start false: the TUI's background server;
+ *  - level (unless "host"): model_reasoning_effort, at the top and in every profile that sets
+ *    one, so that no profile lowers it.
+ * -EINVAL naming the levels for a level codex lacks; -ENOMEM. */
+int codex_config_apply_policy(json_object *config, const char *level, aisb_error **err);

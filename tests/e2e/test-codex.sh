@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# codex, for real: an agent loop against a stand-in for the OpenAI Responses API (HTTPS on the
+# host's loopback, streaming chunked server-sent events as the API does), reached through the
+# gate. The user's config.toml ($CODEX_HOME) names the provider, its env_key and a sandbox
+# mode that cannot work inside aisb's container; the bridge carries the provider over and
+# sets the mode, the update check, the plugins' sync and the reasoning level by policy; the
+# key is held by the gate on its own (no --secret): the sandbox gets a placeholder, the
+# provider the key. The model asks for codex's shell tool; codex runs it in the sandbox and
+# the result comes back in the final answer; the tool's file is the user's; auth.json stays
+# on the host; the run's summary refuses nothing.
+source "$(dirname "$0")/lib.sh"
+
+ca=$AISB_SRC/tests/e2e/tls/ca.pem
+answer=CODEX-ANSWER-$$
+STUB_TLS=1 python3 "$AISB_SRC/tests/e2e/stub-openai.py" "$E2E_TMP/codex.log" "$answer" \
+  'printf %s "$STUB_OPENAI_KEY" > made-by-codex.txt; test -e ~/.codex/auth.json && echo AUTH-COPIED; echo uid=$(id -u)' \
+  > "$E2E_TMP/codex.port" &
+stub=$!
+trap 'kill $stub 2>/dev/null; cleanup' EXIT
+for _ in $(seq 50); do [ -s "$E2E_TMP/codex.port" ] && break; sleep 0.1; done
+port=$(cat "$E2E_TMP/codex.port")
+[ -n "$port" ] || cannot_run "the stub server did not start"
+
+version=$("$AISB" run --harness codex --net none -- codex --version 2>/dev/null </dev/null)
+expect_contains "codex runs in the sandbox" "codex-cli" "$version"
+
+export CODEX_HOME=$E2E_TMP/codex-home
+mkdir -p "$CODEX_HOME"
+cat > "$CODEX_HOME/config.toml" <<TOML
+model = "stub-model"
+model_provider = "stub"
+sandbox_mode = "workspace-write"
+model_reasoning_effort = "low"
+
+[model_providers.stub]
+name = "stub"
+base_url = "https://api.stub.test:$port/v1"
+env_key = "STUB_OPENAI_KEY"
+wire_api = "responses"
+TOML
+echo '{"OPENAI_API_KEY":"sk-never-copied"}' > "$CODEX_HOME/auth.json"
+export STUB_OPENAI_KEY=sk-real-e2e-$$
+args=(--harness codex --ca-cert "$ca" --net allow --allow "api.stub.test:$port" --gate-add-host api.stub.test:127.0.0.1
+      --ask deny)
+out=$("$AISB" run "${args[@]}" -- codex exec --skip-git-repo-check "make the file" 2>"$E2E_TMP/err" </dev/null) ||
+  { cat "$E2E_TMP/err" >&2; fail "codex exec failed: $out"; }
+expect_contains "codex prints the final answer, with the tool's result the model got back" \
+  "$answer tool said: uid=$(id -u)" "$out"
+expect_eq "the model asked for a shell tool, and got its result" "asked result" \
+  "$(python3 - "$E2E_TMP/codex.log" <<'PY'
+import json, sys
+r = [json.loads(l)["body"] for l in open(sys.argv[1]) if json.loads(l)["path"].endswith("/responses")]
+def has_output(b):
+    return any(isinstance(i, dict) and i.get("type") in ("function_call_output", "custom_tool_call_output")
+               for i in b.get("input", []))
+print("asked" if r and not has_output(r[0]) else "?", "result" if any(has_output(b) for b in r[1:]) else "none")
+PY
+)"
+expect_eq "the provider got the key from the gate, on every request" "Bearer $STUB_OPENAI_KEY" \
+  "$(python3 -c 'import json,sys; print(*sorted({json.loads(l)["authorization"] for l in open(sys.argv[1])}))' "$E2E_TMP/codex.log")"
+[ -f made-by-codex.txt ] && [ ! -L made-by-codex.txt ] || fail "the tool's file is not in the project"
+expect_eq "the file the tool wrote is the user's" "$(id -u)" "$(stat -c %u made-by-codex.txt)"
+seen=$(cat made-by-codex.txt)
+[ -n "$seen" ] || fail "the sandbox's STUB_OPENAI_KEY was empty"
+expect_absent "the sandbox saw only a placeholder, never the key" "$STUB_OPENAI_KEY" "$seen"
+expect_absent "auth.json stays on the host" "AUTH-COPIED" "$out"
+expect_contains "codex's own traffic is off: the run's summary refuses nothing" "allowed, 0 denied, 0 failed" \
+  "$(cat "$E2E_TMP/err")"
+
+effort() { python3 -c 'import json,sys; print(*sorted({(json.loads(l)["body"].get("reasoning") or {}).get("effort") or "none" for l in open(sys.argv[1]) if json.loads(l)["path"].endswith("/responses")}))' "$1"; }
+expect_eq "the model was asked at the policy's level (xhigh), not the config's" xhigh "$(effort "$E2E_TMP/codex.log")"
+: > "$E2E_TMP/codex.log"
+rm -f made-by-codex.txt
+"$AISB" run "${args[@]}" --thinking minimal -- codex exec --skip-git-repo-check "make the file" \
+  >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "codex exec --thinking minimal failed"; }
+expect_eq "--thinking minimal reaches codex as its reasoning effort" minimal "$(effort "$E2E_TMP/codex.log")"
+
+set +e
+err=$("$AISB" run "${args[@]}" --thinking max -- codex exec --skip-git-repo-check "make the file" 2>&1 </dev/null); rc=$?
+set -e
+expect_eq "a level codex lacks is refused before the run" 2 "$rc"
+expect_contains "with codex's list" "thinking: codex has no level 'max' (use one of: none, minimal, low, medium, high, xhigh, host)" "$err"
+
+# What inspect says: the provider bridged, the policy, the key held; names, never a value.
+desc=$("$AISB" inspect "${args[@]}" -- codex exec x 2>&1)
+expect_contains "inspect names the bridge" "bridge=codex from $CODEX_HOME" "$desc"
+expect_contains "and what policy sets" "bridge-policy=sandbox_mode danger-full-access" "$desc"
+expect_absent "and no value of the key" "$STUB_OPENAI_KEY" "$desc"

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* The claude and codex bridges' pure rules (harness-config.c): which keys are credentials and
+ * stay on the host, and what policy sets in codex's configuration whatever the files say. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "harness-config.h"
+#include "pi-config.h"
+#include "unit.h"
+
+static json_object *J(const char *text)
+{
+        json_object *o = NULL;
+        aisb_error *err = NULL;
+        ck_assert_msg(pi_parse_json(text, strlen(text), "test", &o, &err) == 0, "%s", aisb_error_message(err));
+        return o;
+}
+
+static void assert_json(json_object *got, const char *want)
+{
+        json_object *w = J(want);
+        ck_assert_msg(json_object_equal(got, w), "got %s, want %s",
+                      json_object_to_json_string_ext(got, JSON_C_TO_STRING_PLAIN), want);
+        json_object_put(w);
+}
+
+START_TEST(test_credential_names)
+{
+        static const char *const credentials[] = {
+                "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "apiKeyHelper", "X-Api-Key",
+                "x-api-key", "Authorization", "experimental_bearer_token", "AWS_SECRET_ACCESS_KEY",
+                "AWS_ACCESS_KEY_ID", "GH_TOKEN", "password", "client_secret", "apikey", "Cookie", "private_key",
+                "awsCredentialExport",
+        };
+        static const char *const others[] = {
+                "env_key", "bearer_token_env_var", "api_key_env", "model", "model_provider", "base_url",
+                "max_output_tokens", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "MAX_THINKING_TOKENS", "ANTHROPIC_BASE_URL",
+                "keymap", "monkey", "tokenizer", "preferred_auth_method", "", "___",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(credentials); i++)
+                ck_assert_msg(harness_key_is_credential(credentials[i]), "%s is a credential", credentials[i]);
+        for (size_t i = 0; i < ELEMENTSOF(others); i++)
+                ck_assert_msg(!harness_key_is_credential(others[i]), "%s is no credential", others[i]);
+}
+END_TEST
+
+/* Credentials go at any depth, inside arrays too, named by their path; references stay. */
+START_TEST(test_scrub)
+{
+        json_object *o = J("{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
+                           "\"env_key\":\"ACME_KEY\",\"experimental_bearer_token\":\"lit-1\","
+                           "\"http_headers\":{\"X-Api-Key\":\"lit-2\",\"X-Team\":\"t\"},"
+                           "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},"
+                           "\"servers\":[{\"name\":\"s\",\"token\":\"lit-3\"}],"
+                           "\"shell_environment_policy\":{\"set\":{\"GITHUB_TOKEN\":\"lit-4\",\"LANG\":\"C\"}}}");
+        buffer removed = {};
+        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        assert_json(o, "{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
+                       "\"env_key\":\"ACME_KEY\",\"http_headers\":{\"X-Team\":\"t\"},"
+                       "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},\"servers\":[{\"name\":\"s\"}],"
+                       "\"shell_environment_policy\":{\"set\":{\"LANG\":\"C\"}}}");
+        ck_assert_str_eq(buffer_steal(&removed) ?: "",
+                         "model_providers.acme.experimental_bearer_token, model_providers.acme.http_headers.X-Api-Key, "
+                         "servers[0].token, shell_environment_policy.set.GITHUB_TOKEN, ");
+        json_object_put(o);
+}
+END_TEST
+
+START_TEST(test_claude_scrub)
+{
+        json_object *o = J("{\"model\":\"opus\",\"apiKeyHelper\":\"~/bin/key\",\"awsAuthRefresh\":\"aws sso login\","
+                           "\"otelHeadersHelper\":\"h\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://b\","
+                           "\"ANTHROPIC_API_KEY\":\"sk-ant-lit\",\"DEBUG\":\"1\"},"
+                           "\"hooks\":{\"PreToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\",\"command\":\"x\"}]}]},"
+                           "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
+        buffer removed = {};
+        ck_assert_int_eq(claude_settings_scrub(o, &removed), 0);
+        assert_json(o, "{\"model\":\"opus\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://b\",\"DEBUG\":\"1\"},"
+                       "\"hooks\":{\"PreToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\",\"command\":\"x\"}]}]},"
+                       "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_str_eq(text, "apiKeyHelper, awsAuthRefresh, otelHeadersHelper, env.ANTHROPIC_API_KEY, ");
+        json_object_put(o);
+        /* Not an object: nothing to do. */
+        o = J("[1]");
+        ck_assert_int_eq(claude_settings_scrub(o, NULL), 0);
+        json_object_put(o);
+}
+END_TEST
+
+START_TEST(test_codex_policy)
+{
+        json_object *o = J("{\"model\":\"gpt\",\"sandbox_mode\":\"workspace-write\",\"approval_policy\":\"on-request\","
+                           "\"check_for_update_on_startup\":true,\"model_reasoning_effort\":\"low\","
+                           "\"profiles\":{\"a\":{\"model_reasoning_effort\":\"minimal\",\"sandbox_mode\":\"read-only\"},"
+                           "\"b\":{\"model\":\"o3\"},\"c\":7}}");
+        ck_assert_int_eq(codex_config_apply_policy(o, "high", NULL), 0);
+        assert_json(o, "{\"model\":\"gpt\",\"sandbox_mode\":\"danger-full-access\",\"approval_policy\":\"on-request\","
+                       "\"check_for_update_on_startup\":false,\"model_reasoning_effort\":\"high\","
+                       "\"profiles\":{\"a\":{\"model_reasoning_effort\":\"high\",\"sandbox_mode\":\"danger-full-access\"},"
+                       "\"b\":{\"model\":\"o3\"},\"c\":7},"
+                       "\"features\":{\"plugins\":false,\"daemon_auto_start\":false},\"analytics\":{\"enabled\":false},"
+                       "\"otel\":{\"metrics_exporter\":\"none\"}}");
+        /* host: the merge's level stays; the sandbox mode and the update check do not. */
+        json_object_put(o);
+        /* A table of the user's keeps its other keys; a non-table there is replaced. */
+        o = J("{\"model_reasoning_effort\":\"low\",\"sandbox_mode\":\"read-only\",\"features\":{\"x\":true,"
+              "\"plugins\":true},\"analytics\":7,\"otel\":{\"exporter\":\"none\"}}");
+        ck_assert_int_eq(codex_config_apply_policy(o, "host", NULL), 0);
+        assert_json(o, "{\"model_reasoning_effort\":\"low\",\"sandbox_mode\":\"danger-full-access\","
+                       "\"features\":{\"x\":true,\"plugins\":false,\"daemon_auto_start\":false},"
+                       "\"analytics\":{\"enabled\":false},\"otel\":{\"exporter\":\"none\",\"metrics_exporter\":\"none\"},"
+                       "\"check_for_update_on_startup\":false}");
+        aisb_error *err = NULL;
+        ck_assert_int_eq(codex_config_apply_policy(o, "max", &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err),
+                         "thinking: codex has no level 'max' (use one of: none, minimal, low, medium, high, xhigh, host)");
+        aisb_error_free(err);
+        json_object_put(o);
+        for (const char *const *l = (const char *const[]) { "none", "minimal", "low", "medium", "high", "xhigh", "host", NULL }; *l; l++)
+                ck_assert(codex_thinking_level_valid(*l));
+        ck_assert(!codex_thinking_level_valid("off"));
+        ck_assert(!codex_thinking_level_valid(NULL));
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("harness-config");
+        TCase *tc = tcase_create("rules");
+        tcase_add_test(tc, test_credential_names);
+        tcase_add_test(tc, test_scrub);
+        tcase_add_test(tc, test_claude_scrub);
+        tcase_add_test(tc, test_codex_policy);
+        suite_add_tcase(s, tc);
+        return unit_run(s);
+}
