@@ -7,6 +7,7 @@
 
 #include "harness-config.h"
 #include "jsonutil.h"
+#include "skills-scan.h"
 
 #define WORDS_MAX 16
 #define WORD_MAX 32
@@ -59,6 +60,30 @@ bool harness_key_is_credential(const char *key)
         return false;
 }
 
+static int found(const skills_finding *finding, void *userdata)
+{
+        (void) finding, (void) userdata;
+        return 1;
+}
+
+/* Whether a value holds what the skill linter takes for a credential (a known token format,
+ * a private key, a URL with a password, "token=..." and the like, a random-looking token),
+ * whatever the key it sits under; an array or object when any string inside does. */
+static bool value_has_credential(json_object *v, unsigned depth)
+{
+        if (depth > 64)
+                return true; /* deeper than any merge takes: not carried */
+        if (json_object_is_type(v, json_type_string))
+                return skills_scan(json_object_get_string(v), (size_t) json_object_get_string_len(v),
+                                   "settings.json", 1, found, NULL) != 0;
+        if (json_object_is_type(v, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(v); i++)
+                        if (value_has_credential(json_object_array_get_idx(v, i), depth + 1))
+                                return true;
+        }
+        return false;
+}
+
 static int scrub(json_object *o, buffer *path, buffer *removed)
 {
         if (json_object_is_type(o, json_type_array)) {
@@ -79,7 +104,11 @@ static int scrub(json_object *o, buffer *path, buffer *removed)
         json_object_object_foreach(o, key, value) {
                 size_t mark = path->size;
                 int r = buffer_printf(path, "%s%s", mark ? "." : "", key);
-                if (r >= 0 && harness_key_is_credential(key)) {
+                /* A name that says it is a credential, or a value that looks like one (a
+                 * string, or an array holding one: the whole key goes). A table of references
+                 * holds names of variables, never values. */
+                if (r >= 0 && (harness_key_is_credential(key) ||
+                               (!streq(key, "env_http_headers") && value_has_credential(value, 0)))) {
                         r = strv_push(&doomed, key);
                         if (r >= 0 && removed)
                                 r = buffer_printf(removed, "%.*s, ", (int) path->size, path->data);

@@ -20,7 +20,10 @@
 bool harness_key_is_credential(const char *key);
 
 /* Remove from o (an object, changed in place), at any depth, every key that names a
- * credential (harness_key_is_credential), whatever its value. A table of references
+ * credential (harness_key_is_credential), whatever its value, and every key whose value looks
+ * like one to the skill linter's scanner (skills-scan.h: a known token format, a private key,
+ * a URL with a password, a random-looking token), whatever its name; a string in an array
+ * takes the array's key with it. A table of references
  * ("env_http_headers": header name to variable name) is kept whole. Each removed key's dotted
  * path is appended to removed, followed by ", " (names, never values; NULL: not told).
  * Objects inside arrays are scrubbed too. -ENOMEM. */

@@ -66,6 +66,28 @@ START_TEST(test_scrub)
 }
 END_TEST
 
+/* A value that looks like a credential goes whatever its name: a known token format, a URL
+ * with a password, a random-looking token; an array holding one takes its key along.
+ * Placeholders and ordinary values stay. */
+#define GH_TOKEN "ghp_Qm4TzR8vLc2WxHy7NbKd3PfJ6sGa9UeVt5Rw"
+START_TEST(test_scrub_values)
+{
+        json_object *o = J("{\"env\":{\"MY_LLM\":\"" GH_TOKEN "\",\"LANG\":\"C.UTF-8\",\"HINT\":\"sk-...\"},"
+                           "\"proxy\":\"https://me:Zq8vR2xLp0wT@proxy.corp.test\",\"model\":\"gpt-5.1-codex-max\","
+                           "\"base_url\":\"https://llm.corp.test/v1\","
+                           "\"permissions\":{\"allow\":[\"Bash(ls)\",\"Bash(gh auth login --with-token " GH_TOKEN ")\"],"
+                           "\"deny\":[\"Read(./.env)\"]}}");
+        buffer removed = {};
+        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        assert_json(o, "{\"env\":{\"LANG\":\"C.UTF-8\",\"HINT\":\"sk-...\"},\"model\":\"gpt-5.1-codex-max\","
+                       "\"base_url\":\"https://llm.corp.test/v1\",\"permissions\":{\"deny\":[\"Read(./.env)\"]}}");
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_str_eq(text, "env.MY_LLM, proxy, permissions.allow, ");
+        ck_assert_ptr_null(strstr(text, "ghp_"));
+        json_object_put(o);
+}
+END_TEST
+
 START_TEST(test_claude_scrub)
 {
         json_object *o = J("{\"model\":\"opus\",\"apiKeyHelper\":\"~/bin/key\",\"awsAuthRefresh\":\"aws sso login\","
@@ -130,6 +152,7 @@ int main(void)
         TCase *tc = tcase_create("rules");
         tcase_add_test(tc, test_credential_names);
         tcase_add_test(tc, test_scrub);
+        tcase_add_test(tc, test_scrub_values);
         tcase_add_test(tc, test_claude_scrub);
         tcase_add_test(tc, test_codex_policy);
         suite_add_tcase(s, tc);
