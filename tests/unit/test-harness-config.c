@@ -59,7 +59,8 @@ START_TEST(test_scrub)
                        "\"env_key\":\"ACME_KEY\",\"http_headers\":{\"X-Team\":\"t\"},"
                        "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},\"servers\":[{\"name\":\"s\"}],"
                        "\"shell_environment_policy\":{\"set\":{\"LANG\":\"C\"}}}");
-        ck_assert_str_eq(buffer_steal(&removed) ?: "",
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_str_eq(text ? text : "",
                          "model_providers.acme.experimental_bearer_token, model_providers.acme.http_headers.X-Api-Key, "
                          "servers[0].token, shell_environment_policy.set.GITHUB_TOKEN, ");
         json_object_put(o);
