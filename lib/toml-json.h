@@ -40,7 +40,8 @@ int toml_parse_json(const char *text, size_t size, const char *origin, json_obje
  * reads back to the same value. JSON null has no TOML form: a key whose value is null is
  * left out, as if absent (in an array a null is refused: leaving it out would move the
  * elements after it). Refused with -EINVAL: a value that is not an object, an infinity or
- * a NaN, an integer above INT64_MAX, a string that is not UTF-8; -ELOOP past
+ * a NaN, an integer above INT64_MAX, a string that is not UTF-8, a key holding a single
+ * quote, a tab or a newline (toml++ 3.3 would write it unquoted); -ELOOP past
  * TOML_JSON_MAX_DEPTH; -EFBIG for a text of more than TOML_JSON_TEXT_MAX bytes. */
 int toml_format_json(json_object *o, char **ret_text, aisb_error **err);
 
