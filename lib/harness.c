@@ -268,6 +268,7 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
         if (read_config_at(sandbox_dir, j->name, origin, j->syntax, &sandbox, &e) < 0) {
                 aisb_log(ctx, AISB_LOG_WARNING, "%s: taking the host's settings afresh", aisb_error_message(e));
                 aisb_error_free(e);
+                e = NULL;
                 sandbox = NULL;
         }
         if (base_fd >= 0 && read_json_at(base_fd, j->base_name, j->base_name, &base, NULL) < 0)
@@ -277,7 +278,31 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
                 return aisb_error_wrap(err, r, "merging %s", j->name);
         if (j->policy && (r = j->policy(merged, p, err)) < 0)
                 return r;
-        r = write_config_at(sandbox_dir, j->name, j->syntax, merged, err);
+        _cleanup_free_ char *text = NULL;
+        r = j->syntax->format(merged, &text, &e);
+        if (r == -EINVAL && sandbox) {
+                /* Something of the sandbox's that the syntax cannot write back (a TOML key
+                 * toml++ would write unquoted): the host's settings afresh, as for a file
+                 * that does not parse, so that no run of the agent's fails the next. */
+                aisb_log(ctx, AISB_LOG_WARNING, "%s: %s: taking the host's settings afresh", origin,
+                         aisb_error_message(e));
+                aisb_error_free(e);
+                e = NULL;
+                json_object_put(merged);
+                merged = NULL;
+                r = pi_merge_settings(base, j->host, NULL, &merged, err);
+                if (r < 0)
+                        return aisb_error_wrap(err, r, "merging %s", j->name);
+                if (j->policy && (r = j->policy(merged, p, err)) < 0)
+                        return r;
+                r = j->syntax->format(merged, &text, &e);
+        }
+        if (r < 0) {
+                r = aisb_error_set(err, r, "%s: %s", j->name, aisb_error_message(e));
+                aisb_error_free(e);
+                return r;
+        }
+        r = write_text_at(sandbox_dir, j->name, text, err);
         if (r >= 0 && base_fd >= 0)
                 r = write_config_at(base_fd, j->base_name, &syntax_json, merged, err);
         return r;

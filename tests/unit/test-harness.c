@@ -676,6 +676,16 @@ START_TEST(test_prepare_codex_volume)
         ck_assert_str_eq(get_string(config, "sandbox_mode", NULL, NULL), "danger-full-access");
         json_object_put(config);
 
+        /* A key the sandbox wrote that TOML output cannot carry (a tab in a quoted key):
+         * re-seeded too, never a failed run. */
+        write_file(at("volume/.codex/config.toml"), "\"tab\\there\" = 1\nmodel = \"gpt-5.1\"\n");
+        logs.text[0] = 0;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_ptr_nonnull(strstr(logs.text, "taking the host's settings afresh"));
+        text = read_file(at("volume/.codex/config.toml"));
+        ck_assert_ptr_null(strstr(text, "tab"));
+        free(text);
+
         write_file(at("volume/.codex/config.toml"), "[[[ not toml\n");
         logs.text[0] = 0;
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
