@@ -65,8 +65,10 @@ seen=$(cat made-by-codex.txt)
 [ -n "$seen" ] || fail "the sandbox's STUB_OPENAI_KEY was empty"
 expect_absent "the sandbox saw only a placeholder, never the key" "$STUB_OPENAI_KEY" "$seen"
 expect_absent "auth.json stays on the host" "AUTH-COPIED" "$out"
-expect_contains "codex's own traffic is off: the run's summary refuses nothing" "allowed, 0 denied, 0 failed" \
-  "$(cat "$E2E_TMP/err")"
+# "0 denied": nothing refused. Not "0 failed": codex closes its connection on the last event,
+# and the gate may log that request as cut short when the close beats the stream's end.
+expect_contains "codex's own traffic is off: the run's summary refuses nothing" "allowed, 0 denied," \
+  "$(grep '^aisb: egress:' "$E2E_TMP/err")"
 
 effort() { python3 -c 'import json,sys; print(*sorted({(json.loads(l)["body"].get("reasoning") or {}).get("effort") or "none" for l in open(sys.argv[1]) if json.loads(l)["path"].endswith("/responses")}))' "$1"; }
 expect_eq "the model was asked at the policy's level (xhigh), not the config's" xhigh "$(effort "$E2E_TMP/codex.log")"
