@@ -718,16 +718,23 @@ AISB_PUBLIC int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *policy, const a
  * or the directory does not exist). */
 AISB_PUBLIC int aisb_policy_agents_dir(const aisb_policy *policy, char **ret_dir, aisb_error **err);
 
-/* Hold the run's harness's provider key at the gate: when the policy's command is claude or
- * codex, its key is set in this process's environment, and the policy neither passes that
- * variable itself (env, secret) nor says "no-harness-keys", add it as a secret at the
- * provider's host, as "secret" NAME@HOST/HEADER would: claude's ANTHROPIC_API_KEY at the host
- * of ANTHROPIC_BASE_URL (passed with env, or in the bridged settings.json's env) or
- * api.anthropic.com, as x-api-key; codex's provider's env_key (OPENAI_API_KEY for its
- * built-in provider) at the host of its base_url or api.openai.com, as Authorization: Bearer.
- * A provider reached over plain HTTP gets nothing. The names held go into *ret_held (a
- * NULL-terminated list to free with each string, may be NULL; ret_held itself may be NULL).
- * Call it once the command is set. */
+/* Hold the run's harness's provider keys at the gate: when the policy's command is pi, claude
+ * or codex and the policy says not "no-harness-keys", add each key below that is set (in this
+ * process's environment, or as a literal in pi's models.json) and that the policy does not pass
+ * itself (env, secret) as a secret at the provider's host, as "secret" NAME@HOST/HEADER would:
+ * - claude: ANTHROPIC_API_KEY (x-api-key) and ANTHROPIC_AUTH_TOKEN (Authorization: Bearer) at
+ *   the host of ANTHROPIC_BASE_URL (passed with env, or in the bridged settings.json's env) or
+ *   api.anthropic.com;
+ * - codex: its provider's env_key (OPENAI_API_KEY for its built-in provider) at the host of
+ *   its base_url or api.openai.com, as Authorization: Bearer;
+ * - pi: each models.json provider's apiKey (a variable's name or a literal, held as
+ *   AISB_PI_KEY_<PROVIDER>) in the header its "api" sends, and each provider header's value,
+ *   at its baseUrl's host; then the variables of pi's built-in providers (ANTHROPIC_API_KEY,
+ *   OPENAI_API_KEY, GEMINI_API_KEY, ...) at theirs. A "!command" or a provider of an api not
+ *   known here stays the run's to pass.
+ * A provider reached over plain HTTP gets nothing, nor a header of a host that a secret of the
+ * policy fills already. The names held go into *ret_held (a NULL-terminated list to free with
+ * each string, may be NULL; ret_held itself may be NULL). Call it once the command is set. */
 AISB_PUBLIC int aisb_policy_hold_harness_keys(aisb_policy *policy, char ***ret_held, aisb_error **err);
 
 /* ---- aisb skill-lint: credentials in what every sandbox can read ---- */

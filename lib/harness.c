@@ -736,17 +736,19 @@ static const char *json_string_at(json_object *o, const char *a, const char *b)
 }
 
 /* The host's configuration file of harness k, read as a bridge would (NULL when absent or
- * unreadable: the run's bridge says why). */
+ * unreadable: the run's bridge says why): claude's settings.json, codex's config.toml, pi's
+ * models.json. */
 static json_object *host_config(harness_kind k)
 {
+        static const char *const names[] = { [HARNESS_PI] = "models.json", [HARNESS_CLAUDE] = "settings.json",
+                                             [HARNESS_CODEX] = "config.toml" };
         _cleanup_free_ char *path = NULL;
         if (host_dir_path(k, &path) < 0 || !path)
                 return NULL;
         _cleanup_close_ int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         json_object *o = NULL;
-        bool claude = k == HARNESS_CLAUDE;
-        if (dir < 0 || read_config_at(dir, claude ? "settings.json" : "config.toml", path,
-                                      claude ? &syntax_json : &syntax_toml, &o, NULL) < 0)
+        if (dir < 0 || read_config_at(dir, names[k], path, k == HARNESS_CODEX ? &syntax_toml : &syntax_json, &o,
+                                      NULL) < 0)
                 return NULL;
         return o;
 }
@@ -759,28 +761,121 @@ static const char *policy_env_value(const aisb_policy *p, const char *name)
         return NULL;
 }
 
-/* Hold variable at the host of url, filling header: one secret, when the variable is set here,
- * the policy does not pass it itself, and url is https. */
-static int hold(aisb_policy *p, const char *variable, const char *url, const char *header, char ***held,
-                aisb_error **err)
+/* Hold value under variable (value NULL: the variable's here) at the host of url, in header
+ * (scheme: NULL or its scheme): one secret, when the value is set, the policy does not pass
+ * variable itself, url is https and nothing fills that header there yet (a --secret of the
+ * user's wins). -EINVAL: a value or name the gate cannot hold. */
+static int hold(aisb_policy *p, const char *variable, const char *value, const char *url, const char *header,
+                const char *scheme, char ***held, aisb_error **err)
 {
-        const char *value = getenv(variable);
+        if (!value)
+                value = getenv(variable);
         if (!value || !*value || run_passes(p, variable))
                 return 0;
         _cleanup_free_ char *host = https_host(url), *spec = NULL;
-        if (!host)
+        if (!host || policy_secret_fills(p, host, header))
                 return 0;
-        if (asprintf(&spec, "%s@%s/%s", variable, host, header) < 0)
+        if (asprintf(&spec, "%s@%s/%s%s%s", variable, host, header, scheme ? ":" : "", scheme ? scheme : "") < 0)
                 return error_oom(err);
-        int r = aisb_policy_set(p, "secret", spec, err);
+        int r = policy_add_secret(p, spec, value, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "holding %s at the gate (no-harness-keys declines it)", variable);
         return held ? (strv_push(held, variable) < 0 ? error_oom(err) : 0) : 0;
 }
 
+/* How pi sends a provider's key, by the provider's "api", and where pi's built-in providers
+ * are and which variable holds their key (pi-ai's env-api-keys.ts and models.generated.ts). */
+static const struct {
+        const char *api, *header, *scheme;
+} pi_apis[] = {
+        { "anthropic-messages", "x-api-key", NULL },
+        { "google-generative-ai", "x-goog-api-key", NULL },
+        { "openai-completions", "Authorization", "Bearer" },
+        { "openai-responses", "Authorization", "Bearer" },
+        { "mistral-conversations", "Authorization", "Bearer" },
+};
+static const struct {
+        const char *provider, *variable, *url, *api;
+} pi_builtins[] = {
+        { "anthropic", "ANTHROPIC_API_KEY", "https://api.anthropic.com", "anthropic-messages" },
+        { "openai", "OPENAI_API_KEY", "https://api.openai.com/v1", "openai-responses" },
+        { "google", "GEMINI_API_KEY", "https://generativelanguage.googleapis.com/v1beta", "google-generative-ai" },
+        { "mistral", "MISTRAL_API_KEY", "https://api.mistral.ai", "mistral-conversations" },
+        { "openrouter", "OPENROUTER_API_KEY", "https://openrouter.ai/api/v1", "openai-completions" },
+        { "groq", "GROQ_API_KEY", "https://api.groq.com/openai/v1", "openai-completions" },
+        { "xai", "XAI_API_KEY", "https://api.x.ai/v1", "openai-completions" },
+        { "deepseek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", "openai-completions" },
+        { "cerebras", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1", "openai-completions" },
+};
+
+/* A pi key, unless the gate cannot hold it (it stays the run's to pass: pi_keys_check names it). */
+static int hold_pi(aisb_policy *p, const char *variable, const char *value, const char *url, const char *header,
+                   const char *scheme, char ***held, aisb_error **err)
+{
+        _cleanup_error_ aisb_error *e = NULL;
+        int r = hold(p, variable, value, url, header, scheme, held, &e);
+        if (r == -EINVAL)
+                return 0;
+        return r < 0 ? aisb_error_set(err, r, "%s", aisb_error_message(e)) : 0;
+}
+
+/* pi: each provider of the host's models.json whose apiKey or header value is a variable set
+ * here or a literal, at its baseUrl's host (the built-in provider's when it names one), in the
+ * header its api sends; then the variables of pi's built-in providers set here. A "!command"
+ * key stays the run's to pass. */
+static int hold_pi_keys(aisb_policy *p, char ***held, aisb_error **err)
+{
+        _cleanup_json_ json_object *models = p->no_harness_config || p->no_pi_config ? NULL : host_config(HARNESS_PI);
+        _cleanup_json_ json_object *rewritten = NULL;
+        pi_key *keys = NULL;
+        size_t n_keys = 0;
+        json_object *providers = NULL;
+        if (!models || !json_object_object_get_ex(models, "providers", &providers) ||
+            pi_rewrite_models(models, &rewritten, &keys, &n_keys, NULL) < 0)
+                n_keys = 0;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < n_keys; i++) {
+                const pi_key *k = &keys[i];
+                json_object *provider = NULL, *field = NULL;
+                if (k->source == PIBRIDGE_KEY_COMMAND ||
+                    (k->field != PIBRIDGE_FIELD_API_KEY && k->field != PIBRIDGE_FIELD_HEADER) ||
+                    !json_object_object_get_ex(providers, k->provider, &provider))
+                        continue;
+                const char *url = json_string_at(provider, "baseUrl", NULL), *api = json_string_at(provider, "api", NULL);
+                for (size_t b = 0; b < ELEMENTSOF(pi_builtins); b++)
+                        if (streq(k->provider, pi_builtins[b].provider)) {
+                                url = url ? url : pi_builtins[b].url;
+                                api = api ? api : pi_builtins[b].api;
+                        }
+                const char *value = NULL;
+                if (k->source == PIBRIDGE_KEY_LITERAL) {
+                        (void) (k->field == PIBRIDGE_FIELD_API_KEY ? json_object_object_get_ex(provider, "apiKey", &field)
+                                                                   : json_object_object_get_ex(provider, "headers", &field) &&
+                                                                             json_object_object_get_ex(field, k->header, &field));
+                        value = json_object_get_string(field);
+                }
+                if (k->field == PIBRIDGE_FIELD_HEADER) {
+                        r = hold_pi(p, k->variable, value, url, k->header, NULL, held, err);
+                        continue;
+                }
+                for (size_t a = 0; api && a < ELEMENTSOF(pi_apis); a++)
+                        if (streq(api, pi_apis[a].api))
+                                r = hold_pi(p, k->variable, value, url, pi_apis[a].header, pi_apis[a].scheme, held, err);
+        }
+        pi_keys_free(keys, n_keys);
+        for (size_t b = 0; r >= 0 && b < ELEMENTSOF(pi_builtins); b++)
+                for (size_t a = 0; r >= 0 && a < ELEMENTSOF(pi_apis); a++)
+                        if (streq(pi_builtins[b].api, pi_apis[a].api))
+                                r = hold_pi(p, pi_builtins[b].variable, NULL, pi_builtins[b].url, pi_apis[a].header,
+                                            pi_apis[a].scheme, held, err);
+        return r;
+}
+
 /* The secrets for harness k's key (hold() each). */
 static int hold_keys(aisb_policy *p, harness_kind k, char ***held, aisb_error **err)
 {
+        if (k == HARNESS_PI)
+                return hold_pi_keys(p, held, err);
         _cleanup_json_ json_object *config = host_config(k);
         if (k == HARNESS_CLAUDE) {
                 /* Where claude goes: the run's ANTHROPIC_BASE_URL, else the bridged settings'. */
@@ -789,8 +884,8 @@ static int hold_keys(aisb_policy *p, harness_kind k, char ***held, aisb_error **
                         url = json_string_at(config, "env", "ANTHROPIC_BASE_URL");
                 if (!url)
                         url = "https://api.anthropic.com";
-                int r = hold(p, "ANTHROPIC_API_KEY", url, "x-api-key", held, err);
-                return r < 0 ? r : hold(p, "ANTHROPIC_AUTH_TOKEN", url, "Authorization:Bearer", held, err);
+                int r = hold(p, "ANTHROPIC_API_KEY", NULL, url, "x-api-key", NULL, held, err);
+                return r < 0 ? r : hold(p, "ANTHROPIC_AUTH_TOKEN", NULL, url, "Authorization", "Bearer", held, err);
         }
         /* codex's provider (model_provider, its built-in "openai" unless set) and its env_key. */
         const char *id = p->no_harness_config ? NULL : json_string_at(config, "model_provider", NULL);
@@ -804,7 +899,7 @@ static int hold_keys(aisb_policy *p, harness_kind k, char ***held, aisb_error **
                 variable = json_string_at(provider, "env_key", NULL);
                 url = json_string_at(provider, "base_url", NULL);
         }
-        return variable && url ? hold(p, variable, url, "Authorization:Bearer", held, err) : 0;
+        return variable && url ? hold(p, variable, NULL, url, "Authorization", "Bearer", held, err) : 0;
 }
 
 int aisb_policy_hold_harness_keys(aisb_policy *p, char ***ret_held, aisb_error **err)
@@ -813,7 +908,7 @@ int aisb_policy_hold_harness_keys(aisb_policy *p, char ***ret_held, aisb_error *
                 return aisb_error_set(err, -EINVAL, "no policy given");
         _cleanup_strv_free_ char **held = NULL;
         harness_kind k = harness_of_command(p);
-        if (!p->no_harness_keys && (k == HARNESS_CLAUDE || k == HARNESS_CODEX)) {
+        if (!p->no_harness_keys && k != HARNESS_NONE) {
                 int r = hold_keys(p, k, &held, err);
                 if (r < 0)
                         return r;

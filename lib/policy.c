@@ -1054,24 +1054,43 @@ static int key_set_secret(aisb_policy *p, const policy_key *k, const char *value
         const char *real = getenv(name);
         if (!real)
                 return aisb_error_set(err, -EINVAL, "secret: %s is not set in this environment (export it)", name);
+        return policy_add_secret(p, value, real, err);
+}
+
+/* The secret that fills header for host, or NULL. */
+static const gate_secret *secret_filling(const aisb_policy *p, const char *host, const char *header)
+{
+        for (size_t i = 0; i < p->n_secrets; i++)
+                for (size_t a = 0; p->secrets[i].hosts[a]; a++)
+                        if (streq(p->secrets[i].hosts[a], host) && strcasecmp(p->secrets[i].header, header) == 0)
+                                return &p->secrets[i];
+        return NULL;
+}
+
+bool policy_secret_fills(const aisb_policy *p, const char *host, const char *header)
+{
+        return secret_filling(p, host, header) != NULL;
+}
+
+int policy_add_secret(aisb_policy *p, const char *spec, const char *value, aisb_error **err)
+{
         gate_secret g = {};
         char why[256];
-        int r = gate_secret_parse(value, real, &g, why, sizeof why);
+        int r = gate_secret_parse(spec, value, &g, why, sizeof why);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return aisb_error_set(err, r, "secret: '%s': %s", value, why);
+                return aisb_error_set(err, r, "secret: '%s': %s", spec, why);
         /* One secret per header of a host: two would both replace it. */
-        for (size_t i = 0; i < p->n_secrets; i++)
-                for (size_t a = 0; p->secrets[i].hosts[a]; a++)
-                        for (size_t b = 0; g.hosts[b]; b++)
-                                if (streq(p->secrets[i].hosts[a], g.hosts[b]) &&
-                                    strcasecmp(p->secrets[i].header, g.header) == 0) {
-                                        r = aisb_error_set(err, -EINVAL, "secret: %s and %s both fill %s for %s",
-                                                           p->secrets[i].name, g.name, g.header, g.hosts[b]);
-                                        gate_secret_done(&g);
-                                        return r;
-                                }
+        for (size_t b = 0; g.hosts[b]; b++) {
+                const gate_secret *other = secret_filling(p, g.hosts[b], g.header);
+                if (other) {
+                        r = aisb_error_set(err, -EINVAL, "secret: %s and %s both fill %s for %s", other->name, g.name,
+                                           g.header, g.hosts[b]);
+                        gate_secret_done(&g);
+                        return r;
+                }
+        }
         gate_secret *grown = realloc(p->secrets, (p->n_secrets + 1) * sizeof *grown);
         if (!grown) {
                 gate_secret_done(&g);
@@ -1392,8 +1411,8 @@ static const policy_key policy_keys[] = {
                 "(nor apply --thinking to pi or codex)",
                 no_harness_config),
         BOOLEAN("no-harness-keys",
-                "do not hold the harness's provider key (ANTHROPIC_API_KEY, codex's env_key) at the gate on "
-                "its own when this environment has it",
+                "do not hold the harness's provider keys (ANTHROPIC_API_KEY, OPENAI_API_KEY, codex's env_key, "
+                "pi's models.json keys) at the gate on their own",
                 no_harness_keys),
         BOOLEAN("no-agents", "do not mount ~/.agents (read-only at /home/sandbox/.agents)", no_agents),
         { .pub = { .name = "agents-dir", .placeholder = "DIR",

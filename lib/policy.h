@@ -140,6 +140,11 @@ bool policy_thinking_level_known(const char *level);
 const char *policy_thinking_levels(void);
 /* Whether the policy sets name itself: an --env or a --secret of that name. */
 bool policy_env_named(const aisb_policy *p, const char *name);
+/* Add a secret (spec as --secret takes it) of the given value, which the caller read; -EINVAL
+ * with why for a spec or value the gate cannot hold, or a header of a host another secret
+ * fills already (policy_secret_fills). */
+int policy_add_secret(aisb_policy *p, const char *spec, const char *value, aisb_error **err);
+bool policy_secret_fills(const aisb_policy *p, const char *host, const char *header);
 int policy_env_file_parse(const char *text, size_t size, const char *origin,
                           env_entry **entries, size_t *n, aisb_error **err);
 void env_entries_free(env_entry *e, size_t n);

@@ -310,7 +310,7 @@ expect_contains "the earlier gate's CA does not (curl: certificate problem)" "ol
 # (the stub, streaming chunked SSE as the API does) asks for a shell command; pi runs it in
 # the sandbox and sends its result back; the final answer carries it.
 STUB_TLS=1 python3 "$AISB_SRC/tests/e2e/stub-openai.py" "$E2E_TMP/pi.log" PI-ANSWER-$$ \
-  'printf %s "$PI_KEY" > made-by-tool.txt; echo uid=$(id -u)' > "$E2E_TMP/pi.port" &
+  'printf %s "$PI_KEY$AISB_PI_KEY_STUB" > made-by-tool.txt; echo uid=$(id -u)' > "$E2E_TMP/pi.port" &
 pi_stub=$!
 for _ in $(seq 50); do [ -s "$E2E_TMP/pi.port" ] && break; sleep 0.1; done
 pi_port=$(cat "$E2E_TMP/pi.port")
@@ -325,7 +325,6 @@ echo '{"defaultProvider": "stub", "defaultModel": "stub-model"}' > "$PI_CODING_A
 out=$("$AISB" run --ca-cert "$ca" --net allow --secret PI_KEY@api.stub.test --allow "api.stub.test:$pi_port" \
   --gate-add-host api.stub.test:127.0.0.1 --ephemeral-home -- pi -p "say hi" 2>"$E2E_TMP/err") ||
   { cat "$E2E_TMP/err" >&2; fail "pi -p failed: $out"; }
-kill $pi_stub 2>/dev/null || true
 expect_contains "pi prints the final answer, with the tool's result the model got back" \
   "PI-ANSWER-$$ tool said: uid=$(id -u)" "$out"
 expect_eq "the model got the prompt, then the tool's result" "prompt result" \
@@ -341,6 +340,25 @@ seen=$(cat made-by-tool.txt)
 [ -n "$seen" ] || fail "the sandbox's PI_KEY was empty"
 expect_absent "the sandbox saw only a placeholder, never the key" "$PI_KEY" "$seen"
 rm -f made-by-tool.txt
+
+# A literal key in the user's models.json, and no --secret: the run holds it at the gate by
+# itself, at the provider's https host, in the header its api sends.
+: > "$E2E_TMP/pi.log"
+sed -i "s/\"apiKey\": \"PI_KEY\"/\"apiKey\": \"pi-literal-$$\"/" "$PI_CODING_AGENT_DIR/models.json"
+grep -q "pi-literal-$$" "$PI_CODING_AGENT_DIR/models.json" || fail "models.json was not given its literal"
+out=$("$AISB" run --ca-cert "$ca" --net allow --allow "api.stub.test:$pi_port" \
+  --gate-add-host api.stub.test:127.0.0.1 --ephemeral-home -- pi -p "say hi" 2>"$E2E_TMP/err") ||
+  { cat "$E2E_TMP/err" >&2; fail "pi -p with a literal key failed: $out"; }
+kill $pi_stub 2>/dev/null || true
+expect_contains "with the literal held, pi's loop completes" "PI-ANSWER-$$ tool said: uid=$(id -u)" "$out"
+expect_eq "the provider got the literal from the gate, each time" "Bearer pi-literal-$$" \
+  "$(python3 -c 'import json,sys; print(*sorted({json.loads(l)["authorization"] for l in open(sys.argv[1])}))' "$E2E_TMP/pi.log")"
+seen=$(cat made-by-tool.txt)
+expect_contains "the sandbox's variable for it holds a placeholder" "aisb-secret-" "$seen"
+expect_absent "never the literal" "pi-literal-$$" "$seen"
+rm -f made-by-tool.txt
+# What follows is no pi run: the user's pi configuration (and its held key) stays out of it.
+unset PI_CODING_AGENT_DIR PI_KEY
 
 # A shared gate stops by itself once idle, but never while a run holds it.
 idle=(--net allow --allow "other.stub.test:$TLS" $names --gate-idle-stop 15)

@@ -826,6 +826,155 @@ static char *describe(const aisb_policy *p)
         return buffer_steal(&b);
 }
 
+/* ---- keys held by the gate ---- */
+
+/* The policy's secrets as "NAME@HOST/HEADER" lines, then the policy freed. */
+static char *held_then_free(aisb_policy *p)
+{
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_get(p, "secret", &text, NULL), 0);
+        aisb_policy_free(p);
+        return text ? text : strdup("");
+}
+
+static aisb_policy *harness_policy(const char *harness, const char *const *sets)
+{
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", harness, NULL), 0);
+        for (; sets && *sets; sets += 2)
+                ck_assert_int_eq(aisb_policy_set(p, sets[0], sets[1], NULL), 0);
+        ck_assert_int_eq(aisb_policy_set_harness_args(p, (const char *const[]) { NULL }, NULL), 0);
+        char **names = NULL;
+        ck_assert_int_eq(aisb_policy_hold_harness_keys(p, &names, NULL), 0);
+        strv_free(names);
+        return p;
+}
+
+static void expect_held(const char *harness, const char *const *sets, const char *expected)
+{
+        char *text = held_then_free(harness_policy(harness, sets));
+        ck_assert_str_eq(text, expected);
+        free(text);
+}
+
+START_TEST(test_hold_claude)
+{
+        setenv("ANTHROPIC_API_KEY", "sk-ant-api03-held", 1);
+        unsetenv("ANTHROPIC_AUTH_TOKEN");
+        expect_held("claude", NULL, "ANTHROPIC_API_KEY@api.anthropic.com/x-api-key");
+        setenv("ANTHROPIC_AUTH_TOKEN", "gateway-token", 1);
+        expect_held("claude", NULL,
+                    "ANTHROPIC_API_KEY@api.anthropic.com/x-api-key\n"
+                    "ANTHROPIC_AUTH_TOKEN@api.anthropic.com/Authorization:Bearer");
+        unsetenv("ANTHROPIC_AUTH_TOKEN");
+
+        /* Where the host's settings send claude, the run's --env before them; https only. */
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/.claude/settings.json", home);
+        write_file(path, "{\"env\":{\"ANTHROPIC_BASE_URL\":\"https://gw.corp.test/anthropic\"}}");
+        expect_held("claude", NULL, "ANTHROPIC_API_KEY@gw.corp.test/x-api-key");
+        expect_held("claude", (const char *const[]) { "env", "ANTHROPIC_BASE_URL=https://other.test", NULL },
+                    "ANTHROPIC_API_KEY@other.test/x-api-key");
+        expect_held("claude", (const char *const[]) { "no-harness-config", "true", NULL },
+                    "ANTHROPIC_API_KEY@api.anthropic.com/x-api-key");
+        expect_held("claude", (const char *const[]) { "env", "ANTHROPIC_BASE_URL=http://plain.test", NULL }, "");
+
+        /* The user's own: a --secret filling the same header there, an --env of the key, or none. */
+        setenv("MY_KEY", "sk-ant-mine", 1);
+        expect_held("claude", (const char *const[]) { "secret", "MY_KEY@gw.corp.test/x-api-key", NULL },
+                    "MY_KEY@gw.corp.test/x-api-key");
+        expect_held("claude", (const char *const[]) { "env", "ANTHROPIC_API_KEY", NULL }, "");
+        expect_held("claude", (const char *const[]) { "no-harness-keys", "true", NULL }, "");
+        unsetenv("MY_KEY");
+        unsetenv("ANTHROPIC_API_KEY");
+        expect_held("claude", NULL, "");
+}
+END_TEST
+
+START_TEST(test_hold_codex)
+{
+        setenv("OPENAI_API_KEY", "sk-proj-held", 1);
+        setenv("GW_KEY", "gw-key", 1);
+        expect_held("codex", NULL, "OPENAI_API_KEY@api.openai.com/Authorization:Bearer");
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/.codex/config.toml", home);
+        write_file(path, "model_provider = \"gw\"\n[model_providers.gw]\nbase_url = \"https://gw.test/v1\"\n"
+                         "env_key = \"GW_KEY\"\n");
+        expect_held("codex", NULL, "GW_KEY@gw.test/Authorization:Bearer");
+        expect_held("codex", (const char *const[]) { "no-harness-config", "true", NULL },
+                    "OPENAI_API_KEY@api.openai.com/Authorization:Bearer");
+        /* A provider of codex's own with no block here (a local model): no key of ours. */
+        write_file(path, "model_provider = \"ollama\"\n");
+        expect_held("codex", NULL, "");
+        write_file(path, "model_provider = \"gw\"\n[model_providers.gw]\nbase_url = \"http://gw.test/v1\"\n"
+                         "env_key = \"GW_KEY\"\n");
+        expect_held("codex", NULL, "");
+        unsetenv("OPENAI_API_KEY");
+        unsetenv("GW_KEY");
+}
+END_TEST
+
+#define PI_HOLD_MODELS                                                                                       \
+        "{\"providers\":{"                                                                                   \
+        "\"stub\":{\"baseUrl\":\"https://api.stub.test:8443/v1\",\"api\":\"openai-completions\","            \
+        "\"apiKey\":\"STUB_KEY\",\"models\":[]},"                                                            \
+        "\"lit\":{\"baseUrl\":\"https://lit.test\",\"api\":\"anthropic-messages\",\"apiKey\":\"sk-lit-0003\"," \
+        "\"headers\":{\"X-Team\":\"TEAM_VALUE\",\"X-Spaced\":\"Bearer two words\"},\"models\":[]},"           \
+        "\"cmd\":{\"baseUrl\":\"https://cmd.test\",\"api\":\"openai-completions\",\"apiKey\":\"!pass show k\"," \
+        "\"models\":[]},"                                                                                    \
+        "\"plain\":{\"baseUrl\":\"http://plain.test\",\"api\":\"openai-completions\",\"apiKey\":\"PLAIN_KEY\"," \
+        "\"models\":[]},"                                                                                    \
+        "\"odd\":{\"baseUrl\":\"https://odd.test\",\"api\":\"bedrock-converse-stream\",\"apiKey\":\"ODD_KEY\"," \
+        "\"models\":[]},"                                                                                    \
+        "\"anthropic\":{\"apiKey\":\"ANTHROPIC_API_KEY\",\"models\":[]}}}"
+
+START_TEST(test_hold_pi)
+{
+        host_pi("{}", PI_HOLD_MODELS);
+        static const char *const vars[] = { "STUB_KEY", "TEAM_VALUE", "PLAIN_KEY", "ODD_KEY", "ANTHROPIC_API_KEY",
+                                            "OPENAI_API_KEY" };
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+                setenv(vars[i], "value-of-a-key", 1);
+        aisb_policy *p = harness_policy("pi", NULL);
+        /* A literal is held with its own value; the sandbox's models.json names the variable. */
+        const char *literal = NULL;
+        for (size_t i = 0; i < p->n_secrets; i++)
+                if (streq(p->secrets[i].name, "AISB_PI_KEY_LIT"))
+                        literal = p->secrets[i].value;
+        ck_assert_str_eq(literal, "sk-lit-0003");
+        char *text = held_then_free(p);
+        ck_assert_str_eq(text, "STUB_KEY@api.stub.test/Authorization:Bearer\n"
+                               "AISB_PI_KEY_LIT@lit.test/x-api-key\n"
+                               "TEAM_VALUE@lit.test/X-Team\n"
+                               "ANTHROPIC_API_KEY@api.anthropic.com/x-api-key\n"
+                               "OPENAI_API_KEY@api.openai.com/Authorization:Bearer");
+        free(text);
+
+        /* What the gate cannot hold stays the run's to pass, and the run says which. */
+        p = harness_policy("pi", (const char *const[]) { "ephemeral-home", "true", NULL });
+        run_dir rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
+        harness_bridge b = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, &err), -ENOKEY);
+        const char *m = aisb_error_message(err);
+        ck_assert_msg(strstr(m, "--env AISB_PI_HEADER_LIT_X_SPACED") && strstr(m, "--env AISB_PI_KEY_CMD") &&
+                              strstr(m, "--env PLAIN_KEY") && strstr(m, "--env ODD_KEY") && !strstr(m, "STUB_KEY") &&
+                              !strstr(m, "AISB_PI_KEY_LIT ") && !strstr(m, "TEAM_VALUE"),
+                      "%s", m);
+        aisb_error_free(err);
+        run_dir_remove(&rd);
+        aisb_policy_free(p);
+
+        expect_held("pi", (const char *const[]) { "no-pi-config", "true", NULL },
+                    "ANTHROPIC_API_KEY@api.anthropic.com/x-api-key\n"
+                    "OPENAI_API_KEY@api.openai.com/Authorization:Bearer");
+        expect_held("pi", (const char *const[]) { "no-harness-keys", "true", NULL }, "");
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+                unsetenv(vars[i]);
+}
+END_TEST
+
 START_TEST(test_describe)
 {
         host_pi("{\"theme\":\"dark\",\"defaultModel\":\"m1\"}", MODELS);
@@ -892,6 +1041,9 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_bridge_applies);
         tcase_add_test(tc, test_thinking_per_harness);
         tcase_add_test(tc, test_agents_dir);
+        tcase_add_test(tc, test_hold_claude);
+        tcase_add_test(tc, test_hold_codex);
+        tcase_add_test(tc, test_hold_pi);
         suite_add_tcase(s, tc);
         tc = tcase_create("bridge");
         tcase_add_checked_fixture(tc, setup, teardown);
