@@ -643,12 +643,16 @@ static int describe_pi(const aisb_policy *p, int dir, buffer *b)
         } else if (models) {
                 /* Names only: the variable and where models.json uses it, never a value. */
                 for (size_t i = 0; i < n_keys; i++) {
-                        bool passed = false;
+                        const char *how = "missing: add --env";
                         for (size_t k = 0; k < p->n_env; k++)
-                                passed |= streq(p->env[k].name, keys[i].variable) && p->env[k].value[0];
+                                if (streq(p->env[k].name, keys[i].variable) && p->env[k].value[0])
+                                        how = "passed";
+                        for (size_t k = 0; k < p->n_secrets; k++)
+                                if (streq(p->secrets[k].name, keys[i].variable))
+                                        how = "held by the gate";
                         r = r < 0 ? r : buffer_printf(b, "bridge-key=%s for ", keys[i].variable);
                         r = r < 0 ? r : pi_key_describe(&keys[i], b);
-                        r = r < 0 ? r : buffer_printf(b, " (%s)\n", passed ? "passed" : "missing: add --env");
+                        r = r < 0 ? r : buffer_printf(b, " (%s)\n", how);
                 }
                 pi_keys_free(keys, n_keys);
         } else

@@ -992,6 +992,13 @@ START_TEST(test_describe)
                  home);
         ck_assert_str_eq(text, expected);
         free(text);
+        /* The literal header, held by the gate (the provider names no api: its key is not). */
+        ck_assert_int_eq(aisb_policy_hold_harness_keys(p, NULL, NULL), 0);
+        text = describe(p);
+        ck_assert_ptr_nonnull(strstr(text, "bridge-key=AISB_PI_HEADER_ACME_X_TEAM for header 'X-Team' of provider "
+                                           "'acme' (held by the gate)\n"));
+        ck_assert_ptr_null(strstr(text, LITERAL_HEADER));
+        free(text);
         aisb_policy_free(p);
 }
 END_TEST
