@@ -238,3 +238,18 @@ int codex_config_apply_policy(json_object *config, const char *level, aisb_error
                 r = set_everywhere(config, "model_reasoning_effort", level);
         return r < 0 ? error_oom(err) : 0;
 }
+
+int claude_settings_apply_policy(json_object *settings, const char *const *env, bool level, aisb_error **err)
+{
+        if (!json_object_is_type(settings, json_type_object))
+                return aisb_error_set(err, -EINVAL, "claude's settings to apply policy to are not an object");
+        int r = 0;
+        for (; r >= 0 && env && env[0] && env[1]; env += 2)
+                r = set_in_table(settings, "env", env[0], json_object_new_string(env[1]));
+        /* The level claude picks (effortLevel) and the one it clamps every other to. */
+        if (r >= 0 && level) {
+                json_object_object_del(settings, "effortLevel");
+                json_object_object_del(settings, "maxEffortLevel");
+        }
+        return r < 0 ? error_oom(err) : 0;
+}

@@ -50,3 +50,11 @@ const char *codex_thinking_levels(void);
  *    one, so that no profile lowers it.
  * -EINVAL naming the levels for a level codex lacks; -ENOMEM. */
 int codex_config_apply_policy(json_object *config, const char *level, aisb_error **err);
+
+/* claude's settings.json (an object) as policy makes it, on top of the merge: env (NAME,
+ * VALUE pairs, NULL-terminated) set in its "env", each as the run sets it in claude's
+ * environment: claude copies settings.json's env over its own environment, so the sandbox's
+ * file could otherwise undo them (the reasoning level, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).
+ * With level (the run sets one), effortLevel and maxEffortLevel are removed: they pick, and
+ * clamp, claude's level. -ENOMEM. */
+int claude_settings_apply_policy(json_object *settings, const char *const *env, bool level, aisb_error **err);

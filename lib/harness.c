@@ -10,6 +10,7 @@
  * directory descriptor with O_NOFOLLOW, so a planted symlink can neither make us read a host
  * file into the sandbox nor overwrite one. The merge base lives on the host, out of reach.
  */
+#include <assert.h>
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <strings.h>
@@ -313,6 +314,35 @@ static int pi_policy(json_object *merged, const aisb_policy *p, aisb_error **err
         return streq(p->thinking, "host") ? 0 : pi_apply_thinking(merged, p->thinking, err);
 }
 
+/* The value the run gives name in the sandbox's environment: its --env's, else dflt. */
+static const char *run_env_value(const aisb_policy *p, const char *name, const char *dflt)
+{
+        for (size_t i = 0; i < p->n_env; i++)
+                if (streq(p->env[i].name, name))
+                        return p->env[i].value;
+        return dflt;
+}
+
+/* claude's environment as the run sets it (its quiet variables, its level), into its settings. */
+static int claude_policy(json_object *merged, const aisb_policy *p, aisb_error **err)
+{
+        const char *env[2 * 4 + 1] = {};
+        size_t n = 0;
+        for (const struct harness_env *q = harness_quiet_env; q->name; q++)
+                if (startswith(q->name, "CLAUDE_")) {
+                        env[n++] = q->name;
+                        env[n++] = run_env_value(p, q->name, q->value);
+                }
+        bool level = !streq(p->thinking, "host");
+        const char *effort = run_env_value(p, "CLAUDE_CODE_EFFORT_LEVEL", level ? p->thinking : NULL);
+        if (effort) {
+                env[n++] = "CLAUDE_CODE_EFFORT_LEVEL";
+                env[n++] = effort;
+        }
+        assert(n < ELEMENTSOF(env));
+        return claude_settings_apply_policy(merged, env, level || policy_env_named(p, "CLAUDE_CODE_EFFORT_LEVEL"), err);
+}
+
 static int codex_policy(json_object *merged, const aisb_policy *p, aisb_error **err)
 {
         return codex_config_apply_policy(merged, p->thinking, err);
@@ -406,7 +436,7 @@ static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, cons
         if (host && claude_settings_scrub(host, &removed) < 0)
                 return error_oom(err);
         warn_withheld(ctx, p, origin, &removed);
-        merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, NULL };
+        merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, claude_policy };
         r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
         return r < 0 ? r : copy_from_host(host_dir, host_path, "CLAUDE.md", sandbox_dir, err);
 }
@@ -757,14 +787,6 @@ static json_object *host_config(harness_kind k)
         return o;
 }
 
-static const char *policy_env_value(const aisb_policy *p, const char *name)
-{
-        for (size_t i = 0; i < p->n_env; i++)
-                if (streq(p->env[i].name, name))
-                        return p->env[i].value;
-        return NULL;
-}
-
 /* Hold value under variable (value NULL: the variable's here) at the host of url, in header
  * (scheme: NULL or its scheme): one secret, when the value is set, the policy does not pass
  * variable itself, url is https and nothing fills that header there yet (a --secret of the
@@ -883,7 +905,7 @@ static int hold_keys(aisb_policy *p, harness_kind k, char ***held, aisb_error **
         _cleanup_json_ json_object *config = host_config(k);
         if (k == HARNESS_CLAUDE) {
                 /* Where claude goes: the run's ANTHROPIC_BASE_URL, else the bridged settings'. */
-                const char *url = policy_env_value(p, "ANTHROPIC_BASE_URL");
+                const char *url = run_env_value(p, "ANTHROPIC_BASE_URL", NULL);
                 if (!url && !p->no_harness_config)
                         url = json_string_at(config, "env", "ANTHROPIC_BASE_URL");
                 if (!url)

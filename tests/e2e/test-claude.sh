@@ -58,6 +58,16 @@ expect_eq "the model was asked at the policy's level (xhigh)" xhigh "$(effort "$
 "$AISB" run "${args[@]}" --thinking low -- claude -p "make the file" --dangerously-skip-permissions \
   >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "claude -p --thinking low failed"; }
 expect_eq "--thinking low reaches claude as its effort" low "$(effort "$E2E_TMP/claude.log")"
+# The agent lowers the level of later runs in the home's settings (claude copies their env over
+# its environment, and maxEffortLevel clamps any level): the next run's is the policy's still.
+"$AISB" run "${args[@]}" -- sh -c 'printf %s "{\"effortLevel\":\"low\",\"maxEffortLevel\":\"low\",
+  \"env\":{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\"}}" > ~/.claude/settings.json' </dev/null 2>/dev/null ||
+  fail "the agent's run could not write its settings"
+: > "$E2E_TMP/claude.log"
+"$AISB" run "${args[@]}" --thinking medium -- claude -p "make the file" --dangerously-skip-permissions \
+  >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "claude -p --thinking medium failed"; }
+expect_eq "an agent's lower level in the home's settings does not outlive its run" medium \
+  "$(effort "$E2E_TMP/claude.log")"
 rm -f made-by-claude.txt
 set +e
 err=$("$AISB" run "${args[@]}" --thinking off -- claude -p "make the file" 2>&1 </dev/null); rc=$?

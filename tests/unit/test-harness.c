@@ -584,6 +584,56 @@ END_TEST
  * update check and reasoning set by policy (in its profiles too), AGENTS.md copied, auth.json
  * never. An ephemeral home gets it in the seed, written as TOML. */
 #define CODEX_TOKEN "lit-bearer-0004"
+/* What the run sets in claude's environment, its settings' env cannot undo: claude copies that
+ * env over its own environment. An agent's lower level, or its traffic let back on, lasts one
+ * run at most. */
+START_TEST(test_prepare_claude_policy)
+{
+        char claude[PATH_MAX];
+        snprintf(claude, sizeof claude, "%s/claude-home", dir);
+        setenv("CLAUDE_CONFIG_DIR", claude, 1);
+        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        /* The agent's edits, as a run leaves them. */
+        write_file(at("volume/.claude/settings.json"),
+                   "{\"model\":\"opus\",\"effortLevel\":\"low\",\"maxEffortLevel\":\"low\",\"env\":"
+                   "{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\",\"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\":\"0\","
+                   "\"MY_VAR\":\"kept\"}}");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        json_object *settings = read_json(at("volume/.claude/settings.json"));
+        ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "medium");
+        ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", NULL), "1");
+        ck_assert_str_eq(get_string(settings, "env", "MY_VAR", NULL), "kept");
+        ck_assert(!json_object_object_get_ex(settings, "effortLevel", NULL));
+        ck_assert(!json_object_object_get_ex(settings, "maxEffortLevel", NULL));
+        json_object_put(settings);
+
+        /* The user's --env wins here as in the environment; "host" leaves claude's level alone. */
+        ck_assert_int_eq(aisb_policy_set(p, "env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=0", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
+        write_file(at("volume/.claude/settings.json"),
+                   "{\"model\":\"opus\",\"maxEffortLevel\":\"high\",\"env\":{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\"}}");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_json(at("volume/.claude/settings.json"));
+        ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "low");
+        ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", NULL), "0");
+        ck_assert_str_eq(get_string(settings, "maxEffortLevel", NULL, NULL), "high");
+        json_object_put(settings);
+        ck_assert_int_eq(aisb_policy_set(p, "env", "CLAUDE_CODE_EFFORT_LEVEL=high", NULL), 0);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_json(at("volume/.claude/settings.json"));
+        ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "high");
+        ck_assert(!json_object_object_get_ex(settings, "maxEffortLevel", NULL));
+        json_object_put(settings);
+        unsetenv("CLAUDE_CONFIG_DIR");
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_prepare_codex)
 {
         char codex[PATH_MAX];
@@ -1064,6 +1114,7 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_volume_unknown);
         tcase_add_test(tc, test_prepare_warns_of_credentials);
         tcase_add_test(tc, test_prepare_claude);
+        tcase_add_test(tc, test_prepare_claude_policy);
         tcase_add_test(tc, test_prepare_codex);
         tcase_add_test(tc, test_prepare_codex_volume);
         suite_add_tcase(s, tc);
