@@ -304,9 +304,19 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
                 return r;
         }
         r = write_text_at(sandbox_dir, j->name, text, err);
-        if (r >= 0 && base_fd >= 0)
-                r = write_config_at(base_fd, j->base_name, &syntax_json, merged, err);
-        return r;
+        if (r < 0 || base_fd < 0)
+                return r;
+        /* The next merge's base: the host's settings with policy applied, what aisb writes
+         * for a key the sandbox has not edited. Not the merged result: a key the sandbox
+         * edited would then look untouched next time and follow the host again. */
+        _cleanup_json_ json_object *next_base = NULL;
+        if (j->host)
+                r = json_object_deep_copy(j->host, &next_base, NULL) < 0 ? error_oom(err) : 0;
+        else
+                r = (next_base = json_object_new_object()) ? 0 : error_oom(err);
+        if (r >= 0 && j->policy)
+                r = j->policy(next_base, p, err);
+        return r < 0 ? r : write_config_at(base_fd, j->base_name, &syntax_json, next_base, err);
 }
 
 static int pi_policy(json_object *merged, const aisb_policy *p, aisb_error **err)

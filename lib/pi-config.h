@@ -26,7 +26,8 @@
 int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
                         aisb_error **err);
 
-/* Three-way per-key merge of settings.json. base: what aisb last wrote into the sandbox
+/* Three-way per-key merge of settings.json. base: the host's file of the last merge with
+ * policy applied, what aisb writes for a key the sandbox has not edited
  * (NULL: none); host: the host's file (NULL: none); sandbox: the sandbox's file (NULL: none).
  * Per key, "absent" counting as a value:
  *  - sandbox == base (untouched in the sandbox): the host's value, or dropped if the host

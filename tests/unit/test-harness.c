@@ -567,6 +567,19 @@ START_TEST(test_prepare_claude)
                          "{\"allow\":[\"Bash(git *)\"]}");
         json_object_put(settings);
         ck_assert_ptr_null(strstr(logs.text, "not bridged"));
+        /* And stays edited run after run, while the host's changes still follow. */
+        for (int run = 0; run < 2; run++) {
+                write_file(at("claude-home/settings.json"),
+                           run ? "{\"model\":\"opus\",\"permissions\":{\"allow\":[\"Bash(make)\"]}}"
+                               : "{\"model\":\"sonnet\",\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
+                ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+                settings = read_json(at("volume/.claude/settings.json"));
+                ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "haiku");
+                ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "permissions"),
+                                                                JSON_C_TO_STRING_PLAIN),
+                                 run ? "{\"allow\":[\"Bash(make)\"]}" : "{\"allow\":[\"Bash(git *)\"]}");
+                json_object_put(settings);
+        }
         char base_file[PATH_MAX];
         snprintf(base_file, sizeof base_file, "%s/state/ai-sandbox/claude/aisb-home-t/settings.base.json", base);
         expect_mode(base_file, 0600);
