@@ -174,14 +174,13 @@ static int set_string(json_object *o, const char *key, const char *value)
         return 0;
 }
 
-/* key = value in o, and in every profile of o's that sets key itself. */
-static int set_everywhere(json_object *config, const char *key, const char *value)
+/* key = value in every profile of config's that sets key itself. */
+static int set_in_profiles(json_object *config, const char *key, const char *value)
 {
-        int r = set_string(config, key, value);
+        int r = 0;
         json_object *profiles = NULL;
-        if (r < 0 || !json_object_object_get_ex(config, "profiles", &profiles) ||
-            !json_object_is_type(profiles, json_type_object))
-                return r;
+        if (!json_object_object_get_ex(config, "profiles", &profiles) || !json_object_is_type(profiles, json_type_object))
+                return 0;
         json_object_object_foreach(profiles, name, profile) {
                 (void) name;
                 if (json_object_is_type(profile, json_type_object) && json_object_object_get_ex(profile, key, NULL) &&
@@ -189,6 +188,13 @@ static int set_everywhere(json_object *config, const char *key, const char *valu
                         return r;
         }
         return 0;
+}
+
+/* key = value in config, and in every profile of config's that sets key itself. */
+static int set_everywhere(json_object *config, const char *key, const char *value)
+{
+        int r = set_string(config, key, value);
+        return r < 0 ? r : set_in_profiles(config, key, value);
 }
 
 /* table.key = value (taken) in config, the table made (or a non-table there replaced). */
@@ -236,6 +242,11 @@ int codex_config_apply_policy(json_object *config, const char *level, aisb_error
         }
         if (r >= 0 && !streq(level, "host"))
                 r = set_everywhere(config, "model_reasoning_effort", level);
+        /* Plan mode's own level, where the file sets one (the agent could lower it there). */
+        if (r >= 0 && !streq(level, "host") && json_object_object_get_ex(config, "plan_mode_reasoning_effort", NULL))
+                r = set_string(config, "plan_mode_reasoning_effort", level);
+        if (r >= 0 && !streq(level, "host"))
+                r = set_in_profiles(config, "plan_mode_reasoning_effort", level);
         return r < 0 ? error_oom(err) : 0;
 }
 

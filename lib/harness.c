@@ -255,7 +255,8 @@ typedef struct merge_job {
         const char *base_name; /* in the state directory (always JSON) */
         const config_syntax *syntax;
         json_object *host;     /* NULL: none on the host */
-        int (*policy)(json_object *merged, const aisb_policy *p, aisb_error **err);
+        /* on top of the merge; host: the host's file (NULL: none) */
+        int (*policy)(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err);
 } merge_job;
 
 static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, int sandbox_dir, int base_fd,
@@ -277,7 +278,7 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
         int r = pi_merge_settings(base, j->host, sandbox, &merged, err);
         if (r < 0)
                 return aisb_error_wrap(err, r, "merging %s", j->name);
-        if (j->policy && (r = j->policy(merged, p, err)) < 0)
+        if (j->policy && (r = j->policy(merged, j->host, p, err)) < 0)
                 return r;
         _cleanup_free_ char *text = NULL;
         r = j->syntax->format(merged, &text, &e);
@@ -294,7 +295,7 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
                 r = pi_merge_settings(base, j->host, NULL, &merged, err);
                 if (r < 0)
                         return aisb_error_wrap(err, r, "merging %s", j->name);
-                if (j->policy && (r = j->policy(merged, p, err)) < 0)
+                if (j->policy && (r = j->policy(merged, j->host, p, err)) < 0)
                         return r;
                 r = j->syntax->format(merged, &text, &e);
         }
@@ -315,13 +316,25 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
         else
                 r = (next_base = json_object_new_object()) ? 0 : error_oom(err);
         if (r >= 0 && j->policy)
-                r = j->policy(next_base, p, err);
+                r = j->policy(next_base, j->host, p, err);
         return r < 0 ? r : write_config_at(base_fd, j->base_name, &syntax_json, next_base, err);
 }
 
-static int pi_policy(json_object *merged, const aisb_policy *p, aisb_error **err)
+/* pi's level, and its thinkingBudgets (tokens per level) as the host has them: a budget is
+ * the level's size, so the sandbox's could shrink the level policy sets. */
+static int pi_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)
 {
-        return streq(p->thinking, "host") ? 0 : pi_apply_thinking(merged, p->thinking, err);
+        if (streq(p->thinking, "host"))
+                return 0;
+        json_object *budgets = NULL, *copy = NULL;
+        json_object_object_del(merged, "thinkingBudgets");
+        if (host && json_object_object_get_ex(host, "thinkingBudgets", &budgets) &&
+            (json_object_deep_copy(budgets, &copy, NULL) < 0 ||
+             json_object_object_add(merged, "thinkingBudgets", copy) < 0)) {
+                json_object_put(copy);
+                return error_oom(err);
+        }
+        return pi_apply_thinking(merged, p->thinking, err);
 }
 
 /* The value the run gives name in the sandbox's environment: its --env's, else dflt. */
@@ -334,7 +347,7 @@ static const char *run_env_value(const aisb_policy *p, const char *name, const c
 }
 
 /* claude's environment as the run sets it (its quiet variables, its level), into its settings. */
-static int claude_policy(json_object *merged, const aisb_policy *p, aisb_error **err)
+static int claude_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)
 {
         const char *env[2 * 4 + 1] = {};
         size_t n = 0;
@@ -353,7 +366,7 @@ static int claude_policy(json_object *merged, const aisb_policy *p, aisb_error *
         return claude_settings_apply_policy(merged, env, level || policy_env_named(p, "CLAUDE_CODE_EFFORT_LEVEL"), err);
 }
 
-static int codex_policy(json_object *merged, const aisb_policy *p, aisb_error **err)
+static int codex_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)
 {
         return codex_config_apply_policy(merged, p->thinking, err);
 }

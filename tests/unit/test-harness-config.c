@@ -115,13 +115,15 @@ START_TEST(test_codex_policy)
 {
         json_object *o = J("{\"model\":\"gpt\",\"sandbox_mode\":\"workspace-write\",\"approval_policy\":\"on-request\","
                            "\"check_for_update_on_startup\":true,\"model_reasoning_effort\":\"low\","
+                           "\"plan_mode_reasoning_effort\":\"minimal\","
                            "\"profiles\":{\"a\":{\"model_reasoning_effort\":\"minimal\",\"sandbox_mode\":\"read-only\"},"
-                           "\"b\":{\"model\":\"o3\"},\"c\":7}}");
+                           "\"b\":{\"model\":\"o3\",\"plan_mode_reasoning_effort\":\"low\"},\"c\":7}}");
         ck_assert_int_eq(codex_config_apply_policy(o, "high", NULL), 0);
         assert_json(o, "{\"model\":\"gpt\",\"sandbox_mode\":\"danger-full-access\",\"approval_policy\":\"on-request\","
                        "\"check_for_update_on_startup\":false,\"model_reasoning_effort\":\"high\","
+                       "\"plan_mode_reasoning_effort\":\"high\","
                        "\"profiles\":{\"a\":{\"model_reasoning_effort\":\"high\",\"sandbox_mode\":\"danger-full-access\"},"
-                       "\"b\":{\"model\":\"o3\"},\"c\":7},"
+                       "\"b\":{\"model\":\"o3\",\"plan_mode_reasoning_effort\":\"high\"},\"c\":7},"
                        "\"features\":{\"plugins\":false,\"daemon_auto_start\":false},\"analytics\":{\"enabled\":false},"
                        "\"otel\":{\"metrics_exporter\":\"none\"}}");
         /* host: the merge's level stays; the sandbox mode and the update check do not. */

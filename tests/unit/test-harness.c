@@ -647,6 +647,41 @@ START_TEST(test_prepare_claude_policy)
 }
 END_TEST
 
+/* pi's budgets per level are the level's size: the host's, whatever the sandbox wrote. */
+START_TEST(test_prepare_pi_budgets)
+{
+        host_pi("{\"thinkingBudgets\":{\"high\":16384}}", NULL);
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "high", NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        write_file(at("volume/.pi/agent/settings.json"),
+                   "{\"thinkingBudgets\":{\"high\":1024,\"low\":512},\"defaultThinkingLevel\":\"low\",\"theme\":\"light\"}");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "thinkingBudgets"),
+                                                        JSON_C_TO_STRING_PLAIN),
+                         "{\"high\":16384}");
+        ck_assert_str_eq(get_string(settings, "defaultThinkingLevel", NULL, NULL), "high");
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "light");
+        json_object_put(settings);
+        /* None on the host: none in the sandbox. "host": the sandbox's own stand. */
+        host_pi("{}", NULL);
+        write_file(at("volume/.pi/agent/settings.json"), "{\"thinkingBudgets\":{\"high\":1024}}");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert(!json_object_object_get_ex(settings, "thinkingBudgets", NULL));
+        json_object_put(settings);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
+        write_file(at("volume/.pi/agent/settings.json"), "{\"thinkingBudgets\":{\"high\":1024}}");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert(json_object_object_get_ex(settings, "thinkingBudgets", NULL));
+        json_object_put(settings);
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_prepare_codex)
 {
         char codex[PATH_MAX];
@@ -1128,6 +1163,7 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_warns_of_credentials);
         tcase_add_test(tc, test_prepare_claude);
         tcase_add_test(tc, test_prepare_claude_policy);
+        tcase_add_test(tc, test_prepare_pi_budgets);
         tcase_add_test(tc, test_prepare_codex);
         tcase_add_test(tc, test_prepare_codex_volume);
         suite_add_tcase(s, tc);
