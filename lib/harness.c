@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "entrypoint-args.h"
@@ -201,39 +202,138 @@ static int read_json_at(int dirfd, const char *name, const char *origin, json_ob
 
 /* Write text to dirfd/name through a new file and a rename: a symlink planted at name is
  * replaced, never followed. */
-static int write_text_at(int dirfd, const char *name, const char *text, aisb_error **err)
+/* name + "." + tag + 16 random hex digits: a name nobody can have made ready beforehand. */
+static char *random_name(const char *name, const char *tag)
+{
+        uint8_t bytes[8];
+        if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes)
+                return NULL;
+        char *ret = NULL;
+        if (asprintf(&ret, "%s.%s%02x%02x%02x%02x%02x%02x%02x%02x", name, tag, bytes[0], bytes[1], bytes[2], bytes[3],
+                     bytes[4], bytes[5], bytes[6], bytes[7]) < 0)
+                return NULL;
+        return ret;
+}
+
+/* Move dirfd/name aside, within dirfd, and say where: what the agent left where the bridge
+ * writes (a directory where a file goes, a file or a link where a directory goes). The
+ * agent's content is kept, under name.aisb-moved-RANDOM. */
+static int move_aside(aisb_ctx *ctx, int dirfd, const char *name, const char *shown)
+{
+        _cleanup_free_ char *aside = random_name(name, "aisb-moved-");
+        if (!aside)
+                return -ENOMEM;
+        if (renameat(dirfd, name, dirfd, aside) < 0)
+                return -errno;
+        aisb_log(ctx, AISB_LOG_WARNING, "%s in the sandbox's home was not what aisb writes there: moved to %s", shown,
+                 aside);
+        return 0;
+}
+
+/* Write text to dirfd/name through a new file of a random name and a rename, so that nothing
+ * the agent planted is followed or written through. A directory at name is moved aside. */
+static int write_text_at(aisb_ctx *ctx, int dirfd, const char *name, const char *text, aisb_error **err)
 {
         _cleanup_free_ char *tmp = NULL;
-        if (asprintf(&tmp, ".%s.aisb-%ld", name, (long) getpid()) < 0)
-                return error_oom(err);
-        (void) unlinkat(dirfd, tmp, 0);
-        _cleanup_close_ int fd = openat(dirfd, tmp,
-                                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
-                                                O_CLOEXEC | O_NOCTTY,
-                                        0600);
+        _cleanup_close_ int fd = -1;
+        for (int attempt = 0; fd < 0 && attempt < 8; attempt++) {
+                free(tmp);
+                tmp = random_name(name, "aisb-new-");
+                if (!tmp)
+                        return error_oom(err);
+                fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                            0600);
+                if (fd < 0 && errno != EEXIST)
+                        break;
+        }
         if (fd < 0)
                 return aisb_error_set(err, -errno, "cannot write %s: %s", name, strerror(errno));
         int r = write_all(fd, text, strlen(text));
-        if (r < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
-                r = r < 0 ? r : -errno;
+        if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0) {
+                r = -errno;
+                if ((r == -EISDIR || r == -ENOTEMPTY || r == -EEXIST) && move_aside(ctx, dirfd, name, name) >= 0)
+                        r = renameat(dirfd, tmp, dirfd, name) < 0 ? -errno : 0;
+        }
+        if (r < 0) {
                 (void) unlinkat(dirfd, tmp, 0);
                 return aisb_error_set(err, r, "cannot write %s: %s", name, strerror(-r));
         }
         return 0;
 }
 
-static int write_config_at(int dirfd, const char *name, const config_syntax *syntax, json_object *o,
+/* dirfd/name, a directory of ours made usable: opened with O_NOFOLLOW, made if absent, moved
+ * aside first if it is anything else (a file, a link), and given u+rwx if the agent took
+ * them away (it is the user's own, as the whole home is). A negative errno otherwise. */
+static int open_sandbox_dir(aisb_ctx *ctx, int dirfd, const char *name, const char *shown)
+{
+        for (int attempt = 0; attempt < 3; attempt++) {
+                if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+                        int r = move_aside(ctx, dirfd, name, shown);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (fd < 0 && errno == EACCES) {
+                        /* No read permission: through an O_PATH descriptor, which needs none. */
+                        _cleanup_close_ int path = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        struct stat st;
+                        char proc[64];
+                        snprintf(proc, sizeof proc, "/proc/self/fd/%d", path);
+                        if (path < 0 || fstat(path, &st) < 0 || st.st_uid != geteuid() ||
+                            chmod(proc, (st.st_mode & 07777) | 0700) < 0)
+                                return -EACCES;
+                        continue;
+                }
+                if (fd < 0)
+                        return -errno;
+                struct stat st;
+                if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700 && st.st_uid == geteuid())
+                        (void) fchmod(fd, (st.st_mode & 07777) | 0700);
+                return fd;
+        }
+        return -ELOOP;
+}
+
+/* ~/path in the home volume's root, each component as open_sandbox_dir makes it. */
+static int open_sandbox_home_dir(aisb_ctx *ctx, int root, const char *path)
+{
+        _cleanup_free_ char *copy = strdup(path), *shown = NULL;
+        if (!copy)
+                return -ENOMEM;
+        int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+                char *longer = NULL;
+                if (asprintf(&longer, "%s/%s", shown ? shown : "~", c) < 0) {
+                        close(fd);
+                        return -ENOMEM;
+                }
+                free(shown);
+                shown = longer;
+                int next = open_sandbox_dir(ctx, fd, c, shown);
+                close(fd);
+                fd = next;
+        }
+        return fd;
+}
+
+static int write_config_at(aisb_ctx *ctx, int dirfd, const char *name, const config_syntax *syntax, json_object *o,
                            aisb_error **err)
 {
         _cleanup_free_ char *text = NULL;
         int r = syntax->format(o, &text, err);
-        return r < 0 ? r : write_text_at(dirfd, name, text, err);
+        return r < 0 ? r : write_text_at(ctx, dirfd, name, text, err);
 }
 
 /* The host's file name, if there, copied over the sandbox's each run (instructions such as
  * CLAUDE.md and AGENTS.md: the host's copy is the user's). The sandbox's stays when the host
  * has none. */
-static int copy_from_host(int host_dir, const char *host_path, const char *name, int sandbox_dir,
+static int copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, const char *name, int sandbox_dir,
                           aisb_error **err)
 {
         _cleanup_free_ char *origin = NULL, *text = NULL;
@@ -245,7 +345,7 @@ static int copy_from_host(int host_dir, const char *host_path, const char *name,
                 return r;
         if (memchr(text, '\0', size))
                 return aisb_error_set(err, -EINVAL, "%s holds a NUL byte: not a text file", origin);
-        return write_text_at(sandbox_dir, name, text, err);
+        return write_text_at(ctx, sandbox_dir, name, text, err);
 }
 
 /* What one file's merge is told: the host's value already read (and made fit for the
@@ -304,7 +404,7 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
                 aisb_error_free(e);
                 return r;
         }
-        r = write_text_at(sandbox_dir, j->name, text, err);
+        r = write_text_at(ctx, sandbox_dir, j->name, text, err);
         if (r < 0 || base_fd < 0)
                 return r;
         /* The next merge's base: the host's settings with policy applied, what aisb writes
@@ -317,7 +417,7 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
                 r = (next_base = json_object_new_object()) ? 0 : error_oom(err);
         if (r >= 0 && j->policy)
                 r = j->policy(next_base, j->host, p, err);
-        return r < 0 ? r : write_config_at(base_fd, j->base_name, &syntax_json, next_base, err);
+        return r < 0 ? r : write_config_at(ctx, base_fd, j->base_name, &syntax_json, next_base, err);
 }
 
 /* pi's level, and its thinkingBudgets (tokens per level) as the host has them: a budget is
@@ -439,7 +539,7 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const ch
         pi_keys_free(keys, n_keys);
         if (r < 0)
                 return r;
-        return write_config_at(sandbox_dir, "models.json", &syntax_json, rewritten, err);
+        return write_config_at(ctx, sandbox_dir, "models.json", &syntax_json, rewritten, err);
 }
 
 /* claude: settings.json merged per key, without credentials or the commands that make them
@@ -461,7 +561,7 @@ static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, cons
         warn_withheld(ctx, p, origin, &removed);
         merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, claude_policy };
         r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
-        return r < 0 ? r : copy_from_host(host_dir, host_path, "CLAUDE.md", sandbox_dir, err);
+        return r < 0 ? r : copy_from_host(ctx, host_dir, host_path, "CLAUDE.md", sandbox_dir, err);
 }
 
 /* codex: config.toml merged per key without credentials, with policy on top
@@ -482,7 +582,7 @@ static int bridge_codex(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const
         warn_withheld(ctx, p, origin, &removed);
         merge_job job = { "config.toml", "config.base.json", &syntax_toml, host, codex_policy };
         r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
-        return r < 0 ? r : copy_from_host(host_dir, host_path, "AGENTS.md", sandbox_dir, err);
+        return r < 0 ? r : copy_from_host(ctx, host_dir, host_path, "AGENTS.md", sandbox_dir, err);
 }
 
 static int bridge(aisb_ctx *ctx, const aisb_policy *p, harness_kind k, int sandbox_dir, int base_fd,
@@ -636,7 +736,7 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                                            mountpoint, strerror(errno));
                         goto fail;
                 }
-                sandbox_dir = open_dir_nofollow(root, info->home_dir, true);
+                sandbox_dir = open_sandbox_home_dir(ctx, root, info->home_dir);
                 if (asprintf(&sub, "%s/%s", info->base, p->home_volume) < 0) {
                         r = error_oom(err);
                         goto fail;
@@ -647,9 +747,8 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 base_fd = open(base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         }
         if (sandbox_dir < 0) {
-                r = aisb_error_set(err, sandbox_dir < 0 ? sandbox_dir : -EIO,
-                                   "cannot open ~/%s in the sandbox's home (a symlink there is refused)",
-                                   info->home_dir);
+                r = aisb_error_set(err, sandbox_dir < 0 ? sandbox_dir : -EIO, "cannot open ~/%s in the sandbox's home: %s",
+                                   info->home_dir, strerror(sandbox_dir < 0 ? -sandbox_dir : EIO));
                 goto fail;
         }
         r = bridge(ctx, p, k, sandbox_dir, base_fd, err);

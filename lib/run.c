@@ -834,7 +834,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         _cleanup_(harness_bridge_done) harness_bridge bridge = {};
         r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
         if (r < 0)
-                aisb_error_wrap(err, r, "bridging pi's configuration");
+                aisb_error_wrap(err, r, "bridging the harness's configuration (--no-harness-config runs without it)");
         r = step_done(ctx, r, err);
         if (r < 0)
                 return r;

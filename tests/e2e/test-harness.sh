@@ -146,6 +146,8 @@ expect_eq "the thinking level is forced to xhigh" xhigh "$(setting defaultThinki
 edit theme '"light"'
 bridge
 expect_eq "a setting changed in the sandbox persists" light "$(setting theme)"
+bridge
+expect_eq "and keeps persisting, run after run" light "$(setting theme)"
 python3 - "$PI_CODING_AGENT_DIR/settings.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); d["quietStartup"] = True; json.dump(d, open(sys.argv[1], "w"))
@@ -162,6 +164,15 @@ err=$("$AISB" run --thinking extreme -- true 2>&1); rc=$?
 set -e
 expect_eq "an unknown level is refused" 2 "$rc"
 expect_contains "with the list to pick from" "xhigh" "$err"
+
+# What the agent leaves to make every later run fail: a directory where settings.json goes,
+# its pi directory without permissions. The next run puts it right, says so, and runs.
+"$AISB" run -- sh -c 'rm -f ~/.pi/agent/settings.json; mkdir -p ~/.pi/agent/settings.json/x; chmod 0 ~/.pi/agent' ||
+  fail "the agent's run could not plant its obstacles"
+err=$("$AISB" run $net $keys -- pi --version 2>&1) || fail "a run after the agent's obstacles failed: $err"
+expect_contains "the agent's directory is moved aside, and said" \
+  "settings.json in the sandbox's home was not what aisb writes there: moved to settings.json.aisb-moved-" "$err"
+expect_eq "and the bridge wrote its settings" xhigh "$(setting defaultThinkingLevel)"
 
 export AISB_HOME_VOLUME=aisb-e2e-home-fresh-$$
 "$AISB" run --no-pi-config $net -- pi --version >/dev/null 2>&1

@@ -796,8 +796,8 @@ START_TEST(test_prepare_codex_volume)
 }
 END_TEST
 
-/* A symlink the agent planted at .pi or .pi/agent in its home: refused, nothing written
- * where it points. */
+/* A symlink the agent planted at .pi or .pi/agent in its home: never followed, moved aside
+ * (kept for the agent, said), a directory made in its place; nothing written where it points. */
 static void expect_symlink_refused(const char *link_at)
 {
         host_pi("{\"theme\":\"dark\"}", MODELS);
@@ -809,13 +809,18 @@ static void expect_symlink_refused(const char *link_at)
         snprintf(link_path, sizeof link_path, "%s/%s", at("volume"), link_at);
         ck_assert_int_eq(symlink(at("victim"), link_path), 0);
         aisb_error *err = NULL;
-        ck_assert_int_lt(prepare(p, &err), 0);
-        ck_assert_str_eq(aisb_error_message(err),
-                         "cannot open ~/.pi/agent in the sandbox's home (a symlink there is refused)");
-        aisb_error_free(err);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        char said[PATH_MAX];
+        snprintf(said, sizeof said, "~/%s in the sandbox's home was not what aisb writes there: moved to %s.aisb-moved-",
+                 link_at, strrchr(link_at, '/') ? strrchr(link_at, '/') + 1 : link_at);
+        ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
         char command[PATH_MAX + 64];
         snprintf(command, sizeof command, "test -z \"$(ls -A '%s')\"", at("victim"));
         ck_assert_msg(system(command) == 0, "something was written through the symlink at %s", link_at);
+        struct stat st;
+        ck_assert_int_eq(lstat(link_path, &st), 0);
+        ck_assert(S_ISDIR(st.st_mode));
+        expect_mode(at("volume/.pi/agent/settings.json"), 0600);
         aisb_policy_free(p);
 }
 
@@ -833,6 +838,66 @@ END_TEST
 
 /* The agent's settings.json a symlink to a file of the host's, its models.json a FIFO: the
  * host file is neither read into the sandbox nor written, and nothing waits on the FIFO. */
+/* What an agent leaves to make every later run fail: a directory where settings.json goes, its
+ * ~/.claude without permissions, a file where ~/.codex goes. Each is put right (the agent's
+ * own content moved aside, not lost) and the run goes on. */
+START_TEST(test_prepare_volume_obstacles)
+{
+        char claude[PATH_MAX];
+        snprintf(claude, sizeof claude, "%s/claude-home", dir);
+        setenv("CLAUDE_CONFIG_DIR", claude, 1);
+        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
+        write_file(at("claude-home/CLAUDE.md"), "# be brief\n");
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        write_file(at("volume/.claude/settings.json/x"), "the agent's\n");
+        mkdirs(at("volume/.claude/CLAUDE.md"));
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_ptr_nonnull(strstr(logs.text, "settings.json in the sandbox's home was not what aisb writes there: "
+                                                "moved to settings.json.aisb-moved-"));
+        ck_assert_ptr_nonnull(strstr(logs.text, "CLAUDE.md in the sandbox's home was not what aisb writes there"));
+        expect_mode(at("volume/.claude/settings.json"), 0600);
+        expect_mode(at("volume/.claude/CLAUDE.md"), 0600);
+        char command[PATH_MAX + 64];
+        snprintf(command, sizeof command, "grep -q \"the agent's\" '%s'/.claude/settings.json.aisb-moved-*/x",
+                 at("volume"));
+        ck_assert_msg(system(command) == 0, "the agent's directory was lost");
+
+        /* No permissions on ~/.claude, nor on the file: given back (the home is the user's). */
+        ck_assert_int_eq(chmod(at("volume/.claude/settings.json"), 0), 0);
+        ck_assert_int_eq(chmod(at("volume/.claude"), 0), 0);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        struct stat st;
+        ck_assert_int_eq(stat(at("volume/.claude"), &st), 0);
+        ck_assert_uint_eq(st.st_mode & 0700, 0700);
+        json_object *settings = read_json(at("volume/.claude/settings.json"));
+        ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "opus");
+        json_object_put(settings);
+        ck_assert_int_eq(chmod(at("volume/.claude"), 0500), 0);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        unsetenv("CLAUDE_CONFIG_DIR");
+        aisb_policy_free(p);
+
+        /* A file at ~/.codex. */
+        char codex[PATH_MAX];
+        snprintf(codex, sizeof codex, "%s/codex-home", dir);
+        setenv("CODEX_HOME", codex, 1);
+        write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\n");
+        write_file(at("volume/.codex"), "not a directory\n");
+        p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_ptr_nonnull(strstr(logs.text, "~/.codex in the sandbox's home was not what aisb writes there"));
+        char *text = read_file(at("volume/.codex/config.toml"));
+        ck_assert_ptr_nonnull(text);
+        ck_assert_ptr_nonnull(strstr(text, "gpt-5.1"));
+        free(text);
+        unsetenv("CODEX_HOME");
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_prepare_volume_files_planted)
 {
         host_pi("{\"theme\":\"dark\"}", MODELS);
@@ -1159,6 +1224,7 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_volume_symlink_pi);
         tcase_add_test(tc, test_prepare_volume_symlink_agent);
         tcase_add_test(tc, test_prepare_volume_files_planted);
+        tcase_add_test(tc, test_prepare_volume_obstacles);
         tcase_add_test(tc, test_prepare_volume_unknown);
         tcase_add_test(tc, test_prepare_warns_of_credentials);
         tcase_add_test(tc, test_prepare_claude);
