@@ -9,7 +9,7 @@
 #include "jsonutil.h"
 #include "skills-scan.h"
 
-#define WORDS_MAX 16
+#define WORDS_MAX 64
 #define WORD_MAX 32
 
 /* Split key into lower-case words at '_', '-', '.', ' ' and where a lower-case letter or a
@@ -37,27 +37,66 @@ static size_t key_words(const char *key, char words[WORDS_MAX][WORD_MAX])
         }
 }
 
-bool harness_key_is_credential(const char *key)
+/* Whether word (lower case) names a credential: one of the names, one that holds a name that
+ * never means anything else (pgpassword, clientsecret), one that ends in "token"
+ * (githubtoken); last (the key's last word of several, or its only one): the short names
+ * that mean one there only (db_pass, redis_pwd, x_auth). */
+static bool word_is_credential(const char *word, bool last, bool only, bool strict)
 {
-        static const char *const credential[] = {
-                "key", "keys", "apikey", "accesskey", "privatekey", "token", "authtoken",
-                "secret", "secrets", "password", "passwords", "passwd", "credential", "credentials",
-                "bearer", "authorization", "cookie",
+        /* A variable of headers (OTEL_EXPORTER_OTLP_HEADERS, ANTHROPIC_CUSTOM_HEADERS): the
+         * headers are what authenticates. */
+        if (strict && streq(word, "headers"))
+                return true;
+        static const char *const names[] = {
+                "key", "keys", "apikey", "accesskey", "privatekey", "token", "authtoken", "secret", "secrets",
+                "password", "passwords", "passwd", "passphrase", "credential", "credentials", "bearer",
+                "authorization", "cookie",
         };
+        static const char *const inside[] = { "password", "passwd", "passphrase", "secret", "apikey", "accesskey",
+                                              "privatekey", "signingkey", "credential" };
+        static const char *const last_names[] = { "pass", "auth", "sig", "signature" };
+        static const char *const last_of_several[] = { "pwd", "pat" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (streq(word, names[i]))
+                        return true;
+        for (size_t i = 0; i < ELEMENTSOF(inside); i++)
+                if (strstr(word, inside[i]))
+                        return true;
+        size_t n = strlen(word);
+        if (n > 5 && streq(word + n - 5, "token"))
+                return true;
+        for (size_t i = 0; last && i < ELEMENTSOF(last_names); i++)
+                if (streq(word, last_names[i]))
+                        return true;
+        for (size_t i = 0; last && !only && i < ELEMENTSOF(last_of_several); i++)
+                if (streq(word, last_of_several[i]))
+                        return true;
+        return false;
+}
+
+/* strict: the key is a variable of an environment table, whose value is the value itself,
+ * so a name like TOKEN_ENV is one too. */
+static bool key_is_credential(const char *key, bool strict)
+{
         char words[WORDS_MAX][WORD_MAX];
         size_t n = key_words(key, words);
         if (n == 0)
                 return false;
         /* A name that says where a credential is, not what: env_key, bearer_token_env_var,
-         * api_key_env. */
-        if (streq(words[n - 1], "env") || (n >= 2 && streq(words[n - 2], "env") &&
-                                           (streq(words[n - 1], "var") || streq(words[n - 1], "key"))))
+         * api_key_env, and the table of header names to variables names. */
+        if (!strict && (streq(words[n - 1], "env") || (n >= 2 && streq(words[n - 2], "env") &&
+                                                       (streq(words[n - 1], "var") || streq(words[n - 1], "key"))) ||
+                        streq(key, "env_http_headers")))
                 return false;
         for (size_t i = 0; i < n; i++)
-                for (size_t k = 0; k < ELEMENTSOF(credential); k++)
-                        if (streq(words[i], credential[k]))
-                                return true;
+                if (word_is_credential(words[i], i == n - 1, n == 1, strict))
+                        return true;
         return false;
+}
+
+bool harness_key_is_credential(const char *key)
+{
+        return key_is_credential(key, false);
 }
 
 static int found(const skills_finding *finding, void *userdata)
@@ -66,31 +105,127 @@ static int found(const skills_finding *finding, void *userdata)
         return 1;
 }
 
-/* Whether a value holds what the skill linter takes for a credential (a known token format,
- * a private key, a URL with a password, "token=..." and the like, a random-looking token),
- * whatever the key it sits under; an array or object when any string inside does. */
-static bool value_has_credential(json_object *v, unsigned depth)
+/* Whether value (a run of bytes up to a blank, a quote or a separator) looks like a
+ * credential's value rather than a word of prose or a reference: 6 bytes at least, not a
+ * "$VARIABLE", and a digit in it or 16 bytes at least. */
+static bool value_looks_secret(const char *v, size_t n)
 {
-        if (depth > 64)
-                return true; /* deeper than any merge takes: not carried */
-        if (json_object_is_type(v, json_type_string))
-                return skills_scan(json_object_get_string(v), (size_t) json_object_get_string_len(v),
-                                   "settings.json", 1, found, NULL) != 0;
-        if (json_object_is_type(v, json_type_array)) {
-                for (size_t i = 0; i < json_object_array_length(v); i++)
-                        if (value_has_credential(json_object_array_get_idx(v, i), depth + 1))
-                                return true;
+        if (n < 6 || v[0] == '$' || v[0] == '<' || v[0] == '{')
+                return false;
+        if (n >= 16)
+                return true;
+        for (size_t i = 0; i < n; i++)
+                if (v[i] >= '0' && v[i] <= '9')
+                        return true;
+        return false;
+}
+
+static bool name_byte(char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+               c == '.';
+}
+
+static size_t value_len(const char *v)
+{
+        return strcspn(v, " \t\r\n\"'`&;,)");
+}
+
+/* What the skill linter's scanner does not know and settings hold often: "NAME=VALUE",
+ * "NAME: VALUE" (a header in a command or a list), "--NAME VALUE" and "--NAME=VALUE" (a
+ * command's option), "Bearer VALUE", "Basic VALUE", "?NAME=VALUE" in a URL, where NAME
+ * names a credential (as an environment's variable would) and VALUE looks like one. */
+static bool text_has_assigned_credential(const char *s)
+{
+        for (const char *c = s; *c; c++) {
+                if (!name_byte(*c) || (c > s && name_byte(c[-1])))
+                        continue;
+                const char *start = c;
+                while (*start == '-')
+                        start++;
+                const char *end = start;
+                while (name_byte(*end))
+                        end++;
+                if (end == start || (size_t) (end - start) >= 128)
+                        continue;
+                char name[128];
+                memcpy(name, start, (size_t) (end - start));
+                name[end - start] = '\0';
+                const char *v = NULL;
+                if (*end == '=')
+                        v = end + 1;
+                else if (*end == ':' && (end[1] == ' ' || end[1] == '\t'))
+                        v = end + 1 + strspn(end + 1, " \t");
+                else if ((*end == ' ') && (strcasecmp(name, "bearer") == 0 || strcasecmp(name, "basic") == 0 ||
+                                           (start - c == 2 && end[1] != '-')))
+                        v = end + 1;
+                if (!v)
+                        continue;
+                bool scheme = strcasecmp(name, "bearer") == 0 || strcasecmp(name, "basic") == 0;
+                if ((scheme || key_is_credential(name, true)) && value_looks_secret(v, value_len(v)))
+                        return true;
         }
         return false;
 }
 
-static int scrub(json_object *o, buffer *path, buffer *removed)
+/* Whether a value holds what the skill linter takes for a credential (a known token format,
+ * a private key, a URL with a password, "token=..." and the like, a random-looking token) or
+ * one assigned to a credential's name (text_has_assigned_credential), whatever the key it
+ * sits under; an array when a string inside does, or when it passes one as a command's
+ * option ("--password", "VALUE"). */
+static bool value_has_credential(json_object *v, unsigned depth)
+{
+        if (depth > 64)
+                return true; /* deeper than any merge takes: not carried */
+        if (json_object_is_type(v, json_type_string)) {
+                const char *text = json_object_get_string(v);
+                return skills_scan(text, (size_t) json_object_get_string_len(v), "settings.json", 1, found, NULL) != 0 ||
+                       text_has_assigned_credential(text);
+        }
+        if (json_object_is_type(v, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        json_object *e = json_object_array_get_idx(v, i), *next = json_object_array_get_idx(v, i + 1);
+                        if (value_has_credential(e, depth + 1))
+                                return true;
+                        const char *opt = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : "";
+                        const char *arg = json_object_is_type(next, json_type_string) ? json_object_get_string(next) : NULL;
+                        if (opt[0] == '-' && arg && arg[0] != '-' && key_is_credential(opt + strspn(opt, "-"), true) &&
+                            value_looks_secret(arg, strlen(arg)))
+                                return true;
+                }
+        }
+        return false;
+}
+
+typedef enum table_kind {
+        TABLE_PLAIN,
+        TABLE_ENV,     /* an environment's variables (claude's "env", codex's "env" and
+                        * shell_environment_policy's "set"): values are the values themselves */
+        TABLE_HEADERS, /* header names to values (codex's http_headers, an exporter's headers) */
+} table_kind;
+
+static table_kind kind_of_table(const char *key)
+{
+        return streq(key, "env") || streq(key, "set")              ? TABLE_ENV
+               : streq(key, "http_headers") || streq(key, "headers") ? TABLE_HEADERS
+                                                                   : TABLE_PLAIN;
+}
+
+/* A header's value that looks like a credential's (value_looks_secret): a header of the kind a
+ * service authenticates with rather than one that routes (X-Team: t). */
+static bool header_value_secret(json_object *v)
+{
+        return json_object_is_type(v, json_type_string) &&
+               value_looks_secret(json_object_get_string(v), (size_t) json_object_get_string_len(v));
+}
+
+static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
 {
         if (json_object_is_type(o, json_type_array)) {
                 for (size_t i = 0; i < json_object_array_length(o); i++) {
                         size_t mark = path->size;
                         int r = buffer_printf(path, "[%zu]", i);
-                        r = r < 0 ? r : scrub(json_object_array_get_idx(o, i), path, removed);
+                        r = r < 0 ? r : scrub(json_object_array_get_idx(o, i), path, removed, TABLE_PLAIN);
                         path->size = mark;
                         if (r < 0)
                                 return r;
@@ -107,13 +242,14 @@ static int scrub(json_object *o, buffer *path, buffer *removed)
                 /* A name that says it is a credential, or a value that looks like one (a
                  * string, or an array holding one: the whole key goes). A table of references
                  * holds names of variables, never values. */
-                if (r >= 0 && (harness_key_is_credential(key) ||
+                if (r >= 0 && (key_is_credential(key, kind != TABLE_PLAIN) ||
+                               (kind == TABLE_HEADERS && header_value_secret(value)) ||
                                (!streq(key, "env_http_headers") && value_has_credential(value, 0)))) {
                         r = strv_push(&doomed, key);
                         if (r >= 0 && removed)
                                 r = buffer_printf(removed, "%.*s, ", (int) path->size, path->data);
                 } else if (r >= 0 && !streq(key, "env_http_headers"))
-                        r = scrub(value, path, removed);
+                        r = scrub(value, path, removed, kind_of_table(key));
                 path->size = mark;
                 if (r < 0)
                         return r;
@@ -126,7 +262,7 @@ static int scrub(json_object *o, buffer *path, buffer *removed)
 int harness_scrub_credentials(json_object *o, buffer *removed)
 {
         _cleanup_(buffer_free) buffer path = {};
-        return scrub(o, &path, removed);
+        return scrub(o, &path, removed, TABLE_PLAIN);
 }
 
 int claude_settings_scrub(json_object *settings, buffer *removed)

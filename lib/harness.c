@@ -510,6 +510,12 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const ch
         int r = host_dir >= 0 ? read_json_at(host_dir, "settings.json", host_settings_name, &host, err) : 0;
         if (r < 0)
                 return r;
+        /* pi's settings name no credential of their own, but one may sit in a value (a
+         * package's git URL with a token in it): withheld as claude's and codex's are. */
+        _cleanup_(buffer_free) buffer removed = {};
+        if (host && harness_scrub_credentials(host, &removed) < 0)
+                return error_oom(err);
+        warn_withheld(ctx, p, host_settings_name, &removed);
         merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, pi_policy };
         r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
         if (r < 0)
@@ -781,7 +787,12 @@ static int describe_pi(const aisb_policy *p, int dir, buffer *b)
         _cleanup_json_ json_object *settings = NULL, *models = NULL, *rewritten = NULL;
         if (dir >= 0)
                 (void) read_json_at(dir, "settings.json", "settings.json", &settings, NULL);
+        _cleanup_(buffer_free) buffer removed = {};
+        if (settings && harness_scrub_credentials(settings, &removed) < 0)
+                return -ENOMEM;
         int r = describe_keys(b, "settings", settings);
+        if (removed.size >= 2)
+                r = r < 0 ? r : buffer_printf(b, "bridge-withheld=%.*s (credentials)\n", (int) removed.size - 2, removed.data);
         r = r < 0 ? r : buffer_printf(b, "bridge-thinking=%s\n", p->thinking);
         if (dir >= 0)
                 (void) read_json_at(dir, "models.json", "models.json", &models, NULL);

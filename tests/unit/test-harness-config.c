@@ -31,11 +31,18 @@ START_TEST(test_credential_names)
                 "x-api-key", "Authorization", "experimental_bearer_token", "AWS_SECRET_ACCESS_KEY",
                 "AWS_ACCESS_KEY_ID", "GH_TOKEN", "password", "client_secret", "apikey", "Cookie", "private_key",
                 "awsCredentialExport",
+                /* Spellings a review found bridged: one-word compounds, short names at the end. */
+                "PGPASSWORD", "CLIENTSECRET", "SECRETKEY", "MYAPPSECRET", "AWS_SECRETACCESSKEY", "DB_PASS",
+                "REDIS_PWD", "MYSQL_PWD", "SMTP_PASS", "APITOKEN", "ACCESSTOKEN", "REFRESHTOKEN", "GITHUB_APITOKEN",
+                "X_AUTH", "NPM_AUTH", "NPM_CONFIG__AUTH", "SIGNINGKEY", "DB_PASSPHRASE", "STRIPE_SECRETKEY", "auth",
+                "sig", "GITLAB_PAT", "X-Tenant-Pass", "X-Corp-Auth",
         };
         static const char *const others[] = {
                 "env_key", "bearer_token_env_var", "api_key_env", "model", "model_provider", "base_url",
                 "max_output_tokens", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "MAX_THINKING_TOKENS", "ANTHROPIC_BASE_URL",
                 "keymap", "monkey", "tokenizer", "preferred_auth_method", "", "___",
+                "PWD", "pat", "authority", "passthrough", "bypass", "signature_version", "OTEL_EXPORTER_OTLP_HEADERS",
+                "http_headers", "env_http_headers",
         };
         for (size_t i = 0; i < ELEMENTSOF(credentials); i++)
                 ck_assert_msg(harness_key_is_credential(credentials[i]), "%s is a credential", credentials[i]);
@@ -85,6 +92,46 @@ START_TEST(test_scrub_values)
         _cleanup_free_ char *text = buffer_steal(&removed);
         ck_assert_str_eq(text, "env.MY_LLM, proxy, permissions.allow, ");
         ck_assert_ptr_null(strstr(text, "ghp_"));
+        json_object_put(o);
+}
+END_TEST
+
+/* The review's corpus: what its two attackers found bridged, each withheld now, by name or
+ * by an assignment in its value; and what must stay (prose, references, a routing header). */
+START_TEST(test_scrub_review_corpus)
+{
+        json_object *o = J(
+                "{\"env\":{\"TOKEN_ENV\":\"Winter2024Prod\",\"API_KEY_ENV\":\"x1y2z3w4\","
+                "\"OTEL_EXPORTER_OTLP_HEADERS\":\"Authorization=Bearer abcdefghijklmnopqrstuvwxyz123456\","
+                "\"ANTHROPIC_CUSTOM_HEADERS\":\"X-Corp-Auth: 0123456789abcdef0123456789abcdef\","
+                "\"MY_SERVICE_AUTH\":\"Basic YWRtaW46cHc=\",\"SVC\":\"Basic YWRtaW46cHc9cHc=\","
+                "\"ANTHROPIC_BASE_URL\":\"https://gw.test/v1?key=abcdefghij0123456789\","
+                "\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
+                "\"hooks\":[{\"command\":\"curl -H 'X-Auth: Qm4TzR8vLc2WxHy7NbKd' https://x.test\"},"
+                "{\"command\":\"deploy --token $DEPLOY_TOKEN\"}],"
+                "\"statusLine\":{\"command\":\"PGPASSWORD=Winter2024Prod psql -c 'select 1'\"},"
+                "\"instructions\":\"Never print a token: ask the user first. Keys are secret.\","
+                "\"mcp_servers\":{\"gh\":{\"args\":[\"--password\",\"Tr0ub4dor3horse\"],\"env\":{\"CLIENTSECRET\":\"abc123def\"}},"
+                "\"db\":{\"args\":[\"--auth=abcdef123456\"]},\"ok\":{\"args\":[\"--password\",\"$PW\",\"--port\",\"5432\"]}},"
+                "\"model_providers\":{\"corp\":{\"query_params\":{\"api-version\":\"2025-04-01\",\"sig\":\"s1g2n3a4\"},"
+                "\"http_headers\":{\"X-Auth\":\"0123456789abcdef\",\"X-Team\":\"t\",\"x-honeycomb-team\":\"aBcDeFgHiJkLmNoPqRsTuV\"}}},"
+                "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{\"x-honeycomb-team\":"
+                "\"aBcDeFgHiJkLmNoPqRsTuV\"}}}},"
+                "\"skills\":[{\"name\":\"s\",\"auth\":\"pa55word\"}],"
+                "\"profiles\":{\"p1\":{\"env\":{\"SECRETKEY\":\"v\"}}}}");
+        buffer removed = {};
+        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        assert_json(o, "{\"env\":{\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
+                       "\"hooks\":[{},{\"command\":\"deploy --token $DEPLOY_TOKEN\"}],\"statusLine\":{},"
+                       "\"instructions\":\"Never print a token: ask the user first. Keys are secret.\","
+                       "\"mcp_servers\":{\"gh\":{\"env\":{}},\"db\":{},\"ok\":{\"args\":[\"--password\",\"$PW\",\"--port\",\"5432\"]}},"
+                       "\"model_providers\":{\"corp\":{\"query_params\":{\"api-version\":\"2025-04-01\"},"
+                       "\"http_headers\":{\"X-Team\":\"t\"}}},"
+                       "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{}}}},"
+                       "\"skills\":[{\"name\":\"s\"}],\"profiles\":{\"p1\":{\"env\":{}}}}");
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_ptr_null(strstr(text, "Winter2024"));
+        ck_assert_ptr_null(strstr(text, "abcdef"));
         json_object_put(o);
 }
 END_TEST
@@ -156,6 +203,7 @@ int main(void)
         tcase_add_test(tc, test_credential_names);
         tcase_add_test(tc, test_scrub);
         tcase_add_test(tc, test_scrub_values);
+        tcase_add_test(tc, test_scrub_review_corpus);
         tcase_add_test(tc, test_claude_scrub);
         tcase_add_test(tc, test_codex_policy);
         suite_add_tcase(s, tc);

@@ -682,6 +682,32 @@ START_TEST(test_prepare_pi_budgets)
 }
 END_TEST
 
+static char *describe(const aisb_policy *p);
+
+/* pi's settings are scrubbed as claude's and codex's are: a package's URL with a token. */
+START_TEST(test_prepare_pi_scrubbed)
+{
+        host_pi("{\"theme\":\"dark\",\"packages\":[\"git:https://oauth2:glpat-Xk2Lm9Pq8Rs7Tu6Vw5Yz@gitlab.test/x\"],"
+                "\"myToken\":\"" TOKEN "\"}",
+                NULL);
+        aisb_policy *p = volume_policy();
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        char *text = read_file(at("volume/.pi/agent/settings.json"));
+        ck_assert_ptr_nonnull(strstr(text, "\"theme\""));
+        ck_assert_ptr_null(strstr(text, "glpat"));
+        ck_assert_ptr_null(strstr(text, TOKEN));
+        free(text);
+        ck_assert_ptr_nonnull(strstr(logs.text, "packages, myToken not bridged"));
+        ck_assert_ptr_null(strstr(logs.text, "glpat"));
+        text = describe(p);
+        ck_assert_ptr_nonnull(strstr(text, "bridge-withheld=packages, myToken (credentials)\n"));
+        ck_assert_ptr_null(strstr(text, "glpat"));
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_prepare_codex)
 {
         char codex[PATH_MAX];
@@ -1230,6 +1256,7 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_claude);
         tcase_add_test(tc, test_prepare_claude_policy);
         tcase_add_test(tc, test_prepare_pi_budgets);
+        tcase_add_test(tc, test_prepare_pi_scrubbed);
         tcase_add_test(tc, test_prepare_codex);
         tcase_add_test(tc, test_prepare_codex_volume);
         suite_add_tcase(s, tc);
