@@ -137,13 +137,13 @@ static int host_dir_path(harness_kind k, char **ret)
 /* Read dirfd/name, at most PIBRIDGE_JSON_MAX bytes. 0 with *ret NULL when absent. Never
  * waits: a FIFO (or anything but a regular file) planted there is refused at once, not opened
  * for a writer that never comes. */
-static int read_text_at(int dirfd, const char *name, const char *origin, char **ret, size_t *ret_size,
+static int read_text_at(int dirfd, const char *name, const char *origin, bool follow, char **ret, size_t *ret_size,
                         aisb_error **err)
 {
         *ret = NULL;
         *ret_size = 0;
         _cleanup_close_ int fd = openat(dirfd, name,
-                                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+                                        O_RDONLY | (follow ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;
@@ -183,21 +183,23 @@ static int json_format(json_object *o, char **ret_text, aisb_error **err)
 static const config_syntax syntax_json = { pi_parse_json, json_format },
                            syntax_toml = { toml_parse_json, toml_format_json };
 
-static int read_config_at(int dirfd, const char *name, const char *origin, const config_syntax *syntax,
+static int read_config_at(int dirfd, const char *name, const char *origin, bool follow, const config_syntax *syntax,
                           json_object **ret, aisb_error **err)
 {
         _cleanup_free_ char *text = NULL;
         size_t size = 0;
         *ret = NULL;
-        int r = read_text_at(dirfd, name, origin, &text, &size, err);
+        int r = read_text_at(dirfd, name, origin, follow, &text, &size, err);
         if (r < 0 || !text)
                 return r;
         return syntax->parse(text, size, origin, ret, err);
 }
 
+/* A file of the host's (the user's harness directory, aisb's state directory), which the
+ * agent cannot write: a link there is followed (a dotfile manager's), to a regular file. */
 static int read_json_at(int dirfd, const char *name, const char *origin, json_object **ret, aisb_error **err)
 {
-        return read_config_at(dirfd, name, origin, &syntax_json, ret, err);
+        return read_config_at(dirfd, name, origin, true, &syntax_json, ret, err);
 }
 
 /* Write text to dirfd/name through a new file and a rename: a symlink planted at name is
@@ -340,7 +342,7 @@ static int copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, co
         size_t size = 0;
         if (asprintf(&origin, "%s/%s", host_path, name) < 0)
                 return error_oom(err);
-        int r = host_dir < 0 ? 0 : read_text_at(host_dir, name, origin, &text, &size, err);
+        int r = host_dir < 0 ? 0 : read_text_at(host_dir, name, origin, true, &text, &size, err);
         if (r < 0 || !text)
                 return r;
         if (memchr(text, '\0', size))
@@ -367,7 +369,7 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
         if (asprintf(&origin, "the sandbox's %s", j->name) < 0)
                 return error_oom(err);
         aisb_error *e = NULL;
-        if (read_config_at(sandbox_dir, j->name, origin, j->syntax, &sandbox, &e) < 0) {
+        if (read_config_at(sandbox_dir, j->name, origin, false, j->syntax, &sandbox, &e) < 0) {
                 aisb_log(ctx, AISB_LOG_WARNING, "%s: taking the host's settings afresh", aisb_error_message(e));
                 aisb_error_free(e);
                 e = NULL;
@@ -579,7 +581,7 @@ static int bridge_codex(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const
         if (asprintf(&origin, "%s/config.toml", host_path) < 0)
                 return error_oom(err);
         _cleanup_json_ json_object *host = NULL;
-        int r = host_dir >= 0 ? read_config_at(host_dir, "config.toml", origin, &syntax_toml, &host, err) : 0;
+        int r = host_dir >= 0 ? read_config_at(host_dir, "config.toml", origin, true, &syntax_toml, &host, err) : 0;
         if (r < 0)
                 return r;
         _cleanup_(buffer_free) buffer removed = {};
@@ -831,7 +833,7 @@ static int describe_other(const aisb_policy *p, harness_kind k, int dir, buffer 
         _cleanup_json_ json_object *config = NULL;
         aisb_error *e = NULL;
         int r = 0;
-        if (dir >= 0 && read_config_at(dir, claude ? "settings.json" : "config.toml", claude ? "settings.json" : "config.toml",
+        if (dir >= 0 && read_config_at(dir, claude ? "settings.json" : "config.toml", claude ? "settings.json" : "config.toml", true,
                                        claude ? &syntax_json : &syntax_toml, &config, &e) < 0) {
                 r = buffer_printf(b, "bridge-settings=refused: %s\n", aisb_error_message(e));
                 aisb_error_free(e);
@@ -914,7 +916,7 @@ static json_object *host_config(harness_kind k)
                 return NULL;
         _cleanup_close_ int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         json_object *o = NULL;
-        if (dir < 0 || read_config_at(dir, names[k], path, k == HARNESS_CODEX ? &syntax_toml : &syntax_json, &o,
+        if (dir < 0 || read_config_at(dir, names[k], path, true, k == HARNESS_CODEX ? &syntax_toml : &syntax_json, &o,
                                       NULL) < 0)
                 return NULL;
         return o;

@@ -682,6 +682,30 @@ START_TEST(test_prepare_pi_budgets)
 }
 END_TEST
 
+/* The host's files may be links (a dotfile manager's): the agent cannot write there, and they
+ * are followed, to a regular file. */
+START_TEST(test_prepare_host_links)
+{
+        write_file(at("dotfiles/pi-settings.json"), "{\"theme\":\"dark\"}");
+        mkdirs(at("home/.pi/agent"));
+        ck_assert_int_eq(symlink(at("dotfiles/pi-settings.json"), at("home/.pi/agent/settings.json")), 0);
+        aisb_policy *p = volume_policy();
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "dark");
+        json_object_put(settings);
+        /* A link to anything but a regular file is refused, as a FIFO there would be. */
+        ck_assert_int_eq(unlink(at("home/.pi/agent/settings.json")), 0);
+        ck_assert_int_eq(mkfifo(at("dotfiles/fifo"), 0600), 0);
+        ck_assert_int_eq(symlink(at("dotfiles/fifo"), at("home/.pi/agent/settings.json")), 0);
+        ck_assert_int_lt(prepare(p, &err), 0);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "is not a regular file"));
+        aisb_error_free(err);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static char *describe(const aisb_policy *p);
 
 /* pi's settings are scrubbed as claude's and codex's are: a package's URL with a token. */
@@ -1257,6 +1281,7 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_claude_policy);
         tcase_add_test(tc, test_prepare_pi_budgets);
         tcase_add_test(tc, test_prepare_pi_scrubbed);
+        tcase_add_test(tc, test_prepare_host_links);
         tcase_add_test(tc, test_prepare_codex);
         tcase_add_test(tc, test_prepare_codex_volume);
         suite_add_tcase(s, tc);
