@@ -38,6 +38,10 @@ name = "stub"
 base_url = "https://api.stub.test:$port/v1"
 env_key = "STUB_OPENAI_KEY"
 wire_api = "responses"
+http_headers = { "X-Auth" = "hdr-e2e-$$-0123456789", "X-Team" = "t" }
+
+[shell_environment_policy.set]
+PGPASSWORD = "pg-e2e-$$-Winter2024"
 TOML
 echo '{"OPENAI_API_KEY":"sk-never-copied"}' > "$CODEX_HOME/auth.json"
 export STUB_OPENAI_KEY=sk-real-e2e-$$
@@ -65,6 +69,16 @@ seen=$(cat made-by-codex.txt)
 [ -n "$seen" ] || fail "the sandbox's STUB_OPENAI_KEY was empty"
 expect_absent "the sandbox saw only a placeholder, never the key" "$STUB_OPENAI_KEY" "$seen"
 expect_absent "auth.json stays on the host" "AUTH-COPIED" "$out"
+# Credentials of the user's config.toml stay on the host, said by name; the rest is carried.
+expect_contains "a header's secret and a variable's are withheld, by name" \
+  "model_providers.stub.http_headers.X-Auth, shell_environment_policy.set.PGPASSWORD not bridged" "$(cat "$E2E_TMP/err")"
+expect_absent "never by value" "e2e-$$-" "$(cat "$E2E_TMP/err")"
+expect_eq "the provider got the header that routes, not the one that authenticates" "t None" \
+  "$(python3 -c 'import json,sys; r=[json.loads(l)["headers"] for l in open(sys.argv[1])]; print(r[0].get("x-team"), r[0].get("x-auth"))' "$E2E_TMP/codex.log")"
+expect_eq "no file of the sandbox's home holds either value" "" \
+  "$("$AISB" run --harness codex --net none -- sh -c "grep -rlaE '(hdr|pg)-e2e-$$' ~ 2>/dev/null; true" </dev/null)"
+expect_contains "control: the search does see the bridged file" "/home/sandbox/.codex/config.toml" \
+  "$("$AISB" run --harness codex --net none -- sh -c "grep -rla X-Team ~ 2>/dev/null; true" </dev/null)"
 # "0 denied": nothing refused. Not "0 failed": codex closes its connection on the last event,
 # and the gate may log that request as cut short when the close beats the stream's end.
 expect_contains "codex's own traffic is off: the run's summary refuses nothing" "allowed, 0 denied," \
