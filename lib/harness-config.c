@@ -386,17 +386,51 @@ int codex_config_apply_policy(json_object *config, const char *level, aisb_error
         return r < 0 ? error_oom(err) : 0;
 }
 
-int claude_settings_apply_policy(json_object *settings, const char *const *env, bool level, aisb_error **err)
+const char *const claude_level_variables[] = {
+        "CLAUDE_CODE_EXTRA_BODY",      "CLAUDE_CODE_DISABLE_THINKING", "CLAUDE_CODE_SUBAGENT_EFFORT",
+        "MAX_THINKING_TOKENS",         "CLAUDE_CODE_DISABLE_ADAPTIVE_THINKING", NULL,
+};
+
+/* settings.env.name as host.env has it, or none. */
+static int pin_env(json_object *settings, json_object *host, const char *name)
+{
+        json_object *env = NULL, *value = NULL, *copy = NULL;
+        if (json_object_object_get_ex(settings, "env", &env) && json_object_is_type(env, json_type_object))
+                json_object_object_del(env, name);
+        if (!host || !json_object_object_get_ex(host, "env", &value) || !json_object_is_type(value, json_type_object) ||
+            !json_object_object_get_ex(value, name, &value))
+                return 0;
+        return json_object_deep_copy(value, &copy, NULL) < 0 ? -ENOMEM : set_in_table(settings, "env", name, copy);
+}
+
+int claude_settings_apply_policy(json_object *settings, json_object *host, const char *const *env, bool level,
+                                 aisb_error **err)
 {
         if (!json_object_is_type(settings, json_type_object))
                 return aisb_error_set(err, -EINVAL, "claude's settings to apply policy to are not an object");
         int r = 0;
-        for (; r >= 0 && env && env[0] && env[1]; env += 2)
-                r = set_in_table(settings, "env", env[0], json_object_new_string(env[1]));
-        /* The level claude picks (effortLevel) and the one it clamps every other to. */
-        if (r >= 0 && level) {
+        /* The level claude picks (effortLevel) and the one it clamps every other to, at the
+         * top and per model; the variables that pass a level or turn thinking off, as the
+         * host has them. */
+        if (level) {
                 json_object_object_del(settings, "effortLevel");
                 json_object_object_del(settings, "maxEffortLevel");
+                json_object *models = NULL;
+                if (json_object_object_get_ex(settings, "modelSettings", &models) &&
+                    json_object_is_type(models, json_type_object)) {
+                        json_object_object_foreach(models, model, m) {
+                                (void) model;
+                                if (json_object_is_type(m, json_type_object)) {
+                                        json_object_object_del(m, "effortLevel");
+                                        json_object_object_del(m, "maxEffortLevel");
+                                }
+                        }
+                }
+                for (const char *const *v = claude_level_variables; r >= 0 && *v; v++)
+                        r = pin_env(settings, host, *v);
         }
+        /* The run's own, last: its --env wins over the host's settings as over the sandbox's. */
+        for (; r >= 0 && env && env[0] && env[1]; env += 2)
+                r = set_in_table(settings, "env", env[0], json_object_new_string(env[1]));
         return r < 0 ? error_oom(err) : 0;
 }

@@ -51,10 +51,15 @@ const char *codex_thinking_levels(void);
  * -EINVAL naming the levels for a level codex lacks; -ENOMEM. */
 int codex_config_apply_policy(json_object *config, const char *level, aisb_error **err);
 
-/* claude's settings.json (an object) as policy makes it, on top of the merge: env (NAME,
- * VALUE pairs, NULL-terminated) set in its "env", each as the run sets it in claude's
- * environment: claude copies settings.json's env over its own environment, so the sandbox's
- * file could otherwise undo them (the reasoning level, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).
- * With level (the run sets one), effortLevel and maxEffortLevel are removed: they pick, and
- * clamp, claude's level. -ENOMEM. */
-int claude_settings_apply_policy(json_object *settings, const char *const *env, bool level, aisb_error **err);
+/* claude's settings.json (an object) as policy makes it, on top of the merge. With level (the
+ * run sets one): effortLevel and maxEffortLevel removed, at the top and in each of
+ * modelSettings (they pick, and clamp, claude's level), and the variables of
+ * claude_level_variables in its "env" as host's (the host's settings, NULL: none) has them,
+ * or none (they pass a level of their own or turn thinking off). Then env (NAME, VALUE pairs,
+ * NULL-terminated) set in "env", each as the run sets it in claude's environment: claude
+ * copies settings.json's env over its own environment, so the sandbox's file could otherwise
+ * undo them (the reasoning level, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, a --env of the
+ * user's). -ENOMEM. */
+extern const char *const claude_level_variables[];
+int claude_settings_apply_policy(json_object *settings, json_object *host, const char *const *env, bool level,
+                                 aisb_error **err);

@@ -451,7 +451,7 @@ static const char *run_env_value(const aisb_policy *p, const char *name, const c
 /* claude's environment as the run sets it (its quiet variables, its level), into its settings. */
 static int claude_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)
 {
-        const char *env[2 * 4 + 1] = {};
+        const char *env[2 * 16 + 1] = {};
         size_t n = 0;
         for (const struct harness_env *q = harness_quiet_env; q->name; q++)
                 if (startswith(q->name, "CLAUDE_")) {
@@ -464,8 +464,14 @@ static int claude_policy(json_object *merged, json_object *host, const aisb_poli
                 env[n++] = "CLAUDE_CODE_EFFORT_LEVEL";
                 env[n++] = effort;
         }
+        for (const char *const *v = claude_level_variables; *v; v++)
+                if (run_env_value(p, *v, NULL)) {
+                        env[n++] = *v;
+                        env[n++] = run_env_value(p, *v, NULL);
+                }
         assert(n < ELEMENTSOF(env));
-        return claude_settings_apply_policy(merged, env, level || policy_env_named(p, "CLAUDE_CODE_EFFORT_LEVEL"), err);
+        return claude_settings_apply_policy(merged, host, env, level || policy_env_named(p, "CLAUDE_CODE_EFFORT_LEVEL"),
+                                            err);
 }
 
 static int codex_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)

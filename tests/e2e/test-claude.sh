@@ -61,7 +61,10 @@ expect_eq "--thinking low reaches claude as its effort" low "$(effort "$E2E_TMP/
 # The agent lowers the level of later runs in the home's settings (claude copies their env over
 # its environment, and maxEffortLevel clamps any level): the next run's is the policy's still.
 "$AISB" run "${args[@]}" -- sh -c 'printf %s "{\"effortLevel\":\"low\",\"maxEffortLevel\":\"low\",
-  \"env\":{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\"}}" > ~/.claude/settings.json' </dev/null 2>/dev/null ||
+  \"modelSettings\":{\"sonnet\":{\"maxEffortLevel\":\"low\"},\"opus\":{\"maxEffortLevel\":\"low\"}},
+  \"env\":{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\",
+  \"CLAUDE_CODE_EXTRA_BODY\":\"{\\\"output_config\\\":{\\\"effort\\\":\\\"low\\\"}}\"}}" > ~/.claude/settings.json
+  python3 -c "import json,os; json.load(open(os.path.expanduser(\"~/.claude/settings.json\")))"' </dev/null 2>/dev/null ||
   fail "the agent's run could not write its settings"
 : > "$E2E_TMP/claude.log"
 "$AISB" run "${args[@]}" --thinking medium -- claude -p "make the file" --dangerously-skip-permissions \

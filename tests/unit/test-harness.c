@@ -605,7 +605,7 @@ START_TEST(test_prepare_claude_policy)
         char claude[PATH_MAX];
         snprintf(claude, sizeof claude, "%s/claude-home", dir);
         setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
+        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\",\"env\":{\"MAX_THINKING_TOKENS\":\"8000\"}}");
         aisb_policy *p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
@@ -615,7 +615,9 @@ START_TEST(test_prepare_claude_policy)
         write_file(at("volume/.claude/settings.json"),
                    "{\"model\":\"opus\",\"effortLevel\":\"low\",\"maxEffortLevel\":\"low\",\"env\":"
                    "{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\",\"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\":\"0\","
-                   "\"MY_VAR\":\"kept\"}}");
+                   "\"MY_VAR\":\"kept\",\"CLAUDE_CODE_EXTRA_BODY\":\"{}\",\"CLAUDE_CODE_DISABLE_THINKING\":\"1\","
+                   "\"MAX_THINKING_TOKENS\":\"1024\"},"
+                   "\"modelSettings\":{\"sonnet\":{\"maxEffortLevel\":\"low\",\"effortLevel\":\"low\",\"x\":1}}}");
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
         json_object *settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "medium");
@@ -623,6 +625,12 @@ START_TEST(test_prepare_claude_policy)
         ck_assert_str_eq(get_string(settings, "env", "MY_VAR", NULL), "kept");
         ck_assert(!json_object_object_get_ex(settings, "effortLevel", NULL));
         ck_assert(!json_object_object_get_ex(settings, "maxEffortLevel", NULL));
+        ck_assert_ptr_null(get_string(settings, "env", "CLAUDE_CODE_EXTRA_BODY", NULL));
+        ck_assert_ptr_null(get_string(settings, "env", "CLAUDE_CODE_DISABLE_THINKING", NULL));
+        ck_assert_str_eq(get_string(settings, "env", "MAX_THINKING_TOKENS", NULL), "8000");
+        ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "modelSettings"),
+                                                        JSON_C_TO_STRING_PLAIN),
+                         "{\"sonnet\":{\"x\":1}}");
         json_object_put(settings);
 
         /* The user's --env wins here as in the environment; "host" leaves claude's level alone. */
