@@ -580,22 +580,61 @@ static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, cons
 
 /* codex: config.toml merged per key without credentials, with policy on top
  * (codex_config_apply_policy); AGENTS.md copied. Never auth.json. */
-static int bridge_codex(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
-                        int sandbox_dir, int base_fd, aisb_error **err)
+/* The profile a codex command names (--profile NAME, -p NAME, --profile=NAME), whose file
+ * (0.171: NAME.config.toml beside config.toml) it reads: NULL when none, or a name that is
+ * no file's. */
+static char *codex_profile_file(const aisb_policy *p)
 {
-        _cleanup_free_ char *origin = NULL;
-        if (asprintf(&origin, "%s/config.toml", host_path) < 0)
+        const char *const *cmd = policy_command(p);
+        const char *name = NULL;
+        for (size_t i = 1; cmd[0] && cmd[i]; i++) {
+                if ((streq(cmd[i], "--profile") || streq(cmd[i], "-p")) && cmd[i + 1])
+                        name = cmd[i + 1];
+                else if (startswith(cmd[i], "--profile="))
+                        name = cmd[i] + strlen("--profile=");
+                else if (streq(cmd[i], "--"))
+                        break;
+        }
+        if (!name || !*name || strlen(name) > 64 ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(name) ||
+            name[0] == '.')
+                return NULL;
+        char *file = NULL;
+        return asprintf(&file, "%s.config.toml", name) < 0 ? NULL : file;
+}
+
+/* One config file of codex's: the host's (NULL origin: none there) merged per key without
+ * credentials, policy on top. base_fd < 0: no base kept (a profile only the sandbox has). */
+static int bridge_codex_file(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
+                             const char *name, int sandbox_dir, int base_fd, aisb_error **err)
+{
+        _cleanup_free_ char *origin = NULL, *base_name = NULL;
+        if (asprintf(&origin, "%s/%s", host_path, name) < 0 ||
+            asprintf(&base_name, "%.*s.base.json", (int) (strlen(name) - strlen(".toml")), name) < 0)
                 return error_oom(err);
         _cleanup_json_ json_object *host = NULL;
-        int r = host_dir >= 0 ? read_config_at(host_dir, "config.toml", origin, true, &syntax_toml, &host, err) : 0;
+        int r = host_dir >= 0 ? read_config_at(host_dir, name, origin, true, &syntax_toml, &host, err) : 0;
         if (r < 0)
                 return r;
         _cleanup_(buffer_free) buffer removed = {};
         if (host && harness_scrub_credentials(host, &removed) < 0)
                 return error_oom(err);
         warn_withheld(ctx, p, origin, &removed);
-        merge_job job = { "config.toml", "config.base.json", &syntax_toml, host, codex_policy };
-        r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
+        merge_job job = { name, base_name, &syntax_toml, host, codex_policy };
+        return merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
+}
+
+/* codex: config.toml merged per key without credentials, with policy on top
+ * (codex_config_apply_policy), and so the profile file the command names: the host's merged,
+ * or the sandbox's own with policy on top, so that no profile of the agent's making lowers a
+ * later run; AGENTS.md copied. Never auth.json. */
+static int bridge_codex(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
+                        int sandbox_dir, int base_fd, aisb_error **err)
+{
+        int r = bridge_codex_file(ctx, p, host_dir, host_path, "config.toml", sandbox_dir, base_fd, err);
+        _cleanup_free_ char *profile = r < 0 ? NULL : codex_profile_file(p);
+        if (profile)
+                r = bridge_codex_file(ctx, p, host_dir, host_path, profile, sandbox_dir, base_fd, err);
         return r < 0 ? r : copy_from_host(ctx, host_dir, host_path, "AGENTS.md", sandbox_dir, err);
 }
 

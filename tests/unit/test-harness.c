@@ -808,6 +808,52 @@ END_TEST
 
 /* In a home volume, the agent's own edit of config.toml stays (the sandbox mode excepted), and
  * a config.toml the agent broke is re-seeded from the host with a warning. */
+/* codex 0.171's profiles are files of their own (NAME.config.toml, --profile NAME): the one
+ * a run names is bridged with the same policy, the host's merged, the agent's own policed. */
+START_TEST(test_prepare_codex_profile)
+{
+        char codex[PATH_MAX];
+        snprintf(codex, sizeof codex, "%s/codex-home", dir);
+        setenv("CODEX_HOME", codex, 1);
+        write_file(at("codex-home/config.toml"), "model = \"gpt-5\"\n");
+        write_file(at("codex-home/fast.config.toml"), "model = \"gpt-5-mini\"\nmodel_reasoning_effort = \"low\"\n"
+                                                       "experimental_bearer_token = \"lit-in-profile-1\"\n");
+        write_file(at("volume/.codex/lazy.config.toml"), "model_reasoning_effort = \"minimal\"\nsandbox_mode = \"read-only\"\n"
+                                                         "[features]\nplugins = true\n");
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "thinking", "high", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "--profile", "fast", "exec", "x", NULL },
+                                                 NULL), 0);
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        char *text = read_file(at("volume/.codex/fast.config.toml"));
+        ck_assert_ptr_nonnull(text);
+        ck_assert_ptr_nonnull(strstr(text, "model = \"gpt-5-mini\""));
+        ck_assert_ptr_nonnull(strstr(text, "model_reasoning_effort = \"high\""));
+        ck_assert_ptr_nonnull(strstr(text, "sandbox_mode = \"danger-full-access\""));
+        ck_assert_ptr_null(strstr(text, "lit-in-profile-1"));
+        free(text);
+        /* Only the profile the run names: the agent's other one waits for a run that names it. */
+        text = read_file(at("volume/.codex/lazy.config.toml"));
+        ck_assert_ptr_nonnull(strstr(text, "\"minimal\""));
+        free(text);
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "-p", "lazy", NULL }, NULL), 0);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        text = read_file(at("volume/.codex/lazy.config.toml"));
+        ck_assert_ptr_nonnull(strstr(text, "model_reasoning_effort = \"high\""));
+        ck_assert_ptr_nonnull(strstr(text, "sandbox_mode = \"danger-full-access\""));
+        ck_assert_ptr_nonnull(strstr(text, "plugins = false"));
+        free(text);
+        /* A name that is no file's: nothing of it. */
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "--profile=../x", NULL }, NULL), 0);
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_int_eq(access(at("volume/x.config.toml"), F_OK), -1);
+        unsetenv("CODEX_HOME");
+        aisb_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_prepare_codex_volume)
 {
         char codex[PATH_MAX];
@@ -1292,6 +1338,7 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_host_links);
         tcase_add_test(tc, test_prepare_codex);
         tcase_add_test(tc, test_prepare_codex_volume);
+        tcase_add_test(tc, test_prepare_codex_profile);
         suite_add_tcase(s, tc);
         tc = tcase_create("describe");
         tcase_add_checked_fixture(tc, setup, teardown);
