@@ -50,7 +50,7 @@ static bool word_is_credential(const char *word, bool last, bool only, bool stri
         static const char *const names[] = {
                 "key", "keys", "apikey", "accesskey", "privatekey", "token", "authtoken", "secret", "secrets",
                 "password", "passwords", "passwd", "passphrase", "credential", "credentials", "bearer",
-                "authorization", "cookie",
+                "authorization", "cookie", "creds", "dsn", "webhook",
         };
         static const char *const inside[] = { "password", "passwd", "passphrase", "secret", "apikey", "accesskey",
                                               "privatekey", "signingkey", "credential" };
@@ -78,10 +78,18 @@ static bool word_is_credential(const char *word, bool last, bool only, bool stri
  * so a name like TOKEN_ENV is one too. */
 static bool key_is_credential(const char *key, bool strict)
 {
+        /* A last word that makes the name one about a credential, not of one: where it is
+         * (KEY_PATH, PASSWORD_STORE_DIR, GH_TOKEN_FILE), how much or how long
+         * (model_auto_compact_token_limit, ..._TTL_MS), which store keeps it. */
+        static const char *const about[] = { "file", "path", "dir", "directory", "limit", "store", "ttl", "ms",
+                                             "budget", "count", "size", "length", "type", "method", "name" };
         char words[WORDS_MAX][WORD_MAX];
         size_t n = key_words(key, words);
         if (n == 0)
                 return false;
+        for (size_t i = 0; n > 1 && i < ELEMENTSOF(about); i++)
+                if (streq(words[n - 1], about[i]))
+                        return false;
         /* A name that says where a credential is, not what: env_key, bearer_token_env_var,
          * api_key_env, and the table of header names to variables names. */
         if (!strict && (streq(words[n - 1], "env") || (n >= 2 && streq(words[n - 2], "env") &&
@@ -152,13 +160,24 @@ static bool text_has_assigned_credential(const char *s)
                 memcpy(name, start, (size_t) (end - start));
                 name[end - start] = '\0';
                 const char *v = NULL;
-                if (*end == '=')
+                if (*end == '"' && end[1] == ':') {
+                        /* "NAME": "VALUE", JSON in a string (DOCKER_AUTH_CONFIG) */
+                        v = end + 2 + strspn(end + 2, " \t");
+                        v += *v == '"';
+                } else if (*end == '=')
                         v = end + 1;
                 else if (*end == ':' && (end[1] == ' ' || end[1] == '\t'))
                         v = end + 1 + strspn(end + 1, " \t");
                 else if ((*end == ' ') && (strcasecmp(name, "bearer") == 0 || strcasecmp(name, "basic") == 0 ||
                                            (start - c == 2 && end[1] != '-')))
                         v = end + 1;
+                /* curl -u USER:PASSWORD, --user USER:PASSWORD */
+                if (*end == ' ' && ((start - c == 1 && streq(name, "u")) || (start - c == 2 && streq(name, "user")))) {
+                        const char *user = end + 1, *colon = user + strcspn(user, ": \t\"'");
+                        if (*colon == ':' && value_looks_secret(colon + 1, value_len(colon + 1)))
+                                return true;
+                        continue;
+                }
                 if (!v)
                         continue;
                 bool scheme = strcasecmp(name, "bearer") == 0 || strcasecmp(name, "basic") == 0;

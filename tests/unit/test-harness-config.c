@@ -35,7 +35,8 @@ START_TEST(test_credential_names)
                 "PGPASSWORD", "CLIENTSECRET", "SECRETKEY", "MYAPPSECRET", "AWS_SECRETACCESSKEY", "DB_PASS",
                 "REDIS_PWD", "MYSQL_PWD", "SMTP_PASS", "APITOKEN", "ACCESSTOKEN", "REFRESHTOKEN", "GITHUB_APITOKEN",
                 "X_AUTH", "NPM_AUTH", "NPM_CONFIG__AUTH", "SIGNINGKEY", "DB_PASSPHRASE", "STRIPE_SECRETKEY", "auth",
-                "sig", "GITLAB_PAT", "X-Tenant-Pass", "X-Corp-Auth",
+                "sig", "GITLAB_PAT", "X-Tenant-Pass", "X-Corp-Auth", "MY_CREDS", "SENTRY_DSN", "DISCORD_WEBHOOK",
+                "DISCORD_WEBHOOK_URL",
         };
         static const char *const others[] = {
                 "env_key", "bearer_token_env_var", "api_key_env", "model", "model_provider", "base_url",
@@ -43,6 +44,10 @@ START_TEST(test_credential_names)
                 "keymap", "monkey", "tokenizer", "preferred_auth_method", "", "___",
                 "PWD", "pat", "authority", "passthrough", "bypass", "signature_version", "OTEL_EXPORTER_OTLP_HEADERS",
                 "http_headers", "env_http_headers",
+                /* About a credential, not one (a re-review's false positives). */
+                "model_auto_compact_token_limit", "tool_output_token_limit", "cli_auth_credentials_store",
+                "mcp_oauth_credentials_store", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS", "PASSWORD_STORE_DIR", "KEY_PATH",
+                "SECRETS_DIR", "GH_ENTERPRISE_TOKEN_FILE", "tokenBudget",
         };
         for (size_t i = 0; i < ELEMENTSOF(credentials); i++)
                 ck_assert_msg(harness_key_is_credential(credentials[i]), "%s is a credential", credentials[i]);
@@ -118,7 +123,10 @@ START_TEST(test_scrub_review_corpus)
                 "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{\"x-honeycomb-team\":"
                 "\"aBcDeFgHiJkLmNoPqRsTuV\"}}}},"
                 "\"skills\":[{\"name\":\"s\",\"auth\":\"pa55word\"}],"
-                "\"profiles\":{\"p1\":{\"env\":{\"SECRETKEY\":\"v\"}}}}");
+                "\"profiles\":{\"p1\":{\"env\":{\"SECRETKEY\":\"v\"}}},"
+                "\"more\":{\"docker\":\"{\\\"auths\\\":{\\\"r\\\":{\\\"auth\\\":\\\"dXNlcjpwYXNzd29yZDEyMw==\\\"}}}\","
+                "\"jenkins\":\"curl -u admin:S3cr3tPassw0rd https://jenkins.test/x\","
+                "\"plain\":\"curl -u admin https://jenkins.test/x\"}}");
         buffer removed = {};
         ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
         assert_json(o, "{\"env\":{\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
@@ -128,7 +136,8 @@ START_TEST(test_scrub_review_corpus)
                        "\"model_providers\":{\"corp\":{\"query_params\":{\"api-version\":\"2025-04-01\"},"
                        "\"http_headers\":{\"X-Team\":\"t\"}}},"
                        "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{}}}},"
-                       "\"skills\":[{\"name\":\"s\"}],\"profiles\":{\"p1\":{\"env\":{}}}}");
+                       "\"skills\":[{\"name\":\"s\"}],\"profiles\":{\"p1\":{\"env\":{}}},"
+                       "\"more\":{\"plain\":\"curl -u admin https://jenkins.test/x\"}}");
         _cleanup_free_ char *text = buffer_steal(&removed);
         ck_assert_ptr_null(strstr(text, "Winter2024"));
         ck_assert_ptr_null(strstr(text, "abcdef"));
