@@ -10,7 +10,7 @@
 #include "skills-scan.h"
 
 #define WORDS_MAX 64
-#define WORD_MAX 32
+#define WORD_MAX 128
 
 /* Split key into lower-case words at '_', '-', '.', ' ' and where a lower-case letter or a
  * digit meets an upper-case one ("apiKeyHelper": api, key, helper). Longer words are cut:
@@ -53,9 +53,10 @@ static bool word_is_credential(const char *word, bool last, bool only, bool stri
                 "authorization", "cookie", "creds", "dsn", "webhook",
         };
         static const char *const inside[] = { "password", "passwd", "passphrase", "secret", "apikey", "accesskey",
-                                              "privatekey", "signingkey", "credential" };
+                                              "privatekey", "signingkey", "credential", "sshpass", "appkey", "authkey",
+                                              "writekey", "masterkey", "licensekey" };
         static const char *const last_names[] = { "pass", "auth", "sig", "signature" };
-        static const char *const last_of_several[] = { "pwd", "pat" };
+        static const char *const last_of_several[] = { "pwd", "pat", "pw" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 if (streq(word, names[i]))
                         return true;
@@ -82,7 +83,8 @@ static bool key_is_credential(const char *key, bool strict)
          * (KEY_PATH, PASSWORD_STORE_DIR, GH_TOKEN_FILE), how much or how long
          * (model_auto_compact_token_limit, ..._TTL_MS), which store keeps it. */
         static const char *const about[] = { "file", "path", "dir", "directory", "limit", "store", "ttl", "ms",
-                                             "budget", "count", "size", "length", "type", "method", "name" };
+                                             "budget", "count", "size", "length", "type", "method", "name", "id",
+                                             "bindings" };
         char words[WORDS_MAX][WORD_MAX];
         size_t n = key_words(key, words);
         if (n == 0)
@@ -166,13 +168,14 @@ static bool text_has_assigned_credential(const char *s)
                         v += *v == '"';
                 } else if (*end == '=')
                         v = end + 1;
-                else if (*end == ':' && (end[1] == ' ' || end[1] == '\t'))
+                else if (*end == ':' && end[1] != '/')
                         v = end + 1 + strspn(end + 1, " \t");
                 else if ((*end == ' ') && (strcasecmp(name, "bearer") == 0 || strcasecmp(name, "basic") == 0 ||
                                            (start - c == 2 && end[1] != '-')))
                         v = end + 1;
-                /* curl -u USER:PASSWORD, --user USER:PASSWORD */
-                if (*end == ' ' && ((start - c == 1 && streq(name, "u")) || (start - c == 2 && streq(name, "user")))) {
+                /* curl -u USER:PASSWORD, --user USER:PASSWORD, --user=USER:PASSWORD */
+                if ((*end == ' ' && start - c == 1 && streq(name, "u")) ||
+                    ((*end == ' ' || *end == '=') && start - c == 2 && streq(name, "user"))) {
                         const char *user = end + 1, *colon = user + strcspn(user, ": \t\"'");
                         if (*colon == ':' && value_looks_secret(colon + 1, value_len(colon + 1)))
                                 return true;
@@ -180,7 +183,13 @@ static bool text_has_assigned_credential(const char *s)
                 }
                 if (!v)
                         continue;
+                /* A quoted value (PGPASSWORD="...", --token '...'), and after a scheme word
+                 * (Authorization: token ..., Bearer ...) the word after it. */
+                v += *v == '"' || *v == '\'';
                 bool scheme = strcasecmp(name, "bearer") == 0 || strcasecmp(name, "basic") == 0;
+                if (!scheme && key_is_credential(name, true) && strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
+                                                                        value_len(v) && v[value_len(v)] == ' ')
+                        v += value_len(v) + 1;
                 if ((scheme || key_is_credential(name, true)) && value_looks_secret(v, value_len(v)))
                         return true;
         }
@@ -226,16 +235,39 @@ typedef enum table_kind {
 static table_kind kind_of_table(const char *key)
 {
         return streq(key, "env") || streq(key, "set")              ? TABLE_ENV
-               : streq(key, "http_headers") || streq(key, "headers") ? TABLE_HEADERS
+               : streq(key, "http_headers") || streq(key, "headers") || streq(key, "env_http_headers") ? TABLE_HEADERS
                                                                    : TABLE_PLAIN;
 }
 
 /* A header's value that looks like a credential's (value_looks_secret): a header of the kind a
- * service authenticates with rather than one that routes (X-Team: t). */
-static bool header_value_secret(json_object *v)
+ * service authenticates with rather than one that routes (X-Team: t); never one of those that
+ * say what a request is (Accept, User-Agent, an API's version or beta). */
+static bool header_value_secret(const char *name, json_object *v)
 {
+        static const char *const plain[] = { "Accept", "Content-Type", "User-Agent", "anthropic-version",
+                                             "anthropic-beta", "OpenAI-Beta", "OpenAI-Organization", "OpenAI-Project" };
+        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
+                if (strcasecmp(name, plain[i]) == 0)
+                        return false;
         return json_object_is_type(v, json_type_string) &&
                value_looks_secret(json_object_get_string(v), (size_t) json_object_get_string_len(v));
+}
+
+/* A table of references: every value a variable's name, and none a known token's format
+ * (codex's env_http_headers, as meant). */
+static bool references_only(json_object *o)
+{
+        if (!json_object_is_type(o, json_type_object))
+                return false;
+        json_object_object_foreach(o, key, value) {
+                (void) key;
+                const char *v = json_object_is_type(value, json_type_string) ? json_object_get_string(value) : NULL;
+                if (!v || !*v || (*v >= '0' && *v <= '9') ||
+                    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != strlen(v) ||
+                    value_has_credential(value, 0))
+                        return false;
+        }
+        return true;
 }
 
 static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
@@ -261,13 +293,14 @@ static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
                 /* A name that says it is a credential, or a value that looks like one (a
                  * string, or an array holding one: the whole key goes). A table of references
                  * holds names of variables, never values. */
+                bool references = streq(key, "env_http_headers") && references_only(value);
                 if (r >= 0 && (key_is_credential(key, kind != TABLE_PLAIN) ||
-                               (kind == TABLE_HEADERS && header_value_secret(value)) ||
-                               (!streq(key, "env_http_headers") && value_has_credential(value, 0)))) {
+                               (kind == TABLE_HEADERS && header_value_secret(key, value)) ||
+                               (!references && value_has_credential(value, 0)))) {
                         r = strv_push(&doomed, key);
                         if (r >= 0 && removed)
                                 r = buffer_printf(removed, "%.*s, ", (int) path->size, path->data);
-                } else if (r >= 0 && !streq(key, "env_http_headers"))
+                } else if (r >= 0 && !references)
                         r = scrub(value, path, removed, kind_of_table(key));
                 path->size = mark;
                 if (r < 0)

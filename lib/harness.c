@@ -580,27 +580,32 @@ static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, cons
 
 /* codex: config.toml merged per key without credentials, with policy on top
  * (codex_config_apply_policy); AGENTS.md copied. Never auth.json. */
-/* The profile a codex command names (--profile NAME, -p NAME, --profile=NAME), whose file
- * (0.171: NAME.config.toml beside config.toml) it reads: NULL when none, or a name that is
- * no file's. */
-static char *codex_profile_file(const aisb_policy *p)
+/* The profile a codex command names (--profile NAME, -p NAME, -pNAME, --profile=NAME), whose
+ * file (0.171: NAME.config.toml beside config.toml) it reads, into *ret (NULL: none named).
+ * -EINVAL for a name that is no plain file name: aisb could not police what codex reads. */
+static int codex_profile_file(const aisb_policy *p, char **ret, aisb_error **err)
 {
         const char *const *cmd = policy_command(p);
         const char *name = NULL;
+        *ret = NULL;
         for (size_t i = 1; cmd[0] && cmd[i]; i++) {
                 if ((streq(cmd[i], "--profile") || streq(cmd[i], "-p")) && cmd[i + 1])
-                        name = cmd[i + 1];
+                        name = cmd[++i];
                 else if (startswith(cmd[i], "--profile="))
                         name = cmd[i] + strlen("--profile=");
+                else if (startswith(cmd[i], "-p") && cmd[i][2] != '-')
+                        name = cmd[i] + 2;
                 else if (streq(cmd[i], "--"))
                         break;
         }
-        if (!name || !*name || strlen(name) > 64 ||
-            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(name) ||
-            name[0] == '.')
-                return NULL;
-        char *file = NULL;
-        return asprintf(&file, "%s.config.toml", name) < 0 ? NULL : file;
+        if (!name)
+                return 0;
+        if (!*name || strlen(name) > 128 || name[0] == '.' ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(name))
+                return aisb_error_set(err, -EINVAL,
+                                      "codex --profile '%.128s': not a name aisb can bridge (letters, digits, '.', '_', '-')",
+                                      name);
+        return asprintf(ret, "%s.config.toml", name) < 0 ? error_oom(err) : 0;
 }
 
 /* One config file of codex's: the host's (NULL origin: none there) merged per key without
@@ -631,9 +636,11 @@ static int bridge_codex_file(aisb_ctx *ctx, const aisb_policy *p, int host_dir, 
 static int bridge_codex(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
                         int sandbox_dir, int base_fd, aisb_error **err)
 {
-        int r = bridge_codex_file(ctx, p, host_dir, host_path, "config.toml", sandbox_dir, base_fd, err);
-        _cleanup_free_ char *profile = r < 0 ? NULL : codex_profile_file(p);
-        if (profile)
+        _cleanup_free_ char *profile = NULL;
+        int r = codex_profile_file(p, &profile, err);
+        if (r >= 0)
+                r = bridge_codex_file(ctx, p, host_dir, host_path, "config.toml", sandbox_dir, base_fd, err);
+        if (r >= 0 && profile)
                 r = bridge_codex_file(ctx, p, host_dir, host_path, profile, sandbox_dir, base_fd, err);
         return r < 0 ? r : copy_from_host(ctx, host_dir, host_path, "AGENTS.md", sandbox_dir, err);
 }
@@ -778,6 +785,8 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                         goto fail;
                 }
                 sandbox_dir = openat(rd->fd, info->seed, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sandbox_dir < 0)
+                        sandbox_dir = -errno;
         } else {
                 _cleanup_free_ char *mountpoint = NULL, *sub = NULL, *base_dir = NULL;
                 r = podman_volume_mountpoint(ctx, p->home_volume, &mountpoint, err);
@@ -925,7 +934,8 @@ int harness_describe(const aisb_policy *p, buffer *b)
         return k == HARNESS_PI ? describe_pi(p, dir, b) : describe_other(p, k, dir, b);
 }
 
-/* The host of an https:// URL (libcurl's parser), or NULL: another scheme, or no URL. */
+/* The host of an https:// URL (libcurl's parser), lower-cased without a final dot as the gate
+ * writes a secret's host, or NULL: another scheme, or no URL. */
 static char *https_host(const char *url)
 {
         CURLU *u = url ? curl_url() : NULL;
@@ -934,6 +944,10 @@ static char *https_host(const char *url)
             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && strcasecmp(scheme, "https") == 0 &&
             curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
                 ret = strdup(host);
+        for (char *c = ret; c && *c; c++)
+                *c = (char) (*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+        if (ret && *ret && ret[strlen(ret) - 1] == '.')
+                ret[strlen(ret) - 1] = '\0';
         curl_free(scheme);
         curl_free(host);
         curl_url_cleanup(u);

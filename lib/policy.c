@@ -1062,7 +1062,7 @@ static const gate_secret *secret_filling(const aisb_policy *p, const char *host,
 {
         for (size_t i = 0; i < p->n_secrets; i++)
                 for (size_t a = 0; p->secrets[i].hosts[a]; a++)
-                        if (streq(p->secrets[i].hosts[a], host) && strcasecmp(p->secrets[i].header, header) == 0)
+                        if (strcasecmp(p->secrets[i].hosts[a], host) == 0 && strcasecmp(p->secrets[i].header, header) == 0)
                                 return &p->secrets[i];
         return NULL;
 }

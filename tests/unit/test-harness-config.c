@@ -29,14 +29,15 @@ START_TEST(test_credential_names)
         static const char *const credentials[] = {
                 "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "apiKeyHelper", "X-Api-Key",
                 "x-api-key", "Authorization", "experimental_bearer_token", "AWS_SECRET_ACCESS_KEY",
-                "AWS_ACCESS_KEY_ID", "GH_TOKEN", "password", "client_secret", "apikey", "Cookie", "private_key",
+                "GH_TOKEN", "password", "client_secret", "apikey", "Cookie", "private_key",
                 "awsCredentialExport",
                 /* Spellings a review found bridged: one-word compounds, short names at the end. */
                 "PGPASSWORD", "CLIENTSECRET", "SECRETKEY", "MYAPPSECRET", "AWS_SECRETACCESSKEY", "DB_PASS",
                 "REDIS_PWD", "MYSQL_PWD", "SMTP_PASS", "APITOKEN", "ACCESSTOKEN", "REFRESHTOKEN", "GITHUB_APITOKEN",
                 "X_AUTH", "NPM_AUTH", "NPM_CONFIG__AUTH", "SIGNINGKEY", "DB_PASSPHRASE", "STRIPE_SECRETKEY", "auth",
                 "sig", "GITLAB_PAT", "X-Tenant-Pass", "X-Corp-Auth", "MY_CREDS", "SENTRY_DSN", "DISCORD_WEBHOOK",
-                "DISCORD_WEBHOOK_URL",
+                "DISCORD_WEBHOOK_URL", "SSHPASS", "LDAP_BIND_PW", "DATADOG_APPKEY", "TAILSCALE_AUTHKEY",
+                "ELASTICSEARCHCLUSTERADMINPASSWORD",
         };
         static const char *const others[] = {
                 "env_key", "bearer_token_env_var", "api_key_env", "model", "model_provider", "base_url",
@@ -47,7 +48,8 @@ START_TEST(test_credential_names)
                 /* About a credential, not one (a re-review's false positives). */
                 "model_auto_compact_token_limit", "tool_output_token_limit", "cli_auth_credentials_store",
                 "mcp_oauth_credentials_store", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS", "PASSWORD_STORE_DIR", "KEY_PATH",
-                "SECRETS_DIR", "GH_ENTERPRISE_TOKEN_FILE", "tokenBudget",
+                "SECRETS_DIR", "GH_ENTERPRISE_TOKEN_FILE", "tokenBudget", "AWS_ACCESS_KEY_ID", "keyId", "tokenId",
+                "key_bindings",
         };
         for (size_t i = 0; i < ELEMENTSOF(credentials); i++)
                 ck_assert_msg(harness_key_is_credential(credentials[i]), "%s is a credential", credentials[i]);
@@ -101,6 +103,7 @@ START_TEST(test_scrub_values)
 }
 END_TEST
 
+#define GH_TOKEN_VALUE "ghp_Xk9fQ2mZp7LwR4tV8bN1cJ6hY3sD0gE5uK2o"
 /* The review's corpus: what its two attackers found bridged, each withheld now, by name or
  * by an assignment in its value; and what must stay (prose, references, a routing header). */
 START_TEST(test_scrub_review_corpus)
@@ -126,7 +129,13 @@ START_TEST(test_scrub_review_corpus)
                 "\"profiles\":{\"p1\":{\"env\":{\"SECRETKEY\":\"v\"}}},"
                 "\"more\":{\"docker\":\"{\\\"auths\\\":{\\\"r\\\":{\\\"auth\\\":\\\"dXNlcjpwYXNzd29yZDEyMw==\\\"}}}\","
                 "\"jenkins\":\"curl -u admin:S3cr3tPassw0rd https://jenkins.test/x\","
-                "\"plain\":\"curl -u admin https://jenkins.test/x\"}}");
+                "\"plain\":\"curl -u admin https://jenkins.test/x\","
+                "\"q1\":\"PGPASSWORD=\\\"Tr0ub4dor3\\\" psql -tc x\",\"q2\":\"mysql --password 'Tr0ub4dor3'\","
+                "\"q3\":\"curl -H 'Authorization: token 0a1b2c3d4e5f'\",\"q4\":[\"X-Api-Key:abcdef12\"],"
+                "\"q5\":\"curl --user=admin:Tr0ub4dor3 https://x.test\",\"perm\":[\"Bash(gh auth token:*)\"]},"
+                "\"mcp\":{\"env_http_headers\":{\"Authorization\":\"" GH_TOKEN_VALUE "\"},"
+                "\"ok\":{\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\",\"X-Org\":\"ORG_2\"}},"
+                "\"http_headers\":{\"Accept\":\"application/json\",\"User-Agent\":\"codex/0.171\"}}}");
         buffer removed = {};
         ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
         assert_json(o, "{\"env\":{\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
@@ -137,7 +146,10 @@ START_TEST(test_scrub_review_corpus)
                        "\"http_headers\":{\"X-Team\":\"t\"}}},"
                        "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{}}}},"
                        "\"skills\":[{\"name\":\"s\"}],\"profiles\":{\"p1\":{\"env\":{}}},"
-                       "\"more\":{\"plain\":\"curl -u admin https://jenkins.test/x\"}}");
+                       "\"more\":{\"plain\":\"curl -u admin https://jenkins.test/x\",\"perm\":[\"Bash(gh auth token:*)\"]},"
+                       "\"mcp\":{\"env_http_headers\":{},"
+                       "\"ok\":{\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\",\"X-Org\":\"ORG_2\"}},"
+                       "\"http_headers\":{\"Accept\":\"application/json\",\"User-Agent\":\"codex/0.171\"}}}");
         _cleanup_free_ char *text = buffer_steal(&removed);
         ck_assert_ptr_null(strstr(text, "Winter2024"));
         ck_assert_ptr_null(strstr(text, "abcdef"));

@@ -845,9 +845,20 @@ START_TEST(test_prepare_codex_profile)
         ck_assert_ptr_nonnull(strstr(text, "sandbox_mode = \"danger-full-access\""));
         ck_assert_ptr_nonnull(strstr(text, "plugins = false"));
         free(text);
-        /* A name that is no file's: nothing of it. */
-        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "--profile=../x", NULL }, NULL), 0);
+        /* -pNAME is one too. */
+        write_file(at("volume/.codex/deep.config.toml"), "model_reasoning_effort = \"minimal\"\n");
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "exec", "-pdeep", "x", NULL }, NULL), 0);
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        text = read_file(at("volume/.codex/deep.config.toml"));
+        ck_assert_ptr_nonnull(strstr(text, "model_reasoning_effort = \"high\""));
+        free(text);
+        /* A name aisb could not police: the run is refused, nothing of it written. */
+        ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "--profile=../x", NULL }, NULL), 0);
+        ck_assert_int_eq(prepare(p, &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err),
+                         "codex --profile '../x': not a name aisb can bridge (letters, digits, '.', '_', '-')");
+        aisb_error_free(err);
+        err = NULL;
         ck_assert_int_eq(access(at("volume/x.config.toml"), F_OK), -1);
         unsetenv("CODEX_HOME");
         aisb_policy_free(p);
@@ -1176,6 +1187,13 @@ START_TEST(test_hold_codex)
         write_file(path, "model_provider = \"gw\"\n[model_providers.gw]\nbase_url = \"http://gw.test/v1\"\n"
                          "env_key = \"GW_KEY\"\n");
         expect_held("codex", NULL, "");
+        /* A host spelled otherwise is the same host: the user's --secret there wins. */
+        write_file(path, "model_provider = \"gw\"\n[model_providers.gw]\nbase_url = \"https://GW.Test./v1\"\n"
+                         "env_key = \"GW_KEY\"\n");
+        expect_held("codex", NULL, "GW_KEY@gw.test/Authorization:Bearer");
+        setenv("MY_KEY", "mine", 1);
+        expect_held("codex", (const char *const[]) { "secret", "MY_KEY@gw.test", NULL }, "MY_KEY@gw.test/Authorization:Bearer");
+        unsetenv("MY_KEY");
         unsetenv("OPENAI_API_KEY");
         unsetenv("GW_KEY");
 }
