@@ -270,18 +270,27 @@ static bool references_only(json_object *o)
         return true;
 }
 
+/* The number of keys removed from o and below, or -ENOMEM. */
 static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
 {
+        int n = 0;
         if (json_object_is_type(o, json_type_array)) {
-                for (size_t i = 0; i < json_object_array_length(o); i++) {
+                /* An entry that lost a key goes whole: a hook without its command, a skill
+                 * without its auth, is no entry its program accepts. From the end, so that
+                 * the indexes said are the file's. */
+                for (size_t i = json_object_array_length(o); i-- > 0;) {
                         size_t mark = path->size;
                         int r = buffer_printf(path, "[%zu]", i);
-                        r = r < 0 ? r : scrub(json_object_array_get_idx(o, i), path, removed, TABLE_PLAIN);
+                        json_object *e = json_object_array_get_idx(o, i);
+                        r = r < 0 ? r : scrub(e, path, removed, TABLE_PLAIN);
                         path->size = mark;
                         if (r < 0)
                                 return r;
+                        if (r > 0 && json_object_is_type(e, json_type_object) && json_object_array_del_idx(o, i, 1) < 0)
+                                return -ENOMEM;
+                        n += r;
                 }
-                return 0;
+                return n;
         }
         if (!json_object_is_type(o, json_type_object))
                 return 0;
@@ -300,21 +309,23 @@ static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
                         r = strv_push(&doomed, key);
                         if (r >= 0 && removed)
                                 r = buffer_printf(removed, "%.*s, ", (int) path->size, path->data);
-                } else if (r >= 0 && !references)
-                        r = scrub(value, path, removed, kind_of_table(key));
+                        n++;
+                } else if (r >= 0 && !references && (r = scrub(value, path, removed, kind_of_table(key))) > 0)
+                        n += r;
                 path->size = mark;
                 if (r < 0)
                         return r;
         }
         for (size_t i = 0; doomed && doomed[i]; i++)
                 json_object_object_del(o, doomed[i]);
-        return 0;
+        return n;
 }
 
 int harness_scrub_credentials(json_object *o, buffer *removed)
 {
         _cleanup_(buffer_free) buffer path = {};
-        return scrub(o, &path, removed, TABLE_PLAIN);
+        int r = scrub(o, &path, removed, TABLE_PLAIN);
+        return r < 0 ? r : 0;
 }
 
 int claude_settings_scrub(json_object *settings, buffer *removed)

@@ -58,7 +58,8 @@ START_TEST(test_credential_names)
 }
 END_TEST
 
-/* Credentials go at any depth, inside arrays too, named by their path; references stay. */
+/* Credentials go at any depth, inside arrays too (an entry of an array that lost a key goes
+ * whole), named by their path; references stay. */
 START_TEST(test_scrub)
 {
         json_object *o = J("{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
@@ -71,7 +72,7 @@ START_TEST(test_scrub)
         ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
         assert_json(o, "{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
                        "\"env_key\":\"ACME_KEY\",\"http_headers\":{\"X-Team\":\"t\"},"
-                       "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},\"servers\":[{\"name\":\"s\"}],"
+                       "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},\"servers\":[],"
                        "\"shell_environment_policy\":{\"set\":{\"LANG\":\"C\"}}}");
         _cleanup_free_ char *text = buffer_steal(&removed);
         ck_assert_str_eq(text ? text : "",
@@ -139,13 +140,13 @@ START_TEST(test_scrub_review_corpus)
         buffer removed = {};
         ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
         assert_json(o, "{\"env\":{\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
-                       "\"hooks\":[{},{\"command\":\"deploy --token $DEPLOY_TOKEN\"}],\"statusLine\":{},"
+                       "\"hooks\":[{\"command\":\"deploy --token $DEPLOY_TOKEN\"}],\"statusLine\":{},"
                        "\"instructions\":\"Never print a token: ask the user first. Keys are secret.\","
                        "\"mcp_servers\":{\"gh\":{\"env\":{}},\"db\":{},\"ok\":{\"args\":[\"--password\",\"$PW\",\"--port\",\"5432\"]}},"
                        "\"model_providers\":{\"corp\":{\"query_params\":{\"api-version\":\"2025-04-01\"},"
                        "\"http_headers\":{\"X-Team\":\"t\"}}},"
                        "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{}}}},"
-                       "\"skills\":[{\"name\":\"s\"}],\"profiles\":{\"p1\":{\"env\":{}}},"
+                       "\"skills\":[],\"profiles\":{\"p1\":{\"env\":{}}},"
                        "\"more\":{\"plain\":\"curl -u admin https://jenkins.test/x\",\"perm\":[\"Bash(gh auth token:*)\"]},"
                        "\"mcp\":{\"env_http_headers\":{},"
                        "\"ok\":{\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\",\"X-Org\":\"ORG_2\"}},"
