@@ -573,6 +573,14 @@ static bool port_matches(const allow_entry *e, unsigned port)
         return e->port ? port == e->port : (port == 80 || port == 443);
 }
 
+char *allowlist_domain_canonical(const char *host)
+{
+        char name[DOMAIN_MAX + 2], why[WHY_MAX];
+        if (!host || strlen(host) > DOMAIN_MAX + 1 || domain_canonical(host, false, true, name, why, sizeof why) < 0)
+                return NULL;
+        return strdup(name);
+}
+
 bool allowlist_domain_covers(const char *host, const char *name)
 {
         size_t h = strlen(host), n = strlen(name);

@@ -157,5 +157,9 @@ int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, a
 #define ALLOWLIST_SHOWN_MAX (64 * 4 + 4)
 void allowlist_show(const char *text, size_t len, char out[static ALLOWLIST_SHOWN_MAX]);
 
+/* host's canonical form as a name (lower case, no final dot), newly allocated, or NULL: no
+ * host name, or out of memory. */
+char *allowlist_domain_canonical(const char *host);
+
 /* name (canonical) is host (canonical) or a name below it. */
 bool allowlist_domain_covers(const char *host, const char *name);

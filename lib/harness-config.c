@@ -454,16 +454,23 @@ const char *const claude_level_variables[] = {
         "MAX_THINKING_TOKENS",         "CLAUDE_CODE_DISABLE_ADAPTIVE_THINKING", NULL,
 };
 
-/* settings.env.name as host.env has it, or none. */
-static int pin_env(json_object *settings, json_object *host, const char *name)
+int harness_pin_key(json_object *settings, json_object *host, const char *table, const char *key)
 {
-        json_object *env = NULL, *value = NULL, *copy = NULL;
-        if (json_object_object_get_ex(settings, "env", &env) && json_object_is_type(env, json_type_object))
-                json_object_object_del(env, name);
-        if (!host || !json_object_object_get_ex(host, "env", &value) || !json_object_is_type(value, json_type_object) ||
-            !json_object_object_get_ex(value, name, &value))
+        json_object *t = settings, *value = host, *copy = NULL;
+        if ((!table || json_object_object_get_ex(settings, table, &t)) && json_object_is_type(t, json_type_object))
+                json_object_object_del(t, key);
+        if (!host || (table && !json_object_object_get_ex(host, table, &value)) ||
+            !json_object_is_type(value, json_type_object) || !json_object_object_get_ex(value, key, &value))
                 return 0;
-        return json_object_deep_copy(value, &copy, NULL) < 0 ? -ENOMEM : set_in_table(settings, "env", name, copy);
+        if (json_object_deep_copy(value, &copy, NULL) < 0)
+                return -ENOMEM;
+        if (table)
+                return set_in_table(settings, table, key, copy);
+        if (json_object_object_add(settings, key, copy) < 0) {
+                json_object_put(copy);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 int claude_settings_apply_policy(json_object *settings, json_object *host, const char *const *env, bool level,
@@ -490,7 +497,7 @@ int claude_settings_apply_policy(json_object *settings, json_object *host, const
                         }
                 }
                 for (const char *const *v = claude_level_variables; r >= 0 && *v; v++)
-                        r = pin_env(settings, host, *v);
+                        r = harness_pin_key(settings, host, "env", *v);
         }
         /* The run's own, last: its --env wins over the host's settings as over the sandbox's. */
         for (; r >= 0 && env && env[0] && env[1]; env += 2)

@@ -51,6 +51,10 @@ const char *codex_thinking_levels(void);
  * -EINVAL naming the levels for a level codex lacks; -ENOMEM. */
 int codex_config_apply_policy(json_object *config, const char *level, aisb_error **err);
 
+/* settings[table][key] (table NULL: settings[key]) as host has it, or none: a key policy takes
+ * from the host's file whatever the sandbox's says. -ENOMEM. */
+int harness_pin_key(json_object *settings, json_object *host, const char *table, const char *key);
+
 /* claude's settings.json (an object) as policy makes it, on top of the merge. With level (the
  * run sets one): effortLevel and maxEffortLevel removed, at the top and in each of
  * modelSettings (they pick, and clamp, claude's level), and the variables of

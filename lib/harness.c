@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "allowlist.h"
 #include "entrypoint-args.h"
 #include "harness-config.h"
 #include "harness.h"
@@ -202,8 +203,6 @@ static int read_json_at(int dirfd, const char *name, const char *origin, json_ob
         return read_config_at(dirfd, name, origin, true, &syntax_json, ret, err);
 }
 
-/* Write text to dirfd/name through a new file and a rename: a symlink planted at name is
- * replaced, never followed. */
 /* name + "." + tag + 16 random hex digits: a name nobody can have made ready beforehand. */
 static char *random_name(const char *name, const char *tag)
 {
@@ -428,14 +427,8 @@ static int pi_policy(json_object *merged, json_object *host, const aisb_policy *
 {
         if (streq(p->thinking, "host"))
                 return 0;
-        json_object *budgets = NULL, *copy = NULL;
-        json_object_object_del(merged, "thinkingBudgets");
-        if (host && json_object_object_get_ex(host, "thinkingBudgets", &budgets) &&
-            (json_object_deep_copy(budgets, &copy, NULL) < 0 ||
-             json_object_object_add(merged, "thinkingBudgets", copy) < 0)) {
-                json_object_put(copy);
+        if (harness_pin_key(merged, host, NULL, "thinkingBudgets") < 0)
                 return error_oom(err);
-        }
         return pi_apply_thinking(merged, p->thinking, err);
 }
 
@@ -464,11 +457,13 @@ static int claude_policy(json_object *merged, json_object *host, const aisb_poli
                 env[n++] = "CLAUDE_CODE_EFFORT_LEVEL";
                 env[n++] = effort;
         }
-        for (const char *const *v = claude_level_variables; *v; v++)
-                if (run_env_value(p, *v, NULL)) {
+        for (const char *const *v = claude_level_variables; *v; v++) {
+                const char *value = run_env_value(p, *v, NULL);
+                if (value) {
                         env[n++] = *v;
-                        env[n++] = run_env_value(p, *v, NULL);
+                        env[n++] = value;
                 }
+        }
         assert(n < ELEMENTSOF(env));
         return claude_settings_apply_policy(merged, host, env, level || policy_env_named(p, "CLAUDE_CODE_EFFORT_LEVEL"),
                                             err);
@@ -578,8 +573,6 @@ static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, cons
         return r < 0 ? r : copy_from_host(ctx, host_dir, host_path, "CLAUDE.md", sandbox_dir, err);
 }
 
-/* codex: config.toml merged per key without credentials, with policy on top
- * (codex_config_apply_policy); AGENTS.md copied. Never auth.json. */
 /* The profile a codex command names (--profile NAME, -p NAME, -pNAME, --profile=NAME), whose
  * file (0.171: NAME.config.toml beside config.toml) it reads, into *ret (NULL: none named).
  * -EINVAL for a name that is no plain file name: aisb could not police what codex reads. */
@@ -608,8 +601,8 @@ static int codex_profile_file(const aisb_policy *p, char **ret, aisb_error **err
         return asprintf(ret, "%s.config.toml", name) < 0 ? error_oom(err) : 0;
 }
 
-/* One config file of codex's: the host's (NULL origin: none there) merged per key without
- * credentials, policy on top. base_fd < 0: no base kept (a profile only the sandbox has). */
+/* One config file of codex's, name: the host's (none when host_dir < 0 or it has none) merged
+ * per key without credentials, policy on top. */
 static int bridge_codex_file(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
                              const char *name, int sandbox_dir, int base_fd, aisb_error **err)
 {
@@ -934,8 +927,9 @@ int harness_describe(const aisb_policy *p, buffer *b)
         return k == HARNESS_PI ? describe_pi(p, dir, b) : describe_other(p, k, dir, b);
 }
 
-/* The host of an https:// URL (libcurl's parser), lower-cased without a final dot as the gate
- * writes a secret's host, or NULL: another scheme, or no URL. */
+/* The host of an https:// URL (libcurl's parser), in the canonical form the gate writes a
+ * secret's host in when it is a name (an address stays as written: the gate refuses it), or
+ * NULL: another scheme, or no URL. */
 static char *https_host(const char *url)
 {
         CURLU *u = url ? curl_url() : NULL;
@@ -943,11 +937,7 @@ static char *https_host(const char *url)
         if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && strcasecmp(scheme, "https") == 0 &&
             curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
-                ret = strdup(host);
-        for (char *c = ret; c && *c; c++)
-                *c = (char) (*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-        if (ret && *ret && ret[strlen(ret) - 1] == '.')
-                ret[strlen(ret) - 1] = '\0';
+                ret = allowlist_domain_canonical(host) ?: strdup(host);
         curl_free(scheme);
         curl_free(host);
         curl_url_cleanup(u);
@@ -1028,6 +1018,15 @@ static const struct {
         { "cerebras", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1", "openai-completions" },
 };
 
+/* How pi sends a key over api, or NULL: an api of no single header. */
+static const typeof(pi_apis[0]) *pi_api(const char *api)
+{
+        for (size_t a = 0; api && a < ELEMENTSOF(pi_apis); a++)
+                if (streq(api, pi_apis[a].api))
+                        return &pi_apis[a];
+        return NULL;
+}
+
 /* A pi key, unless the gate cannot hold it (it stays the run's to pass: pi_keys_check names it). */
 static int hold_pi(aisb_policy *p, const char *variable, const char *value, const char *url, const char *header,
                    const char *scheme, char ***held, aisb_error **err)
@@ -1078,16 +1077,15 @@ static int hold_pi_keys(aisb_policy *p, char ***held, aisb_error **err)
                         r = hold_pi(p, k->variable, value, url, k->header, NULL, held, err);
                         continue;
                 }
-                for (size_t a = 0; api && a < ELEMENTSOF(pi_apis); a++)
-                        if (streq(api, pi_apis[a].api))
-                                r = hold_pi(p, k->variable, value, url, pi_apis[a].header, pi_apis[a].scheme, held, err);
+                const typeof(pi_apis[0]) *how = pi_api(api);
+                if (how)
+                        r = hold_pi(p, k->variable, value, url, how->header, how->scheme, held, err);
         }
         pi_keys_free(keys, n_keys);
-        for (size_t b = 0; r >= 0 && b < ELEMENTSOF(pi_builtins); b++)
-                for (size_t a = 0; r >= 0 && a < ELEMENTSOF(pi_apis); a++)
-                        if (streq(pi_builtins[b].api, pi_apis[a].api))
-                                r = hold_pi(p, pi_builtins[b].variable, NULL, pi_builtins[b].url, pi_apis[a].header,
-                                            pi_apis[a].scheme, held, err);
+        for (size_t b = 0; r >= 0 && b < ELEMENTSOF(pi_builtins); b++) {
+                const typeof(pi_apis[0]) *how = pi_api(pi_builtins[b].api);
+                r = hold_pi(p, pi_builtins[b].variable, NULL, pi_builtins[b].url, how->header, how->scheme, held, err);
+        }
         return r;
 }
 
