@@ -38,6 +38,8 @@ const struct needed_capability netpolicy_needed_capabilities[] = {
 const size_t netpolicy_n_needed_capabilities =
         sizeof(netpolicy_needed_capabilities) / sizeof(netpolicy_needed_capabilities[0]);
 
+#define SETID_REASON "a setuid or setgid bit would reach the host's file"
+
 const struct syscall_denial netpolicy_syscall_denials[] = {
         /* Namespaces: a user namespace hands back every capability we dropped, inside it, and
          * with that the kernel's namespaced attack surface (nftables, mounts, ...). */
@@ -89,6 +91,21 @@ const struct syscall_denial netpolicy_syscall_denials[] = {
         { "socket", DENY_SOCKET_RAW, EPERM, "raw and packet sockets forge traffic (SOCK_RAW, SOCK_PACKET; netlink exempt)" },
         /* Pushing characters into a terminal we share with the user's shell. */
         { "ioctl", DENY_IOCTL_TIOCSTI, EPERM, "TIOCSTI/TIOCLINUX inject input into the user's terminal" },
+        /* Setuid and setgid bits: the project is the host's directory, and a bit set here is
+         * set on the host file, where nosuid no longer applies: another local user who runs it
+         * runs as the user. Every call that sets a mode refuses them (a directory's setgid
+         * too: the filter cannot tell a directory from a file). openat2 takes its mode in
+         * memory, where the filter cannot look: ENOSYS, and callers fall back to openat. */
+        { "chmod", DENY_MODE_SETID, EPERM, SETID_REASON, 1, 0 },
+        { "fchmod", DENY_MODE_SETID, EPERM, SETID_REASON, 1, 0 },
+        { "fchmodat", DENY_MODE_SETID, EPERM, SETID_REASON, 2, 0 },
+        { "fchmodat2", DENY_MODE_SETID, EPERM, SETID_REASON, 2, 0 },
+        { "creat", DENY_MODE_SETID, EPERM, SETID_REASON, 1, 0 },
+        { "mknod", DENY_MODE_SETID, EPERM, SETID_REASON, 1, 0 },
+        { "mknodat", DENY_MODE_SETID, EPERM, SETID_REASON, 2, 0 },
+        { "open", DENY_CREATE_SETID, EPERM, SETID_REASON, 2, 1 },
+        { "openat", DENY_CREATE_SETID, EPERM, SETID_REASON, 3, 2 },
+        { "openat2", DENY_ALWAYS, ENOSYS, "its mode is behind a pointer; ENOSYS makes callers fall back to openat" },
 };
 const size_t netpolicy_n_syscall_denials =
         sizeof(netpolicy_syscall_denials) / sizeof(netpolicy_syscall_denials[0]);
@@ -625,6 +642,10 @@ static const char *denial_condition(enum denial_kind k)
                 return "if type is SOCK_RAW or SOCK_PACKET, family not AF_NETLINK";
         case DENY_IOCTL_TIOCSTI:
                 return "if request is TIOCSTI or TIOCLINUX";
+        case DENY_MODE_SETID:
+                return "if mode has S_ISUID or S_ISGID";
+        case DENY_CREATE_SETID:
+                return "if it creates (O_CREAT, O_TMPFILE) with S_ISUID or S_ISGID in mode";
         }
         return "?";
 }

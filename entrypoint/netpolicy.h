@@ -184,6 +184,8 @@ enum denial_kind {
         DENY_SOCKET_FAMILIES,   /* socket/socketpair outside AF_UNIX, AF_INET, AF_INET6, AF_NETLINK */
         DENY_SOCKET_RAW,        /* socket with type SOCK_RAW or SOCK_PACKET, any family */
         DENY_IOCTL_TIOCSTI,     /* ioctl(fd, TIOCSTI) and ioctl(fd, TIOCLINUX) */
+        DENY_MODE_SETID,        /* a mode argument (mode_arg) with S_ISUID or S_ISGID */
+        DENY_CREATE_SETID,      /* the same, when the flags (flags_arg) create: O_CREAT or O_TMPFILE */
 };
 
 struct syscall_denial {
@@ -191,6 +193,7 @@ struct syscall_denial {
         enum denial_kind kind;
         int errno_value;
         const char *reason;
+        unsigned mode_arg, flags_arg; /* argument indexes, for the *_SETID kinds */
 };
 extern const struct syscall_denial netpolicy_syscall_denials[];
 extern const size_t netpolicy_n_syscall_denials;

@@ -12,11 +12,13 @@
 #include "sandbox-seccomp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "netpolicy.h"
 
@@ -46,6 +48,23 @@ static int add_socket_families(scmp_filter_ctx ctx, uint32_t action, int nr)
         }
         /* Above AF_NETLINK everything goes; junk in the high half only makes this match more. */
         return seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_GT, (scmp_datum_t) AF_NETLINK));
+}
+
+/* A mode with S_ISUID or S_ISGID in argument mode_arg; with create_flag, only when argument
+ * flags_arg has that flag too. Each bit its own rule: libseccomp ORs rules, ANDs comparisons. */
+static int add_setid_modes(scmp_filter_ctx ctx, uint32_t action, int nr, const struct syscall_denial *d,
+                           unsigned long create_flag)
+{
+        static const unsigned long bits[] = { S_ISUID, S_ISGID };
+        int r = 0;
+
+        for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]) && r >= 0; i++) {
+                struct scmp_arg_cmp mode = { d->mode_arg, SCMP_CMP_MASKED_EQ, bits[i], bits[i] };
+                struct scmp_arg_cmp flags = { d->flags_arg, SCMP_CMP_MASKED_EQ, create_flag, create_flag };
+                r = create_flag ? seccomp_rule_add(ctx, action, nr, 2, mode, flags)
+                                : seccomp_rule_add(ctx, action, nr, 1, mode);
+        }
+        return r;
 }
 
 int sandbox_seccomp_build(scmp_filter_ctx *ret, char *err, size_t errlen)
@@ -106,6 +125,16 @@ int sandbox_seccomp_build(scmp_filter_ctx *ret, char *err, size_t errlen)
                         if (r >= 0)
                                 r = seccomp_rule_add(ctx, action, nr, 1,
                                                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCLINUX));
+                        break;
+                case DENY_MODE_SETID:
+                        r = add_setid_modes(ctx, action, nr, d, 0);
+                        break;
+                case DENY_CREATE_SETID:
+                        /* The kernel reads the mode only when the call creates; other opens
+                         * may pass anything there. O_TMPFILE is __O_TMPFILE | O_DIRECTORY. */
+                        r = add_setid_modes(ctx, action, nr, d, O_CREAT);
+                        if (r >= 0)
+                                r = add_setid_modes(ctx, action, nr, d, O_TMPFILE & ~O_DIRECTORY);
                         break;
                 }
                 if (r < 0) {

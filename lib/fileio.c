@@ -208,6 +208,13 @@ int read_file_at(int dir, const char *name, size_t max, char **ret, size_t *ret_
         return read_full_fd(fd, max, ret, ret_size);
 }
 
+int fd_chmod(int fd, mode_t mode)
+{
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        return chmod(proc, mode) < 0 ? -errno : 0;
+}
+
 int write_file_at(int dir, const char *name, const void *data, size_t size)
 {
         char tmp[NAME_MAX + 1];

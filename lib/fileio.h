@@ -32,6 +32,10 @@ int read_file_at(int dir, const char *name, size_t max, char **ret, size_t *ret_
 /* size bytes into dir/name (mode 0600) through a new file renamed over it. */
 int write_file_at(int dir, const char *name, const void *data, size_t size);
 
+/* chmod through a descriptor of any kind, an O_PATH one too (fchmod refuses those): the
+ * entry it was opened on, never a link's target, whatever its permissions. */
+int fd_chmod(int fd, mode_t mode);
+
 /* getdents64's record, read straight into a buffer (no DIR per directory). */
 struct dirent64_record {
         uint64_t d_ino;

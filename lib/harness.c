@@ -281,10 +281,8 @@ static int open_sandbox_dir(aisb_ctx *ctx, int dirfd, const char *name, const ch
                         /* No read permission: through an O_PATH descriptor, which needs none. */
                         _cleanup_close_ int path = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         struct stat st;
-                        char proc[64];
-                        snprintf(proc, sizeof proc, "/proc/self/fd/%d", path);
                         if (path < 0 || fstat(path, &st) < 0 || st.st_uid != geteuid() ||
-                            chmod(proc, (st.st_mode & 07777) | 0700) < 0)
+                            fd_chmod(path, (st.st_mode & 07777) | 0700) < 0)
                                 return -EACCES;
                         continue;
                 }

@@ -599,11 +599,8 @@ static int layer_file(const review *r, const change *c, struct stat *st)
         if (fd < 0 && errno == EACCES) {
                 _cleanup_close_ int path = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 struct stat ps;
-                char proc[64];
-                if (path >= 0 && fstat(path, &ps) == 0 && S_ISREG(ps.st_mode) && ps.st_uid == getuid()) {
-                        snprintf(proc, sizeof proc, "/proc/self/fd/%d", path);
-                        (void) chmod(proc, (ps.st_mode & 0777) | S_IRUSR);
-                }
+                if (path >= 0 && fstat(path, &ps) == 0 && S_ISREG(ps.st_mode) && ps.st_uid == getuid())
+                        (void) fd_chmod(path, (ps.st_mode & 0777) | S_IRUSR);
                 fd = openat(dir, name, OPEN_FILE_FLAGS);
         }
         if (fd < 0)

@@ -26,6 +26,7 @@
 #include "protect.h"
 #include "run.h"
 #include "session-log.h"
+#include "setid-sweep.h"
 #include "termfilter.h"
 #include "userdirs.h"
 #include "fileio.h"
@@ -653,6 +654,7 @@ static void protect_end(aisb_ctx *ctx, const protect_plan *plan)
 /* What a run keeps of the project: its review layer, or a record for aisb undo. */
 typedef struct run_keep {
         int project_fd;
+        long long started_ns; /* a plain run's start, on the clock file times come from */
         review_layer layer;
         undo_record undo;
         bool created; /* the sandbox was: what was kept is the run's */
@@ -691,6 +693,9 @@ static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run
                                 return error_oom(err);
                 return review_layer_create(p->project, k->project_fd, name, list.data ? list.data : "", &k->layer, err);
         }
+        struct timespec now;
+        (void) clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        k->started_ns = (long long) now.tv_sec * 1000000000LL + now.tv_nsec;
         const char *why = NULL;
         r = undo_record_begin(ctx, p->project, k->project_fd, name, p->undo, &k->undo, &why, err);
         if (r == -ECANCELED)
@@ -743,6 +748,38 @@ static void keep_end(aisb_ctx *ctx, run_keep *k, bool sandbox_gone)
                                  k->undo.changed, k->undo.changed == 1 ? "" : "s");
         }
         aisb_error_free(e);
+}
+
+/* After a plain run: a setuid or setgid file the run left loses the bit (setid-sweep.h), each
+ * named, the first few by path. */
+typedef struct setid_report {
+        aisb_ctx *ctx;
+        const char *project;
+        size_t n;
+} setid_report;
+#define SETID_SHOWN 8
+
+static void setid_found(const char *path, unsigned mode, void *userdata)
+{
+        setid_report *s = userdata;
+        if (++s->n <= SETID_SHOWN)
+                aisb_log(s->ctx, AISB_LOG_WARNING, "%s/%s was made %s during the run (mode %04o): the bit is removed, "
+                         "as another local user who ran it would run as you", s->project, path,
+                         (mode & S_ISUID) ? "setuid" : "setgid", mode);
+}
+
+static void setid_end(aisb_ctx *ctx, const aisb_policy *p, const run_keep *k)
+{
+        if (k->project_fd < 0 || k->layer.dir_fd >= 0 || !k->created)
+                return;
+        setid_report report = { .ctx = ctx, .project = p->project };
+        aisb_error *e = NULL;
+        size_t n = 0;
+        if (setid_sweep(k->project_fd, k->started_ns, setid_found, &report, &n, &e) < 0)
+                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+        aisb_error_free(e);
+        if (n > SETID_SHOWN)
+                aisb_log(ctx, AISB_LOG_WARNING, "%zu more setuid or setgid files the run made lost the bit", n - SETID_SHOWN);
 }
 
 /* A dry run: the plan's requests shown, the image's first; nothing was sent. */
@@ -901,6 +938,7 @@ out:
         /* A review run wrote nothing of the project's: nothing to sweep. */
         if (keep.layer.dir_fd < 0)
                 protect_end(ctx, &facts.protect);
+        setid_end(ctx, p, &keep);
         keep_end(ctx, &keep, gone);
         egress_summary egress = {};
         if (asking.a)

@@ -119,6 +119,24 @@ static unsigned char type_of(mode_t mode)
         }
 }
 
+static void dir_make_ours(int dir, const char *name);
+
+/* A subdirectory, open and searchable, or -errno. */
+static int open_searchable(int fd, const char *name)
+{
+        int self = openat(fd, name, OPEN_DIR_FLAGS);
+        /* Readable is not enough: one without search permission (mode 0644, say, not root)
+         * lists names whose entries cannot be looked at. The kernel's lookup of "." asks for
+         * exactly that permission. */
+        struct stat dot;
+        if (self >= 0 && fstatat(self, ".", &dot, AT_SYMLINK_NOFOLLOW) < 0) {
+                int e = -errno;
+                close(self);
+                return e;
+        }
+        return self < 0 ? -errno : self;
+}
+
 static int walk_dir(walker *w, int fd, size_t path_len, unsigned depth)
 {
         if (depth > TREE_MAX_DEPTH)
@@ -158,15 +176,14 @@ static int walk_dir(walker *w, int fd, size_t path_len, unsigned depth)
                                  .st = (w->flags & TREE_WALK_STAT) ? &st : NULL, .self = -1 };
                 _cleanup_close_ int self = -1;
                 if (type == DT_DIR) {
-                        self = openat(fd, it->name, OPEN_DIR_FLAGS);
-                        /* Readable is not enough: one without search permission (mode 0644,
-                         * say, not root) lists names whose entries cannot be looked at. The
-                         * kernel's lookup of "." asks for exactly that permission. */
-                        struct stat dot;
-                        if (self >= 0 && fstatat(self, ".", &dot, AT_SYMLINK_NOFOLLOW) < 0)
-                                closep(&self);
+                        self = open_searchable(fd, it->name);
+                        if (self == -EACCES && (w->flags & TREE_WALK_FIX_ACCESS)) {
+                                dir_make_ours(fd, it->name);
+                                self = open_searchable(fd, it->name);
+                        }
+                        e.open_error = self < 0 ? self : 0;
+                        self = self < 0 ? -1 : self;
                         e.self = self;
-                        e.open_error = self < 0 ? -errno : 0;
                 }
                 r = w->fn(&e, w->userdata);
                 if (r == TREE_SKIP || type != DT_DIR || self < 0) {
@@ -353,9 +370,7 @@ static void dir_make_ours(int dir, const char *name)
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
                 return;
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        (void) chmod(proc, (st.st_mode & 07777) | S_IRWXU);
+        (void) fd_chmod(fd, (st.st_mode & 07777) | S_IRWXU);
 }
 
 static int remove_dir_contents(int fd, unsigned depth)

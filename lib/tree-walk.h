@@ -33,6 +33,10 @@ typedef struct tree_entry {
 
 enum {
         TREE_WALK_STAT = 1 << 0, /* lstat every entry (fstatat, AT_SYMLINK_NOFOLLOW) */
+        /* A directory of the user's that cannot be opened or searched (mode 0711, 0644: what
+         * the agent can leave to hide what is below it) is given back rwx for its owner and
+         * entered. */
+        TREE_WALK_FIX_ACCESS = 1 << 1,
 };
 
 /* What fn returns: 0 to go on (into a directory too), TREE_SKIP to leave this directory

@@ -4,6 +4,7 @@
  * seccomp_data, as the kernel would (libseccomp's tools/scmp_bpf_sim.c does the same). */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/sched.h>
@@ -239,6 +240,66 @@ START_TEST(ioctl_tiocsti)
 }
 END_TEST
 
+/* Whatever creates or changes a mode refuses S_ISUID and S_ISGID, alone, together, with other
+ * bits, with junk above the mode; plain modes, and opens that do not create, stay allowed. */
+START_TEST(setid_modes)
+{
+        long fchmodat2 = seccomp_syscall_resolve_name("fchmodat2");
+        struct { long nr; unsigned mode_arg; } calls[] = {
+                { __NR_fchmod, 1 }, { __NR_fchmodat, 2 }, { fchmodat2, 2 }, { __NR_mknodat, 2 },
+#ifdef __NR_chmod
+                { __NR_chmod, 1 }, { __NR_creat, 1 }, { __NR_mknod, 1 },
+#endif
+        };
+        static const uint64_t refused[] = { 04755, 02755, 06755, 04000, 02000, 0104755, 02070,
+                                            (1ULL << 32) | 04644, 0xffff0000ULL | 02711 };
+        static const uint64_t allowed[] = { 0755, 0644, 01777, 0, 0777, 0100644, (1ULL << 40) | 0600 };
+
+        ck_assert_int_gt(fchmodat2, 0);
+        load_program();
+        for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
+                for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+                        uint64_t a[3] = { 3, 4, 5 };
+                        a[calls[c].mode_arg] = refused[i];
+                        ck_assert_msg(verdict(calls[c].nr, a[0], a[1], a[2]) == DENY(EPERM),
+                                      "syscall %ld mode 0%llo allowed", calls[c].nr, (unsigned long long) refused[i]);
+                }
+                for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+                        uint64_t a[3] = { 3, 4, 5 };
+                        a[calls[c].mode_arg] = allowed[i];
+                        ck_assert_msg(verdict(calls[c].nr, a[0], a[1], a[2]) == ALLOW,
+                                      "syscall %ld mode 0%llo refused", calls[c].nr, (unsigned long long) allowed[i]);
+                }
+        }
+
+        /* openat(dir, path, flags, mode): arg 3 is past verdict()'s three. */
+        struct seccomp_data d = { .nr = __NR_openat, .arch = native_arch() };
+        static const uint64_t creating[] = { O_CREAT, O_WRONLY | O_CREAT | O_EXCL, O_TMPFILE | O_RDWR,
+                                             (1ULL << 32) | O_CREAT | O_CLOEXEC };
+        for (size_t i = 0; i < sizeof(creating) / sizeof(creating[0]); i++) {
+                d.args[2] = creating[i];
+                d.args[3] = 04755;
+                ck_assert_uint_eq(run(&d), DENY(EPERM));
+                d.args[3] = 02755;
+                ck_assert_uint_eq(run(&d), DENY(EPERM));
+                d.args[3] = 0755;
+                ck_assert_uint_eq(run(&d), ALLOW);
+        }
+        /* Not creating, the mode is not read: anything there passes. */
+        d.args[2] = O_RDONLY | O_CLOEXEC | O_DIRECTORY;
+        d.args[3] = 06777;
+        ck_assert_uint_eq(run(&d), ALLOW);
+#ifdef __NR_open
+        ck_assert_uint_eq(verdict(__NR_open, 0, O_WRONLY | O_CREAT | O_TRUNC, 04755), DENY(EPERM));
+        ck_assert_uint_eq(verdict(__NR_open, 0, O_RDWR | O_TMPFILE, 02700), DENY(EPERM));
+        ck_assert_uint_eq(verdict(__NR_open, 0, O_WRONLY | O_CREAT | O_TRUNC, 0644), ALLOW);
+        ck_assert_uint_eq(verdict(__NR_open, 0, O_RDONLY, 04755), ALLOW);
+#endif
+        /* openat2's mode is in memory: it answers ENOSYS, and libc and programs use openat. */
+        ck_assert_uint_eq(verdict(__NR_openat2, 3, 0, 24), DENY(ENOSYS));
+}
+END_TEST
+
 START_TEST(other_architectures)
 {
         load_program();
@@ -269,6 +330,7 @@ Suite *seccomp_suite(void)
         tcase_add_test(tc, clone_flags);
         tcase_add_test(tc, socket_families_and_types);
         tcase_add_test(tc, ioctl_tiocsti);
+        tcase_add_test(tc, setid_modes);
         tcase_add_test(tc, other_architectures);
         suite_add_tcase(s, tc);
         return s;

@@ -10,6 +10,9 @@
 #include "project.h"
 #include "unit.h"
 #include "fileio.h"
+#include "setid-sweep.h"
+#include <time.h>
+#include <unistd.h>
 
 static char project[64];
 static char settings[128];
@@ -241,6 +244,94 @@ START_TEST(test_home_is_no_project)
 }
 END_TEST
 
+/* A file made setuid or setgid since a point in time loses the bits; one that was setuid
+ * before stays (the user's); a link is never followed; a directory made unsearchable is
+ * entered; the other bits stay as they were. */
+typedef struct setid_seen {
+        char paths[8][64];
+        size_t n;
+} setid_seen;
+
+static void setid_seen_fn(const char *path, unsigned mode, void *userdata)
+{
+        setid_seen *s = userdata;
+        ck_assert(mode & (S_ISUID | S_ISGID));
+        ck_assert_uint_lt(s->n, 8);
+        snprintf(s->paths[s->n++], sizeof s->paths[0], "%s", path);
+}
+
+static mode_t mode_of(const char *rel)
+{
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", project, rel);
+        ck_assert_int_eq(lstat(path, &st), 0);
+        return st.st_mode & 07777;
+}
+
+static void make_file(const char *rel, mode_t mode)
+{
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", project, rel);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+START_TEST(test_setid_sweep)
+{
+        char path[256], outside[128];
+        make_file("before", 04755);
+        usleep(20000); /* past a tick of the coarse clock */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        long long since = (long long) now.tv_sec * 1000000000LL + now.tv_nsec;
+        usleep(20000);
+        make_file("tool", 04755);
+        make_file("group", 02750);
+        make_file("both", 06711);
+        make_file("plain", 0755);
+        snprintf(path, sizeof path, "%s/hidden", project);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        make_file("hidden/deep", 04700);
+        ck_assert_int_eq(chmod(path, 0111), 0);
+        /* A link to a setuid file outside: neither the link nor its target is touched. */
+        snprintf(outside, sizeof outside, "%s.outside", project);
+        int fd = open(outside, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(fchmod(fd, 04755), 0);
+        close(fd);
+        snprintf(path, sizeof path, "%s/link", project);
+        ck_assert_int_eq(symlink(outside, path), 0);
+
+        _cleanup_close_ int root = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(root, 0);
+        setid_seen seen = {};
+        size_t n = 99;
+        aisb_error *err = NULL;
+        ck_assert_int_eq(setid_sweep(root, since, setid_seen_fn, &seen, &n, &err), 0);
+        ck_assert_ptr_null(err);
+        ck_assert_uint_eq(n, 4);
+        ck_assert_uint_eq(seen.n, 4);
+        /* Walk order: each directory's names sorted. */
+        ck_assert_str_eq(seen.paths[0], "both");
+        ck_assert_str_eq(seen.paths[1], "group");
+        ck_assert_str_eq(seen.paths[2], "hidden/deep");
+        ck_assert_str_eq(seen.paths[3], "tool");
+        ck_assert_uint_eq(mode_of("tool"), 0755);
+        ck_assert_uint_eq(mode_of("group"), 0750);
+        ck_assert_uint_eq(mode_of("both"), 0711);
+        ck_assert_uint_eq(mode_of("hidden/deep"), 0700);
+        ck_assert_uint_eq(mode_of("plain"), 0755);
+        ck_assert_uint_eq(mode_of("before"), 04755);
+        struct stat st;
+        ck_assert_int_eq(stat(outside, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 04755);
+        unlink(outside);
+}
+END_TEST
+
 static Suite *project_suite(void)
 {
         Suite *s = suite_create("project");
@@ -257,6 +348,7 @@ static Suite *project_suite(void)
         TCase *run = tcase_create("run-dir");
         tcase_add_checked_fixture(run, setup, teardown);
         tcase_add_test(run, test_run_dir);
+        tcase_add_test(run, test_setid_sweep);
         suite_add_tcase(s, run);
         return s;
 }
