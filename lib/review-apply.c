@@ -456,15 +456,17 @@ static bool selected(const applying *a, const change *c, bool *ret_named_protect
         *ret_named_protected = false;
         if (!a->paths)
                 return true;
+        /* Every path given: one may select it and another, deeper, name its protected root. */
+        bool any = false;
         for (size_t i = 0; a->paths[i]; i++) {
                 const char *n = a->paths[i];
                 if (!at_or_below(c->path, n))
                         continue;
+                any = true;
                 if (prot && strlen(n) >= root_len)
                         *ret_named_protected = true;
-                return true;
         }
-        return false;
+        return any;
 }
 
 /* What the user did to rel in the project since the run began, or NULL. */
@@ -696,6 +698,124 @@ static int apply_one(applying *a, const change *c, const char **ret_reason)
         }
 }
 
+/* Whether the layer's packed-refs holds a replace ref (read in pieces, a piece's end carried
+ * into the next so that a name across two is still seen); one that cannot be read counts. */
+static bool packed_refs_replace(const review *r, const change *c)
+{
+        static const char needle[] = " refs/replace/";
+        struct stat st;
+        _cleanup_close_ int fd = layer_file(r, c, &st);
+        if (fd < 0)
+                return true;
+        char buf[64 * 1024 + sizeof needle];
+        size_t kept = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + kept, sizeof buf - kept - 1);
+                if (n < 0)
+                        return true;
+                if (n == 0)
+                        return false;
+                size_t have = kept + (size_t) n;
+                if (memmem(buf, have, needle, sizeof needle - 1))
+                        return true;
+                kept = have < sizeof needle - 1 ? have : sizeof needle - 1;
+                memmove(buf, buf + have - kept, kept);
+        }
+}
+
+/* What makes git run or read elsewhere, at the components of rel below a git directory: its
+ * configuration (core.fsmonitor, core.hooksPath, filters, includes), hooks, info/ (grafts,
+ * attributes), a commondir or gitdir naming another directory, object alternates and
+ * replace refs (other objects in place of the commits'), shallow (history cut), branches/ and
+ * remotes/ (fetch URLs). A linked worktree's or a submodule's own git directory (worktrees/X,
+ * modules/X...) has them too: every component is looked at until refs, objects or logs,
+ * whose names are the repository's own. The reason, or NULL. */
+static const char *git_redirects(const review *r, const change *c, const char *rel)
+{
+        static const char *const redirectors[] = { "config", "config.worktree", "commondir", "gitdir", "hooks",
+                                                   "info", "shallow", "branches", "remotes" };
+        for (const char *p = rel; *p;) {
+                size_t n = strcspn(p, "/");
+                const char *next = p[n] ? p + n + 1 : p + n;
+                for (size_t i = 0; i < ELEMENTSOF(redirectors); i++)
+                        if (strlen(redirectors[i]) == n && strncmp(p, redirectors[i], n) == 0)
+                                return "what makes git run or read elsewhere (configuration, hooks, info, "
+                                       "commondir, gitdir, shallow)";
+                if (n == 7 && strncmp(p, "objects", 7) == 0)
+                        return startswith(next, "info") && (next[4] == 0 || next[4] == '/')
+                                       ? "object alternates or info: git would read objects from elsewhere"
+                                       : NULL;
+                if (n == 4 && strncmp(p, "refs", 4) == 0)
+                        return startswith(next, "replace") && (next[7] == 0 || next[7] == '/')
+                                       ? "a replace ref: git log and git show would show another object in its place"
+                                       : NULL;
+                if (n == 4 && strncmp(p, "logs", 4) == 0)
+                        return NULL;
+                if (n == 11 && strncmp(p, "packed-refs", 11) == 0 && !*next)
+                        return c->kind_in_layer != LAYER_FILE || packed_refs_replace(r, c)
+                                       ? "packed-refs holding a replace ref: git log and git show would show "
+                                         "another object in its place"
+                                       : NULL;
+                p = next;
+        }
+        return NULL;
+}
+
+/* Whether the project's dir (before the run; "" the project) is what git takes for a git
+ * directory. */
+static bool project_looks_git(const review *r, const char *dir)
+{
+        _cleanup_close_ int fd = tree_open_dir(r->project, dir, false, 0);
+        struct stat st;
+        if (fd < 0 || fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        return (fstatat(fd, "objects", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                fstatat(fd, "refs", &st, AT_SYMLINK_NOFOLLOW) == 0) ||
+               fstatat(fd, "commondir", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Why applying c would let the layer redirect the user's git, or NULL: a .git that is not a
+ * directory (a gitdir: file names another git directory), what git_redirects names below a
+ * .git or any directory git takes for a git directory, and what makes one of the agent's a
+ * git directory (its HEAD, objects, refs or commondir where the project had none). Taking
+ * them needs the exact path and --force. */
+static const char *redirects_git(const review *r, const change *c)
+{
+        if (c->kind == CHANGE_DELETED)
+                return NULL;
+        const char *path = c->path;
+        for (const char *p = path;;) {
+                size_t len = (size_t) (p - path);
+                size_t n = strcspn(p, "/");
+                if (n == 4 && strncmp(p, ".git", 4) == 0) {
+                        if (!p[n])
+                                return c->kind_in_layer == LAYER_DIR ? NULL
+                                                                     : "a .git that is not a directory: git would use "
+                                                                       "the git directory it names";
+                        return git_redirects(r, c, p + n + 1);
+                }
+                /* A directory on the way that git takes for a git directory. */
+                size_t dir_len = len ? len - 1 : 0;
+                if (r->n_git_dirs &&
+                    is_git_dir(r, path, dir_len, fnv1a(FNV_START, path, dir_len))) {
+                        const char *why = git_redirects(r, c, p);
+                        if (why)
+                                return why;
+                        _cleanup_free_ char *dir = strndup(path, dir_len);
+                        bool mark = (n == 4 && (strncmp(p, "HEAD", 4) == 0 || strncmp(p, "refs", 4) == 0)) ||
+                                    (n == 7 && strncmp(p, "objects", 7) == 0) ||
+                                    (n == 9 && strncmp(p, "commondir", 9) == 0);
+                        if (mark && (!dir || !project_looks_git(r, dir)))
+                                return "what makes its directory a git directory (git there would use its "
+                                       "configuration and hooks)";
+                        return NULL;
+                }
+                if (!p[n])
+                        return NULL;
+                p += n + 1;
+        }
+}
+
 static int report(applying *a, const change *c, const char *action, const char *reason)
 {
         aisb_change pc = public_change(a->r, c);
@@ -770,12 +890,19 @@ int aisb_review_apply(const aisb_policy *p, const char *run, const char *const *
                 removed = NULL;
                 size_t root_len;
                 int stop = 0;
+                const char *redirects = NULL;
                 if (c->refused || c->blocked) {
                         a.not_applied++;
                         stop = report(&a, c, "refused", c->refused ? c->refused : c->blocked);
                 } else if (protected_at(&r, c->path, &root_len) && !named_protected)
                         stop = report(&a, c, "skipped", "a protected path: name it to apply it");
-                else if (dry && made && at_or_below(c->path, made))
+                else if ((redirects = redirects_git(&r, c)) &&
+                         !((flags & AISB_APPLY_FORCE) && strv_contains(a.paths, c->path))) {
+                        a.not_applied++;
+                        snprintf(a.reason, sizeof a.reason, "%s; to take it anyway, name %s itself with --force",
+                                 redirects, c->path);
+                        stop = report(&a, c, "refused", a.reason);
+                } else if (dry && made && at_or_below(c->path, made))
                         stop = report(&a, c, "would apply", NULL);
                 else {
                         const char *reason = NULL;

@@ -727,6 +727,128 @@ START_TEST(test_a_git_directory_the_agent_made_is_protected)
 }
 END_TEST
 
+/* What a review run can plant in .git to make the user's git run or read elsewhere, beside
+ * what an agent's commits bring (refs, objects, HEAD, logs). */
+static void agent_redirects_git(void)
+{
+        mkdir_at(upper, ".git", 0755);
+        put_at(upper, ".git/HEAD", "ref: refs/heads/feature\n", 0644);
+        put_at(upper, ".git/commondir", "../evilgit\n", 0644);
+        put_at(upper, ".git/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0644);
+        put_at(upper, ".git/config.worktree", "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0644);
+        mkdir_at(upper, ".git/hooks", 0755);
+        put_at(upper, ".git/hooks/pre-commit", "#!/bin/sh\n", 0755);
+        mkdir_at(upper, ".git/info", 0755);
+        put_at(upper, ".git/info/attributes", "* filter=evil\n", 0644);
+        mkdir_at(upper, ".git/objects", 0755);
+        mkdir_at(upper, ".git/objects/info", 0755);
+        put_at(upper, ".git/objects/info/alternates", "/tmp/evil/objects\n", 0644);
+        mkdir_at(upper, ".git/objects/ab", 0755);
+        put_at(upper, ".git/objects/ab/cdef", "blob\n", 0444);
+        mkdir_at(upper, ".git/refs", 0755);
+        mkdir_at(upper, ".git/refs/heads", 0755);
+        put_at(upper, ".git/refs/heads/feature", "0123456789012345678901234567890123456789\n", 0644);
+        /* A branch of that name is the repository's own, not its configuration. */
+        put_at(upper, ".git/refs/heads/config", "0123456789012345678901234567890123456789\n", 0644);
+        mkdir_at(upper, ".git/refs/replace", 0755);
+        put_at(upper, ".git/refs/replace/0123456789012345678901234567890123456789",
+               "9876543210987654321098765432109876543210\n", 0644);
+        put_at(upper, ".git/packed-refs", "# pack-refs with: peeled\n"
+               "0123456789012345678901234567890123456789 refs/heads/old\n"
+               "9876543210987654321098765432109876543210 refs/replace/0123456789012345678901234567890123456789\n", 0644);
+        put_at(upper, ".git/shallow", "0123456789012345678901234567890123456789\n", 0644);
+        mkdir_at(upper, ".git/worktrees", 0755);
+        mkdir_at(upper, ".git/worktrees/w", 0755);
+        put_at(upper, ".git/worktrees/w/gitdir", "/tmp/elsewhere/.git\n", 0644);
+        put_at(upper, ".git/worktrees/w/HEAD", "ref: refs/heads/w\n", 0644);
+        mkdir_at(upper, ".git/modules", 0755);
+        mkdir_at(upper, ".git/modules/lib", 0755);
+        put_at(upper, ".git/modules/lib/config", "[core]\n\thooksPath = /tmp\n", 0644);
+        /* A nested repository's .git as a file: git would use the directory it names. */
+        mkdir_at(upper, "vendor", 0755);
+        put_at(upper, "vendor/.git", "gitdir: /tmp/evilgit\n", 0644);
+}
+
+START_TEST(test_apply_git_never_takes_redirections)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-0000000d", agent_redirects_git);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        const char *named[] = { ".git", "vendor", "vendor/.git", NULL };
+        int r = aisb_review_apply(p, NULL, named, 0, list_change, &got, NULL, &err);
+        for (size_t i = 0; i < got.n; i++)
+                fprintf(stderr, "apply: %s\n", got.lines[i]);
+        static const char *const refused[] = {
+                ".git/commondir", ".git/config ", ".git/config.worktree", ".git/hooks ", ".git/hooks/pre-commit",
+                ".git/info ", ".git/info/attributes", ".git/objects/info ", ".git/objects/info/alternates",
+                ".git/refs/replace ", ".git/refs/replace/0123", ".git/packed-refs", ".git/shallow",
+                ".git/worktrees/w/gitdir", ".git/modules/lib/config", "vendor/.git",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                char line[128];
+                snprintf(line, sizeof line, "refused %s", refused[i]);
+                ck_assert_msg(has_line(&got, line), "not refused: %s", refused[i]);
+        }
+        static const char *const applied[] = { ".git/HEAD", ".git/objects/ab/cdef", ".git/refs/heads/feature",
+                                               ".git/refs/heads/config", ".git/worktrees/w/HEAD", "vendor " };
+        for (size_t i = 0; i < ELEMENTSOF(applied); i++) {
+                char line[128];
+                snprintf(line, sizeof line, "applied %s", applied[i]);
+                ck_assert_msg(has_line(&got, line), "not applied: %s", applied[i]);
+        }
+        ck_assert_int_eq(r, (int) ELEMENTSOF(refused));
+        _cleanup_free_ char *config = read_at(project, ".git/config"), *commondir = read_at(project, ".git/commondir"),
+                            *head = read_at(project, ".git/HEAD");
+        ck_assert_ptr_null(config);
+        ck_assert_ptr_null(commondir);
+        ck_assert_str_eq(head, "ref: refs/heads/feature\n");
+        strv_free(got.lines);
+        got = (listed) {};
+
+        /* Named exactly, still refused without --force; with it, taken. */
+        const char *exact[] = { ".git/config", NULL };
+        ck_assert_int_eq(aisb_review_apply(p, NULL, exact, 0, list_change, &got, NULL, &err), 1);
+        ck_assert(has_line(&got, "refused .git/config"));
+        ck_assert_int_eq(aisb_review_apply(p, NULL, exact, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
+        ck_assert(has_line(&got, "applied .git/config"));
+        /* --force alone, naming an ancestor, is not enough. */
+        const char *ancestor[] = { ".git", NULL };
+        strv_free(got.lines);
+        got = (listed) {};
+        ck_assert_int_gt(aisb_review_apply(p, NULL, ancestor, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
+        ck_assert(has_line(&got, "refused .git/commondir"));
+        strv_free(got.lines);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
+/* packed-refs without a replace ref is the repository's own refs: applied. */
+static void agent_packs_refs(void)
+{
+        mkdir_at(upper, ".git", 0755);
+        put_at(upper, ".git/packed-refs", "# pack-refs with: peeled\n"
+               "0123456789012345678901234567890123456789 refs/heads/main\n", 0644);
+}
+
+START_TEST(test_apply_git_packed_refs)
+{
+        project_files();
+        review_layer l = make_layer("aisb-proj-0000000e", agent_packs_refs);
+        aisb_policy *p = policy_of_project();
+        listed got = {};
+        aisb_error *err = NULL;
+        const char *named[] = { ".git", NULL };
+        ck_assert_int_eq(aisb_review_apply(p, NULL, named, 0, list_change, &got, NULL, &err), 0);
+        ck_assert(has_line(&got, "applied .git/packed-refs"));
+        strv_free(got.lines);
+        aisb_policy_free(p);
+        review_layer_done(&l);
+}
+END_TEST
+
 /* The project's path, now another directory (replaced, or swapped by someone who can write
  * its parent): diff and apply do nothing there. */
 START_TEST(test_another_directory_at_the_path)
@@ -848,6 +970,8 @@ static Suite *review_suite(void)
         tcase_add_test(layers, test_conflict_makes_nothing);
         tcase_add_test(layers, test_apply_never_through_a_project_link);
         tcase_add_test(layers, test_a_git_directory_the_agent_made_is_protected);
+        tcase_add_test(layers, test_apply_git_never_takes_redirections);
+        tcase_add_test(layers, test_apply_git_packed_refs);
         tcase_add_test(layers, test_another_directory_at_the_path);
         tcase_add_test(layers, test_discard_and_find);
         suite_add_tcase(s, layers);
