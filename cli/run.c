@@ -441,7 +441,12 @@ static int run_sandbox(const aisb_policy *policy, const cli_flags *flags)
                 close(st.signal_fd);
         if (r == -ECANCELED)
                 code = 128 + st.stop_signal;
-        else if (r < 0)
+        else if (r == -EPIPE) {
+                /* The output's reader went away (| head): the sandbox is gone, and aisb ends
+                 * quietly as a program killed by SIGPIPE would, as the shell expects. */
+                aisb_error_free(err);
+                code = 128 + SIGPIPE;
+        } else if (r < 0)
                 /* The policy refused before anything started (a bad entry, a key the run
                  * must pass): a usage error. */
                 code = cli_fail(err, r == -EINVAL || r == -ENOKEY ? EXIT_USAGE : EXIT_AISB_FAILED);

@@ -406,8 +406,9 @@ AISB_PUBLIC void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, vo
  * control callback asks to stop, the sandbox is removed and -ECANCELED returned. Before the
  * sandbox exists the control fd is polled too (between steps, during each request to the
  * service, while the gate starts), so a stop then ends the run at once with -ECANCELED; a
- * resize read meanwhile is applied when the sandbox starts. Nothing of the run is left
- * behind, on success or failure.
+ * resize read meanwhile is applied when the sandbox starts. When the output can no longer
+ * be written because its reader went away (`aisb run ... | head`), the sandbox is removed
+ * and -EPIPE returned. Nothing of the run is left behind, on success or failure.
  */
 AISB_PUBLIC int aisb_run(aisb_ctx *ctx, const aisb_policy *policy, aisb_io *io,
                          int *ret_exit_code, aisb_error **err);

@@ -472,10 +472,30 @@ int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_err
         return r;
 }
 
+/* A container that stops on its own while the forced removal kills it makes podman answer
+ * "could not be stopped: ... container state improper: stopped" (podman 4.3, about half the
+ * time when the output's reader goes away as the command ends): it is stopped then, and the
+ * same request again removes it. A few tries, 50 ms apart and doubling, under a second. */
+#define REMOVE_TRIES 5
+
 int podman_container_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 {
-        return delete(ctx, podman_calls[PODMAN_CONTAINER_REMOVE].before, name, podman_calls[PODMAN_CONTAINER_REMOVE].after,
-                      err);
+        int r = 0;
+        for (unsigned i = 0; i < REMOVE_TRIES; i++) {
+                aisb_error *e = NULL;
+                r = delete(ctx, podman_calls[PODMAN_CONTAINER_REMOVE].before, name,
+                           podman_calls[PODMAN_CONTAINER_REMOVE].after, &e);
+                if (r != -EIO || i + 1 == REMOVE_TRIES) {
+                        if (r < 0 && err)
+                                *err = e;
+                        else
+                                aisb_error_free(e);
+                        break;
+                }
+                aisb_error_free(e);
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 50000000L << i }, NULL);
+        }
+        return r;
 }
 
 int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret, aisb_error **err)

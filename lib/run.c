@@ -486,7 +486,7 @@ static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb
                 }
         }
         if (d.have || d.remaining)
-                return aisb_error_set(err, -EPIPE,
+                return aisb_error_set(err, -EBADMSG,
                                       "the attach stream ended inside a frame (the podman service died?)");
         return cancelled ? -ECANCELED : 0;
 }
