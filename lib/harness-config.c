@@ -141,13 +141,142 @@ static size_t value_len(const char *v)
         return strcspn(v, " \t\r\n\"'`&;,)");
 }
 
+static bool blank(char c)
+{
+        return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The clients whose short option takes a password, glued on (-pVALUE, -p'VALUE') or, where
+ * spaced, as the next word: in a command of theirs that option is the password whatever
+ * its value looks like besides (value_looks_secret). mysql's and mariadb's -p takes it glued
+ * only: "-p db" prompts for the password and "db" is the database (and their -P is the
+ * port); mongo's tools' -p, sshpass's -p, redis-cli's -a and sqlcmd's -P take it either way. */
+typedef struct password_command {
+        const char *prefix; /* the program's name, or what its family's names start with */
+        char option;
+        bool spaced;
+} password_command;
+
+static const password_command password_commands[] = {
+        { "mysql", 'p', false },   /* mysqldump, mysqladmin, ... */
+        { "mariadb", 'p', false }, /* mariadb-dump, ... */
+        { "mongo", 'p', true },    /* mongosh, mongodump, ... */
+        { "sshpass", 'p', true },
+        { "redis-cli", 'a', true },
+        { "sqlcmd", 'P', true },
+};
+
+/* What is known of the command a password option is in: the program, if one of
+ * password_commands; whether a user's option, and a "login" word, came before. */
+typedef struct command_words {
+        const password_command *command;
+        bool user;
+        bool login;
+} command_words;
+
+/* A word of a command that is no option (the n bytes at w, its directory aside): a program
+ * of password_commands (its prefix, then lower-case letters and '-' only: mysql_config is
+ * none), which starts what is known afresh, or "login" (docker login, oc login). */
+static void command_word(command_words *words, const char *w, size_t n)
+{
+        if (n == 5 && strncmp(w, "login", 5) == 0)
+                words->login = true;
+        for (size_t i = 0; i < ELEMENTSOF(password_commands); i++) {
+                size_t m = strlen(password_commands[i].prefix);
+                if (n < m || strncmp(w, password_commands[i].prefix, m) != 0)
+                        continue;
+                while (m < n && ((w[m] >= 'a' && w[m] <= 'z') || w[m] == '-'))
+                        m++;
+                if (m == n) {
+                        *words = (command_words) { .command = &password_commands[i] };
+                        return;
+                }
+        }
+}
+
+/* Whether the option word at w (its first dash; it ends at a blank or the string's end) has
+ * a value glued on. */
+static bool option_glued(const char *w)
+{
+        return w[1] && w[2] && !blank(w[2]);
+}
+
+/* A user's option (-uUSER, -u USER, --user=USER, --user USER), next the word after it (NULL:
+ * none). Not a -u without a value (rsync's and cp's: update only). */
+static bool user_option(const char *w, const char *next)
+{
+        bool takes_next = next && *next && *next != '-';
+        if (w[0] != '-')
+                return false;
+        if (w[1] == 'u')
+                return option_glued(w) || takes_next;
+        return startswith(w, "--user") && (w[6] == '=' || ((!w[6] || blank(w[6])) && takes_next));
+}
+
+/* Whether the option word at w passes a password, next the word after it (NULL: none), in
+ * the command words tells of:
+ *  - a known client's option (password_commands): its value glued on, or spaced where the
+ *    client takes it so, that looks like a credential's (value_looks_secret);
+ *  - otherwise -p after a user's option, its value glued on (mysql's -uroot -pVALUE, under a
+ *    program's name the list lacks), or spaced in a login (docker login -u U -p VALUE). -p is
+ *    a port (ssh, psql), a port mapping (docker run -u 1000 -p 8080:80/tcp), a process (ps,
+ *    top, strace -u U -p 1234), a project (sudo -u app docker compose -p app2024) in as many
+ *    tools: the value must mix letters and digits too, with no '/' in it (a mapping, a path, a
+ *    URL). A password of letters only passes there, and a spaced one outside a login. */
+static bool password_option(const command_words *words, const char *w, const char *next)
+{
+        const password_command *command = words->command;
+        if (w[0] != '-' || w[1] != (command ? command->option : 'p') || (!command && !words->user))
+                return false;
+        const char *v = w + 2;
+        if (!option_glued(w)) {
+                if ((command ? !command->spaced : !words->login) || !next || *next == '-')
+                        return false;
+                v = next;
+        }
+        v += *v == '"' || *v == '\'';
+        size_t n = value_len(v);
+        if (!value_looks_secret(v, n))
+                return false;
+        if (command)
+                return true;
+        bool letter = false, digit = false;
+        for (size_t i = 0; i < n; i++) {
+                if (v[i] == '/')
+                        return false;
+                letter |= (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z');
+                digit |= v[i] >= '0' && v[i] <= '9';
+        }
+        return letter && digit;
+}
+
+/* A query parameter's name that makes it a credential, besides the names of one
+ * (key_is_credential: key, token, sig, signature, auth, access_token, api_key, ...): Azure
+ * Functions' function key and an OAuth authorization code (code), a JWT, a session's id in a
+ * URL. Only where a query's names are (a URL's "?NAME=", codex's query_params): "code" and
+ * "session" elsewhere are no credential's names. */
+static bool query_name_is_credential(const char *name)
+{
+        static const char *const names[] = { "code", "jwt", "session", "sid" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strcasecmp(name, names[i]) == 0)
+                        return true;
+        return key_is_credential(name, true);
+}
+
 /* What the skill linter's scanner does not know and settings hold often: "NAME=VALUE",
  * "NAME: VALUE" (a header in a command or a list), "--NAME VALUE" and "--NAME=VALUE" (a
  * command's option), "Bearer VALUE", "Basic VALUE", "?NAME=VALUE" in a URL, where NAME
- * names a credential (as an environment's variable would) and VALUE looks like one. */
+ * names a credential (as an environment's variable would, or a query's: query_name_is_credential)
+ * and VALUE looks like one; and a client's password option (password_option: mysql -uroot
+ * -pVALUE), read within one command of the text (up to a ';', '|', '&', a newline, a
+ * parenthesis or a backquote). */
 static bool text_has_assigned_credential(const char *s)
 {
+        command_words words = {};
         for (const char *c = s; *c; c++) {
+                if (strchr(";|&()`\n", *c))
+                        words = (command_words) {};
                 if (!name_byte(*c) || (c > s && name_byte(c[-1])))
                         continue;
                 const char *start = c;
@@ -161,6 +290,16 @@ static bool text_has_assigned_credential(const char *s)
                 char name[128];
                 memcpy(name, start, (size_t) (end - start));
                 name[end - start] = '\0';
+                /* A command's word (its directory aside: /usr/bin/mysql), or an option of one. */
+                const char *next = blank(*end) ? end + strspn(end, " \t\r\n") : NULL;
+                if (start == c && (c == s || strchr(" \t\n/\"'(`;|&", c[-1])) &&
+                    (!*end || blank(*end) || strchr("\"';)`|&", *end)))
+                        command_word(&words, name, (size_t) (end - start));
+                else if (start > c) {
+                        words.user |= user_option(c, next);
+                        if (start - c == 1 && password_option(&words, c, next))
+                                return true;
+                }
                 const char *v = NULL;
                 if (*end == '"' && end[1] == ':') {
                         /* "NAME": "VALUE", JSON in a string (DOCKER_AUTH_CONFIG) */
@@ -190,17 +329,138 @@ static bool text_has_assigned_credential(const char *s)
                 if (!scheme && key_is_credential(name, true) && strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
                                                                         value_len(v) && v[value_len(v)] == ' ')
                         v += value_len(v) + 1;
-                if ((scheme || key_is_credential(name, true)) && value_looks_secret(v, value_len(v)))
+                bool query = *end == '=' && c > s && (c[-1] == '?' || c[-1] == '&');
+                if ((scheme || (query ? query_name_is_credential(name) : key_is_credential(name, true))) &&
+                    value_looks_secret(v, value_len(v)))
                         return true;
         }
         return false;
 }
 
+/* Services whose webhook's URL is its credential whole, the token in its path: a URL on such
+ * a host (or one below it) whose path has more after the part listed is withheld, a
+ * placeholder there too (hooks.slack.com/services/T0000/B0000/XXXX...: it reaches nothing,
+ * and the scanner's Slack rule passes it for one). Their tokens in a query ("?key=",
+ * "&sig=": Google Chat's, Teams' workflows') are under names of credentials already. */
+static const struct {
+        const char *host, *path;
+} webhook_urls[] = {
+        { "hooks.slack.com", "/services/" },       { "hooks.slack.com", "/workflows/" },
+        { "hooks.slack.com", "/triggers/" },       { "discord.com", "/webhooks/" },
+        { "discordapp.com", "/webhooks/" },        { "outlook.office.com", "/webhook/" },
+        { "outlook.office365.com", "/webhook/" },  { "webhook.office.com", "/webhookb2/" },
+        { "hooks.zapier.com", "/hooks/" },         { "api.telegram.org", "/bot" },
+        { "maker.ifttt.com", "/with/key/" },       { "open.feishu.cn", "/hook/" },
+        { "open.larksuite.com", "/hook/" },
+};
+
+/* Whether the n bytes at t, a URL path's segment, are a random-looking token (a webhook's of
+ * a service not listed above, a capability URL's): 20 bytes at least of [A-Za-z0-9_-] with
+ * letters and digits; not hex (a commit, a digest, a UUID); few '-' and '_' (a slug, a
+ * model's name: Qwen2-VL-72B-Instruct); 3.5 bits of entropy a byte at least; and either a
+ * random text's share of capitals among its letters (a third to two thirds: names in
+ * CamelCase have far fewer) or, in a token of one case, letters and digits alternating often
+ * outside hex pieces (four times at least, and once every five bytes: "ubuntu2204server"
+ * alternates twice). What passes: a token that reads like words, one of a single case with
+ * few digits (of random tokens, about 2% of mixed case ones fail these, 6% of those of 20
+ * bytes, and 5% of one case), one in a segment with a '.' or a '%' in it. What goes with
+ * them: a shared document's id in its URL (Google Docs', Drive's) is a capability too. */
+static bool url_segment_token(const char *t, size_t n)
+{
+        if (n < 20)
+                return false;
+        size_t upper = 0, letters = 0, digits = 0, separators = 0, alternations = 0;
+        bool hex = true;
+        for (size_t i = 0, piece = 0, piece_alternations = 0; i <= n; i++) {
+                /* A piece between separators that is a hex number (a slug's id:
+                 * how-to-x-3f2a9b1c8d7e) alternates without being random. */
+                if (i == n || t[i] == '-' || t[i] == '_') {
+                        bool hex_piece = i - piece >= 8;
+                        for (size_t k = piece; hex_piece && k < i; k++)
+                                hex_piece = (t[k] >= '0' && t[k] <= '9') || (t[k] >= 'a' && t[k] <= 'f') ||
+                                            (t[k] >= 'A' && t[k] <= 'F');
+                        alternations += hex_piece ? 0 : piece_alternations;
+                        piece = i + 1;
+                        piece_alternations = 0;
+                        separators += i < n;
+                        continue;
+                }
+                char c = t[i];
+                bool u = c >= 'A' && c <= 'Z', l = c >= 'a' && c <= 'z', d = c >= '0' && c <= '9';
+                if (!u && !l && !d)
+                        return false;
+                upper += u;
+                letters += u || l;
+                digits += d;
+                hex &= d || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+                if (i > piece && d != (t[i - 1] >= '0' && t[i - 1] <= '9'))
+                        piece_alternations++;
+        }
+        if (letters == 0 || digits == 0 || hex || separators * 8 > n || skills_entropy(t, n) < 3.5)
+                return false;
+        return (upper * 3 >= letters && upper * 3 <= letters * 2) || (alternations >= 4 && alternations * 5 >= n);
+}
+
+/* Whether a URL in s (scheme://host/path) carries a token in its path: a known webhook's
+ * (webhook_urls), or a segment of it that looks random (url_segment_token). Ordinary URLs
+ * stay: a docs page, an API's /v1/models, a git remote, a registry's package, a commit's or
+ * a UUID's path. A token in the query is text_has_assigned_credential's. */
+static bool text_has_token_url(const char *s)
+{
+        for (const char *c = strstr(s, "://"), *following; c; c = following) {
+                following = strstr(c + 3, "://");
+                if (c == s || !((c[-1] >= 'a' && c[-1] <= 'z') || (c[-1] >= 'A' && c[-1] <= 'Z')))
+                        continue;
+                const char *host = c + 3;
+                size_t n = strcspn(host, "/?# \t\r\n\"'`<>\\");
+                const char *path = host + n;
+                size_t m = *path == '/' ? strcspn(path, "?# \t\r\n\"'`<>\\,;)") : 0;
+                /* To the next URL's scheme at most (https://proxy.test/https://hooks...): that
+                 * one is read as a URL of its own, and no byte is read twice. One whose "://"
+                 * starts in this host (a://b) leaves this one no path. */
+                if (following && following < path + m) {
+                        const char *scheme = following < path ? path : following;
+                        while (scheme > path && ((scheme[-1] >= 'a' && scheme[-1] <= 'z') ||
+                                                 (scheme[-1] >= 'A' && scheme[-1] <= 'Z') || scheme[-1] == '+'))
+                                scheme--;
+                        m = (size_t) (scheme - path);
+                }
+                /* The host without its user and port, and a final dot. */
+                const char *at = memrchr(host, '@', n);
+                if (at) {
+                        n -= (size_t) (at + 1 - host);
+                        host = at + 1;
+                }
+                const char *colon = memchr(host, ':', n);
+                n = colon ? (size_t) (colon - host) : n;
+                n -= n > 0 && host[n - 1] == '.';
+                for (size_t i = 0; i < ELEMENTSOF(webhook_urls); i++) {
+                        size_t h = strlen(webhook_urls[i].host), p = strlen(webhook_urls[i].path);
+                        if (n < h || strncasecmp(host + n - h, webhook_urls[i].host, h) != 0 ||
+                            (n > h && host[n - h - 1] != '.'))
+                                continue;
+                        const char *hook = memmem(path, m, webhook_urls[i].path, p);
+                        if (hook && hook + p < path + m && hook[p] != '/')
+                                return true;
+                }
+                for (size_t i = 0; i < m;) {
+                        size_t k = i + 1;
+                        while (k < m && path[k] != '/')
+                                k++;
+                        if (url_segment_token(path + i + 1, k - i - 1))
+                                return true;
+                        i = k;
+                }
+        }
+        return false;
+}
+
 /* Whether a value holds what the skill linter takes for a credential (a known token format,
- * a private key, a URL with a password, "token=..." and the like, a random-looking token) or
- * one assigned to a credential's name (text_has_assigned_credential), whatever the key it
- * sits under; an array when a string inside does, or when it passes one as a command's
- * option ("--password", "VALUE"). */
+ * a private key, a URL with a password, "token=..." and the like, a random-looking token),
+ * one assigned to a credential's name (text_has_assigned_credential) or a URL with a token in
+ * its path (text_has_token_url), whatever the key it sits under; an array when a string
+ * inside does, or when it passes one as a command's option ("--password", "VALUE"; a command's
+ * words one a string: "mysql", "-uroot", "-pVALUE"). */
 static bool value_has_credential(json_object *v, unsigned depth)
 {
         if (depth > 64)
@@ -208,9 +468,10 @@ static bool value_has_credential(json_object *v, unsigned depth)
         if (json_object_is_type(v, json_type_string)) {
                 const char *text = json_object_get_string(v);
                 return skills_scan(text, (size_t) json_object_get_string_len(v), "settings.json", 1, found, NULL) != 0 ||
-                       text_has_assigned_credential(text);
+                       text_has_assigned_credential(text) || text_has_token_url(text);
         }
         if (json_object_is_type(v, json_type_array)) {
+                command_words words = {};
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         json_object *e = json_object_array_get_idx(v, i), *next = json_object_array_get_idx(v, i + 1);
                         if (value_has_credential(e, depth + 1))
@@ -220,6 +481,15 @@ static bool value_has_credential(json_object *v, unsigned depth)
                         if (opt[0] == '-' && arg && arg[0] != '-' && key_is_credential(opt + strspn(opt, "-"), true) &&
                             value_looks_secret(arg, strlen(arg)))
                                 return true;
+                        if (password_option(&words, opt, arg))
+                                return true;
+                        if (opt[0] == '-')
+                                words.user |= user_option(opt, arg);
+                        else {
+                                const char *base = strrchr(opt, '/');
+                                base = base ? base + 1 : opt;
+                                command_word(&words, base, strlen(base));
+                        }
                 }
         }
         return false;
@@ -230,12 +500,14 @@ typedef enum table_kind {
         TABLE_ENV,     /* an environment's variables (claude's "env", codex's "env" and
                         * shell_environment_policy's "set"): values are the values themselves */
         TABLE_HEADERS, /* header names to values (codex's http_headers, an exporter's headers) */
+        TABLE_QUERY,   /* a query's parameters, added to every request's URL (codex's query_params) */
 } table_kind;
 
 static table_kind kind_of_table(const char *key)
 {
         return streq(key, "env") || streq(key, "set")              ? TABLE_ENV
                : streq(key, "http_headers") || streq(key, "headers") || streq(key, "env_http_headers") ? TABLE_HEADERS
+               : streq(key, "query_params")                        ? TABLE_QUERY
                                                                    : TABLE_PLAIN;
 }
 
@@ -246,6 +518,25 @@ static bool header_value_secret(const char *name, json_object *v)
 {
         static const char *const plain[] = { "Accept", "Content-Type", "User-Agent", "anthropic-version",
                                              "anthropic-beta", "OpenAI-Beta", "OpenAI-Organization", "OpenAI-Project" };
+        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
+                if (strcasecmp(name, plain[i]) == 0)
+                        return false;
+        return json_object_is_type(v, json_type_string) &&
+               value_looks_secret(json_object_get_string(v), (size_t) json_object_get_string_len(v));
+}
+
+/* A query parameter that is a credential: by its name (query_name_is_credential: Azure
+ * Functions' code=, sig=, key=, access_token=, ...), whatever its value; or by a value that
+ * looks like one's (value_looks_secret), as a header's: a query that codex adds to every
+ * request is there to authenticate it, but for the parameters that say which API or
+ * deployment is asked (api-version, the only one codex's documentation shows). */
+static bool query_value_secret(const char *name, json_object *v)
+{
+        static const char *const plain[] = { "api-version", "api_version", "apiversion", "version", "deployment",
+                                             "deployment-id", "deployment_id", "model", "region", "location",
+                                             "format", "locale", "language" };
+        if (query_name_is_credential(name))
+                return true;
         for (size_t i = 0; i < ELEMENTSOF(plain); i++)
                 if (strcasecmp(name, plain[i]) == 0)
                         return false;
@@ -305,6 +596,7 @@ static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
                 bool references = streq(key, "env_http_headers") && references_only(value);
                 if (r >= 0 && (key_is_credential(key, kind != TABLE_PLAIN) ||
                                (kind == TABLE_HEADERS && header_value_secret(key, value)) ||
+                               (kind == TABLE_QUERY && query_value_secret(key, value)) ||
                                (!references && value_has_credential(value, 0)))) {
                         r = strv_push(&doomed, key);
                         if (r >= 0 && removed)

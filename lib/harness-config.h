@@ -22,8 +22,11 @@ bool harness_key_is_credential(const char *key);
 /* Remove from o (an object, changed in place), at any depth, every key that names a
  * credential (harness_key_is_credential), whatever its value, and every key whose value looks
  * like one to the skill linter's scanner (skills-scan.h: a known token format, a private key,
- * a URL with a password, a random-looking token), whatever its name; a string in an array
- * takes the array's key with it. A table of references
+ * a URL with a password, a random-looking token), assigns one (PGPASSWORD=..., --token ...,
+ * ?code=..., a client's password option: mysql -uroot -p...) or is a URL with a token in its
+ * path (a webhook's), whatever its name; a string in an array takes the array's key with it.
+ * A query parameter of codex's query_params goes by its name or by a value that looks like a
+ * credential's, unless it says which API is asked (api-version). A table of references
  * ("env_http_headers": header name to variable name) is kept whole. Each removed key's dotted
  * path is appended to removed, followed by ", " (names, never values; NULL: not told).
  * Objects inside arrays are scrubbed too. -ENOMEM. */

@@ -158,6 +158,212 @@ START_TEST(test_scrub_review_corpus)
 }
 END_TEST
 
+/* Whether value, a string under key in a table of kind table ("env", or a plain key's: NULL),
+ * is withheld by the scrub. */
+static bool withheld(const char *table, const char *key, const char *value)
+{
+        json_object *o = json_object_new_object(), *t = table ? json_object_new_object() : o;
+        ck_assert_ptr_nonnull(o);
+        if (table)
+                ck_assert_int_eq(json_object_object_add(o, table, t), 0);
+        ck_assert_int_eq(json_object_object_add(t, key, json_object_new_string(value)), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL), 0);
+        bool gone = !json_object_object_get_ex(t, key, NULL);
+        json_object_put(o);
+        return gone;
+}
+
+/* A review's first shape: a claude hook's command passing mysql's password glued on its -p
+ * option. The hook goes, and its matcher's entry with it; a prompting -p, another tool's -p
+ * (a port, a mapping, a process) and a variable stay. */
+START_TEST(test_scrub_mysql_hook)
+{
+        json_object *o = J("{\"hooks\":{\"PostToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\","
+                           "\"command\":\"mysql -uroot -pS3cretPass123 -e 'select 1'\"}]},"
+                           "{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\",\"command\":\"mysql -uroot -p app\"}]}]}}");
+        buffer removed = {};
+        ck_assert_int_eq(claude_settings_scrub(o, &removed), 0);
+        assert_json(o, "{\"hooks\":{\"PostToolUse\":[{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\","
+                       "\"command\":\"mysql -uroot -p app\"}]}]}}");
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_str_eq(text, "hooks.PostToolUse[0].hooks[0].command, ");
+        json_object_put(o);
+
+        static const char *const passwords[] = {
+                "mysql -uroot -pS3cretPass123",
+                "mysql -u root -p'S3cretPass123' app",
+                "mysql -uroot -p\"S3cretPass123\"",
+                "cd /srv && /usr/bin/mysqldump --user=backup -pTr0ub4dor3 app > a.sql",
+                "mariadb-dump -pTr0ub4dor3 app",
+                "mysql -pS3cretPass123",                 /* no -u: the program says it */
+                "bash -c \"mysqladmin -uroot -pS3cretPass123 status\"",
+                "docker login -u me -p Tr0ub4dor3 registry.test", /* after a user's option, */
+                "tool -ume -pS3cret99",                           /* spaced in a login only */
+                "sshpass -p Tr0ub4dor3 ssh host",
+                "redis-cli -h cache -a Tr0ub4dor3 ping",
+                "mongosh -u admin -p Tr0ub4dor3 db",
+                "sqlcmd -S db -U sa -P 'Tr0ub4dor3!'",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(passwords); i++)
+                ck_assert_msg(withheld(NULL, "command", passwords[i]), "%s withheld", passwords[i]);
+        static const char *const others[] = {
+                "mysql -uroot -p",                       /* prompts */
+                "mysql -uroot -p app2024db",             /* prompts; app2024db is the database */
+                "mysql -uroot -p$MYSQL_PWD",
+                "mysql -uroot -p\"$MYSQL_PWD\"",
+                "mysql -uroot -p'<password>'",
+                "mysql -h db -P 3306 -uroot -p",
+                "ssh -p 2222 host",
+                "psql -U app -p 5432 -h db",
+                "docker run -u 1000 -p 8080:80 -p 127.0.0.1:8443:443/tcp img",
+                "docker run --user app -p 8443:443/tcp img",
+                "ps -u root -p 123456",
+                "strace -uroot -p1234567",
+                "rsync -u -p src2024/ dst/",
+                "sudo -u app docker compose -p app2024 up -d", /* a project's name */
+                "tool -u me -p S3cret99",                      /* a password, spaced outside a login */
+                "gcc -pthread -o x x.c $(mysql_config --libs)",
+                "mongosh -u admin -p --authenticationDatabase admin",
+                "sshpass -f ~/.pw ssh -p 2222 host",
+                "curl -u admin -p https://api.test/v1/items",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(others); i++)
+                ck_assert_msg(!withheld(NULL, "command", others[i]), "%s kept", others[i]);
+
+        /* A command's words one a string: mcp_servers' command and args. */
+        o = J("{\"mcp_servers\":{\"db\":{\"command\":\"mysql\",\"args\":[\"mysql\",\"-uroot\",\"-pS3cretPass123\"]},"
+              "\"db2\":{\"args\":[\"--host\",\"db\",\"-u\",\"admin\",\"-pq8Zr2LxW\"]},"
+              "\"reg\":{\"args\":[\"login\",\"-u\",\"me\",\"-p\",\"Tr0ub4dor3\",\"registry.test\"]},"
+              "\"db3\":{\"args\":[\"/usr/bin/mysql\",\"-uroot\",\"-p\",\"app2024db\"]},"
+              "\"web\":{\"args\":[\"-u\",\"1000\",\"-p\",\"8080:80\"]}}}");
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL), 0);
+        assert_json(o, "{\"mcp_servers\":{\"db\":{\"command\":\"mysql\"},\"db2\":{},\"reg\":{},"
+                       "\"db3\":{\"args\":[\"/usr/bin/mysql\",\"-uroot\",\"-p\",\"app2024db\"]},"
+                       "\"web\":{\"args\":[\"-u\",\"1000\",\"-p\",\"8080:80\"]}}}");
+        json_object_put(o);
+}
+END_TEST
+
+/* The second: the same command as an environment's value, under a name that says nothing. */
+START_TEST(test_scrub_mysql_env)
+{
+        json_object *o = J("{\"env\":{\"DB_CMD\":\"mysql -uadmin -pq8Zr2LxW\",\"DB_SHELL\":\"mysql -uadmin -p\","
+                           "\"SSH_CMD\":\"ssh -p 2222 -l admin host\",\"LANG\":\"C.UTF-8\"}}");
+        buffer removed = {};
+        ck_assert_int_eq(claude_settings_scrub(o, &removed), 0);
+        assert_json(o, "{\"env\":{\"DB_SHELL\":\"mysql -uadmin -p\",\"SSH_CMD\":\"ssh -p 2222 -l admin host\","
+                       "\"LANG\":\"C.UTF-8\"}}");
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_str_eq(text, "env.DB_CMD, ");
+        ck_assert_ptr_null(strstr(text, "q8Zr"));
+        json_object_put(o);
+        ck_assert_msg(withheld("env", "X", "MYSQL_HOST=db mysql -uadmin -pq8Zr2LxW app"), "after an assignment");
+        ck_assert_msg(withheld("set", "X", "mysql -uadmin -p'q8Zr2LxW'"), "codex's set");
+}
+END_TEST
+
+/* The third: a webhook's URL, its token in its path, under a name without "webhook": a known
+ * service's, placeholders too, and any URL with a random-looking segment. Ordinary URLs stay. */
+START_TEST(test_scrub_webhook_urls)
+{
+        static const char *const hooks[] = {
+                "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
+                "https://hooks.slack.com/workflows/T01ABCDEF/A02/1234/abcd",
+                "https://discord.com/api/webhooks/123456789/abcdefTOKENabcdefTOKENabcdefTOKEN",
+                "https://ptb.discord.com/api/v10/webhooks/123456789/xyz",
+                "https://discordapp.com/api/webhooks/1/t",
+                "https://outlook.office.com/webhook/1b2c3d4e-0000-1111-2222-333344445555@tenant/IncomingWebhook/abc/def",
+                "https://acme.webhook.office.com/webhookb2/1b2c3d4e-0000-1111-2222-333344445555/IncomingWebhook/x",
+                "https://HOOKS.ZAPIER.COM./hooks/catch/123456/abcdef/",
+                "https://api.telegram.org/bot123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11/sendMessage",
+                "https://maker.ifttt.com/trigger/deploy/with/key/abc",
+                "https://open.feishu.cn/open-apis/bot/v2/hook/1b2c3d4e-0000-1111-2222-333344445555",
+                "curl -X POST -d @msg.json https://hooks.slack.com/services/T1/B1/abc",
+                "https://relay.test/to/https://hooks.slack.com/services/T1/B1/abc",
+                "x://y://hooks.slack.com/services/T1/B1/abc", /* a "://" in a host */
+                /* Random-looking segments of services not listed. */
+                "https://chat.corp.test/hooks/xjm8hyq5ij8r5bc4xw9s1hyqfy",
+                "https://notify.test/t/aBcD3fGh1jKlMn0pQrStUvWx/send",
+                "https://n.test/in/Dm9bWZSK6vJcTBySpQ2bu5GN",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(hooks); i++)
+                ck_assert_msg(withheld("env", "NOTIFY", hooks[i]), "%s withheld", hooks[i]);
+        static const char *const urls[] = {
+                "https://docs.test/a/b",
+                "https://api.example.com/v1/models",
+                "https://github.com/acme/widgets.git",
+                "git+https://github.com/acme/widgets#0a1b2c3d4e5f60718293a4b5c6d7e8f901234567",
+                "https://github.com/acme/widgets/commit/0a1b2c3d4e5f60718293a4b5c6d7e8f901234567",
+                "https://registry.npmjs.org/",
+                "https://registry.npmjs.org/@acme%2fwidgets/-/widgets-1.2.3.tgz",
+                "https://items.test/v2/123e4567-e89b-12d3-a456-426614174000",
+                "https://huggingface.co/Qwen/Qwen2-VL-72B-Instruct-GPTQ-Int4",
+                "https://docs.test/guides/getting-started-with-v2-api",
+                "https://cdn.test/releases/claude-3-5-sonnet-20241022/ubuntu2204serverimage-amd64",
+                "https://docs.test/k8s/K8sClusterAutoscalerV2Beta1",
+                "https://blog.test/@me/how-to-build-agents-3f2a9b1c8d7e",
+                "https://blog.test/p/post-title-3f2a9b1c8d7e4a5b",
+                "https://api.slack.com/messaging/webhooks",
+                "https://discord.com/developers/docs/resources/webhook",
+                "https://hooks.slack.com/services/",
+                "https://llm.corp.test/openai/deployments/gpt-4o-2024-08-06/chat",
+                "see https://docs.test/a/b, then https://x.test/y.",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(urls); i++)
+                ck_assert_msg(!withheld("env", "NOTIFY", urls[i]), "%s kept", urls[i]);
+        /* Under a plain key, in a list, as claude's statusLine has it. */
+        json_object *o = J("{\"statusLine\":{\"command\":\"notify https://hooks.slack.com/services/T1/B2/c3\"},"
+                           "\"links\":[\"https://docs.test/a\",\"https://discord.com/api/webhooks/1/tok\"],"
+                           "\"docs\":[\"https://docs.test/a\"]}");
+        ck_assert_int_eq(claude_settings_scrub(o, NULL), 0);
+        assert_json(o, "{\"statusLine\":{},\"docs\":[\"https://docs.test/a\"]}");
+        json_object_put(o);
+}
+END_TEST
+
+/* The fourth: codex's query_params, which codex adds to every request's URL: a credential's
+ * name goes whatever its value (Azure Functions' code), a value that looks like one goes
+ * under any name but those that pick an API or a deployment; and the same names in a URL's
+ * query. */
+START_TEST(test_scrub_query_params)
+{
+        json_object *o = J("{\"model_providers\":{\"fn\":{\"base_url\":\"https://fn.azurewebsites.net/api\","
+                           "\"query_params\":{\"api-version\":\"2025-04-01\",\"code\":\"Fn2xLp0wTq8v\"}},"
+                           "\"apim\":{\"query_params\":{\"subscription-key\":\"0123456789abcdef\",\"access_token\":\"x1y2z3w4v5\","
+                           "\"jwt\":\"eyJ\",\"custom\":\"Zq8vR2xLp0wT\",\"format\":\"json\",\"deployment\":\"gpt-4o-2024\","
+                           "\"tier\":\"free\"}}}}");
+        buffer removed = {};
+        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        assert_json(o, "{\"model_providers\":{\"fn\":{\"base_url\":\"https://fn.azurewebsites.net/api\","
+                       "\"query_params\":{\"api-version\":\"2025-04-01\"}},"
+                       "\"apim\":{\"query_params\":{\"format\":\"json\",\"deployment\":\"gpt-4o-2024\",\"tier\":\"free\"}}}}");
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_str_eq(text, "model_providers.fn.query_params.code, model_providers.apim.query_params.subscription-key, "
+                               "model_providers.apim.query_params.access_token, model_providers.apim.query_params.jwt, "
+                               "model_providers.apim.query_params.custom, ");
+        json_object_put(o);
+
+        static const char *const credentials[] = {
+                "https://fn.azurewebsites.net/api/HttpTrigger?code=Fn2xLp0wTq8v",
+                "https://fn.azurewebsites.net/api/x?name=a&code=Zq8vR2xLp0wT",
+                "https://gw.test/v1?api-version=2025-04-01&sig=s1g2n3a4",
+                "https://gw.test/v1?access_token=x1y2z3w4v5",
+                "https://gw.test/v1?session=Zq8vR2xLp0wT",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(credentials); i++)
+                ck_assert_msg(withheld("env", "FN_URL", credentials[i]), "%s withheld", credentials[i]);
+        static const char *const others[] = {
+                "https://gw.test/v1?api-version=2025-04-01",
+                "https://docs.test/a?code=py",
+                "https://docs.test/a?code=$CODE",
+                "lint --code=strict src",      /* a code's option, not a query's */
+                "code=abc123def ./run",        /* a variable, not a query's */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(others); i++)
+                ck_assert_msg(!withheld("env", "FN_URL", others[i]), "%s kept", others[i]);
+}
+END_TEST
+
 START_TEST(test_claude_scrub)
 {
         json_object *o = J("{\"model\":\"opus\",\"apiKeyHelper\":\"~/bin/key\",\"awsAuthRefresh\":\"aws sso login\","
@@ -226,6 +432,10 @@ int main(void)
         tcase_add_test(tc, test_scrub);
         tcase_add_test(tc, test_scrub_values);
         tcase_add_test(tc, test_scrub_review_corpus);
+        tcase_add_test(tc, test_scrub_mysql_hook);
+        tcase_add_test(tc, test_scrub_mysql_env);
+        tcase_add_test(tc, test_scrub_webhook_urls);
+        tcase_add_test(tc, test_scrub_query_params);
         tcase_add_test(tc, test_claude_scrub);
         tcase_add_test(tc, test_codex_policy);
         suite_add_tcase(s, tc);
