@@ -27,6 +27,7 @@
 #include "skills-walk.h"
 #include "userdirs.h"
 #include "fileio.h"
+#include "harness-home.h"
 #include "toml-json.h"
 
 const struct harness_env harness_quiet_env[] = {
@@ -330,8 +331,9 @@ static int write_config_at(aisb_ctx *ctx, int dirfd, const char *name, const con
 }
 
 /* The host's file name, if there, copied over the sandbox's each run (instructions such as
- * CLAUDE.md and AGENTS.md: the host's copy is the user's). The sandbox's stays when the host
- * has none. */
+ * CLAUDE.md and AGENTS.md: the host's copy is the user's). When the host has none, the home's
+ * reset has moved the sandbox's aside: it would be the agent's instructions to every later
+ * run (bridged_absent). */
 static int copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, const char *name, int sandbox_dir,
                           aisb_error **err)
 {
@@ -341,7 +343,7 @@ static int copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, co
                 return error_oom(err);
         int r = host_dir < 0 ? 0 : read_text_at(host_dir, name, origin, true, &text, &size, err);
         if (r < 0 || !text)
-                return r;
+                return r; /* none: the home's reset moved the sandbox's aside */
         if (memchr(text, '\0', size))
                 return aisb_error_set(err, -EINVAL, "%s holds a NUL byte: not a text file", origin);
         return write_text_at(ctx, sandbox_dir, name, text, err);
@@ -419,12 +421,45 @@ static int merge_file(aisb_ctx *ctx, const aisb_policy *p, const merge_job *j, i
         return r < 0 ? r : write_config_at(ctx, base_fd, j->base_name, &syntax_json, next_base, err);
 }
 
+/* The keys of a harness's settings that make it run a command or load code or instructions
+ * (research of each harness's docs and source, docs/bridges.md): the host's, whatever the
+ * sandbox's say, so that no run's agent adds one for every later run. */
+static const char *const pi_host_keys[] = {
+        "packages", "extensions", "skills", "prompts", "themes", "npmCommand", "shellPath", "shellCommandPrefix",
+        "sessionDir", NULL,
+};
+/* env whole: claude copies it over its environment (BASH_ENV, NODE_OPTIONS, PATH, ...); the
+ * run's own variables are written into it after (claude_policy). */
+static const char *const claude_host_keys[] = {
+        "env", "hooks", "statusLine", "subagentStatusLine", "fileSuggestion", "apiKeyHelper", "awsAuthRefresh",
+        "awsCredentialExport", "gcpAuthRefresh", "otelHeadersHelper", "proxyAuthHelper", "processWrapper",
+        "enabledPlugins", "extraKnownMarketplaces", "outputStyle", "agent", "additionalDirectories",
+        "autoMemoryDirectory", "plansDirectory", "claudeMdExcludes", "enableAllProjectMcpServers",
+        "enabledMcpjsonServers", "disableAllHooks", "disableSkillShellExecution", NULL,
+};
+static const char *const codex_host_keys[] = {
+        "mcp_servers", "notify", "hooks", "model_provider", "model_providers", "openai_base_url", "chatgpt_base_url",
+        "profile", "profiles", "otel", "shell_environment_policy", "instructions", "developer_instructions",
+        "model_instructions_file", "experimental_compact_prompt_file", "project_doc_fallback_filenames",
+        "project_root_markers", "skills", "plugins", "marketplaces", "js_repl_node_path", "allow_login_shell",
+        "sqlite_home", "log_dir", NULL,
+};
+
+static int pin_host_keys(json_object *merged, json_object *host, const char *const *keys, aisb_error **err)
+{
+        for (const char *const *k = keys; *k; k++)
+                if (harness_pin_key(merged, host, NULL, *k) < 0)
+                        return error_oom(err);
+        return 0;
+}
+
 /* pi's level, and its thinkingBudgets (tokens per level) as the host has them: a budget is
  * the level's size, so the sandbox's could shrink the level policy sets. */
 static int pi_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)
 {
-        if (streq(p->thinking, "host"))
-                return 0;
+        int r = pin_host_keys(merged, host, pi_host_keys, err);
+        if (r < 0 || streq(p->thinking, "host"))
+                return r;
         if (harness_pin_key(merged, host, NULL, "thinkingBudgets") < 0)
                 return error_oom(err);
         return pi_apply_thinking(merged, p->thinking, err);
@@ -442,6 +477,9 @@ static const char *run_env_value(const aisb_policy *p, const char *name, const c
 /* claude's environment as the run sets it (its quiet variables, its level), into its settings. */
 static int claude_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)
 {
+        int r = pin_host_keys(merged, host, claude_host_keys, err);
+        if (r < 0)
+                return r;
         const char *env[2 * 16 + 1] = {};
         size_t n = 0;
         for (const struct harness_env *q = harness_quiet_env; q->name; q++)
@@ -469,7 +507,8 @@ static int claude_policy(json_object *merged, json_object *host, const aisb_poli
 
 static int codex_policy(json_object *merged, json_object *host, const aisb_policy *p, aisb_error **err)
 {
-        return codex_config_apply_policy(merged, p->thinking, err);
+        int r = pin_host_keys(merged, host, codex_host_keys, err);
+        return r < 0 ? r : codex_config_apply_policy(merged, p->thinking, err);
 }
 
 /* Whether the run passes variable name itself (--env or --secret). */
@@ -528,7 +567,7 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const ch
         if (host_dir >= 0)
                 r = read_json_at(host_dir, "models.json", host_models_name, &models, err);
         if (r < 0 || !models)
-                return r;
+                return r; /* none: the home's reset moved the sandbox's aside (its "!command" keys run) */
         pi_key *keys = NULL;
         size_t n_keys = 0;
         r = pi_rewrite_models(models, &rewritten, &keys, &n_keys, err);
@@ -738,6 +777,31 @@ int aisb_policy_agents_dir(const aisb_policy *p, char **ret_dir, aisb_error **er
         return 0;
 }
 
+/* The files the bridges copy from the host that the host has none of, as paths below the
+ * sandbox's home: the sandbox's copy would be the agent's, and it loads at start (pi's
+ * models.json runs its "!command" keys; CLAUDE.md and AGENTS.md are instructions). */
+static int bridged_absent(char ***ret)
+{
+        static const struct {
+                harness_kind k;
+                const char *name;
+        } files[] = { { HARNESS_PI, "models.json" }, { HARNESS_CLAUDE, "CLAUDE.md" }, { HARNESS_CODEX, "AGENTS.md" } };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *host = NULL, *file = NULL, *rel = NULL;
+                if (host_dir_path(files[i].k, &host) < 0)
+                        return -ENOMEM;
+                struct stat st;
+                if (host && asprintf(&file, "%s/%s", host, files[i].name) < 0)
+                        return -ENOMEM;
+                if (file && stat(file, &st) == 0 && S_ISREG(st.st_mode))
+                        continue;
+                if (asprintf(&rel, "%s/%s", harness_infos[files[i].k].home_dir, files[i].name) < 0 ||
+                    strv_push(ret, rel) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, harness_bridge *ret,
                            aisb_error **err)
 {
@@ -747,6 +811,26 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 return error_oom(err);
         /* Every sandbox reads what it holds: said once each time it changes. */
         skills_warn_if_changed(ctx, b.agents_dir);
+        /* The home volume, whatever the command: what a harness or the shell would load from it
+         * at start is the host's or nothing (harness-home.h). */
+        _cleanup_close_ int root = -1, sandbox_dir = -1, base_fd = -1;
+        if (!p->ephemeral_home) {
+                _cleanup_free_ char *mountpoint = NULL;
+                r = podman_volume_mountpoint(ctx, p->home_volume, &mountpoint, err);
+                if (r < 0)
+                        goto fail;
+                root = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (root < 0) {
+                        r = aisb_error_set(err, -errno, "cannot open the home volume at %s: %s",
+                                           mountpoint, strerror(errno));
+                        goto fail;
+                }
+                _cleanup_strv_free_ char **absent = NULL;
+                r = bridged_absent(&absent);
+                r = r < 0 ? error_oom(err) : harness_home_reset(ctx, root, (const char *const *) absent, NULL, err);
+                if (r < 0)
+                        goto fail;
+        }
         if (!harness_bridge_applies(p)) {
                 *ret = b;
                 return 0;
@@ -761,7 +845,6 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 skills_warn_if_changed(ctx, mounts[i].source);
         harness_mounts_done(mounts, n_mounts);
 
-        _cleanup_close_ int sandbox_dir = -1, base_fd = -1;
         if (p->ephemeral_home) {
                 /* A fresh home is a sized tmpfs that exists only once the sandbox starts: the
                  * bridged files wait in the run's own directory, mounted read-only, and the
@@ -779,16 +862,7 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 if (sandbox_dir < 0)
                         sandbox_dir = -errno;
         } else {
-                _cleanup_free_ char *mountpoint = NULL, *sub = NULL, *base_dir = NULL;
-                r = podman_volume_mountpoint(ctx, p->home_volume, &mountpoint, err);
-                if (r < 0)
-                        goto fail;
-                _cleanup_close_ int root = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (root < 0) {
-                        r = aisb_error_set(err, -errno, "cannot open the home volume at %s: %s",
-                                           mountpoint, strerror(errno));
-                        goto fail;
-                }
+                _cleanup_free_ char *sub = NULL, *base_dir = NULL;
                 sandbox_dir = open_sandbox_home_dir(ctx, root, info->home_dir);
                 if (asprintf(&sub, "%s/%s", info->base, p->home_volume) < 0) {
                         r = error_oom(err);

@@ -74,6 +74,7 @@ static void route_endless_run(void)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        unit_route_home_volume(fp);
         fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
                           "{\"Id\":\"c0ffee\",\"Warnings\":[\"a host fact\"]}", FAKE_NORMAL, 1);
         fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK_UNTIL_DELETE, 1);

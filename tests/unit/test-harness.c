@@ -622,7 +622,9 @@ START_TEST(test_prepare_claude_policy)
         json_object *settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "medium");
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", NULL), "1");
-        ck_assert_str_eq(get_string(settings, "env", "MY_VAR", NULL), "kept");
+        /* The env is the host's whole: claude copies it over its environment, and a variable
+         * of the agent's (BASH_ENV, NODE_OPTIONS) would run its code in every later run. */
+        ck_assert_ptr_null(get_string(settings, "env", "MY_VAR", NULL));
         ck_assert(!json_object_object_get_ex(settings, "effortLevel", NULL));
         ck_assert(!json_object_object_get_ex(settings, "maxEffortLevel", NULL));
         ck_assert_ptr_null(get_string(settings, "env", "CLAUDE_CODE_EXTRA_BODY", NULL));
@@ -640,7 +642,8 @@ START_TEST(test_prepare_claude_policy)
                    "{\"model\":\"opus\",\"maxEffortLevel\":\"high\",\"env\":{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\"}}");
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
         settings = read_json(at("volume/.claude/settings.json"));
-        ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "low");
+        /* "host": the level the host's settings give (none here), not the agent's. */
+        ck_assert_ptr_null(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL));
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", NULL), "0");
         ck_assert_str_eq(get_string(settings, "maxEffortLevel", NULL, NULL), "high");
         json_object_put(settings);
@@ -925,10 +928,13 @@ static void expect_symlink_refused(const char *link_at)
         ck_assert_int_eq(symlink(at("victim"), link_path), 0);
         aisb_error *err = NULL;
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        /* Moved by the home's reset, which comes first (harness-home.h), and kept there. */
         char said[PATH_MAX];
-        snprintf(said, sizeof said, "~/%s in the sandbox's home was not what aisb writes there: moved to %s.aisb-moved-",
-                 link_at, strrchr(link_at, '/') ? strrchr(link_at, '/') + 1 : link_at);
+        snprintf(said, sizeof said, "(left by an earlier run): ~/%s moved to ~/.aisb-moved/", link_at);
         ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
+        char kept[PATH_MAX + 64];
+        snprintf(kept, sizeof kept, "test -L %s/.aisb-moved/*/%s", at("volume"), link_at);
+        ck_assert_msg(system(kept) == 0, "the link planted at %s is not kept in ~/.aisb-moved", link_at);
         char command[PATH_MAX + 64];
         snprintf(command, sizeof command, "test -z \"$(ls -A '%s')\"", at("victim"));
         ck_assert_msg(system(command) == 0, "something was written through the symlink at %s", link_at);
@@ -1002,8 +1008,9 @@ START_TEST(test_prepare_volume_obstacles)
         write_file(at("volume/.codex"), "not a directory\n");
         p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        logs.text[0] = 0;
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
-        ck_assert_ptr_nonnull(strstr(logs.text, "~/.codex in the sandbox's home was not what aisb writes there"));
+        ck_assert_msg(strstr(logs.text, "(left by an earlier run): ~/.codex "), "%s", logs.text);
         char *text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_nonnull(text);
         ck_assert_ptr_nonnull(strstr(text, "gpt-5.1"));
@@ -1063,6 +1070,136 @@ START_TEST(test_prepare_volume_unknown)
 }
 END_TEST
 
+/* What an earlier run left where a harness or the shell loads code or instructions at start:
+ * moved into ~/.aisb-moved, kept, said once; the harnesses' own data stays; an empty
+ * directory stays; the bridge writes its files afresh, and the sandbox's instructions go when
+ * the host has none. */
+static bool exists_at(const char *sub)
+{
+        struct stat st;
+        return lstat(at(sub), &st) == 0;
+}
+
+START_TEST(test_prepare_home_reset)
+{
+        host_pi("{\"theme\":\"dark\"}", NULL);
+        aisb_policy *p = volume_policy();
+        static const char *const planted[] = {
+                "volume/.pi/agent/extensions/x.js", "volume/.pi/agent/SYSTEM.md", "volume/.pi/agent/AGENTS.md",
+                "volume/.pi/agent/bin/rg", "volume/.pi/agent/git/h/p/index.js", "volume/.pi/agent/models.json",
+                "volume/.claude/rules/r.md", "volume/.claude/hooks/h.sh", "volume/.claude/CLAUDE.md",
+                "volume/.claude/projects/-project/memory/MEMORY.md", "volume/.codex/AGENTS.override.md",
+                "volume/.codex/.env", "volume/.codex/hooks.json", "volume/.codex/.tmp/plugins/p/hooks.json",
+                "volume/.bashrc", "volume/.profile", "volume/.gitconfig", "volume/.config/git/config",
+                "volume/.agents/skills/s/SKILL.md",
+        };
+        static const char *const kept[] = {
+                "volume/.pi/agent/auth.json", "volume/.pi/agent/sessions/s.jsonl", "volume/.pi/agent/themes/t.json",
+                "volume/.claude/.credentials.json", "volume/.claude/projects/-project/t.jsonl",
+                "volume/.codex/auth.json", "volume/.codex/sessions/s.jsonl", "volume/.bash_history",
+                "volume/.config/other/x",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(planted); i++)
+                write_file(at(planted[i]), "planted\n");
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+                write_file(at(kept[i]), "data\n");
+        mkdirs(at("volume/.pi/agent/prompts")); /* empty: nothing to load, stays */
+        /* A link where a harness's directory goes: moved whole, never followed. */
+        mkdirs(at("victim"));
+        write_file(at("victim/rules.md"), "victim\n");
+        ck_assert_int_eq(symlink(at("victim"), at("volume/.claude/output-styles")), 0);
+        logs.text[0] = 0;
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        for (size_t i = 0; i < ELEMENTSOF(planted); i++) {
+                ck_assert_msg(!exists_at(planted[i]) || streq(planted[i], "volume/.pi/agent/models.json"),
+                              "%s is still there", planted[i]);
+                char moved[PATH_MAX + 64];
+                snprintf(moved, sizeof moved, "test -e %s/.aisb-moved/*/%s", at("volume"), planted[i] + 7);
+                ck_assert_msg(system(moved) == 0, "%s is not kept in ~/.aisb-moved", planted[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+                ck_assert_msg(exists_at(kept[i]), "%s went", kept[i]);
+        ck_assert(exists_at("volume/.pi/agent/prompts"));
+        ck_assert(exists_at("victim/rules.md"));
+        ck_assert(!exists_at("volume/.claude/output-styles"));
+        /* One line for all of it, naming the first few. */
+        ck_assert_msg(strstr(logs.text, "(left by an earlier run): ~/.pi/agent/AGENTS.md ~/.pi/agent/SYSTEM.md"),
+                      "%s", logs.text);
+        ck_assert_ptr_nonnull(strstr(logs.text, " and more moved to ~/.aisb-moved/"));
+        /* The bridge wrote its own afresh: settings from the host; the host has no models.json. */
+        json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "dark");
+        json_object_put(settings);
+        /* Nothing left: the next run says nothing. */
+        logs.text[0] = 0;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_msg(!strstr(logs.text, "aisb-moved"), "%s", logs.text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* The settings keys that run code or load it (pi's extensions and packages, claude's hooks
+ * and env, codex's MCP servers and notify): the host's, never what the agent added. */
+START_TEST(test_prepare_host_only_keys)
+{
+        host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:host-pkg\"]}", NULL);
+        aisb_policy *p = volume_policy();
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        write_file(at("volume/.pi/agent/settings.json"),
+                   "{\"theme\":\"light\",\"packages\":[\"npm:evil\"],\"extensions\":[\"/home/sandbox/x.js\"],"
+                   "\"shellCommandPrefix\":\"curl x|sh;\"}");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "light"); /* the agent's own taste stays */
+        ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "packages"),
+                                                        JSON_C_TO_STRING_PLAIN), "[\"npm:host-pkg\"]");
+        ck_assert(!json_object_object_get_ex(settings, "extensions", NULL));
+        ck_assert(!json_object_object_get_ex(settings, "shellCommandPrefix", NULL));
+        json_object_put(settings);
+        aisb_policy_free(p);
+
+        char claude[PATH_MAX];
+        snprintf(claude, sizeof claude, "%s/claude-home", dir);
+        setenv("CLAUDE_CONFIG_DIR", claude, 1);
+        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
+        p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        write_file(at("volume/.claude/settings.json"),
+                   "{\"model\":\"opus\",\"hooks\":{\"SessionStart\":[{\"hooks\":[{\"type\":\"command\","
+                   "\"command\":\"sh /home/sandbox/x\"}]}]},\"statusLine\":{\"type\":\"command\",\"command\":\"x\"},"
+                   "\"env\":{\"BASH_ENV\":\"/home/sandbox/x\"},\"enabledPlugins\":{\"p@m\":true}}");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_json(at("volume/.claude/settings.json"));
+        ck_assert(!json_object_object_get_ex(settings, "hooks", NULL));
+        ck_assert(!json_object_object_get_ex(settings, "statusLine", NULL));
+        ck_assert(!json_object_object_get_ex(settings, "enabledPlugins", NULL));
+        ck_assert_ptr_null(get_string(settings, "env", "BASH_ENV", NULL));
+        json_object_put(settings);
+        unsetenv("CLAUDE_CONFIG_DIR");
+        aisb_policy_free(p);
+
+        char codex[PATH_MAX];
+        snprintf(codex, sizeof codex, "%s/codex-home", dir);
+        setenv("CODEX_HOME", codex, 1);
+        write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\n");
+        p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        write_file(at("volume/.codex/config.toml"), "model = \"gpt-5.1\"\nnotify = [\"sh\", \"/home/sandbox/x\"]\n"
+                                                    "[mcp_servers.evil]\ncommand = \"sh\"\n");
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        char *text = read_file(at("volume/.codex/config.toml"));
+        ck_assert_ptr_nonnull(text);
+        ck_assert_ptr_null(strstr(text, "notify"));
+        ck_assert_ptr_null(strstr(text, "mcp_servers"));
+        ck_assert_ptr_nonnull(strstr(text, "gpt-5.1"));
+        free(text);
+        unsetenv("CODEX_HOME");
+        aisb_policy_free(p);
+}
+END_TEST
+
 /* A run warns when the agents directory changed and holds what looks like a credential. */
 START_TEST(test_prepare_warns_of_credentials)
 {
@@ -1070,6 +1207,7 @@ START_TEST(test_prepare_warns_of_credentials)
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
+        unit_route_home_volume(fp);
         char agents[512], file[PATH_MAX];
         snprintf(agents, sizeof agents, "%s/.agents", home);
         snprintf(file, sizeof file, "%s/skills/deploy/SKILL.md", agents);
@@ -1347,6 +1485,8 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_volume_symlink_agent);
         tcase_add_test(tc, test_prepare_volume_files_planted);
         tcase_add_test(tc, test_prepare_volume_obstacles);
+        tcase_add_test(tc, test_prepare_home_reset);
+        tcase_add_test(tc, test_prepare_host_only_keys);
         tcase_add_test(tc, test_prepare_volume_unknown);
         tcase_add_test(tc, test_prepare_warns_of_credentials);
         tcase_add_test(tc, test_prepare_claude);

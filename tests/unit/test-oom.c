@@ -174,6 +174,7 @@ START_TEST(test_oom_run)
         ck_assert_ptr_nonnull(fp);
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        unit_route_home_volume(fp);
         fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
                           "{\"Id\":\"c0ffee\",\"Warnings\":[\"w\"]}", FAKE_NORMAL, 0);
         uint8_t frames[256];

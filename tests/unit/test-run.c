@@ -526,6 +526,7 @@ static void route_run(int exit_code)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        unit_route_home_volume(fp);
         fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
                           "{\"Id\":\"c0ffee\",\"Warnings\":[]}", FAKE_NORMAL, 1);
         fake_podman_route(fp, "POST", "/containers/c0ffee/start", 204, NULL, "", FAKE_NORMAL, 1);
@@ -806,6 +807,7 @@ START_TEST(test_run_stopped_during_request)
         slow[size] = 0;
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "GET", "/volumes/*/exists", 200, "text/plain", slow, FAKE_TRICKLE, 0);
+        unit_route_home_volume(fp);
         free(slow);
         int control[2];
         ck_assert_int_eq(pipe2(control, O_CLOEXEC), 0);
@@ -1091,6 +1093,7 @@ START_TEST(test_run_create_refused)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        unit_route_home_volume(fp);
         fake_podman_route(fp, "POST", "/containers/create", 500, "application/json",
                           "{\"cause\":\"x\",\"message\":\"no space left\",\"response\":500}",
                           FAKE_NORMAL, 1);
@@ -1140,6 +1143,7 @@ START_TEST(test_volume_created_with_label)
 {
         /* Routes answer in the order they were added: the volume is missing once. */
         fake_podman_route(fp, "GET", "/volumes/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
+        unit_route_home_volume(fp);
         fake_podman_route(fp, "POST", "/volumes/create", 201, "application/json", "{}", FAKE_NORMAL, 1);
         route_run(0);
         fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);

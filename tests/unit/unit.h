@@ -4,7 +4,9 @@
 #pragma once
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "aisb.h"
 #include "fake-podman.h"
@@ -32,4 +34,23 @@ static inline void unit_podman_stop(fake_podman *fp, aisb_ctx *ctx)
 {
         aisb_ctx_free(ctx);
         fake_podman_stop(fp);
+}
+
+/* The home volume's inspect, answered with an empty directory of the process's own for its
+ * mount point (every run opens it: harness-home.h); removed at exit while still empty. */
+static char unit_volume_dir[64];
+static inline void unit_volume_dir_remove(void)
+{
+        (void) rmdir(unit_volume_dir);
+}
+static inline void unit_route_home_volume(fake_podman *fp)
+{
+        if (!unit_volume_dir[0]) {
+                snprintf(unit_volume_dir, sizeof unit_volume_dir, "/tmp/aisb-unit-volume-XXXXXX");
+                ck_assert_ptr_nonnull(mkdtemp(unit_volume_dir));
+                atexit(unit_volume_dir_remove);
+        }
+        char body[128];
+        snprintf(body, sizeof body, "{\"Mountpoint\":\"%s\"}", unit_volume_dir);
+        fake_podman_route(fp, "GET", "/volumes/*/json", 200, "application/json", body, FAKE_NORMAL, 0);
 }
