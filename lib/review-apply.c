@@ -725,39 +725,55 @@ static bool packed_refs_replace(const review *r, const change *c)
 
 /* What makes git run or read elsewhere, at the components of rel below a git directory: its
  * configuration (core.fsmonitor, core.hooksPath, filters, includes), hooks, info/ (grafts,
- * attributes), a commondir or gitdir naming another directory, object alternates and
- * replace refs (other objects in place of the commits'), shallow (history cut), branches/ and
- * remotes/ (fetch URLs). A linked worktree's or a submodule's own git directory (worktrees/X,
- * modules/X...) has them too: every component is looked at until refs, objects or logs,
- * whose names are the repository's own. The reason, or NULL. */
+ * attributes), a commondir or gitdir naming another directory, shallow (history cut),
+ * branches/ and remotes/ (fetch URLs), a rebase's or a cherry-pick's todo (its exec lines run
+ * on --continue), rr-cache/ (recorded resolutions replayed into the user's merges), object
+ * alternates and replace refs (other objects in place of the commits'), and a link anywhere
+ * (git makes none there: one leads the repository's objects or refs elsewhere, into the home
+ * volume say, where later runs change them unreviewed). An object or pack that changed: git
+ * never rewrites one, and a new content under a reviewed name forges history. A linked
+ * worktree's or a submodule's own git directory (worktrees/X, modules/X, whose names are
+ * free-form) has them too: below those every component is looked at. Elsewhere the scan stops
+ * at refs, objects and logs, whose names are the repository's own. The reason, or NULL. */
 static const char *git_redirects(const review *r, const change *c, const char *rel)
 {
         static const char *const redirectors[] = { "config", "config.worktree", "commondir", "gitdir", "hooks",
-                                                   "info", "shallow", "branches", "remotes" };
+                                                   "info", "shallow", "branches", "remotes", "rebase-merge",
+                                                   "rebase-apply", "sequencer", "rr-cache" };
+        if (c->kind_in_layer == LAYER_LINK)
+                return "a link in a git directory: git would read objects, refs or configuration from where it points";
+        bool nested = false, in_objects = false;
         for (const char *p = rel; *p;) {
                 size_t n = strcspn(p, "/");
                 const char *next = p[n] ? p + n + 1 : p + n;
                 for (size_t i = 0; i < ELEMENTSOF(redirectors); i++)
                         if (strlen(redirectors[i]) == n && strncmp(p, redirectors[i], n) == 0)
                                 return "what makes git run or read elsewhere (configuration, hooks, info, "
-                                       "commondir, gitdir, shallow)";
-                if (n == 7 && strncmp(p, "objects", 7) == 0)
-                        return startswith(next, "info") && (next[4] == 0 || next[4] == '/')
-                                       ? "object alternates or info: git would read objects from elsewhere"
-                                       : NULL;
-                if (n == 4 && strncmp(p, "refs", 4) == 0)
-                        return startswith(next, "replace") && (next[7] == 0 || next[7] == '/')
-                                       ? "a replace ref: git log and git show would show another object in its place"
-                                       : NULL;
-                if (n == 4 && strncmp(p, "logs", 4) == 0)
+                                       "commondir, gitdir, shallow, a rebase's todo, recorded resolutions)";
+                if (p == rel && ((n == 7 && strncmp(p, "modules", 7) == 0) || (n == 9 && strncmp(p, "worktrees", 9) == 0)))
+                        nested = true;
+                if (n == 7 && strncmp(p, "objects", 7) == 0) {
+                        if (startswith(next, "info") && (next[4] == 0 || next[4] == '/'))
+                                return "object alternates or info: git would read objects from elsewhere";
+                        in_objects = true;
+                        if (!nested)
+                                break;
+                } else if (n == 4 && strncmp(p, "refs", 4) == 0) {
+                        if (startswith(next, "replace") && (next[7] == 0 || next[7] == '/'))
+                                return "a replace ref: git log and git show would show another object in its place";
+                        if (!nested)
+                                return NULL;
+                } else if (n == 4 && strncmp(p, "logs", 4) == 0 && !nested)
                         return NULL;
-                if (n == 11 && strncmp(p, "packed-refs", 11) == 0 && !*next)
-                        return c->kind_in_layer != LAYER_FILE || packed_refs_replace(r, c)
-                                       ? "packed-refs holding a replace ref: git log and git show would show "
-                                         "another object in its place"
-                                       : NULL;
+                else if (n == 11 && strncmp(p, "packed-refs", 11) == 0 && !*next &&
+                         (c->kind_in_layer != LAYER_FILE || packed_refs_replace(r, c)))
+                        return "packed-refs holding a replace ref: git log and git show would show another object "
+                               "in its place";
                 p = next;
         }
+        if (in_objects && c->kind != CHANGE_ADDED && c->kind_in_layer != LAYER_DIR)
+                return "an object or pack that changed: git never rewrites one, and new content under its name "
+                       "would show another commit in its place";
         return NULL;
 }
 

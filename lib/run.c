@@ -26,7 +26,7 @@
 #include "protect.h"
 #include "run.h"
 #include "session-log.h"
-#include "setid-sweep.h"
+#include "mode-sweep.h"
 #include "termfilter.h"
 #include "userdirs.h"
 #include "fileio.h"
@@ -750,36 +750,46 @@ static void keep_end(aisb_ctx *ctx, run_keep *k, bool sandbox_gone)
         aisb_error_free(e);
 }
 
-/* After a plain run: a setuid or setgid file the run left loses the bit (setid-sweep.h), each
- * named, the first few by path. */
-typedef struct setid_report {
+/* After a plain run: the modes the run left that would act for other local users, put right
+ * (mode-sweep.h), each named, the first few by path. */
+typedef struct mode_report {
         aisb_ctx *ctx;
         const char *project;
         size_t n;
-} setid_report;
-#define SETID_SHOWN 8
+} mode_report;
+#define MODES_SHOWN 8
 
-static void setid_found(const char *path, unsigned mode, void *userdata)
+static void mode_found(const char *path, unsigned mode, unsigned what, void *userdata)
 {
-        setid_report *s = userdata;
-        if (++s->n <= SETID_SHOWN)
-                aisb_log(s->ctx, AISB_LOG_WARNING, "%s/%s was made %s during the run (mode %04o): the bit is removed, "
-                         "as another local user who ran it would run as you", s->project, path,
-                         (mode & S_ISUID) ? "setuid" : "setgid", mode);
+        mode_report *s = userdata;
+        if (++s->n > MODES_SHOWN)
+                return;
+        const char *did = (what & MODE_SWEEP_SETID) ? ((mode & S_ISUID) ? "setuid" : "setgid")
+                          : (what & MODE_SWEEP_WRITABLE) ? "writable by others" : "given an ACL";
+        const char *why = (what & MODE_SWEEP_SETID) ? "another local user who ran it would run as you"
+                                                     : "another local user could change what your tools read there";
+        aisb_log(s->ctx, AISB_LOG_WARNING, "%s/%s was made %s during the run (mode %04o%s): %s, as %s", s->project,
+                 path ? path : "(a path too long to show)", did, mode, (what & MODE_SWEEP_ACL) ? ", an ACL" : "",
+                 (what & MODE_SWEEP_SETID) ? "the bit is removed" : "put right", why);
 }
 
-static void setid_end(aisb_ctx *ctx, const aisb_policy *p, const run_keep *k)
+static void modes_end(aisb_ctx *ctx, const aisb_policy *p, const run_keep *k)
 {
         if (k->project_fd < 0 || k->layer.dir_fd >= 0 || !k->created)
                 return;
-        setid_report report = { .ctx = ctx, .project = p->project };
+        mode_report report = { .ctx = ctx, .project = p->project };
         aisb_error *e = NULL;
-        size_t n = 0;
-        if (setid_sweep(k->project_fd, k->started_ns, setid_found, &report, &n, &e) < 0)
+        mode_sweep_result res = {};
+        if (mode_sweep(k->project_fd, k->started_ns, mode_found, &report, &res, &e) < 0)
                 aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
         aisb_error_free(e);
-        if (n > SETID_SHOWN)
-                aisb_log(ctx, AISB_LOG_WARNING, "%zu more setuid or setgid files the run made lost the bit", n - SETID_SHOWN);
+        if (res.changed > MODES_SHOWN)
+                aisb_log(ctx, AISB_LOG_WARNING, "%zu more entries the run left setuid, setgid or writable by others "
+                         "were put right", res.changed - MODES_SHOWN);
+        if (res.skipped)
+                aisb_log(ctx, AISB_LOG_WARNING, "%zu director%s deeper than %d or paths longer than %d bytes were not "
+                         "looked into for the modes the run left (find . -perm /6002 lists them)", res.skipped,
+                         res.skipped == 1 ? "y" : "ies", TREE_MAX_DEPTH, TREE_PATH_MAX);
 }
 
 /* A dry run: the plan's requests shown, the image's first; nothing was sent. */
@@ -938,7 +948,7 @@ out:
         /* A review run wrote nothing of the project's: nothing to sweep. */
         if (keep.layer.dir_fd < 0)
                 protect_end(ctx, &facts.protect);
-        setid_end(ctx, p, &keep);
+        modes_end(ctx, p, &keep);
         keep_end(ctx, &keep, gone);
         egress_summary egress = {};
         if (asking.a)

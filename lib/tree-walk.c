@@ -119,7 +119,7 @@ static unsigned char type_of(mode_t mode)
         }
 }
 
-static void dir_make_ours(int dir, const char *name);
+static bool dir_make_ours(int dir, const char *name, mode_t *ret_mode);
 
 /* A subdirectory, open and searchable, or -errno. */
 static int open_searchable(int fd, const char *name)
@@ -153,6 +153,13 @@ static int walk_dir(walker *w, int fd, size_t path_len, unsigned depth)
                 const dir_item *it = &items[i];
                 size_t name_len = strlen(it->name);
                 size_t len = path_len + (path_len ? 1 : 0) + name_len;
+                if (len >= sizeof w->path && (w->flags & TREE_WALK_SKIP_DEEP)) {
+                        tree_entry e = { .dir = fd, .name = it->name, .type = it->type, .ino = it->ino,
+                                         .depth = depth, .self = -1, .open_error = -ENAMETOOLONG };
+                        r = w->fn(&e, w->userdata);
+                        r = r == TREE_SKIP ? 0 : r;
+                        continue;
+                }
                 if (len >= sizeof w->path)
                         return -ENAMETOOLONG;
                 if (path_len)
@@ -175,23 +182,26 @@ static int walk_dir(walker *w, int fd, size_t path_len, unsigned depth)
                                  .ino = have_st ? (uint64_t) st.st_ino : it->ino, .depth = depth,
                                  .st = (w->flags & TREE_WALK_STAT) ? &st : NULL, .self = -1 };
                 _cleanup_close_ int self = -1;
-                if (type == DT_DIR) {
+                bool fixed = false;
+                mode_t was = 0;
+                if (type == DT_DIR && depth >= TREE_MAX_DEPTH && (w->flags & TREE_WALK_SKIP_DEEP))
+                        e.open_error = -ELOOP; /* reported, not entered */
+                else if (type == DT_DIR) {
                         self = open_searchable(fd, it->name);
-                        if (self == -EACCES && (w->flags & TREE_WALK_FIX_ACCESS)) {
-                                dir_make_ours(fd, it->name);
+                        if (self == -EACCES && (w->flags & TREE_WALK_FIX_ACCESS) &&
+                            (fixed = dir_make_ours(fd, it->name, &was)))
                                 self = open_searchable(fd, it->name);
-                        }
                         e.open_error = self < 0 ? self : 0;
                         self = self < 0 ? -1 : self;
                         e.self = self;
                 }
                 r = w->fn(&e, w->userdata);
-                if (r == TREE_SKIP || type != DT_DIR || self < 0) {
-                        r = r == TREE_SKIP ? 0 : r;
-                        continue;
-                }
-                if (r >= 0)
+                if (r != TREE_SKIP && r >= 0 && type == DT_DIR && self >= 0)
                         r = walk_dir(w, self, len, depth + 1);
+                r = r == TREE_SKIP ? 0 : r;
+                /* Looked at, not changed: the mode it had. */
+                if (fixed && self >= 0)
+                        (void) fchmod(self, was);
                 w->path[path_len] = 0;
         }
         w->path[path_len] = 0;
@@ -364,13 +374,15 @@ int tree_dirs_dir(tree_dirs *c, const char *rel)
 
 /* A directory of the user's that the agent made unreadable or unwritable: back to rwx for its
  * owner, through a descriptor that cannot be a link's target. */
-static void dir_make_ours(int dir, const char *name)
+static bool dir_make_ours(int dir, const char *name, mode_t *ret_mode)
 {
         _cleanup_close_ int fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-                return;
-        (void) fd_chmod(fd, (st.st_mode & 07777) | S_IRWXU);
+                return false;
+        if (ret_mode)
+                *ret_mode = st.st_mode & 07777;
+        return fd_chmod(fd, (st.st_mode & 07777) | S_IRWXU) == 0;
 }
 
 static int remove_dir_contents(int fd, unsigned depth)
@@ -410,7 +422,7 @@ int tree_remove(int dir, const char *name)
                 return -errno;
         int fd = openat(dir, name, OPEN_DIR_FLAGS);
         if (fd < 0 && errno == EACCES) {
-                dir_make_ours(dir, name);
+                (void) dir_make_ours(dir, name, NULL);
                 fd = openat(dir, name, OPEN_DIR_FLAGS);
         }
         if (fd < 0)

@@ -34,9 +34,13 @@ typedef struct tree_entry {
 enum {
         TREE_WALK_STAT = 1 << 0, /* lstat every entry (fstatat, AT_SYMLINK_NOFOLLOW) */
         /* A directory of the user's that cannot be opened or searched (mode 0711, 0644: what
-         * the agent can leave to hide what is below it) is given back rwx for its owner and
-         * entered. */
+         * the agent can leave to hide what is below it) is given rwx for its owner, entered,
+         * and given its mode back after. */
         TREE_WALK_FIX_ACCESS = 1 << 1,
+        /* A directory TREE_MAX_DEPTH deep is reported with open_error -ELOOP and not entered,
+         * and an entry whose path would pass TREE_PATH_MAX with path NULL and open_error
+         * -ENAMETOOLONG; the walk goes on past both (one deep directory cannot end it). */
+        TREE_WALK_SKIP_DEEP = 1 << 2,
 };
 
 /* What fn returns: 0 to go on (into a directory too), TREE_SKIP to leave this directory

@@ -38,7 +38,7 @@ if [ "${1:-}" != --as-user ]; then
   trap cleanup EXIT
   "$AISB_SRC/scripts/as-user" env AISB_SRC="$AISB_SRC" AISB_BUILD="$AISB_BUILD" \
     AISB_ENTRYPOINT="${AISB_ENTRYPOINT:-$AISB_BUILD/entrypoint/aisb-entrypoint}" \
-    LEFT_PROJECT="$work/project" bash "$0" --as-user
+    LEFT_PROJECT="$work/project" EVIL_UID="$(id -u "$evil")" bash "$0" --as-user
   # The other user runs what the runs left: each is itself, never the aisb user.
   cd "$work/project"
   evil_uid=$(id -u "$evil")
@@ -51,6 +51,12 @@ if [ "${1:-}" != --as-user ]; then
   done
   [ "$ran" -ge 3 ] || fail "only $ran of the planted files were there to run"
   pass "another local user runs each of the $ran files the runs left as itself"
+  # What the run made writable for others, or gave an ACL naming the other user, it is not now.
+  for f in .git .git/description shared; do
+    ! runuser -u "$evil" -- sh -c "echo x > $f/planted 2>/dev/null || echo x > $f" 2>/dev/null ||
+      fail "$evil could write $f after the run"
+  done
+  pass "another local user cannot write what the run made writable for it"
   out=$(runuser -u "$evil" -- ./mine -u)
   [ "$out" = "$(id -u "$user")" ] || fail "the user's own setuid file lost its bit: ran as $out"
   pass "the user's setuid file from before the runs is still setuid (control)"
@@ -134,6 +140,35 @@ left=$(find . -perm /6000 -type f ! -name mine)
 expect_eq "no file in the project carries a setuid or setgid bit" "" "$left"
 # The image's own setuid file, copied with cp -a: checked above, but not the host's to run.
 rm -f t-cp-a
+
+# Modes that give another local user the project's git: .git and a file made writable by all,
+# and given an ACL naming that user (setxattr: no seccomp filter sees its name).
+git init -q
+cat > acl.py <<'PY'
+import os, struct, sys
+uid = int(sys.argv[1])
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in
+      [(1, 7, 0xffffffff), (2, 7, uid), (4, 5, 0xffffffff), (0x10, 7, 0xffffffff), (0x20, 5, 0xffffffff)])
+for path in sys.argv[2:]:
+    os.setxattr(path, "system.posix_acl_access", acl)
+    if os.path.isdir(path):
+        os.setxattr(path, "system.posix_acl_default", acl)
+print("acl set")
+PY
+out=$("$AISB" run -- sh -c "mkdir -p shared && chmod 0777 .git shared && chmod 0666 .git/description &&
+  python3 acl.py $EVIL_UID .git .git/description shared" 2> "$E2E_TMP/modes.err")
+expect_eq "the agent could set the modes and ACLs (the test's premise)" "acl set" "$out"
+expect_contains "the run says what it put right" "was made writable by others during the run" "$(cat "$E2E_TMP/modes.err")"
+expect_eq "no mode is writable by others" "" "$(find .git shared -maxdepth 1 -perm /022 ! -type l)"
+expect_eq "no ACL is left" "" "$(python3 -c '
+import os
+for p in (".git", ".git/description", "shared"):
+    for a in ("system.posix_acl_access", "system.posix_acl_default"):
+        try:
+            os.getxattr(p, a); print(p, a)
+        except OSError:
+            pass')"
+rm -f acl.py
 
 # The refusal, as a build inside sees it.
 set +e

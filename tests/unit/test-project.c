@@ -10,7 +10,10 @@
 #include "project.h"
 #include "unit.h"
 #include "fileio.h"
-#include "setid-sweep.h"
+#include "mode-sweep.h"
+#include "tree-walk.h"
+#include <sys/xattr.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -244,25 +247,30 @@ START_TEST(test_home_is_no_project)
 }
 END_TEST
 
-/* A file made setuid or setgid since a point in time loses the bits; one that was setuid
- * before stays (the user's); a link is never followed; a directory made unsearchable is
- * entered; the other bits stay as they were. */
-typedef struct setid_seen {
-        char paths[8][64];
+/* What a run leaves in the project's modes, put right: a file made setuid or setgid since a
+ * point in time loses the bits, one writable by others (or the group, with umask 022) loses
+ * that, an ACL goes; a sticky directory keeps its write for all; what was so before stays (the
+ * user's); a link is never followed; a directory made unsearchable is entered and keeps its
+ * mode; one too deep is skipped and the walk goes on past it. */
+typedef struct mode_seen {
+        char paths[16][64];
+        unsigned what[16];
         size_t n;
-} setid_seen;
+} mode_seen;
 
-static void setid_seen_fn(const char *path, unsigned mode, void *userdata)
+static void mode_seen_fn(const char *path, unsigned mode, unsigned what, void *userdata)
 {
-        setid_seen *s = userdata;
-        ck_assert(mode & (S_ISUID | S_ISGID));
-        ck_assert_uint_lt(s->n, 8);
-        snprintf(s->paths[s->n++], sizeof s->paths[0], "%s", path);
+        mode_seen *s = userdata;
+        ck_assert_uint_ne(what, 0);
+        ck_assert_uint_lt(s->n, 16);
+        s->what[s->n] = what;
+        snprintf(s->paths[s->n++], sizeof s->paths[0], "%s", path ? path : "(null)");
+        (void) mode;
 }
 
 static mode_t mode_of(const char *rel)
 {
-        char path[256];
+        char path[8192];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", project, rel);
         ck_assert_int_eq(lstat(path, &st), 0);
@@ -271,7 +279,7 @@ static mode_t mode_of(const char *rel)
 
 static void make_file(const char *rel, mode_t mode)
 {
-        char path[256];
+        char path[8192];
         snprintf(path, sizeof path, "%s/%s", project, rel);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
@@ -279,10 +287,25 @@ static void make_file(const char *rel, mode_t mode)
         close(fd);
 }
 
-START_TEST(test_setid_sweep)
+static void make_dir(const char *rel, mode_t mode)
 {
-        char path[256], outside[128];
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", project, rel);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static const char *seen_path(const mode_seen *s, size_t i)
+{
+        return i < s->n ? s->paths[i] : "";
+}
+
+START_TEST(test_mode_sweep)
+{
+        char path[8192], outside[128];
+        mode_t old_mask = umask(022);
         make_file("before", 04755);
+        make_file("before-open", 0666);
         usleep(20000); /* past a tick of the coarse clock */
         struct timespec now;
         clock_gettime(CLOCK_REALTIME_COARSE, &now);
@@ -292,10 +315,27 @@ START_TEST(test_setid_sweep)
         make_file("group", 02750);
         make_file("both", 06711);
         make_file("plain", 0755);
-        snprintf(path, sizeof path, "%s/hidden", project);
-        ck_assert_int_eq(mkdir(path, 0700), 0);
+        make_file("open", 0666);
+        make_dir("shared", 0777);
+        make_dir("tmp", 01777);
+        make_dir("hidden", 0700);
         make_file("hidden/deep", 04700);
+        snprintf(path, sizeof path, "%s/hidden", project);
         ck_assert_int_eq(chmod(path, 0111), 0);
+        /* An ACL naming another user, as the agent sets one with setxattr. */
+        make_file("acl", 0644);
+        snprintf(path, sizeof path, "%s/acl", project);
+        struct { uint32_t version; struct { uint16_t tag, perm; uint32_t id; } e[5]; } __attribute__((packed)) acl = {
+                2, { { 0x01, 6, UINT32_MAX }, { 0x02, 6, 65534 }, { 0x04, 4, UINT32_MAX }, { 0x10, 6, UINT32_MAX },
+                     { 0x20, 4, UINT32_MAX } } };
+        ck_assert_int_eq(setxattr(path, "system.posix_acl_access", &acl, sizeof acl, 0), 0);
+        /* A directory deeper than the walk goes, and a setuid file after it in the walk. */
+        char deep[8192] = "a";
+        for (int i = 1; i < TREE_MAX_DEPTH + 4; i++)
+                strcat(deep, "/a");
+        snprintf(path, sizeof path, "mkdir -p %s/%s", project, deep);
+        ck_assert_int_eq(system(path), 0);
+        make_file("zz-late", 04755);
         /* A link to a setuid file outside: neither the link nor its target is touched. */
         snprintf(outside, sizeof outside, "%s.outside", project);
         int fd = open(outside, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -307,24 +347,37 @@ START_TEST(test_setid_sweep)
 
         _cleanup_close_ int root = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ck_assert_int_ge(root, 0);
-        setid_seen seen = {};
-        size_t n = 99;
+        mode_seen seen = {};
+        mode_sweep_result res = {};
         aisb_error *err = NULL;
-        ck_assert_int_eq(setid_sweep(root, since, setid_seen_fn, &seen, &n, &err), 0);
+        ck_assert_int_eq(mode_sweep(root, since, mode_seen_fn, &seen, &res, &err), 0);
         ck_assert_ptr_null(err);
-        ck_assert_uint_eq(n, 4);
-        ck_assert_uint_eq(seen.n, 4);
+        umask(old_mask);
+        ck_assert_uint_eq(res.skipped, 1);
+        ck_assert_uint_eq(res.changed, 8);
         /* Walk order: each directory's names sorted. */
-        ck_assert_str_eq(seen.paths[0], "both");
-        ck_assert_str_eq(seen.paths[1], "group");
-        ck_assert_str_eq(seen.paths[2], "hidden/deep");
-        ck_assert_str_eq(seen.paths[3], "tool");
+        static const char *const order[] = { "acl", "both", "group", "hidden/deep", "open", "shared", "tool", "zz-late" };
+        for (size_t i = 0; i < ELEMENTSOF(order); i++)
+                ck_assert_str_eq(seen_path(&seen, i), order[i]);
+        ck_assert(seen.what[0] & MODE_SWEEP_ACL); /* and its group write: the mask the ACL gave */
+        ck_assert_uint_eq(seen.what[1], MODE_SWEEP_SETID);
+        ck_assert_uint_eq(seen.what[4], MODE_SWEEP_WRITABLE);
+        snprintf(path, sizeof path, "%s/acl", project);
+        ck_assert_int_lt(getxattr(path, "system.posix_acl_access", NULL, 0), 0);
         ck_assert_uint_eq(mode_of("tool"), 0755);
         ck_assert_uint_eq(mode_of("group"), 0750);
         ck_assert_uint_eq(mode_of("both"), 0711);
+        ck_assert_uint_eq(mode_of("open"), 0644);
+        ck_assert_uint_eq(mode_of("shared"), 0755);
+        ck_assert_uint_eq(mode_of("tmp"), 01777);
+        ck_assert_uint_eq(mode_of("zz-late"), 0755);
+        ck_assert_uint_eq(mode_of("hidden"), 0111); /* looked into, given its mode back */
+        snprintf(path, sizeof path, "%s/hidden", project);
+        ck_assert_int_eq(chmod(path, 0700), 0);
         ck_assert_uint_eq(mode_of("hidden/deep"), 0700);
         ck_assert_uint_eq(mode_of("plain"), 0755);
         ck_assert_uint_eq(mode_of("before"), 04755);
+        ck_assert_uint_eq(mode_of("before-open"), 0666);
         struct stat st;
         ck_assert_int_eq(stat(outside, &st), 0);
         ck_assert_uint_eq(st.st_mode & 07777, 04755);
@@ -348,7 +401,7 @@ static Suite *project_suite(void)
         TCase *run = tcase_create("run-dir");
         tcase_add_checked_fixture(run, setup, teardown);
         tcase_add_test(run, test_run_dir);
-        tcase_add_test(run, test_setid_sweep);
+        tcase_add_test(run, test_mode_sweep);
         suite_add_tcase(s, run);
         return s;
 }

@@ -764,6 +764,20 @@ static void agent_redirects_git(void)
         mkdir_at(upper, ".git/modules", 0755);
         mkdir_at(upper, ".git/modules/lib", 0755);
         put_at(upper, ".git/modules/lib/config", "[core]\n\thooksPath = /tmp\n", 0644);
+        /* A submodule whose name holds "logs": its git directory's configuration is still one. */
+        mkdir_at(upper, ".git/modules/tools", 0755);
+        mkdir_at(upper, ".git/modules/tools/logs", 0755);
+        put_at(upper, ".git/modules/tools/logs/config", "[core]\n\tfsmonitor = x\n", 0644);
+        /* Links lead git elsewhere: into the home volume, where later runs change them. */
+        char path[512];
+        snprintf(path, sizeof path, "%s/.git/refs/tags", upper);
+        ck_assert_int_eq(symlink("/home/sandbox/refs", path), 0);
+        mkdir_at(upper, ".git/rebase-merge", 0755);
+        put_at(upper, ".git/rebase-merge/git-rebase-todo", "exec touch /tmp/pwned\n", 0644);
+        mkdir_at(upper, ".git/rr-cache", 0755);
+        /* An object the project has, rewritten: a forged commit under the reviewed name. */
+        mkdir_at(upper, ".git/objects/aa", 0755);
+        put_at(upper, ".git/objects/aa/bbcc", "forged\n", 0444);
         /* A nested repository's .git as a file: git would use the directory it names. */
         mkdir_at(upper, "vendor", 0755);
         put_at(upper, "vendor/.git", "gitdir: /tmp/evilgit\n", 0644);
@@ -772,6 +786,9 @@ static void agent_redirects_git(void)
 START_TEST(test_apply_git_never_takes_redirections)
 {
         project_files();
+        mkdir_at(project, ".git/objects", 0755);
+        mkdir_at(project, ".git/objects/aa", 0755);
+        put_at(project, ".git/objects/aa/bbcc", "the commit\n", 0444);
         review_layer l = make_layer("aisb-proj-0000000d", agent_redirects_git);
         aisb_policy *p = policy_of_project();
         listed got = {};
@@ -784,7 +801,9 @@ START_TEST(test_apply_git_never_takes_redirections)
                 ".git/commondir", ".git/config ", ".git/config.worktree", ".git/hooks ", ".git/hooks/pre-commit",
                 ".git/info ", ".git/info/attributes", ".git/objects/info ", ".git/objects/info/alternates",
                 ".git/refs/replace ", ".git/refs/replace/0123", ".git/packed-refs", ".git/shallow",
-                ".git/worktrees/w/gitdir", ".git/modules/lib/config", "vendor/.git",
+                ".git/worktrees/w/gitdir", ".git/modules/lib/config", "vendor/.git", ".git/modules/tools/logs/config",
+                ".git/refs/tags", ".git/rebase-merge ", ".git/rebase-merge/git-rebase-todo", ".git/rr-cache",
+                ".git/objects/aa/bbcc",
         };
         for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
                 char line[128];
@@ -792,7 +811,8 @@ START_TEST(test_apply_git_never_takes_redirections)
                 ck_assert_msg(has_line(&got, line), "not refused: %s", refused[i]);
         }
         static const char *const applied[] = { ".git/HEAD", ".git/objects/ab/cdef", ".git/refs/heads/feature",
-                                               ".git/refs/heads/config", ".git/worktrees/w/HEAD", "vendor " };
+                                               ".git/refs/heads/config", ".git/worktrees/w/HEAD", "vendor ",
+                                               ".git/modules/tools/logs " };
         for (size_t i = 0; i < ELEMENTSOF(applied); i++) {
                 char line[128];
                 snprintf(line, sizeof line, "applied %s", applied[i]);
