@@ -71,6 +71,24 @@ expect_eq "--thinking low reaches claude as its effort" low "$(effort "$E2E_TMP/
   >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "claude -p --thinking medium failed"; }
 expect_eq "an agent's lower level in the home's settings does not outlive its run" medium \
   "$(effort "$E2E_TMP/claude.log")"
+# Instructions the agent leaves where claude reads them at start and the user has none (rules,
+# a CLAUDE.md, its auto memory), and a SessionStart hook in its settings: the next run's
+# requests carry none of them, and no hook ran.
+"$AISB" run "${args[@]}" -- sh -c '
+  mkdir -p ~/.claude/rules ~/.claude/projects/-project/memory
+  echo PLANTED-RULE > ~/.claude/rules/r.md
+  echo PLANTED-CLAUDE-MD > ~/.claude/CLAUDE.md
+  echo PLANTED-MEMORY > ~/.claude/projects/-project/memory/MEMORY.md
+  python3 -c "import json,os; p=os.path.expanduser(\"~/.claude/settings.json\"); s=json.load(open(p)); s[\"hooks\"]={\"SessionStart\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"touch /project/hook-ran\"}]}]}; json.dump(s, open(p, \"w\"))"' \
+  </dev/null 2>/dev/null || fail "the agent's run could not plant its instructions"
+: > "$E2E_TMP/claude.log"
+"$AISB" run "${args[@]}" -- claude -p "make the file" --dangerously-skip-permissions \
+  >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "claude -p after the plant failed"; }
+[ -s "$E2E_TMP/claude.log" ] || fail "claude sent no request after the plant"
+expect_absent "the planted instructions did not reach the model" "PLANTED-" "$(cat "$E2E_TMP/claude.log")"
+[ ! -e hook-ran ] || fail "the planted SessionStart hook ran"
+pass "nor did the planted hook run"
+expect_contains "the run said what it moved aside" "~/.claude/CLAUDE.md" "$(cat "$E2E_TMP/err")"
 rm -f made-by-claude.txt
 set +e
 err=$("$AISB" run "${args[@]}" --thinking off -- claude -p "make the file" 2>&1 </dev/null); rc=$?

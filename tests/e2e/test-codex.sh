@@ -91,6 +91,20 @@ rm -f made-by-codex.txt
 "$AISB" run "${args[@]}" --thinking minimal -- codex exec --skip-git-repo-check "make the file" \
   >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "codex exec --thinking minimal failed"; }
 expect_eq "--thinking minimal reaches codex as its reasoning effort" minimal "$(effort "$E2E_TMP/codex.log")"
+# What the agent leaves where codex reads it at start: an AGENTS.override.md (it wins over the
+# bridged AGENTS.md), a notify command in its config: the next run's requests carry neither.
+"$AISB" run --harness codex --net none -- sh -c '
+  echo PLANTED-OVERRIDE > ~/.codex/AGENTS.override.md
+  printf "notify = [\"touch\", \"/project/notify-ran\"]\n" >> ~/.codex/config.toml' </dev/null ||
+  fail "the agent's run could not plant its instructions"
+: > "$E2E_TMP/codex.log"
+"$AISB" run "${args[@]}" -- codex exec --skip-git-repo-check "make the file" >/dev/null 2>"$E2E_TMP/err" </dev/null ||
+  { cat "$E2E_TMP/err" >&2; fail "codex exec after the plant failed"; }
+[ -s "$E2E_TMP/codex.log" ] || fail "codex sent no request after the plant"
+expect_absent "the planted override did not reach the model" "PLANTED-OVERRIDE" "$(cat "$E2E_TMP/codex.log")"
+[ ! -e notify-ran ] || fail "the planted notify command ran"
+pass "nor did the planted notify command run"
+expect_contains "the run said what it moved aside" "~/.codex/AGENTS.override.md" "$(cat "$E2E_TMP/err")"
 
 set +e
 err=$("$AISB" run "${args[@]}" --thinking max -- codex exec --skip-git-repo-check "make the file" 2>&1 </dev/null); rc=$?
