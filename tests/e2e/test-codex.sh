@@ -95,7 +95,8 @@ expect_eq "--thinking minimal reaches codex as its reasoning effort" minimal "$(
 # bridged AGENTS.md), a notify command in its config: the next run's requests carry neither.
 "$AISB" run --harness codex --net none -- sh -c '
   echo PLANTED-OVERRIDE > ~/.codex/AGENTS.override.md
-  printf "notify = [\"touch\", \"/project/notify-ran\"]\n" >> ~/.codex/config.toml' </dev/null ||
+  { printf "notify = [\"touch\", \"/project/notify-ran\"]\n"; cat ~/.codex/config.toml; } > ~/.codex/new.toml &&
+  mv ~/.codex/new.toml ~/.codex/config.toml' </dev/null ||
   fail "the agent's run could not plant its instructions"
 : > "$E2E_TMP/codex.log"
 "$AISB" run "${args[@]}" -- codex exec --skip-git-repo-check "make the file" >/dev/null 2>"$E2E_TMP/err" </dev/null ||
