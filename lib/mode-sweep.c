@@ -49,14 +49,17 @@ static int put_right(const tree_entry *e, void *userdata)
         }
         if (e->type != DT_REG && e->type != DT_DIR)
                 return 0;
-        /* Through a descriptor of the entry itself: what is changed is what was looked at,
-         * never a link's target. O_PATH needs no permission on it. */
-        _cleanup_close_ int fd = openat(e->dir, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        /* One look at each entry (most are older than the run, or the user's as they were); a
+         * descriptor only for one to change. */
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid())
+        if (fstatat(e->dir, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid() ||
+            (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec < s->since_ns)
                 return 0;
-        long long ctime_ns = (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
-        if (ctime_ns < s->since_ns)
+        /* Through a descriptor of the entry itself: what is changed is what was looked at,
+         * never a link's target (the same inode, checked). O_PATH needs no permission on it. */
+        ino_t ino = st.st_ino;
+        _cleanup_close_ int fd = openat(e->dir, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != ino || st.st_uid != geteuid())
                 return 0;
         bool dir = S_ISDIR(st.st_mode);
         if (!dir && !S_ISREG(st.st_mode))
