@@ -2,8 +2,10 @@
 #include "harness-home.h"
 
 #include <dirent.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,9 +72,9 @@ typedef struct reset {
         int root;
         int moved_fd;       /* ~/.aisb-moved/STAMP, made at the first move */
         char stamp[32];
+        char name[48];      /* STAMP-RANDOM */
         size_t moved;
         buffer shown;       /* the first SHOWN_MAX, "~/path" each */
-        int failed;
 } reset;
 
 /* Whether dir/name is a directory with nothing in it (nothing to load). */
@@ -100,17 +102,32 @@ static int moved_parent(reset *s, const char *rel)
                 int top = tree_open_dir(s->root, MOVED_DIR, true, 0700);
                 if (top == -ELOOP || top == -ENOTDIR) {
                         /* The agent's link or file at the name: moved out of the way too. */
-                        char aside[96];
-                        snprintf(aside, sizeof aside, MOVED_DIR ".%s-%ld", s->stamp, (long) getpid());
-                        if (renameat(s->root, MOVED_DIR, s->root, aside) < 0)
+                        uint8_t bytes[4];
+                        char aside[64];
+                        if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes)
+                                return -EIO;
+                        snprintf(aside, sizeof aside, MOVED_DIR ".%02x%02x%02x%02x", bytes[0], bytes[1], bytes[2],
+                                 bytes[3]);
+                        if (renameat2(s->root, MOVED_DIR, s->root, aside, RENAME_NOREPLACE) < 0)
                                 return -errno;
                         top = tree_open_dir(s->root, MOVED_DIR, true, 0700);
                 }
                 if (top < 0)
                         return top;
-                char name[96];
-                snprintf(name, sizeof name, "%s-%ld", s->stamp, (long) getpid());
-                s->moved_fd = tree_open_dir(top, name, true, 0700);
+                /* A name nobody could make ready (a link there would stop every run). */
+                uint8_t bytes[4];
+                if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) {
+                        close(top);
+                        return -EIO;
+                }
+                snprintf(s->name, sizeof s->name, "%s-%02x%02x%02x%02x", s->stamp, bytes[0], bytes[1], bytes[2],
+                         bytes[3]);
+                if (mkdirat(top, s->name, 0700) < 0) {
+                        int e = -errno;
+                        close(top);
+                        return e;
+                }
+                s->moved_fd = tree_open_dir(top, s->name, false, 0);
                 close(top);
                 if (s->moved_fd < 0)
                         return s->moved_fd;
@@ -269,9 +286,9 @@ int harness_home_reset(aisb_ctx *ctx, int home_root, const char *const *also, si
         if (s.moved > 0)
                 aisb_log(ctx, AISB_LOG_WARNING,
                          "the sandbox's home held what a harness or the shell loads at start and aisb does not bridge "
-                         "from your own (left by an earlier run): %s%s moved to ~/" MOVED_DIR "/%s-%ld, where nothing "
+                         "from your own (left by an earlier run): %s%s moved to ~/" MOVED_DIR "/%s, where nothing "
                          "loads it",
-                         s.shown.data, s.moved > SHOWN_MAX ? " and more" : "", s.stamp, (long) getpid());
+                         s.shown.data, s.moved > SHOWN_MAX ? " and more" : "", s.name);
         buffer_free(&s.shown);
         if (ret_moved)
                 *ret_moved = s.moved;
