@@ -48,11 +48,14 @@ static const char *const codex_reset[] = {
 };
 static const char *const codex_tmp_reset[] = { "plugins", "marketplaces", NULL };
 /* What bash reads as it starts (--shell's interactive shell, codex's `bash -lc`, claude's and
- * codex's snapshots of ~/.bashrc), git's configuration, which every git command reads, and
- * ~/.agents, which every harness reads skills from: the host's is mounted over it. */
+ * codex's snapshots of ~/.bashrc), git's configuration, which every git command reads,
+ * ~/.agents, which every harness reads skills from (the host's is mounted over it), npm's
+ * (script-shell, node-options, a prefix that moves pi's packages) and less's (LESSOPEN, which
+ * runs when git pages). */
 static const char *const shell_reset[] = { ".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout",
-                                           ".bash_aliases", ".inputrc", ".gitconfig", ".agents", NULL };
-static const char *const config_reset[] = { "git", NULL };
+                                           ".bash_aliases", ".inputrc", ".gitconfig", ".agents", ".npmrc",
+                                           ".lesskey", NULL };
+static const char *const config_reset[] = { "git", "lesskey", NULL };
 
 static const home_rule rules[] = {
         { ".pi/agent", true, false, pi_carry },
@@ -243,6 +246,10 @@ static int open_rule_dir(reset *s, const char *rel, int *ret_dir)
                 }
                 close(dir);
                 dir = next;
+                /* One the agent made read-only for its owner: its entries could not be moved. */
+                struct stat st;
+                if (fstat(dir, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & S_IRWXU) != S_IRWXU)
+                        (void) fchmod(dir, (st.st_mode & 07777) | S_IRWXU);
                 done += strlen(c) + 1;
                 if (!slash)
                         break;

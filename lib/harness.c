@@ -777,6 +777,84 @@ int aisb_policy_agents_dir(const aisb_policy *p, char **ret_dir, aisb_error **er
         return 0;
 }
 
+/* pi's auth.json: an api_key entry whose key is "!command" pi runs at its start (its
+ * resolve-config-value, 0.73.1), before any request. The number of entries taken out. */
+static int pi_auth_commands(json_object *o)
+{
+        int n = 0;
+        json_object_object_foreach(o, name, entry) {
+                json_object *key;
+                if (json_object_is_type(entry, json_type_object) && json_object_object_get_ex(entry, "key", &key) &&
+                    json_object_is_type(key, json_type_string) && json_object_get_string(key)[0] == '!') {
+                        json_object_object_del(o, name);
+                        n++;
+                }
+        }
+        return n;
+}
+
+/* ~/.claude.json: the MCP servers claude starts (spawns) at its start, the user's and each
+ * project's. */
+static int claude_state_servers(json_object *o)
+{
+        int n = json_object_object_get_ex(o, "mcpServers", NULL) ? 1 : 0;
+        json_object_object_del(o, "mcpServers");
+        json_object *projects;
+        if (json_object_object_get_ex(o, "projects", &projects) && json_object_is_type(projects, json_type_object)) {
+                json_object_object_foreach(projects, name, project) {
+                        (void) name;
+                        if (json_object_is_type(project, json_type_object) &&
+                            json_object_object_get_ex(project, "mcpServers", NULL)) {
+                                json_object_object_del(project, "mcpServers");
+                                n++;
+                        }
+                }
+        }
+        return n;
+}
+
+/* What pi and claude run from the home's own state at start (its logins and state live there,
+ * so the file stays): each entry that runs a command taken out, every run whatever the command,
+ * said. A file that cannot be read as JSON goes aside whole. */
+static int police_home_state(aisb_ctx *ctx, int root, aisb_error **err)
+{
+        static const struct {
+                const char *dir, *name, *shown, *what;
+                int (*take)(json_object *o);
+        } files[] = {
+                { ".pi/agent", "auth.json", "~/.pi/agent/auth.json", "keys that are commands pi runs at its start",
+                  pi_auth_commands },
+                { "", ".claude.json", "~/.claude.json", "MCP servers claude starts", claude_state_servers },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_close_ int dir = open_dir_nofollow(root, files[i].dir, false);
+                if (dir < 0)
+                        continue; /* not there, or a link the reset moved aside */
+                _cleanup_json_ json_object *o = NULL;
+                aisb_error *e = NULL;
+                int r = read_config_at(dir, files[i].name, files[i].shown, false, &syntax_json, &o, &e);
+                aisb_error_free(e);
+                if (r < 0) {
+                        r = move_aside(ctx, dir, files[i].name, files[i].shown);
+                        if (r < 0)
+                                return aisb_error_set(err, r, "%s cannot be read or moved aside: %s", files[i].shown,
+                                                      strerror(-r));
+                        continue;
+                }
+                if (!o || !json_object_is_type(o, json_type_object))
+                        continue;
+                int n = files[i].take(o);
+                if (n == 0)
+                        continue;
+                r = write_config_at(ctx, dir, files[i].name, &syntax_json, o, err);
+                if (r < 0)
+                        return r;
+                aisb_log(ctx, AISB_LOG_WARNING, "%s held %s (left by an earlier run): %d taken out", files[i].shown,
+                         files[i].what, n);
+        }
+        return 0;
+}
+
 /* The files the bridges copy from the host that the host has none of, as paths below the
  * sandbox's home: the sandbox's copy would be the agent's, and it loads at start (pi's
  * models.json runs its "!command" keys; CLAUDE.md and AGENTS.md are instructions). */
@@ -828,6 +906,8 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
                 _cleanup_strv_free_ char **absent = NULL;
                 r = bridged_absent(&absent);
                 r = r < 0 ? error_oom(err) : harness_home_reset(ctx, root, (const char *const *) absent, NULL, err);
+                if (r >= 0)
+                        r = police_home_state(ctx, root, err);
                 if (r < 0)
                         goto fail;
         }

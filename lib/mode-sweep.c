@@ -40,46 +40,27 @@ static bool has_acl(const char *proc, bool dir)
                (dir && getxattr(proc, "system.posix_acl_default", NULL, 0) >= 0);
 }
 
-static int put_right(const tree_entry *e, void *userdata)
+/* The entry open at fd (its stat in st): put right, said under path. */
+static void put_right_fd(sweep *s, int fd, const struct stat *st, const char *path)
 {
-        sweep *s = userdata;
-        if (e->open_error == -ELOOP || e->open_error == -ENAMETOOLONG) {
-                s->result.skipped++;
-                return TREE_SKIP;
-        }
-        if (e->type != DT_REG && e->type != DT_DIR)
-                return 0;
-        /* One look at each entry (most are older than the run, or the user's as they were); a
-         * descriptor only for one to change. */
-        struct stat st;
-        if (fstatat(e->dir, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid() ||
-            (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec < s->since_ns)
-                return 0;
-        /* Through a descriptor of the entry itself: what is changed is what was looked at,
-         * never a link's target (the same inode, checked). O_PATH needs no permission on it. */
-        ino_t ino = st.st_ino;
-        _cleanup_close_ int fd = openat(e->dir, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != ino || st.st_uid != geteuid())
-                return 0;
-        bool dir = S_ISDIR(st.st_mode);
-        if (!dir && !S_ISREG(st.st_mode))
-                return 0;
-        mode_t mode = st.st_mode & 07777, want = mode;
+        bool dir = S_ISDIR(st->st_mode);
+        mode_t mode = st->st_mode & 07777, want = mode;
         unsigned what = 0;
-        if (!dir && (mode & (S_ISUID | S_ISGID))) {
+        if (S_ISREG(st->st_mode) && (mode & (S_ISUID | S_ISGID))) {
                 want &= ~(mode_t) (S_ISUID | S_ISGID);
                 what |= MODE_SWEEP_SETID;
         }
+        /* A sticky directory's write for all too: another user could add a conftest.py or an
+         * .envrc there, which the user's tools run. */
         mode_t writable = (mode_t) (S_IWOTH | (S_IWGRP & ~s->group_write));
-        if ((mode & writable) && !(dir && (mode & S_ISVTX))) {
+        if (mode & writable) {
                 want &= ~writable;
                 what |= MODE_SWEEP_WRITABLE;
         }
         char proc[64];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        bool acl = has_acl(proc, dir);
         int r = 0;
-        if (acl) {
+        if (has_acl(proc, dir)) {
                 /* Without its ACL the entry falls back to its mode bits, which are swept too. */
                 if ((removexattr(proc, "system.posix_acl_access") < 0 && errno != ENODATA) ||
                     (dir && removexattr(proc, "system.posix_acl_default") < 0 && errno != ENODATA))
@@ -91,13 +72,42 @@ static int put_right(const tree_entry *e, void *userdata)
         if (r < 0) {
                 if (!s->failed)
                         s->failed = r;
-                return 0;
+                return;
         }
         if (what) {
                 s->result.changed++;
                 if (s->fn)
-                        s->fn(e->path, (unsigned) mode, what, s->userdata);
+                        s->fn(path, (unsigned) mode, what, s->userdata);
         }
+}
+
+static bool changed_since(const sweep *s, const struct stat *st)
+{
+        return st->st_uid == geteuid() &&
+               (long long) st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec >= s->since_ns;
+}
+
+static int put_right(const tree_entry *e, void *userdata)
+{
+        sweep *s = userdata;
+        if (e->open_error == -ELOOP || e->open_error == -ENAMETOOLONG) {
+                s->result.skipped++;
+                return TREE_SKIP;
+        }
+        if (e->type == DT_LNK)
+                return 0; /* a link's mode is nothing; its target is not the walk's */
+        /* One look at each entry (most are older than the run, or the user's as they were); a
+         * descriptor only for one to change. */
+        struct stat st;
+        if (fstatat(e->dir, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !changed_since(s, &st))
+                return 0;
+        /* Through a descriptor of the entry itself: what is changed is what was looked at,
+         * never a link's target (the same inode, checked). O_PATH needs no permission on it. */
+        ino_t ino = st.st_ino;
+        _cleanup_close_ int fd = openat(e->dir, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != ino || S_ISLNK(st.st_mode) || !changed_since(s, &st))
+                return 0;
+        put_right_fd(s, fd, &st, e->path);
         return 0;
 }
 
@@ -107,6 +117,11 @@ int mode_sweep(int root, long long since_ns, mode_sweep_fn fn, void *userdata, m
         mode_t mask = current_umask();
         sweep s = { .since_ns = since_ns, .group_write = (mask & S_IWGRP) ? 0 : S_IWGRP, .fn = fn,
                     .userdata = userdata };
+        /* The project itself first: made writable for all, it would let another user replace
+         * anything in it, .git too. */
+        struct stat st;
+        if (fstat(root, &st) == 0 && changed_since(&s, &st))
+                put_right_fd(&s, root, &st, ".");
         int r = tree_walk(root, 0, TREE_WALK_FIX_ACCESS | TREE_WALK_SKIP_DEEP, put_right, &s);
         if (ret)
                 *ret = s.result;

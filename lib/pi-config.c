@@ -419,6 +419,23 @@ int pi_apply_thinking(json_object *settings, const char *level, aisb_error **err
                 json_object_put(value);
                 return error_oom(err);
         }
+        /* enabledModels' "provider/id:LEVEL" gives the first model listed its own level, over
+         * defaultThinkingLevel (pi 0.73.1): the suffix goes, the model stays. */
+        json_object *models;
+        if (!json_object_object_get_ex(settings, "enabledModels", &models) || !json_object_is_type(models, json_type_array))
+                return 0;
+        for (size_t i = 0; i < json_object_array_length(models); i++) {
+                json_object *m = json_object_array_get_idx(models, i);
+                const char *text = json_object_is_type(m, json_type_string) ? json_object_get_string(m) : NULL;
+                const char *colon = text ? strrchr(text, ':') : NULL;
+                if (!colon || !pi_thinking_level_valid(colon + 1) || streq(colon + 1, "host"))
+                        continue;
+                json_object *bare = json_object_new_string_len(text, (int) (colon - text));
+                if (!bare || json_object_array_put_idx(models, i, bare) < 0) {
+                        json_object_put(bare);
+                        return error_oom(err);
+                }
+        }
         return 0;
 }
 

@@ -755,6 +755,11 @@ static const char *git_redirects(const review *r, const change *c, const char *r
                 if (n == 7 && strncmp(p, "objects", 7) == 0) {
                         if (startswith(next, "info") && (next[4] == 0 || next[4] == '/'))
                                 return "object alternates or info: git would read objects from elsewhere";
+                        /* git looks in packs before loose objects: a new pack's index can give a
+                         * reviewed commit's name other content. */
+                        if (startswith(next, "pack/") && c->kind_in_layer != LAYER_DIR)
+                                return "a pack: git reads its objects first, and its index can give a reviewed "
+                                       "object's name other content (git verify-pack checks one)";
                         in_objects = true;
                         if (!nested)
                                 break;

@@ -881,7 +881,8 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         _cleanup_(harness_bridge_done) harness_bridge bridge = {};
         r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
         if (r < 0)
-                aisb_error_wrap(err, r, "bridging the harness's configuration (--no-harness-config runs without it)");
+                aisb_error_wrap(err, r, "preparing the sandbox's home (--no-harness-config runs without the harness's "
+                                "configuration, --ephemeral-home with a fresh home)");
         r = step_done(ctx, r, err);
         if (r < 0)
                 return r;

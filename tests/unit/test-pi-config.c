@@ -519,6 +519,16 @@ START_TEST(test_thinking)
                 json_object_put(s);
         }
 
+        /* enabledModels' ":LEVEL" would give the first model its own level: it goes, the
+         * models stay (an attack review planted "loc/m1:minimal"). */
+        json_object *models = J("{\"enabledModels\":[\"loc/m1:minimal\",\"a/b\",\"c/d:off\",\"e/f:notalevel\",3]}");
+        json_object *stripped = J("{\"enabledModels\":[\"loc/m1\",\"a/b\",\"c/d\",\"e/f:notalevel\",3],"
+                                  "\"defaultThinkingLevel\":\"high\"}");
+        ck_assert_int_eq(pi_apply_thinking(models, "high", NULL), 0);
+        assert_json_eq(models, stripped, "enabledModels' levels stripped");
+        json_object_put(models);
+        json_object_put(stripped);
+
         /* "host": whatever the merge produced, including nothing. */
         static const char *const untouched[] = { "{\"defaultThinkingLevel\":\"minimal\"}", "{}",
                                                  "{\"defaultThinkingLevel\":\"whatever\"}" };

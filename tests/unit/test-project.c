@@ -318,6 +318,7 @@ START_TEST(test_mode_sweep)
         make_file("open", 0666);
         make_dir("shared", 0777);
         make_dir("tmp", 01777);
+        ck_assert_int_eq(chmod(project, 0777), 0); /* the project itself */
         make_dir("hidden", 0700);
         make_file("hidden/deep", 04700);
         snprintf(path, sizeof path, "%s/hidden", project);
@@ -354,14 +355,16 @@ START_TEST(test_mode_sweep)
         ck_assert_ptr_null(err);
         umask(old_mask);
         ck_assert_uint_eq(res.skipped, 1);
-        ck_assert_uint_eq(res.changed, 8);
-        /* Walk order: each directory's names sorted. */
-        static const char *const order[] = { "acl", "both", "group", "hidden/deep", "open", "shared", "tool", "zz-late" };
+        ck_assert_uint_eq(res.changed, 10);
+        /* The project first, then walk order: each directory's names sorted. */
+        static const char *const order[] = { ".", "acl", "both", "group", "hidden/deep", "open", "shared", "tmp",
+                                             "tool", "zz-late" };
         for (size_t i = 0; i < ELEMENTSOF(order); i++)
                 ck_assert_str_eq(seen_path(&seen, i), order[i]);
-        ck_assert(seen.what[0] & MODE_SWEEP_ACL); /* and its group write: the mask the ACL gave */
-        ck_assert_uint_eq(seen.what[1], MODE_SWEEP_SETID);
-        ck_assert_uint_eq(seen.what[4], MODE_SWEEP_WRITABLE);
+        ck_assert_uint_eq(seen.what[0], MODE_SWEEP_WRITABLE);
+        ck_assert(seen.what[1] & MODE_SWEEP_ACL); /* and its group write: the mask the ACL gave */
+        ck_assert_uint_eq(seen.what[2], MODE_SWEEP_SETID);
+        ck_assert_uint_eq(seen.what[5], MODE_SWEEP_WRITABLE);
         snprintf(path, sizeof path, "%s/acl", project);
         ck_assert_int_lt(getxattr(path, "system.posix_acl_access", NULL, 0), 0);
         ck_assert_uint_eq(mode_of("tool"), 0755);
@@ -369,7 +372,10 @@ START_TEST(test_mode_sweep)
         ck_assert_uint_eq(mode_of("both"), 0711);
         ck_assert_uint_eq(mode_of("open"), 0644);
         ck_assert_uint_eq(mode_of("shared"), 0755);
-        ck_assert_uint_eq(mode_of("tmp"), 01777);
+        ck_assert_uint_eq(mode_of("tmp"), 01755); /* sticky, but no longer writable by all */
+        struct stat top;
+        ck_assert_int_eq(stat(project, &top), 0);
+        ck_assert_uint_eq(top.st_mode & 07777, 0755);
         ck_assert_uint_eq(mode_of("zz-late"), 0755);
         ck_assert_uint_eq(mode_of("hidden"), 0111); /* looked into, given its mode back */
         snprintf(path, sizeof path, "%s/hidden", project);

@@ -778,6 +778,10 @@ static void agent_redirects_git(void)
         /* An object the project has, rewritten: a forged commit under the reviewed name. */
         mkdir_at(upper, ".git/objects/aa", 0755);
         put_at(upper, ".git/objects/aa/bbcc", "forged\n", 0444);
+        /* A new pack, whose index could claim that name too. */
+        mkdir_at(upper, ".git/objects/pack", 0755);
+        put_at(upper, ".git/objects/pack/pack-1.idx", "idx\n", 0444);
+        put_at(upper, ".git/objects/pack/pack-1.pack", "pack\n", 0444);
         /* A nested repository's .git as a file: git would use the directory it names. */
         mkdir_at(upper, "vendor", 0755);
         put_at(upper, "vendor/.git", "gitdir: /tmp/evilgit\n", 0644);
@@ -803,7 +807,7 @@ START_TEST(test_apply_git_never_takes_redirections)
                 ".git/refs/replace ", ".git/refs/replace/0123", ".git/packed-refs", ".git/shallow",
                 ".git/worktrees/w/gitdir", ".git/modules/lib/config", "vendor/.git", ".git/modules/tools/logs/config",
                 ".git/refs/tags", ".git/rebase-merge ", ".git/rebase-merge/git-rebase-todo", ".git/rr-cache",
-                ".git/objects/aa/bbcc",
+                ".git/objects/aa/bbcc", ".git/objects/pack/pack-1.idx", ".git/objects/pack/pack-1.pack",
         };
         for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
                 char line[128];
