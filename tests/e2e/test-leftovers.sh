@@ -170,6 +170,14 @@ for p in (".git", ".git/description", "shared"):
             pass')"
 rm -f acl.py
 
+# The shell's start files in the home: a ~/.bashrc and a ~/.gitconfig one run leaves are not
+# read by the next one's bash (--shell's is interactive) or git.
+"$AISB" run -- sh -c 'echo "echo PLANTED-BASHRC" > ~/.bashrc; printf "[alias]\n\tst = !echo PLANTED-GIT\n" > ~/.gitconfig'
+out=$("$AISB" run -- bash -ic 'git st 2>/dev/null; true' 2> "$E2E_TMP/rc.err")
+expect_absent "the next run's interactive bash did not read the planted ~/.bashrc" "PLANTED-BASHRC" "$out"
+expect_absent "nor its git the planted ~/.gitconfig" "PLANTED-GIT" "$out"
+expect_contains "the run said what it moved aside" "~/.bashrc ~/.gitconfig moved to ~/.aisb-moved/" "$(cat "$E2E_TMP/rc.err")"
+
 # The refusal, as a build inside sees it.
 set +e
 err=$("$AISB" run -- sh -c 'cp payload t-seen && chmod 4755 t-seen' 2>&1)
