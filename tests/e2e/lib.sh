@@ -3,8 +3,7 @@
 # test after it sets nothing; provides $AISB (the binary), run helpers and assertions.
 #
 # Run as root (as CI does), a test re-executes itself as AISB_USER through scripts/as-user.
-# A test that cannot run here exits 77 (skip) with the reason, except under CI=true, where
-# it fails: an e2e test that did not run proves nothing.
+# A test that cannot run here exits 77 (skip) with the reason (assert.sh).
 set -euo pipefail
 
 : "${AISB_SRC:?AISB_SRC must point at the source tree}"
@@ -16,11 +15,7 @@ if [ "$(id -u)" -eq 0 ]; then
     bash "$0" "$@"
 fi
 
-cannot_run() {
-  echo "e2e: cannot run: $*" >&2
-  if [ "${CI:-}" = true ]; then exit 1; fi
-  exit 77
-}
+. "$(dirname "${BASH_SOURCE[0]}")/assert.sh"
 
 command -v podman >/dev/null || cannot_run "podman is not installed (run scripts/setup)"
 [ -n "${XDG_RUNTIME_DIR:-}" ] || cannot_run "XDG_RUNTIME_DIR is not set"
@@ -78,13 +73,6 @@ if [ "$E2E_BACKEND" = pasta ]; then HOST_INSIDE=169.254.1.2; else HOST_INSIDE=$(
 # the user's explicit flag.
 HOST_INSIDE_FLAG=--insecure-allow-host-ranges
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
-
-# expect_eq WHAT EXPECTED ACTUAL
-expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"; pass "$1"; }
-expect_contains() { case "$3" in *"$2"*) pass "$1" ;; *) fail "$1: '$2' not in: $3" ;; esac; }
-expect_absent() { case "$3" in *"$2"*) fail "$1: '$2' found in: $3" ;; *) pass "$1" ;; esac; }
 
 # The API stand-in (tests/e2e/https-stub.py) on 127.0.0.1 and 127.0.0.2, stopped with the
 # test: sets TLS and PLAIN, its ports; it logs each request to $E2E_TMP/requests.

@@ -18,11 +18,7 @@ set -euo pipefail
 : "${AISB_BUILD:?AISB_BUILD must point at the build tree}"
 
 if [ "${1:-}" != --as-user ]; then
-  cannot_run() {
-    echo "e2e: cannot run: $*" >&2
-    if [ "${CI:-}" = true ]; then exit 1; fi
-    exit 77
-  }
+  . "$(dirname "$0")/assert.sh"
   [ "$(id -u)" -eq 0 ] || cannot_run "needs root, to act as another local user"
   evil=aisbevil
   id "$evil" >/dev/null 2>&1 || useradd -M -r -s /usr/sbin/nologin "$evil"

@@ -9,14 +9,7 @@ set -euo pipefail
 : "${AISB_SRC:?AISB_SRC must point at the source tree}"
 : "${AISB_BUILD:?AISB_BUILD must point at the build tree}"
 
-cannot_run() {
-  echo "e2e: cannot run: $*" >&2
-  if [ "${CI:-}" = true ]; then exit 1; fi
-  exit 77
-}
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
-expect_contains() { case "$3" in *"$2"*) pass "$1" ;; *) fail "$1: '$2' not in: $3" ;; esac; }
+. "$(dirname "$0")/assert.sh"
 
 [ "$(id -u)" -eq 0 ] || cannot_run "needs root, to make a user of its own and kill its processes"
 command -v podman >/dev/null || cannot_run "podman is not installed (run scripts/setup)"
