@@ -360,14 +360,25 @@ rm -f made-by-tool.txt
 # What follows is no pi run: the user's pi configuration (and its held key) stays out of it.
 unset PI_CODING_AGENT_DIR PI_KEY
 
-# A shared gate stops by itself once idle, but never while a run holds it.
-idle=(--net allow --allow "other.stub.test:$TLS" $names --gate-idle-stop 15)
+# A shared gate stops by itself once idle, but never while a run holds it. The gate looks
+# every 15 s: idle for 2 s, it would stop at its first look, 15 s after it started.
+idle=(--net allow --allow "other.stub.test:$TLS" $names --gate-idle-stop 2)
 gate=$("$AISB" run "${idle[@]}" --print-policy | sed -n 's/^gate=//p')
+podman rm -f "aisb-gate-$gate" >/dev/null 2>&1 || true
 "$AISB" run "${idle[@]}" -- sleep 40 >/dev/null 2>&1 &
 holder=$!
-sleep 35
-expect_eq "held by a run, an idle gate keeps running" running \
+up=0
+for _ in $(seq 60); do
+  started=$(podman inspect -f '{{.State.StartedAt.Unix}}' "aisb-gate-$gate" 2>/dev/null || echo 0)
+  [ "$started" -gt 0 ] && up=$(( $(date +%s) - started ))
+  [ "$up" -ge 18 ] && break
+  sleep 1
+done
+[ "$up" -ge 18 ] || fail "the gate did not stay up 18 s (up ${up}s): its first look went unseen"
+kill -0 $holder 2>/dev/null || fail "the holding run ended before the gate's first look"
+expect_eq "held by a run, an idle gate keeps running past its first look" running \
   "$(podman inspect -f '{{.State.Status}}' "aisb-gate-$gate" 2>/dev/null)"
+kill -TERM $holder 2>/dev/null || true
 wait $holder || true
 state=running
 for _ in $(seq 60); do

@@ -25,9 +25,11 @@ for sig in TERM INT HUP; do
 done
 
 # | head: the command ends about when the reader goes away, the race the removal must survive.
+# Over 200 KiB each time: more than the pipe holds and head reads before it goes (64 KiB and
+# 8 KiB), or aisb could write it all and rightly exit 0.
 for i in $(seq 8); do
   set +e
-  "$AISB" run -- sh -c "seq 1 $((i * 3000 + 10000))" 2> "$E2E_TMP/pipe.err" | head -n 1 > /dev/null
+  "$AISB" run -- sh -c "seq 1 $((i * 3000 + 40000))" 2> "$E2E_TMP/pipe.err" | head -n 1 > /dev/null
   rc=${PIPESTATUS[0]}
   set -e
   expect_eq "| head, try $i: aisb exits 141" 141 "$rc"
