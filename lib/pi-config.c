@@ -98,33 +98,23 @@ static bool all_finite(json_object *o)
         }
 }
 
-int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
-                        aisb_error **err)
+/* json-c 0.18 refuses, in strict mode, every byte above 0x7f in a string: it compares a
+ * signed char with 0x1f (json-c issue #875, fixed in 0.19). */
+static bool strict_refuses_utf8(void)
 {
-        if (!origin)
-                origin = "JSON";
-        if (size > PIBRIDGE_JSON_MAX)
-                return aisb_error_set(err, -EFBIG,
-                                      "%s: %zu bytes, more than the %u MiB a pi config may have",
-                                      origin, size, PIBRIDGE_JSON_MAX >> 20);
-        if (!text || size == 0)
-                return parse_error("", 0, origin, "empty file", err);
-        const char *nul = memchr(text, 0, size);
-        if (nul)
-                return parse_error(text, (size_t) (nul - text), origin, "NUL byte", err);
+        int version = json_c_version_num();
+        return version >= ((0 << 16) | (18 << 8)) && version < ((0 << 16) | (19 << 8));
+}
 
-        size_t bad = utf8_invalid_at(text, size);
-        if (bad < size)
-                return parse_error(text, bad, origin, "invalid UTF-8", err);
-
+/* One value from text, parsed with json-c's flags, then checked as pi_parse_json says. */
+static int parse_with(const char *text, size_t size, const char *origin, int flags,
+                      json_object **ret, aisb_error **err)
+{
         _cleanup_(json_tokener_freep) struct json_tokener *tok =
                 json_tokener_new_ex(PIBRIDGE_JSON_MAX_DEPTH);
         if (!tok)
                 return error_oom(err);
-        /* Strict: pi reads these files with JSON.parse, which takes no comments or trailing
-         * commas either. (json-c still takes single-quoted strings; what we write back is
-         * standard JSON, so that only makes us more lenient than pi, never less safe.) */
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        json_tokener_set_flags(tok, flags);
 
         _cleanup_json_ json_object *obj = json_tokener_parse_ex(tok, text, (int) size);
         enum json_tokener_error jerr = json_tokener_get_error(tok);
@@ -155,6 +145,55 @@ int pi_parse_json(const char *text, size_t size, const char *origin, json_object
                                       origin);
         *ret = steal_pointer(&obj);
         return 0;
+}
+
+int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
+                        aisb_error **err)
+{
+        if (!origin)
+                origin = "JSON";
+        if (size > PIBRIDGE_JSON_MAX)
+                return aisb_error_set(err, -EFBIG,
+                                      "%s: %zu bytes, more than the %u MiB a pi config may have",
+                                      origin, size, PIBRIDGE_JSON_MAX >> 20);
+        if (!text || size == 0)
+                return parse_error("", 0, origin, "empty file", err);
+        const char *nul = memchr(text, 0, size);
+        if (nul)
+                return parse_error(text, (size_t) (nul - text), origin, "NUL byte", err);
+
+        size_t bad = utf8_invalid_at(text, size);
+        if (bad < size)
+                return parse_error(text, bad, origin, "invalid UTF-8", err);
+
+        /* Strict: pi reads these files with JSON.parse, which takes no comments or trailing
+         * commas either. (json-c still takes single-quoted strings; what we write back is
+         * standard JSON, so that only makes us more lenient than pi, never less safe.) */
+        int flags = JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8;
+        if (strict_refuses_utf8()) {
+                /* Where json-c cannot parse UTF-8 strictly, strictness is checked on a copy
+                 * with each byte above 0x7f made 'a': the same length, so every error's
+                 * position holds, and such bytes are never JSON's structure (outside a string
+                 * 'a' is refused as they are). The values then come from the text itself,
+                 * parsed without strictness, which a text the strict parse took reads the
+                 * same way. */
+                _cleanup_free_ char *masked = malloc(size);
+                if (!masked)
+                        return error_oom(err);
+                bool high = false;
+                for (size_t i = 0; i < size; i++) {
+                        high |= (unsigned char) text[i] > 0x7f;
+                        masked[i] = (unsigned char) text[i] > 0x7f ? 'a' : text[i];
+                }
+                if (high) {
+                        _cleanup_json_ json_object *checked = NULL;
+                        int r = parse_with(masked, size, origin, flags, &checked, err);
+                        if (r < 0)
+                                return r;
+                        flags = JSON_TOKENER_VALIDATE_UTF8;
+                }
+        }
+        return parse_with(text, size, origin, flags, ret, err);
 }
 
 /* ---- comparing and copying ---- */
