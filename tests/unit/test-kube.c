@@ -238,9 +238,33 @@ static void check_all_pods(json_object *docs)
         ck_assert_uint_ge(pods, 1);
 }
 
+/* An empty array or object as json-c 0.18 prints it, "[]", where json-c 0.16 wrote "[",
+ * a newline, the indentation and "]": the golden files hold 0.16's. Only where a newline
+ * is among the blanks, which no JSON string can hold. In place. */
+static void squeeze_empty(char *text)
+{
+        char *out = text;
+        for (const char *in = text; *in;) {
+                *out++ = *in;
+                if (*in == '[' || *in == '{') {
+                        size_t blank = strspn(in + 1, " \n");
+                        char close = *in == '[' ? ']' : '}';
+                        if (in[1 + blank] == close && memchr(in + 1, '\n', blank)) {
+                                *out++ = close;
+                                in += blank + 2;
+                                continue;
+                        }
+                }
+                in++;
+        }
+        *out = 0;
+}
+
 static void expect_golden(const char *text, const char *name)
 {
         char *got = untagged(text), *want = golden(name);
+        squeeze_empty(got);
+        squeeze_empty(want);
         if (!streq(got, want)) {
                 char path[] = "/tmp/aisb-kube-got.XXXXXX";
                 int fd = mkstemp(path);
