@@ -2067,7 +2067,7 @@ END_TEST
 /* --no-gate pins what the names resolve to on the host; a name is no way around the host
  * ranges. The names resolve through a hosts file of the test's own, bound over /etc/hosts in
  * a mount namespace of a child (a user namespace too when not root). */
-static int pinned_child(const char *hosts)
+static int pinned_child(const char *hosts, bool with_self)
 {
         if (geteuid() != 0 && unshare(CLONE_NEWUSER) < 0)
                 return 77;
@@ -2092,6 +2092,8 @@ static int pinned_child(const char *hosts)
                 { "fine.aisb.test", NULL },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                if (!with_self && streq(cases[i].name, "self.aisb.test"))
+                        continue;
                 for (int flag = 0; flag < 2; flag++) {
                         aisb_policy *p = policy_for("/tmp", "");
                         if (aisb_policy_set(p, "no-gate", NULL, NULL) < 0 ||
@@ -2136,14 +2138,20 @@ START_TEST(test_pinned_host_ranges)
                  "10.1.2.3 private.aisb.test\n100.64.0.7 shared.aisb.test\n%s self.aisb.test\n"
                  "64:ff9b::a00:5 nat64.aisb.test\n"
                  "192.0.2.10 fine.aisb.test\n",
-                 self ? self : "100.64.0.7");
+                 self ? self : "192.0.2.11");
+        /* A host with no address of its own beyond those (a network namespace with only its
+         * loopback, as a package build may have) has no self case to check. */
+        bool with_self = self != NULL;
+        if (!with_self)
+                fprintf(stderr, "test_pinned_host_ranges: no address of this host's own outside "
+                                "the refused ranges, the self case not checked\n");
         strv_free(own);
         char *path = write_temp(hosts, strlen(hosts));
         ck_assert_int_eq(chmod(path, 0644), 0);
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0)
-                _exit(pinned_child(path));
+                _exit(pinned_child(path, with_self));
         int status;
         ck_assert_int_eq(waitpid(pid, &status, 0), pid);
         unlink(path);
