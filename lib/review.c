@@ -195,12 +195,17 @@ static long long now_coarse_ns(void)
 }
 
 /* When the run begins, on the clock file times come from (the kernel's coarse one, a tick of a
- * few milliseconds): the next tick, waited for, so that what changed before has a ctime
- * earlier than it and what changes from now on has one at least it. */
+ * few milliseconds): the first tick later than the precise time now, waited for, so that what
+ * changed before has a ctime earlier than it and what changes from now on has one at least it.
+ * Later than the precise time, not merely the next tick: a kernel with multigrain timestamps
+ * (6.13 on) gives a file a precise ctime when its last one was looked at, which the next tick
+ * can fall short of. */
 long long run_start_time(void)
 {
-        long long was = now_coarse_ns(), now;
-        while ((now = now_coarse_ns()) == was)
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        long long precise = (long long) ts.tv_sec * 1000000000LL + ts.tv_nsec, now;
+        while ((now = now_coarse_ns()) <= precise)
                 (void) nanosleep(&(struct timespec) { .tv_nsec = 500000 }, NULL);
         return now;
 }
