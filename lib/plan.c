@@ -39,12 +39,9 @@ static void strv_free_erase(char **v)
         strv_free(v);
 }
 
-void run_plan_done(run_plan *plan)
+/* What plan_render makes, freed (the secret values wiped). */
+static void plan_rendered_done(run_plan *plan)
 {
-        free(plan->image);
-        free(plan->name);
-        free(plan->policy_hash);
-        json_object_put(plan->volume_labels);
         sandbox_network_done(&plan->net);
         strv_free_erase(plan->env);
         strv_free(plan->env_shown);
@@ -54,6 +51,18 @@ void run_plan_done(run_plan *plan)
         json_object_put(plan->body);
         json_object_put(plan->shown);
         strv_free(plan->patched);
+        plan->net = (sandbox_network) {};
+        plan->env = plan->env_shown = plan->entrypoint = plan->patched = NULL;
+        plan->body = plan->shown = NULL;
+}
+
+void run_plan_done(run_plan *plan)
+{
+        free(plan->image);
+        free(plan->name);
+        free(plan->policy_hash);
+        json_object_put(plan->volume_labels);
+        plan_rendered_done(plan);
         *plan = (run_plan) {};
 }
 
@@ -433,6 +442,77 @@ static json_object *volume_labels(const aisb_policy *p)
         return labels;
 }
 
+const plan_step_info plan_steps[_PLAN_STEP_MAX] = {
+        [PLAN_STEP_IMAGE] = { "image", "the image, built from its context when its tag is missing" },
+        [PLAN_STEP_VOLUME] = { "volume", "the home volume, created with aisb's labels when missing" },
+        [PLAN_STEP_NETWORK] = { "network", "the sandbox's network: its mode and backend" },
+        [PLAN_STEP_GATE] = { "gate", "the gate serves the run: its port, key and CA", 0, PLAN_SLOT_GATE },
+        [PLAN_STEP_BRIDGE] = { "bridge", "the home's reset, and the harness's configuration bridged into it",
+                               0, PLAN_SLOT_SEED },
+        [PLAN_STEP_KEEP] = { "keep", "the run's review layer, or its record for aisb undo", 0, PLAN_SLOT_LAYER },
+        [PLAN_STEP_PROTECT] = { "protect", "the protected paths said; after the run, what appeared there moved aside" },
+        [PLAN_STEP_CREATE] = { "create", "the create body rendered from the slots, and sent; the sandbox removed at the end",
+                               PLAN_SLOT_GATE | PLAN_SLOT_SEED | PLAN_SLOT_LAYER, PLAN_SLOT_SANDBOX },
+        [PLAN_STEP_ATTACH] = { "attach", "the sandbox's streams, before it starts", PLAN_SLOT_SANDBOX, PLAN_SLOT_STREAM },
+        [PLAN_STEP_START] = { "start", "the sandbox started, sized to the terminal", PLAN_SLOT_SANDBOX },
+        [PLAN_STEP_STREAM] = { "stream", "the terminal or the streams, to the end", PLAN_SLOT_STREAM },
+        [PLAN_STEP_WAIT] = { "wait", "the command's exit code", PLAN_SLOT_SANDBOX },
+};
+
+/* The steps the policy's run applies, in order. The ends run in reverse: the sandbox is
+ * removed before the protected paths are swept, then the layer or record is ended, then the
+ * gate reports and is given back. */
+static void plan_steps_make(const aisb_policy *p, run_plan *plan)
+{
+        bool project_rw = p->project && !p->project_read_only;
+        plan->steps[plan->n_steps++] = PLAN_STEP_IMAGE;
+        if (plan->home_volume)
+                plan->steps[plan->n_steps++] = PLAN_STEP_VOLUME;
+        plan->steps[plan->n_steps++] = PLAN_STEP_NETWORK;
+        if (plan->needs_gate)
+                plan->steps[plan->n_steps++] = PLAN_STEP_GATE;
+        plan->steps[plan->n_steps++] = PLAN_STEP_BRIDGE;
+        if (project_rw)
+                plan->steps[plan->n_steps++] = PLAN_STEP_KEEP;
+        if (project_rw && p->protect && p->protect[0])
+                plan->steps[plan->n_steps++] = PLAN_STEP_PROTECT;
+        for (plan_step s = PLAN_STEP_CREATE; s <= PLAN_STEP_WAIT; s++)
+                plan->steps[plan->n_steps++] = s;
+}
+
+int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err)
+{
+        const aisb_policy *p = plan->policy;
+        plan_rendered_done(plan);
+        /* The network with the gate's port: the real one once it serves the run, else where
+         * a description shows it. */
+        network_inputs in = f->net;
+        in.gate_port = plan->needs_gate && !f->gate_port ? NETWORK_PLACEHOLDER_GATE_PORT : f->gate_port;
+        in.gate_key = f->gate_key;
+        int r = network_plan(p, network_backend_for(p, f->podman_major), &in, &plan->net, err);
+        if (r < 0)
+                return r;
+        if (plan_env(p, f, plan) < 0 || plan_entrypoint(p, f, plan) < 0)
+                return error_oom(err);
+        run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
+                          .harness = f->harness_mounts, .n_harness = f->n_harness_mounts, .gate_ca = f->gate_ca, .protect = &f->protect,
+                          .review_upper = plan_reviews(p) ? f->review_upper : NULL,
+                          .review_work = plan_reviews(p) ? f->review_work : NULL };
+        container_spec spec = { .policy = p, .net = &plan->net, .env = (const char *const *) plan->env,
+                                .entrypoint = (const char *const *) plan->entrypoint, .mounts = &rm,
+                                .image = plan->image, .name = plan->name, .gate_hash = f->gate_hash,
+                                .policy_hash = plan->policy_hash, .command = policy_command(p),
+                                .net_name = policy_net_name(p->net), .pid = f->pid,
+                                .terminal = f->terminal };
+        r = container_create_body(&spec, &plan->body);
+        spec.env = (const char *const *) plan->env_shown;
+        r = r < 0 ? r : container_create_body(&spec, &plan->shown);
+        if (r < 0)
+                return r == -ENOMEM ? error_oom(err)
+                                    : aisb_error_set(err, r, "cannot build the create request: %s", strerror(-r));
+        return p->create_patch ? plan_create_patch(p, plan, err) : 0;
+}
+
 int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err)
 {
         _cleanup_(run_plan_done) run_plan plan = { .policy = p };
@@ -445,34 +525,10 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
         }
         if (!plan.image || !plan.name || !plan.policy_hash || (plan.home_volume && !plan.volume_labels))
                 return error_oom(err);
-        /* The network with the gate's port: the real one once it serves the run, else where
-         * a description shows it. */
-        network_inputs in = f->net;
         plan.needs_gate = plan_needs_gate(p, f);
-        in.gate_port = plan.needs_gate && !f->gate_port ? NETWORK_PLACEHOLDER_GATE_PORT : f->gate_port;
-        in.gate_key = f->gate_key;
-        int r = network_plan(p, network_backend_for(p, f->podman_major), &in, &plan.net, err);
+        plan_steps_make(p, &plan);
+        int r = plan_render(f, &plan, err);
         if (r < 0)
-                return r;
-        if (plan_env(p, f, &plan) < 0 || plan_entrypoint(p, f, &plan) < 0)
-                return error_oom(err);
-        run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
-                          .harness = f->harness_mounts, .n_harness = f->n_harness_mounts, .gate_ca = f->gate_ca, .protect = &f->protect,
-                          .review_upper = plan_reviews(p) ? f->review_upper : NULL,
-                          .review_work = plan_reviews(p) ? f->review_work : NULL };
-        container_spec spec = { .policy = p, .net = &plan.net, .env = (const char *const *) plan.env,
-                                .entrypoint = (const char *const *) plan.entrypoint, .mounts = &rm,
-                                .image = plan.image, .name = plan.name, .gate_hash = f->gate_hash,
-                                .policy_hash = plan.policy_hash, .command = policy_command(p),
-                                .net_name = policy_net_name(p->net), .pid = f->pid,
-                                .terminal = f->terminal };
-        r = container_create_body(&spec, &plan.body);
-        spec.env = (const char *const *) plan.env_shown;
-        r = r < 0 ? r : container_create_body(&spec, &plan.shown);
-        if (r < 0)
-                return r == -ENOMEM ? error_oom(err)
-                                    : aisb_error_set(err, r, "cannot build the create request: %s", strerror(-r));
-        if (p->create_patch && (r = plan_create_patch(p, &plan, err)) < 0)
                 return r;
         *ret = plan;
         plan = (run_plan) {};
@@ -522,6 +578,14 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
         r = r < 0 ? json_object_put(protect), r : json_add(o, "protected", protect);
         r = r < 0 ? r : json_add(o, "env", env_names(plan->env_shown));
         r = r < 0 ? r : json_add(o, "entrypoint", json_string_array((const char *const *) plan->entrypoint));
+        json_object *steps = json_object_new_array();
+        for (size_t i = 0; r >= 0 && i < plan->n_steps; i++) {
+                json_object *step = json_object_new_object();
+                r = json_add_string(step, "step", plan_steps[plan->steps[i]].name);
+                r = r < 0 ? r : json_add_string(step, "what", plan_steps[plan->steps[i]].what);
+                r = r < 0 ? json_object_put(step), r : json_append(steps, step);
+        }
+        r = r < 0 ? json_object_put(steps), r : json_add(o, "steps", steps);
         r = r < 0 ? r : json_add(o, "create", json_object_get(plan->shown));
         if (r < 0)
                 return r;
@@ -530,33 +594,89 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
 }
 
 
-int plan_requests(const run_plan *plan, char ***ret)
+/* The comment line for a step that sends no request: what it does, as this plan has it. */
+static int step_comment(const run_plan *plan, const plan_facts *f, plan_step step, char ***v)
 {
         const aisb_policy *p = plan->policy;
-        _cleanup_strv_free_ char **v = NULL;
+        _cleanup_free_ char *text = NULL;
         int r = 0;
-        if (plan->home_volume) {
-                _cleanup_json_ json_object *body = json_object_new_object();
-                r = json_add_string(body, "Name", plan->home_volume);
-                r = r < 0 ? r : json_add(body, "Labels", json_object_get(plan->volume_labels));
-                r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_EXISTS, plan->home_volume, NULL);
-                r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_CREATE, NULL,
-                                             json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
-        }
-        if (r >= 0 && plan->needs_gate) {
-                _cleanup_free_ char *text = NULL;
-                if (asprintf(&text, "# the gate: squid on the host's loopback for this allowlist (%s), its port chosen "
+        switch (step) {
+        case PLAN_STEP_GATE:
+                r = asprintf(&text, "# the gate: squid on the host's loopback for this allowlist (%s), its port chosen "
                                     "when it starts (%u here)\n",
                              p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
-                             NETWORK_PLACEHOLDER_GATE_PORT) < 0)
-                        return -ENOMEM;
-                r = strv_push(&v, text);
+                             NETWORK_PLACEHOLDER_GATE_PORT);
+                break;
+        case PLAN_STEP_NETWORK:
+                r = asprintf(&text, "# network: %s%s%s\n", policy_net_name(p->net),
+                             plan->net.backend ? " through " : "", plan->net.backend ? plan->net.nsmode : "");
+                break;
+        case PLAN_STEP_BRIDGE:
+                r = asprintf(&text, "# bridge: %s\n",
+                             !harness_bridge_applies(p) ? "the home's reset (no harness configuration bridged)"
+                             : p->ephemeral_home        ? "the harness's configuration, policy on top, into the run's "
+                                                          "directory, which the entrypoint copies into the fresh home"
+                                                        : "the home's reset, and the harness's configuration merged per "
+                                                          "key into it, policy on top");
+                break;
+        case PLAN_STEP_KEEP:
+                r = asprintf(&text, "# keep: %s\n", plan_reviews(p) ? "the run's review layer, which /project shows over "
+                                                                      "the project"
+                                                                    : "a record of the project for aisb undo");
+                break;
+        case PLAN_STEP_PROTECT:
+                r = asprintf(&text, "# protect: %zu path%s read-only in the sandbox; after the run, what appeared where "
+                                    "git and editors look is moved aside\n",
+                             f->protect.n_mounts, f->protect.n_mounts == 1 ? "" : "s");
+                break;
+        default:
+                r = asprintf(&text, "# %s: %s\n", plan_steps[step].name, plan_steps[step].what);
         }
-        const char *shown = json_object_to_json_string_ext(plan->shown, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
-        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_CREATE, NULL, shown);
-        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_ATTACH, plan->name, "(hijacked: Connection: Upgrade, Upgrade: tcp)");
-        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_START, plan->name, NULL);
-        r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
+        return r < 0 ? -ENOMEM : strv_push(v, text);
+}
+
+int plan_requests(const run_plan *plan, const plan_facts *f, char ***ret)
+{
+        _cleanup_strv_free_ char **v = NULL;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < plan->n_steps; i++) {
+                switch (plan->steps[i]) {
+                case PLAN_STEP_IMAGE: {
+                        _cleanup_strv_free_ char **image = NULL;
+                        r = image_requests(&f->built, &image);
+                        for (size_t j = 0; r >= 0 && image[j]; j++)
+                                r = strv_push(&v, image[j]);
+                        break;
+                }
+                case PLAN_STEP_VOLUME: {
+                        _cleanup_json_ json_object *body = json_object_new_object();
+                        r = json_add_string(body, "Name", plan->home_volume);
+                        r = r < 0 ? r : json_add(body, "Labels", json_object_get(plan->volume_labels));
+                        r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_EXISTS, plan->home_volume, NULL);
+                        r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_CREATE, NULL,
+                                                         json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+                        break;
+                }
+                case PLAN_STEP_CREATE:
+                        r = podman_call_push(&v, PODMAN_CONTAINER_CREATE, NULL,
+                                             json_object_to_json_string_ext(plan->shown, JSON_C_TO_STRING_PRETTY |
+                                                                                                 JSON_C_TO_STRING_SPACED));
+                        break;
+                case PLAN_STEP_ATTACH:
+                        r = podman_call_push(&v, PODMAN_CONTAINER_ATTACH, plan->name,
+                                             "(hijacked: Connection: Upgrade, Upgrade: tcp)");
+                        break;
+                case PLAN_STEP_START:
+                        r = podman_call_push(&v, PODMAN_CONTAINER_START, plan->name, NULL);
+                        break;
+                case PLAN_STEP_WAIT:
+                        r = podman_call_push(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
+                        break;
+                default:
+                        r = step_comment(plan, f, plan->steps[i], &v);
+                }
+        }
+        /* The create step's end. */
         r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
         if (r < 0)
                 return r;

@@ -90,6 +90,42 @@ bool plan_reviews(const aisb_policy *p);
 /* What the run asks of its gate; list borrowed from f. */
 gate_request plan_gate_request(const aisb_policy *p, const plan_facts *f);
 
+/* The run as an ordered list of steps (bubblewrap's op list; the entrypoint's parse, then
+ * apply). Each reads slots that steps before it fill (the facts' gate, seed and layer fields)
+ * and fills its own; the run applies them in order (run.c) and, on any way out, ends the
+ * finished ones in reverse; every view (the dry run's requests, inspect --json) renders this
+ * list. The create step renders the create body from the plan with the slots filled
+ * (plan_render): the same function a description uses with stand-ins. */
+typedef enum plan_step {
+        PLAN_STEP_IMAGE,   /* the image, built when its tag is missing */
+        PLAN_STEP_VOLUME,  /* the home volume, created with aisb's labels when missing */
+        PLAN_STEP_NETWORK, /* the sandbox's network, said */
+        PLAN_STEP_GATE,    /* the gate serves the run: fills the gate slot (port, key, hash, CA) */
+        PLAN_STEP_BRIDGE,  /* the home reset and the harness's configuration: fills the seed slot */
+        PLAN_STEP_KEEP,    /* the review layer or the undo record: fills the layer slot */
+        PLAN_STEP_PROTECT, /* the protected paths said; swept for what appeared, at the end */
+        PLAN_STEP_CREATE,  /* the create body rendered from the slots, and sent */
+        PLAN_STEP_ATTACH,  /* before start, so that no output is lost */
+        PLAN_STEP_START,
+        PLAN_STEP_STREAM,  /* the terminal or the streams, to the end */
+        PLAN_STEP_WAIT,    /* the exit code */
+        _PLAN_STEP_MAX,
+} plan_step;
+#define PLAN_STEPS_MAX _PLAN_STEP_MAX
+/* The slots: what a step makes that a later one reads. */
+enum {
+        PLAN_SLOT_GATE = 1 << 0,    /* the gate's port, key, hash and CA */
+        PLAN_SLOT_SEED = 1 << 1,    /* the bridged files of an ephemeral home */
+        PLAN_SLOT_LAYER = 1 << 2,   /* a review run's layer and its anchor */
+        PLAN_SLOT_SANDBOX = 1 << 3, /* the sandbox's id */
+        PLAN_SLOT_STREAM = 1 << 4,  /* the attach stream */
+};
+typedef struct plan_step_info {
+        const char *name, *what;
+        unsigned reads, makes; /* PLAN_SLOT_* */
+} plan_step_info;
+extern const plan_step_info plan_steps[_PLAN_STEP_MAX];
+
 typedef struct run_plan {
         const aisb_policy *policy;  /* borrowed */
         char *image, *name, *policy_hash;
@@ -103,20 +139,26 @@ typedef struct run_plan {
         json_object *body;          /* the create body, secret values and all */
         json_object *shown;         /* the create body as shown (values redacted) */
         char **patched;             /* the fields --unsafe-create-patch changed */
+        plan_step steps[PLAN_STEPS_MAX]; /* what the run applies, in order */
+        size_t n_steps;
 } run_plan;
 void run_plan_done(run_plan *plan);
 
-/* Pure. -EINVAL with one line for a plan the policy cannot have (an empty allowlist in allow
- * mode, a create patch that does not apply); -ENOMEM. */
+/* Pure. The steps, and the create body rendered from the facts' slots (stand-ins where a
+ * step has not filled one yet). -EINVAL with one line for a plan the policy cannot have (an
+ * empty allowlist in allow mode, a create patch that does not apply); -ENOMEM. */
 int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err);
+/* Pure. The parts of plan that read the slots (the network, the environment, the entrypoint's
+ * argv, the create body), rendered again from f once the steps have filled them. */
+int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err);
 
 
 /* The plan as JSON, for review (aisb inspect --json): never a secret value. */
 int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret);
-/* The requests a run of the plan sends the service after the image's (image_requests), in
- * order, each as the dry run shows it: the home volume's, a line for the gate, the create
- * body as shown, and attach, start, wait and remove. */
-int plan_requests(const run_plan *plan, char ***ret);
+/* The plan's steps as the dry run shows them, in order: each step's requests to the service
+ * (the image's, the home volume's, the create body as shown, attach, start, wait, and the
+ * remove that ends the create step), or a comment line for a step that sends none. */
+int plan_requests(const run_plan *plan, const plan_facts *f, char ***ret);
 
 /* ---- builders every view shares ---- */
 

@@ -792,24 +792,248 @@ static void modes_end(aisb_ctx *ctx, const aisb_policy *p, const run_keep *k)
                          res.skipped == 1 ? "y" : "ies", TREE_MAX_DEPTH, TREE_PATH_MAX);
 }
 
-/* A dry run: the plan's requests shown, the image's first; nothing was sent. */
-static int show_requests(aisb_ctx *ctx, const plan_facts *facts, const run_plan *plan, aisb_error **err)
+/* A run's state, from its first step to its last end: the plan, and what the steps make. */
+typedef struct run_state {
+        aisb_ctx *ctx;
+        const aisb_policy *p;
+        aisb_io *io;
+        int *exit_code;
+        run_dir rd;
+        plan_facts facts;
+        run_plan plan;
+        run_gate gate;
+        run_ask asking;
+        char *gate_ca;
+        long long log_offset;
+        harness_bridge bridge;
+        run_keep keep;
+        char *id;
+        http_stream stream;
+        bool gone;          /* the sandbox was removed */
+        bool egress_summed; /* the gate's access log was counted into egress */
+        egress_summary egress;
+} run_state;
+
+static void run_state_done(run_state *s)
 {
-        _cleanup_strv_free_ char **image = NULL, **requests = NULL;
-        if (image_requests(&facts->built, &image) < 0 ||
-            plan_requests(plan, &requests) < 0)
-                return error_oom(err);
-        for (size_t i = 0; image[i]; i++)
-                ctx->dry_run_fn(image[i], ctx->dry_run_userdata);
-        for (size_t i = 0; requests[i]; i++)
-                ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
+        run_plan_done(&s->plan);
+        plan_facts_done(&s->facts);
+        run_dir_remove(&s->rd);
+        free(s->gate_ca);
+        free(s->id);
+}
+
+static int apply_image(run_state *s, aisb_error **err)
+{
+        step(s->ctx, AISB_STEP_IMAGE);
+        return step_done(s->ctx, image_apply(s->ctx, &s->facts.built, NULL, err), err);
+}
+
+static int apply_volume(run_state *s, aisb_error **err)
+{
+        step(s->ctx, AISB_STEP_VOLUME);
+        return step_done(s->ctx, ensure_home_volume(s->ctx, &s->plan, err), err);
+}
+
+static int apply_network(run_state *s, aisb_error **err)
+{
+        step(s->ctx, AISB_STEP_NETWORK);
+        if (s->p->net == SANDBOX_NET_FULL)
+                aisb_log(s->ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");
         return 0;
 }
+
+/* Fills the gate slot; the run's questions go through the gate it serves. */
+static int apply_gate(run_state *s, aisb_error **err)
+{
+        aisb_ctx *ctx = s->ctx;
+        step(ctx, AISB_STEP_GATE);
+        s->gate = (run_gate) { .ctx = ctx, .g = GATE_INFO_NULL };
+        s->asking = (run_ask) { .ctx = ctx };
+        gate_request req = plan_gate_request(s->p, &s->facts);
+        int r = step_done(ctx, gate_ensure(ctx, &req, &s->gate.g, err), err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "the gate");
+        if (s->gate.g.ca_pem && (r = run_dir_write_file(&s->rd, "gate-ca.pem", s->gate.g.ca_pem, &s->gate_ca, err)) < 0)
+                return r;
+        (void) gate_log_offset(&s->gate.g, &s->log_offset);
+        if (s->gate.g.ask_questions_fd >= 0) {
+                r = ask_new(ctx, s->p, s->facts.name, s->gate.g.ask_questions_fd, s->gate.g.ask_answers_fd, false,
+                            &s->asking.a, err);
+                if (r < 0)
+                        return r;
+                ask_set_control(s->asking.a, s->io->control_fd, s->io->control_fn, s->io->control_userdata);
+                ctx->ask = s->asking.a;
+        }
+        s->facts.gate_port = s->gate.g.port;
+        s->facts.gate_key = s->gate.g.client_key;
+        s->facts.gate_hash = s->gate.g.hash;
+        s->facts.gate_ca = s->gate_ca;
+        return 0;
+}
+
+/* What the run's requests were, said and recorded, once the sandbox has been; then its
+ * questions refused while the gate is still there to pass the answer on, and the gate given
+ * back. */
+static void end_gate(run_state *s, bool created)
+{
+        aisb_ctx *ctx = s->ctx;
+        if (created && s->asking.a)
+                ask_refuse_all(s->asking.a, "end");
+        if (created && s->gate.g.name) {
+                report_egress(ctx, &s->gate.g, s->log_offset, &s->egress);
+                s->egress_summed = true;
+                int k = egress_record_write(s->facts.name, &s->gate.g, s->log_offset, &s->facts.net.list, s->asking.a);
+                if (k < 0)
+                        aisb_log(ctx, AISB_LOG_WARNING, "egress: the run's record was not written: %s", strerror(-k));
+        }
+        if (created && s->asking.a && ask_refused_unasked(s->asking.a))
+                aisb_log(ctx, AISB_LOG_WARNING,
+                         "%lu more requests for names no entry lists were refused without asking (too many "
+                         "questions at once, or a request too long to ask about); see aisb allow",
+                         ask_refused_unasked(s->asking.a));
+        run_ask_done(&s->asking);
+        run_gate_done(&s->gate);
+}
+
+/* Fills the seed slot. */
+static int apply_bridge(run_state *s, aisb_error **err)
+{
+        step(s->ctx, AISB_STEP_BRIDGE);
+        int r = harness_bridge_prepare(s->ctx, s->p, &s->rd, &s->bridge, err);
+        if (r < 0)
+                aisb_error_wrap(err, r, "preparing the sandbox's home (--no-harness-config runs without the harness's "
+                                "configuration, --ephemeral-home with a fresh home)");
+        s->facts.seed_dir = s->bridge.seed_dir;
+        return step_done(s->ctx, r, err);
+}
+
+static void end_bridge(run_state *s, bool created)
+{
+        harness_bridge_done(&s->bridge);
+}
+
+/* Fills the layer slot. */
+static int apply_keep(run_state *s, aisb_error **err)
+{
+        s->keep = RUN_KEEP_NULL;
+        int r = step_done(s->ctx, keep_begin(s->ctx, s->p, s->facts.name, &s->keep, err), err);
+        s->facts.review_upper = s->keep.layer.upper;
+        s->facts.review_work = s->keep.layer.work;
+        s->facts.review_anchor = s->keep.layer.anchor;
+        s->facts.review_anchor_ino = s->keep.layer.anchor_ino;
+        s->facts.review_anchor_ctime_ns = s->keep.layer.anchor_ctime_ns;
+        return r;
+}
+
+static void end_keep(run_state *s, bool created)
+{
+        s->keep.created = created;
+        if (created) {
+                modes_end(s->ctx, s->p, &s->keep);
+                keep_end(s->ctx, &s->keep, s->gone);
+        }
+        run_keep_done(&s->keep);
+}
+
+static int apply_protect(run_state *s, aisb_error **err)
+{
+        return protect_begin(s->ctx, s->p, &s->facts.protect, err);
+}
+
+/* A review run wrote nothing of the project's: nothing to sweep. */
+static void end_protect(run_state *s, bool created)
+{
+        if (created && s->keep.layer.dir_fd < 0)
+                protect_end(s->ctx, &s->facts.protect);
+}
+
+/* The create body, rendered from the plan with the slots the steps before filled. From the
+ * request on, the sandbox may exist: no request is cut short, and a stop removes the sandbox
+ * (pump). The body holds every secret value: its text is wiped once sent, and its values with
+ * the plan. */
+static int apply_create(run_state *s, aisb_error **err)
+{
+        int r = plan_render(&s->facts, &s->plan, err);
+        if (r < 0)
+                return r;
+        report_create_patch(s->ctx, s->plan.patched);
+        r = step_done(s->ctx, 0, err);
+        if (r < 0)
+                return r;
+        ctx_cleanup_begin(s->ctx);
+        step(s->ctx, AISB_STEP_CREATE);
+        r = podman_container_create(s->ctx, s->plan.body, true, &s->id, err);
+        return r < 0 ? aisb_error_wrap(err, r, "creating the sandbox") : 0;
+}
+
+static void end_create(run_state *s, bool created)
+{
+        if (!created)
+                return;
+        step(s->ctx, AISB_STEP_REMOVE);
+        s->gone = remove_container(s->ctx, s->id) >= 0;
+}
+
+static int apply_attach(run_state *s, aisb_error **err)
+{
+        s->stream = HTTP_STREAM_NULL;
+        return podman_container_attach(s->ctx, s->id, &s->stream, err);
+}
+
+static void end_attach(run_state *s, bool created)
+{
+        http_stream_done(&s->stream);
+}
+
+/* The attach made the container (and its pty): sized now, the command's first look at its
+ * terminal already sees the user's size, and no late SIGWINCH interrupts it. */
+static int apply_start(run_state *s, aisb_error **err)
+{
+        aisb_io *io = s->io;
+        bool sized = io->terminal && podman_container_resize(s->ctx, s->id, io->rows, io->cols) == 0;
+        step(s->ctx, AISB_STEP_START);
+        int r = podman_container_start(s->ctx, s->id, err);
+        if (r < 0)
+                return aisb_error_wrap(err, r, "starting the sandbox");
+        if (io->terminal && !sized)
+                (void) podman_container_resize(s->ctx, s->id, io->rows, io->cols);
+        return 0;
+}
+
+static int apply_stream(run_state *s, aisb_error **err)
+{
+        step(s->ctx, AISB_STEP_STREAM);
+        int r = pump(s->ctx, s->io, s->id, &s->stream, err);
+        return r == -ECANCELED ? aisb_error_set(err, r, "stopped: the sandbox was removed") : r;
+}
+
+static int apply_wait(run_state *s, aisb_error **err)
+{
+        int r = podman_container_wait(s->ctx, s->id, s->exit_code, err);
+        if (r == -ECONNREFUSED || r == -EIO)
+                aisb_error_wrap(err, r, "lost the podman service during the run");
+        return r;
+}
+
+/* The executor's half of each step (plan.h has the plan's): its effect, and its end, which
+ * runs on every way out once the effect succeeded, told whether the sandbox was created. */
+static const struct {
+        int (*apply)(run_state *s, aisb_error **err);
+        void (*end)(run_state *s, bool created);
+} step_ops[_PLAN_STEP_MAX] = {
+        [PLAN_STEP_IMAGE] = { apply_image },       [PLAN_STEP_VOLUME] = { apply_volume },
+        [PLAN_STEP_NETWORK] = { apply_network },   [PLAN_STEP_GATE] = { apply_gate, end_gate },
+        [PLAN_STEP_BRIDGE] = { apply_bridge, end_bridge }, [PLAN_STEP_KEEP] = { apply_keep, end_keep },
+        [PLAN_STEP_PROTECT] = { apply_protect, end_protect }, [PLAN_STEP_CREATE] = { apply_create, end_create },
+        [PLAN_STEP_ATTACH] = { apply_attach, end_attach }, [PLAN_STEP_START] = { apply_start },
+        [PLAN_STEP_STREAM] = { apply_stream },     [PLAN_STEP_WAIT] = { apply_wait },
+};
 
 static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_code, aisb_error **err)
 {
         /* A dry run makes the plan as a run does, from what is known without the service,
-         * and shows its requests: nothing is sent, started or written. A run connects first:
+         * and renders its steps: nothing is sent, started or written. A run connects first:
          * the plan depends on the service's version. */
         bool dry = ctx->dry_run_fn;
         int r = dry ? 0 : aisb_ctx_connect(ctx, err);
@@ -817,156 +1041,46 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 return r;
         /* The facts, once (the run's checks first); the plan built from them before anything
          * is made, so that a plan the policy cannot have is refused first. */
-        _cleanup_(run_dir_remove) run_dir rd = RUN_DIR_NULL;
-        _cleanup_(plan_facts_done) plan_facts facts = {};
-        r = dry ? 0 : run_dir_create(&rd, err);
+        _cleanup_(run_state_done) run_state s = { .ctx = ctx, .p = p, .io = io, .exit_code = ret_exit_code,
+                                                   .rd = RUN_DIR_NULL };
+        r = dry ? 0 : run_dir_create(&s.rd, err);
         if (r >= 0)
                 r = plan_gather(p,
-                                &(plan_gather_options) { .purpose = dry ? PLAN_DRY_RUN : PLAN_RUN, .run_dir = &rd,
+                                &(plan_gather_options) { .purpose = dry ? PLAN_DRY_RUN : PLAN_RUN, .run_dir = &s.rd,
                                                          .podman_major = ctx->connected ? ctx->version_major : 0,
                                                          .terminal = io->terminal },
-                                &facts, err);
-        _cleanup_(run_plan_done) run_plan plan = {};
+                                &s.facts, err);
         if (r >= 0)
-                r = plan_build(p, &facts, &plan, err);
-        if (r >= 0 && dry) {
-                report_create_patch(ctx, plan.patched);
+                r = plan_build(p, &s.facts, &s.plan, err);
+        if (r < 0)
+                return r;
+        if (dry) {
+                report_create_patch(ctx, s.plan.patched);
                 *ret_exit_code = 0;
-                return show_requests(ctx, &facts, &plan, err);
+                _cleanup_strv_free_ char **requests = NULL;
+                if (plan_requests(&s.plan, &s.facts, &requests) < 0)
+                        return error_oom(err);
+                for (size_t i = 0; requests[i]; i++)
+                        ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
+                return 0;
         }
-        if (r >= 0) {
-                step(ctx, AISB_STEP_IMAGE);
-                r = step_done(ctx, image_apply(ctx, &facts.built, NULL, err), err);
-        }
-        if (r >= 0) {
-                step(ctx, AISB_STEP_VOLUME);
-                r = step_done(ctx, ensure_home_volume(ctx, &plan, err), err);
-        }
-        if (r >= 0)
-                r = protect_begin(ctx, p, &facts.protect, err);
-        if (r < 0)
-                return r;
-        step(ctx, AISB_STEP_NETWORK);
-        if (p->net == SANDBOX_NET_FULL)
-                aisb_log(ctx, AISB_LOG_WARNING, "--net full: the sandbox's network is not restricted");
-        _cleanup_(run_gate_done) run_gate gate = { .ctx = ctx, .g = GATE_INFO_NULL };
-        /* After the gate in the cleanup order: its questions are refused while the gate is
-         * still there to pass the answer on. */
-        _cleanup_(run_ask_done) run_ask asking = { .ctx = ctx };
-        _cleanup_free_ char *gate_ca = NULL;
-        long long log_offset = 0;
-        if (plan.needs_gate) {
-                step(ctx, AISB_STEP_GATE);
-                gate_request req = plan_gate_request(p, &facts);
-                r = step_done(ctx, gate_ensure(ctx, &req, &gate.g, err), err);
+        /* The steps in order; on any way out, the ends of those begun, in reverse (a failed
+         * step's too: it undoes what the step made before it failed). */
+        size_t done = 0;
+        bool created = false;
+        while (done < s.plan.n_steps) {
+                plan_step step = s.plan.steps[done++];
+                r = step_ops[step].apply(&s, err);
                 if (r < 0)
-                        return aisb_error_wrap(err, r, "the gate");
-                if (gate.g.ca_pem && (r = run_dir_write_file(&rd, "gate-ca.pem", gate.g.ca_pem, &gate_ca, err)) < 0)
-                        return r;
-                (void) gate_log_offset(&gate.g, &log_offset);
-                if (gate.g.ask_questions_fd >= 0) {
-                        r = ask_new(ctx, p, facts.name, gate.g.ask_questions_fd, gate.g.ask_answers_fd, false,
-                                    &asking.a, err);
-                        if (r < 0)
-                                return r;
-                        ask_set_control(asking.a, io->control_fd, io->control_fn, io->control_userdata);
-                        ctx->ask = asking.a;
-                }
-                facts.gate_port = gate.g.port;
-                facts.gate_key = gate.g.client_key;
-                facts.gate_hash = gate.g.hash;
-                facts.gate_ca = gate_ca;
+                        break;
+                created = created || step == PLAN_STEP_CREATE;
         }
-        step(ctx, AISB_STEP_BRIDGE);
-        _cleanup_(harness_bridge_done) harness_bridge bridge = {};
-        r = harness_bridge_prepare(ctx, p, &rd, &bridge, err);
-        if (r < 0)
-                aisb_error_wrap(err, r, "preparing the sandbox's home (--no-harness-config runs without the harness's "
-                                "configuration, --ephemeral-home with a fresh home)");
-        r = step_done(ctx, r, err);
-        if (r < 0)
-                return r;
-        facts.seed_dir = bridge.seed_dir;
-        _cleanup_(run_keep_done) run_keep keep = RUN_KEEP_NULL;
-        r = step_done(ctx, keep_begin(ctx, p, facts.name, &keep, err), err);
-        if (r < 0)
-                return r;
-        facts.review_upper = keep.layer.upper;
-        facts.review_work = keep.layer.work;
-        facts.review_anchor = keep.layer.anchor;
-        facts.review_anchor_ino = keep.layer.anchor_ino;
-        facts.review_anchor_ctime_ns = keep.layer.anchor_ctime_ns;
-        /* The plan again, now with the gate's port, the bridge's mounts and the review layer. */
-        run_plan_done(&plan);
-        r = plan_build(p, &facts, &plan, err);
-        if (r < 0)
-                return r;
-        report_create_patch(ctx, plan.patched);
-        r = step_done(ctx, 0, err);
-        if (r < 0)
-                return r;
-        /* From the create request on, the sandbox may exist: no request is cut short, and a
-         * stop removes the sandbox (pump). */
-        ctx_cleanup_begin(ctx);
-        step(ctx, AISB_STEP_CREATE);
-        _cleanup_free_ char *id = NULL;
-        /* The body holds every secret value: its text is wiped once sent, and its values
-         * with the plan. */
-        r = podman_container_create(ctx, plan.body, true, &id, err);
-        if (r < 0)
-                return aisb_error_wrap(err, r, "creating the sandbox");
-        keep.created = true;
-
-        /* From here on the container exists: every path out removes it. */
-        http_stream stream = HTTP_STREAM_NULL;
-        r = podman_container_attach(ctx, id, &stream, err);
-        if (r < 0)
-                goto out;
-        /* The attach made the container (and its pty): sized now, the command's first look
-         * at its terminal already sees the user's size, and no late SIGWINCH interrupts it. */
-        bool sized = io->terminal && podman_container_resize(ctx, id, io->rows, io->cols) == 0;
-        step(ctx, AISB_STEP_START);
-        r = podman_container_start(ctx, id, err);
-        if (r < 0) {
-                aisb_error_wrap(err, r, "starting the sandbox");
-                goto out;
-        }
-        if (io->terminal && !sized)
-                (void) podman_container_resize(ctx, id, io->rows, io->cols);
-        step(ctx, AISB_STEP_STREAM);
-        r = pump(ctx, io, id, &stream, err);
-        if (r == -ECANCELED)
-                aisb_error_set(err, r, "stopped: the sandbox was removed");
-        if (r < 0)
-                goto out;
-        r = podman_container_wait(ctx, id, ret_exit_code, err);
-        if (r == -ECONNREFUSED || r == -EIO)
-                aisb_error_wrap(err, r, "lost the podman service during the run");
-out:
-        http_stream_done(&stream);
-        step(ctx, AISB_STEP_REMOVE);
-        bool gone = remove_container(ctx, id) >= 0;
-        /* A review run wrote nothing of the project's: nothing to sweep. */
-        if (keep.layer.dir_fd < 0)
-                protect_end(ctx, &facts.protect);
-        modes_end(ctx, p, &keep);
-        keep_end(ctx, &keep, gone);
-        egress_summary egress = {};
-        if (asking.a)
-                ask_refuse_all(asking.a, "end");
-        if (gate.g.name) {
-                report_egress(ctx, &gate.g, log_offset, &egress);
-                int k = egress_record_write(facts.name, &gate.g, log_offset, &facts.net.list, asking.a);
-                if (k < 0)
-                        aisb_log(ctx, AISB_LOG_WARNING, "egress: the run's record was not written: %s", strerror(-k));
-        }
-        if (asking.a && ask_refused_unasked(asking.a))
-                aisb_log(ctx, AISB_LOG_WARNING,
-                         "%lu more requests for names no entry lists were refused without asking (too many "
-                         "questions at once, or a request too long to ask about); see aisb allow",
-                         ask_refused_unasked(asking.a));
-        (void) session_log_append(p, facts.name, plan.image, plan.policy_hash, r < 0 ? -1 : *ret_exit_code, (const char *const *) plan.patched,
-                                  gate.g.name ? &egress : NULL);
+        while (done-- > 0)
+                if (step_ops[s.plan.steps[done]].end)
+                        step_ops[s.plan.steps[done]].end(&s, created);
+        if (created)
+                (void) session_log_append(p, s.facts.name, s.plan.image, s.plan.policy_hash, r < 0 ? -1 : *ret_exit_code,
+                                          (const char *const *) s.plan.patched, s.egress_summed ? &s.egress : NULL);
         return r;
 }
 

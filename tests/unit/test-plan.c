@@ -180,6 +180,28 @@ START_TEST(test_dry_run_renders_plan)
         ck_assert_ptr_nonnull(strstr(shown.data, "POST /v4.0.0/libpod/containers/create"));
         ck_assert_ptr_null(strstr(shown.data, "hunter2"));
         ck_assert_ptr_null(strstr(shown.data, "s3cr3t-plan-key"));
+        /* Every step of the plan, in its order, and no other. */
+        static const char *const marks[_PLAN_STEP_MAX] = {
+                [PLAN_STEP_IMAGE] = "/images/",          [PLAN_STEP_VOLUME] = "/volumes/",
+                [PLAN_STEP_NETWORK] = "# network: ",     [PLAN_STEP_GATE] = "# the gate: ",
+                [PLAN_STEP_BRIDGE] = "# bridge: ",       [PLAN_STEP_KEEP] = "# keep: ",
+                [PLAN_STEP_PROTECT] = "# protect: ",     [PLAN_STEP_CREATE] = "/containers/create",
+                [PLAN_STEP_ATTACH] = "/attach?",         [PLAN_STEP_START] = "/start",
+                [PLAN_STEP_STREAM] = "# stream: ",       [PLAN_STEP_WAIT] = "/wait?",
+        };
+        bool planned[_PLAN_STEP_MAX] = {};
+        const char *at = shown.data;
+        for (size_t i = 0; i < plan.n_steps; i++) {
+                planned[plan.steps[i]] = true;
+                const char *found = strstr(at, marks[plan.steps[i]]);
+                ck_assert_msg(found, "%s: the dry run lacks step %s after its previous one:\n%s", w->name,
+                              plan_steps[plan.steps[i]].name, shown.data);
+                at = found + 1;
+        }
+        for (plan_step k = 0; k < _PLAN_STEP_MAX; k++)
+                if (!planned[k] && marks[k][0] == '#')
+                        ck_assert_msg(!strstr(shown.data, marks[k]), "%s: the dry run shows step %s, not planned",
+                                      w->name, plan_steps[k].name);
         free(body);
         buffer_free(&shown);
         aisb_io_free(io);
@@ -187,6 +209,44 @@ START_TEST(test_dry_run_renders_plan)
         run_plan_done(&plan);
         plan_facts_done(&f);
         aisb_policy_free(p);
+}
+END_TEST
+
+/* The steps follow the policy: a gate only when the network needs one, a home volume unless
+ * the home is ephemeral, the project's steps only with a project to write; the create step
+ * after every step that fills a slot it reads. */
+START_TEST(test_steps)
+{
+        const row *w = &rows[_i];
+        for (int project = 0; project < 2; project++) {
+                aisb_policy *p = policy_for(w, project);
+                plan_facts f = {};
+                run_plan plan = {};
+                ck_assert_int_eq(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = "localhost/aisb:x" },
+                                             &f, NULL), 0);
+                ck_assert_int_eq(plan_build(p, &f, &plan, NULL), 0);
+                bool has[_PLAN_STEP_MAX] = {};
+                unsigned filled = 0;
+                for (size_t i = 0; i < plan.n_steps; i++) {
+                        const plan_step_info *s = &plan_steps[plan.steps[i]];
+                        ck_assert_msg(!has[plan.steps[i]], "%s: step %s twice", w->name, s->name);
+                        has[plan.steps[i]] = true;
+                        ck_assert_msg((s->reads & ~filled & (PLAN_SLOT_SANDBOX | PLAN_SLOT_STREAM)) == 0,
+                                      "%s: step %s reads a slot no earlier step fills", w->name, s->name);
+                        filled |= s->makes;
+                }
+                ck_assert_int_eq(has[PLAN_STEP_GATE], plan.needs_gate);
+                ck_assert_int_eq(has[PLAN_STEP_VOLUME], plan.home_volume != NULL);
+                ck_assert_int_eq(has[PLAN_STEP_KEEP], project);
+                ck_assert_int_eq(has[PLAN_STEP_PROTECT], project);
+                ck_assert_int_eq(plan.steps[0], PLAN_STEP_IMAGE);
+                ck_assert_int_eq(plan.steps[plan.n_steps - 1], PLAN_STEP_WAIT);
+                for (plan_step k = PLAN_STEP_CREATE; k <= PLAN_STEP_WAIT; k++)
+                        ck_assert(has[k]);
+                run_plan_done(&plan);
+                plan_facts_done(&f);
+                aisb_policy_free(p);
+        }
 }
 END_TEST
 
@@ -496,6 +556,7 @@ static Suite *plan_suite(void)
         TCase *tc = tcase_create("plan");
         tcase_set_timeout(tc, 60);
         tcase_add_loop_test(tc, test_pure, 0, ELEMENTSOF(rows));
+        tcase_add_loop_test(tc, test_steps, 0, ELEMENTSOF(rows));
         tcase_add_loop_test(tc, test_dry_run_renders_plan, 0, ELEMENTSOF(rows));
         tcase_add_loop_test(tc, test_inspect_renders_plan, 0, ELEMENTSOF(rows));
         tcase_add_loop_test(tc, test_kube_renders_plan, 0, ELEMENTSOF(rows));

@@ -650,6 +650,46 @@ START_TEST(test_review_run_sandbox_not_removed)
 }
 END_TEST
 
+/* The ends of the steps begun, in reverse, on a failure after them: a review run whose create
+ * is refused leaves no layer (keep's end), and no session log line (no sandbox was). */
+START_TEST(test_review_run_create_refused_leaves_nothing)
+{
+        char top[] = "/tmp/aisb-test-run-review-XXXXXX", project[128], state[128], cmd[256];
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        snprintf(project, sizeof project, "%s/project", top);
+        snprintf(state, sizeof state, "%s/state", top);
+        ck_assert_int_eq(mkdir(project, 0755), 0);
+        ck_assert_int_eq(mkdir(state, 0700), 0);
+        snprintf(cmd, sizeof cmd, "touch '%s/README'", project);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        unit_route_home_volume(fp);
+        fake_podman_route(fp, "POST", "/containers/create", 500, "application/json",
+                          "{\"cause\":\"x\",\"message\":\"no space left\",\"response\":500}", FAKE_NORMAL, 1);
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "review", "true", NULL), 0);
+        aisb_io *io = NULL;
+        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
+        aisb_io_set_stdin(io, -1);
+        int code = -1;
+        aisb_error *err = NULL;
+        expect_error(aisb_run(ctx, p, io, &code, &err), &err, "no space left");
+        err = NULL;
+        ck_assert_int_lt(fake_podman_find_request(fp, "DELETE", "/containers/"), 0);
+        ck_assert_int_eq(aisb_review_diff(p, NULL, 0, NULL, NULL, NULL, &err), -ENOENT);
+        aisb_error_free(err);
+        snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -name 'sessions*' -size +0)\"", state);
+        ck_assert_int_eq(system(cmd), 0);
+        aisb_io_free(io);
+        aisb_policy_free(p);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+        ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* The create body a run sends to a service answering as podman `version`, with the
  * backend chosen by `backend` (NULL: auto), for a policy whose proxy is on the host's
  * loopback (so the host's loopback must be mapped into the sandbox). */
@@ -1283,6 +1323,7 @@ static Suite *run_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_run_whole);
         tcase_add_test(tc, test_review_run_sandbox_not_removed);
+        tcase_add_test(tc, test_review_run_create_refused_leaves_nothing);
         tcase_add_test(tc, test_backend_podman4);
         tcase_add_test(tc, test_backend_podman5);
         tcase_add_test(tc, test_backend_forced);
