@@ -7,8 +7,10 @@
  */
 #include <check.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "internal.h"
 #include "kube.h"
 #include "unit.h"
@@ -247,6 +249,34 @@ START_TEST(test_steps)
                 plan_facts_done(&f);
                 aisb_policy_free(p);
         }
+}
+END_TEST
+
+/* docs/architecture.md's table of the steps is plan_steps, row for row. */
+START_TEST(test_steps_documented)
+{
+        static const char *const slots[] = { "gate", "seed", "layer", "sandbox", "stream" };
+        buffer want = {};
+        ck_assert_int_eq(buffer_printf(&want, "| step | what it does | reads | fills |\n|---|---|---|---|\n"), 0);
+        for (plan_step k = 0; k < _PLAN_STEP_MAX; k++) {
+                ck_assert_int_eq(buffer_printf(&want, "| %s | %s |", plan_steps[k].name, plan_steps[k].what), 0);
+                for (int pass = 0; pass < 2; pass++) {
+                        unsigned set = pass ? plan_steps[k].makes : plan_steps[k].reads, n = 0;
+                        for (size_t i = 0; i < ELEMENTSOF(slots); i++)
+                                if (set & (1u << i))
+                                        ck_assert_int_eq(buffer_printf(&want, " %s%s", n++ ? "" : "", slots[i]), 0);
+                        ck_assert_int_eq(buffer_printf(&want, " |"), 0);
+                }
+                ck_assert_int_eq(buffer_printf(&want, "\n"), 0);
+        }
+        char path[4096], *doc = NULL;
+        snprintf(path, sizeof path, "%s/docs/architecture.md", getenv("AISB_SRC"));
+        size_t size = 0;
+        ck_assert_int_eq(read_file_at(AT_FDCWD, path, 1 << 20, &doc, &size), 0);
+        ck_assert_msg(strstr(doc, want.data), "docs/architecture.md's step table is not plan_steps; it should read:\n%s",
+                      want.data);
+        free(doc);
+        buffer_free(&want);
 }
 END_TEST
 
@@ -557,6 +587,7 @@ static Suite *plan_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_loop_test(tc, test_pure, 0, ELEMENTSOF(rows));
         tcase_add_loop_test(tc, test_steps, 0, ELEMENTSOF(rows));
+        tcase_add_test(tc, test_steps_documented);
         tcase_add_loop_test(tc, test_dry_run_renders_plan, 0, ELEMENTSOF(rows));
         tcase_add_loop_test(tc, test_inspect_renders_plan, 0, ELEMENTSOF(rows));
         tcase_add_loop_test(tc, test_kube_renders_plan, 0, ELEMENTSOF(rows));
