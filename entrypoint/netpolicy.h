@@ -27,7 +27,7 @@
 
 #define NETPOLICY_TABLE "aisb"
 #define NETPOLICY_SEED_PATH_MAX 256
-/* The project, each --mount, and the protected paths' mounts (at most 256, lib/protect.h). */
+/* The project, each --mount, and the protected paths' mounts (at most 256, lib/policy/protect.h). */
 #define NETPOLICY_MAX_EXPECT 320
 #define NETPOLICY_EXPECT_PATH_MAX 1024
 #define NETPOLICY_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"

@@ -5,10 +5,10 @@
 
 #include "allowlist.h"
 #include "container.h"
-#include "context.h"
+#include "service.h"
 #include "createpatch.h"
 #include "inspect.h"
-#include "entrypoint-args.h"
+#include "security.h"
 #include "error.h"
 #include "gate-squid.h"
 #include "gate.h"

@@ -12,7 +12,7 @@
  * the work the scan counts stays within SKILLS_SCAN_WORK_PER_BYTE a byte.
  */
 #include "fuzz.h"
-#include "skills-scan.h"
+#include "secret-scan.h"
 
 typedef struct input {
         const char *data;

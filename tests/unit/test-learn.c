@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Learn, then lock (lib/learn.c): what a project's last run was refused, read back from the
+/* Learn, then lock (lib/gate/allow.c): what a project's last run was refused, read back from the
  * session log, becomes names to propose; an address the gate refused is reported, never
  * proposed, so never written; whether the run's gate was shared is told; the project's file
  * takes names only and nothing when one line is refused. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Protected paths (lib/protect.c): the key's values; the plan a project gives (what is
+/* Protected paths (lib/policy/protect.c): the key's values; the plan a project gives (what is
  * mounted read-only, what a git directory gets, a worktree's directories, what is refused);
  * and the sweep after a run (what is new or replaced is quarantined, and nothing else). */
 #include <check.h>

@@ -15,7 +15,7 @@
 #include <utime.h>
 
 #include "internal.h"
-#include "skills-scan.h"
+#include "secret-scan.h"
 #include "skills-walk.h"
 #include "unit.h"
 #include "fileio.h"
@@ -50,7 +50,7 @@ static int collect(const skills_finding *f, void *userdata)
         return 0;
 }
 
-/* The scanner's promise on any input (skills-scan.h): work within a fixed multiple of it. */
+/* The scanner's promise on any input (secret-scan.h): work within a fixed multiple of it. */
 static void assert_linear(unsigned long long examined, size_t size)
 {
         ck_assert_msg(examined <= SKILLS_SCAN_WORK_PER_BYTE * (unsigned long long) size + SKILLS_SCAN_WORK_PER_BYTE,

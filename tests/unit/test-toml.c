@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* TOML as JSON and back (lib/toml-json.c, lib/toml.cc): a codex config's round trip, what
+/* TOML as JSON and back (lib/policy/toml-json.c, lib/policy/toml.cc): a codex config's round trip, what
  * each TOML type becomes, the bounds on the text, and what either side refuses and how it
  * says so. */
 #include <check.h>

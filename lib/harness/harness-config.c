@@ -7,7 +7,7 @@
 
 #include "harness-config.h"
 #include "jsonutil.h"
-#include "skills-scan.h"
+#include "secret-scan.h"
 
 #define WORDS_MAX 64
 #define WORD_MAX 128

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "context.h"
+#include "service.h"
 #include "error.h"
 
 /* Move aside, below the home volume's root open at home_root, each path a harness or the

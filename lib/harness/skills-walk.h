@@ -5,7 +5,7 @@
  * run's to read. This module reads that directory's files as the linter needs them, without
  * trusting it: a walk through directory descriptors (O_NOFOLLOW|O_NONBLOCK, regular files
  * only, bounded in depth, entries and file size; links and binary files skipped with a note),
- * each file given to the scanner (skills-scan.h), and a cache of the result under the state
+ * each file given to the scanner (secret-scan.h), and a cache of the result under the state
  * directory so a run rescans only a directory that changed. The history of the git
  * repositories in it is skills-lint.c's (read by git inside a sandbox, never on the host).
  */
@@ -13,8 +13,8 @@
 
 #include <stdbool.h>
 
-#include "context.h"
-#include "skills-scan.h"
+#include "service.h"
+#include "secret-scan.h"
 #include "util.h"
 #include "digest.h"
 

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "context.h"
+#include "service.h"
 #include "policy.h"
 
 struct aisb_io {

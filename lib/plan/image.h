@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "context.h"
+#include "service.h"
 #include "policy.h"
 
 /* The Containerfile of this policy's image. */

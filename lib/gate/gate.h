@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "allowlist.h"
-#include "context.h"
+#include "service.h"
 #include "gate-squid.h"
 #include "image.h"
 #include "policy.h"

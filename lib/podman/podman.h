@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "context.h"
+#include "service.h"
 #include "http.h"
 
 /* The libpod API version aisb speaks (podman 4.3 and later answer it). */

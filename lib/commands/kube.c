@@ -19,8 +19,8 @@
 #include <ctype.h>
 
 #include "allowlist.h"
-#include "context.h"
-#include "entrypoint-args.h"
+#include "service.h"
+#include "security.h"
 #include "gate-squid.h"
 #include "image.h"
 #include "jsonutil.h"
@@ -172,7 +172,7 @@ static json_object *kube_capabilities(const char *const *caps)
         return r < 0 ? NULL : steal_pointer(&a);
 }
 
-/* A container's security settings (entrypoint-args.h) as Kubernetes says them: the
+/* A container's security settings (security.h) as Kubernetes says them: the
  * "restricted" standard and then some for the pods' containers; root of the pod's user with
  * the capabilities it is given for the one that installs the ruleset. */
 static json_object *kube_security(const security_spec *s)

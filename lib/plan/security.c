@@ -5,7 +5,7 @@
  * Here, on the library's side: the capabilities the container must start with for it, and
  * what every container of aisb's is held to (plan.c makes the argv).
  */
-#include "entrypoint-args.h"
+#include "security.h"
 
 /* The minimal set, each proved necessary (docs/entrypoint.md): NET_ADMIN for the ruleset,
  * SETGID/SETUID for the drop to the user, SETPCAP to empty the bounding set. */

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "context.h"
+#include "service.h"
 #include "policy.h"
 #include "skills-walk.h"
 

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 
 #include "container.h"
-#include "entrypoint-args.h"
+#include "security.h"
 #include "harness.h"
 #include "gate.h"
 #include "image.h"

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "allowlist.h"
-#include "entrypoint-args.h"
+#include "security.h"
 #include "harness-config.h"
 #include "harness.h"
 #include "jsonutil.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The skills linter's scanner (skills-scan.h): pure, no I/O, no allocation. Each line is
+ * The skills linter's scanner (secret-scan.h): pure, no I/O, no allocation. Each line is
  * looked at by the rules in order of how sure they are (a token format, then a value next
  * to its name, then entropy); a span of the line claimed by one rule is not reported again
  * by a later one, and the line's findings go out in column order. No rule reads the same
@@ -15,7 +15,7 @@
 
 #include <nettle/base64.h>
 
-#include "skills-scan.h"
+#include "secret-scan.h"
 
 #define SPANS_MAX 64
 /* Line numbers saturate here: hostile hunk headers cannot wrap them. */
@@ -820,7 +820,7 @@ static bool value_position(scanner *s, size_t start, size_t end)
         return word_size > 2 && word[0] == '-' && word[1] == '-';
 }
 
-/* A random-looking token (skills-scan.h has the numbers). Hex is never one: git ids, sha256
+/* A random-looking token (secret-scan.h has the numbers). Hex is never one: git ids, sha256
  * sums and UUIDs are hex. */
 static void rule_entropy(scanner *s)
 {

@@ -18,7 +18,7 @@
 
 #include <stdbool.h>
 
-#include "context.h"
+#include "service.h"
 #include "layer.h"
 #include "manifest.h"
 

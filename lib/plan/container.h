@@ -6,7 +6,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#include "entrypoint-args.h"
+#include "security.h"
 #include "jsonutil.h"
 #include "network.h"
 #include "policy.h"
@@ -30,7 +30,7 @@ typedef struct container_spec {
 
 /* The create body (libpod's spec generator). -ENOMEM: nothing is returned half-built. */
 int container_create_body(const container_spec *spec, json_object **ret);
-/* A container's capabilities and privileges (entrypoint-args.h), as libpod's fields: the
+/* A container's capabilities and privileges (security.h), as libpod's fields: the
  * pairs of a JSON_BUILD_OBJECT (jsonutil.h), shared by the sandbox's body and the gate's. */
 extern const char *const container_cap_drop[];
 #define CONTAINER_SECURITY_PAIRS(s)                                                            \

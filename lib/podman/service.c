@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "config.h"
-#include "context.h"
+#include "service.h"
 #include "fileio.h"
 #include "pathtrust.h"
 

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "context.h"
+#include "service.h"
 #include "error.h"
 #include "manifest.h"
 #include "policy.h"

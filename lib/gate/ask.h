@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "context.h"
+#include "service.h"
 #include "policy.h"
 
 #define ASK_PENDING_MAX 8

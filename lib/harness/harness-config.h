@@ -21,7 +21,7 @@ bool harness_key_is_credential(const char *key);
 
 /* Remove from o (an object, changed in place), at any depth, every key that names a
  * credential (harness_key_is_credential), whatever its value, and every key whose value looks
- * like one to the skill linter's scanner (skills-scan.h: a known token format, a private key,
+ * like one to the skill linter's scanner (secret-scan.h: a known token format, a private key,
  * a URL with a password, a random-looking token), assigns one (PGPASSWORD=..., --token ...,
  * ?code=..., a client's password option: mysql -uroot -p...) or is a URL with a token in its
  * path (a webhook's), whatever its name; a string in an array takes the array's key with it.

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "context.h"
+#include "service.h"
 #include "policy.h"
 #include "project.h"
 

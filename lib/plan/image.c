@@ -14,7 +14,7 @@
 
 #include "archive-dl.h"
 #include "config.h"
-#include "entrypoint-args.h"
+#include "security.h"
 #include "image.h"
 #include "jsonutil.h"
 #include "network.h"
