@@ -5,10 +5,10 @@
  * already there, a --help, a ps) paid for loading them: about a third of the start time and
  * 3 MiB of memory (docs/performance.md). The same way systemd loads its optional libraries.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include "archive-dl.h"
+#include "dlsyms.h"
 
 /* The soname of libarchive 3.x, stable since 2011. */
 #define LIBARCHIVE_SONAME "libarchive.so.13"
@@ -18,14 +18,11 @@ struct archive_syms archive_dl;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_error[256];
 
-#define SYM(field, name) { (void **) &archive_dl.field, #name }
+#define SYM(field, name) DL_SYMBOL(archive_dl.field, name)
 
 static void load(void)
 {
-        static const struct {
-                void **fn;
-                const char *name;
-        } table[] = {
+        static const dl_symbol table[] = {
                 SYM(write_new, archive_write_new),
                 SYM(write_set_format_ustar, archive_write_set_format_ustar),
                 SYM(write_set_bytes_in_last_block, archive_write_set_bytes_in_last_block),
@@ -45,21 +42,7 @@ static void load(void)
                 SYM(entry_set_uid, archive_entry_set_uid),
                 SYM(entry_set_gid, archive_entry_set_gid),
         };
-        /* Never unloaded: the pointers stay valid for the process's life. */
-        void *h = dlopen(LIBARCHIVE_SONAME, RTLD_NOW | RTLD_NODELETE);
-        if (!h) {
-                snprintf(load_error, sizeof load_error, "%s", dlerror());
-                return;
-        }
-        for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-                *table[i].fn = dlsym(h, table[i].name);
-                if (!*table[i].fn) {
-                        snprintf(load_error, sizeof load_error, "%s has no %s", LIBARCHIVE_SONAME,
-                                 table[i].name);
-                        archive_dl = (struct archive_syms) {};
-                        return;
-                }
-        }
+        (void) dl_symbols_load(LIBARCHIVE_SONAME, table, sizeof table / sizeof table[0], load_error, sizeof load_error);
 }
 
 int archive_dl_load(const char **ret_error)

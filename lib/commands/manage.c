@@ -49,9 +49,11 @@ static long long parse_time(json_object *v)
         return t;
 }
 
+/* Connected to the service, the containers aisb made. */
 static int list_managed(aisb_ctx *ctx, json_object **ret, aisb_error **err)
 {
-        return podman_container_list(ctx, MANAGED_FILTER, ret, err);
+        int r = aisb_ctx_connect(ctx, err);
+        return r < 0 ? r : podman_container_list(ctx, MANAGED_FILTER, ret, err);
 }
 
 /* A sandbox whose aisb process is gone (killed with -9) is an orphan, running or not. */
@@ -356,11 +358,8 @@ static long long gate_idle(const char *hash, long long created)
 
 int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
 {
-        int r = aisb_ctx_connect(ctx, err);
-        if (r < 0)
-                return r;
         _cleanup_json_ json_object *list = NULL;
-        r = list_managed(ctx, &list, err);
+        int r = list_managed(ctx, &list, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < json_object_array_length(list); i++) {
@@ -426,11 +425,8 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                 return aisb_error_set(err, -EINVAL, "aisb_clean: unknown flags 0x%x", flags);
         bool all = flags & AISB_CLEAN_ALL, dry = flags & AISB_CLEAN_DRY_RUN;
         bool volumes = flags & AISB_CLEAN_VOLUMES;
-        int r = aisb_ctx_connect(ctx, err);
-        if (r < 0)
-                return r;
         _cleanup_json_ json_object *list = NULL;
-        r = list_managed(ctx, &list, err);
+        int r = list_managed(ctx, &list, err);
         if (r < 0)
                 return r;
 

@@ -771,6 +771,26 @@ static int gate_found(const gate_request *req, gate_info *g, aisb_error **err)
 static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err);
 static void gate_prune_run_gates(aisb_ctx *ctx);
 
+/* The gate g names, when podman runs it and its port is ours: the run's (*ret, 1), else 0 with
+ * *exists saying whether podman has it at all. */
+static int gate_take_if_up(aisb_ctx *ctx, const gate_request *req, gate_info *g, bool *exists, gate_info *ret,
+                           aisb_error **err)
+{
+        bool running = false;
+        int r = gate_inspect(ctx, g->name, &running, &g->port, err);
+        if (r < 0)
+                return r;
+        *exists = r == 1;
+        if (!*exists || !running || !gate_port_ours(g->port))
+                return 0;
+        r = gate_found(req, g, err);
+        if (r < 0)
+                return r;
+        *ret = *g;
+        *g = GATE_INFO_NULL;
+        return 1;
+}
+
 int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_error **err)
 {
         _cleanup_(gate_info_done) gate_info g = GATE_INFO_NULL;
@@ -829,18 +849,10 @@ int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_err
                 return error_oom(err);
         /* The common case, a gate up and answering, needs no lock: runs sharing a gate do
          * not queue behind each other. */
-        bool running = false;
-        r = gate_inspect(ctx, g.name, &running, &g.port, err);
-        if (r < 0)
-                return r;
-        if (r == 1 && running && gate_port_ours(g.port)) {
-                r = gate_found(req, &g, err);
-                if (r < 0)
-                        return r;
-                *ret = g;
-                g = GATE_INFO_NULL;
-                return 0;
-        }
+        bool exists = false;
+        r = gate_take_if_up(ctx, req, &g, &exists, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         /* Held until we return: a concurrent run waits here, then finds the gate running.
          * Polled, so that a stop is noticed while another run starts the gate. */
         _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -854,19 +866,11 @@ int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_err
                 nanosleep(&(struct timespec) { 0, 50 * 1000 * 1000 }, NULL);
         }
 
-        r = gate_inspect(ctx, g.name, &running, &g.port, err);
-        if (r < 0)
-                return r;
-        if (r == 1 && running && gate_port_ours(g.port)) {
-                r = gate_found(req, &g, err);
-                if (r < 0)
-                        return r;
-                *ret = g;
-                g = GATE_INFO_NULL;
-                return 0;
-        }
+        r = gate_take_if_up(ctx, req, &g, &exists, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         /* Absent, stopped (idle, or its squid died) or not answering: start it afresh. */
-        if (r == 1) {
+        if (exists) {
                 aisb_log(ctx, AISB_LOG_INFO, "restarting the gate %s", g.name);
                 r = podman_container_remove(ctx, g.name, err);
                 if (r < 0)

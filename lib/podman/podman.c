@@ -82,6 +82,16 @@ static char *call_path(podman_call call, const char *name)
         return libpod_path(podman_calls[call].before, name, podman_calls[call].after);
 }
 
+/* One call of the table without a body, its answer in *ret. */
+static int call_send(aisb_ctx *ctx, podman_call call, const char *name, const char *method, http_response *ret,
+                     aisb_error **err)
+{
+        _cleanup_free_ char *path = call_path(call, name);
+        if (!path)
+                return error_oom(err);
+        return send_request(ctx, (http_request) { .method = method, .path = path }, ret, err);
+}
+
 int podman_call_push(char ***v, podman_call call, const char *name, const char *body)
 {
         _cleanup_free_ char *path = call_path(call, name), *text = NULL, *safe = NULL;
@@ -127,11 +137,8 @@ int podman_info(aisb_ctx *ctx, json_object **ret, aisb_error **err)
 /* GET .../exists: 204 there, 404 not. */
 static int exists(aisb_ctx *ctx, podman_call call, const char *what, const char *name, aisb_error **err)
 {
-        _cleanup_free_ char *path = call_path(call, name);
-        if (!path)
-                return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "GET", .path = path }, &resp, err);
+        int r = call_send(ctx, call, name, "GET", &resp, err);
         if (r < 0)
                 return r;
         long status = resp.status;
@@ -425,11 +432,8 @@ int podman_container_attach(aisb_ctx *ctx, const char *id, http_stream *ret, ais
 
 int podman_container_start(aisb_ctx *ctx, const char *id, aisb_error **err)
 {
-        _cleanup_free_ char *path = call_path(PODMAN_CONTAINER_START, id);
-        if (!path)
-                return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "POST", .path = path }, &resp, err);
+        int r = call_send(ctx, PODMAN_CONTAINER_START, id, "POST", &resp, err);
         if (r >= 0 && resp.status != 204 && resp.status != 304)
                 r = aisb_error_set(err, -EIO, "the service refused to start it (%ld): %s", resp.status,
                                    podman_error_message(&resp));
@@ -455,11 +459,8 @@ int podman_container_resize(aisb_ctx *ctx, const char *id, unsigned short rows, 
 
 int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
 {
-        _cleanup_free_ char *path = call_path(PODMAN_CONTAINER_WAIT, id);
-        if (!path)
-                return error_oom(err);
         http_response resp = {};
-        int r = send_request(ctx, (http_request) { .method = "POST", .path = path }, &resp, err);
+        int r = call_send(ctx, PODMAN_CONTAINER_WAIT, id, "POST", &resp, err);
         if (r < 0)
                 return r;
         char *end = NULL;

@@ -338,13 +338,29 @@ int fail(toml_problem *problem, int code, toml::source_position at, const char *
         return code;
 }
 
+/* fn's result, with toml++'s check flag cleared first, and every exception an error: C never
+ * sees one. Nothing but a refusal or bad_alloc is thrown here; should a later toml++ throw
+ * something else, it is an error too. */
+template <typename F> int guarded(toml_problem *problem, F fn) noexcept
+{
+        toml_json::check_failed = false;
+        try {
+                return fn();
+        } catch (const refusal &r) {
+                return fail(problem, r.code, r.at, r.message.c_str());
+        } catch (const std::bad_alloc &) {
+                return -ENOMEM;
+        } catch (...) {
+                return fail(problem, -EIO, {}, "toml++ failed unexpectedly");
+        }
+}
+
 } // namespace
 
 extern "C" int toml_text_to_json(const char *text, size_t size, json_object **ret,
                                  toml_problem *problem)
 {
-        toml_json::check_failed = false;
-        try {
+        return guarded(problem, [&]() {
                 toml::parse_result parsed = toml::parse(std::string_view(text ? text : "", size));
                 if (!parsed) {
                         const toml::parse_error &error = parsed.error();
@@ -356,20 +372,12 @@ extern "C" int toml_text_to_json(const char *text, size_t size, json_object **re
                 json_ptr object = to_json(parsed.table(), where{ nullptr, {}, 0 }, 1);
                 *ret = object.release();
                 return 0;
-        } catch (const refusal &r) {
-                return fail(problem, r.code, r.at, r.message.c_str());
-        } catch (const std::bad_alloc &) {
-                return -ENOMEM;
-        } catch (...) {
-                /* Nothing else is thrown here; should a later toml++ do so, C must not see it. */
-                return fail(problem, -EIO, {}, "toml++ failed unexpectedly");
-        }
+        });
 }
 
 extern "C" int toml_json_to_text(json_object *object, char **ret_text, toml_problem *problem)
 {
-        toml_json::check_failed = false;
-        try {
+        return guarded(problem, [&]() {
                 toml::table table = table_from_json(object, where{ nullptr, {}, 0 }, 1);
                 std::string text = text_of(table);
                 /* What toml++ wrote must read back as what it was given: a string that is not
@@ -383,11 +391,5 @@ extern "C" int toml_json_to_text(json_object *object, char **ret_text, toml_prob
                         return -ENOMEM;
                 *ret_text = copy;
                 return 0;
-        } catch (const refusal &r) {
-                return fail(problem, r.code, r.at, r.message.c_str());
-        } catch (const std::bad_alloc &) {
-                return -ENOMEM;
-        } catch (...) {
-                return fail(problem, -EIO, {}, "toml++ failed unexpectedly");
-        }
+        });
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "textdiff.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <git2/patch.h>
 
 #include "config.h"
+#include "dlsyms.h"
 
 static struct {
         int (*init)(void);
@@ -31,14 +31,11 @@ static struct {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_error[256];
 
-#define SYM(field, name) { (void **) &git2.field, #name }
+#define SYM(field, name) DL_SYMBOL(git2.field, name)
 
 static void load(void)
 {
-        static const struct {
-                void **fn;
-                const char *name;
-        } table[] = {
+        static const dl_symbol table[] = {
                 SYM(init, git_libgit2_init),
                 SYM(options_init, git_diff_options_init),
                 SYM(patch_from_buffers, git_patch_from_buffers),
@@ -49,20 +46,10 @@ static void load(void)
                 SYM(error_last, git_error_last),
         };
         /* The soname of the libgit2 the build found (config.h): its structures are the
-         * headers'. Never unloaded. */
-        void *h = dlopen(AISB_LIBGIT2_SONAME, RTLD_NOW | RTLD_NODELETE);
-        if (!h) {
-                snprintf(load_error, sizeof load_error, "%s", dlerror());
+         * headers'. */
+        if (dl_symbols_load(AISB_LIBGIT2_SONAME, table, sizeof table / sizeof table[0], load_error,
+                            sizeof load_error) < 0)
                 return;
-        }
-        for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-                *table[i].fn = dlsym(h, table[i].name);
-                if (!*table[i].fn) {
-                        snprintf(load_error, sizeof load_error, "%s has no %s", AISB_LIBGIT2_SONAME, table[i].name);
-                        git2.init = NULL;
-                        return;
-                }
-        }
         if (git2.init() < 0) {
                 snprintf(load_error, sizeof load_error, "%s did not start", AISB_LIBGIT2_SONAME);
                 git2.init = NULL;
