@@ -926,14 +926,18 @@ static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, co
 }
 
 /* A ConfigMap of files (the run's copy of the project's settings, the bridged ones), named
- * like the pod and then what it holds. */
+ * like the pod and then what it holds; its keys sorted, whatever order a directory lists. */
 static json_object *files_config_map(const kube_names *n, const char *what, const project_settings *files)
 {
         char name[64];
         _cleanup_json_ json_object *data = json_object_new_object();
+        _cleanup_strv_free_ char **keys = NULL;
         int r = data ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < files->n_files; i++)
-                r = json_build_into(data, JSON_BUILD_PAIR_STRING(files->files[i].name, files->files[i].data));
+                r = strv_push(&keys, files->files[i].name);
+        strv_sort(keys);
+        for (size_t i = 0; r >= 0 && keys && keys[i]; i++)
+                r = json_build_into(data, JSON_BUILD_PAIR_STRING(keys[i], project_settings_find(files, keys[i])->data));
         return r < 0 ? NULL
                      : kube_object("v1", "ConfigMap",
                                    metadata_object(volume_name(name, n->sandbox, what), sandbox_labels(n, false), false),

@@ -387,10 +387,29 @@ START_TEST(test_refused)
                                       strstr(aisb_error_message(err), "--protect none, or --target podman"),
                               "%s", aisb_error_message(err));
                 aisb_error_free(err);
-                /* podman: the project is the user's tree, kept as a run keeps it */
+                err = NULL;
+                /* podman: the project is the user's tree, kept as a run keeps it; its settings
+                 * the run's copy, in a ConfigMap */
+                ck_assert(mkdir("/tmp/aisb-kube-protect/.ai-sandbox", 0755) == 0 || errno == EEXIST);
+                FILE *notes = fopen("/tmp/aisb-kube-protect/.ai-sandbox/notes", "w");
+                ck_assert_ptr_nonnull(notes);
+                fputs("the project's own\n", notes);
+                fclose(notes);
                 out = manifests(q, &(kube_options) { .podman = true });
                 ck_assert_ptr_nonnull(strstr(out, "\"subPath\": \".git\""));
+                ck_assert_ptr_nonnull(strstr(out, "\"notes\": \"the project's own\\n\""));
                 free(out);
+                /* what a ConfigMap cannot hold as it is: refused, not mangled */
+                notes = fopen("/tmp/aisb-kube-protect/.ai-sandbox/notes", "w");
+                ck_assert_ptr_nonnull(notes);
+                fputs("caf\xe9\n", notes);
+                fclose(notes);
+                ck_assert_int_eq(kube_manifests(q, &(kube_options) { .podman = true }, &out, &err), -EOPNOTSUPP);
+                ck_assert_msg(strstr(aisb_error_message(err), ".ai-sandbox/notes is not UTF-8 text"), "%s",
+                              aisb_error_message(err));
+                aisb_error_free(err);
+                err = NULL;
+                ck_assert_int_eq(unlink("/tmp/aisb-kube-protect/.ai-sandbox/notes"), 0);
                 /* and without them, a cluster takes it */
                 set(q, "protect", "none");
                 free(manifests(q, &(kube_options) {}));
