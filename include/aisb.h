@@ -672,9 +672,11 @@ AISB_PUBLIC int aisb_policy_inspect_json(const aisb_policy *policy, char **ret_t
 /* The same sandbox as Kubernetes objects, printed as JSON documents after "---" lines (valid
  * YAML): the gate's ConfigMap, Deployment, Service and NetworkPolicy, the workspace's
  * PersistentVolumeClaim, the sandbox's NetworkPolicy and its Pod (docs/kubernetes.md).
- * options: see aisb_kube_options (NULL: all of its defaults). -EOPNOTSUPP, saying why, for a
- * policy a cluster cannot enforce as it says (secrets, rules, host paths, ...). Reads only
- * what the image's content tag covers; the same policy gives the same text. */
+ * options: see aisb_kube_options (NULL: all of its defaults). The pod renders the plan a run
+ * of the policy has (its variables, entrypoint argv, mounts, protected paths, the harness's
+ * bridged configuration and level); -EOPNOTSUPP, saying why, for what a pod cannot have as the
+ * policy says (secrets, rules, host paths, ...). Reads what a run's plan reads and what the
+ * image's content tag covers; the same policy on the same machine gives the same text. */
 enum {
         /* The pod as a Sandbox of kubernetes-sigs/agent-sandbox (agents.x-k8s.io/v1beta1),
          * its podTemplate the same pod spec. */

@@ -248,6 +248,18 @@ static size_t utf8_sequence(const unsigned char *s, uint32_t *cp)
         return n;
 }
 
+bool json_utf8_valid(const char *text, size_t size)
+{
+        const unsigned char *s = (const unsigned char *) text;
+        for (size_t i = 0, n; i < size; i += n) {
+                uint32_t cp = 0;
+                n = s[i] == 0 ? 0 : s[i] < 0x80 ? 1 : utf8_sequence(s + i, &cp);
+                if (n == 0 || i + n > size)
+                        return false;
+        }
+        return true;
+}
+
 int json_text_safe(const char *text, char **ret)
 {
         _cleanup_(buffer_free) buffer b = {};

@@ -135,3 +135,6 @@ const char *json_text_checked(json_object *o, int flags);
  * These only occur inside strings, where the escapes mean those characters; a name that is
  * not UTF-8 is shown, not kept exactly. -ENOMEM. */
 int json_text_safe(const char *text, char **ret);
+/* Whether the size bytes of text (NUL-terminated there) are well-formed UTF-8 with no NUL:
+ * text a JSON string holds exactly. */
+bool json_utf8_valid(const char *text, size_t size);

@@ -12,23 +12,36 @@
  * writes. Everything is built with json-c and printed as JSON documents between "---"
  * lines: YAML 1.2 takes JSON as it is, and no YAML emitter of our own can get quoting wrong.
  *
- * Pure apart from reading what the image's content tag covers (the Containerfile's inputs,
- * the entrypoint binary): the same policy prints the same bytes.
+ * The sandbox is a rendering of the plan a run of the same policy has (plan.h): its
+ * variables, the entrypoint's argv, its mounts and protected paths, the allowlist, with a
+ * cluster's facts where they are not this machine's (kube_plan_make). What the plan has that
+ * a pod cannot is refused in one line, never left out (kube_check_policy, kube_check_plan).
+ * The harness's bridged configuration is what the local bridge writes for a fresh home, in a
+ * ConfigMap the entrypoint's seed copies into the home, as for an ephemeral home.
+ *
+ * It reads what a run's plan reads (the allowlists, the project's settings and protected
+ * paths, the harness's host configuration) and what the image's content tag covers, and
+ * writes nothing but a directory of its own for the bridge's files, removed at once: the
+ * same policy on the same machine prints the same bytes.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
+#include <limits.h>
 
 #include "allowlist.h"
+#include "fileio.h"
 #include "service.h"
 #include "security.h"
 #include "gate-squid.h"
+#include "harness.h"
 #include "image.h"
 #include "jsonutil.h"
 #include "kube.h"
 #include "plan.h"
 #include "podman.h"
 #include "policy.h"
-#include "protect.h"
+#include "project.h"
 #include "digest.h"
 
 #define KUBE_UID 1000
@@ -52,11 +65,6 @@ static void kube_label(const char *in, char *out, size_t size)
                 snprintf(out, size, "scratch");
 }
 
-typedef struct kube_names {
-        char sandbox[64]; /* aisb-SHORT-HASH: the pod, its NetworkPolicy, its env Secret */
-        char gate[64];    /* aisb-gate-HASH */
-        char gate_hash[17];
-} kube_names;
 
 /* What the sandbox's objects are made of, as text: the project, the network mode, the
  * allowlist and the names mapped for the gate, the variables' names, the command, the caps,
@@ -251,24 +259,6 @@ static json_object *resources(const aisb_policy *p)
                                             JSON_BUILD_PAIR_TAKE("requests", quantities(p))));
 }
 
-static int image_ref(const aisb_policy *p, const kube_options *o, bool gate, char **ret, aisb_error **err)
-{
-        _cleanup_(image_facts_done) image_facts f = {};
-        int r = image_gather(p, gate ? IMAGE_GATE : IMAGE_SANDBOX, &f, err);
-        if (r < 0)
-                return r;
-        _cleanup_free_ char *tag = NULL, *repo = NULL;
-        if (!o->image_repo) {
-                *ret = steal_pointer(&f.tag);
-                return 0;
-        }
-        if (asprintf(&repo, "%s/%s", o->image_repo, gate ? "aisb-gate" : "aisb") < 0 ||
-            image_context_tag(repo, &f.context, &tag) < 0)
-                return error_oom(err);
-        *ret = steal_pointer(&tag);
-        return 0;
-}
-
 static const char *pull_policy(const kube_options *ko)
 {
         return ko->image_repo ? "IfNotPresent" : "Never";
@@ -382,7 +372,7 @@ static void gate_parts_done(gate_parts *g)
         free(g->image);
 }
 
-static int gate_parts_make(const aisb_policy *p, const kube_options *ko, const allowlist *l, gate_parts *g,
+static int gate_parts_make(const aisb_policy *p, const allowlist *l, const char *image, gate_parts *g,
                            aisb_error **err)
 {
         int r = gate_ports(l, g->ports, &g->n_ports, err);
@@ -398,8 +388,8 @@ static int gate_parts_make(const aisb_policy *p, const kube_options *ko, const a
         r = gate_squid_config(l, &so, &g->conf, err);
         if (r >= 0 && p->add_hosts)
                 r = gate_squid_hosts_file((const char *const *) p->add_hosts, &g->hosts, err);
-        if (r >= 0)
-                r = image_ref(p, ko, true, &g->image, err);
+        if (r >= 0 && !(g->image = strdup(image)))
+                r = error_oom(err);
         return r;
 }
 
@@ -522,10 +512,10 @@ static json_object *gate_network_policy(const kube_names *n, const gate_parts *g
 /* The gate's ConfigMap and Deployment, and on a cluster its Service and NetworkPolicy
  * (podman takes neither). */
 static int gate_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
-                        json_object *docs, aisb_error **err)
+                        const char *image, json_object *docs, aisb_error **err)
 {
         _cleanup_(gate_parts_done) gate_parts g = {};
-        int r = gate_parts_make(p, ko, l, &g, err);
+        int r = gate_parts_make(p, l, image, &g, err);
         if (r < 0)
                 return r;
         r = json_build_into(docs, JSON_BUILD_TAKE(gate_config_map(n, &g)), JSON_BUILD_TAKE(gate_deployment(ko, n, &g)),
@@ -543,123 +533,238 @@ static void service_host_variable(const kube_names *n, char var[static 80])
         snprintf(var + k, 80 - k, "_SERVICE_HOST");
 }
 
-/* The gate's address as the sandbox's environment holds it: Kubernetes' variables for a
- * Service that exists when the pod starts (the Service comes before the Pod here), so the
- * sandbox needs no DNS. Were the Service missing, the URL stays unexpanded and every request
- * fails: closed, not open. */
-static int proxy_url(const kube_names *n, char **ret)
-{
-        char var[80];
-        service_host_variable(n, var);
-        return asprintf(ret, "http://$(%s):%u", var, KUBE_GATE_PORT) < 0 ? -ENOMEM : 0;
-}
-
-/* The entrypoint's arguments for --netfilter init: the mode, the gate's address (its
- * Service's variable on a cluster, read when the init container starts; the fixed one for
- * podman) and each address entry. */
-static int netfilter_net_args(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
-                              bool gate, char ***ret)
-{
-        _cleanup_strv_free_ char **args = NULL;
-        int r = strv_push(&args, "--net");
-        if (r >= 0)
-                r = strv_push(&args, p->net == SANDBOX_NET_ALLOW ? "allow" : "none");
-        if (r >= 0 && gate) {
-                _cleanup_free_ char *arg = NULL;
-                char var[80];
-                service_host_variable(n, var);
-                if (ko->podman ? asprintf(&arg, KUBE_PODMAN_GATE_IP ":%u", KUBE_GATE_PORT) < 0
-                               : asprintf(&arg, "%s:%u", var, KUBE_GATE_PORT) < 0)
-                        return -ENOMEM;
-                r = strv_push(&args, ko->podman ? "--allow" : "--allow-env");
-                if (r >= 0)
-                        r = strv_push(&args, arg);
-        }
-        for (size_t i = 0; r >= 0 && p->net == SANDBOX_NET_ALLOW && i < l->n; i++) {
-                _cleanup_free_ char *arg = NULL;
-                if (l->entries[i].kind != ALLOW_ADDRESS)
-                        continue;
-                r = allowlist_entrypoint_arg(&l->entries[i], &arg);
-                if (r >= 0)
-                        r = strv_push(&args, "--allow");
-                if (r >= 0)
-                        r = strv_push(&args, arg);
-        }
-        if (r < 0)
-                return r;
-        *ret = steal_pointer(&args);
-        return 0;
-}
-
 /* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
- * its default-drop ruleset in the pod's network namespace and exits; the containers after it
- * share that namespace and cannot change it. */
-static json_object *netfilter_init_containers(const aisb_policy *p, const kube_options *ko, const allowlist *l,
-                                              const kube_names *n, bool gate, const char *image)
+ * the ruleset the plan's network would have (ruleset_args: the gate's address, from its
+ * Service's variable on a cluster, read when the init container starts; the fixed one for
+ * podman; and each address entry) in the pod's network namespace and exits; the containers
+ * after it share that namespace and cannot change it. */
+static json_object *netfilter_init_containers(const aisb_policy *p, const kube_options *ko, const kube_plan *k)
 {
-        _cleanup_strv_free_ char **net_args = NULL, **argv = NULL;
-        if (netfilter_net_args(p, ko, l, n, gate, &net_args) < 0)
-                return NULL;
-        entrypoint_spec es = { .no_ids = true, .net_args = (const char *const *) net_args, .ruleset_only = true };
+        _cleanup_strv_free_ char **argv = NULL;
+        entrypoint_spec es = { .no_ids = true, .net_args = (const char *const *) k->plan.net.ruleset_args,
+                               .ruleset_only = true };
         if (plan_entrypoint_argv(&es, &argv) < 0)
                 return NULL;
         return json_built(JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
-                JSON_BUILD_PAIR_STRING("name", "netfilter"), JSON_BUILD_PAIR_STRING("image", image),
+                JSON_BUILD_PAIR_STRING("name", "netfilter"), JSON_BUILD_PAIR_STRING("image", k->image),
                 JSON_BUILD_PAIR_STRING("imagePullPolicy", pull_policy(ko)), JSON_BUILD_PAIR_STRV("command", argv),
                 JSON_BUILD_PAIR_TAKE("securityContext", kube_security(&security_netfilter)),
                 JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", resources(p)))));
 }
 
-/* On one machine the project is the user's own tree: what a run keeps from the agent is kept
- * here too, as mounts of the project volume's subpaths over themselves (read-only, or a git
- * directory over itself so that it cannot be moved aside). A git directory outside the
- * project (a worktree's) is a host path the pod is not given: refused. */
-static int protect_for_podman(const aisb_policy *p, const kube_options *ko, protect_plan *plan, aisb_error **err)
+/* A string member of a libpod mount (container.h), or "". */
+static const char *mount_field(json_object *m, const char *key)
 {
-        if (!ko->podman || !p->project || !p->protect || !p->protect[0])
-                return 0;
-        int r = protect_plan_make(p->project, p->project_is_cwd, (const char *const *) p->protect, (unsigned) getuid(),
-                                  plan, err);
-        if (r < 0)
-                return r;
-        if (plan->outside)
-                return aisb_error_set(err, -EOPNOTSUPP,
-                                      "kube: the project's .git names %s, outside the project, which the pod is not "
-                                      "given; run from the repository's main worktree, or --protect=-.git",
-                                      plan->outside[0]);
-        return 0;
+        json_object *v = NULL;
+        return json_object_object_get_ex(m, key, &v) ? json_object_get_string(v) : "";
+}
+
+static bool mount_read_only(json_object *m)
+{
+        json_object *options = NULL;
+        (void) json_object_object_get_ex(m, "options", &options);
+        for (size_t i = 0; options && i < json_object_array_length(options); i++)
+                if (streq(json_object_get_string(json_object_array_get_idx(options, i)), "ro"))
+                        return true;
+        return false;
+}
+
+/* What a run's memory-backed directories are in a pod: emptyDirs, /run in memory (the
+ * entrypoint's and the runtime's few files), the rest on the node's disk, counted in the
+ * container's ephemeral storage (resources). The home is fresh in every pod, whichever the
+ * local plan has (its home volume, or an ephemeral home's tmpfs): nothing of one pod's home
+ * reaches the next, and the harness's settings come from the bridge's ConfigMap. */
+static const struct scratch_dir {
+        const char *path, *what, *medium;
+} scratch_dirs[] = {
+        { AISB_SANDBOX_HOME, "home", NULL },
+        { "/tmp", "tmp", NULL },
+        { "/var/tmp", "var-tmp", NULL },
+        { "/run", "run", "Memory" },
+};
+
+/* The pod's volumes and the sandbox's volumeMounts, rendered from the plan's mounts. */
+typedef struct pod_volumes {
+        json_object *mounts, *volumes;
+        char **names; /* of the volumes in volumes */
+        unsigned n_host;
+} pod_volumes;
+
+static void pod_volumes_done(pod_volumes *v)
+{
+        json_object_put(v->mounts);
+        json_object_put(v->volumes);
+        strv_free(v->names);
+}
+
+/* A volume (name: its "name"), once; taken. */
+static int add_volume(pod_volumes *v, const char *name, json_object *volume)
+{
+        _cleanup_json_ json_object *o = volume;
+        for (size_t i = 0; v->names && v->names[i]; i++)
+                if (streq(v->names[i], name))
+                        return 0;
+        int r = o ? strv_push(&v->names, name) : -ENOMEM;
+        return r < 0 ? r : json_build_into(v->volumes, JSON_BUILD_TAKE(steal_pointer(&o)));
+}
+
+static int add_mount(pod_volumes *v, const char *name, const char *path, bool read_only, const char *sub_path)
+{
+        return json_build_into(v->mounts, JSON_BUILD_TAKE(volume_mount(name, path, read_only, sub_path)));
+}
+
+static json_object *config_map_volume(const char *name)
+{
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", name),
+                JSON_BUILD_PAIR("configMap", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("name", name)))));
+}
+
+/* The workspace: the project itself on one machine, a claim on a cluster. */
+static json_object *project_volume(const aisb_policy *p, const kube_options *ko, const kube_names *n, const char *name)
+{
+        return json_built(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR_STRING("name", name),
+                JSON_BUILD_PAIR_CONDITION(ko->podman, JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
+                                                                                   JSON_BUILD_PAIR_STRING("path", p->project),
+                                                                                   JSON_BUILD_PAIR_STRING("type",
+                                                                                                          "Directory")))),
+                JSON_BUILD_PAIR_CONDITION(!ko->podman,
+                                          JSON_BUILD_PAIR("persistentVolumeClaim",
+                                                          JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("claimName",
+                                                                                                   n->sandbox))))));
+}
+
+static int scratch_volume(const aisb_policy *p, const kube_names *n, pod_volumes *v, const char *path,
+                          const char *size_option)
+{
+        unsigned long long size = p->tmp_size;
+        if (size_option && startswith(size_option, "size=") && parse_uint(size_option + 5, ULLONG_MAX, &size) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(scratch_dirs); i++) {
+                if (!streq(scratch_dirs[i].path, path))
+                        continue;
+                char name[64];
+                volume_name(name, n->sandbox, scratch_dirs[i].what);
+                int r = add_volume(v, name, empty_dir(name, scratch_dirs[i].medium, size));
+                return r < 0 ? r : add_mount(v, name, path, false, NULL);
+        }
+        return -EOPNOTSUPP;
+}
+
+/* One mount of the plan's, as the pod has it: the project (its volume), the run's copy of
+ * its settings and the bridged files (ConfigMaps: a file each, by subPath, for the seed,
+ * whose copy takes regular files only), a protected path (a subPath of the project's
+ * volume over itself), a scratch directory (scratch_dirs), and on one machine a path of the
+ * host's (the agents directory, a harness's read-only directories) as itself. */
+static int render_mount(const aisb_policy *p, const kube_options *ko, const kube_plan *k, json_object *m,
+                        pod_volumes *v, aisb_error **err)
+{
+        const kube_names *n = &k->names;
+        const char *type = mount_field(m, "type"), *source = mount_field(m, "source"),
+                   *dest = mount_field(m, "destination");
+        bool ro = mount_read_only(m);
+        char name[64];
+        int r;
+        if (streq(type, "tmpfs")) {
+                json_object *options = NULL;
+                (void) json_object_object_get_ex(m, "options", &options);
+                r = scratch_volume(p, n, v, dest, json_object_get_string(json_object_array_get_idx(options, 0)));
+        } else if (streq(dest, AISB_PROJECT_DIR)) {
+                volume_name(name, n->sandbox, "project");
+                r = add_volume(v, name, project_volume(p, ko, n, name));
+                r = r < 0 ? r : add_mount(v, name, dest, ro, NULL);
+        } else if (streq(dest, AISB_PROJECT_DIR "/" PROJECT_SETTINGS_DIR)) {
+                volume_name(name, n->sandbox, "settings");
+                r = add_volume(v, name, config_map_volume(name));
+                r = r < 0 ? r : add_mount(v, name, dest, true, NULL);
+        } else if (startswith(dest, AISB_PROJECT_DIR "/") && p->project && ko->podman) {
+                volume_name(name, n->sandbox, "project");
+                r = add_mount(v, name, dest, ro, dest + strlen(AISB_PROJECT_DIR "/"));
+        } else if (streq(dest, AISB_SEED_IN_SANDBOX)) {
+                volume_name(name, n->sandbox, "harness");
+                r = add_volume(v, name, config_map_volume(name));
+                for (size_t i = 0; r >= 0 && i < k->seed.n_files; i++) {
+                        _cleanup_free_ char *path = NULL;
+                        r = asprintf(&path, "%s/%s", dest, k->seed.files[i].name) < 0
+                                    ? -ENOMEM
+                                    : add_mount(v, name, path, true, k->seed.files[i].name);
+                }
+        } else if (streq(type, "bind") && ko->podman) {
+                char what[16];
+                snprintf(what, sizeof what, "host%u", v->n_host++);
+                volume_name(name, n->sandbox, what);
+                r = add_volume(v, name, json_built(JSON_BUILD_OBJECT(
+                                                JSON_BUILD_PAIR_STRING("name", name),
+                                                JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
+                                                                                    JSON_BUILD_PAIR_STRING("path", source),
+                                                                                    JSON_BUILD_PAIR_STRING("type", "Directory"))))));
+                r = r < 0 ? r : add_mount(v, name, dest, ro, NULL);
+        } else
+                r = -EOPNOTSUPP;
+        if (r == -EOPNOTSUPP || r == -EINVAL)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: %s (%s at %s) has no counterpart in a pod", source, type,
+                                      dest);
+        return r < 0 ? error_oom(err) : 0;
+}
+
+/* Every mount of the plan's create body, in its order but for the home, which comes after the
+ * project's: the body's home volume, or an ephemeral home's tmpfs. */
+static int pod_volumes_make(const aisb_policy *p, const kube_options *ko, const kube_plan *k, pod_volumes *v,
+                            aisb_error **err)
+{
+        json_object *mounts = NULL, *home = NULL;
+        v->mounts = json_object_new_array();
+        v->volumes = json_object_new_array();
+        if (!v->mounts || !v->volumes)
+                return error_oom(err);
+        if (json_object_object_get_ex(k->plan.body, "overlay_volumes", NULL) ||
+            json_object_object_get_ex(k->plan.body, "devices", NULL))
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: the plan has a layer or a device a pod cannot have");
+        (void) json_object_object_get_ex(k->plan.body, "mounts", &mounts);
+        bool home_volume = json_object_object_get_ex(k->plan.body, "volumes", &home);
+        int r = 0;
+        for (int pass = 0; r >= 0 && pass < 3; pass++) {
+                if (pass == 1 && home_volume && (r = scratch_volume(p, &k->names, v, AISB_SANDBOX_HOME, NULL)) < 0)
+                        return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "kube: the home: %s", strerror(-r));
+                for (size_t i = 0; r >= 0 && mounts && i < json_object_array_length(mounts); i++) {
+                        json_object *m = json_object_array_get_idx(mounts, i);
+                        const char *dest = mount_field(m, "destination");
+                        int at = streq(dest, AISB_PROJECT_DIR) || startswith(dest, AISB_PROJECT_DIR "/") ? 0
+                                 : streq(dest, AISB_SANDBOX_HOME)                                       ? 1
+                                                                                                         : 2;
+                        if (at == pass)
+                                r = render_mount(p, ko, k, m, v, err);
+                }
+        }
+        return r;
 }
 
 /* What the sandbox's objects are made of, computed before any is built. */
 typedef struct sandbox_parts {
-        protect_plan plan;
-        char *image;
-        char *proxy;  /* the gate's URL; NULL: no gate */
-        char **argv;  /* the entrypoint in its external mode, then the command */
+        pod_volumes volumes;
+        char **argv; /* the plan's entrypoint argv, then the command */
 } sandbox_parts;
 
 static void sandbox_parts_done(sandbox_parts *s)
 {
-        protect_plan_done(&s->plan);
-        free(s->image);
-        free(s->proxy);
+        pod_volumes_done(&s->volumes);
         strv_free(s->argv);
 }
 
-/* Kubernetes expands $(NAME) in a command and turns $$ into $: every '$' of the command
- * doubled, so that it runs as given (and names no variable's value). podman kube play
- * expands nothing: there the words go as they are. */
-static int sandbox_argv(const aisb_policy *p, const kube_options *ko, char ***ret)
+/* The plan's entrypoint argv and command. Kubernetes expands $(NAME) in a command and turns
+ * $$ into $: every '$' of the command doubled, so that it runs as given (and names no
+ * variable's value). podman kube play expands nothing: there the words go as they are. */
+static int sandbox_argv(const kube_options *ko, const kube_plan *k, char ***ret)
 {
-        _cleanup_strv_free_ char **argv = NULL;
-        static const char *const external[] = { "--net", "external", NULL };
-        entrypoint_spec es = { .uid = KUBE_UID, .gid = KUBE_UID, .net_args = external };
-        int r = plan_entrypoint_argv(&es, &argv);
-        const char *const *cmd = policy_command(p);
-        for (size_t i = 0; r >= 0 && cmd && cmd[i]; i++) {
+        _cleanup_strv_free_ char **argv = strv_copy((const char *const *) k->plan.entrypoint);
+        json_object *cmd = NULL;
+        int r = argv ? 0 : -ENOMEM;
+        (void) json_object_object_get_ex(k->plan.body, "command", &cmd);
+        for (size_t i = 0; r >= 0 && cmd && i < json_object_array_length(cmd); i++) {
                 _cleanup_(buffer_free) buffer word = {};
                 r = buffer_printf(&word, "%s", "");
-                for (const char *ch = cmd[i]; *ch && r >= 0; ch++)
+                for (const char *ch = json_object_get_string(json_object_array_get_idx(cmd, i)); *ch && r >= 0; ch++)
                         r = buffer_printf(&word, *ch == '$' && !ko->podman ? "$$" : "%c", *ch);
                 if (r >= 0)
                         r = strv_push(&argv, word.data);
@@ -670,22 +775,13 @@ static int sandbox_argv(const aisb_policy *p, const kube_options *ko, char ***re
         return 0;
 }
 
-static int sandbox_parts_make(const aisb_policy *p, const kube_options *ko, const kube_names *n, bool gate,
-                              sandbox_parts *s, aisb_error **err)
+static int sandbox_parts_make(const aisb_policy *p, const kube_options *ko, const kube_plan *k, sandbox_parts *s,
+                              aisb_error **err)
 {
-        int r = protect_for_podman(p, ko, &s->plan, err);
-        if (r >= 0)
-                r = image_ref(p, ko, false, &s->image, err);
-        if (r < 0)
-                return r;
-        if (gate && (ko->podman ? asprintf(&s->proxy, "http://%s:%u", n->gate, KUBE_GATE_PORT) < 0
-                                : proxy_url(n, &s->proxy) < 0)) {
-                s->proxy = NULL;
+        int r = pod_volumes_make(p, ko, k, &s->volumes, err);
+        if (r >= 0 && sandbox_argv(ko, k, &s->argv) < 0)
                 return error_oom(err);
-        }
-        if (sandbox_argv(p, ko, &s->argv) < 0)
-                return error_oom(err);
-        return 0;
+        return r;
 }
 
 static json_object *egress_to_gate(const kube_names *n)
@@ -731,115 +827,62 @@ static json_object *sandbox_network_policy(const aisb_policy *p, const allowlist
                         JSON_BUILD_PAIR_TAKE("egress", sandbox_egress(p, l, n, gate)))));
 }
 
-/* The proxy variables a local run's sandbox gets, with the gate's Service for the proxy. */
-static int proxy_env_values(const allowlist *l, const sandbox_parts *s, json_object *env)
+/* The plan's environment: a variable of the policy's (--env) from the Secret named like the
+ * pod, by name, never by value; every other as the plan has it (HOME, the proxy's, the
+ * harness's quiet variables and level). The terminal's own (TERM, LANG, ...) a pod has none
+ * of. */
+static json_object *sandbox_env(const aisb_policy *p, const kube_plan *k)
 {
-        _cleanup_strv_free_ char **proxy_env = NULL;
-        if (s->proxy && plan_proxy_env(l, s->proxy, false, &proxy_env) < 0)
-                return -ENOMEM;
-        int r = 0;
-        for (size_t i = 0; r >= 0 && proxy_env && proxy_env[i]; i++) {
-                _cleanup_free_ char *name = strndup(proxy_env[i], strcspn(proxy_env[i], "="));
-                r = json_build_into(env, JSON_BUILD_TAKE(name ? env_value(name, proxy_env[i] + strlen(name) + 1) : NULL));
-        }
-        return r;
-}
-
-/* HOME, the proxy's variables, and the policy's variables: values never, each comes from a
- * Secret the user makes. The terminal's own (TERM, LANG, ...) a pod has none of. */
-static json_object *sandbox_env(const aisb_policy *p, const allowlist *l, const kube_names *n, const sandbox_parts *s)
-{
-        _cleanup_json_ json_object *env = json_built(JSON_BUILD_ARRAY(JSON_BUILD_TAKE(env_value("HOME",
-                                                                                                 AISB_SANDBOX_HOME))));
-        int r = env ? proxy_env_values(l, s, env) : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < p->n_env; i++) {
-                if (policy_env_inherited(p->env[i].name))
+        _cleanup_json_ json_object *env = json_object_new_array();
+        int r = env ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && k->plan.env && k->plan.env[i]; i++) {
+                const char *kv = k->plan.env[i];
+                _cleanup_free_ char *name = strndup(kv, strcspn(kv, "="));
+                if (!name)
+                        return NULL;
+                bool policy = policy_env_named(p, name);
+                if (policy && policy_env_inherited(name))
                         continue;
+                if (!policy) {
+                        r = json_build_into(env, JSON_BUILD_TAKE(env_value(name, kv + strlen(name) + 1)));
+                        continue;
+                }
                 r = json_build_into(env, JSON_BUILD_OBJECT(
-                                                 JSON_BUILD_PAIR_STRING("name", p->env[i].name),
+                                                 JSON_BUILD_PAIR_STRING("name", name),
                                                  JSON_BUILD_PAIR("valueFrom", JSON_BUILD_OBJECT(JSON_BUILD_PAIR(
                                                                                       "secretKeyRef",
                                                                                       JSON_BUILD_OBJECT(
                                                                                               JSON_BUILD_PAIR_STRING(
-                                                                                                      "name", n->sandbox),
+                                                                                                      "name", k->names.sandbox),
                                                                                               JSON_BUILD_PAIR_STRING(
-                                                                                                      "key",
-                                                                                                      p->env[i].name)))))));
+                                                                                                      "key", name)))))));
         }
         return r < 0 ? NULL : steal_pointer(&env);
 }
 
-/* The project, what is kept from the agent over it, the home and the scratch space. */
-static json_object *sandbox_mounts(const aisb_policy *p, const kube_names *n, const sandbox_parts *s)
+static json_object *sandbox_container(const aisb_policy *p, const kube_options *ko, const kube_plan *k,
+                                      const sandbox_parts *s)
 {
-        char v_project[64], v_home[64], v_tmp[64], v_var_tmp[64], v_run[64];
-        volume_name(v_project, n->sandbox, "project");
-        _cleanup_json_ json_object *mounts = json_object_new_array();
-        int r = json_build_into(mounts, JSON_BUILD_TAKE_IF(p->project, volume_mount(v_project, AISB_PROJECT_DIR, false,
-                                                                                      NULL)));
-        for (size_t i = 0; r >= 0 && i < s->plan.n_mounts; i++) {
-                const protect_mount *m = &s->plan.mounts[i];
-                r = json_build_into(mounts, JSON_BUILD_TAKE(volume_mount(v_project, m->destination, m->read_only,
-                                                                         m->destination +
-                                                                                 strlen(AISB_PROJECT_DIR "/"))));
-        }
-        if (r >= 0)
-                r = json_build_into(
-                        mounts,
-                        JSON_BUILD_TAKE(volume_mount(volume_name(v_home, n->sandbox, "home"), AISB_SANDBOX_HOME, false, NULL)),
-                        JSON_BUILD_TAKE(volume_mount(volume_name(v_tmp, n->sandbox, "tmp"), "/tmp", false, NULL)),
-                        JSON_BUILD_TAKE(volume_mount(volume_name(v_var_tmp, n->sandbox, "var-tmp"), "/var/tmp", false, NULL)),
-                        JSON_BUILD_TAKE(volume_mount(volume_name(v_run, n->sandbox, "run"), "/run", false, NULL)));
-        return r < 0 ? NULL : steal_pointer(&mounts);
-}
-
-static json_object *sandbox_container(const aisb_policy *p, const kube_options *ko, const allowlist *l,
-                                      const kube_names *n, const sandbox_parts *s)
-{
+        json_object *work_dir = NULL;
+        (void) json_object_object_get_ex(k->plan.body, "work_dir", &work_dir);
         return json_built(JSON_BUILD_OBJECT(
-                JSON_BUILD_PAIR_STRING("name", "sandbox"), JSON_BUILD_PAIR_STRING("image", s->image),
+                JSON_BUILD_PAIR_STRING("name", "sandbox"), JSON_BUILD_PAIR_STRING("image", k->image),
                 JSON_BUILD_PAIR_STRING("imagePullPolicy", pull_policy(ko)), JSON_BUILD_PAIR_STRV("command", s->argv),
-                JSON_BUILD_PAIR_STRING("workingDir", p->project ? AISB_PROJECT_DIR : AISB_SANDBOX_HOME),
-                JSON_BUILD_PAIR_TAKE("env", sandbox_env(p, l, n, s)),
+                JSON_BUILD_PAIR_STRING("workingDir", json_object_get_string(work_dir)),
+                JSON_BUILD_PAIR_TAKE("env", sandbox_env(p, k)),
                 /* podman on a host whose cgroups it cannot delegate fails the pod for any:
                  * its own caps (aisb run's) are the way there. */
                 JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", resources(p)),
                 JSON_BUILD_PAIR_TAKE("securityContext", kube_security(&security_pod)),
-                JSON_BUILD_PAIR_TAKE("volumeMounts", sandbox_mounts(p, n, s))));
-}
-
-/* The workspace: the project itself on one machine, a claim on a cluster. */
-static json_object *project_volume(const aisb_policy *p, const kube_options *ko, const kube_names *n)
-{
-        char v_project[64];
-        return json_built(JSON_BUILD_OBJECT(
-                JSON_BUILD_PAIR_STRING("name", volume_name(v_project, n->sandbox, "project")),
-                JSON_BUILD_PAIR_CONDITION(ko->podman, JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
-                                                                                   JSON_BUILD_PAIR_STRING("path", p->project),
-                                                                                   JSON_BUILD_PAIR_STRING("type",
-                                                                                                          "Directory")))),
-                JSON_BUILD_PAIR_CONDITION(!ko->podman,
-                                          JSON_BUILD_PAIR("persistentVolumeClaim",
-                                                          JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("claimName",
-                                                                                                   n->sandbox))))));
-}
-
-static json_object *sandbox_volumes(const aisb_policy *p, const kube_options *ko, const kube_names *n)
-{
-        char v_home[64], v_tmp[64], v_var_tmp[64], v_run[64];
-        return json_built(JSON_BUILD_ARRAY(
-                JSON_BUILD_TAKE_IF(p->project, project_volume(p, ko, n)),
-                JSON_BUILD_TAKE(empty_dir(volume_name(v_home, n->sandbox, "home"), NULL, p->tmp_size)),
-                JSON_BUILD_TAKE(empty_dir(volume_name(v_tmp, n->sandbox, "tmp"), NULL, p->tmp_size)),
-                JSON_BUILD_TAKE(empty_dir(volume_name(v_var_tmp, n->sandbox, "var-tmp"), NULL, p->tmp_size)),
-                JSON_BUILD_TAKE(empty_dir(volume_name(v_run, n->sandbox, "run"), "Memory", 64ULL << 20))));
+                JSON_BUILD_PAIR_TAKE("volumeMounts", json_object_get(s->volumes.mounts))));
 }
 
 /* The gate's address comes from the Service's variables; nothing else is needed. podman has
  * no Services: a host alias names the gate's fixed address. */
-static json_object *pod_spec(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
-                             bool gate, const sandbox_parts *s)
+static json_object *pod_spec(const aisb_policy *p, const kube_options *ko, const kube_plan *k, const sandbox_parts *s)
 {
+        const kube_names *n = &k->names;
+        bool gate = k->gate;
         return json_built(JSON_BUILD_OBJECT(
                 JSON_BUILD_PAIR_STRING("restartPolicy", "Never"),
                 JSON_BUILD_PAIR_BOOL("automountServiceAccountToken", false),
@@ -860,19 +903,17 @@ static json_object *pod_spec(const aisb_policy *p, const kube_options *ko, const
                 JSON_BUILD_PAIR_CONDITION(ko->timeout_s, JSON_BUILD_PAIR_INT64("activeDeadlineSeconds",
                                                                                (int64_t) ko->timeout_s)),
                 JSON_BUILD_PAIR_TAKE("securityContext", pod_security(KUBE_UID)),
-                JSON_BUILD_PAIR("containers", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(sandbox_container(p, ko, l, n, s)))),
-                JSON_BUILD_PAIR_TAKE_IF(ko->netfilter_init, "initContainers",
-                                        netfilter_init_containers(p, ko, l, n, gate, s->image)),
-                JSON_BUILD_PAIR_TAKE("volumes", sandbox_volumes(p, ko, n))));
+                JSON_BUILD_PAIR("containers", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(sandbox_container(p, ko, k, s)))),
+                JSON_BUILD_PAIR_TAKE_IF(ko->netfilter_init, "initContainers", netfilter_init_containers(p, ko, k)),
+                JSON_BUILD_PAIR_TAKE("volumes", json_object_get(s->volumes.volumes))));
 }
 
 /* A Pod, or the agent-sandbox Sandbox (agents.x-k8s.io/v1beta1) around the same pod spec,
  * whose template carries the labels the NetworkPolicies select on. */
-static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
-                                bool gate, const sandbox_parts *s)
+static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, const kube_plan *k, const sandbox_parts *s)
 {
-        json_object *meta = metadata_object(n->sandbox, sandbox_labels(n, gate), ko->podman),
-                    *spec = pod_spec(p, ko, l, n, gate, s);
+        json_object *meta = metadata_object(k->names.sandbox, sandbox_labels(&k->names, k->gate), ko->podman),
+                    *spec = pod_spec(p, ko, k, s);
         if (!ko->as_sandbox)
                 return kube_object("v1", "Pod", meta, "spec", spec);
         return kube_object("agents.x-k8s.io/v1beta1", "Sandbox", meta, "spec",
@@ -880,20 +921,44 @@ static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, co
                                    "podTemplate",
                                    JSON_BUILD_OBJECT(JSON_BUILD_PAIR("metadata",
                                                                      JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE(
-                                                                             "labels", sandbox_labels(n, gate)))),
+                                                                             "labels", sandbox_labels(&k->names, k->gate)))),
                                                      JSON_BUILD_PAIR_TAKE("spec", spec))))));
 }
 
-/* The sandbox's NetworkPolicy (none for podman, which enforces none) and its pod. */
-static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const allowlist *l, const kube_names *n,
-                           bool gate, json_object *docs, aisb_error **err)
+/* A ConfigMap of files (the run's copy of the project's settings, the bridged ones), named
+ * like the pod and then what it holds; its keys sorted, whatever order a directory lists. */
+static json_object *files_config_map(const kube_names *n, const char *what, const project_settings *files)
+{
+        char name[64];
+        _cleanup_json_ json_object *data = json_object_new_object();
+        _cleanup_strv_free_ char **keys = NULL;
+        int r = data ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < files->n_files; i++)
+                r = strv_push(&keys, files->files[i].name);
+        strv_sort(keys);
+        for (size_t i = 0; r >= 0 && keys && keys[i]; i++)
+                r = json_build_into(data, JSON_BUILD_PAIR_STRING(keys[i], project_settings_find(files, keys[i])->data));
+        return r < 0 ? NULL
+                     : kube_object("v1", "ConfigMap",
+                                   metadata_object(volume_name(name, n->sandbox, what), sandbox_labels(n, false), false),
+                                   "data", steal_pointer(&data));
+}
+
+/* The ConfigMaps the pod's volumes name, its NetworkPolicy (none for podman, which enforces
+ * none) and the pod. */
+static int sandbox_objects(const aisb_policy *p, const kube_options *ko, const kube_plan *k, json_object *docs,
+                           aisb_error **err)
 {
         _cleanup_(sandbox_parts_done) sandbox_parts s = {};
-        int r = sandbox_parts_make(p, ko, n, gate, &s, err);
+        int r = sandbox_parts_make(p, ko, k, &s, err);
         if (r < 0)
                 return r;
-        r = json_build_into(docs, JSON_BUILD_TAKE_IF(!ko->podman, sandbox_network_policy(p, l, n, gate)),
-                            JSON_BUILD_TAKE(sandbox_pod(p, ko, l, n, gate, &s)));
+        r = json_build_into(docs, JSON_BUILD_TAKE_IF(k->facts.settings_copy, files_config_map(&k->names, "settings",
+                                                                                              &k->facts.settings)),
+                            JSON_BUILD_TAKE_IF(k->facts.seed_dir, files_config_map(&k->names, "harness", &k->seed)),
+                            JSON_BUILD_TAKE_IF(!ko->podman, sandbox_network_policy(p, &k->facts.net.list, &k->names,
+                                                                                   k->gate)),
+                            JSON_BUILD_TAKE(sandbox_pod(p, ko, k, &s)));
         return r < 0 ? error_oom(err) : 0;
 }
 
@@ -915,15 +980,12 @@ static int workspace_claim(const kube_options *ko, const kube_names *n, json_obj
 }
 
 /* What a cluster cannot be given as the policy says: refused, each in one line, rather than
- * emitted weaker. */
-static int kube_check(const aisb_policy *p, const kube_options *o, const allowlist *l, aisb_error **err)
+ * emitted weaker. These the policy alone decides, before anything is read. */
+static int kube_check_policy(const aisb_policy *p, const kube_options *o, aisb_error **err)
 {
         if (p->n_secrets)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --secret is not supported on Kubernetes yet "
                                                         "(the gate would hold the value); use --env NAME");
-        if (gate_squid_intercepts(l, 0))
-                return aisb_error_set(err, -EOPNOTSUPP, "kube: allowlist entries with methods or paths are not "
-                                                        "supported on Kubernetes yet (the gate would intercept TLS)");
         if (p->net == SANDBOX_NET_ALLOW && (p->no_gate || p->proxy))
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --%s has no meaning on Kubernetes: the gate is a pod "
                                                         "there",
@@ -940,43 +1002,209 @@ static int kube_check(const aisb_policy *p, const kube_options *o, const allowli
         if (p->review)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --review keeps a run's changes in a layer on this "
                                                         "machine; a cluster's workspace has none");
+        if (p->net == SANDBOX_NET_ALLOW && plan_asks(p, false))
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: --ask tty asks on this machine (aisb ask) about names "
+                                                        "the allowlist lacks; a cluster's gate cannot: --ask auto");
         if (o->netfilter_init && p->net == SANDBOX_NET_FULL)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: --netfilter init has no ruleset to install with --net full");
         if (o->podman && o->as_sandbox)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: podman plays no Sandbox: --target podman takes --as pod");
-        if (p->net == SANDBOX_NET_ALLOW && l->n == 0)
-                return aisb_error_set(err, -EINVAL, "--net allow with an empty allowlist reaches nothing: add "
-                                                    "--allow DOMAIN, or choose --net none");
+        return 0;
+}
+
+/* Files a ConfigMap holds as they are: keys it takes, UTF-8 text, within its size. */
+#define KUBE_CONFIG_MAP_MAX (1000 * 1000)
+static int config_map_check(const project_settings *files, const char *what, aisb_error **err)
+{
+        size_t total = 0;
+        for (size_t i = 0; i < files->n_files; i++) {
+                const project_file *f = &files->files[i];
+                total += f->size;
+                if (!*f->name || strlen(f->name) > 253 ||
+                    strspn(f->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") != strlen(f->name))
+                        return aisb_error_set(err, -EOPNOTSUPP, "kube: %s/%.64s: not a name a ConfigMap's key takes "
+                                                                "(letters, digits, '-', '.', '_')",
+                                              what, f->name);
+                if (!json_utf8_valid(f->data, f->size))
+                        return aisb_error_set(err, -EOPNOTSUPP, "kube: %s/%s is not UTF-8 text, which a ConfigMap "
+                                                                "holds as it is",
+                                              what, f->name);
+        }
+        if (total > KUBE_CONFIG_MAP_MAX)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: %s holds %zu bytes, more than a ConfigMap's %d", what,
+                                      total, KUBE_CONFIG_MAP_MAX);
+        return 0;
+}
+
+/* What the plan has that the pod cannot: refused in one line that names it and the option
+ * that takes it away. On a cluster, nothing of this machine's files: not the agents
+ * directory, a harness's directories, or the protected paths (binds of this machine's tree
+ * over itself; a claim is not that tree, and a subPath missing there would be made a
+ * directory). With podman a git directory outside the project is a path the pod is not
+ * given. */
+static int kube_check_plan(const aisb_policy *p, const kube_options *o, const kube_plan *k, aisb_error **err)
+{
+        const plan_facts *f = &k->facts;
+        if (!o->podman && f->agents_dir)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: %s is mounted at ~/.agents, a path of this machine's "
+                                                        "a cluster's pod does not have: --no-agents, or --target podman",
+                                      f->agents_dir);
+        if (!o->podman && f->n_harness_mounts)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: %s is mounted at %s, a path of this machine's a "
+                                                        "cluster's pod does not have: --no-harness-config, or --target "
+                                                        "podman",
+                                      f->harness_mounts[0].source, f->harness_mounts[0].destination);
+        if (f->protect.outside)
+                return aisb_error_set(err, -EOPNOTSUPP,
+                                      "kube: the project's .git names %s, outside the project, which the pod is not "
+                                      "given; run from the repository's main worktree, or --protect=-.git",
+                                      f->protect.outside[0]);
+        if (!o->podman && f->protect.n_mounts)
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: %s is protected, a bind of this machine's tree over "
+                                                        "itself; a cluster's workspace claim is not that tree: "
+                                                        "--protect none, or --target podman",
+                                      f->protect.mounts[0].destination);
+        int r = f->settings_copy ? config_map_check(&f->settings, PROJECT_SETTINGS_DIR, err) : 0;
+        return r < 0 ? r : config_map_check(&k->seed, harness_sandbox_dir(p) ? harness_sandbox_dir(p) : "", err);
+}
+
+/* Each regular file of dir, sorted by name. */
+static int read_files(int dir, project_settings *ret, aisb_error **err)
+{
+        _cleanup_strv_free_ char **names = NULL;
+        int fd = dup(dir);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return aisb_error_set(err, -errno, "kube: reading the bridged files: %s", strerror(errno));
+        }
+        int r = 0;
+        for (struct dirent *e; r >= 0 && (e = readdir(d));)
+                if (e->d_type == DT_REG)
+                        r = strv_push(&names, e->d_name);
+        closedir(d);
+        if (r < 0)
+                return error_oom(err);
+        strv_sort(names);
+        size_t n = strv_length((const char *const *) names);
+        if (n && !(ret->files = calloc(n, sizeof *ret->files)))
+                return error_oom(err);
+        for (size_t i = 0; i < n; i++) {
+                project_file *f = &ret->files[ret->n_files];
+                r = read_file_at(dir, names[i], KUBE_CONFIG_MAP_MAX + 1, &f->data, &f->size);
+                if (r < 0)
+                        return aisb_error_set(err, r, "kube: reading the bridged %s: %s", names[i], strerror(-r));
+                f->name = strdup(names[i]);
+                ret->n_files++;
+                if (!f->name)
+                        return error_oom(err);
+        }
+        return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(aisb_ctx *, aisb_ctx_free)
+
+/* The harness's files a fresh home gets from the bridge (harness_bridge_fresh), written in a
+ * directory of this process's own, read back and removed: a pod's home is new each start. Its
+ * warnings (what of the host's settings stays out) are the local run's to give. */
+static int kube_seed(const aisb_policy *p, project_settings *ret, aisb_error **err)
+{
+        _cleanup_(run_dir_remove) run_dir d = RUN_DIR_NULL;
+        _cleanup_(aisb_ctx_freep) aisb_ctx *ctx = NULL;
+        int r = run_dir_create(&d, err);
+        r = r < 0 ? r : aisb_ctx_new(&ctx, err);
+        r = r < 0 ? r : harness_bridge_fresh(ctx, p, d.fd, err);
+        return r < 0 ? r : read_files(d.fd, ret, err);
+}
+
+void kube_plan_done(kube_plan *k)
+{
+        plan_facts_done(&k->facts);
+        run_plan_done(&k->plan);
+        free(k->gate_host);
+        free(k->gate_address);
+        free(k->image);
+        free(k->gate_image);
+        project_settings_done(&k->seed);
+        *k = (kube_plan) {};
+}
+
+/* An image of the plan's facts by the name the objects give it: its local tag, or REPO/NAME:TAG. */
+static int image_name(const image_facts *f, const kube_options *o, const char *name, char **ret)
+{
+        _cleanup_free_ char *repo = NULL;
+        if (!o->image_repo)
+                return (*ret = strdup(f->tag)) ? 0 : -ENOMEM;
+        return asprintf(&repo, "%s/%s", o->image_repo, name) < 0 ? -ENOMEM : image_context_tag(repo, &f->context, ret);
+}
+
+int kube_plan_make(const aisb_policy *p, const kube_options *o, kube_plan *ret, aisb_error **err)
+{
+        _cleanup_(kube_plan_done) kube_plan k = {};
+        int r = kube_check_policy(p, o, err);
+        r = r < 0 ? r : plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DRY_RUN }, &k.facts, err);
+        if (r < 0)
+                return r;
+        plan_facts *f = &k.facts;
+        if (gate_squid_intercepts(&f->net.list, 0))
+                return aisb_error_set(err, -EOPNOTSUPP, "kube: allowlist entries with methods or paths are not "
+                                                        "supported on Kubernetes yet (the gate would intercept TLS)");
+        r = kube_names_make(p, o, &f->net.list, &k.names);
+        if (r < 0)
+                return aisb_error_set(err, r, "kube: cannot name the objects: %s", strerror(-r));
+        /* A cluster's facts where they are not this machine's: the pod's uid, the gate's pod
+         * (its Service's address, read from the variable Kubernetes sets, or podman's fixed
+         * one), the network enforced outside the sandbox, a home that is fresh each start and
+         * seeded with the bridged files, and on a cluster a workspace that is a claim, not the
+         * directory whose inode a local run checks. */
+        char var[80];
+        service_host_variable(&k.names, var);
+        k.gate = plan_needs_gate(p, f);
+        f->uid = f->gid = KUBE_UID;
+        f->gate_port = k.gate ? KUBE_GATE_PORT : 0;
+        if (o->podman ? !(k.gate_host = strdup(k.names.gate)) || !(k.gate_address = strdup(KUBE_PODMAN_GATE_IP))
+                      : asprintf(&k.gate_host, "$(%s)", var) < 0 || !(k.gate_address = strdup(var)))
+                return error_oom(err);
+        f->net.gate_host = k.gate_host;
+        f->net.gate_address = k.gate_address;
+        f->net.gate_address_env = !o->podman;
+        f->net.external = true;
+        f->seed_dir = harness_bridge_applies(p) ? "(the harness's bridged configuration: a ConfigMap)" : NULL;
+        if (!o->podman)
+                f->have_project_id = false;
+        r = plan_build(p, f, &k.plan, err);
+        if (r < 0)
+                return r;
+        if (image_name(&f->built, o, "aisb", &k.image) < 0 ||
+            (k.gate && f->built.gate && image_name(f->built.gate, o, "aisb-gate", &k.gate_image) < 0))
+                return error_oom(err);
+        if (f->seed_dir && (r = kube_seed(p, &k.seed, err)) < 0)
+                return r;
+        *ret = k;
+        k = (kube_plan) {};
         return 0;
 }
 
 int kube_manifests(const aisb_policy *p, const kube_options *ko, char **ret_text, aisb_error **err)
 {
-        _cleanup_(allowlist_done) allowlist l = {};
-        int r = 0;
-        if (p->net == SANDBOX_NET_ALLOW) {
-                r = policy_allowlist(p, NULL, &l, err);
-                if (r < 0)
-                        return r;
-        }
-        r = kube_check(p, ko, &l, err);
+        _cleanup_(kube_plan_done) kube_plan k = {};
+        int r = kube_plan_make(p, ko, &k, err);
         if (r < 0)
                 return r;
-        kube_names n = {};
-        r = kube_names_make(p, ko, &l, &n);
-        if (r < 0)
-                return aisb_error_set(err, r, "kube: cannot name the objects: %s", strerror(-r));
-        bool gate = p->net == SANDBOX_NET_ALLOW && allowlist_count_domains(&l) > 0;
+        unsigned parts = ko->parts ? ko->parts : KUBE_PART_GATE | KUBE_PART_SANDBOX;
+        if ((parts & KUBE_PART_SANDBOX) && (r = kube_check_plan(p, ko, &k, err)) < 0)
+                return r;
         _cleanup_json_ json_object *docs = json_object_new_array();
         if (!docs)
                 return error_oom(err);
-        unsigned parts = ko->parts ? ko->parts : KUBE_PART_GATE | KUBE_PART_SANDBOX;
         /* The Service before the Pod: the pod's environment names it. */
-        if (gate && (parts & KUBE_PART_GATE) && (r = gate_objects(p, ko, &l, &n, docs, err)) < 0)
+        if (k.gate && (parts & KUBE_PART_GATE) &&
+            (r = gate_objects(p, ko, &k.facts.net.list, &k.names, k.gate_image, docs, err)) < 0)
                 return r;
-        if ((parts & KUBE_PART_SANDBOX) && p->project && !ko->podman && workspace_claim(ko, &n, docs) < 0)
+        if ((parts & KUBE_PART_SANDBOX) && p->project && !ko->podman && workspace_claim(ko, &k.names, docs) < 0)
                 return error_oom(err);
-        if ((parts & KUBE_PART_SANDBOX) && (r = sandbox_objects(p, ko, &l, &n, gate, docs, err)) < 0)
+        if ((parts & KUBE_PART_SANDBOX) && (r = sandbox_objects(p, ko, &k, docs, err)) < 0)
                 return r;
         if (json_object_array_length(docs) == 0)
                 return aisb_error_set(err, -EINVAL, "kube: this policy has no gate: nothing to print for the gate alone");
@@ -1004,20 +1232,18 @@ static int image_repo_check(const char *image_repo, aisb_error **err)
         return 0;
 }
 
-/* One image built (or found) here and pushed as REPO/NAME:TAG, the name the objects give it. */
-static int push_image(aisb_ctx *ctx, const aisb_policy *p, const kube_options *o, bool gate, bool tls_verify,
+/* One image of the plan's built (or found) here and pushed as REPO/NAME:TAG, the name the
+ * objects give it. */
+static int push_image(aisb_ctx *ctx, const image_facts *f, const kube_options *o, const char *name, bool tls_verify,
                       aisb_error **err)
 {
-        _cleanup_(image_facts_done) image_facts f = {};
         _cleanup_free_ char *remote = NULL;
-        int r = image_gather(p, gate ? IMAGE_GATE : IMAGE_SANDBOX, &f, err);
-        if (r >= 0)
-                r = image_ensure(ctx, &f, NULL, err);
-        if (r >= 0)
-                r = image_ref(p, o, gate, &remote, err);
+        int r = image_ensure(ctx, f, NULL, err);
+        if (r >= 0 && image_name(f, o, name, &remote) < 0)
+                r = error_oom(err);
         if (r >= 0) {
                 aisb_log(ctx, AISB_LOG_INFO, "pushing %s", remote);
-                r = podman_image_push(ctx, f.tag, remote, tls_verify, err);
+                r = podman_image_push(ctx, f->tag, remote, tls_verify, err);
         }
         return r;
 }
@@ -1049,12 +1275,13 @@ int aisb_kube_push(aisb_ctx *ctx, const aisb_policy *p, const aisb_kube_options 
         if (r < 0)
                 return r;
         kube_options o = { .image_repo = image_repo };
-        r = push_image(ctx, p, &o, false, tls_verify, err);
-        /* The gate's image too, when this policy has a gate. */
-        _cleanup_(allowlist_done) allowlist l = {};
-        if (r >= 0 && p->net == SANDBOX_NET_ALLOW && policy_allowlist(p, NULL, &l, NULL) >= 0 &&
-            allowlist_count_domains(&l) > 0)
-                r = push_image(ctx, p, &o, true, tls_verify, err);
+        /* The images of the plan's facts: the gate's too, when this policy has a gate. */
+        _cleanup_(plan_facts_done) plan_facts f = {};
+        r = plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DRY_RUN, .network_only = true }, &f, err);
+        if (r >= 0)
+                r = push_image(ctx, &f.built, &o, "aisb", tls_verify, err);
+        if (r >= 0 && plan_needs_gate(p, &f) && f.built.gate)
+                r = push_image(ctx, f.built.gate, &o, "aisb-gate", tls_verify, err);
         return r;
 }
 

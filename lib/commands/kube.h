@@ -6,6 +6,7 @@
 #pragma once
 
 #include "error.h"
+#include "plan.h"
 #include "policy.h"
 
 typedef struct kube_options {
@@ -33,6 +34,27 @@ enum {
 #define KUBE_PODMAN_NETWORK "aisb-kube-internal"
 #define KUBE_PODMAN_SUBNET "10.89.78.0/24"
 #define KUBE_PODMAN_GATE_IP "10.89.78.10"
+
+typedef struct kube_names {
+        char sandbox[64]; /* aisb-SHORT-HASH: the pod, its NetworkPolicy, its env Secret */
+        char gate[64];    /* aisb-gate-HASH */
+        char gate_hash[17];
+} kube_names;
+
+/* The plan kube renders: a run's (plan_gather, plan_build) with a cluster's facts where they
+ * are not this machine's (kube.c: kube_plan_make), the objects' names and images, and the
+ * files the harness's bridge gives a fresh home. */
+typedef struct kube_plan {
+        plan_facts facts;
+        run_plan plan;
+        kube_names names;
+        bool gate;                     /* the policy goes through a gate */
+        char *gate_host, *gate_address; /* the facts' network borrows them */
+        char *image, *gate_image;      /* as the objects name them */
+        project_settings seed;         /* the bridged files (harness_bridge_fresh) */
+} kube_plan;
+int kube_plan_make(const aisb_policy *p, const kube_options *o, kube_plan *ret, aisb_error **err);
+void kube_plan_done(kube_plan *k);
 
 /* The objects as JSON documents, each after a "---" line (YAML 1.2 reads them): the gate's
  * ConfigMap, Deployment, Service and NetworkPolicy (when the policy goes through a gate),

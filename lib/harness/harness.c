@@ -1287,3 +1287,9 @@ int aisb_policy_hold_harness_keys(aisb_policy *p, char ***ret_held, aisb_error *
                 *ret_held = steal_pointer(&held);
         return 0;
 }
+
+int harness_bridge_fresh(aisb_ctx *ctx, const aisb_policy *p, int dir, aisb_error **err)
+{
+        /* No merge base and no sandbox's copy: the host's settings with policy on top. */
+        return harness_bridge_applies(p) ? bridge(ctx, p, harness_of_command(p), dir, -1, err) : 0;
+}

@@ -72,3 +72,7 @@ int harness_bridge_prepare(aisb_ctx *ctx, const aisb_policy *p, run_dir *rd, har
 /* What the bridge would do, as "bridge-...=" lines for aisb inspect: names and types, never
  * a value. */
 int harness_describe(const aisb_policy *p, buffer *b);
+/* The files the bridge writes for a fresh home (an ephemeral home's seed: the host's settings
+ * with policy on top, nothing of an earlier run's), into the empty directory dir: what aisb
+ * kube gives a pod, whose home is new each start. Nothing when the bridge does not apply. */
+int harness_bridge_fresh(aisb_ctx *ctx, const aisb_policy *p, int dir, aisb_error **err);

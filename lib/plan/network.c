@@ -23,6 +23,7 @@
 void sandbox_network_done(sandbox_network *n)
 {
         strv_free(n->entrypoint_args);
+        strv_free(n->ruleset_args);
         free(n->proxy_host);
         free(n->proxy_key);
         *n = (sandbox_network) {};
@@ -250,11 +251,14 @@ static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_ne
                 return r < 0 ? r : strv_push(&n->entrypoint_args, "--allow-dns");
         }
         if (network_needs_gate(p, in)) {
-                n->host_loopback = true;
+                n->host_loopback = !in->gate_host;
                 _cleanup_free_ char *dest = NULL;
-                if (asprintf(&dest, SANDBOX_HOST_LOOPBACK ":%u", in->gate_port) < 0 ||
-                    push_allow(&n->entrypoint_args, dest) < 0 ||
-                    proxy_through(n, SANDBOX_HOST_LOOPBACK, in->gate_port, in->gate_key) < 0)
+                if (asprintf(&dest, "%s:%u", in->gate_address ? in->gate_address : SANDBOX_HOST_LOOPBACK,
+                             in->gate_port) < 0 ||
+                    strv_push(&n->entrypoint_args, in->gate_address_env ? "--allow-env" : "--allow") < 0 ||
+                    strv_push(&n->entrypoint_args, dest) < 0 ||
+                    proxy_through(n, in->gate_host ? in->gate_host : SANDBOX_HOST_LOOPBACK, in->gate_port,
+                                  in->gate_key) < 0)
                         return -ENOMEM;
         }
         return push_address_entries(n, &in->list);
@@ -276,6 +280,12 @@ int network_plan(const aisb_policy *p, const network_backend *backend, const net
                         r = r < 0 ? r : strv_push(&n.entrypoint_args, "full");
                 } else
                         r = plan_allow(p, in, &n, err);
+        }
+        if (r >= 0 && in->external) {
+                n.ruleset_args = steal_pointer(&n.entrypoint_args);
+                n.host_loopback = false;
+                r = strv_push(&n.entrypoint_args, "--net");
+                r = r < 0 ? r : strv_push(&n.entrypoint_args, "external");
         }
         if (r == -ENOMEM)
                 return error_oom(err);

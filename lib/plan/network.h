@@ -41,6 +41,16 @@ typedef struct network_inputs {
         bool proxy_loopback;
         unsigned gate_port; /* set by the caller once a gate serves this run */
         const char *gate_key; /* and the key it asks of its clients, or NULL (gate_info) */
+        /* Borrowed, for a gate that is not on the host's loopback (aisb kube: a pod): the host
+         * the proxy variables name, and the address the ruleset allows (with gate_address_env,
+         * the variable that holds it when the entrypoint starts: --allow-env). NULL: both
+         * SANDBOX_HOST_LOOPBACK. */
+        const char *gate_host, *gate_address;
+        bool gate_address_env;
+        /* The network is enforced outside the sandbox (aisb kube: NetworkPolicies, and an init
+         * container's ruleset): its entrypoint is told --net external, and the ruleset the
+         * arguments would have installed is the plan's ruleset_args. */
+        bool external;
 } network_inputs;
 void network_inputs_done(network_inputs *in);
 /* Whether this policy's network, with these inputs, goes through a gate. */
@@ -58,6 +68,7 @@ typedef struct sandbox_network {
         const network_backend *backend; /* NULL with --net none */
         bool host_loopback;    /* the host's loopback mapped at SANDBOX_HOST_LOOPBACK */
         char **entrypoint_args; /* --net MODE [--allow DEST]... [--allow-dns] */
+        char **ruleset_args;    /* external: what entrypoint_args would have been; else NULL */
         /* The proxy the sandbox's clients are pointed at (the plan makes the variables):
          * NULL for none; the key a per-run gate asks of its clients, or NULL. */
         char *proxy_host;

@@ -4,8 +4,9 @@
 # the emitted Deployment (on the internal network at its fixed address and on one that reaches
 # out), the sandbox from the emitted Pod (on the internal network only); an allowlisted
 # stand-in is reached through the gate, a name not listed is refused, a direct connection has
-# no route; inside, no capability, no-new-privileges, seccomp; "podman kube down" removes the
-# pods. The same emitter writes the cluster's objects (golden files in tests/unit/kube).
+# no route; inside, no capability, no-new-privileges, seccomp; a harness's quiet variables,
+# bridged settings and level arrive; "podman kube down" removes the pods. The same emitter
+# writes the cluster's objects (golden files in tests/unit/kube).
 . "$(dirname "$0")/lib.sh"
 
 command -v catatonit >/dev/null || [ -x /usr/libexec/podman/catatonit ] ||
@@ -72,6 +73,8 @@ chmod 0777 "$E2E_TMP/project/.vscode" "$E2E_TMP/project/open"
 files=("$E2E_TMP/sandbox.json" "$E2E_TMP/gate.json")
 expect_contains "the sandbox's pod has no NetworkPolicy or Service here" '"kind": "Pod"' "$(cat "$E2E_TMP/sandbox.json")"
 expect_absent "(none emitted for podman)" '"kind": "Service"' "$(cat "$E2E_TMP/gate.json" "$E2E_TMP/sandbox.json")"
+expect_contains "the pod checks the project is what aisb chose, as a run does" '"--expect-mount",
+          "/project:' "$(cat "$E2E_TMP/sandbox.json")"
 
 # --push: the images the objects name, pushed through the podman service to a registry (a
 # stand-in on 127.0.0.1 that checks each blob against its digest), under exactly those names.
@@ -79,12 +82,20 @@ python3 "$AISB_SRC/tests/e2e/registry-stub.py" > "$E2E_TMP/registry.port" 2> "$E
 registry=$!
 for _ in $(seq 50); do [ -s "$E2E_TMP/registry.port" ] && break; sleep 0.1; done
 repo=127.0.0.1:$(cat "$E2E_TMP/registry.port")/team
+# For a cluster: its workspace claim is not this project's tree, whose protected paths (the
+# .vscode above) a cluster's pod cannot have (aisb kube refuses them, saying so).
 set +e
-"$AISB" kube --image-repo "$repo" --push "${policy[@]}" > /dev/null 2> "$E2E_TMP/push.err"
+"$AISB" kube "${policy[@]}" > /dev/null 2> "$E2E_TMP/cluster.err"
+rc=$?
+set -e
+expect_eq "for a cluster, the project's protected paths are refused" 2 "$rc"
+expect_contains "(naming them and what to do)" "/project/.vscode is protected" "$(cat "$E2E_TMP/cluster.err")"
+set +e
+"$AISB" kube --image-repo "$repo" --push --protect none "${policy[@]}" > /dev/null 2> "$E2E_TMP/push.err"
 rc=$?
 set -e
 expect_eq "a push to a registry speaking plain HTTP, without --insecure-registry, fails" 125 "$rc"
-"$AISB" kube --image-repo "$repo" --push --insecure-registry "${policy[@]}" > "$E2E_TMP/pushed.json" \
+"$AISB" kube --image-repo "$repo" --push --insecure-registry --protect none "${policy[@]}" > "$E2E_TMP/pushed.json" \
   2> "$E2E_TMP/push.err" || { cat "$E2E_TMP/push.err" >&2; fail "aisb kube --push"; }
 kill "$registry" 2>/dev/null || true
 named=$(grep -o "\"$repo/aisb[-a-z]*:[0-9a-f]*\"" "$E2E_TMP/pushed.json" | tr -d '"' | sort -u)
@@ -132,6 +143,52 @@ shared=$(comm -12 <(vols "$pod") <(vols "$gate_pod"))
 [ -n "$(vols "$pod")" ] || fail "the sandbox's pod shows no volumes"
 expect_eq "the sandbox's pod shares no volume with the gate's" "" "$shared"
 kube_down "$E2E_TMP/sandbox.json"
+
+# The pod is the run's plan: a harness's quiet variables, its bridged settings (the host's
+# with policy on top, from a ConfigMap the entrypoint's seed copies into the fresh home) and
+# the reasoning level reach it; the project's settings are the run's read-only copy. The
+# harnesses are stand-ins in the project, named as the harness (the bridge follows the
+# command's name), which print what they were given.
+mkdir -p "$E2E_TMP/project/bin" "$E2E_TMP/pi-host" "$E2E_TMP/claude-host"
+cat > "$E2E_TMP/project/bin/pi" <<'SH'
+#!/bin/sh
+echo "quiet=$PI_SKIP_VERSION_CHECK/$PI_TELEMETRY/$CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+echo "settings=$(tr -d ' \n' < "$HOME/.pi/agent/settings.json")"
+touch /project/.ai-sandbox/probe 2>/dev/null; echo "project-settings-write=$?"
+SH
+cat > "$E2E_TMP/project/bin/claude" <<'SH'
+#!/bin/sh
+echo "effort=$CLAUDE_CODE_EFFORT_LEVEL"
+echo "settings=$(tr -d ' \n' < "$HOME/.claude/settings.json")"
+SH
+chmod 0755 "$E2E_TMP/project/bin" "$E2E_TMP/project/bin/pi" "$E2E_TMP/project/bin/claude"
+echo '{"theme": "dark", "defaultThinkingLevel": "low"}' > "$E2E_TMP/pi-host/settings.json"
+echo '{"model": "opus", "effortLevel": "low"}' > "$E2E_TMP/claude-host/settings.json"
+harness_play() {
+  local file=$E2E_TMP/$1.json c
+  c=$(names_of "$file" | tail -1)-sandbox
+  files=("$file" "$E2E_TMP/gate.json")
+  podman kube play --network "$internal" "$file" >/dev/null || fail "podman kube play of $1"
+  [ "$(timeout 120 podman wait "$c" || echo timeout)" = 0 ] || { podman logs "$c" >&2; fail "the $1 pod's command"; }
+  podman logs "$c" 2>&1
+  kube_down "$file"
+}
+PI_CODING_AGENT_DIR=$E2E_TMP/pi-host "$AISB" kube --target podman --part sandbox --net none --no-agents \
+  --thinking high -- /project/bin/pi > "$E2E_TMP/pi.json"
+expect_contains "the bridged settings are a ConfigMap" '"settings.json": "{\n  \"theme\"' "$(cat "$E2E_TMP/pi.json")"
+out=$(harness_play pi)
+expect_contains "pi's quiet variables reach the pod" "quiet=1/0/1" "$out"
+expect_contains "the host's settings are in the fresh home, the level as policy over the host's" \
+  'settings={"theme":"dark","defaultThinkingLevel":"high"}' "$out"
+expect_contains "the project's settings are the run's read-only copy" "project-settings-write=1" "$out"
+[ ! -e "$E2E_TMP/project/.ai-sandbox/probe" ] || fail "the pod wrote the project's .ai-sandbox"
+CLAUDE_CONFIG_DIR=$E2E_TMP/claude-host "$AISB" kube --target podman --part sandbox --net none --no-agents \
+  --thinking high -- /project/bin/claude > "$E2E_TMP/claude.json"
+out=$(harness_play claude)
+expect_contains "claude's level reaches it in its environment" "effort=high" "$out"
+expect_contains "and in its bridged settings, over the host's" '"model":"opus"' "$out"
+expect_contains "(the level there)" '"CLAUDE_CODE_EFFORT_LEVEL":"high"' "$out"
+expect_absent "(the host's own level is not kept)" '"effortLevel":"low"' "$out"
 
 # --netfilter init: the sandbox played on the outside network too, where only the ruleset its
 # init container installs stands between it and the stand-in. First without it (control: the

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* aisb kube: each shape against its golden file (image tags aside, which hash the
- * entrypoint binary), every pod spec against the "restricted" Pod Security Standard, the
- * refusals, no value of a variable in the output, names a cluster takes. */
+ * entrypoint binary, and the project's device and inode), every pod spec against the
+ * "restricted" Pod Security Standard, the refusals, no value of a variable in the output,
+ * names a cluster takes; and for each policy of the plan test's matrix, the pod against the
+ * plan a local run of it has (test_renders_plan). */
 #include <check.h>
 #include <fcntl.h>
 #include <regex.h>
@@ -84,6 +86,17 @@ static char *untagged(const char *text)
                 memmove(colon + 4, at + m[0].rm_eo, strlen(at + m[0].rm_eo) + 1);
                 at = colon + 4;
         }
+        regfree(&re);
+        /* --expect-mount PATH:DEV:INO: this machine's device and inode of the project. */
+        ck_assert_int_eq(regcomp(&re, "\"(/project[^\":]*):[0-9]+:[0-9]+\"", REG_EXTENDED), 0);
+        buffer b = {};
+        regmatch_t g[2];
+        const char *at = out;
+        for (; regexec(&re, at, 2, g, 0) == 0; at += g[0].rm_eo)
+                ck_assert_int_ge(buffer_printf(&b, "%.*s:DEV:INO\"", (int) g[1].rm_eo, at), 0);
+        ck_assert_int_ge(buffer_printf(&b, "%s", at), 0);
+        free(out);
+        out = buffer_steal(&b);
         regfree(&re);
         return out;
 }
@@ -314,9 +327,10 @@ START_TEST(test_none)
         expect_golden(text, "none.json");
         json_object *docs = documents(text);
         check_all_pods(docs);
-        /* No gate, nothing out. */
-        ck_assert_uint_eq(json_object_array_length(docs), 2);
-        json_object *np = json_object_array_get_idx(docs, 0);
+        /* No gate, nothing out: the bridged settings' ConfigMap, the NetworkPolicy, the Pod. */
+        ck_assert_uint_eq(json_object_array_length(docs), 3);
+        ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(docs, 0), "kind")), "ConfigMap");
+        json_object *np = json_object_array_get_idx(docs, 1);
         ck_assert_str_eq(json_object_get_string(get(np, "kind")), "NetworkPolicy");
         ck_assert_uint_eq(json_object_array_length(get(np, "spec.egress")), 0);
         ck_assert_uint_eq(json_object_array_length(get(np, "spec.ingress")), 0);
@@ -338,6 +352,10 @@ START_TEST(test_refused)
                 { "allow-unenforced", "true", "--allow-unenforced is refused" },
                 { "device", "/dev/null", "--device names a host path" },
                 { "review", "true", "--review keeps a run's changes in a layer" },
+                { "ask", "tty", "--ask tty asks on this machine" },
+                /* A path of this machine's: with podman a hostPath, on a cluster refused. */
+                { "agents-dir", "/tmp", "/tmp is mounted at ~/.agents, a path of this machine's a cluster's pod "
+                                        "does not have: --no-agents" },
         };
         setenv("AISB_KUBE_TEST_KEY", "value-never-printed", 1);
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -354,6 +372,58 @@ START_TEST(test_refused)
                 ck_assert(!strchr(aisb_error_message(err), '\n'));
                 aisb_error_free(err);
                 aisb_policy_free(p);
+        }
+        /* The protected paths are binds of this machine's tree; a claim is not that tree. */
+        {
+                ck_assert(mkdir("/tmp/aisb-kube-protect", 0755) == 0 || errno == EEXIST);
+                ck_assert(mkdir("/tmp/aisb-kube-protect/.git", 0755) == 0 || errno == EEXIST);
+                aisb_policy *q = policy("none");
+                set(q, "no-cwd", "false");
+                set(q, "project", "/tmp/aisb-kube-protect");
+                char *out = NULL;
+                aisb_error *err = NULL;
+                ck_assert_int_eq(kube_manifests(q, &(kube_options) {}, &out, &err), -EOPNOTSUPP);
+                ck_assert_msg(strstr(aisb_error_message(err), "/project/.git is protected") &&
+                                      strstr(aisb_error_message(err), "--protect none, or --target podman"),
+                              "%s", aisb_error_message(err));
+                aisb_error_free(err);
+                err = NULL;
+                /* podman: the project is the user's tree, kept as a run keeps it; its settings
+                 * the run's copy, in a ConfigMap */
+                ck_assert(mkdir("/tmp/aisb-kube-protect/.ai-sandbox", 0755) == 0 || errno == EEXIST);
+                FILE *notes = fopen("/tmp/aisb-kube-protect/.ai-sandbox/notes", "w");
+                ck_assert_ptr_nonnull(notes);
+                fputs("the project's own\n", notes);
+                fclose(notes);
+                out = manifests(q, &(kube_options) { .podman = true });
+                ck_assert_ptr_nonnull(strstr(out, "\"subPath\": \".git\""));
+                ck_assert_ptr_nonnull(strstr(out, "\"notes\": \"the project's own\\n\""));
+                free(out);
+                /* what a ConfigMap cannot hold as it is: refused, not mangled */
+                notes = fopen("/tmp/aisb-kube-protect/.ai-sandbox/notes", "w");
+                ck_assert_ptr_nonnull(notes);
+                fputs("caf\xe9\n", notes);
+                fclose(notes);
+                ck_assert_int_eq(kube_manifests(q, &(kube_options) { .podman = true }, &out, &err), -EOPNOTSUPP);
+                ck_assert_msg(strstr(aisb_error_message(err), ".ai-sandbox/notes is not UTF-8 text"), "%s",
+                              aisb_error_message(err));
+                aisb_error_free(err);
+                err = NULL;
+                ck_assert_int_eq(unlink("/tmp/aisb-kube-protect/.ai-sandbox/notes"), 0);
+                /* and without them, a cluster takes it */
+                set(q, "protect", "none");
+                free(manifests(q, &(kube_options) {}));
+                aisb_policy_free(q);
+        }
+        /* the agents directory with podman: itself, read-only */
+        {
+                aisb_policy *q = policy("none");
+                set(q, "agents-dir", "/tmp");
+                char *out = manifests(q, &(kube_options) { .podman = true });
+                ck_assert_ptr_nonnull(strstr(out, "\"mountPath\": \"/home/sandbox/.agents\",\n            \"readOnly\": true"));
+                ck_assert_ptr_nonnull(strstr(out, "\"path\": \"/tmp\""));
+                free(out);
+                aisb_policy_free(q);
         }
         /* allow with nothing to allow */
         aisb_policy *p = policy("allow");
@@ -456,8 +526,10 @@ START_TEST(test_podman)
         podman_target = true;
         check_all_pods(docs);
         podman_target = false;
-        ck_assert_uint_eq(json_object_array_length(docs), 3); /* ConfigMap, Deployment, Pod */
-        json_object *pod = json_object_array_get_idx(docs, 2);
+        /* The gate's ConfigMap and Deployment, the ConfigMaps of the project's settings and the
+         * bridged ones, the Pod. */
+        ck_assert_uint_eq(json_object_array_length(docs), 5);
+        json_object *pod = json_object_array_get_idx(docs, 4);
         ck_assert_str_eq(json_object_get_string(get(pod, "kind")), "Pod");
         ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(get(pod, "spec.volumes"), 0), "hostPath.path")),
                          dir);
@@ -473,7 +545,7 @@ START_TEST(test_podman)
         o.parts = KUBE_PART_SANDBOX;
         text = manifests(p, &o);
         docs = documents(text);
-        ck_assert_uint_eq(json_object_array_length(docs), 1);
+        ck_assert_uint_eq(json_object_array_length(docs), 3);
         json_object_put(docs);
         free(text);
         /* podman plays no Sandbox */
@@ -586,10 +658,326 @@ START_TEST(test_names)
 }
 END_TEST
 
+/* ---- the plan's renderings: the pod is the plan a local run of the policy has ---- */
+
+/* test-plan.c's matrix: each row a policy, as keys and values. */
+typedef struct row {
+        const char *name;
+        const char *keys[12][2];
+        const char *refused; /* what kube's one line names, for what a pod cannot have */
+} row;
+
+static const row rows[] = {
+        { "none", { { "net", "none" } }, NULL },
+        { "full", { { "net", "full" } }, NULL },
+        { "gate", { { "net", "allow" }, { "allow", "example.org" }, { "allow", "192.0.2.10:5432" } }, NULL },
+        { "addresses", { { "net", "allow" }, { "allow", "192.0.2.10:5432" }, { "allow", "198.51.100.0/24" } }, NULL },
+        { "proxy", { { "net", "allow" }, { "proxy", "127.0.0.1:3128" }, { "allow", "192.0.2.10:5432" } }, "--proxy" },
+        { "secret", { { "net", "allow" }, { "allow", "api.example.com" }, { "secret", "AISB_PLAN_KEY@api.example.com" } },
+          "--secret" },
+        { "rules", { { "net", "allow" }, { "allow", "example.org GET,HEAD /v1/" } }, "methods or paths" },
+        { "mounts", { { "net", "none" }, { "mount", "/tmp:/data:ro" }, { "env", "AISB_PLAN_TOKEN=hunter2" } }, "--mount" },
+        { "devices", { { "net", "none" }, { "device", "/dev/null" } }, "--device" },
+        { "ephemeral", { { "net", "none" }, { "ephemeral-home", NULL }, { "insecure-keep-root", "true" } },
+          "--insecure-keep-root" },
+        { "codex", { { "net", "none" }, { "harness", "codex" } }, NULL },
+        { "claude", { { "net", "none" }, { "harness", "claude" } }, NULL },
+        /* beyond test-plan.c's: a variable of the policy's, an ephemeral home a pod can have */
+        { "env", { { "net", "none" }, { "env", "AISB_PLAN_TOKEN=hunter2" }, { "ephemeral-home", NULL } }, NULL },
+};
+
+#define MATRIX_PROJECT "/tmp/aisb-test-kube/acme"
+
+static aisb_policy *row_policy(const row *w, bool project)
+{
+        aisb_policy *p = policy("none");
+        set(p, "no-agents", "true");
+        set(p, "thinking", "high");
+        if (project) {
+                ck_assert(mkdir("/tmp/aisb-test-kube", 0755) == 0 || errno == EEXIST);
+                ck_assert(mkdir(MATRIX_PROJECT, 0755) == 0 || errno == EEXIST);
+                ck_assert(mkdir(MATRIX_PROJECT "/.git", 0755) == 0 || errno == EEXIST);
+                ck_assert(mkdir(MATRIX_PROJECT "/.vscode", 0755) == 0 || errno == EEXIST);
+                set(p, "no-cwd", "false");
+                set(p, "project", MATRIX_PROJECT);
+        }
+        setenv("AISB_PLAN_KEY", "s3cr3t-plan-key", 1);
+        for (size_t i = 0; i < ELEMENTSOF(w->keys) && w->keys[i][0]; i++)
+                set(p, w->keys[i][0], w->keys[i][1]);
+        return p;
+}
+
+static bool is_proxy_variable(const char *name)
+{
+        static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (streq(name, names[i]))
+                        return true;
+        return false;
+}
+
+/* The value of NAME in a NAME=VALUE list, or NULL. */
+static const char *env_of(char *const *env, const char *name)
+{
+        size_t n = strlen(name);
+        for (size_t i = 0; env && env[i]; i++)
+                if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+                        return env[i] + n + 1;
+        return NULL;
+}
+
+/* The pod's variable name as "VALUE", or as "secret:POD/NAME" for a Secret's; NULL: none. */
+static char *pod_env(json_object *container, const char *name)
+{
+        json_object *env = get(container, "env");
+        for (size_t i = 0; env && i < json_object_array_length(env); i++) {
+                json_object *e = json_object_array_get_idx(env, i);
+                if (!streq(json_object_get_string(get(e, "name")), name))
+                        continue;
+                if (get(e, "value"))
+                        return strdup(json_object_get_string(get(e, "value")));
+                char *out = NULL;
+                ck_assert_int_ge(asprintf(&out, "secret:%s/%s", json_object_get_string(get(e, "valueFrom.secretKeyRef.name")),
+                                          json_object_get_string(get(e, "valueFrom.secretKeyRef.key"))),
+                                 0);
+                return out;
+        }
+        return NULL;
+}
+
+/* The local plan's entrypoint argv as a pod's is told it: the pod's uid, --net external for
+ * the network's arguments (kube_plan.facts.net.external), no check of the project's inode on
+ * a cluster (the workspace is a claim), the bridge's seed (a pod's home is fresh). */
+static char **expected_argv(const aisb_policy *p, const run_plan *local, bool podman)
+{
+        char **v = NULL;
+        size_t n_net = strv_length((const char *const *) local->net.entrypoint_args);
+        for (size_t i = 0; local->entrypoint[i]; i++) {
+                const char *a = local->entrypoint[i];
+                if (streq(a, "--uid") || streq(a, "--gid")) {
+                        ck_assert_int_ge(strv_push(&v, a), 0);
+                        ck_assert_int_ge(strv_push(&v, "1000"), 0);
+                        i++;
+                } else if (streq(a, "--net")) {
+                        ck_assert_int_ge(strv_push(&v, "--net"), 0);
+                        ck_assert_int_ge(strv_push(&v, "external"), 0);
+                        i += n_net - 1;
+                } else if (streq(a, "--expect-mount") && !podman && startswith(local->entrypoint[i + 1], "/project:"))
+                        i++;
+                else if (streq(a, "--") && harness_bridge_applies(p) && !strv_contains((const char *const *) local->entrypoint, "--seed")) {
+                        char seed[256];
+                        snprintf(seed, sizeof seed, AISB_SEED_IN_SANDBOX ":%s", harness_sandbox_dir(p));
+                        ck_assert_int_ge(strv_push(&v, "--seed"), 0);
+                        ck_assert_int_ge(strv_push(&v, seed), 0);
+                        ck_assert_int_ge(strv_push(&v, a), 0);
+                } else
+                        ck_assert_int_ge(strv_push(&v, a), 0);
+        }
+        return v;
+}
+
+/* The body's mounts as "DEST ro|rw" lines, sorted; the home volume's too. */
+static char *body_mounts(json_object *body, bool seed)
+{
+        char **v = NULL;
+        json_object *mounts = get(body, "mounts");
+        for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i);
+                bool ro = strstr(json_object_to_json_string(get(m, "options")), "\"ro\"") != NULL;
+                char line[600];
+                snprintf(line, sizeof line, "%s %s", json_object_get_string(get(m, "destination")), ro ? "ro" : "rw");
+                ck_assert_int_ge(strv_push(&v, line), 0);
+        }
+        if (get(body, "volumes"))
+                ck_assert_int_ge(strv_push(&v, AISB_SANDBOX_HOME " rw"), 0);
+        if (seed && !strv_contains((const char *const *) v, AISB_SEED_IN_SANDBOX " ro"))
+                ck_assert_int_ge(strv_push(&v, AISB_SEED_IN_SANDBOX " ro"), 0);
+        strv_sort(v);
+        buffer b = {};
+        for (size_t i = 0; v && v[i]; i++)
+                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
+        strv_free(v);
+        return buffer_steal(&b);
+}
+
+/* The pod's volumeMounts the same way, the seed's files as their directory. */
+static char *pod_mounts(json_object *container)
+{
+        char **v = NULL;
+        json_object *mounts = get(container, "volumeMounts");
+        for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+                json_object *m = json_object_array_get_idx(mounts, i);
+                const char *path = json_object_get_string(get(m, "mountPath"));
+                char line[600];
+                snprintf(line, sizeof line, "%s %s", startswith(path, AISB_SEED_IN_SANDBOX "/") ? AISB_SEED_IN_SANDBOX : path,
+                         is_true(get(m, "readOnly")) ? "ro" : "rw");
+                if (!strv_contains((const char *const *) v, line))
+                        ck_assert_int_ge(strv_push(&v, line), 0);
+        }
+        strv_sort(v);
+        buffer b = {};
+        for (size_t i = 0; v && v[i]; i++)
+                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
+        strv_free(v);
+        return buffer_steal(&b);
+}
+
+static json_object *doc_named(json_object *docs, const char *kind, const char *name)
+{
+        for (size_t i = 0; i < json_object_array_length(docs); i++) {
+                json_object *d = json_object_array_get_idx(docs, i);
+                if (streq(json_object_get_string(get(d, "kind")), kind) &&
+                    (!name || streq(json_object_get_string(get(d, "metadata.name")), name)))
+                        return d;
+        }
+        return NULL;
+}
+
+/* For each policy of the matrix, with podman (the project, its protected paths) and for a
+ * cluster (scratch): the pod's variables, mounts and entrypoint argv are the plan's, and the
+ * local plan's but for the facts a pod has of its own; the bridged settings are in a
+ * ConfigMap the seed copies into the home, with the level in them (pi, codex) or in the
+ * environment too (claude); what a pod cannot have is refused in one line that names it. */
+START_TEST(test_renders_plan)
+{
+        const row *w = &rows[_i / 2];
+        bool podman = _i % 2 == 0;
+        aisb_policy *p = row_policy(w, podman);
+        kube_options o = { .podman = podman };
+        char *text = NULL;
+        aisb_error *err = NULL;
+        int r = kube_manifests(p, &o, &text, &err);
+        if (w->refused) {
+                ck_assert_msg(r == -EOPNOTSUPP, "%s: %d %s", w->name, r, aisb_error_message(err));
+                ck_assert_msg(startswith(aisb_error_message(err), "kube: ") && strstr(aisb_error_message(err), w->refused) &&
+                                      !strchr(aisb_error_message(err), '\n'),
+                              "%s: '%s' lacks '%s'", w->name, aisb_error_message(err), w->refused);
+                aisb_error_free(err);
+                aisb_policy_free(p);
+                return;
+        }
+        ck_assert_msg(r == 0, "%s: %s", w->name, aisb_error_message(err));
+        ck_assert_ptr_null(strstr(text, "hunter2"));
+        kube_plan k = {};
+        ck_assert_int_eq(kube_plan_make(p, &o, &k, NULL), 0);
+        plan_facts lf = {};
+        run_plan local = {};
+        ck_assert_int_eq(plan_gather(p, &(plan_gather_options) { .purpose = PLAN_DESCRIBE, .image = "x" }, &lf, NULL), 0);
+        ck_assert_int_eq(plan_build(p, &lf, &local, NULL), 0);
+
+        json_object *docs = documents(text);
+        json_object *pod = doc_named(docs, "Pod", NULL);
+        ck_assert_ptr_nonnull(pod);
+        json_object *c = json_object_array_get_idx(get(pod, "spec.containers"), 0);
+        const char *pod_name = json_object_get_string(get(pod, "metadata.name"));
+
+        /* The variables: the plan's, each; a policy's by name from the Secret; and the local
+         * plan's, but for the proxy's, which name the gate's pod. */
+        size_t n = 0;
+        for (size_t i = 0; k.plan.env[i]; i++) {
+                char *name = strndup(k.plan.env[i], strcspn(k.plan.env[i], "="));
+                char *got = pod_env(c, name), want[600];
+                if (policy_env_named(p, name))
+                        snprintf(want, sizeof want, "secret:%s/%s", pod_name, name);
+                else
+                        snprintf(want, sizeof want, "%s", k.plan.env[i] + strlen(name) + 1);
+                ck_assert_msg(got && streq(got, want), "%s: %s is %s, not %s", w->name, name, got ? got : "absent", want);
+                const char *there = env_of(local.env, name);
+                ck_assert_msg(there, "%s: %s is not the local plan's", w->name, name);
+                ck_assert_msg(is_proxy_variable(name) || streq(there, k.plan.env[i] + strlen(name) + 1),
+                              "%s: %s differs from the local plan's", w->name, name);
+                n++;
+                free(name);
+                free(got);
+        }
+        ck_assert_uint_eq(json_object_array_length(get(c, "env")), n);
+        ck_assert_uint_eq(strv_length((const char *const *) local.env), n);
+        for (const struct harness_env *q = harness_quiet_env; q->name; q++) {
+                char *got = pod_env(c, q->name);
+                ck_assert_msg(got && streq(got, q->value), "%s: %s", w->name, q->name);
+                free(got);
+        }
+        if (k.gate) {
+                char *proxy = pod_env(c, "HTTPS_PROXY");
+                ck_assert_msg(strstr(proxy, podman ? "http://aisb-gate-" : "http://$(AISB_GATE_"), "%s", proxy);
+                free(proxy);
+        }
+
+        /* The entrypoint's argv: the plan's, then the command; the local plan's as a pod is
+         * told it. */
+        json_object *cmd = get(c, "command");
+        size_t n_argv = strv_length((const char *const *) k.plan.entrypoint);
+        for (size_t i = 0; i < n_argv; i++)
+                ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(cmd, i)), k.plan.entrypoint[i]);
+        json_object *body_cmd = get(k.plan.body, "command");
+        ck_assert_uint_eq(json_object_array_length(cmd), n_argv + json_object_array_length(body_cmd));
+        char **want = expected_argv(p, &local, podman);
+        ck_assert_uint_eq(strv_length((const char *const *) want), n_argv);
+        for (size_t i = 0; i < n_argv; i++)
+                ck_assert_msg(streq(want[i], k.plan.entrypoint[i]), "%s: argument %zu is %s, not %s", w->name, i,
+                              k.plan.entrypoint[i], want[i]);
+        strv_free(want);
+
+        /* The mounts: the plan's body's, and the local plan's with the seed. */
+        bool bridge = harness_bridge_applies(p);
+        char *kube_body = body_mounts(k.plan.body, false), *local_body = body_mounts(local.body, bridge),
+             *in_pod = pod_mounts(c);
+        ck_assert_msg(streq(in_pod, kube_body), "%s: the pod mounts\n%s, the plan\n%s", w->name, in_pod, kube_body);
+        ck_assert_msg(streq(kube_body, local_body), "%s: kube's plan mounts\n%s, the local\n%s", w->name, kube_body,
+                      local_body);
+        if (podman)
+                ck_assert_msg(strstr(in_pod, AISB_PROJECT_DIR "/.git rw\n") && strstr(in_pod, AISB_PROJECT_DIR "/.vscode ro\n"),
+                              "%s", in_pod);
+        free(kube_body), free(local_body), free(in_pod);
+
+        /* The bridged settings, in a ConfigMap, with the level. */
+        char cm_name[128];
+        snprintf(cm_name, sizeof cm_name, "%s-harness", pod_name);
+        json_object *cm = doc_named(docs, "ConfigMap", cm_name);
+        ck_assert_msg(!!cm == bridge, "%s: bridged settings %s", w->name, cm ? "where none apply" : "missing");
+        harness_kind kind = harness_of_command(p);
+        if (kind == HARNESS_PI || kind == HARNESS_CLAUDE) {
+                const char *settings = json_object_get_string(json_object_object_get(get(cm, "data"), "settings.json"));
+                ck_assert_ptr_nonnull(settings);
+                ck_assert_msg(strstr(settings, kind == HARNESS_PI ? "\"defaultThinkingLevel\":\"high\""
+                                                                  : "\"CLAUDE_CODE_EFFORT_LEVEL\":\"high\""),
+                              "%s: %s", w->name, settings);
+        } else if (kind == HARNESS_CODEX) {
+                const char *config = json_object_get_string(json_object_object_get(get(cm, "data"), "config.toml"));
+                ck_assert_msg(config && strstr(config, "model_reasoning_effort = \"high\""), "%s: %s", w->name,
+                              config ? config : "(none)");
+        }
+        if (kind == HARNESS_CLAUDE) {
+                char *level = pod_env(c, "CLAUDE_CODE_EFFORT_LEVEL");
+                ck_assert_str_eq(level, "high");
+                free(level);
+        }
+        podman_target = podman;
+        check_all_pods(docs);
+        podman_target = false;
+
+        json_object_put(docs);
+        run_plan_done(&local);
+        plan_facts_done(&lf);
+        kube_plan_done(&k);
+        free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
 int main(void)
 {
+        /* The harness's host configuration the bridge reads: none, in a home of this run's. */
+        char home[] = "/tmp/aisb-kube-home.XXXXXX";
+        if (!mkdtemp(home))
+                return EXIT_FAILURE;
+        setenv("HOME", home, 1);
+        unsetenv("PI_CODING_AGENT_DIR");
+        unsetenv("CLAUDE_CONFIG_DIR");
+        unsetenv("CODEX_HOME");
         Suite *s = suite_create("kube");
         TCase *tc = tcase_create("manifests");
+        tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_options_defaults);
         tcase_add_test(tc, test_allow);
         tcase_add_test(tc, test_none);
@@ -600,7 +988,9 @@ int main(void)
         tcase_add_test(tc, test_review);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
+        tcase_add_loop_test(tc, test_renders_plan, 0, 2 * ELEMENTSOF(rows));
         suite_add_tcase(s, tc);
         int failed = unit_run(s) != EXIT_SUCCESS;
+        rmdir(home);
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
