@@ -7,10 +7,10 @@
  * effects (a run's directory and its copy of the settings) only when asked for a run.
  * plan_build() is pure: from the policy and those facts it makes the network, the
  * environment (values, and what may be shown of them), the entrypoint's argv and the create
- * body; the same inputs give the same bytes. The run applies the plan (run.c), and every
- * view of a run renders it: the dry run's requests, inspect and its JSON, the printed
- * ruleset and entrypoint plan; aisb kube takes its proxy variables, entrypoint argv and
- * security settings from the builders here.
+ * body, and the run's steps; the same inputs give the same bytes. The run applies the
+ * steps (run.c), and every view of a run renders the plan: the dry run's steps, inspect and
+ * its JSON, the printed ruleset and entrypoint plan, and aisb kube's pod (kube.c, with a
+ * pod's facts).
  */
 #pragma once
 
