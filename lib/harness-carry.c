@@ -211,12 +211,13 @@ static int carry(json_object *v, const char *const *paths, size_t n, buffer *pat
         if (!below)
                 return -ENOMEM;
         int count = 0;
-        size_t length = array ? json_object_array_length(v) : 0;
-        struct lh_entry *entry = array ? NULL : json_object_get_object(v)->head;
-        /* Arrays from their end, so that an element's removal moves none still to come. */
-        for (size_t i = length; array ? i-- > 0 : entry != NULL; entry = array ? NULL : entry->next) {
-                const char *key = array ? "*" : lh_entry_k(entry);
-                json_object *value = array ? json_object_array_get_idx(v, i) : (json_object *) lh_entry_v(entry);
+        /* An object's members in order; an array's elements from its end, so that an element's
+         * removal moves none still to come. */
+        size_t i = array ? json_object_array_length(v) : 0;
+        for (struct lh_entry *e = array ? NULL : json_object_get_object(v)->head; array ? i-- > 0 : e != NULL;
+             e = e ? e->next : NULL) {
+                const char *key = array ? "*" : lh_entry_k(e);
+                json_object *value = array ? json_object_array_get_idx(v, i) : (json_object *) lh_entry_v(e);
                 size_t m = 0;
                 bool whole = false;
                 for (size_t k = 0; k < n; k++) {
@@ -247,8 +248,8 @@ static int carry(json_object *v, const char *const *paths, size_t n, buffer *pat
                         return r;
                 count += r;
         }
-        for (size_t i = 0; doomed && doomed[i]; i++)
-                json_object_object_del(v, doomed[i]);
+        for (size_t d = 0; doomed && doomed[d]; d++)
+                json_object_object_del(v, doomed[d]);
         return count;
 }
 
