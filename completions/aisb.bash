@@ -7,7 +7,7 @@
 _aisb_run_options='--base-image --install --ca-cert --net --allow --no-gate --proxy
   --gate-add-host --secret --gate-idle-stop --ask --ask-timeout --network-backend --env --env-file --mount --protect --review --undo --device --no-cwd --memory --cpus --pids-limit --tmp-size
   --read-only --ephemeral-home --home-volume --shell --harness --node-source --thinking
-  --no-pi-config --no-harness-config --no-harness-keys --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
+  --no-pi-config --no-harness-config --no-harness-keys --bridge-carry --no-agents --agents-dir --allow-unenforced --insecure-keep-root --unsafe-create-patch
   --insecure-allow-host-ranges --strict-args --dry-run --print-policy --print-containerfile --print-ruleset
   --print-entrypoint --config --socket --quiet --verbose --unfiltered-output --help'
 

@@ -525,18 +525,16 @@ static bool header_value_secret(const char *name, json_object *v)
                value_looks_secret(json_object_get_string(v), (size_t) json_object_get_string_len(v));
 }
 
-/* A query parameter that is a credential: by its name (query_name_is_credential: Azure
- * Functions' code=, sig=, key=, access_token=, ...), whatever its value; or by a value that
- * looks like one's (value_looks_secret), as a header's: a query that codex adds to every
- * request is there to authenticate it, but for the parameters that say which API or
- * deployment is asked (api-version, the only one codex's documentation shows). */
+/* A query parameter whose value looks like a credential's (value_looks_secret), as a
+ * header's: a query that codex adds to every request is there to authenticate it, but for the
+ * parameters that say which API or deployment is asked (api-version, the only one codex's
+ * documentation shows). Its name is the scrub's (query_name_is_credential: Azure Functions'
+ * code=, sig=, key=, access_token=, ...). */
 static bool query_value_secret(const char *name, json_object *v)
 {
         static const char *const plain[] = { "api-version", "api_version", "apiversion", "version", "deployment",
                                              "deployment-id", "deployment_id", "model", "region", "location",
                                              "format", "locale", "language" };
-        if (query_name_is_credential(name))
-                return true;
         for (size_t i = 0; i < ELEMENTSOF(plain); i++)
                 if (strcasecmp(name, plain[i]) == 0)
                         return false;
@@ -561,8 +559,17 @@ static bool references_only(json_object *o)
         return true;
 }
 
+/* Whether path is one of named (the keys the user carries by name). */
+static bool path_named(const char *const *named, const buffer *path)
+{
+        for (; named && *named; named++)
+                if (strlen(*named) == path->size && memcmp(*named, path->data, path->size) == 0)
+                        return true;
+        return false;
+}
+
 /* The number of keys removed from o and below, or -ENOMEM. */
-static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
+static int scrub(json_object *o, const char *const *named, buffer *path, buffer *removed, table_kind kind)
 {
         int n = 0;
         if (json_object_is_type(o, json_type_array)) {
@@ -573,7 +580,7 @@ static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
                         size_t mark = path->size;
                         int r = buffer_printf(path, "[%zu]", i);
                         json_object *e = json_object_array_get_idx(o, i);
-                        r = r < 0 ? r : scrub(e, path, removed, TABLE_PLAIN);
+                        r = r < 0 ? r : scrub(e, named, path, removed, TABLE_PLAIN);
                         path->size = mark;
                         if (r < 0)
                                 return r;
@@ -594,7 +601,10 @@ static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
                  * string, or an array holding one: the whole key goes). A table of references
                  * holds names of variables, never values. */
                 bool references = streq(key, "env_http_headers") && references_only(value);
-                if (r >= 0 && (key_is_credential(key, kind != TABLE_PLAIN) ||
+                bool by_name = r >= 0 && !path_named(named, path) &&
+                               (key_is_credential(key, kind != TABLE_PLAIN) ||
+                                (kind == TABLE_QUERY && query_name_is_credential(key)));
+                if (r >= 0 && (by_name ||
                                (kind == TABLE_HEADERS && header_value_secret(key, value)) ||
                                (kind == TABLE_QUERY && query_value_secret(key, value)) ||
                                (!references && value_has_credential(value, 0)))) {
@@ -602,7 +612,7 @@ static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
                         if (r >= 0 && removed)
                                 r = buffer_printf(removed, "%.*s, ", (int) path->size, path->data);
                         n++;
-                } else if (r >= 0 && !references && (r = scrub(value, path, removed, kind_of_table(key))) > 0)
+                } else if (r >= 0 && !references && (r = scrub(value, named, path, removed, kind_of_table(key))) > 0)
                         n += r;
                 path->size = mark;
                 if (r < 0)
@@ -613,28 +623,11 @@ static int scrub(json_object *o, buffer *path, buffer *removed, table_kind kind)
         return n;
 }
 
-int harness_scrub_credentials(json_object *o, buffer *removed)
+int harness_scrub_credentials(json_object *o, const char *const *named, buffer *removed)
 {
         _cleanup_(buffer_free) buffer path = {};
-        int r = scrub(o, &path, removed, TABLE_PLAIN);
+        int r = scrub(o, named, &path, removed, TABLE_PLAIN);
         return r < 0 ? r : 0;
-}
-
-int claude_settings_scrub(json_object *settings, buffer *removed)
-{
-        /* Host commands that print a credential: they would run in the sandbox, on paths of
-         * the host's, and hand what they print to the agent. */
-        static const char *const helpers[] = { "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport",
-                                               "otelHeadersHelper" };
-        if (!json_object_is_type(settings, json_type_object))
-                return 0;
-        for (size_t i = 0; i < ELEMENTSOF(helpers); i++)
-                if (json_object_object_get_ex(settings, helpers[i], NULL)) {
-                        json_object_object_del(settings, helpers[i]);
-                        if (removed && buffer_printf(removed, "%s, ", helpers[i]) < 0)
-                                return -ENOMEM;
-                }
-        return harness_scrub_credentials(settings, removed);
 }
 
 /* codex-rs's ReasoningEffort. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pure rules of the claude and codex bridges (pi's are in pi-config.h): what of the host's
- * configuration never enters the sandbox, and what aisb sets there on every run whatever the
- * files say. Both work on json-c values (codex's TOML is read into one, toml-json.h); the
+ * The pure rules of the claude and codex bridges (pi's are in pi-config.h): what of the keys
+ * carried (harness-carry.h) still never enters the sandbox, and what aisb sets there on every
+ * run whatever the files say. Both work on json-c values (codex's TOML is read into one, toml-json.h); the
  * three-way merge itself is pi_merge_settings. docs/bridges.md says why each rule is there.
  */
 #pragma once
@@ -27,16 +27,11 @@ bool harness_key_is_credential(const char *key);
  * path (a webhook's), whatever its name; a string in an array takes the array's key with it.
  * A query parameter of codex's query_params goes by its name or by a value that looks like a
  * credential's, unless it says which API is asked (api-version). A table of references
- * ("env_http_headers": header name to variable name) is kept whole. Each removed key's dotted
- * path is appended to removed, followed by ", " (names, never values; NULL: not told).
- * Objects inside arrays are scrubbed too. -ENOMEM. */
-int harness_scrub_credentials(json_object *o, buffer *removed);
-
-/* claude's settings.json as the sandbox gets it: the host's, without credentials (above),
- * and without the settings that run a host command to make one (apiKeyHelper,
- * awsAuthRefresh, awsCredentialExport, otelHeadersHelper: they would run in the sandbox, and
- * what they print is a credential). In place; removed as above. -ENOMEM. */
-int claude_settings_scrub(json_object *settings, buffer *removed);
+ * ("env_http_headers": header name to variable name) is kept whole. A key whose dotted path is
+ * one of named (NULL-terminated; NULL: none) goes by its value only: the user carries it by
+ * name (bridge-carry). Each removed key's dotted path is appended to removed, followed by ", "
+ * (names, never values; NULL: not told). Objects inside arrays are scrubbed too. -ENOMEM. */
+int harness_scrub_credentials(json_object *o, const char *const *named, buffer *removed);
 
 /* codex's reasoning levels (config.toml model_reasoning_effort), plus "host". */
 bool codex_thinking_level_valid(const char *level);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "allowlist.h"
+#include "harness-carry.h"
 #include "security.h"
 #include "harness-config.h"
 #include "harness.h"
@@ -520,27 +521,60 @@ static bool run_passes(const aisb_policy *p, const char *name)
         return policy_env_named(p, name);
 }
 
-/* Say which of the host's settings stayed out, by name: those the run does not pass itself
- * ("env.NAME" the run sets with --env or --secret is not news). */
-static void warn_withheld(aisb_ctx *ctx, const aisb_policy *p, const char *origin, const buffer *removed)
+/* What of the host's files stayed there, for the one line a run says of it. */
+typedef struct bridge_note {
+        buffer held;     /* "N keys of FILE, N of FILE": on no carry-list */
+        buffer withheld; /* "FILE: KEY, KEY; FILE: KEY": carried, but credentials */
+        unsigned files;  /* 1 << carry_file of each file with keys held */
+        int total;       /* keys held, of every file */
+} bridge_note;
+
+/* A host file of f's (o, NULL: none) as the sandbox gets it, in place: only the keys f's
+ * carry-list and the run's bridge-carry name (the rest stays on the host: their count, their
+ * names appended to held); then, but for pi's models.json (whose keys pi_rewrite_models turns
+ * into variables), without what looks like a credential (named in removed), a key bridge-carry
+ * names by its whole path going by its value only. -ENOMEM. */
+static int carry_for_sandbox(const aisb_policy *p, carry_file f, json_object *o, buffer *held, buffer *removed)
 {
-        if (!removed->size)
-                return;
-        _cleanup_(buffer_free) buffer news = {};
-        _cleanup_free_ char *list = strndup(removed->data, removed->size);
+        const char *const *extra = (const char *const *) p->bridge_carry;
+        _cleanup_strv_free_ char **named = NULL;
+        int n = o ? harness_carry(o, f, extra, held) : 0;
+        if (n < 0 || carry_named_paths(f, extra, &named) < 0 ||
+            (o && f != CARRY_PI_MODELS && harness_scrub_credentials(o, (const char *const *) named, removed) < 0))
+                return -ENOMEM;
+        return n;
+}
+
+/* carry_for_sandbox, told in note: how many keys stayed on the host, and the credentials
+ * withheld by name unless the run passes that variable itself ("env.NAME" set with --env or
+ * --secret is not news). */
+static int carry_host(const aisb_policy *p, carry_file f, json_object *o, const char *origin, bridge_note *note,
+                      aisb_error **err)
+{
+        _cleanup_(buffer_free) buffer removed = {};
+        int held = carry_for_sandbox(p, f, o, NULL, &removed);
+        if (held < 0)
+                return error_oom(err);
+        int r = held > 0 ? buffer_printf(&note->held, "%s%d %s of %s", note->held.size ? ", " : "", held,
+                                         held == 1 ? "key" : "keys", origin)
+                         : 0;
+        note->files |= held > 0 ? 1u << f : 0;
+        note->total += held;
+        _cleanup_free_ char *list = removed.size ? strndup(removed.data, removed.size) : NULL;
         char *save = NULL;
-        for (char *name = list ? strtok_r(list, ", ", &save) : NULL; name; name = strtok_r(NULL, ", ", &save))
-                if (!(startswith(name, "env.") && run_passes(p, name + 4)) &&
-                    buffer_printf(&news, "%s%s", news.size ? ", " : "", name) < 0)
-                        return;
-        if (news.size)
-                aisb_log(ctx, AISB_LOG_WARNING,
-                         "%s: %.*s not bridged (credentials stay on the host; pass a key with --secret, docs/bridges.md)",
-                         origin, (int) news.size, news.data);
+        bool first = true;
+        for (char *name = list ? strtok_r(list, ", ", &save) : NULL; r >= 0 && name; name = strtok_r(NULL, ", ", &save))
+                if (!(startswith(name, "env.") && run_passes(p, name + 4))) {
+                        r = first ? buffer_printf(&note->withheld, "%s%s: %s", note->withheld.size ? "; " : "", origin,
+                                                  name)
+                                  : buffer_printf(&note->withheld, ", %s", name);
+                        first = false;
+                }
+        return r < 0 ? error_oom(err) : 0;
 }
 
 static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path, int sandbox_dir,
-                     int base_fd, aisb_error **err)
+                     int base_fd, bridge_note *note, aisb_error **err)
 {
         _cleanup_free_ char *host_settings_name = NULL, *host_models_name = NULL;
         if (asprintf(&host_settings_name, "%s/settings.json", host_path) < 0 ||
@@ -552,10 +586,9 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const ch
                 return r;
         /* pi's settings name no credential of their own, but one may sit in a value (a
          * package's git URL with a token in it): withheld as claude's and codex's are. */
-        _cleanup_(buffer_free) buffer removed = {};
-        if (host && harness_scrub_credentials(host, &removed) < 0)
-                return error_oom(err);
-        warn_withheld(ctx, p, host_settings_name, &removed);
+        r = carry_host(p, CARRY_PI, host, host_settings_name, note, err);
+        if (r < 0)
+                return r;
         merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, pi_policy };
         r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
         if (r < 0)
@@ -568,6 +601,9 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const ch
                 r = read_json_at(host_dir, "models.json", host_models_name, &models, err);
         if (r < 0 || !models)
                 return r; /* none: the home's reset moved the sandbox's aside (its "!command" keys run) */
+        r = carry_host(p, CARRY_PI_MODELS, models, host_models_name, note, err);
+        if (r < 0)
+                return r;
         pi_key *keys = NULL;
         size_t n_keys = 0;
         r = pi_rewrite_models(models, &rewritten, &keys, &n_keys, err);
@@ -588,11 +624,11 @@ static int bridge_pi(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const ch
         return write_config_at(ctx, sandbox_dir, "models.json", &syntax_json, rewritten, err);
 }
 
-/* claude: settings.json merged per key, without credentials or the commands that make them
- * (claude_settings_scrub); CLAUDE.md copied. Never .credentials.json. commands/, agents/ and
- * skills/ are mounted read-only (harness_mounts). */
+/* claude: settings.json's carried keys merged per key, without credentials; CLAUDE.md copied.
+ * Never .credentials.json. commands/, agents/ and skills/ are mounted read-only
+ * (harness_mounts). */
 static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
-                         int sandbox_dir, int base_fd, aisb_error **err)
+                         int sandbox_dir, int base_fd, bridge_note *note, aisb_error **err)
 {
         _cleanup_free_ char *origin = NULL;
         if (asprintf(&origin, "%s/settings.json", host_path) < 0)
@@ -601,10 +637,9 @@ static int bridge_claude(aisb_ctx *ctx, const aisb_policy *p, int host_dir, cons
         int r = host_dir >= 0 ? read_json_at(host_dir, "settings.json", origin, &host, err) : 0;
         if (r < 0)
                 return r;
-        _cleanup_(buffer_free) buffer removed = {};
-        if (host && claude_settings_scrub(host, &removed) < 0)
-                return error_oom(err);
-        warn_withheld(ctx, p, origin, &removed);
+        r = carry_host(p, CARRY_CLAUDE, host, origin, note, err);
+        if (r < 0)
+                return r;
         merge_job job = { "settings.json", "settings.base.json", &syntax_json, host, claude_policy };
         r = merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
         return r < 0 ? r : copy_from_host(ctx, host_dir, host_path, "CLAUDE.md", sandbox_dir, err);
@@ -638,10 +673,10 @@ static int codex_profile_file(const aisb_policy *p, char **ret, aisb_error **err
         return asprintf(ret, "%s.config.toml", name) < 0 ? error_oom(err) : 0;
 }
 
-/* One config file of codex's, name: the host's (none when host_dir < 0 or it has none) merged
- * per key without credentials, policy on top. */
+/* One config file of codex's, name: the host's carried keys (none when host_dir < 0 or it has
+ * none) merged per key without credentials, policy on top. */
 static int bridge_codex_file(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
-                             const char *name, int sandbox_dir, int base_fd, aisb_error **err)
+                             const char *name, int sandbox_dir, int base_fd, bridge_note *note, aisb_error **err)
 {
         _cleanup_free_ char *origin = NULL, *base_name = NULL;
         if (asprintf(&origin, "%s/%s", host_path, name) < 0 ||
@@ -651,10 +686,9 @@ static int bridge_codex_file(aisb_ctx *ctx, const aisb_policy *p, int host_dir, 
         int r = host_dir >= 0 ? read_config_at(host_dir, name, origin, true, &syntax_toml, &host, err) : 0;
         if (r < 0)
                 return r;
-        _cleanup_(buffer_free) buffer removed = {};
-        if (host && harness_scrub_credentials(host, &removed) < 0)
-                return error_oom(err);
-        warn_withheld(ctx, p, origin, &removed);
+        r = carry_host(p, CARRY_CODEX, host, origin, note, err);
+        if (r < 0)
+                return r;
         merge_job job = { name, base_name, &syntax_toml, host, codex_policy };
         return merge_file(ctx, p, &job, sandbox_dir, base_fd, err);
 }
@@ -664,14 +698,14 @@ static int bridge_codex_file(aisb_ctx *ctx, const aisb_policy *p, int host_dir, 
  * or the sandbox's own with policy on top, so that no profile of the agent's making lowers a
  * later run; AGENTS.md copied. Never auth.json. */
 static int bridge_codex(aisb_ctx *ctx, const aisb_policy *p, int host_dir, const char *host_path,
-                        int sandbox_dir, int base_fd, aisb_error **err)
+                        int sandbox_dir, int base_fd, bridge_note *note, aisb_error **err)
 {
         _cleanup_free_ char *profile = NULL;
         int r = codex_profile_file(p, &profile, err);
         if (r >= 0)
-                r = bridge_codex_file(ctx, p, host_dir, host_path, "config.toml", sandbox_dir, base_fd, err);
+                r = bridge_codex_file(ctx, p, host_dir, host_path, "config.toml", sandbox_dir, base_fd, note, err);
         if (r >= 0 && profile)
-                r = bridge_codex_file(ctx, p, host_dir, host_path, profile, sandbox_dir, base_fd, err);
+                r = bridge_codex_file(ctx, p, host_dir, host_path, profile, sandbox_dir, base_fd, note, err);
         return r < 0 ? r : copy_from_host(ctx, host_dir, host_path, "AGENTS.md", sandbox_dir, err);
 }
 
@@ -684,16 +718,32 @@ static int bridge(aisb_ctx *ctx, const aisb_policy *p, harness_kind k, int sandb
         if (!host_path)
                 return aisb_error_set(err, -ENOENT, "HOME is not set: cannot find ~/%s", harness_infos[k].home_dir);
         _cleanup_close_ int host_dir = open(host_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        switch (k) {
-        case HARNESS_PI:
-                return bridge_pi(ctx, p, host_dir, host_path, sandbox_dir, base_fd, err);
-        case HARNESS_CLAUDE:
-                return bridge_claude(ctx, p, host_dir, host_path, sandbox_dir, base_fd, err);
-        case HARNESS_CODEX:
-                return bridge_codex(ctx, p, host_dir, host_path, sandbox_dir, base_fd, err);
-        default:
-                return 0;
-        }
+        bridge_note note = {};
+        int r = k == HARNESS_PI       ? bridge_pi(ctx, p, host_dir, host_path, sandbox_dir, base_fd, &note, err)
+                : k == HARNESS_CLAUDE ? bridge_claude(ctx, p, host_dir, host_path, sandbox_dir, base_fd, &note, err)
+                                      : bridge_codex(ctx, p, host_dir, host_path, sandbox_dir, base_fd, &note, err);
+        /* One line: what stayed on the host, and how to carry it. */
+        _cleanup_(buffer_free) buffer line = {};
+        int said = 0;
+        if (r >= 0 && note.held.size)
+                said = buffer_printf(&line, "%.*s %s on the host (on no carry-list: aisb inspect names them; carry one "
+                                     "with bridge-carry = ", (int) note.held.size, note.held.data,
+                                     note.total == 1 ? "stays" : "stay");
+        for (carry_file f = CARRY_PI; r >= 0 && said >= 0 && f <= CARRY_CODEX; f++)
+                if (note.files & 1u << f)
+                        said = buffer_printf(&line, "%s%s:KEY%s", note.files & ((1u << f) - 1) ? " or " : "",
+                                             carry_file_name(f), note.files >> (f + 1) ? "" : ")");
+        if (r >= 0 && said >= 0 && note.withheld.size)
+                said = buffer_printf(&line, "%s%.*s not bridged (credentials stay on the host; pass a key with --secret, "
+                                     "docs/bridges.md)", line.size ? "; " : "", (int) note.withheld.size,
+                                     note.withheld.data);
+        if (r >= 0 && said < 0)
+                r = error_oom(err);
+        else if (r >= 0 && line.size)
+                aisb_log(ctx, note.withheld.size ? AISB_LOG_WARNING : AISB_LOG_INFO, "%.*s", (int) line.size, line.data);
+        buffer_free(&note.held);
+        buffer_free(&note.withheld);
+        return r;
 }
 
 /* claude's directories of markdown it reads (slash commands, subagents, skills): the host's,
@@ -983,20 +1033,35 @@ static int describe_keys(buffer *b, const char *what, json_object *o)
         return r < 0 ? r : buffer_printf(b, " (merged per key)\n");
 }
 
+/* What of o (a host file, f's, as file) crosses as carry_host makes it, into said: the keys
+ * that stay on the host and those withheld as credentials, by name. */
+static int describe_carry(const aisb_policy *p, carry_file f, json_object *o, const char *file, buffer *said)
+{
+        _cleanup_(buffer_free) buffer held = {}, removed = {};
+        int n = carry_for_sandbox(p, f, o, &held, &removed);
+        if (n < 0)
+                return n;
+        int r = n > 0 ? buffer_printf(said, "bridge-held=%s: %d (%.*s; on no carry-list: bridge-carry = %s:KEY carries one)\n",
+                                      file, n, (int) held.size - 2, held.data, carry_file_name(f))
+                      : 0;
+        if (removed.size >= 2)
+                r = r < 0 ? r : buffer_printf(said, "bridge-withheld=%.*s (credentials)\n", (int) removed.size - 2, removed.data);
+        return r;
+}
+
 static int describe_pi(const aisb_policy *p, int dir, buffer *b)
 {
         _cleanup_json_ json_object *settings = NULL, *models = NULL, *rewritten = NULL;
+        _cleanup_(buffer_free) buffer said = {};
         if (dir >= 0)
                 (void) read_json_at(dir, "settings.json", "settings.json", &settings, NULL);
-        _cleanup_(buffer_free) buffer removed = {};
-        if (settings && harness_scrub_credentials(settings, &removed) < 0)
-                return -ENOMEM;
-        int r = describe_keys(b, "settings", settings);
-        if (removed.size >= 2)
-                r = r < 0 ? r : buffer_printf(b, "bridge-withheld=%.*s (credentials)\n", (int) removed.size - 2, removed.data);
+        int r = describe_carry(p, CARRY_PI, settings, "settings.json", &said);
+        r = r < 0 ? r : describe_keys(b, "settings", settings);
+        r = r < 0 || !said.size ? r : buffer_printf(b, "%.*s", (int) said.size, said.data);
         r = r < 0 ? r : buffer_printf(b, "bridge-thinking=%s\n", p->thinking);
         if (dir >= 0)
                 (void) read_json_at(dir, "models.json", "models.json", &models, NULL);
+        r = r < 0 || !models ? r : describe_carry(p, CARRY_PI_MODELS, models, "models.json", b);
         pi_key *keys = NULL;
         size_t n_keys = 0;
         aisb_error *refused = NULL;
@@ -1037,13 +1102,12 @@ static int describe_other(const aisb_policy *p, harness_kind k, int dir, buffer 
                 r = buffer_printf(b, "bridge-settings=refused: %s\n", aisb_error_message(e));
                 aisb_error_free(e);
         }
-        _cleanup_(buffer_free) buffer removed = {};
-        if (config && (claude ? claude_settings_scrub(config, &removed) : harness_scrub_credentials(config, &removed)) < 0)
-                return -ENOMEM;
+        _cleanup_(buffer_free) buffer said = {};
+        r = r < 0 ? r : describe_carry(p, claude ? CARRY_CLAUDE : CARRY_CODEX, config,
+                                       claude ? "settings.json" : "config.toml", &said);
         if (!e)
                 r = r < 0 ? r : describe_keys(b, "settings", config);
-        if (removed.size >= 2)
-                r = r < 0 ? r : buffer_printf(b, "bridge-withheld=%.*s (credentials)\n", (int) removed.size - 2, removed.data);
+        r = r < 0 || !said.size ? r : buffer_printf(b, "%.*s", (int) said.size, said.data);
         if (claude)
                 r = r < 0 ? r : buffer_printf(b, "bridge-thinking=%s (CLAUDE_CODE_EFFORT_LEVEL)\n", p->thinking);
         else

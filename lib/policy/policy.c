@@ -18,6 +18,7 @@
 #include "config.h"
 #include "createpatch.h"
 #include "gate-squid.h"
+#include "harness-carry.h"
 #include "pi-config.h"
 #include "policy.h"
 #include "project.h"
@@ -199,6 +200,7 @@ void aisb_policy_free(aisb_policy *p)
         allowlist_done(&p->allow);
         strv_free(p->add_hosts);
         strv_free(p->devices);
+        strv_free(p->bridge_carry);
         for (size_t i = 0; i < p->n_secrets; i++)
                 gate_secret_done(&p->secrets[i]);
         free(p->secrets);
@@ -775,6 +777,12 @@ static int key_get_protect(const aisb_policy *p, const policy_key *k, char ***va
                 r = strv_push(values, b.data ? b.data : "none");
         buffer_free(&b);
         return r;
+}
+
+static int key_set_bridge_carry(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        int r = carry_entry_check(value, err);
+        return r < 0 ? r : strv_push(&p->bridge_carry, value);
 }
 
 static int key_set_install(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
@@ -1414,6 +1422,11 @@ static const policy_key policy_keys[] = {
                 "do not hold the harness's provider keys (ANTHROPIC_API_KEY, OPENAI_API_KEY, codex's env_key, "
                 "pi's models.json keys) at the gate on their own",
                 no_harness_keys),
+        { .pub = { .name = "bridge-carry", .placeholder = "HARNESS:KEY",
+                   .help = "carry this key of the harness's host settings into the sandbox too (HARNESS: pi, "
+                           "pi-models, claude, codex; KEY: a dotted path); keys on no carry-list stay on the host",
+                   .flags = AISB_POLICY_KEY_REPEATABLE },
+          .set = key_set_bridge_carry, .get = key_get_strv, KEY_FIELD(bridge_carry) },
         BOOLEAN("no-agents", "do not mount ~/.agents (read-only at /home/sandbox/.agents)", no_agents),
         { .pub = { .name = "agents-dir", .placeholder = "DIR",
                    .help = "mount DIR read-only at /home/sandbox/.agents instead of ~/.agents" },

@@ -107,6 +107,7 @@ struct aisb_policy {
         bool no_pi_config;
         bool no_harness_config; /* pi's, claude's and codex's bridges */
         bool no_harness_keys;   /* aisb_policy_hold_harness_keys does nothing */
+        char **bridge_carry;    /* HARNESS:KEY entries carried besides the carry-lists (harness-carry.h) */
         bool no_agents;
         char *agents_dir;     /* mounted read-only at ~/.agents; NULL: the user's ~/.agents */
         bool allow_unenforced;

@@ -113,3 +113,39 @@ seen=$(cat made-by-claude.txt)
 case $seen in aisb-secret-*) pass "the sandbox held a placeholder" ;; *) fail "the sandbox held '$seen', not a placeholder" ;; esac
 expect_absent "the policy names no secret with --no-harness-keys" "secret=ANTHROPIC_API_KEY" \
   "$("$AISB" run "${auto[@]}" --no-harness-keys --print-policy -- claude -p x)"
+
+# Carry, don't scrub: the host's settings cross only by claude's carry-list. A setting under an
+# innocent name holding a random value (no scan of values would catch it) stays on the host,
+# and the run says so in one line, never with the value; bridge-carry carries it. The model,
+# the provider's URL and the level still arrive, and reach the model's request.
+export CLAUDE_CONFIG_DIR=$E2E_TMP/claude-home
+mkdir -p "$CLAUDE_CONFIG_DIR"
+random=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+cat > "$CLAUDE_CONFIG_DIR/settings.json" <<JSON
+{"model": "claude-carry-e2e-model", "effortLevel": "low", "colorScheme2": "$random",
+ "env": {"ANTHROPIC_BASE_URL": "$ANTHROPIC_BASE_URL", "CLAUDE_CODE_EFFORT_LEVEL": "low",
+         "CLAUDE_CODE_ALWAYS_ENABLE_EFFORT": "1"}}
+JSON
+: > "$E2E_TMP/claude.log"
+"$AISB" run "${args[@]}" --thinking host -- claude -p "make the file" --dangerously-skip-permissions \
+  >/dev/null 2>"$E2E_TMP/err" </dev/null || { cat "$E2E_TMP/err" >&2; fail "claude -p with the host's settings failed"; }
+inside=$("$AISB" run --harness claude -- cat /home/sandbox/.claude/settings.json)
+expect_absent "a host setting on no carry-list stays on the host" "$random" "$inside"
+expect_contains "the run says how many stayed, and how to carry one" \
+  "1 key of $CLAUDE_CONFIG_DIR/settings.json stays on the host (on no carry-list: aisb inspect names them; carry one with bridge-carry = claude:KEY)" \
+  "$(cat "$E2E_TMP/err")"
+expect_absent "never its value" "$random" "$(cat "$E2E_TMP/err")"
+carried() { printf '%s' "$inside" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+expect_eq "the model arrives" claude-carry-e2e-model "$(carried 'd["model"]')"
+expect_eq "the provider's URL arrives" "$ANTHROPIC_BASE_URL" "$(carried 'd["env"]["ANTHROPIC_BASE_URL"]')"
+expect_eq "the level arrives" "low low" "$(carried 'd["effortLevel"] + " " + d["env"]["CLAUDE_CODE_EFFORT_LEVEL"]')"
+expect_eq "and the model was asked with them" "claude-carry-e2e-model" \
+  "$(python3 -c 'import json,sys; print(*sorted({json.loads(l)["body"].get("model") for l in open(sys.argv[1]) if json.loads(l)["path"].startswith("/v1/messages") and "count_tokens" not in json.loads(l)["path"]}))' "$E2E_TMP/claude.log")"
+expect_eq "at the host's level" low "$(effort "$E2E_TMP/claude.log")"
+expect_contains "inspect names what stays" "bridge-held=settings.json: 1 (colorScheme2; on no carry-list: bridge-carry = claude:KEY carries one)" \
+  "$("$AISB" inspect "${args[@]}" -- claude -p x)"
+"$AISB" run "${args[@]}" --bridge-carry claude:colorScheme2 -- claude --version >/dev/null 2>"$E2E_TMP/err" </dev/null ||
+  { cat "$E2E_TMP/err" >&2; fail "claude --version with bridge-carry failed"; }
+expect_eq "bridge-carry carries it" "$random" \
+  "$("$AISB" run --harness claude -- cat /home/sandbox/.claude/settings.json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("colorScheme2"))')"
+expect_absent "and nothing then stays on the host to say" "on the host (on no carry-list" "$(cat "$E2E_TMP/err")"

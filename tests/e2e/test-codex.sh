@@ -3,8 +3,9 @@
 # codex, for real: an agent loop against a stand-in for the OpenAI Responses API (HTTPS on the
 # host's loopback, streaming chunked server-sent events as the API does), reached through the
 # gate. The user's config.toml ($CODEX_HOME) names the provider, its env_key and a sandbox
-# mode that cannot work inside aisb's container; the bridge carries the provider over and
-# sets the mode, the update check, the plugins' sync and the reasoning level by policy; the
+# mode that cannot work inside aisb's container; the bridge carries the provider over (by
+# codex's carry-list: nothing else crosses) and sets the mode, the update check, the plugins'
+# sync and the reasoning level by policy; the
 # key is held by the gate on its own (no --secret): the sandbox gets a placeholder, the
 # provider the key. The model asks for codex's shell tool; codex runs it in the sandbox and
 # the result comes back in the final answer; the tool's file is the user's; auth.json stays
@@ -69,9 +70,14 @@ seen=$(cat made-by-codex.txt)
 [ -n "$seen" ] || fail "the sandbox's STUB_OPENAI_KEY was empty"
 expect_absent "the sandbox saw only a placeholder, never the key" "$STUB_OPENAI_KEY" "$seen"
 expect_absent "auth.json stays on the host" "AUTH-COPIED" "$out"
-# Credentials of the user's config.toml stay on the host, said by name; the rest is carried.
-expect_contains "a header's secret and a variable's are withheld, by name" \
-  "model_providers.stub.http_headers.X-Auth, shell_environment_policy.set.PGPASSWORD not bridged" "$(cat "$E2E_TMP/err")"
+# What of the user's config.toml is on no carry-list stays on the host, counted: the table of
+# variables set for every command (shell_environment_policy.set: any name, the values
+# themselves). Of what is carried, a credential stays on the host too, said by name.
+expect_contains "the variables' table stays on the host, counted" \
+  "1 key of $CODEX_HOME/config.toml stays on the host (on no carry-list: aisb inspect names them; carry one with bridge-carry = codex:KEY)" \
+  "$(cat "$E2E_TMP/err")"
+expect_contains "a header's secret is withheld, by name" \
+  "; $CODEX_HOME/config.toml: model_providers.stub.http_headers.X-Auth not bridged" "$(cat "$E2E_TMP/err")"
 expect_absent "never by value" "e2e-$$-" "$(cat "$E2E_TMP/err")"
 expect_eq "the provider got the header that routes, not the one that authenticates" "t None" \
   "$(python3 -c 'import json,sys; r=[json.loads(l)["headers"] for l in open(sys.argv[1])]; print(r[0].get("x-team"), r[0].get("x-auth"))' "$E2E_TMP/codex.log")"
@@ -106,6 +112,40 @@ expect_absent "the planted override did not reach the model" "PLANTED-OVERRIDE" 
 [ ! -e notify-ran ] || fail "the planted notify command ran"
 pass "nor did the planted notify command run"
 expect_contains "the run said what it moved aside" "~/.codex/AGENTS.override.md" "$(cat "$E2E_TMP/err")"
+
+# Carry, don't scrub: a setting under an innocent name holding a random value (no scan of
+# values would catch it) stays on the host, said in the run's one line, never by value;
+# bridge-carry carries it. The model, the provider and the level still arrive, and reach the
+# model's request.
+random=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+{ echo "colorScheme2 = \"$random\""; cat "$CODEX_HOME/config.toml"; } > "$E2E_TMP/config.toml" &&
+  mv "$E2E_TMP/config.toml" "$CODEX_HOME/config.toml"
+: > "$E2E_TMP/codex.log"
+out=$("$AISB" run "${args[@]}" --thinking host -- codex exec --skip-git-repo-check "make the file" 2>"$E2E_TMP/err" </dev/null) ||
+  { cat "$E2E_TMP/err" >&2; fail "codex exec with the host's level failed: $out"; }
+inside=$("$AISB" run --harness codex --net none -- cat /home/sandbox/.codex/config.toml </dev/null)
+expect_absent "a host setting on no carry-list stays on the host" "$random" "$inside"
+expect_contains "the run says how many stayed, and how to carry one" \
+  "2 keys of $CODEX_HOME/config.toml stay on the host (on no carry-list: aisb inspect names them; carry one with bridge-carry = codex:KEY)" \
+  "$(cat "$E2E_TMP/err")"
+expect_absent "never its value" "$random" "$(cat "$E2E_TMP/err")"
+expect_contains "the model arrives" 'model = "stub-model"' "$inside"
+expect_contains "the provider arrives" 'model_provider = "stub"' "$inside"
+expect_contains "with its URL" "base_url = \"https://api.stub.test:$port/v1\"" "$inside"
+expect_contains "the level arrives (--thinking host: the host's)" 'model_reasoning_effort = "low"' "$inside"
+expect_eq "and the model was asked with them, at the stub provider" "stub-model" \
+  "$(python3 -c 'import json,sys; print(*sorted({json.loads(l)["body"].get("model") for l in open(sys.argv[1]) if json.loads(l)["path"].endswith("/responses")}))' "$E2E_TMP/codex.log")"
+expect_eq "at the host's level" low "$(effort "$E2E_TMP/codex.log")"
+expect_contains "inspect names what stays" \
+  "bridge-held=config.toml: 2 (colorScheme2, shell_environment_policy.set; on no carry-list: bridge-carry = codex:KEY carries one)" \
+  "$("$AISB" inspect "${args[@]}" -- codex exec x 2>&1)"
+"$AISB" run "${args[@]}" --bridge-carry codex:colorScheme2 -- codex --version >/dev/null 2>"$E2E_TMP/err" </dev/null ||
+  { cat "$E2E_TMP/err" >&2; fail "codex --version with bridge-carry failed"; }
+expect_contains "bridge-carry carries it" "colorScheme2 = \"$random\"" \
+  "$("$AISB" run --harness codex --net none -- cat /home/sandbox/.codex/config.toml </dev/null)"
+expect_contains "and only the variables' table then stays on the host" "1 key of $CODEX_HOME/config.toml stays on the host" \
+  "$(cat "$E2E_TMP/err")"
+sed -i '/^colorScheme2 = /d' "$CODEX_HOME/config.toml"
 
 set +e
 err=$("$AISB" run "${args[@]}" --thinking max -- codex exec --skip-git-repo-check "make the file" 2>&1 </dev/null); rc=$?

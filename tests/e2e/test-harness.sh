@@ -190,6 +190,31 @@ bridge
 expect_eq "a run that set thinking off gets xhigh back" xhigh "$(setting defaultThinkingLevel)"
 "$AISB" run $net $keys --thinking medium -- pi --version >/dev/null 2>&1
 expect_eq "--thinking sets the level" medium "$(setting defaultThinkingLevel)"
+# Carry, don't scrub: the host's settings cross only by pi's carry-list. A setting under an
+# innocent name holding a random value (no scan of values would catch it) stays on the host,
+# and the run says so in one line, never with the value; bridge-carry carries it. The model,
+# the provider and the level still arrive.
+random=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+python3 - "$PI_CODING_AGENT_DIR/settings.json" "$random" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["colorScheme2"] = sys.argv[2]; json.dump(d, open(sys.argv[1], "w"))
+PY
+err=$("$AISB" run $net $keys --thinking host -- pi --version 2>&1 >/dev/null) || fail "pi --version with the host's settings: $err"
+expect_absent "a host setting on no carry-list stays on the host" "$random" \
+  "$("$AISB" run -- cat /home/sandbox/.pi/agent/settings.json)"
+expect_contains "the run says how many stayed, and how to carry one" \
+  "1 key of $PI_CODING_AGENT_DIR/settings.json stays on the host (on no carry-list: aisb inspect names them; carry one with bridge-carry = pi:KEY)" "$err"
+expect_absent "never its value" "$random" "$err"
+expect_eq "the model arrives" stub-model "$(setting defaultModel)"
+expect_eq "the provider arrives" stub "$(setting defaultProvider)"
+expect_eq "the level arrives (--thinking host: the host's)" low "$(setting defaultThinkingLevel)"
+expect_contains "inspect names what stays" "bridge-held=settings.json: 1 (colorScheme2; on no carry-list: bridge-carry = pi:KEY carries one)" \
+  "$("$AISB" inspect $net $keys)"
+err=$("$AISB" run $net $keys --bridge-carry pi:colorScheme2 -- pi --version 2>&1 >/dev/null) || fail "pi --version with bridge-carry: $err"
+expect_eq "bridge-carry carries it" "$random" "$(setting colorScheme2)"
+expect_absent "and nothing then stays on the host to say" "on the host (on no carry-list" "$err"
+bridge
+expect_eq "named no more, it goes from the sandbox" None "$(setting colorScheme2)"
 set +e
 err=$("$AISB" run --thinking extreme -- true 2>&1); rc=$?
 set -e

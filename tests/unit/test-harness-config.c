@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The claude and codex bridges' pure rules (harness-config.c): which keys are credentials and
- * stay on the host, and what policy sets in codex's configuration whatever the files say. */
+/* The bridges' pure rules (harness-carry.c, harness-config.c): which keys a carry-list carries
+ * at all, which of those are credentials and stay on the host, and what policy sets in codex's
+ * configuration whatever the files say. */
 #include <check.h>
 #include <stdlib.h>
 
+#include "harness-carry.h"
 #include "harness-config.h"
 #include "pi-config.h"
 #include "unit.h"
@@ -69,7 +71,7 @@ START_TEST(test_scrub)
                            "\"servers\":[{\"name\":\"s\",\"token\":\"lit-3\"}],"
                            "\"shell_environment_policy\":{\"set\":{\"GITHUB_TOKEN\":\"lit-4\",\"LANG\":\"C\"}}}");
         buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
         assert_json(o, "{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
                        "\"env_key\":\"ACME_KEY\",\"http_headers\":{\"X-Team\":\"t\"},"
                        "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},\"servers\":[],"
@@ -94,7 +96,7 @@ START_TEST(test_scrub_values)
                            "\"permissions\":{\"allow\":[\"Bash(ls)\",\"Bash(gh auth login --with-token " GH_TOKEN ")\"],"
                            "\"deny\":[\"Read(./.env)\"]}}");
         buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
         assert_json(o, "{\"env\":{\"LANG\":\"C.UTF-8\",\"HINT\":\"sk-...\"},\"model\":\"gpt-5.1-codex-max\","
                        "\"base_url\":\"https://llm.corp.test/v1\",\"permissions\":{\"deny\":[\"Read(./.env)\"]}}");
         _cleanup_free_ char *text = buffer_steal(&removed);
@@ -138,7 +140,7 @@ START_TEST(test_scrub_review_corpus)
                 "\"ok\":{\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\",\"X-Org\":\"ORG_2\"}},"
                 "\"http_headers\":{\"Accept\":\"application/json\",\"User-Agent\":\"codex/0.171\"}}}");
         buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
         assert_json(o, "{\"env\":{\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
                        "\"hooks\":[{\"command\":\"deploy --token $DEPLOY_TOKEN\"}],\"statusLine\":{},"
                        "\"instructions\":\"Never print a token: ask the user first. Keys are secret.\","
@@ -167,7 +169,7 @@ static bool withheld(const char *table, const char *key, const char *value)
         if (table)
                 ck_assert_int_eq(json_object_object_add(o, table, t), 0);
         ck_assert_int_eq(json_object_object_add(t, key, json_object_new_string(value)), 0);
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, NULL), 0);
         bool gone = !json_object_object_get_ex(t, key, NULL);
         json_object_put(o);
         return gone;
@@ -182,7 +184,7 @@ START_TEST(test_scrub_mysql_hook)
                            "\"command\":\"mysql -uroot -pS3cretPass123 -e 'select 1'\"}]},"
                            "{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\",\"command\":\"mysql -uroot -p app\"}]}]}}");
         buffer removed = {};
-        ck_assert_int_eq(claude_settings_scrub(o, &removed), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
         assert_json(o, "{\"hooks\":{\"PostToolUse\":[{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\","
                        "\"command\":\"mysql -uroot -p app\"}]}]}}");
         _cleanup_free_ char *text = buffer_steal(&removed);
@@ -236,7 +238,7 @@ START_TEST(test_scrub_mysql_hook)
               "\"reg\":{\"args\":[\"login\",\"-u\",\"me\",\"-p\",\"Tr0ub4dor3\",\"registry.test\"]},"
               "\"db3\":{\"args\":[\"/usr/bin/mysql\",\"-uroot\",\"-p\",\"app2024db\"]},"
               "\"web\":{\"args\":[\"-u\",\"1000\",\"-p\",\"8080:80\"]}}}");
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, NULL), 0);
         assert_json(o, "{\"mcp_servers\":{\"db\":{\"command\":\"mysql\"},\"db2\":{},\"reg\":{},"
                        "\"db3\":{\"args\":[\"/usr/bin/mysql\",\"-uroot\",\"-p\",\"app2024db\"]},"
                        "\"web\":{\"args\":[\"-u\",\"1000\",\"-p\",\"8080:80\"]}}}");
@@ -250,7 +252,7 @@ START_TEST(test_scrub_mysql_env)
         json_object *o = J("{\"env\":{\"DB_CMD\":\"mysql -uadmin -pq8Zr2LxW\",\"DB_SHELL\":\"mysql -uadmin -p\","
                            "\"SSH_CMD\":\"ssh -p 2222 -l admin host\",\"LANG\":\"C.UTF-8\"}}");
         buffer removed = {};
-        ck_assert_int_eq(claude_settings_scrub(o, &removed), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
         assert_json(o, "{\"env\":{\"DB_SHELL\":\"mysql -uadmin -p\",\"SSH_CMD\":\"ssh -p 2222 -l admin host\","
                        "\"LANG\":\"C.UTF-8\"}}");
         _cleanup_free_ char *text = buffer_steal(&removed);
@@ -315,7 +317,7 @@ START_TEST(test_scrub_webhook_urls)
         json_object *o = J("{\"statusLine\":{\"command\":\"notify https://hooks.slack.com/services/T1/B2/c3\"},"
                            "\"links\":[\"https://docs.test/a\",\"https://discord.com/api/webhooks/1/tok\"],"
                            "\"docs\":[\"https://docs.test/a\"]}");
-        ck_assert_int_eq(claude_settings_scrub(o, NULL), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, NULL), 0);
         assert_json(o, "{\"statusLine\":{},\"docs\":[\"https://docs.test/a\"]}");
         json_object_put(o);
 }
@@ -333,7 +335,7 @@ START_TEST(test_scrub_query_params)
                            "\"jwt\":\"eyJ\",\"custom\":\"Zq8vR2xLp0wT\",\"format\":\"json\",\"deployment\":\"gpt-4o-2024\","
                            "\"tier\":\"free\"}}}}");
         buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, &removed), 0);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
         assert_json(o, "{\"model_providers\":{\"fn\":{\"base_url\":\"https://fn.azurewebsites.net/api\","
                        "\"query_params\":{\"api-version\":\"2025-04-01\"}},"
                        "\"apim\":{\"query_params\":{\"format\":\"json\",\"deployment\":\"gpt-4o-2024\",\"tier\":\"free\"}}}}");
@@ -364,24 +366,155 @@ START_TEST(test_scrub_query_params)
 }
 END_TEST
 
+/* claude's settings as the bridge carries them: the commands that print a credential are on no
+ * carry-list, so they stay on the host; a credential among what is carried goes by its name. */
 START_TEST(test_claude_scrub)
 {
         json_object *o = J("{\"model\":\"opus\",\"apiKeyHelper\":\"~/bin/key\",\"awsAuthRefresh\":\"aws sso login\","
                            "\"otelHeadersHelper\":\"h\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://b\","
-                           "\"ANTHROPIC_API_KEY\":\"sk-ant-lit\",\"DEBUG\":\"1\"},"
+                           "\"ANTHROPIC_API_KEY\":\"sk-ant-lit\",\"DISABLE_TELEMETRY\":\"1\"},"
                            "\"hooks\":{\"PreToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\",\"command\":\"x\"}]}]},"
                            "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
-        buffer removed = {};
-        ck_assert_int_eq(claude_settings_scrub(o, &removed), 0);
-        assert_json(o, "{\"model\":\"opus\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://b\",\"DEBUG\":\"1\"},"
+        buffer held = {}, removed = {};
+        ck_assert_int_eq(harness_carry(o, CARRY_CLAUDE, NULL, &held), 4);
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
+        assert_json(o, "{\"model\":\"opus\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://b\",\"DISABLE_TELEMETRY\":\"1\"},"
                        "\"hooks\":{\"PreToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\",\"command\":\"x\"}]}]},"
                        "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
-        _cleanup_free_ char *text = buffer_steal(&removed);
+        _cleanup_free_ char *text = buffer_steal(&held), *credentials = buffer_steal(&removed);
         ck_assert_str_eq(text, "apiKeyHelper, awsAuthRefresh, otelHeadersHelper, env.ANTHROPIC_API_KEY, ");
+        ck_assert_str_eq(credentials, "");
         json_object_put(o);
         /* Not an object: nothing to do. */
         o = J("[1]");
-        ck_assert_int_eq(claude_settings_scrub(o, NULL), 0);
+        ck_assert_int_eq(harness_carry(o, CARRY_CLAUDE, NULL, NULL), 0);
+        assert_json(o, "[1]");
+        json_object_put(o);
+}
+END_TEST
+
+/* What a carry-list carries, for each file: a key a path ends at whole, a table a path goes
+ * through by what the path names below it, "*" any key or element, "PREFIX*" the keys it
+ * begins; everything else stays on the host, counted and named. bridge-carry's entries add
+ * to their own file's list only. A random value under an innocent name is the case no scan
+ * of values catches (hex: no token's format, and its entropy is a digest's). */
+#define RANDOM_HEX "9f86d081884c7d659a2feaa0c55ad015"
+START_TEST(test_carry)
+{
+        static const struct {
+                carry_file f;
+                const char *extra[3];
+                const char *in, *out, *held;
+        } cases[] = {
+                { CARRY_PI, {}, "{\"defaultModel\":\"m\",\"defaultProvider\":\"p\",\"defaultThinkingLevel\":\"low\","
+                                "\"colorScheme2\":\"" RANDOM_HEX "\",\"compaction\":{\"enabled\":true,\"x\":1},"
+                                "\"retry\":{\"provider\":{\"timeoutMs\":5,\"y\":2}},\"images\":5}",
+                  "{\"defaultModel\":\"m\",\"defaultProvider\":\"p\",\"defaultThinkingLevel\":\"low\","
+                  "\"compaction\":{\"enabled\":true},\"retry\":{\"provider\":{\"timeoutMs\":5}}}",
+                  "colorScheme2, compaction.x, retry.provider.y, images, " },
+                { CARRY_PI, { "pi:colorScheme2", "claude:theme2" },
+                  "{\"theme\":\"dark\",\"theme2\":1,\"colorScheme2\":\"" RANDOM_HEX "\"}",
+                  "{\"theme\":\"dark\",\"colorScheme2\":\"" RANDOM_HEX "\"}", "theme2, " },
+                { CARRY_PI_MODELS, {},
+                  "{\"providers\":{\"p\":{\"baseUrl\":\"u\",\"apiKey\":\"K\",\"extra\":\"x\","
+                  "\"models\":[{\"id\":\"m\",\"note\":\"n\"},\"bad\"],\"modelOverrides\":{\"o\":{\"name\":\"n\",\"z\":1}}}},"
+                  "\"top\":1}",
+                  "{\"providers\":{\"p\":{\"baseUrl\":\"u\",\"apiKey\":\"K\",\"models\":[{\"id\":\"m\"}],"
+                  "\"modelOverrides\":{\"o\":{\"name\":\"n\"}}}}}",
+                  "providers.p.extra, providers.p.models[1], providers.p.models[0].note, providers.p.modelOverrides.o.z, "
+                  "top, " },
+                { CARRY_CLAUDE, {},
+                  "{\"model\":\"opus\",\"colorScheme2\":\"" RANDOM_HEX "\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://b\","
+                  "\"MY_VAR\":\"1\",\"CLAUDE_CODE_DISABLE_X\":\"1\",\"ANTHROPIC_DEFAULT_OPUS_MODEL\":\"o\","
+                  "\"ANTHROPIC_DEFAULTX\":\"y\",\"HTTPS_PROXY\":\"http://h\"},\"effortLevel\":\"high\"}",
+                  "{\"model\":\"opus\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://b\",\"CLAUDE_CODE_DISABLE_X\":\"1\","
+                  "\"ANTHROPIC_DEFAULT_OPUS_MODEL\":\"o\"},\"effortLevel\":\"high\"}",
+                  "colorScheme2, env.MY_VAR, env.ANTHROPIC_DEFAULTX, env.HTTPS_PROXY, " },
+                { CARRY_CLAUDE, { "claude:env.MY_*", "claude:colorScheme2" },
+                  "{\"env\":{\"MY_VAR\":\"1\",\"MYVAR\":\"2\"},\"colorScheme2\":\"" RANDOM_HEX "\"}",
+                  "{\"env\":{\"MY_VAR\":\"1\"},\"colorScheme2\":\"" RANDOM_HEX "\"}", "env.MYVAR, " },
+                { CARRY_CODEX, { "codex:profiles.w.foo" },
+                  "{\"model\":\"m\",\"model_provider\":\"c\",\"model_reasoning_effort\":\"low\","
+                  "\"model_providers\":{\"c\":{\"base_url\":\"u\",\"env_key\":\"K\","
+                  "\"experimental_bearer_token\":\"t\",\"auth\":{\"command\":\"x\"}}},"
+                  "\"shell_environment_policy\":{\"inherit\":\"core\",\"set\":{\"A\":\"1\"}},"
+                  "\"mcp_servers\":{\"s\":{\"command\":\"c\",\"env\":{\"T\":\"v\"}}},"
+                  "\"profiles\":{\"w\":{\"model\":\"o3\",\"foo\":\"bar\",\"baz\":1}},\"colorScheme2\":\"x\"}",
+                  "{\"model\":\"m\",\"model_provider\":\"c\",\"model_reasoning_effort\":\"low\","
+                  "\"model_providers\":{\"c\":{\"base_url\":\"u\",\"env_key\":\"K\"}},"
+                  "\"shell_environment_policy\":{\"inherit\":\"core\"},\"mcp_servers\":{\"s\":{\"command\":\"c\"}},"
+                  "\"profiles\":{\"w\":{\"model\":\"o3\",\"foo\":\"bar\"}}}",
+                  "model_providers.c.experimental_bearer_token, model_providers.c.auth, shell_environment_policy.set, "
+                  "mcp_servers.s.env, profiles.w.baz, colorScheme2, " },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                json_object *o = J(cases[i].in);
+                buffer held = {};
+                int n = harness_carry(o, cases[i].f, cases[i].extra, &held);
+                assert_json(o, cases[i].out);
+                _cleanup_free_ char *text = buffer_steal(&held);
+                ck_assert_msg(text && streq(text, cases[i].held), "case %zu held %s", i, text ? text : "(nothing)");
+                int commas = 0;
+                for (const char *c = text; *c; c++)
+                        commas += *c == ',';
+                ck_assert_int_eq(n, commas);
+                json_object_put(o);
+        }
+}
+END_TEST
+
+/* bridge-carry's entries: HARNESS:KEY, and one clear line for anything else. */
+START_TEST(test_carry_entry)
+{
+        static const char *const good[] = { "pi:colorScheme2", "pi-models:providers.corp.x", "claude:env.MY_VAR",
+                                            "codex:profiles.*.model", "claude:env.MY_*", "claude:*",
+                                            "codex:model_providers.corp.http_headers.X-Team" };
+        static const char *const bad[] = { "", "pi", "pi:", "gemini:x", "claude:env..X", "claude:.x", "claude:x.",
+                                           "claude:a*b", "claude:with space", "PI:x", ":x", "claude:x\ty" };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                ck_assert_msg(carry_entry_check(good[i], NULL) == 0, "%s is an entry", good[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ck_assert_msg(carry_entry_check(bad[i], NULL) == -EINVAL, "%s is none", bad[i]);
+        aisb_error *err = NULL;
+        ck_assert_int_eq(carry_entry_check("gemini:model", &err), -EINVAL);
+        ck_assert_str_eq(aisb_error_message(err), "bridge-carry: 'gemini:model' is not HARNESS:KEY (HARNESS pi, "
+                                                  "pi-models, claude or codex; KEY a key path such as env.MY_VAR or "
+                                                  "model_providers.*.base_url)");
+        aisb_error_free(err);
+        /* The paths the user vouches for by name: whole, no '*', of the file asked. */
+        char **named = NULL;
+        ck_assert_int_eq(carry_named_paths(CARRY_CLAUDE,
+                                           (const char *const[]) { "claude:env.X", "claude:env.Y_*", "codex:env.Z",
+                                                                   "claude:a.b", NULL },
+                                           &named),
+                         0);
+        ck_assert_uint_eq(strv_length((const char *const *) named), 2);
+        ck_assert_str_eq(named[0], "env.X");
+        ck_assert_str_eq(named[1], "a.b");
+        strv_free(named);
+        ck_assert_int_eq(carry_named_paths(CARRY_PI, NULL, &named), 0);
+        ck_assert_ptr_null(named);
+}
+END_TEST
+
+/* A key the user carries by its whole path goes by its value only: its name is the user's
+ * word; a value that looks like a credential still goes, under a name named too. */
+START_TEST(test_scrub_named)
+{
+        json_object *o = J("{\"env\":{\"ANTHROPIC_CUSTOM_HEADERS\":\"X-Team: a\",\"MY_KEY\":\"" GH_TOKEN "\","
+                           "\"OTHER_KEY\":\"plain\"},\"query_params\":{\"code\":\"py\",\"sig\":\"s\"},"
+                           "\"http_headers\":{\"X-Api-Key\":\"team\",\"X-Auth\":\"0123456789abcdef\"}}");
+        buffer removed = {};
+        ck_assert_int_eq(harness_scrub_credentials(o, (const char *const[]) { "env.ANTHROPIC_CUSTOM_HEADERS",
+                                                                              "env.MY_KEY", "query_params.code",
+                                                                              "http_headers.X-Api-Key",
+                                                                              "http_headers.X-Auth", NULL },
+                                                   &removed),
+                         0);
+        assert_json(o, "{\"env\":{\"ANTHROPIC_CUSTOM_HEADERS\":\"X-Team: a\"},\"query_params\":{\"code\":\"py\"},"
+                       "\"http_headers\":{\"X-Api-Key\":\"team\"}}");
+        _cleanup_free_ char *text = buffer_steal(&removed);
+        ck_assert_str_eq(text, "env.MY_KEY, env.OTHER_KEY, query_params.sig, http_headers.X-Auth, ");
         json_object_put(o);
 }
 END_TEST
@@ -437,6 +570,9 @@ int main(void)
         tcase_add_test(tc, test_scrub_webhook_urls);
         tcase_add_test(tc, test_scrub_query_params);
         tcase_add_test(tc, test_claude_scrub);
+        tcase_add_test(tc, test_carry);
+        tcase_add_test(tc, test_carry_entry);
+        tcase_add_test(tc, test_scrub_named);
         tcase_add_test(tc, test_codex_policy);
         suite_add_tcase(s, tc);
         return unit_run(s);

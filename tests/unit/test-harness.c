@@ -503,6 +503,7 @@ END_TEST
  * settings.json merged per key without a credential or a command that makes one, CLAUDE.md
  * copied, .credentials.json never; commands/ and skills/ mounted read-only. */
 #define CLAUDE_KEY "sk-ant-literal-0003"
+static char *describe(const aisb_policy *p);
 START_TEST(test_prepare_claude)
 {
         char claude[PATH_MAX];
@@ -510,14 +511,15 @@ START_TEST(test_prepare_claude)
         setenv("CLAUDE_CONFIG_DIR", claude, 1);
         write_file(at("claude-home/settings.json"),
                    "{\"model\":\"opus\",\"apiKeyHelper\":\"/home/u/bin/key\",\"env\":{\"ANTHROPIC_BASE_URL\":"
-                   "\"https://llm.corp.test\",\"ANTHROPIC_API_KEY\":\"" CLAUDE_KEY "\"},"
-                   "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
+                   "\"https://llm.corp.test\",\"ANTHROPIC_API_KEY\":\"" CLAUDE_KEY "\",\"MY_TOKEN\":\"" CLAUDE_KEY "\","
+                   "\"MY_REGION\":\"eu\"},\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
         write_file(at("claude-home/CLAUDE.md"), "# be brief\n");
         write_file(at("claude-home/.credentials.json"), "{\"claudeAiOauth\":{\"accessToken\":\"" CLAUDE_KEY "\"}}");
         write_file(at("claude-home/commands/review.md"), "review\n");
         write_file(at("claude-home/skills/s/SKILL.md"), "skill\n");
         aisb_policy *p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "claude:env.MY_*", NULL), 0);
         aisb_error *err = NULL;
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
 
@@ -527,6 +529,9 @@ START_TEST(test_prepare_claude)
         ck_assert_str_eq(get_string(settings, "env", "ANTHROPIC_BASE_URL", NULL), "https://llm.corp.test");
         ck_assert_ptr_null(get_string(settings, "env", "ANTHROPIC_API_KEY", NULL));
         ck_assert_ptr_null(get_string(settings, "apiKeyHelper", NULL, NULL));
+        /* What bridge-carry adds: carried, and the second line still withholds a credential. */
+        ck_assert_str_eq(get_string(settings, "env", "MY_REGION", NULL), "eu");
+        ck_assert_ptr_null(get_string(settings, "env", "MY_TOKEN", NULL));
         json_object_put(settings);
         char *text = read_file(at("volume/.claude/CLAUDE.md"));
         ck_assert_str_eq(text ? text : "(none)", "# be brief\n");
@@ -535,9 +540,22 @@ START_TEST(test_prepare_claude)
         char command[PATH_MAX + 64];
         snprintf(command, sizeof command, "! grep -r '" CLAUDE_KEY "' '%s'", at("volume"));
         ck_assert_msg(system(command) == 0, "the key reached the sandbox's home");
-        /* Said, by name, never by value. */
-        ck_assert_ptr_nonnull(strstr(logs.text, "apiKeyHelper, env.ANTHROPIC_API_KEY not bridged"));
+        /* Said in one line: how many keys stayed, how to carry one, the credentials by name;
+         * never a value. */
+        char said[3 * PATH_MAX];
+        snprintf(said, sizeof said,
+                 "2 2 keys of %s/settings.json stay on the host (on no carry-list: aisb inspect names them; carry one "
+                 "with bridge-carry = claude:KEY); %s/settings.json: env.MY_TOKEN not bridged (credentials stay on the "
+                 "host; pass a key with --secret, docs/bridges.md)\n",
+                 claude, claude);
+        ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
         ck_assert_ptr_null(strstr(logs.text, CLAUDE_KEY));
+        text = describe(p);
+        ck_assert_msg(strstr(text, "bridge-held=settings.json: 2 (apiKeyHelper, env.ANTHROPIC_API_KEY; on no carry-list: "
+                                   "bridge-carry = claude:KEY carries one)\nbridge-withheld=env.MY_TOKEN (credentials)\n"),
+                      "%s", text);
+        ck_assert_ptr_null(strstr(text, CLAUDE_KEY));
+        free(text);
 
         /* Read-only mounts for what exists of commands/, agents/, skills/. */
         harness_mount m[HARNESS_MOUNTS_MAX];
@@ -557,8 +575,8 @@ START_TEST(test_prepare_claude)
                    "\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
         write_file(at("claude-home/settings.json"),
                    "{\"model\":\"opus\",\"env\":{\"ANTHROPIC_BASE_URL\":\"https://llm.corp.test\","
-                   "\"ANTHROPIC_API_KEY\":\"" CLAUDE_KEY "\"},\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
-        ck_assert_int_eq(aisb_policy_set(p, "env", "ANTHROPIC_API_KEY=x", NULL), 0);
+                   "\"MY_TOKEN\":\"" CLAUDE_KEY "\"},\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
+        ck_assert_int_eq(aisb_policy_set(p, "env", "MY_TOKEN=x", NULL), 0);
         logs.text[0] = 0;
         ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
         settings = read_json(at("volume/.claude/settings.json"));
@@ -717,8 +735,6 @@ START_TEST(test_prepare_host_links)
 }
 END_TEST
 
-static char *describe(const aisb_policy *p);
-
 /* pi's settings are scrubbed as claude's and codex's are: a package's URL with a token. */
 START_TEST(test_prepare_pi_scrubbed)
 {
@@ -733,12 +749,81 @@ START_TEST(test_prepare_pi_scrubbed)
         ck_assert_ptr_null(strstr(text, "glpat"));
         ck_assert_ptr_null(strstr(text, TOKEN));
         free(text);
-        ck_assert_ptr_nonnull(strstr(logs.text, "packages, myToken not bridged"));
+        /* myToken is on no carry-list: it stays on the host; packages is carried, and its token
+         * withheld by the second line. */
+        char said[3 * PATH_MAX];
+        snprintf(said, sizeof said,
+                 "2 1 key of %s/.pi/agent/settings.json stays on the host (on no carry-list: aisb inspect names them; "
+                 "carry one with bridge-carry = pi:KEY); %s/.pi/agent/settings.json: packages not bridged",
+                 home, home);
+        ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
         ck_assert_ptr_null(strstr(logs.text, "glpat"));
         text = describe(p);
-        ck_assert_ptr_nonnull(strstr(text, "bridge-withheld=packages, myToken (credentials)\n"));
+        ck_assert_msg(strstr(text, "bridge-held=settings.json: 1 (myToken; on no carry-list: bridge-carry = pi:KEY "
+                                   "carries one)\nbridge-withheld=packages (credentials)\n"),
+                      "%s", text);
         ck_assert_ptr_null(strstr(text, "glpat"));
         free(text);
+        aisb_policy_free(p);
+}
+END_TEST
+
+/* What a carry-list does not name stays on the host, in settings.json and models.json alike
+ * (a random value under an innocent name: no scan of values catches it); bridge-carry carries
+ * it; and a key carried once, named no more, goes from the sandbox on the next run (the base
+ * says aisb wrote it). */
+#define RANDOM_HEX "9f86d081884c7d659a2feaa0c55ad015"
+START_TEST(test_prepare_carry)
+{
+        host_pi("{\"defaultModel\":\"m1\",\"defaultProvider\":\"acme\",\"colorScheme2\":\"" RANDOM_HEX "\"}",
+                "{\"providers\":{\"acme\":{\"baseUrl\":\"https://api.acme.test\",\"apiKey\":\"" LITERAL_KEY "\","
+                "\"colorScheme2\":\"" RANDOM_HEX "\",\"models\":[{\"id\":\"m1\",\"reasoning\":true}]}}}");
+        aisb_policy *p = volume_policy();
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        char *settings = read_file(at("volume/.pi/agent/settings.json")), *models = read_file(at("volume/.pi/agent/models.json"));
+        ck_assert_ptr_null(strstr(settings, RANDOM_HEX));
+        ck_assert_ptr_nonnull(strstr(settings, "\"defaultModel\""));
+        ck_assert_ptr_null(strstr(models, RANDOM_HEX));
+        ck_assert_ptr_nonnull(strstr(models, "\"reasoning\""));
+        free(settings);
+        free(models);
+        char said[3 * PATH_MAX];
+        snprintf(said, sizeof said,
+                 "1 1 key of %s/.pi/agent/settings.json, 1 key of %s/.pi/agent/models.json stay on the host (on no "
+                 "carry-list: aisb inspect names them; carry one with bridge-carry = pi:KEY or pi-models:KEY)\n",
+                 home, home);
+        ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
+        ck_assert_ptr_null(strstr(logs.text, RANDOM_HEX));
+        char *text = describe(p);
+        ck_assert_msg(strstr(text, "bridge-held=settings.json: 1 (colorScheme2; on no carry-list: bridge-carry = pi:KEY "
+                                   "carries one)\n") &&
+                              strstr(text, "bridge-held=models.json: 1 (providers.acme.colorScheme2; on no carry-list: "
+                                           "bridge-carry = pi-models:KEY carries one)\n"),
+                      "%s", text);
+        free(text);
+
+        ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "pi:colorScheme2", NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "pi-models:providers.*.colorScheme2", NULL), 0);
+        logs.text[0] = 0;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        json_object *o = read_json(at("volume/.pi/agent/settings.json"));
+        ck_assert_str_eq(get_string(o, "colorScheme2", NULL, NULL), RANDOM_HEX);
+        json_object_put(o);
+        o = read_json(at("volume/.pi/agent/models.json"));
+        ck_assert_str_eq(get_string(o, "providers", "acme", "colorScheme2"), RANDOM_HEX);
+        json_object_put(o);
+        ck_assert_ptr_null(strstr(logs.text, "on the host"));
+        text = describe(p);
+        ck_assert_ptr_null(strstr(text, "bridge-held="));
+        free(text);
+        aisb_policy_free(p);
+
+        p = volume_policy();
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        settings = read_file(at("volume/.pi/agent/settings.json"));
+        ck_assert_ptr_null(strstr(settings, RANDOM_HEX));
+        free(settings);
         aisb_policy_free(p);
 }
 END_TEST
@@ -791,7 +876,12 @@ START_TEST(test_prepare_codex)
         free(text);
         snprintf(path, sizeof path, "%s/auth.json", seed);
         ck_assert_int_eq(access(path, F_OK), -1);
-        ck_assert_ptr_nonnull(strstr(logs.text, "model_providers.corp.experimental_bearer_token not bridged"));
+        /* A provider's token is on no carry-list: it stays on the host, counted. */
+        char said[2 * PATH_MAX];
+        snprintf(said, sizeof said, "1 1 key of %s/config.toml stays on the host (on no carry-list: aisb inspect names "
+                                    "them; carry one with bridge-carry = codex:KEY)\n", codex);
+        ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
+        ck_assert_ptr_null(strstr(logs.text, "not bridged"));
         ck_assert_ptr_null(strstr(logs.text, CODEX_TOKEN));
         harness_bridge_done(&b);
         run_dir_remove(&rd);
@@ -1510,6 +1600,7 @@ static Suite *harness_suite(void)
         tcase_add_test(tc, test_prepare_claude_policy);
         tcase_add_test(tc, test_prepare_pi_budgets);
         tcase_add_test(tc, test_prepare_pi_scrubbed);
+        tcase_add_test(tc, test_prepare_carry);
         tcase_add_test(tc, test_prepare_host_links);
         tcase_add_test(tc, test_prepare_codex);
         tcase_add_test(tc, test_prepare_codex_volume);

@@ -102,6 +102,9 @@ START_TEST(test_values_checked)
         expect_refused(p, "net", "everything", "allow, none or full");
         expect_refused(p, "install", "git; rm -rf /", "package");
         expect_refused(p, "install", "-y", "package");
+        expect_refused(p, "bridge-carry", "gemini:model", "is not HARNESS:KEY (HARNESS pi, pi-models, claude or codex");
+        expect_refused(p, "bridge-carry", "claude", "is not HARNESS:KEY");
+        expect_refused(p, "bridge-carry", "claude:env..X", "is not HARNESS:KEY");
         expect_refused(p, "base-image", "ubuntu\nRUN evil", "image reference");
         expect_refused(p, "base-image", "bootstrap:debian:../x", "bootstrap:debian:SUITE");
         expect_refused(p, "base-image", "bootstrap:fedora:40", "bootstrap:debian:SUITE");
@@ -589,6 +592,8 @@ static void samples_setup(void)
         sample("no-pi-config", "true", NULL);
         sample("no-harness-config", "true", NULL);
         sample("no-harness-keys", "true", NULL);
+        snprintf(sample("bridge-carry", "claude:colorScheme2", NULL)->second, sizeof samples[0].second,
+                 "codex:profiles.*.model");
         sample("no-agents", "true", NULL);
         snprintf(path, sizeof path, "%s/agents", sample_dir);
         sample("agents-dir", path, NULL);
