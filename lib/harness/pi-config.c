@@ -147,6 +147,32 @@ static int parse_with(const char *text, size_t size, const char *origin, int fla
         return 0;
 }
 
+/* Where a key (a string that a ':' follows) holds an escaped NUL, or size. json-c ends a key
+ * there ("model\u0000x" is read as "model"), where the harness reads another key: the
+ * carry-list would judge a key the harness never sees. A value keeps its NUL. */
+static size_t key_nul_at(const char *text, size_t size)
+{
+        for (size_t i = 0; i < size; i++) {
+                /* json-c takes single-quoted strings too. */
+                char quote = text[i];
+                if (quote != '"' && quote != '\'')
+                        continue;
+                size_t nul = size;
+                for (i++; i < size && text[i] != quote; i++)
+                        if (text[i] == '\\') {
+                                if (nul == size && i + 5 < size && memcmp(text + i, "\\u0000", 6) == 0)
+                                        nul = i;
+                                i++;
+                        }
+                size_t j = i + 1;
+                while (j < size && strchr(" \t\r\n", text[j]))
+                        j++;
+                if (nul < size && j < size && text[j] == ':')
+                        return nul;
+        }
+        return size;
+}
+
 int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
                         aisb_error **err)
 {
@@ -161,6 +187,9 @@ int pi_parse_json(const char *text, size_t size, const char *origin, json_object
         const char *nul = memchr(text, 0, size);
         if (nul)
                 return parse_error(text, (size_t) (nul - text), origin, "NUL byte", err);
+        size_t key_nul = key_nul_at(text, size);
+        if (key_nul < size)
+                return parse_error(text, key_nul, origin, "a key with an escaped NUL (\\u0000)", err);
 
         size_t bad = utf8_invalid_at(text, size);
         if (bad < size)

@@ -84,6 +84,10 @@ static const parse_case parse_cases[] = {
         { "truncated UTF-8", "{\"a\": \"\xc3\"}", 0, -EBADMSG, "not valid JSON" },
         { "invalid UTF-8 in a key", "{\"\xc3\x28\": 1}", 0, -EBADMSG, "not valid JSON" },
         { "NUL byte", "{\"a\": 1}\0{}", 9, -EBADMSG, "(line 1, column 9): NUL byte" },
+        { "escaped NUL in a key", "{\"model\": 1, \"model\\u0000z\": 2}", 0, -EBADMSG,
+          "(line 1, column 20): a key with an escaped NUL (\\u0000)" },
+        { "escaped NUL in a single-quoted key", "{'m\\u0000' : 1}", 0, -EBADMSG, "a key with an escaped NUL" },
+        { "escaped NUL in a value", "{\"a\": \"x\\u0000y\", \"b\\\"\": 1}", 0, 0, "\"b\\\"\"" },
         { "NaN", "{\"a\": NaN}", 0, -EBADMSG, "test: not valid JSON: NaN or Infinity" },
         { "Infinity, nested", "{\"a\": [1, {\"b\": -Infinity}]}", 0, -EBADMSG, "NaN or Infinity" },
 };
