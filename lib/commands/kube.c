@@ -654,8 +654,8 @@ static int scratch_volume(const aisb_policy *p, const kube_names *n, pod_volumes
 
 /* One mount of the plan's, as the pod has it: the project (its volume), the run's copy of
  * its settings and the bridged files (ConfigMaps: a file each, by subPath, for the seed,
- * whose copy takes regular files only), a protected path (a subPath of the project's
- * volume over itself), a scratch directory (scratch_dirs), and on one machine a path of the
+ * whose copy takes regular files only), a protected path (its own path of the host's, over
+ * itself), a scratch directory (scratch_dirs), and on one machine a path of the
  * host's (the agents directory, a harness's read-only directories) as itself. */
 static int render_mount(const aisb_policy *p, const kube_options *ko, const kube_plan *k, json_object *m,
                         pod_volumes *v, aisb_error **err)
@@ -679,8 +679,17 @@ static int render_mount(const aisb_policy *p, const kube_options *ko, const kube
                 r = add_volume(v, name, config_map_volume(name));
                 r = r < 0 ? r : add_mount(v, name, dest, true, NULL);
         } else if (startswith(dest, AISB_PROJECT_DIR "/") && p->project && ko->podman) {
-                volume_name(name, n->sandbox, "project");
-                r = add_mount(v, name, dest, ro, dest + strlen(AISB_PROJECT_DIR "/"));
+                /* A path of its own, not a subPath of the project's: podman 4.3 ignores
+                 * subPath and would mount the whole project there (the entrypoint's check of
+                 * the mount refuses that). The entrypoint checks it is what the plan found. */
+                char what[16];
+                snprintf(what, sizeof what, "protect%u", v->n_host++);
+                volume_name(name, n->sandbox, what);
+                r = add_volume(v, name, json_built(JSON_BUILD_OBJECT(
+                                                JSON_BUILD_PAIR_STRING("name", name),
+                                                JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
+                                                                                    JSON_BUILD_PAIR_STRING("path", source))))));
+                r = r < 0 ? r : add_mount(v, name, dest, ro, NULL);
         } else if (streq(dest, AISB_SEED_IN_SANDBOX)) {
                 volume_name(name, n->sandbox, "harness");
                 r = add_volume(v, name, config_map_volume(name));

@@ -396,7 +396,8 @@ START_TEST(test_refused)
                 fputs("the project's own\n", notes);
                 fclose(notes);
                 out = manifests(q, &(kube_options) { .podman = true });
-                ck_assert_ptr_nonnull(strstr(out, "\"subPath\": \".git\""));
+                ck_assert_ptr_nonnull(strstr(out, "\"path\": \"/tmp/aisb-kube-protect/.git\""));
+                ck_assert_ptr_null(strstr(out, "\"subPath\": \".git\""));
                 ck_assert_ptr_nonnull(strstr(out, "\"notes\": \"the project's own\\n\""));
                 free(out);
                 /* what a ConfigMap cannot hold as it is: refused, not mangled */
