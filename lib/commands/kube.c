@@ -652,6 +652,21 @@ static int scratch_volume(const aisb_policy *p, const kube_names *n, pod_volumes
         return -EOPNOTSUPP;
 }
 
+/* A path of the host's, at dest, as a hostPath volume of its own (type NULL: not checked). */
+static int host_path_mount(pod_volumes *v, const kube_names *n, const char *kind, const char *source,
+                           const char *type, const char *dest, bool ro)
+{
+        char what[24], name[64];
+        snprintf(what, sizeof what, "%s%u", kind, v->n_host++);
+        volume_name(name, n->sandbox, what);
+        int r = add_volume(v, name, json_built(JSON_BUILD_OBJECT(
+                                            JSON_BUILD_PAIR_STRING("name", name),
+                                            JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
+                                                                                JSON_BUILD_PAIR_STRING("path", source),
+                                                                                JSON_BUILD_PAIR_CONDITION(type, JSON_BUILD_PAIR_STRING("type", type)))))));
+        return r < 0 ? r : add_mount(v, name, dest, ro, NULL);
+}
+
 /* One mount of the plan's, as the pod has it: the project (its volume), the run's copy of
  * its settings and the bridged files (ConfigMaps: a file each, by subPath, for the seed,
  * whose copy takes regular files only), a protected path (its own path of the host's, over
@@ -682,14 +697,7 @@ static int render_mount(const aisb_policy *p, const kube_options *ko, const kube
                 /* A path of its own, not a subPath of the project's: podman 4.3 ignores
                  * subPath and would mount the whole project there (the entrypoint's check of
                  * the mount refuses that). The entrypoint checks it is what the plan found. */
-                char what[16];
-                snprintf(what, sizeof what, "protect%u", v->n_host++);
-                volume_name(name, n->sandbox, what);
-                r = add_volume(v, name, json_built(JSON_BUILD_OBJECT(
-                                                JSON_BUILD_PAIR_STRING("name", name),
-                                                JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
-                                                                                    JSON_BUILD_PAIR_STRING("path", source))))));
-                r = r < 0 ? r : add_mount(v, name, dest, ro, NULL);
+                r = host_path_mount(v, n, "protect", source, NULL, dest, ro);
         } else if (streq(dest, AISB_SEED_IN_SANDBOX)) {
                 volume_name(name, n->sandbox, "harness");
                 r = add_volume(v, name, config_map_volume(name));
@@ -700,15 +708,7 @@ static int render_mount(const aisb_policy *p, const kube_options *ko, const kube
                                     : add_mount(v, name, path, true, k->seed.files[i].name);
                 }
         } else if (streq(type, "bind") && ko->podman) {
-                char what[16];
-                snprintf(what, sizeof what, "host%u", v->n_host++);
-                volume_name(name, n->sandbox, what);
-                r = add_volume(v, name, json_built(JSON_BUILD_OBJECT(
-                                                JSON_BUILD_PAIR_STRING("name", name),
-                                                JSON_BUILD_PAIR("hostPath", JSON_BUILD_OBJECT(
-                                                                                    JSON_BUILD_PAIR_STRING("path", source),
-                                                                                    JSON_BUILD_PAIR_STRING("type", "Directory"))))));
-                r = r < 0 ? r : add_mount(v, name, dest, ro, NULL);
+                r = host_path_mount(v, n, "host", source, "Directory", dest, ro);
         } else
                 r = -EOPNOTSUPP;
         if (r == -EOPNOTSUPP || r == -EINVAL)
