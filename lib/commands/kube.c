@@ -698,6 +698,12 @@ static int render_mount(const aisb_policy *p, const kube_options *ko, const kube
                  * subPath and would mount the whole project there (the entrypoint's check of
                  * the mount refuses that). The entrypoint checks it is what the plan found. */
                 r = host_path_mount(v, n, "protect", source, NULL, dest, ro);
+        } else if (streq(dest, AISB_SEED_IN_SANDBOX) && ko->podman) {
+                /* podman writes a ConfigMap's keys as regular files, and podman 4.3 ignores
+                 * subPath: the whole map at the seed's place. */
+                volume_name(name, n->sandbox, "harness");
+                r = add_volume(v, name, config_map_volume(name));
+                r = r < 0 ? r : add_mount(v, name, dest, true, NULL);
         } else if (streq(dest, AISB_SEED_IN_SANDBOX)) {
                 volume_name(name, n->sandbox, "harness");
                 r = add_volume(v, name, config_map_volume(name));
