@@ -180,7 +180,7 @@ int carry_entry_check(const char *value, aisb_error **err)
 {
         const char *path = NULL;
         for (size_t f = 0; !path && f < ELEMENTSOF(carry_files); f++)
-                path = entry_path(f, value);
+                path = entry_path((carry_file) f, value);
         bool ok = path && *path && strlen(path) <= 512;
         for (const char *c = path; ok && *c; c++)
                 ok = (unsigned char) *c > ' ' && *c != 0x7f && (*c != '.' || (c > path && c[-1] != '.' && c[1])) &&
