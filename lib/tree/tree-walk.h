@@ -20,13 +20,16 @@
 typedef struct tree_entry {
         int dir;             /* the directory that holds it */
         const char *name;
-        const char *path;    /* below the root, components joined by '/' */
+        /* Below the root, components joined by '/'; with open_error -ENAMETOOLONG (the path
+         * would be too long), its directory's path instead. */
+        const char *path;
         unsigned char type;  /* DT_REG, DT_DIR, DT_LNK, DT_CHR, DT_BLK, DT_FIFO, DT_SOCK */
         uint64_t ino;
         unsigned depth;      /* 1 for the root's own entries */
         const struct stat *st; /* with TREE_WALK_STAT; NULL otherwise */
         /* A directory, before the walk enters it: its descriptor (the walk's; closed after),
-         * or -1 with open_error the negative errno opening it gave. */
+         * or -1 with open_error the negative errno opening it gave (0: one of the options'
+         * closed names, not opened). */
         int self;
         int open_error;
 } tree_entry;
@@ -37,10 +40,13 @@ enum {
          * the agent can leave to hide what is below it) is given rwx for its owner, entered,
          * and given its mode back after. */
         TREE_WALK_FIX_ACCESS = 1 << 1,
-        /* A directory TREE_MAX_DEPTH deep is reported with open_error -ELOOP and not entered,
-         * and an entry whose path would pass TREE_PATH_MAX with path NULL and open_error
-         * -ENAMETOOLONG; the walk goes on past both (one deep directory cannot end it). */
+        /* A directory max_depth deep is reported with open_error -ELOOP and not entered, and
+         * an entry whose path would pass max_path with open_error -ENAMETOOLONG; the walk goes
+         * on past both (one deep directory cannot end it). */
         TREE_WALK_SKIP_DEEP = 1 << 2,
+        /* As TREE_WALK_FIX_ACCESS, the owner's access kept: for a walk that moves what the
+         * agent hid out of the directory, or gives the user back a tree the agent locked. */
+        TREE_WALK_GIVE_ACCESS = 1 << 3,
 };
 
 /* What fn returns: 0 to go on (into a directory too), TREE_SKIP to leave this directory
@@ -48,11 +54,47 @@ enum {
 #define TREE_SKIP 1
 typedef int (*tree_fn)(const tree_entry *e, void *userdata);
 
+typedef struct tree_walk_options {
+        unsigned flags;
+        size_t max_entries;     /* entries read in all (0: TREE_DEFAULT_MAX_ENTRIES) */
+        /* Entries read of one directory (0: no bound of its own): the rest of a larger one
+         * is passed over without a word. */
+        size_t max_dir_entries;
+        unsigned max_depth;     /* 0: TREE_MAX_DEPTH */
+        size_t max_path;        /* 0: TREE_PATH_MAX */
+        /* Directories of these names are reported unopened and never entered (a walk that
+         * must not touch what is in them, not even their mode). */
+        const char *const *closed;
+} tree_walk_options;
+
 /* Walk below root (an open directory; its own entry is not reported), pre-order, each
- * directory's entries sorted with tree_name_cmp. max_entries 0: the default. Returns 0; fn's
- * negative; -E2BIG past max_entries, -ELOOP deeper than TREE_MAX_DEPTH, -ENAMETOOLONG for a
- * path longer than TREE_PATH_MAX (each after reporting what came before); -ENOMEM. */
+ * directory's entries sorted bytewise by name, each directory opened without following a
+ * link (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has it, O_NOFOLLOW
+ * always) and O_NONBLOCK (a FIFO in a directory's place is never waited on). Returns 0;
+ * fn's negative; -E2BIG past max_entries, -ELOOP deeper than max_depth, -ENAMETOOLONG for a
+ * path longer than max_path (each after reporting what came before); -ENOMEM. */
+int tree_walk_with(int root, const tree_walk_options *o, tree_fn fn, void *userdata);
+/* The same with only flags and max_entries (0: the default). */
 int tree_walk(int root, size_t max_entries, unsigned flags, tree_fn fn, void *userdata);
+
+/* Each entry of the directory open at fd ("." and ".." aside), in the kernel's order, read
+ * from fd's offset with buf (size bytes, 8-aligned) as getdents64's, allocating nothing (a
+ * child after fork may use it). fn's nonzero return ends it with that value; a read error:
+ * its negative errno. */
+typedef int (*tree_name_fn)(int fd, const char *name, unsigned char type, uint64_t ino, void *userdata);
+int tree_dir_each(int fd, char *buf, size_t size, tree_name_fn fn, void *userdata);
+/* The names in the directory open at dir (read through a descriptor of its own), sorted;
+ * an empty directory gives an empty list, never NULL. At most TREE_DEFAULT_MAX_ENTRIES
+ * (-E2BIG). */
+int tree_dir_names(int dir, char ***ret);
+
+/* The subdirectory name of dir, opened as the walk opens them: no link followed, O_NONBLOCK,
+ * O_CLOEXEC. A descriptor or a negative errno. */
+int tree_open_child(int dir, const char *name);
+/* Give the user back a directory of theirs that the agent made unreadable or unwritable: rwx
+ * for its owner, through a descriptor that cannot be a link's target. Its mode before in
+ * *ret_mode (may be NULL); false when it is no directory of the user's, or chmod failed. */
+bool tree_give_access(int dir, const char *name, mode_t *ret_mode);
 
 /* The order of paths a walk gives: component by component, each compared bytewise ("a/b"
  * before "a-c", as the walk reaches a's entries before a-c). */

@@ -7,10 +7,10 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "fileio.h"
+#include "tree-walk.h"
 #include "util.h"
 
 #define USERNS_REMOVE_DEPTH 32
@@ -51,6 +51,22 @@ int userns_podman_open(void)
         return userns;
 }
 
+typedef struct removal {
+        unsigned depth;
+        int first;
+} removal;
+
+static int remove_raw(int dir, const char *name, unsigned depth);
+
+static int remove_entry(int fd, const char *name, unsigned char type, uint64_t ino, void *userdata)
+{
+        removal *m = userdata;
+        int r = remove_raw(fd, name, m->depth + 1);
+        if (r < 0 && !m->first)
+                m->first = r;
+        return 0;
+}
+
 /* In the child after fork: system calls and the stack only (the parent may have had threads
  * holding the allocator's locks). */
 static int remove_raw(int dir, const char *name, unsigned depth)
@@ -61,28 +77,15 @@ static int remove_raw(int dir, const char *name, unsigned depth)
                 return -errno;
         if (depth >= USERNS_REMOVE_DEPTH)
                 return -ENOTEMPTY;
-        int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int fd = tree_open_child(dir, name);
         if (fd < 0)
-                return -errno;
+                return fd;
         char buf[2048] __attribute__((aligned(8)));
-        int first = 0;
-        for (;;) {
-                long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
-                if (got <= 0)
-                        break;
-                for (long at = 0; at < got;) {
-                        const struct dirent64_record *de = (const void *) (buf + at);
-                        at += de->d_reclen;
-                        if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-                                continue;
-                        int r = remove_raw(fd, de->d_name, depth + 1);
-                        if (r < 0 && !first)
-                                first = r;
-                }
-        }
+        removal m = { .depth = depth };
+        (void) tree_dir_each(fd, buf, sizeof buf, remove_entry, &m);
         close(fd);
         if (unlinkat(dir, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return first ? first : -errno;
+                return m.first ? m.first : -errno;
         return 0;
 }
 
