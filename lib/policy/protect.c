@@ -10,10 +10,10 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +21,7 @@
 #include "util.h"
 #include "fileio.h"
 #include "pathtrust.h"
+#include "tree-walk.h"
 
 #define SANDBOX_PROJECT "/project"
 
@@ -70,22 +71,6 @@ int protect_entry_valid(const char *entry, char *reason, size_t size)
         return 0;
 }
 
-/* The directory holding rel's last component, reached from root without following a link;
- * *ret_base points into rel. A negative errno (-ELOOP: a link on the way). */
-static int open_parent(int root, const char *rel, const char **ret_base)
-{
-        const char *slash = strrchr(rel, '/');
-        *ret_base = slash ? slash + 1 : rel;
-        _cleanup_free_ char *dirs = strndup(rel, slash ? (size_t) (slash - rel) : 0);
-        return dirs ? open_dir_nofollow(root, dirs, false) : -ENOMEM;
-}
-
-/* rel itself as a directory (rel "" is root). */
-static int open_dir(int root, const char *rel)
-{
-        return open_dir_nofollow(root, rel, false);
-}
-
 /* An absolute path as a directory, no component a link. */
 static int open_absolute(const char *path)
 {
@@ -94,13 +79,13 @@ static int open_absolute(const char *path)
         _cleanup_close_ int top = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (top < 0)
                 return -errno;
-        return open_dir(top, path + 1);
+        return open_dir_nofollow(top, path + 1, false);
 }
 
 static int stat_rel(int root, const char *rel, struct stat *st)
 {
         const char *base;
-        _cleanup_close_ int parent = open_parent(root, rel, &base);
+        _cleanup_close_ int parent = tree_open_parent(root, rel, &base);
         if (parent < 0)
                 return parent;
         return fstatat(parent, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
@@ -111,7 +96,7 @@ static int stat_rel(int root, const char *rel, struct stat *st)
 static int read_rel(int root, const char *rel, char **ret)
 {
         const char *base;
-        _cleanup_close_ int parent = open_parent(root, rel, &base);
+        _cleanup_close_ int parent = tree_open_parent(root, rel, &base);
         if (parent < 0)
                 return parent;
         size_t size;
@@ -255,7 +240,7 @@ static int protect_one(builder *b, const char *rel)
 static int protect_link(builder *b, const char *rel, unsigned links)
 {
         const char *base;
-        _cleanup_close_ int parent = open_parent(b->root_fd, rel, &base);
+        _cleanup_close_ int parent = tree_open_parent(b->root_fd, rel, &base);
         char target[PATH_MAX];
         ssize_t n = parent >= 0 ? readlinkat(parent, base, target, sizeof target - 1) : -1;
         if (n <= 0 || links >= 8)
@@ -277,11 +262,11 @@ static int protect_link(builder *b, const char *rel, unsigned links)
 /* The links in directory dir_rel (a hooks directory): what each leads to inside the root. */
 static int protect_links_in(builder *b, const char *dir_rel)
 {
-        _cleanup_close_ int dir = open_dir(b->root_fd, dir_rel);
         _cleanup_strv_free_ char **names = NULL;
-        if (dir < 0 || dir_names(dir, "", &names) < 0)
+        _cleanup_close_ int dir = tree_open_dir(b->root_fd, dir_rel, false, 0);
+        if (dir < 0 || tree_dir_names(dir, &names) < 0)
                 return 0;
-        for (size_t i = 1; names[i]; i++) {
+        for (size_t i = 0; names[i]; i++) {
                 struct stat st;
                 if (fstatat(dir, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
                         continue;
@@ -315,27 +300,12 @@ static int protect_one_at(builder *b, const char *rel, unsigned links)
         return S_ISLNK(st.st_mode) ? protect_link(b, rel, links) : 0;
 }
 
-/* The names in directory rel, to find new ones after the run. */
+/* The names in directory rel, to find new ones after the run (never NULL: an empty
+ * directory has a list too). */
 static int dir_names(int root, const char *rel, char ***ret)
 {
-        int fd = open_dir(root, rel);
-        if (fd < 0)
-                return fd;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return -errno;
-        }
-        _cleanup_strv_free_ char **names = NULL;
-        int r = strv_push(&names, ""); /* never NULL: an empty directory has a list too */
-        for (struct dirent *de; r >= 0 && (de = readdir(d));)
-                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        r = strv_push(&names, de->d_name);
-        closedir(d);
-        if (r < 0)
-                return r;
-        *ret = steal_pointer(&names);
-        return 0;
+        _cleanup_close_ int fd = tree_open_dir(root, rel, false, 0);
+        return fd < 0 ? fd : tree_dir_names(fd, ret);
 }
 
 typedef struct gitdir_opts {
@@ -367,7 +337,7 @@ static int protect_modules(builder *b, const char *rel, unsigned depth)
                 return -ENOMEM;
         }
         names = NULL;
-        for (size_t i = 1; kept[i]; i++) {
+        for (size_t i = 0; kept[i]; i++) {
                 _cleanup_free_ char *child = join(rel, kept[i]), *head = child ? join(child, "HEAD") : NULL;
                 if (!head)
                         return -ENOMEM;
@@ -457,7 +427,7 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
                 strv_free(at_start);
                 return -ENOMEM;
         }
-        for (size_t i = 1; names[i]; i++) {
+        for (size_t i = 0; names[i]; i++) {
                 if (o->own_worktree && streq(names[i], o->own_worktree))
                         continue;
                 _cleanup_free_ char *w = join(worktrees, names[i]);
@@ -768,9 +738,9 @@ static bool has_hooks(const char *dir)
 {
         _cleanup_close_ int fd = dir ? open_absolute(dir) : -1;
         _cleanup_strv_free_ char **names = NULL;
-        if (fd < 0 || dir_names(fd, "", &names) < 0)
+        if (fd < 0 || tree_dir_names(fd, &names) < 0)
                 return false;
-        for (size_t i = 1; names[i]; i++) {
+        for (size_t i = 0; names[i]; i++) {
                 size_t n = strlen(names[i]);
                 if (n < 7 || !streq(names[i] + n - 7, ".sample"))
                         return true;
@@ -864,106 +834,70 @@ static int protect_includes(builder *b, int config_root, const char *config_rel,
         return 0;
 }
 
-/* What a walk below the project meets named .git. */
+/* What a walk below the project meets named .git, and a directory that is itself a git
+ * directory (a bare repository), which is not descended into. */
 typedef int (*git_entry_fn)(int dir, const char *name, const char *rel, void *userdata);
 
-typedef struct walk {
+typedef struct git_walk {
         git_entry_fn fn;
         void *userdata;
-        size_t dirs, entries;
+        size_t dirs; /* the root is one */
         bool cut;
-        bool fix_access; /* a directory the agent made unreadable is made the user's again */
-        char *buf;       /* getdents64's, PROTECT_WALK_BUFFER bytes */
-} walk;
+} git_walk;
 
-static void make_ours(int dir, const char *name);
-
-/* The entries of directory fd, then its subdirectories: each .git entry goes to the walk's
- * function, and so does a directory that is itself a git directory (HEAD, objects and refs:
- * a bare repository), which is not descended into. 1 when fd is such a directory. */
-static int walk_dir(walk *w, int fd, const char *rel, unsigned depth)
+/* What git takes for a git directory: HEAD (a file or a link), and objects and refs (of any
+ * kind: links too), or a commondir that names them elsewhere. */
+static bool looks_like_gitdir(int dir)
 {
-        if (depth > PROTECT_WALK_MAX_DEPTH || ++w->dirs > PROTECT_WALK_MAX_DIRS) {
-                w->cut = true;
-                return 0;
-        }
-        if (!w->buf && !(w->buf = malloc(PROTECT_WALK_BUFFER)))
-                return -ENOMEM;
-        /* The walk's own descriptors are new; the root's may have been read before. */
-        if (depth == 0 && lseek(fd, 0, SEEK_SET) < 0)
-                return 0;
-        /* This directory's subdirectories, NUL-separated: read whole before descending,
-         * which reuses the buffer. */
-        buffer subdirs = {};
+        static const char *const names[] = { "HEAD", "objects", "refs", "commondir" };
+        static const unsigned bits[] = { 1, 2, 4, 6 };
         unsigned looks = 0;
+        struct stat st;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (fstatat(dir, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        looks |= bits[i];
+        return looks == 7;
+}
+
+static int git_walk_entry(const tree_entry *e, void *userdata)
+{
+        git_walk *w = userdata;
+        if (streq(e->name, ".git")) /* never entered; the project's own is its plan's */
+                return e->depth > 1 ? w->fn(e->dir, e->name, e->path, w->userdata) : 0;
+        if (e->type != DT_DIR || e->self < 0)
+                return 0;
+        if (e->depth > PROTECT_WALK_MAX_DEPTH || ++w->dirs > PROTECT_WALK_MAX_DIRS) {
+                w->cut = true;
+                return TREE_SKIP;
+        }
+        if (!looks_like_gitdir(e->self))
+                return 0;
+        /* Its own .git first, as the listing of it would meet it; then itself. */
+        struct stat st;
+        _cleanup_free_ char *inner = NULL;
         int r = 0;
-        for (;;) {
-                long n = syscall(SYS_getdents64, fd, w->buf, PROTECT_WALK_BUFFER);
-                if (n <= 0)
-                        break;
-                for (long at = 0; r >= 0 && at < n;) {
-                        const struct dirent64_record *de = (const void *) (w->buf + at);
-                        at += de->d_reclen;
-                        const char *name = de->d_name;
-                        if (streq(name, ".") || streq(name, ".."))
-                                continue;
-                        if (++w->entries > PROTECT_WALK_MAX_ENTRIES) {
-                                w->cut = true;
-                                r = -E2BIG;
-                                break;
-                        }
-                        if (streq(name, ".git")) {
-                                if (depth > 0) {
-                                        _cleanup_free_ char *child = join(rel, name);
-                                        r = child ? w->fn(fd, name, child, w->userdata) : -ENOMEM;
-                                }
-                                continue;
-                        }
-                        unsigned char type = de->d_type;
-                        if (type == DT_UNKNOWN) {
-                                struct stat st;
-                                if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                                        type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-                        }
-                        /* What git takes for a git directory: HEAD (a file or a link), and
-                         * objects and refs (of any kind: links too), or a commondir that
-                         * names them elsewhere. */
-                        if (streq(name, "HEAD"))
-                                looks |= 1;
-                        else if (streq(name, "objects"))
-                                looks |= 2;
-                        else if (streq(name, "refs"))
-                                looks |= 4;
-                        else if (streq(name, "commondir"))
-                                looks |= 6;
-                        if (type == DT_DIR)
-                                r = buffer_append(&subdirs, name, strlen(name) + 1);
-                }
-                if (r < 0)
-                        break;
-        }
-        if (r == -E2BIG)
-                r = 0;
-        if (r >= 0 && depth > 0 && looks == 7) {
-                buffer_free(&subdirs);
-                return 1;
-        }
-        for (size_t at = 0; r >= 0 && at < subdirs.size; at += strlen(subdirs.data + at) + 1) {
-                const char *name = subdirs.data + at;
-                _cleanup_close_ int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                if (sub < 0 && errno == EACCES && w->fix_access) {
-                        make_ours(fd, name);
-                        sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                }
-                if (sub < 0)
-                        continue;
-                _cleanup_free_ char *child = join(rel, name);
-                r = child ? walk_dir(w, sub, child, depth + 1) : -ENOMEM;
-                if (r == 1)
-                        r = w->fn(fd, name, child, w->userdata);
-        }
-        buffer_free(&subdirs);
-        return r < 0 ? r : 0;
+        if (fstatat(e->self, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0)
+                r = asprintf(&inner, "%s/.git", e->path) < 0 ? -ENOMEM : w->fn(e->self, ".git", inner, w->userdata);
+        r = r < 0 ? r : w->fn(e->dir, e->name, e->path, w->userdata);
+        return r < 0 ? r : TREE_SKIP;
+}
+
+/* Every .git below the project open at root, and every bare repository, to fn; bounded
+ * (*ret_cut says the walk stopped there). give_access: a directory the agent made unreadable
+ * is made the user's again (and stays so). */
+static int walk_git(int root, bool give_access, git_entry_fn fn, void *userdata, bool *ret_cut)
+{
+        static const char *const closed[] = { ".git", NULL };
+        const tree_walk_options o = {
+                .flags = give_access ? TREE_WALK_GIVE_ACCESS : 0, .max_entries = PROTECT_WALK_MAX_ENTRIES,
+                /* One level more than the directories looked at: the deepest one's names are read. */
+                .max_depth = PROTECT_WALK_MAX_DEPTH + 1, .max_path = (PROTECT_WALK_MAX_DEPTH + 2) * 256,
+                .closed = closed,
+        };
+        git_walk w = { .fn = fn, .userdata = userdata, .dirs = 1 };
+        int r = tree_walk_with(root, &o, git_walk_entry, &w);
+        *ret_cut = w.cut || r == -E2BIG;
+        return r == -E2BIG ? 0 : r;
 }
 
 /* A git entry below the project at the start (a .git, or a bare repository): a directory is
@@ -1022,7 +956,7 @@ static long packed_replace_refs(int root, const char *gitdir_rel)
 {
         _cleanup_free_ char *rel = join(gitdir_rel, "packed-refs");
         const char *base;
-        _cleanup_close_ int parent = rel ? open_parent(root, rel, &base) : -1;
+        _cleanup_close_ int parent = rel ? tree_open_parent(root, rel, &base) : -1;
         _cleanup_close_ int fd = parent >= 0 ? openat(parent, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
         struct stat st;
         long n = 0;
@@ -1117,12 +1051,8 @@ static int plan_make(const char *project, bool is_cwd, const char *const *names,
                         }
                 } else
                         r = add_watch(&b, ".git", &st, NULL);
-                if (r >= 0) {
-                        walk w = { .fn = plan_nested, .userdata = &b, .fix_access = fix_access };
-                        r = walk_dir(&w, pfd, "", 0);
-                        free(w.buf);
-                        plan.walk_cut = w.cut;
-                }
+                if (r >= 0)
+                        r = walk_git(pfd, fix_access, plan_nested, &b, &plan.walk_cut);
         }
         if (r >= 0 && plan.git) {
                 /* The project itself, made a git directory (HEAD, objects, refs, a config with
@@ -1191,15 +1121,6 @@ typedef struct sweep {
         size_t moved, failed;
         aisb_error **err;
 } sweep;
-
-/* Give the user back what the agent took from an entry of the user's own: the owner's read,
- * write and search permission on a directory, never through a link. */
-static void make_ours(int dir, const char *name)
-{
-        struct stat st;
-        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-                (void) fchmodat(dir, name, (st.st_mode & 07777) | S_IRWXU, AT_SYMLINK_NOFOLLOW);
-}
 
 static void make_dir_ours(int dir)
 {
@@ -1306,7 +1227,7 @@ static int quarantine(sweep *s, int dir, const char *name, const char *was, cons
         if (r == -EACCES || r == -EPERM) {
                 /* A directory moved to another parent must be writable itself; its parent too. */
                 make_dir_ours(dir);
-                make_ours(dir, name);
+                (void) tree_give_access(dir, name, NULL);
                 r = move_once(s, dir, name, to, leaf, was, &now);
         }
         if (r == -ENOMEM)
@@ -1385,7 +1306,7 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                         _cleanup_free_ char *up = strndup(path, (size_t) (slash - path));
                         _cleanup_close_ int parent = up ? open_absolute(up) : -1;
                         if (parent >= 0)
-                                make_ours(parent, slash + 1);
+                                (void) tree_give_access(parent, slash + 1, NULL);
                         roots[i] = open_absolute(path);
                 }
         }
@@ -1401,15 +1322,15 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                 if (roots[w->root] < 0)
                         continue;
                 const char *base;
-                _cleanup_close_ int parent = open_parent(roots[w->root], w->rel, &base);
+                _cleanup_close_ int parent = tree_open_parent(roots[w->root], w->rel, &base);
                 if (parent < 0)
                         continue;
                 if (w->is_dir_of_names) {
                         _cleanup_strv_free_ char **now = NULL;
                         _cleanup_close_ int dir = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                        if (dir < 0 || dir_names(dir, "", &now) < 0)
+                        if (dir < 0 || tree_dir_names(dir, &now) < 0)
                                 continue;
-                        for (size_t j = 1; r >= 0 && now[j]; j++) {
+                        for (size_t j = 0; r >= 0 && now[j]; j++) {
                                 if (strv_contains((const char *const *) w->names, now[j]))
                                         continue;
                                 _cleanup_free_ char *rel = join(w->rel, now[j]);
@@ -1444,13 +1365,9 @@ int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_
                            "would show other objects than the commits hold (read the agent's commits with git "
                            "--no-replace-objects log -p, and remove them with git replace -d)", userdata);
         }
-        if (r >= 0 && plan->git) {
-                walk w = { .fn = sweep_new_git, .userdata = &s, .fix_access = true };
-                r = walk_dir(&w, roots[0], "", 0);
-                free(w.buf);
-                if (ret_cut)
-                        *ret_cut = w.cut;
-        }
+        bool cut = false;
+        if (r >= 0 && plan->git)
+                r = walk_git(roots[0], true, sweep_new_git, &s, ret_cut ? ret_cut : &cut);
         for (size_t i = 0; i < n_roots; i++)
                 if (roots[i] >= 0)
                         close(roots[i]);

@@ -32,7 +32,6 @@
 #define PROTECT_WALK_MAX_DIRS 200000
 #define PROTECT_WALK_MAX_DEPTH 256
 #define PROTECT_WALK_MAX_ENTRIES 4000000
-#define PROTECT_WALK_BUFFER (64 * 1024)
 /* Mounts a plan makes, and the longest path one may have (the entrypoint checks each). */
 #define PROTECT_MAX_MOUNTS 256
 #define PROTECT_MOUNT_PATH_MAX 1023

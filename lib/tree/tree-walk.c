@@ -273,15 +273,14 @@ int tree_walk(int root, size_t max_entries, unsigned flags, tree_fn fn, void *us
 int tree_dir_names(int dir, char ***ret)
 {
         _cleanup_free_ char *buf = malloc(GETDENTS_BUFFER);
-        _cleanup_close_ int fd = openat(dir, ".", OPEN_DIR_FLAGS);
         if (!buf)
                 return -ENOMEM;
-        if (fd < 0)
+        if (lseek(dir, 0, SEEK_SET) < 0)
                 return -errno;
         _cleanup_free_ dir_item *items = NULL;
         _cleanup_free_ char *names = NULL;
         size_t n = 0;
-        int r = read_items(buf, fd, TREE_DEFAULT_MAX_ENTRIES, 0, &items, &n, &names);
+        int r = read_items(buf, dir, TREE_DEFAULT_MAX_ENTRIES, 0, &items, &n, &names);
         char **v = r < 0 ? NULL : calloc(n + 1, sizeof *v);
         if (r < 0 || !v)
                 return r < 0 ? r : -ENOMEM;

@@ -83,9 +83,10 @@ int tree_walk(int root, size_t max_entries, unsigned flags, tree_fn fn, void *us
  * its negative errno. */
 typedef int (*tree_name_fn)(int fd, const char *name, unsigned char type, uint64_t ino, void *userdata);
 int tree_dir_each(int fd, char *buf, size_t size, tree_name_fn fn, void *userdata);
-/* The names in the directory open at dir (read through a descriptor of its own), sorted;
- * an empty directory gives an empty list, never NULL. At most TREE_DEFAULT_MAX_ENTRIES
- * (-E2BIG). */
+/* The names in the directory open at dir, read from its start (a descriptor of the caller's
+ * own: its offset moves; read permission is enough, as for a directory the agent left
+ * unsearchable), sorted; an empty directory gives an empty list, never NULL. At most
+ * TREE_DEFAULT_MAX_ENTRIES (-E2BIG). */
 int tree_dir_names(int dir, char ***ret);
 
 /* The subdirectory name of dir, opened as the walk opens them: no link followed, O_NONBLOCK,
