@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Protected paths (protect.h): the plan made before a run, the sweep after it.
+ * Protected paths (protect.h): the plan made before a run (the sweep after it is
+ * protect-sweep.c, git's files protect-git.c).
  *
  * Everything here reads a tree the agent writes. Each path is walked a component at a time
  * from a directory descriptor with O_NOFOLLOW (a link on the way is never followed, the link
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "protect.h"
+#include "protect-git.h"
 #include "util.h"
 #include "fileio.h"
 #include "pathtrust.h"
@@ -29,19 +31,6 @@
 static const char *const gitdir_files[] = { "config", "config.worktree", "commondir", "gitdir" };
 static const char *const gitdir_dirs[] = { "hooks", "info" };
 
-static char *join(const char *a, const char *b)
-{
-        char *s = NULL;
-        if (!a || !*a)
-                return strdup(b);
-        if (!b || !*b)
-                return strdup(a);
-        return asprintf(&s, "%s%s%s", a, streq(a, "/") ? "" : "/", b) < 0 ? NULL : s;
-}
-
-static char *resolve(const char *base, const char *rel);
-static const char *below(const char *path, const char *top);
-static int dir_names(int root, const char *rel, char ***ret);
 
 int protect_entry_valid(const char *entry, char *reason, size_t size)
 {
@@ -69,39 +58,6 @@ int protect_entry_valid(const char *entry, char *reason, size_t size)
                         return -EINVAL;
                 }
         return 0;
-}
-
-/* An absolute path as a directory, no component a link. */
-static int open_absolute(const char *path)
-{
-        if (path[0] != '/')
-                return -EINVAL;
-        _cleanup_close_ int top = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (top < 0)
-                return -errno;
-        return open_dir_nofollow(top, path + 1, false);
-}
-
-static int stat_rel(int root, const char *rel, struct stat *st)
-{
-        const char *base;
-        _cleanup_close_ int parent = tree_open_parent(root, rel, &base);
-        if (parent < 0)
-                return parent;
-        return fstatat(parent, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-}
-
-/* A regular file below root, whole (at most PROTECT_READ_MAX): -ENOENT, -EINVAL (not a
- * regular file), -EFBIG. */
-static int read_rel(int root, const char *rel, char **ret)
-{
-        const char *base;
-        _cleanup_close_ int parent = tree_open_parent(root, rel, &base);
-        if (parent < 0)
-                return parent;
-        size_t size;
-        int r = read_file_at(parent, base, PROTECT_READ_MAX, ret, &size);
-        return r == -EBADMSG ? -EINVAL : r;
 }
 
 typedef struct builder {
@@ -132,10 +88,10 @@ static int add_ancestors(builder *b, const char *rel)
                 return -ENOMEM;
         for (char *slash = strchr(prefix, '/'); slash; slash = strchr(slash + 1, '/')) {
                 *slash = 0;
-                _cleanup_free_ char *dest = join(b->dest, prefix);
+                _cleanup_free_ char *dest = path_join(b->dest, prefix);
                 struct stat st;
                 int r = dest ? 0 : -ENOMEM;
-                if (r >= 0 && !mounted_at(b->plan, dest) && stat_rel(b->root_fd, prefix, &st) == 0 &&
+                if (r >= 0 && !mounted_at(b->plan, dest) && stat_below(b->root_fd, prefix, &st) == 0 &&
                     S_ISDIR(st.st_mode))
                         r = add_one_mount(b, prefix, false, &st);
                 *slash = '/';
@@ -155,7 +111,7 @@ static int add_mount(builder *b, const char *rel, bool ro, const struct stat *st
 static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat *st)
 {
         protect_plan *p = b->plan;
-        _cleanup_free_ char *destination = join(b->dest, rel);
+        _cleanup_free_ char *destination = path_join(b->dest, rel);
         if (!destination)
                 return -ENOMEM;
         /* Met twice (a git directory a .git file names and the walk finds, a hooks path that
@@ -178,7 +134,7 @@ static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat
                 return -ENOMEM;
         p->mounts = m;
         m = &p->mounts[p->n_mounts];
-        *m = (protect_mount) { .source = join(b->host, rel), .destination = join(b->dest, rel), .read_only = ro,
+        *m = (protect_mount) { .source = path_join(b->host, rel), .destination = path_join(b->dest, rel), .read_only = ro,
                                .dev = (unsigned long long) st->st_dev, .ino = (unsigned long long) st->st_ino };
         if (!m->source || !m->destination) {
                 free(m->source);
@@ -218,7 +174,7 @@ static int add_watch(builder *b, const char *rel, const struct stat *st, char **
         return (int) p->n_watch++;
 }
 
-static bool watched(const protect_plan *plan, size_t root, const char *rel)
+bool protect_watched(const protect_plan *plan, size_t root, const char *rel)
 {
         for (size_t i = 0; i < plan->n_watch; i++)
                 if (plan->watch[i].root == root && streq(plan->watch[i].rel, rel))
@@ -246,15 +202,15 @@ static int protect_link(builder *b, const char *rel, unsigned links)
         if (n <= 0 || links >= 8)
                 return 0;
         target[n] = 0;
-        _cleanup_free_ char *host = join(b->host, rel);
+        _cleanup_free_ char *host = path_join(b->host, rel);
         if (!host)
                 return -ENOMEM;
         *strrchr(host, '/') = 0;
-        _cleanup_free_ char *abs = resolve(*host ? host : "/", target);
-        const char *inside = abs ? below(abs, b->host) : NULL;
+        _cleanup_free_ char *abs = path_resolve(*host ? host : "/", target);
+        const char *inside = abs ? path_inside(abs, b->host) : NULL;
         if (!abs)
                 return -ENOMEM;
-        if (!inside || !*inside || watched(b->plan, b->root, inside))
+        if (!inside || !*inside || protect_watched(b->plan, b->root, inside))
                 return 0;
         return protect_one_at(b, inside, links + 1);
 }
@@ -270,7 +226,7 @@ static int protect_links_in(builder *b, const char *dir_rel)
                 struct stat st;
                 if (fstatat(dir, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
                         continue;
-                _cleanup_free_ char *rel = join(dir_rel, names[i]);
+                _cleanup_free_ char *rel = path_join(dir_rel, names[i]);
                 int r = rel ? protect_one(b, rel) : -ENOMEM;
                 if (r < 0)
                         return r;
@@ -281,7 +237,7 @@ static int protect_links_in(builder *b, const char *dir_rel)
 static int protect_one_at(builder *b, const char *rel, unsigned links)
 {
         struct stat st;
-        int r = stat_rel(b->root_fd, rel, &st);
+        int r = stat_below(b->root_fd, rel, &st);
         if (r == -ENOENT || r == -ENOTDIR)
                 return add_watch(b, rel, NULL, NULL);
         if (r < 0)
@@ -300,14 +256,6 @@ static int protect_one_at(builder *b, const char *rel, unsigned links)
         return S_ISLNK(st.st_mode) ? protect_link(b, rel, links) : 0;
 }
 
-/* The names in directory rel, to find new ones after the run (never NULL: an empty
- * directory has a list too). */
-static int dir_names(int root, const char *rel, char ***ret)
-{
-        _cleanup_close_ int fd = tree_open_dir(root, rel, false, 0);
-        return fd < 0 ? fd : tree_dir_names(fd, ret);
-}
-
 typedef struct gitdir_opts {
         const char *own_worktree; /* in worktrees/: the run's own, left to its caller */
         bool others_read_only;    /* the run is a linked worktree: the rest of the repository's state is not its */
@@ -319,14 +267,14 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
  * are quarantined after the run, and each git directory in it is protected. */
 static int protect_modules(builder *b, const char *rel, unsigned depth)
 {
-        if (depth > 8 || watched(b->plan, b->root, rel))
+        if (depth > 8 || protect_watched(b->plan, b->root, rel))
                 return 0;
         char **names = NULL;
-        int r = dir_names(b->root_fd, rel, &names);
+        int r = dir_names_below(b->root_fd, rel, &names);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
         struct stat st;
-        if (stat_rel(b->root_fd, rel, &st) < 0) {
+        if (stat_below(b->root_fd, rel, &st) < 0) {
                 strv_free(names);
                 return 0;
         }
@@ -338,13 +286,13 @@ static int protect_modules(builder *b, const char *rel, unsigned depth)
         }
         names = NULL;
         for (size_t i = 0; kept[i]; i++) {
-                _cleanup_free_ char *child = join(rel, kept[i]), *head = child ? join(child, "HEAD") : NULL;
+                _cleanup_free_ char *child = path_join(rel, kept[i]), *head = child ? path_join(child, "HEAD") : NULL;
                 if (!head)
                         return -ENOMEM;
-                if (stat_rel(b->root_fd, child, &st) < 0 || !S_ISDIR(st.st_mode))
+                if (stat_below(b->root_fd, child, &st) < 0 || !S_ISDIR(st.st_mode))
                         continue;
                 static const gitdir_opts none = {};
-                r = stat_rel(b->root_fd, head, &st) == 0 ? protect_gitdir(b, child, &none, depth + 1)
+                r = stat_below(b->root_fd, head, &st) == 0 ? protect_gitdir(b, child, &none, depth + 1)
                                                          : protect_modules(b, child, depth + 1);
                 if (r < 0)
                         return r;
@@ -360,16 +308,16 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
         if (depth > 8)
                 return 0;
         struct stat st;
-        int r = *rel ? stat_rel(b->root_fd, rel, &st) : (fstat(b->root_fd, &st) < 0 ? -errno : 0);
+        int r = *rel ? stat_below(b->root_fd, rel, &st) : (fstat(b->root_fd, &st) < 0 ? -errno : 0);
         if (r < 0 || !S_ISDIR(st.st_mode))
                 return 0;
         r = add_mount(b, rel, false, &st);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(gitdir_files); i++) {
-                _cleanup_free_ char *f = join(rel, gitdir_files[i]);
+                _cleanup_free_ char *f = path_join(rel, gitdir_files[i]);
                 r = f ? protect_one(b, f) : -ENOMEM;
         }
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(gitdir_dirs); i++) {
-                _cleanup_free_ char *f = join(rel, gitdir_dirs[i]);
+                _cleanup_free_ char *f = path_join(rel, gitdir_dirs[i]);
                 r = f ? protect_one(b, f) : -ENOMEM;
                 /* A hook that is a link runs what it leads to. */
                 if (r >= 0 && i == 0)
@@ -378,12 +326,12 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
         /* What makes git show other objects than the repository holds, to the user reviewing
          * the agent's commits: replace refs (new ones quarantined; packed ones told, after the
          * run) and alternates. */
-        _cleanup_free_ char *replace = join(rel, "refs/replace"), *alternates = join(rel, "objects/info/alternates");
+        _cleanup_free_ char *replace = path_join(rel, "refs/replace"), *alternates = path_join(rel, "objects/info/alternates");
         if (r >= 0 && (!replace || !alternates))
                 r = -ENOMEM;
-        if (r >= 0 && stat_rel(b->root_fd, replace, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (r >= 0 && stat_below(b->root_fd, replace, &st) == 0 && S_ISDIR(st.st_mode)) {
                 char **names = NULL;
-                if (!watched(b->plan, b->root, replace) && dir_names(b->root_fd, replace, &names) >= 0 &&
+                if (!protect_watched(b->plan, b->root, replace) && dir_names_below(b->root_fd, replace, &names) >= 0 &&
                     add_watch(b, replace, &st, names) < 0) {
                         strv_free(names);
                         r = -ENOMEM;
@@ -391,10 +339,10 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
         } else if (r >= 0)
                 r = add_watch(b, replace, NULL, NULL) < 0 ? -ENOMEM : 0;
         r = r < 0 ? r : protect_one(b, alternates);
-        _cleanup_free_ char *modules = join(rel, "modules"), *worktrees = join(rel, "worktrees");
+        _cleanup_free_ char *modules = path_join(rel, "modules"), *worktrees = path_join(rel, "worktrees");
         if (r < 0 || !modules || !worktrees)
                 return -ENOMEM;
-        if (stat_rel(b->root_fd, modules, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (stat_below(b->root_fd, modules, &st) == 0 && S_ISDIR(st.st_mode)) {
                 r = protect_modules(b, modules, depth);
                 if (r < 0)
                         return r;
@@ -404,24 +352,24 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
                 /* The main worktree's own state, in the common directory. */
                 static const char *const main_state[] = { "HEAD", "index" };
                 for (size_t i = 0; i < ELEMENTSOF(main_state); i++) {
-                        _cleanup_free_ char *f = join(rel, main_state[i]);
+                        _cleanup_free_ char *f = path_join(rel, main_state[i]);
                         if (!f)
                                 return -ENOMEM;
-                        if (stat_rel(b->root_fd, f, &st) == 0 && S_ISREG(st.st_mode) && add_mount(b, f, true, &st) < 0)
+                        if (stat_below(b->root_fd, f, &st) == 0 && S_ISREG(st.st_mode) && add_mount(b, f, true, &st) < 0)
                                 return -ENOMEM;
                 }
         }
         _cleanup_strv_free_ char **names = NULL;
-        if (dir_names(b->root_fd, worktrees, &names) < 0)
+        if (dir_names_below(b->root_fd, worktrees, &names) < 0)
                 /* Made during the run: all of it is quarantined (its entries would name
                  * worktrees the host never made, and take the next plan's mounts). */
                 return add_watch(b, worktrees, NULL, NULL) < 0 ? -ENOMEM : 0;
         char **at_start = strv_copy((const char *const *) names);
-        if (!at_start || stat_rel(b->root_fd, worktrees, &st) < 0) {
+        if (!at_start || stat_below(b->root_fd, worktrees, &st) < 0) {
                 strv_free(at_start);
                 return at_start ? 0 : -ENOMEM;
         }
-        if (watched(b->plan, b->root, worktrees))
+        if (protect_watched(b->plan, b->root, worktrees))
                 strv_free(at_start);
         else if (add_watch(b, worktrees, &st, at_start) < 0) {
                 strv_free(at_start);
@@ -430,10 +378,10 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
         for (size_t i = 0; names[i]; i++) {
                 if (o->own_worktree && streq(names[i], o->own_worktree))
                         continue;
-                _cleanup_free_ char *w = join(worktrees, names[i]);
+                _cleanup_free_ char *w = path_join(worktrees, names[i]);
                 if (!w)
                         return -ENOMEM;
-                if (stat_rel(b->root_fd, w, &st) < 0 || !S_ISDIR(st.st_mode))
+                if (stat_below(b->root_fd, w, &st) < 0 || !S_ISDIR(st.st_mode))
                         continue;
                 static const gitdir_opts none = {};
                 r = o->others_read_only ? add_mount(b, w, true, &st) : protect_gitdir(b, w, &none, depth + 1);
@@ -443,68 +391,13 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
         return 0;
 }
 
-/* "gitdir: PATH" of a .git file, or commondir's "PATH": the path, trimmed. */
-static char *first_line(char *text, const char *prefix)
-{
-        if (prefix) {
-                size_t n = strlen(prefix);
-                if (strncmp(text, prefix, n) != 0)
-                        return NULL;
-                text += n;
-                while (*text == ' ' || *text == '\t')
-                        text++;
-        }
-        text[strcspn(text, "\r\n")] = 0;
-        return *text ? text : NULL;
-}
-
-/* base/rel (rel may be absolute), with "." and ".." taken lexically: right only because no
- * component will be a link (each is opened with O_NOFOLLOW afterwards). */
-static char *resolve(const char *base, const char *rel)
-{
-        _cleanup_free_ char *whole = rel[0] == '/' ? strdup(rel) : join(base, rel);
-        if (!whole)
-                return NULL;
-        size_t n = strlen(whole) + 2;
-        char *out = malloc(n);
-        if (!out)
-                return NULL;
-        out[0] = 0;
-        char *save = NULL;
-        for (char *c = strtok_r(whole, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                if (streq(c, "."))
-                        continue;
-                if (streq(c, "..")) {
-                        char *slash = strrchr(out, '/');
-                        if (slash)
-                                *slash = 0;
-                        continue;
-                }
-                strcat(out, "/");
-                strcat(out, c);
-        }
-        if (!out[0])
-                strcpy(out, "/");
-        return out;
-}
-
-static const char *below(const char *path, const char *top)
-{
-        size_t n = strlen(top);
-        if (strncmp(path, top, n) != 0)
-                return NULL;
-        if (path[n] == '/')
-                return path + n + 1;
-        return path[n] == 0 ? "" : NULL;
-}
-
 /* A git directory outside the project that the sandbox gets at its own path: reached
  * without a link, every directory on the way the user's or root's and writable by no one
  * else. Its index in plan->outside (plus one: a builder's root). */
 static int add_outside(protect_plan *plan, const char *path, unsigned uid, int *ret_fd, size_t *ret_root,
                        aisb_error **err)
 {
-        int fd = open_absolute(path);
+        int fd = open_absolute_dir(path);
         if (fd == -ELOOP || fd == -ENOTDIR)
                 return aisb_error_set(err, -EINVAL,
                                       "the project's .git names %s, which is reached through a link: aisb mounts "
@@ -540,11 +433,11 @@ static int add_outside(protect_plan *plan, const char *path, unsigned uid, int *
  * the agent may have written: it does not decide what of the host a sandbox gets. */
 static int check_backlink(const protect_plan *plan, int gfd, const char *gitdir, aisb_error **err)
 {
-        _cleanup_free_ char *text = NULL, *named = NULL, *expected = join(plan->project, ".git");
+        _cleanup_free_ char *text = NULL, *named = NULL, *expected = path_join(plan->project, ".git");
         if (!expected)
                 return error_oom(err);
-        char *line = read_rel(gfd, "gitdir", &text) >= 0 ? first_line(text, NULL) : NULL;
-        named = line ? resolve(gitdir, line) : NULL;
+        char *line = read_below(gfd, "gitdir", &text) >= 0 ? git_first_line(text, NULL) : NULL;
+        named = line ? path_resolve(gitdir, line) : NULL;
         if (named && streq(named, expected))
                 return 0;
         return aisb_error_set(err, -EINVAL,
@@ -564,8 +457,8 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
                 return r;
         _cleanup_free_ char *text = NULL;
         char *common_rel = NULL;
-        if (read_rel(gfd, "commondir", &text) >= 0)
-                common_rel = first_line(text, NULL);
+        if (read_below(gfd, "commondir", &text) >= 0)
+                common_rel = git_first_line(text, NULL);
         /* A submodule's checkout names its git directory relative to the superproject, and
          * its core.worktree names the host's path: neither is there in the sandbox. A
          * separate git directory names nothing back. */
@@ -579,10 +472,10 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
         r = check_backlink(plan, gfd, gitdir, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *common = resolve(gitdir, common_rel);
+        _cleanup_free_ char *common = path_resolve(gitdir, common_rel);
         if (!common)
                 return error_oom(err);
-        const char *own = below(gitdir, common);
+        const char *own = path_inside(gitdir, common);
         _cleanup_free_ char *own_name = NULL;
         if (own && strncmp(own, "worktrees/", 10) == 0 && !strchr(own + 10, '/'))
                 own_name = strdup(own + 10);
@@ -599,129 +492,10 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
                 return error_oom(err);
         /* The run's own worktree directory sits in the common one's worktrees/: that, too,
          * cannot be moved aside with it inside. */
-        _cleanup_free_ char *own_child = own ? join(own, "x") : NULL;
+        _cleanup_free_ char *own_child = own ? path_join(own, "x") : NULL;
         if (own && (!own_child || add_ancestors(&c, own_child) < 0))
                 return error_oom(err);
         return 0;
-}
-
-/* Each "key = value" of a git config file's text (changed in place), with its section's name
- * (what the brackets hold up to a space or a quote: "core", "include", "includeIf"), to fn.
- * Only what a plain file says: continuation lines and an include's own content are not. */
-typedef void (*config_fn)(const char *section, const char *key, const char *value, void *userdata);
-
-static void config_scan(char *text, config_fn fn, void *userdata)
-{
-        char section[64] = "";
-        char *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                while (isspace((unsigned char) *line))
-                        line++;
-                if (*line == '[') {
-                        size_t n = strcspn(line + 1, "] \t\"");
-                        snprintf(section, sizeof section, "%.*s", (int) (n < 63 ? n : 63), line + 1);
-                        line += 1 + strcspn(line + 1, "]");
-                        if (*line == ']')
-                                line++;
-                        while (isspace((unsigned char) *line))
-                                line++;
-                }
-                size_t k = strcspn(line, " \t=");
-                if (k == 0)
-                        continue;
-                char *v = line + k;
-                while (*v == ' ' || *v == '\t')
-                        v++;
-                if (*v != '=')
-                        continue;
-                line[k] = 0;
-                v++;
-                while (*v == ' ' || *v == '\t')
-                        v++;
-                bool quoted = *v == '"';
-                if (quoted)
-                        v++;
-                size_t n = strcspn(v, quoted ? "\"" : "#;\r");
-                while (!quoted && n && isspace((unsigned char) v[n - 1]))
-                        n--;
-                v[n] = 0;
-                fn(section, line, v, userdata);
-        }
-}
-
-static void on_include(const char *section, const char *key, const char *value, void *userdata)
-{
-        if ((strcasecmp(section, "include") == 0 || strcasecmp(section, "includeif") == 0) &&
-            strcasecmp(key, "path") == 0 && *value)
-                (void) strv_push(userdata, value);
-}
-
-/* Every core.hooksPath a git config file sets, and those of the files it includes (read in
- * place, three deep), each as an absolute host path: relative ones from top (the work
- * tree's top; NULL: none known), "~/" from HOME. Which one wins depends on git's order; all
- * of them are protected. path: the file on the host (read without following a link at its
- * end, regular files only, bounded). */
-typedef struct hooks_scan {
-        char ***found;
-        const char *top, *dir;
-        unsigned depth;
-} hooks_scan;
-
-static void scan_hooks_file(const char *path, const char *top, char ***found, unsigned depth);
-
-static void on_hooks_entry(const char *section, const char *key, const char *value, void *userdata)
-{
-        hooks_scan *h = userdata;
-        const char *home = getenv("HOME");
-        bool has_home = home && home[0] == '/';
-        if (strcasecmp(section, "core") == 0 && strcasecmp(key, "hookspath") == 0 && *value) {
-                _cleanup_free_ char *abs = strncmp(value, "~/", 2) == 0 ? (has_home ? join(home, value + 2) : NULL)
-                                           : value[0] == '/' || h->top ? resolve(h->top ? h->top : "/", value)
-                                                                      : NULL;
-                if (abs)
-                        (void) strv_push(h->found, abs);
-        } else if ((strcasecmp(section, "include") == 0 || strcasecmp(section, "includeif") == 0) &&
-                   strcasecmp(key, "path") == 0 && *value) {
-                _cleanup_free_ char *abs = strncmp(value, "~/", 2) == 0 ? (has_home ? join(home, value + 2) : NULL)
-                                                                        : resolve(h->dir, value);
-                if (abs)
-                        scan_hooks_file(abs, h->top, h->found, h->depth + 1);
-        }
-}
-
-static void scan_hooks_file(const char *path, const char *top, char ***found, unsigned depth)
-{
-        if (depth > 3)
-                return;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        struct stat st;
-        _cleanup_free_ char *text = NULL, *dir = strdup(path);
-        size_t size;
-        if (fd < 0 || !dir || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-            read_full_fd(fd, PROTECT_READ_MAX, &text, &size) < 0)
-                return;
-        char *slash = strrchr(dir, '/');
-        if (slash)
-                slash[slash == dir ? 1 : 0] = 0;
-        hooks_scan h = { .found = found, .top = top, .dir = dir, .depth = depth };
-        config_scan(text, on_hooks_entry, &h);
-}
-
-/* The hooks directories a repository's git may use: from its config (and config.worktree)
- * at the host directory gitdir, the user's and the system's. */
-static char **hooks_paths(const char *gitdir, const char *top)
-{
-        char **found = NULL;
-        const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
-        _cleanup_free_ char *local = join(gitdir, "config"), *worktree = join(gitdir, "config.worktree");
-        _cleanup_free_ char *xdg_file = xdg && xdg[0] == '/' ? join(xdg, "git/config")
-                                        : home && home[0] == '/' ? join(home, ".config/git/config") : NULL;
-        _cleanup_free_ char *home_file = home && home[0] == '/' ? join(home, ".gitconfig") : NULL;
-        const char *files[] = { local, worktree, home_file, xdg_file, "/etc/gitconfig" };
-        for (size_t i = 0; i < ELEMENTSOF(files); i++)
-                if (files[i])
-                        scan_hooks_file(files[i], top, &found, 0);
-        return found;
 }
 
 /* What tracked files the installed hooks of a hook manager run from: with pre-commit's or
@@ -734,20 +508,6 @@ static const char *const hook_manager_configs[] = {
         "lefthook.json", ".lefthook.json", "lefthook-local.json", ".lefthook-local.json",
 };
 
-static bool has_hooks(const char *dir)
-{
-        _cleanup_close_ int fd = dir ? open_absolute(dir) : -1;
-        _cleanup_strv_free_ char **names = NULL;
-        if (fd < 0 || tree_dir_names(fd, &names) < 0)
-                return false;
-        for (size_t i = 0; names[i]; i++) {
-                size_t n = strlen(names[i]);
-                if (n < 7 || !streq(names[i] + n - 7, ".sample"))
-                        return true;
-        }
-        return false;
-}
-
 static int protect_includes(builder *b, int config_root, const char *config_rel, const char *dir, unsigned depth);
 
 /* One repository's hooks as the host's git finds them: the directory core.hooksPath names
@@ -758,14 +518,14 @@ static int protect_includes(builder *b, int config_root, const char *config_rel,
 static int protect_repo(builder *b, int config_root, const char *config_rel, const char *gitdir, const char *top)
 {
         const protect_plan *plan = b->plan;
-        _cleanup_strv_free_ char **hooks = hooks_paths(gitdir, top);
-        _cleanup_free_ char *default_hooks = join(gitdir, "hooks");
+        _cleanup_strv_free_ char **hooks = git_hooks_paths(gitdir, top);
+        _cleanup_free_ char *default_hooks = path_join(gitdir, "hooks");
         if (!default_hooks || strv_push(&hooks, default_hooks) < 0)
                 return -ENOMEM;
         bool installed = false;
         for (size_t i = 0; hooks[i]; i++) {
-                installed |= has_hooks(hooks[i]);
-                const char *rel = below(hooks[i], plan->project);
+                installed |= git_hooks_installed(hooks[i]);
+                const char *rel = path_inside(hooks[i], plan->project);
                 if (!rel || !*rel)
                         continue;
                 /* husky's .husky/_ runs what is in .husky: all of it is the hooks. */
@@ -779,7 +539,7 @@ static int protect_repo(builder *b, int config_root, const char *config_rel, con
                         if (!streq(parent, ".husky"))
                                 *slash = '/';
                 }
-                int r = watched(plan, 0, dir) ? 0 : protect_one(b, dir);
+                int r = protect_watched(plan, 0, dir) ? 0 : protect_one(b, dir);
                 /* A hook that is a link runs what it leads to. */
                 r = r < 0 ? r : protect_links_in(b, rel);
                 if (r < 0)
@@ -788,15 +548,15 @@ static int protect_repo(builder *b, int config_root, const char *config_rel, con
         int r = protect_includes(b, config_root, config_rel, gitdir, 0);
         if (r < 0)
                 return r;
-        const char *top_rel = top ? below(top, plan->project) : NULL;
+        const char *top_rel = top ? path_inside(top, plan->project) : NULL;
         if (!top_rel || !installed)
                 return 0;
         /* Watched where absent too: lefthook merges a -local file made during the run. */
         for (size_t i = 0; i < ELEMENTSOF(hook_manager_configs); i++) {
-                _cleanup_free_ char *f = join(top_rel, hook_manager_configs[i]);
+                _cleanup_free_ char *f = path_join(top_rel, hook_manager_configs[i]);
                 if (!f)
                         return -ENOMEM;
-                if (!watched(plan, 0, f) && (r = protect_one(b, f)) < 0)
+                if (!protect_watched(plan, 0, f) && (r = protect_one(b, f)) < 0)
                         return r;
         }
         return 0;
@@ -809,16 +569,16 @@ static int protect_includes(builder *b, int config_root, const char *config_rel,
 {
         _cleanup_free_ char *text = NULL;
         _cleanup_strv_free_ char **paths = NULL;
-        if (depth > 3 || read_rel(config_root, config_rel, &text) < 0)
+        if (depth > 3 || read_below(config_root, config_rel, &text) < 0)
                 return 0;
-        config_scan(text, on_include, &paths);
+        git_config_includes(text, &paths);
         const char *home = getenv("HOME");
         for (size_t i = 0; paths && paths[i]; i++) {
                 _cleanup_free_ char *abs = strncmp(paths[i], "~/", 2) == 0 && home && home[0] == '/'
-                                                   ? join(home, paths[i] + 2)
-                                                   : resolve(dir, paths[i]);
-                const char *rel = abs ? below(abs, b->plan->project) : NULL;
-                if (!rel || !*rel || watched(b->plan, 0, rel))
+                                                   ? path_join(home, paths[i] + 2)
+                                                   : path_resolve(dir, paths[i]);
+                const char *rel = abs ? path_inside(abs, b->plan->project) : NULL;
+                if (!rel || !*rel || protect_watched(b->plan, 0, rel))
                         continue;
                 int r = protect_one(b, rel);
                 if (r < 0)
@@ -834,72 +594,6 @@ static int protect_includes(builder *b, int config_root, const char *config_rel,
         return 0;
 }
 
-/* What a walk below the project meets named .git, and a directory that is itself a git
- * directory (a bare repository), which is not descended into. */
-typedef int (*git_entry_fn)(int dir, const char *name, const char *rel, void *userdata);
-
-typedef struct git_walk {
-        git_entry_fn fn;
-        void *userdata;
-        size_t dirs; /* the root is one */
-        bool cut;
-} git_walk;
-
-/* What git takes for a git directory: HEAD (a file or a link), and objects and refs (of any
- * kind: links too), or a commondir that names them elsewhere. */
-static bool looks_like_gitdir(int dir)
-{
-        static const char *const names[] = { "HEAD", "objects", "refs", "commondir" };
-        static const unsigned bits[] = { 1, 2, 4, 6 };
-        unsigned looks = 0;
-        struct stat st;
-        for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                if (fstatat(dir, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
-                        looks |= bits[i];
-        return looks == 7;
-}
-
-static int git_walk_entry(const tree_entry *e, void *userdata)
-{
-        git_walk *w = userdata;
-        if (streq(e->name, ".git")) /* never entered; the project's own is its plan's */
-                return e->depth > 1 ? w->fn(e->dir, e->name, e->path, w->userdata) : 0;
-        if (e->type != DT_DIR || e->self < 0)
-                return 0;
-        if (e->depth > PROTECT_WALK_MAX_DEPTH || ++w->dirs > PROTECT_WALK_MAX_DIRS) {
-                w->cut = true;
-                return TREE_SKIP;
-        }
-        if (!looks_like_gitdir(e->self))
-                return 0;
-        /* Its own .git first, as the listing of it would meet it; then itself. */
-        struct stat st;
-        _cleanup_free_ char *inner = NULL;
-        int r = 0;
-        if (fstatat(e->self, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0)
-                r = asprintf(&inner, "%s/.git", e->path) < 0 ? -ENOMEM : w->fn(e->self, ".git", inner, w->userdata);
-        r = r < 0 ? r : w->fn(e->dir, e->name, e->path, w->userdata);
-        return r < 0 ? r : TREE_SKIP;
-}
-
-/* Every .git below the project open at root, and every bare repository, to fn; bounded
- * (*ret_cut says the walk stopped there). give_access: a directory the agent made unreadable
- * is made the user's again (and stays so). */
-static int walk_git(int root, bool give_access, git_entry_fn fn, void *userdata, bool *ret_cut)
-{
-        static const char *const closed[] = { ".git", NULL };
-        const tree_walk_options o = {
-                .flags = give_access ? TREE_WALK_GIVE_ACCESS : 0, .max_entries = PROTECT_WALK_MAX_ENTRIES,
-                /* One level more than the directories looked at: the deepest one's names are read. */
-                .max_depth = PROTECT_WALK_MAX_DEPTH + 1, .max_path = (PROTECT_WALK_MAX_DEPTH + 2) * 256,
-                .closed = closed,
-        };
-        git_walk w = { .fn = fn, .userdata = userdata, .dirs = 1 };
-        int r = tree_walk_with(root, &o, git_walk_entry, &w);
-        *ret_cut = w.cut || r == -E2BIG;
-        return r == -E2BIG ? 0 : r;
-}
-
 /* A git entry below the project at the start (a .git, or a bare repository): a directory is
  * a git directory; a file or a link is watched (a file also read-only over itself). */
 static int plan_nested(int dir, const char *name, const char *rel, void *userdata)
@@ -912,12 +606,12 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
                 static const gitdir_opts none = {};
                 int r = protect_gitdir(b, rel, &none, 1);
                 r = r < 0 ? r : add_watch(b, rel, &st, NULL);
-                _cleanup_free_ char *dest = join(b->dest, rel);
+                _cleanup_free_ char *dest = path_join(b->dest, rel);
                 if (r >= 0)
                         b->plan->watch[r].mounted = dest && mounted_at(b->plan, dest);
                 /* A nested repository's own hooks path and includes; its top is where .git is
                  * (a bare one has none). */
-                _cleanup_free_ char *config = join(rel, "config"), *host = join(b->host, rel);
+                _cleanup_free_ char *config = path_join(rel, "config"), *host = path_join(b->host, rel);
                 _cleanup_free_ char *top = host && streq(name, ".git") ? strdup(host) : NULL;
                 if (r >= 0 && (!config || !host || (streq(name, ".git") && !top)))
                         return -ENOMEM;
@@ -930,57 +624,19 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
                 return r;
         /* A .git file (a submodule's checkout): the repository it names, if inside the project,
          * has its hooks where its top is. */
-        _cleanup_free_ char *text = NULL, *host = join(b->host, rel);
-        char *named = read_rel(b->root_fd, rel, &text) >= 0 ? first_line(text, "gitdir:") : NULL;
+        _cleanup_free_ char *text = NULL, *host = path_join(b->host, rel);
+        char *named = read_below(b->root_fd, rel, &text) >= 0 ? git_first_line(text, "gitdir:") : NULL;
         if (!host)
                 return -ENOMEM;
         *strrchr(host, '/') = 0;
-        _cleanup_free_ char *gitdir = named ? resolve(host, named) : NULL;
-        const char *inside = gitdir ? below(gitdir, b->host) : NULL;
+        _cleanup_free_ char *gitdir = named ? path_resolve(host, named) : NULL;
+        const char *inside = gitdir ? path_inside(gitdir, b->host) : NULL;
         if (!inside || !*inside)
                 return 0;
         static const gitdir_opts none = {};
-        _cleanup_free_ char *config = join(inside, "config");
+        _cleanup_free_ char *config = path_join(inside, "config");
         r = protect_gitdir(b, inside, &none, 1);
         return r < 0 ? r : config ? protect_repo(b, b->root_fd, config, gitdir, host) : -ENOMEM;
-}
-
-static int count_replace(char *line, void *userdata)
-{
-        *(long *) userdata += strstr(line, " refs/replace/") != NULL;
-        return 0;
-}
-
-/* The replace refs a packed-refs file holds (-1: none to read). */
-static long packed_replace_refs(int root, const char *gitdir_rel)
-{
-        _cleanup_free_ char *rel = join(gitdir_rel, "packed-refs");
-        const char *base;
-        _cleanup_close_ int parent = rel ? tree_open_parent(root, rel, &base) : -1;
-        _cleanup_close_ int fd = parent >= 0 ? openat(parent, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-        struct stat st;
-        long n = 0;
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-            read_lines(fd, 256ULL << 20, 4096, count_replace, &n) < 0)
-                return -1;
-        return n;
-}
-
-/* Whether a directory above path holds .git: the repository the project is inside. */
-static char *repository_above(const char *path)
-{
-        _cleanup_free_ char *d = strdup(path);
-        while (d && strcmp(d, "/") != 0) {
-                char *slash = strrchr(d, '/');
-                if (!slash)
-                        break;
-                slash[slash == d ? 1 : 0] = 0;
-                _cleanup_free_ char *git = join(d, ".git");
-                struct stat st;
-                if (git && lstat(git, &st) == 0)
-                        return strdup(d);
-        }
-        return NULL;
 }
 
 static int plan_make(const char *project, bool is_cwd, const char *const *names, unsigned uid, bool fix_access,
@@ -989,7 +645,7 @@ static int plan_make(const char *project, bool is_cwd, const char *const *names,
         _cleanup_(protect_plan_done) protect_plan plan = { .project = strdup(project) };
         if (!plan.project)
                 return error_oom(err);
-        _cleanup_close_ int pfd = is_cwd ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : open_absolute(project);
+        _cleanup_close_ int pfd = is_cwd ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : open_absolute_dir(project);
         if (is_cwd && pfd < 0)
                 pfd = -errno;
         if (pfd < 0)
@@ -1010,29 +666,29 @@ static int plan_make(const char *project, bool is_cwd, const char *const *names,
         if (r >= 0 && plan.git) {
                 if (fstatat(pfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         r = add_watch(&b, ".git", NULL, NULL);
-                        plan.repository_top = repository_above(project);
+                        plan.repository_top = git_repository_above(project);
                 } else if (S_ISDIR(st.st_mode)) {
                         static const gitdir_opts none = {};
-                        plan.packed_replace = packed_replace_refs(pfd, ".git");
+                        plan.packed_replace = git_packed_replace_refs(pfd, ".git");
                         plan.packed_gitdir = strdup(".git");
                         r = plan.packed_gitdir ? protect_gitdir(&b, ".git", &none, 0) : -ENOMEM;
                         r = r < 0 ? r : add_watch(&b, ".git", &st, NULL);
                         if (r >= 0)
                                 plan.watch[r].mounted = mounted_at(&plan, SANDBOX_PROJECT "/.git");
-                        _cleanup_free_ char *gitdir_host = join(project, ".git");
+                        _cleanup_free_ char *gitdir_host = path_join(project, ".git");
                         r = r < 0 ? r : gitdir_host ? protect_repo(&b, pfd, ".git/config", gitdir_host, project) : -ENOMEM;
                 } else if (S_ISREG(st.st_mode)) {
                         r = protect_one(&b, ".git");
                         _cleanup_free_ char *text = NULL;
-                        char *named = r >= 0 && read_rel(pfd, ".git", &text) >= 0 ? first_line(text, "gitdir:") : NULL;
-                        _cleanup_free_ char *gitdir = named ? resolve(project, named) : NULL;
-                        const char *inside = gitdir ? below(gitdir, project) : NULL;
+                        char *named = r >= 0 && read_below(pfd, ".git", &text) >= 0 ? git_first_line(text, "gitdir:") : NULL;
+                        _cleanup_free_ char *gitdir = named ? path_resolve(project, named) : NULL;
+                        const char *inside = gitdir ? path_inside(gitdir, project) : NULL;
                         if (r < 0 || (named && !gitdir))
                                 return error_oom(err);
                         if (inside && *inside) {
                                 static const gitdir_opts none = {};
                                 r = protect_gitdir(&b, inside, &none, 0);
-                                _cleanup_free_ char *config = join(inside, "config");
+                                _cleanup_free_ char *config = path_join(inside, "config");
                                 r = r < 0 ? r : config ? protect_repo(&b, pfd, config, gitdir, project) : -ENOMEM;
                         } else if (gitdir && !inside) {
                                 r = protect_worktree(&plan, gitdir, uid, err);
@@ -1040,10 +696,10 @@ static int plan_make(const char *project, bool is_cwd, const char *const *names,
                                         return r;
                                 /* The repository's configuration is in its common directory. */
                                 size_t last = strv_length((const char *const *) plan.outside);
-                                _cleanup_close_ int cfd = last ? open_absolute(plan.outside[last - 1]) : -1;
+                                _cleanup_close_ int cfd = last ? open_absolute_dir(plan.outside[last - 1]) : -1;
                                 if (cfd >= 0) {
                                         plan.packed_root = last;
-                                        plan.packed_replace = packed_replace_refs(cfd, "");
+                                        plan.packed_replace = git_packed_replace_refs(cfd, "");
                                         plan.packed_gitdir = strdup("");
                                         r = plan.packed_gitdir ? protect_repo(&b, cfd, "config", plan.outside[last - 1], project)
                                                                : -ENOMEM;
@@ -1052,7 +708,7 @@ static int plan_make(const char *project, bool is_cwd, const char *const *names,
                 } else
                         r = add_watch(&b, ".git", &st, NULL);
                 if (r >= 0)
-                        r = walk_git(pfd, fix_access, plan_nested, &b, &plan.walk_cut);
+                        r = git_dirs_walk(pfd, fix_access, plan_nested, &b, &plan.walk_cut);
         }
         if (r >= 0 && plan.git) {
                 /* The project itself, made a git directory (HEAD, objects, refs, a config with
@@ -1110,271 +766,4 @@ void protect_plan_done(protect_plan *plan)
         free(plan->repository_top);
         free(plan->project);
         *plan = (protect_plan) {};
-}
-
-typedef struct sweep {
-        const protect_plan *plan;
-        const char *quarantine_dir;
-        int qfd;
-        protect_found_fn fn;
-        void *userdata;
-        size_t moved, failed;
-        aisb_error **err;
-} sweep;
-
-static void make_dir_ours(int dir)
-{
-        struct stat st;
-        if (fstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-                (void) fchmod(dir, (st.st_mode & 07777) | S_IRWXU);
-}
-
-/* renameat2(RENAME_NOREPLACE) to name, or to name.1 ... name.99 where that is taken (a
- * directory made for an entry quarantined below it, a name the agent made first): the
- * name used, or NULL with errno. */
-static char *rename_unique(int from_dir, const char *from, int to_dir, const char *name)
-{
-        for (unsigned i = 0; i < 100; i++) {
-                char *to = NULL;
-                if ((i ? asprintf(&to, "%s.%u", name, i) : asprintf(&to, "%s", name)) < 0)
-                        return NULL;
-                if (renameat2(from_dir, from, to_dir, to, RENAME_NOREPLACE) == 0)
-                        return to;
-                int e = errno;
-                free(to);
-                if (e != EEXIST && e != ENOTEMPTY) {
-                        errno = e;
-                        return NULL;
-                }
-        }
-        errno = EEXIST;
-        return NULL;
-}
-
-/* dir/name renamed into to/leaf (a unique name there: *now gets it), or, across filesystems,
- * aside where it is, its HEAD renamed too so that git run inside it no longer takes it for a
- * repository (checked: a HEAD still there fails the move). */
-static int move_once(sweep *s, int dir, const char *name, int to, const char *leaf, const char *was, char **now)
-{
-        _cleanup_free_ char *used = rename_unique(dir, name, to, leaf);
-        if (used) {
-                if (!streq(used, leaf)) {
-                        char *longer = NULL;
-                        if (asprintf(&longer, "%s%s", *now, used + strlen(leaf)) < 0)
-                                return -ENOMEM;
-                        free(*now);
-                        *now = longer;
-                }
-                return 0;
-        }
-        int r = -errno;
-        if (r != -EXDEV)
-                return r;
-        const char *stamp = strrchr(s->quarantine_dir, '/');
-        _cleanup_free_ char *aside_name = NULL;
-        if (asprintf(&aside_name, "%s.aisb-quarantined-%s", name, stamp ? stamp + 1 : "run") < 0)
-                return -ENOMEM;
-        _cleanup_free_ char *aside = rename_unique(dir, name, dir, aside_name);
-        if (!aside)
-                return -errno;
-        _cleanup_close_ int moved = openat(dir, aside, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (moved >= 0) {
-                _cleanup_free_ char *head = rename_unique(moved, "HEAD", moved, "HEAD.aisb-quarantined");
-                struct stat st;
-                if (fstatat(moved, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0)
-                        return -EEXIST; /* still a git directory: said as not moved */
-        }
-        free(*now);
-        const char *cut = strrchr(was, '/');
-        *now = NULL;
-        if (cut ? asprintf(now, "%.*s/%s", (int) (cut - was), was, aside) < 0 : !(*now = strdup(aside)))
-                return -ENOMEM;
-        return 0;
-}
-
-/* dir/name (shown as was) into the quarantine, as rel below it. What cannot be moved is
- * reported (now NULL) and the sweep goes on: one entry the agent made immovable must not
- * keep the rest in place. -ENOMEM only. */
-static int quarantine(sweep *s, int dir, const char *name, const char *was, const char *rel, const char *why)
-{
-        int r = 0;
-        if (s->qfd < 0) {
-                r = mkdir_p(s->quarantine_dir, 0700);
-                s->qfd = r < 0 ? r : open(s->quarantine_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (s->qfd < 0 && r >= 0)
-                        r = -errno;
-        }
-        /* Below the quarantine, the same directories as below the root. */
-        _cleanup_free_ char *dirs = strdup(rel), *now = join(s->quarantine_dir, rel);
-        if (!dirs || !now)
-                return error_oom(s->err);
-        _cleanup_close_ int to = s->qfd >= 0 ? fcntl(s->qfd, F_DUPFD_CLOEXEC, 3) : -1;
-        char *slash = strrchr(dirs, '/'), *save = NULL;
-        const char *leaf = slash ? slash + 1 : dirs;
-        if (slash) {
-                *slash = 0;
-                for (char *c = strtok_r(dirs, "/", &save); to >= 0 && c; c = strtok_r(NULL, "/", &save)) {
-                        (void) mkdirat(to, c, 0700);
-                        int next = openat(to, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        close(to);
-                        to = next;
-                }
-        }
-        if (r >= 0 && to < 0)
-                r = -errno;
-        if (r >= 0)
-                r = move_once(s, dir, name, to, leaf, was, &now);
-        if (r == -EACCES || r == -EPERM) {
-                /* A directory moved to another parent must be writable itself; its parent too. */
-                make_dir_ours(dir);
-                (void) tree_give_access(dir, name, NULL);
-                r = move_once(s, dir, name, to, leaf, was, &now);
-        }
-        if (r == -ENOMEM)
-                return error_oom(s->err);
-        if (r < 0) {
-                s->failed++;
-                _cleanup_free_ char *reason = NULL;
-                if (asprintf(&reason, "%s, and could not be moved aside (%s): look at it before running git or an "
-                             "editor there", why, strerror(-r)) < 0)
-                        return error_oom(s->err);
-                if (s->fn)
-                        s->fn(was, NULL, reason, s->userdata);
-                return 0;
-        }
-        s->moved++;
-        if (s->fn)
-                s->fn(was, now, why, s->userdata);
-        return 0;
-}
-
-static char *shown_path(const protect_plan *plan, size_t root, const char *rel)
-{
-        return join(root == 0 ? plan->project : plan->outside[root - 1], rel);
-}
-
-static int quarantine_rel(sweep *s, int dir, const char *name, size_t root, const char *rel, const char *why)
-{
-        _cleanup_free_ char *was = shown_path(s->plan, root, rel), *qrel = NULL;
-        if (!was || (root == 0 ? !(qrel = strdup(rel)) : asprintf(&qrel, "outside-%zu/%s", root, rel) < 0))
-                return error_oom(s->err);
-        return quarantine(s, dir, name, was, qrel, why);
-}
-
-static int sweep_new_git(int dir, const char *name, const char *rel, void *userdata)
-{
-        sweep *s = userdata;
-        if (watched(s->plan, 0, rel))
-                return 0;
-        if (streq(name, ".git"))
-                return quarantine_rel(s, dir, name, 0, rel, "a git directory or .git file made during the run");
-        /* A directory git takes for a git directory (it may have been the user's before the
-         * run: src/ given a HEAD, objects and refs): what makes it one goes, the rest stays. */
-        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        static const char *const makers[] = { "HEAD", "commondir" };
-        for (size_t i = 0; i < ELEMENTSOF(makers); i++) {
-                struct stat st;
-                if (fstatat(fd, makers[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue;
-                _cleanup_free_ char *entry = join(rel, makers[i]);
-                int r = entry ? quarantine_rel(s, fd, makers[i], 0, entry,
-                                               "what makes its directory a git directory, made during the run")
-                              : error_oom(s->err);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-int protect_sweep(const protect_plan *plan, const char *quarantine_dir, protect_found_fn fn, void *userdata,
-                  bool *ret_cut, aisb_error **err)
-{
-        sweep s = { .plan = plan, .quarantine_dir = quarantine_dir, .qfd = -1, .fn = fn, .userdata = userdata,
-                    .err = err };
-        size_t n_roots = 1 + strv_length((const char *const *) plan->outside);
-        _cleanup_free_ int *roots = malloc(n_roots * sizeof *roots);
-        if (!roots)
-                return error_oom(err);
-        for (size_t i = 0; i < n_roots; i++) {
-                const char *path = i == 0 ? plan->project : plan->outside[i - 1];
-                roots[i] = open_absolute(path);
-                const char *slash = strrchr(path, '/');
-                if (roots[i] == -EACCES && slash && slash > path) {
-                        /* Made unreadable from inside: the user's own again. */
-                        _cleanup_free_ char *up = strndup(path, (size_t) (slash - path));
-                        _cleanup_close_ int parent = up ? open_absolute(up) : -1;
-                        if (parent >= 0)
-                                (void) tree_give_access(parent, slash + 1, NULL);
-                        roots[i] = open_absolute(path);
-                }
-        }
-        int r = 0;
-        struct stat st;
-        if (roots[0] < 0 || fstat(roots[0], &st) < 0 || (unsigned long long) st.st_dev != plan->project_dev ||
-            (unsigned long long) st.st_ino != plan->project_ino)
-                r = aisb_error_set(err, -ESTALE, "%s is no longer the directory the run began in: its git and editor "
-                                   "settings were not checked; look at them before running git there",
-                                   plan->project);
-        for (size_t i = 0; r >= 0 && i < plan->n_watch; i++) {
-                const protect_watch *w = &plan->watch[i];
-                if (roots[w->root] < 0)
-                        continue;
-                const char *base;
-                _cleanup_close_ int parent = tree_open_parent(roots[w->root], w->rel, &base);
-                if (parent < 0)
-                        continue;
-                if (w->is_dir_of_names) {
-                        _cleanup_strv_free_ char **now = NULL;
-                        _cleanup_close_ int dir = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                        if (dir < 0 || tree_dir_names(dir, &now) < 0)
-                                continue;
-                        for (size_t j = 0; r >= 0 && now[j]; j++) {
-                                if (strv_contains((const char *const *) w->names, now[j]))
-                                        continue;
-                                _cleanup_free_ char *rel = join(w->rel, now[j]);
-                                size_t n = strlen(w->rel);
-                                bool replace = n >= 12 && streq(w->rel + n - 12, "refs/replace");
-                                r = rel ? quarantine_rel(&s, dir, now[j], w->root, rel,
-                                                         replace ? "a replace ref made during the run (git log and "
-                                                                   "git show would show another object in its place)"
-                                                                 : "a git directory made during the run")
-                                        : error_oom(err);
-                        }
-                        continue;
-                }
-                if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue; /* gone: nothing there for git to use */
-                long long ctime_ns = (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
-                if (!w->existed)
-                        r = quarantine_rel(&s, parent, base, w->root, w->rel, "new since the run began");
-                else if (!w->mounted &&
-                         ((unsigned long long) st.st_dev != w->dev || (unsigned long long) st.st_ino != w->ino ||
-                          (S_ISLNK(st.st_mode) && ctime_ns != w->ctime_ns)))
-                        r = quarantine_rel(&s, parent, base, w->root, w->rel, "replaced during the run");
-        }
-        if (r >= 0 && plan->packed_gitdir && roots[plan->packed_root] >= 0 &&
-            packed_replace_refs(roots[plan->packed_root], plan->packed_gitdir) > plan->packed_replace && fn) {
-                _cleanup_free_ char *gitdir = shown_path(plan, plan->packed_root, plan->packed_gitdir);
-                _cleanup_free_ char *packed = gitdir ? join(gitdir, "packed-refs") : NULL;
-                if (!packed)
-                        r = error_oom(err);
-                else
-                        fn(packed, NULL, "changed during the run to hold more replace refs: git log and git show "
-                           "would show other objects than the commits hold (read the agent's commits with git "
-                           "--no-replace-objects log -p, and remove them with git replace -d)", userdata);
-        }
-        bool cut = false;
-        if (r >= 0 && plan->git)
-                r = walk_git(roots[0], true, sweep_new_git, &s, ret_cut ? ret_cut : &cut);
-        for (size_t i = 0; i < n_roots; i++)
-                if (roots[i] >= 0)
-                        close(roots[i]);
-        if (s.qfd >= 0)
-                close(s.qfd);
-        if (r >= 0 && s.failed)
-                r = aisb_error_set(err, -EIO, "%zu of what the run left at protected paths could not be moved "
-                                   "aside (named above)", s.failed);
-        return r < 0 ? r : (int) s.moved;
 }

@@ -25,18 +25,13 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "protect-git.h"
 
 /* The policy's default list (the key `protect`). ".git" stands for all of git's. */
 #define PROTECT_DEFAULT ".git,.vscode,.idea,.devcontainer,.devcontainer.json,.claude,.mcp.json,.codex,.cursor,.gemini,.zed,.pi"
-/* Bounds of the walk that finds git directories below the project. */
-#define PROTECT_WALK_MAX_DIRS 200000
-#define PROTECT_WALK_MAX_DEPTH 256
-#define PROTECT_WALK_MAX_ENTRIES 4000000
 /* Mounts a plan makes, and the longest path one may have (the entrypoint checks each). */
 #define PROTECT_MAX_MOUNTS 256
 #define PROTECT_MOUNT_PATH_MAX 1023
-/* A .git file, a commondir file, a git config read for core.hooksPath. */
-#define PROTECT_READ_MAX (1024 * 1024)
 
 typedef struct protect_mount {
         char *source;      /* absolute host path, reached without a link */
@@ -93,6 +88,9 @@ int protect_plan_make(const char *project, bool is_cwd, const char *const *names
 int protect_plan_look(const char *project, bool is_cwd, const char *const *names, unsigned uid,
                       protect_plan *ret, aisb_error **err);
 void protect_plan_done(protect_plan *plan);
+
+/* Whether the plan watches rel below root (0: the project; i: outside[i - 1]). */
+bool protect_watched(const protect_plan *plan, size_t root, const char *rel);
 
 /* Called for each entry moved aside: where it was, where it is now, and why; now NULL when
  * it could not be moved (why then says what failed). */
