@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The agents directory read for the linter without trusting it, and the cache of the
  * result for runs and doctor (skills-walk.h says how). */
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -10,14 +9,19 @@
 #include "userdirs.h"
 #include "fileio.h"
 #include "digest.h"
+#include "tree-walk.h"
 
 /* ---- the walk ---- */
 
 typedef struct walk_state {
         skills_walk *w;
         unsigned long entries;
-        char path[PATH_MAX]; /* of the directory being walked, relative to the root; "" at it */
+        int stop; /* a finding function's nonzero return, which ends the walk */
 } walk_state;
+
+/* What ends the walk from inside it, told apart from the walk's own errors: past
+ * SKILLS_WALK_MAX_ENTRIES, or stop set. */
+#define WALK_ENDED (-ECHRNG)
 
 void skills_walk_done(skills_walk *w)
 {
@@ -137,131 +141,97 @@ static int scan_file(skills_walk *w, int dir_fd, const char *name, const char *p
         return r;
 }
 
-static int compare_names(const void *a, const void *b)
+/* Below a .git directory: an ancestor of path is one. */
+static bool inside_git(const char *path)
 {
-        return strcmp(*(char *const *) a, *(char *const *) b);
+        return startswith(path, ".git/") || strstr(path, "/.git/");
 }
 
-static int walk_dir(walk_state *s, int fd, unsigned depth, bool in_git)
+/* path's directory ("" at the root) into dir, PATH_MAX bytes. */
+static void dir_of(const char *path, char *dir)
 {
+        const char *slash = strrchr(path, '/');
+        snprintf(dir, PATH_MAX, "%.*s", slash ? (int) (slash - path) : 0, path);
+}
+
+/* A directory the walk met: entered (0), or passed over with a note (TREE_SKIP). */
+static int walk_into(skills_walk *w, const tree_entry *e, bool in_git)
+{
+        /* Objects are the history's, read by git in a sandbox. */
+        if (in_git && (streq(e->name, "objects") || streq(e->name, "lfs")))
+                return TREE_SKIP;
+        if (e->depth > SKILLS_WALK_MAX_DEPTH) {
+                if (w->read_files)
+                        note(w, e->path, "deeper than 16 levels: not scanned");
+                return TREE_SKIP;
+        }
+        if (e->self >= 0)
+                return 0;
+        /* One that opens but cannot be searched lists names none of which can be looked at. */
+        _cleanup_close_ int fd = openat(e->dir, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0)
+                note(w, e->path, "cannot be listed: not scanned");
+        else if (w->read_files)
+                note(w, e->path, "cannot be opened: not scanned");
+        return TREE_SKIP;
+}
+
+static int walk_entry(const tree_entry *e, void *userdata)
+{
+        walk_state *s = userdata;
         skills_walk *w = s->w;
-        /* A description of its own: a dup would share (and leave at the end) fd's offset. */
-        int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-        if (!d) {
-                if (dup >= 0)
-                        close(dup);
-                note(w, s->path, "cannot be listed: not scanned");
+        if (w->stop_fn && w->stop_fn(w->stop_userdata))
+                return -ECANCELED;
+        if (++s->entries > SKILLS_WALK_MAX_ENTRIES) {
+                if (!w->stopped)
+                        note(w, "", "more than 20000 entries: the walk stopped there, the rest is not scanned");
+                w->stopped = true;
+                return WALK_ENDED;
+        }
+        if (e->open_error == -ENAMETOOLONG) {
+                note(w, e->path, "holds a name too long: not scanned");
                 return 0;
         }
-        /* Sorted: the same directory gives the same digest, and output in a stable order.
-         * Grown by doubling (strv_push counts the vector each time: quadratic in a big
-         * directory, and this runs before every run). */
-        _cleanup_strv_free_ char **names = NULL;
-        size_t n = 0, allocated = 0;
-        int r = 0;
-        for (struct dirent *e; (e = readdir(d));) {
-                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
-                        continue;
-                if (n >= SKILLS_WALK_MAX_ENTRIES)
-                        break;
-                if (n + 1 >= allocated) {
-                        size_t want = allocated ? 2 * allocated : 64;
-                        char **grown = realloc(names, want * sizeof *grown);
-                        if (!grown) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        names = grown;
-                        allocated = want;
-                }
-                if (!(names[n] = strdup(e->d_name))) {
-                        r = -ENOMEM;
-                        break;
-                }
-                names[++n] = NULL;
-        }
-        closedir(d);
+        const struct stat *st = e->st;
+        char dir[PATH_MAX];
+        dir_of(e->path, dir);
+        int r = add_entry_to_digest(w, e->path, st);
+        if (r >= 0 && streq(e->name, ".git") && (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)))
+                r = strv_push(&w->repos, dir[0] ? dir : ".");
         if (r < 0)
                 return r;
-        if (n > 1)
-                qsort(names, n, sizeof *names, compare_names);
-
-        size_t base = strlen(s->path);
-        for (size_t i = 0; i < n && r == 0; i++) {
-                const char *name = names[i];
-                if (w->stop_fn && w->stop_fn(w->stop_userdata))
-                        return -ECANCELED;
-                if (++s->entries > SKILLS_WALK_MAX_ENTRIES) {
-                        if (!w->stopped)
-                                note(w, "", "more than 20000 entries: the walk stopped there, the rest is not scanned");
-                        w->stopped = true;
-                        return 0;
-                }
-                if (base + 1 + strlen(name) + 1 > sizeof s->path) {
-                        note(w, s->path, "holds a name too long: not scanned");
-                        continue;
-                }
-                snprintf(s->path + base, sizeof s->path - base, "%s%s", base ? "/" : "", name);
-                struct stat st;
-                if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        goto next; /* gone meanwhile */
-                r = add_entry_to_digest(w, s->path, &st);
-                if (r < 0)
-                        break;
-                if (streq(name, ".git") && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-                        s->path[base] = 0;
-                        r = strv_push(&w->repos, base ? s->path : ".");
-                        snprintf(s->path + base, sizeof s->path - base, "%s%s", base ? "/" : "", name);
-                        if (r < 0)
-                                break;
-                }
-                if (S_ISLNK(st.st_mode)) {
-                        char target[PATH_MAX];
-                        ssize_t m = readlinkat(fd, name, target, sizeof target - 1);
-                        target[m > 0 ? m : 0] = 0;
-                        s->path[base] = 0;
-                        bool out = m <= 0 || link_leaves_tree(s->path, target);
-                        snprintf(s->path + base, sizeof s->path - base, "%s%s", base ? "/" : "", name);
-                        if (out && w->read_files)
-                                note(w, s->path, "a symbolic link out of the directory: not followed");
-                } else if (S_ISDIR(st.st_mode)) {
-                        /* Objects are the history's, read by git in a sandbox. */
-                        if (in_git && (streq(name, "objects") || streq(name, "lfs")))
-                                goto next;
-                        if (depth + 1 > SKILLS_WALK_MAX_DEPTH) {
-                                if (w->read_files)
-                                        note(w, s->path, "deeper than 16 levels: not scanned");
-                                goto next;
-                        }
-                        _cleanup_close_ int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                                   O_NONBLOCK | O_CLOEXEC);
-                        if (sub < 0) {
-                                if (w->read_files)
-                                        note(w, s->path, "cannot be opened: not scanned");
-                                goto next;
-                        }
-                        r = walk_dir(s, sub, depth + 1, in_git || streq(name, ".git"));
-                } else if (S_ISREG(st.st_mode)) {
-                        if (w->read_files)
-                                r = scan_file(w, fd, name, s->path, &st, in_git);
-                } else if (w->read_files && !in_git)
-                        note(w, s->path, "not a regular file: not scanned");
-        next:
-                s->path[base] = 0;
-        }
-        return r;
+        bool in_git = inside_git(e->path);
+        if (S_ISLNK(st->st_mode)) {
+                char target[PATH_MAX];
+                ssize_t m = readlinkat(e->dir, e->name, target, sizeof target - 1);
+                target[m > 0 ? m : 0] = 0;
+                if ((m <= 0 || link_leaves_tree(dir, target)) && w->read_files)
+                        note(w, e->path, "a symbolic link out of the directory: not followed");
+        } else if (S_ISDIR(st->st_mode))
+                return walk_into(w, e, in_git);
+        else if (S_ISREG(st->st_mode))
+                r = w->read_files ? scan_file(w, e->dir, e->name, e->path, st, in_git) : 0;
+        else if (w->read_files && !in_git)
+                note(w, e->path, "not a regular file: not scanned");
+        if (r > 0)
+                s->stop = r;
+        return r > 0 ? WALK_ENDED : r;
 }
 
 int skills_walk_run(int root_fd, skills_walk *w)
 {
-        walk_state *s = calloc(1, sizeof *s);
-        if (!s)
-                return -ENOMEM;
-        s->w = w;
-        int r = walk_dir(s, root_fd, 0, false);
-        free(s);
-        return r;
+        /* Sorted: the same directory gives the same digest, and output in a stable order. */
+        static const tree_walk_options o = {
+                .flags = TREE_WALK_STAT | TREE_WALK_SKIP_DEEP, .max_dir_entries = SKILLS_WALK_MAX_ENTRIES,
+        };
+        _cleanup_close_ int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+                note(w, "", "cannot be listed: not scanned");
+                return 0;
+        }
+        walk_state s = { .w = w };
+        int r = tree_walk_with(fd, &o, walk_entry, &s);
+        return r == WALK_ENDED ? s.stop : r;
 }
 
 /* ---- the cache of the files' result, for runs and doctor ---- */
