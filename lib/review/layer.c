@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "layer.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -69,67 +68,62 @@ static bool dir_opaque(int fd)
         return n == 1 && value[0] == 'y';
 }
 
+/* A link's target as text, never followed; refused when it cannot be read whole. */
+static int read_target(const tree_entry *e, layer_entry *le)
+{
+        char target[LAYER_LINK_MAX + 1];
+        ssize_t n = readlinkat(e->dir, e->name, target, sizeof target);
+        if (n < 0 || (size_t) n >= sizeof target || (target[n] = 0, strlen(target) != (size_t) n)) {
+                le->refused = "a link that cannot be read";
+                return 0;
+        }
+        return (le->target = strdup(target)) ? 0 : -ENOMEM;
+}
+
+/* Neither a file, a directory nor a link: the overlay's deletion, a 0/0 character device
+ * made by the kernel (owned by the namespace's root, not the user), or refused. */
+static void other_kind(const struct stat *st, layer_entry *le)
+{
+        static const struct {
+                mode_t type;
+                const char *refused;
+        } refused[] = {
+                { S_IFCHR, "a character device" }, { S_IFBLK, "a block device" }, { S_IFIFO, "a FIFO" },
+                { S_IFSOCK, "a socket" },
+        };
+        if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 && minor(st->st_rdev) == 0) {
+                le->kind = LAYER_WHITEOUT;
+                return;
+        }
+        le->kind = LAYER_OTHER;
+        le->refused = "of an unknown type";
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                if ((st->st_mode & S_IFMT) == refused[i].type)
+                        le->refused = refused[i].refused;
+}
+
 static int scan_entry(const tree_entry *e, void *userdata)
 {
         scan *s = userdata;
         const struct stat *st = e->st;
         layer_entry le = { .mode = st->st_mode & 07777, .ino = (uint64_t) st->st_ino };
         int skip = 0;
-        switch (st->st_mode & S_IFMT) {
-        case S_IFREG:
+        if (S_ISREG(st->st_mode)) {
                 le.kind = LAYER_FILE;
                 le.size = (uint64_t) st->st_size;
-                break;
-        case S_IFDIR:
+        } else if (S_ISDIR(st->st_mode)) {
                 le.kind = LAYER_DIR;
                 if (e->self < 0) {
                         le.refused = "a directory that cannot be read";
                         skip = TREE_SKIP;
                 } else
                         le.opaque = dir_opaque(e->self);
-                break;
-        case S_IFLNK: {
+        } else if (S_ISLNK(st->st_mode)) {
                 le.kind = LAYER_LINK;
-                char target[LAYER_LINK_MAX + 1];
-                ssize_t n = readlinkat(e->dir, e->name, target, sizeof target);
-                if (n < 0 || (size_t) n >= sizeof target)
-                        le.refused = "a link that cannot be read";
-                else {
-                        target[n] = 0;
-                        if (strlen(target) != (size_t) n)
-                                le.refused = "a link that cannot be read";
-                        else if (!(le.target = strdup(target)))
-                                return -ENOMEM;
-                }
-                break;
-        }
-        case S_IFCHR:
-                /* The overlay's deletion: a 0/0 character device, made by the kernel (owned by
-                 * the namespace's root, not the user). */
-                if (major(st->st_rdev) == 0 && minor(st->st_rdev) == 0) {
-                        le.kind = LAYER_WHITEOUT;
-                        break;
-                }
-                le.kind = LAYER_OTHER;
-                le.refused = "a character device";
-                break;
-        case S_IFBLK:
-                le.kind = LAYER_OTHER;
-                le.refused = "a block device";
-                break;
-        case S_IFIFO:
-                le.kind = LAYER_OTHER;
-                le.refused = "a FIFO";
-                break;
-        case S_IFSOCK:
-                le.kind = LAYER_OTHER;
-                le.refused = "a socket";
-                break;
-        default:
-                le.kind = LAYER_OTHER;
-                le.refused = "of an unknown type";
-                break;
-        }
+                if (read_target(e, &le) < 0)
+                        return -ENOMEM;
+        } else
+                other_kind(st, &le);
         if (le.kind != LAYER_WHITEOUT && st->st_uid != s->uid && !le.refused) {
                 le.refused = "not yours (another owner)";
                 if (le.kind == LAYER_DIR)
@@ -273,53 +267,143 @@ static int name_cmp(const void *a, const void *b)
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+typedef struct replaced {
+        changes_builder *b;
+        const char *dir;    /* the opaque directory's path */
+        char **held;        /* the layer's own children of it, sorted */
+        size_t n_held;
+} replaced;
+
+static int replaced_entry(const tree_entry *e, void *userdata)
+{
+        replaced *x = userdata;
+        const char *name = e->name;
+        if (x->n_held && bsearch(&name, x->held, x->n_held, sizeof *x->held, name_cmp))
+                return TREE_SKIP;
+        _cleanup_free_ char *child = NULL;
+        if (asprintf(&child, "%s/%s", x->dir, name) < 0)
+                return -ENOMEM;
+        int r = push_change(x->b, &(change) { .path = child, .kind = CHANGE_DELETED, .kind_in_layer = LAYER_WHITEOUT,
+                                              .in_project = type_of(e->st->st_mode) });
+        return r < 0 ? r : TREE_SKIP;
+}
+
 /* The project's entries of the directory the layer's opaque directory at index at replaces
  * that the layer does not hold (or holds as a whiteout): each is deleted. */
 static int opaque_deletions(changes_builder *b, const layer *l, size_t at, tree_dirs *project)
 {
         const layer_entry *dir = &l->entries[at];
         size_t prefix = strlen(dir->path) + 1;
-        /* The layer's own children of it, which come right after it, sorted for lookup. */
         _cleanup_strv_free_ char **held = NULL;
         int r = 0;
         for (size_t j = at + 1; r >= 0 && j < l->n && below(l->entries[j].path, dir->path); j++)
                 /* A whiteout too: the loop over the layer reports its deletion. */
                 if (!strchr(l->entries[j].path + prefix, '/'))
                         r = strv_push(&held, l->entries[j].path + prefix);
-        size_t n_held = strv_length((const char *const *) held);
-        if (n_held > 1)
-                qsort(held, n_held, sizeof *held, name_cmp);
-        int held_dir = tree_dirs_dir(project, dir->path);
-        int fd = held_dir >= 0 ? openat(held_dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        replaced x = { .b = b, .dir = dir->path, .held = held, .n_held = strv_length((const char *const *) held) };
+        if (x.n_held > 1)
+                qsort(held, x.n_held, sizeof *held, name_cmp);
+        int held_dir = r < 0 ? r : tree_dirs_dir(project, dir->path);
+        if (held_dir < 0)
                 return r;
-        }
-        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
-                const char *name = de->d_name;
-                if (streq(name, ".") || streq(name, "..") ||
-                    (n_held && bsearch(&name, held, n_held, sizeof *held, name_cmp)))
-                        continue;
-                struct stat st;
-                if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue;
-                _cleanup_free_ char *child = NULL;
-                if (asprintf(&child, "%s/%s", dir->path, name) < 0) {
-                        r = -ENOMEM;
-                        break;
-                }
-                r = push_change(b, &(change) { .path = child, .kind = CHANGE_DELETED, .kind_in_layer = LAYER_WHITEOUT,
-                                               .in_project = type_of(st.st_mode) });
-        }
-        closedir(d);
-        return r;
+        /* Its own entries only: a directory among them is reported, never entered. */
+        const tree_walk_options o = { .flags = TREE_WALK_STAT | TREE_WALK_SKIP_DEEP, .max_depth = 1 };
+        int k = tree_walk_with(held_dir, &o, replaced_entry, &x);
+        return k == -ENOMEM || k == -E2BIG ? k : 0;
 }
 
 static int change_cmp(const void *a, const void *b)
 {
         return tree_path_cmp(((const change *) a)->path, ((const change *) b)->path);
+}
+
+/* A comparison of the layer with the project, entry by entry in the layer's order. */
+typedef struct comparison {
+        const layer *l;
+        changes_builder b;
+        tree_dirs *project, *upper;
+        /* The last directory the project lacks (or has as something else): what is below it
+         * in the layer is new, whatever the project holds further down a path by that name. */
+        const char *fresh;
+        /* The last opaque directory: a directory below it in the layer replaces the project's
+         * by that name whole (overlayfs marks only the one made over a whiteout: after `rm -rf
+         * e; mkdir -p e/y` the agent sees e/y empty, though only e is opaque). */
+        const char *opaque;
+} comparison;
+
+static int compare_dir(comparison *x, size_t i, change *c, const struct stat *st, char have)
+{
+        const layer_entry *e = &x->l->entries[i];
+        if (have != MANIFEST_DIR) {
+                c->kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
+                x->fresh = e->path;
+                return push_change(&x->b, c);
+        }
+        int r = 0;
+        if (e->refused || (st->st_mode & 0777) != c->mode || c->mode_stripped) {
+                c->kind = CHANGE_MODE;
+                r = push_change(&x->b, c);
+        }
+        if (e->opaque && !x->opaque)
+                x->opaque = e->path;
+        return r >= 0 && x->opaque ? opaque_deletions(&x->b, x->l, i, x->project) : r;
+}
+
+/* The layer's file at e as the project's: 1 (no change), 0, or a negative errno. */
+static int file_unchanged(comparison *x, const layer_entry *e, const struct stat *st)
+{
+        if ((st->st_mode & 07777) != e->mode || (uint64_t) st->st_size != e->size || e->size > LAYER_COMPARE_MAX)
+                return 0;
+        return same_content(x->project, x->upper, e->path, e->size);
+}
+
+static bool link_unchanged(comparison *x, const layer_entry *e)
+{
+        char target[LAYER_LINK_MAX + 1];
+        const char *name;
+        int dir = tree_dirs_parent(x->project, e->path, &name);
+        ssize_t n = dir >= 0 ? readlinkat(dir, name, target, sizeof target - 1) : -1;
+        return n >= 0 && (target[n] = 0, streq(target, e->target));
+}
+
+/* The change the layer's entry at i makes where the project has have (st), pushed; nothing
+ * for none. */
+static int compare_entry(comparison *x, size_t i, change *c, const struct stat *st, char have)
+{
+        const layer_entry *e = &x->l->entries[i];
+        switch (e->kind) {
+        case LAYER_WHITEOUT:
+                if (!have)
+                        return 0;
+                c->kind = CHANGE_DELETED;
+                c->mode = 0;
+                c->mode_stripped = false;
+                c->size = 0;
+                break;
+        case LAYER_DIR:
+                return compare_dir(x, i, c, st, have);
+        case LAYER_FILE:
+                if (have == MANIFEST_FILE) {
+                        int same = file_unchanged(x, e, st);
+                        if (same != 0)
+                                return same < 0 ? same : 0;
+                        c->kind = CHANGE_MODIFIED;
+                } else
+                        c->kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
+                break;
+        case LAYER_LINK:
+                if (have == MANIFEST_LINK && e->target) {
+                        if (link_unchanged(x, e))
+                                return 0;
+                        c->kind = CHANGE_MODIFIED;
+                } else
+                        c->kind = have && have != MANIFEST_LINK ? CHANGE_REPLACED : have ? CHANGE_MODIFIED : CHANGE_ADDED;
+                break;
+        case LAYER_OTHER:
+                c->kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
+                break;
+        }
+        return push_change(&x->b, c);
 }
 
 int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_error **err)
@@ -328,106 +412,29 @@ int layer_changes(const layer *l, int upper, int project, change_set *ret, aisb_
         _cleanup_(tree_dirs_done) tree_dirs pdirs = TREE_DIRS_INIT(project);
         _cleanup_(tree_dirs_done) tree_dirs udirs = TREE_DIRS_INIT(upper);
         change_set set = {};
-        changes_builder b = { .set = &set };
-        /* The last directory the project lacks (or has as something else): what is below it
-         * in the layer is new, whatever the project holds further down a path by that name. */
-        const char *fresh = NULL;
-        /* The last opaque directory: a directory below it in the layer replaces the project's
-         * by that name whole (overlayfs marks only the one made over a whiteout: after `rm -rf
-         * e; mkdir -p e/y` the agent sees e/y empty, though only e is opaque). */
-        const char *opaque = NULL;
+        comparison x = { .l = l, .b = { .set = &set }, .project = &pdirs, .upper = &udirs };
         int r = 0;
         for (size_t i = 0; r >= 0 && i < l->n; i++) {
                 const layer_entry *e = &l->entries[i];
-                if (fresh && !below(e->path, fresh))
-                        fresh = NULL;
-                if (opaque && !below(e->path, opaque))
-                        opaque = NULL;
+                if (x.fresh && !below(e->path, x.fresh))
+                        x.fresh = NULL;
+                if (x.opaque && !below(e->path, x.opaque))
+                        x.opaque = NULL;
                 change c = { .path = e->path, .kind_in_layer = e->kind, .mode = e->mode & 0777,
                              .mode_stripped = (e->mode & 07000) != 0, .size = e->size, .target = e->target,
                              .refused = e->refused, .layer_ino = e->ino };
                 struct stat st = {};
                 char have = 0;
-                if (!fresh) {
-                        int k = project_lookup(&pdirs, e->path, &st, &have);
-                        if (k == -ELOOP || k == -ENOTDIR) {
-                                c.kind = CHANGE_ADDED;
-                                c.blocked = k == -ELOOP ? "the project's path to it goes through a link"
-                                                        : "the project's path to it goes through a file";
-                                r = push_change(&b, &c);
-                                continue;
-                        }
-                        if (k < 0) {
-                                r = k;
-                                break;
-                        }
+                int k = x.fresh ? 0 : project_lookup(&pdirs, e->path, &st, &have);
+                if (k == -ELOOP || k == -ENOTDIR) {
+                        c.kind = CHANGE_ADDED;
+                        c.blocked = k == -ELOOP ? "the project's path to it goes through a link"
+                                                : "the project's path to it goes through a file";
+                        r = push_change(&x.b, &c);
+                        continue;
                 }
                 c.in_project = have;
-                switch (e->kind) {
-                case LAYER_WHITEOUT:
-                        if (!have)
-                                continue;
-                        c.kind = CHANGE_DELETED;
-                        c.mode = 0;
-                        c.mode_stripped = false;
-                        c.size = 0;
-                        r = push_change(&b, &c);
-                        continue;
-                case LAYER_DIR:
-                        if (have != MANIFEST_DIR) {
-                                c.kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
-                                fresh = e->path;
-                                r = push_change(&b, &c);
-                                continue;
-                        }
-                        if (e->refused || (st.st_mode & 0777) != c.mode || c.mode_stripped) {
-                                c.kind = CHANGE_MODE;
-                                r = push_change(&b, &c);
-                        }
-                        if (e->opaque && !opaque)
-                                opaque = e->path;
-                        if (r >= 0 && opaque)
-                                r = opaque_deletions(&b, l, i, &pdirs);
-                        continue;
-                case LAYER_FILE:
-                        if (have == MANIFEST_FILE) {
-                                if ((st.st_mode & 07777) == e->mode && (uint64_t) st.st_size == e->size &&
-                                    e->size <= LAYER_COMPARE_MAX) {
-                                        int same = same_content(&pdirs, &udirs, e->path, e->size);
-                                        if (same < 0) {
-                                                r = same;
-                                                break;
-                                        }
-                                        if (same)
-                                                continue;
-                                }
-                                c.kind = CHANGE_MODIFIED;
-                        } else
-                                c.kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
-                        r = push_change(&b, &c);
-                        continue;
-                case LAYER_LINK:
-                        if (have == MANIFEST_LINK && e->target) {
-                                char target[LAYER_LINK_MAX + 1];
-                                const char *name;
-                                int dir = tree_dirs_parent(&pdirs, e->path, &name);
-                                ssize_t n = dir >= 0 ? readlinkat(dir, name, target, sizeof target - 1) : -1;
-                                if (n >= 0) {
-                                        target[n] = 0;
-                                        if (streq(target, e->target))
-                                                continue;
-                                }
-                                c.kind = CHANGE_MODIFIED;
-                        } else
-                                c.kind = have && have != MANIFEST_LINK ? CHANGE_REPLACED
-                                       : have ? CHANGE_MODIFIED : CHANGE_ADDED;
-                        r = push_change(&b, &c);
-                        continue;
-                case LAYER_OTHER:
-                        c.kind = have ? CHANGE_REPLACED : CHANGE_ADDED;
-                        r = push_change(&b, &c);
-                        continue;
-                }
+                r = k < 0 ? k : compare_entry(&x, i, &c, &st, have);
         }
         if (r < 0) {
                 change_set_done(&set);
