@@ -431,33 +431,30 @@ bool run_dir_running(int dir_fd)
         return false;
 }
 
+typedef struct runs_walk {
+        runs_fn fn;
+        void *userdata;
+} runs_walk;
+
+/* A run directory: its info names it by its own name, or it is no run's. */
+static int run_entry(const tree_entry *e, void *userdata)
+{
+        runs_walk *w = userdata;
+        run_info info = {};
+        int r = 0;
+        if (e->name[0] != '.' && e->self >= 0 && run_dir_info(e->self, &info) >= 0 && streq(info.run, e->name))
+                r = w->fn(e->dir, e->self, &info, w->userdata);
+        run_info_done(&info);
+        return r < 0 ? r : TREE_SKIP;
+}
+
 int runs_each(const char *top, runs_fn fn, void *userdata)
 {
         _cleanup_close_ int fd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-        if (!d) {
-                if (dup >= 0)
-                        close(dup);
-                return -errno;
-        }
-        int r = 0;
-        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
-                if (de->d_name[0] == '.')
-                        continue;
-                _cleanup_close_ int run = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                run_info info = {};
-                if (run < 0 || run_dir_info(run, &info) < 0 || !streq(info.run, de->d_name)) {
-                        run_info_done(&info);
-                        continue;
-                }
-                r = fn(fd, run, &info, userdata);
-                run_info_done(&info);
-        }
-        closedir(d);
-        return r;
+        runs_walk w = { .fn = fn, .userdata = userdata };
+        return tree_walk(fd, 0, 0, run_entry, &w);
 }
 
 typedef struct finding {

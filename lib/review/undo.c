@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "undo.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/file.h>
@@ -414,6 +413,24 @@ static int hash_cmp(const void *a, const void *b)
         return strcmp(a, b);
 }
 
+typedef char hash_text[MANIFEST_HASH_HEX + 1];
+
+typedef struct unkept {
+        const hash_text *kept; /* sorted */
+        size_t n;
+} unkept;
+
+/* The store's objects/XX/HASH that no record names, removed. */
+static int drop_unkept(const tree_entry *e, void *userdata)
+{
+        const unkept *u = userdata;
+        if (e->name[0] == '.' || e->depth == 1)
+                return e->name[0] == '.' ? TREE_SKIP : 0;
+        if (!(u->n && bsearch(e->name, u->kept, u->n, sizeof *u->kept, hash_cmp)))
+                (void) unlinkat(e->dir, e->name, 0);
+        return TREE_SKIP;
+}
+
 /* The oldest records past UNDO_KEEP_RUNS go, then every object no record names. */
 static void prune(const char *top)
 {
@@ -442,7 +459,6 @@ static void prune(const char *top)
         strv_free(a.names);
         free(a.started);
         /* What the records left name: hashes in one flat array, sorted once. */
-        typedef char hash_text[MANIFEST_HASH_HEX + 1];
         _cleanup_free_ hash_text *kept = NULL;
         size_t n_kept = 0, allocated = 0;
         a = (runs_age) {};
@@ -486,29 +502,9 @@ static void prune(const char *top)
         if (asprintf(&objects, "%s/objects", top) < 0)
                 return;
         _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int dup = ofd >= 0 ? fcntl(ofd, F_DUPFD_CLOEXEC, 3) : -1;
-        DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-        for (struct dirent *de; d && (de = readdir(d));) {
-                if (de->d_name[0] == '.')
-                        continue;
-                _cleanup_close_ int sub = openat(ofd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                int dup2 = sub >= 0 ? fcntl(sub, F_DUPFD_CLOEXEC, 3) : -1;
-                DIR *sd = dup2 >= 0 ? fdopendir(dup2) : NULL;
-                for (struct dirent *o; sd && (o = readdir(sd));) {
-                        const char *name = o->d_name;
-                        if (name[0] == '.' || (n_kept && bsearch(name, kept, n_kept, sizeof *kept, hash_cmp)))
-                                continue;
-                        (void) unlinkat(sub, name, 0);
-                }
-                if (sd)
-                        closedir(sd);
-                else if (dup2 >= 0)
-                        close(dup2);
-        }
-        if (d)
-                closedir(d);
-        else if (dup >= 0)
-                close(dup);
+        unkept u = { .kept = kept, .n = n_kept };
+        if (ofd >= 0)
+                (void) tree_walk(ofd, 0, 0, drop_unkept, &u);
 }
 
 /* What each file holds after the run, by its hash: what the record before knew of a file the
@@ -733,6 +729,74 @@ static aisb_change undo_change(const undo_step *s)
         };
 }
 
+/* Every path of the three records, in order, with what undo does there: the steps, in
+ * steps (room for all); their number. */
+static size_t merge_steps(int project, const manifest *before, const manifest *after, const manifest *now, bool force,
+                          undo_step *steps)
+{
+        size_t n = 0;
+        for (size_t i = 0, j = 0, k = 0; i < before->n || j < after->n || k < now->n;) {
+                const char *least = NULL;
+                if (i < before->n)
+                        least = before->entries[i].path;
+                if (j < after->n && (!least || tree_path_cmp(after->entries[j].path, least) < 0))
+                        least = after->entries[j].path;
+                if (k < now->n && (!least || tree_path_cmp(now->entries[k].path, least) < 0))
+                        least = now->entries[k].path;
+                const manifest_entry *b = i < before->n && streq(before->entries[i].path, least) ? &before->entries[i++] : NULL;
+                const manifest_entry *a = j < after->n && streq(after->entries[j].path, least) ? &after->entries[j++] : NULL;
+                const manifest_entry *c = k < now->n && streq(now->entries[k].path, least) ? &now->entries[k++] : NULL;
+                undo_step s = decide(project, least, b, a, c, before, now, force);
+                if (s.action != DO_NOTHING)
+                        steps[n++] = s;
+        }
+        return n;
+}
+
+/* The steps done (dry: only told), each told to fn: what the run made goes first, deepest
+ * first; then what it changed or deleted comes back, parents first. How many were not done;
+ * *ret_stop: fn's nonzero return, which ends it. */
+static size_t apply_steps(int project, int objects, const undo_step *steps, size_t n, bool dry, aisb_change_fn fn,
+                          void *userdata, int *ret_stop)
+{
+        size_t not_done = 0;
+        int stop = 0;
+        for (size_t i = n; !stop && i-- > 0;) {
+                if (steps[i].action != DO_REMOVE)
+                        continue;
+                int k = dry ? 0 : remove_one(project, &steps[i]);
+                aisb_change c = undo_change(&steps[i]);
+                c.action = k < 0 ? "failed" : dry ? "would remove" : "removed";
+                c.reason = k < 0 ? (k == -ENOTEMPTY ? "a directory that holds what the run did not make"
+                                                    : strerror(-k)) : NULL;
+                not_done += k < 0;
+                stop = fn ? fn(&c, userdata) : 0;
+        }
+        for (size_t i = 0; !stop && i < n; i++) {
+                const undo_step *s = &steps[i];
+                if (s->action == DO_REMOVE)
+                        continue;
+                aisb_change c = undo_change(s);
+                int k = 0;
+                if (s->action == DO_RESTORE) {
+                        k = dry ? 0 : restore_one(project, objects, s);
+                        c.action = k < 0 ? "failed" : dry ? "would restore" : "restored";
+                        c.reason = k < 0 ? (k == -ELOOP ? "the project's path to it goes through a link"
+                                                        : k == -ENOTEMPTY ? "a directory that holds what the run did not make"
+                                                                          : strerror(-k))
+                                         : NULL;
+                } else {
+                        k = -1;
+                        c.action = s->action == DO_CONFLICT ? "conflict" : "refused";
+                        c.reason = s->reason;
+                }
+                not_done += k < 0;
+                stop = fn ? fn(&c, userdata) : 0;
+        }
+        *ret_stop = stop;
+        return not_done;
+}
+
 int aisb_undo(const aisb_policy *p, const char *run, unsigned flags, aisb_change_fn fn, void *userdata,
               char **ret_run, aisb_error **err)
 {
@@ -786,61 +850,10 @@ int aisb_undo(const aisb_policy *p, const char *run, unsigned flags, aisb_change
         _cleanup_free_ undo_step *steps = calloc(before.n + after.n + now.n + 1, sizeof *steps);
         if (!steps)
                 return error_oom(err);
-        size_t n = 0;
-        const bool force = flags & AISB_APPLY_FORCE;
-        for (size_t i = 0, j = 0, k = 0; i < before.n || j < after.n || k < now.n;) {
-                const char *least = NULL;
-                if (i < before.n)
-                        least = before.entries[i].path;
-                if (j < after.n && (!least || tree_path_cmp(after.entries[j].path, least) < 0))
-                        least = after.entries[j].path;
-                if (k < now.n && (!least || tree_path_cmp(now.entries[k].path, least) < 0))
-                        least = now.entries[k].path;
-                const manifest_entry *b = i < before.n && streq(before.entries[i].path, least) ? &before.entries[i++] : NULL;
-                const manifest_entry *a = j < after.n && streq(after.entries[j].path, least) ? &after.entries[j++] : NULL;
-                const manifest_entry *c = k < now.n && streq(now.entries[k].path, least) ? &now.entries[k++] : NULL;
-                undo_step s = decide(project, least, b, a, c, &before, &now, force);
-                if (s.action != DO_NOTHING)
-                        steps[n++] = s;
-        }
-        const bool dry = flags & AISB_APPLY_DRY_RUN;
-        size_t not_done = 0;
+        size_t n = merge_steps(project, &before, &after, &now, flags & AISB_APPLY_FORCE, steps);
         int stop = 0;
-        /* What the run made goes first, deepest first; then what it changed or deleted comes
-         * back, parents first. */
-        for (size_t i = n; !stop && i-- > 0;) {
-                if (steps[i].action != DO_REMOVE)
-                        continue;
-                int k = dry ? 0 : remove_one(project, &steps[i]);
-                aisb_change c = undo_change(&steps[i]);
-                c.action = k < 0 ? "failed" : dry ? "would remove" : "removed";
-                c.reason = k < 0 ? (k == -ENOTEMPTY ? "a directory that holds what the run did not make"
-                                                    : strerror(-k)) : NULL;
-                not_done += k < 0;
-                stop = fn ? fn(&c, userdata) : 0;
-        }
-        for (size_t i = 0; !stop && i < n; i++) {
-                const undo_step *s = &steps[i];
-                if (s->action == DO_REMOVE)
-                        continue;
-                aisb_change c = undo_change(s);
-                int k = 0;
-                if (s->action == DO_RESTORE) {
-                        k = dry ? 0 : restore_one(project, objects, s);
-                        c.action = k < 0 ? "failed" : dry ? "would restore" : "restored";
-                        c.reason = k < 0 ? (k == -ELOOP ? "the project's path to it goes through a link"
-                                                        : k == -ENOTEMPTY ? "a directory that holds what the run did not make"
-                                                                          : strerror(-k))
-                                         : NULL;
-                } else {
-                        k = -1;
-                        c.action = s->action == DO_CONFLICT ? "conflict" : "refused";
-                        c.reason = s->reason;
-                }
-                not_done += k < 0;
-                stop = fn ? fn(&c, userdata) : 0;
-        }
-        if (!dry && !stop && not_done == 0) {
+        size_t not_done = apply_steps(project, objects, steps, n, flags & AISB_APPLY_DRY_RUN, fn, userdata, &stop);
+        if (!(flags & AISB_APPLY_DRY_RUN) && !stop && not_done == 0) {
                 int fd = openat(dir, "undone", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
                 closep(&fd);
         }
