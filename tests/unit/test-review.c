@@ -7,6 +7,7 @@
  * directory. The e2e test review proves the same against a real sandbox.
  */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -105,42 +106,118 @@ START_TEST(test_path_order)
 }
 END_TEST
 
+/* What a walk reported: each entry as "path" (a directory not entered: "path!"), joined by
+ * spaces; skip: a name whose directory is left unentered. */
 typedef struct seen {
-        char **paths;
+        char text[1024];
+        const char *skip;
 } seen;
 
 static int collect(const tree_entry *e, void *userdata)
 {
         seen *s = userdata;
-        ck_assert_int_eq(strv_push(&s->paths, e->path), 0);
-        return 0;
+        size_t n = strlen(s->text);
+        bool closed = e->type == DT_DIR && e->self < 0 && e->open_error != -ENAMETOOLONG;
+        snprintf(s->text + n, sizeof s->text - n, "%s%s%s", n ? " " : "", e->open_error == -ENAMETOOLONG ? "long:" : "",
+                 e->path);
+        if (closed)
+                strncat(s->text, "!", sizeof s->text - strlen(s->text) - 1);
+        /* Never a link's target, never anything but a directory opened. */
+        ck_assert(e->type == DT_DIR || e->self < 0);
+        return s->skip && streq(e->name, s->skip) ? TREE_SKIP : 0;
 }
 
-START_TEST(test_walk_sorted_no_links_bounded)
+/* A walk of the project with o, skipping skip: its result and what it reported. */
+static void walked(const tree_walk_options *o, const char *skip, int want_result, const char *want)
+{
+        int fd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        seen s = { .skip = skip };
+        ck_assert_int_eq(tree_walk_with(fd, o, collect, &s), want_result);
+        if (want) /* NULL: which entries came first is the kernel's order */
+                ck_assert_str_eq(s.text, want);
+        close(fd);
+}
+
+/* The walk's order is each directory's names sorted; a link is reported and never followed
+ * (what its target holds is never reached), a FIFO never opened (an open of one would wait
+ * for a writer: the alarm ends a test that did); TREE_SKIP leaves a directory unentered, a
+ * closed name is not even opened; each bound holds: entries in all (-E2BIG after what came
+ * before), in one directory (the rest passed over), depth and path length (errors, or with
+ * TREE_WALK_SKIP_DEEP reported and passed over). */
+START_TEST(test_walk)
 {
         mkdir_at(project, "a", 0755);
         mkdir_at(project, "a-c", 0755);
+        mkdir_at(project, "a/deep", 0755);
+        mkdir_at(project, "a/deep/err", 0755);
         put_at(project, "a/b", "x", 0644);
         put_at(project, "a-c/d", "x", 0644);
         put_at(outside, "secret", "s", 0644);
-        char link[256];
-        snprintf(link, sizeof link, "%s/ln", project);
-        ck_assert_int_eq(symlink(outside, link), 0);
+        mkdir_at(project, ".git", 0755);
+        put_at(project, ".git/HEAD", "x", 0644);
+        char path[256];
+        snprintf(path, sizeof path, "%s/ln", project);
+        ck_assert_int_eq(symlink(outside, path), 0);
+        snprintf(path, sizeof path, "%s/fifo", project);
+        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        alarm(20);
+        static const char *const closed[] = { ".git", NULL };
+        static const struct {
+                tree_walk_options o;
+                const char *skip;
+                int result;
+                const char *want;
+        } cases[] = {
+                { {}, NULL, 0, ".git .git/HEAD a a/b a/deep a/deep/err a-c a-c/d fifo ln" },
+                { { .flags = TREE_WALK_STAT }, NULL, 0, ".git .git/HEAD a a/b a/deep a/deep/err a-c a-c/d fifo ln" },
+                { {}, "a", 0, ".git .git/HEAD a a-c a-c/d fifo ln" },
+                { { .closed = closed }, NULL, 0, ".git! a a/b a/deep a/deep/err a-c a-c/d fifo ln" },
+                { { .max_entries = 3 }, NULL, -E2BIG, NULL },
+                { { .max_depth = 2 }, NULL, -ELOOP, ".git .git/HEAD a a/b a/deep" },
+                { { .max_depth = 2, .flags = TREE_WALK_SKIP_DEEP }, NULL, 0,
+                  ".git .git/HEAD a a/b a/deep! a-c a-c/d fifo ln" },
+                { { .max_path = 10 }, NULL, -ENAMETOOLONG, ".git .git/HEAD a a/b a/deep" },
+                { { .max_path = 10, .flags = TREE_WALK_SKIP_DEEP }, NULL, 0,
+                  ".git .git/HEAD a a/b a/deep long:a/deep a-c a-c/d fifo ln" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                walked(&cases[i].o, cases[i].skip, cases[i].result, cases[i].want);
+        /* Opened one at a time as the walk opens them: never through the link, never waiting
+         * on the FIFO. */
         int fd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        seen s = {};
-        ck_assert_int_eq(tree_walk(fd, 0, 0, collect, &s), 0);
-        const char *want[] = { "a", "a/b", "a-c", "a-c/d", "ln", NULL };
-        for (size_t i = 0; want[i]; i++) {
-                ck_assert_ptr_nonnull(s.paths[i]);
-                ck_assert_str_eq(s.paths[i], want[i]);
-        }
-        ck_assert_ptr_null(s.paths[5]);
-        strv_free(s.paths);
-        /* Past the bound: -E2BIG, after what came before. */
-        s = (seen) {};
-        ck_assert_int_eq(tree_walk(fd, 3, 0, collect, &s), -E2BIG);
-        strv_free(s.paths);
+        int k = tree_open_child(fd, "ln");
+        ck_assert_msg(k == -ELOOP || k == -ENOTDIR, "the link opened: %d", k);
+        ck_assert_int_eq(tree_open_child(fd, "fifo"), -ENOTDIR);
+        ck_assert_int_eq(tree_open_dir(fd, "ln/secret", false, 0), -ELOOP);
+        ck_assert_int_eq(tree_open_dir(fd, "a/b/c", false, 0), -ENOTDIR);
+        const char *name;
+        ck_assert_int_eq(tree_open_parent(fd, "ln/secret", &name), -ELOOP);
+        ck_assert_int_eq(tree_walk(fd, 0, 0, collect, &(seen) {}), 0);
+        /* One directory's names, sorted, from its start whatever was read of it before. */
+        char **names = NULL;
+        ck_assert_int_eq(tree_dir_names(fd, &names), 0);
+        strv_free(names);
+        ck_assert_int_eq(tree_dir_names(fd, &names), 0);
+        static const char *const want[] = { ".git", "a", "a-c", "fifo", "ln", NULL };
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                ck_assert_pstr_eq(names[i], want[i]);
+        strv_free(names);
         close(fd);
+        /* A directory larger than its own bound: that many of its entries, the rest passed
+         * over without an error. */
+        for (int i = 0; i < 5; i++) {
+                snprintf(path, sizeof path, "f%d", i);
+                put_at(outside, path, "x", 0644);
+        }
+        fd = open(outside, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        seen s = {};
+        ck_assert_int_eq(tree_walk_with(fd, &(tree_walk_options) { .max_dir_entries = 3 }, collect, &s), 0);
+        size_t spaces = 0;
+        for (const char *c = s.text; *c; c++)
+                spaces += *c == ' ';
+        ck_assert_uint_eq(spaces, 2);
+        close(fd);
+        alarm(0);
 }
 END_TEST
 
@@ -979,7 +1056,7 @@ static Suite *review_suite(void)
         TCase *walk = tcase_create("walk");
         tcase_add_checked_fixture(walk, setup, teardown);
         tcase_add_test(walk, test_path_order);
-        tcase_add_test(walk, test_walk_sorted_no_links_bounded);
+        tcase_add_test(walk, test_walk);
         tcase_add_test(walk, test_manifest_round_trip);
         tcase_add_test(walk, test_scan_unsearchable_directory);
         suite_add_tcase(s, walk);
