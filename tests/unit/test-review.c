@@ -416,6 +416,42 @@ static bool has_line(const listed *l, const char *prefix)
         return false;
 }
 
+/* A layer the agent wrote with fill, the policy that reads it, and what the last apply of it
+ * listed. */
+typedef struct reviewing {
+        review_layer l;
+        aisb_policy *p;
+        listed got;
+        aisb_error *err;
+} reviewing;
+
+static void review_begin(reviewing *v, const char *run, void (*fill)(void))
+{
+        *v = (reviewing) { .l = make_layer(run, fill), .p = policy_of_project() };
+}
+
+/* aisb review apply of paths (NULL: all) with flags: its result; what it listed in v->got
+ * (that of this apply only) and on stderr. */
+static int review_apply(reviewing *v, const char *const *paths, unsigned flags)
+{
+        strv_free(v->got.lines);
+        v->got = (listed) {};
+        aisb_error_free(v->err);
+        v->err = NULL;
+        int r = aisb_review_apply(v->p, NULL, paths, flags, list_change, &v->got, NULL, &v->err);
+        for (size_t i = 0; i < v->got.n; i++)
+                fprintf(stderr, "apply: %s\n", v->got.lines[i]);
+        return r;
+}
+
+static void review_end(reviewing *v)
+{
+        strv_free(v->got.lines);
+        aisb_error_free(v->err);
+        aisb_policy_free(v->p);
+        review_layer_done(&v->l);
+}
+
 /* The entrypoint checks a review run's /project by a file at the project's top, of one link
  * (its inode and change time); a project without one is refused in a line. */
 START_TEST(test_layer_anchor)
@@ -473,55 +509,43 @@ START_TEST(test_huge_file_not_compared)
 {
         sparse_at(project, "huge", (off_t) LAYER_COMPARE_MAX + 1);
         sparse_at(project, "big", (off_t) LAYER_COMPARE_MAX);
-        review_layer l = make_layer("aisb-proj-00000008", agent_copies_up_huge);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
-        ck_assert_msg(aisb_review_diff(p, NULL, 0, list_change, &got, NULL, &err) == 0, "%s", aisb_error_message(err));
-        ck_assert(has_line(&got, "modified huge"));
-        ck_assert(!has_line(&got, "modified big")); /* at the bound: compared, the same */
-        ck_assert_uint_eq(got.n, 1);
-        strv_free(got.lines);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000008", agent_copies_up_huge);
+        ck_assert_msg(aisb_review_diff(v.p, NULL, 0, list_change, &v.got, NULL, &v.err) == 0, "%s",
+                      aisb_error_message(v.err));
+        ck_assert(has_line(&v.got, "modified huge"));
+        ck_assert(!has_line(&v.got, "modified big")); /* at the bound: compared, the same */
+        ck_assert_uint_eq(v.got.n, 1);
+        review_end(&v);
 }
 END_TEST
 
 START_TEST(test_layer_as_the_overlay_leaves_it)
 {
         project_files();
-        review_layer l = make_layer("aisb-proj-00000001", agent_writes);
-        ck_assert_uint_eq(l.changes, 12);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000001", agent_writes);
+        ck_assert_uint_eq(v.l.changes, 12);
         char *run = NULL;
-        aisb_error *err = NULL;
-        ck_assert_msg(aisb_review_diff(p, NULL, 0, list_change, &got, &run, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_msg(aisb_review_diff(v.p, NULL, 0, list_change, &v.got, &run, &v.err) == 0, "%s",
+                      aisb_error_message(v.err));
         ck_assert_str_eq(run, "aisb-proj-00000001");
-        for (size_t i = 0; i < got.n; i++)
-                fprintf(stderr, "diff: %s\n", got.lines[i]);
-        ck_assert(has_line(&got, "modified a.txt"));
-        ck_assert(!has_line(&got, "modified same.txt"));
-        ck_assert(has_line(&got, "added new.txt"));
-        ck_assert(has_line(&got, "deleted sub "));
-        ck_assert(!has_line(&got, "deleted sub/b.txt"));
-        ck_assert(has_line(&got, "deleted keep/old"));
-        ck_assert(!has_line(&got, "deleted keep/stays"));
-        ck_assert(has_line(&got, "deleted keep/deep/gone"));
-        ck_assert(!has_line(&got, "deleted keep/deep/kept"));
-        ck_assert(!has_line(&got, "deleted keep/deep "));
-        ck_assert(has_line(&got, "mode bin"));
-        ck_assert(has_line(&got, "added sx stripped"));
-        ck_assert(has_line(&got, "added fifo refused"));
-        ck_assert(has_line(&got, "added evil"));
-        ck_assert(has_line(&got, "modified .git/HEAD protected"));
-        ck_assert(has_line(&got, "added .vscode protected"));
-        ck_assert(has_line(&got, "added .vscode/tasks.json protected"));
-        ck_assert_uint_eq(got.n, l.changes);
-        strv_free(got.lines);
+        for (size_t i = 0; i < v.got.n; i++)
+                fprintf(stderr, "diff: %s\n", v.got.lines[i]);
+        /* Each line listed, or (a leading '!') not. */
+        static const char *const lines[] = {
+                "modified a.txt", "!modified same.txt", "added new.txt", "deleted sub ", "!deleted sub/b.txt",
+                "deleted keep/old", "!deleted keep/stays", "deleted keep/deep/gone", "!deleted keep/deep/kept",
+                "!deleted keep/deep ", "mode bin", "added sx stripped", "added fifo refused", "added evil",
+                "modified .git/HEAD protected", "added .vscode protected", "added .vscode/tasks.json protected",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                bool absent = lines[i][0] == '!';
+                ck_assert_msg(has_line(&v.got, lines[i] + absent) != absent, "%s", lines[i]);
+        }
+        ck_assert_uint_eq(v.got.n, v.l.changes);
         free(run);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        review_end(&v);
 }
 END_TEST
 
@@ -544,94 +568,73 @@ static int count_patches(const aisb_change *ch, void *userdata)
 START_TEST(test_diff_shows_text_patches)
 {
         project_files();
-        review_layer l = make_layer("aisb-proj-00000002", agent_writes);
-        aisb_policy *p = policy_of_project();
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000002", agent_writes);
         patch_count c = {};
-        aisb_error *err = NULL;
-        ck_assert_msg(aisb_review_diff(p, "00000002", AISB_REVIEW_PATCH, count_patches, &c, NULL, &err) == 0, "%s",
-                      aisb_error_message(err));
+        ck_assert_msg(aisb_review_diff(v.p, "00000002", AISB_REVIEW_PATCH, count_patches, &c, NULL, &v.err) == 0, "%s",
+                      aisb_error_message(v.err));
         ck_assert(c.a_seen);
         ck_assert_int_ge(c.patches, 3); /* a.txt, new.txt, .git/HEAD at least */
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        review_end(&v);
 }
 END_TEST
 
 START_TEST(test_apply_all)
 {
         project_files();
-        review_layer l = make_layer("aisb-proj-00000003", agent_writes);
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000003", agent_writes);
         char *outside_before = tree_hash(outside);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
         /* A dry run changes nothing. */
         char *before = tree_hash(project);
-        int r = aisb_review_apply(p, NULL, NULL, AISB_APPLY_DRY_RUN, list_change, &got, NULL, &err);
-        ck_assert_msg(r >= 0, "%s", aisb_error_message(err));
+        int r = review_apply(&v, NULL, AISB_APPLY_DRY_RUN);
+        ck_assert_msg(r >= 0, "%s", aisb_error_message(v.err));
         char *after = tree_hash(project);
         ck_assert_str_eq(before, after);
         free(after);
-        strv_free(got.lines);
-        got = (listed) {};
         /* The FIFO is refused: one path not applied. */
-        r = aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err);
-        ck_assert_msg(r == 1, "%d: %s", r, err ? aisb_error_message(err) : "");
-        for (size_t i = 0; i < got.n; i++)
-                fprintf(stderr, "apply: %s\n", got.lines[i]);
-        ck_assert(has_line(&got, "refused fifo"));
-        ck_assert(has_line(&got, "skipped .git/HEAD"));
-        ck_assert(has_line(&got, "skipped .vscode"));
+        r = review_apply(&v, NULL, 0);
+        ck_assert_msg(r == 1, "%d: %s", r, v.err ? aisb_error_message(v.err) : "");
+        ck_assert(has_line(&v.got, "refused fifo"));
+        ck_assert(has_line(&v.got, "skipped .git/HEAD"));
+        ck_assert(has_line(&v.got, "skipped .vscode"));
         _cleanup_free_ char *a = read_at(project, "a.txt"), *n = read_at(project, "new.txt"),
                             *head = read_at(project, ".git/HEAD"), *stays = read_at(project, "keep/stays");
         ck_assert_str_eq(a, "changed\n");
         ck_assert_str_eq(n, "new\n");
         ck_assert_str_eq(head, "ref: refs/heads/main\n");
         ck_assert_str_eq(stays, "stays\n");
-        struct stat st;
-        char path[512];
-        snprintf(path, sizeof path, "%s/sub", project);
-        ck_assert_int_eq(lstat(path, &st), -1);
-        snprintf(path, sizeof path, "%s/keep/old", project);
-        ck_assert_int_eq(lstat(path, &st), -1);
-        snprintf(path, sizeof path, "%s/fifo", project);
-        ck_assert_int_eq(lstat(path, &st), -1);
-        snprintf(path, sizeof path, "%s/.vscode", project);
-        ck_assert_int_eq(lstat(path, &st), -1);
-        snprintf(path, sizeof path, "%s/sx", project);
-        ck_assert_int_eq(lstat(path, &st), 0);
-        ck_assert_int_eq(st.st_mode & 07777, 0755);
-        snprintf(path, sizeof path, "%s/bin", project);
-        ck_assert_int_eq(lstat(path, &st), 0);
-        ck_assert_int_eq(st.st_mode & 0777, 0700);
-        snprintf(path, sizeof path, "%s/evil", project);
-        ck_assert_int_eq(lstat(path, &st), 0);
-        ck_assert(S_ISLNK(st.st_mode));
+        /* What is gone, and what is there with which type and mode (0: absent). */
+        static const struct {
+                const char *rel;
+                mode_t mode;
+        } entries[] = {
+                { "sub", 0 }, { "keep/old", 0 }, { "fifo", 0 }, { ".vscode", 0 },
+                { "sx", S_IFREG | 0755 }, { "bin", S_IFDIR | 0700 }, { "evil", S_IFLNK | 0777 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(entries); i++) {
+                struct stat st;
+                char path[512];
+                snprintf(path, sizeof path, "%s/%s", project, entries[i].rel);
+                int k = lstat(path, &st);
+                ck_assert_msg(entries[i].mode ? k == 0 && st.st_mode == entries[i].mode : k == -1, "%s: %d, mode %o",
+                              entries[i].rel, k, k == 0 ? st.st_mode : 0);
+        }
         char *outside_after = tree_hash(outside);
         ck_assert_str_eq(outside_before, outside_after);
         /* Named, a protected path is applied. */
-        strv_free(got.lines);
-        got = (listed) {};
-        const char *named[] = { ".git", NULL };
-        ck_assert_int_eq(aisb_review_apply(p, NULL, named, 0, list_change, &got, NULL, &err), 0);
+        ck_assert_int_eq(review_apply(&v, (const char *const[]) { ".git", NULL }, 0), 0);
         free(head);
         head = read_at(project, ".git/HEAD");
         ck_assert_str_eq(head, "ref: refs/heads/evil\n");
         /* A path that names no change: refused whole, nothing done. */
-        const char *nothing[] = { "no/such", NULL };
-        ck_assert_int_eq(aisb_review_apply(p, NULL, nothing, 0, NULL, NULL, NULL, &err), -ENOENT);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "no/such"));
-        aisb_error_free(err);
-        err = NULL;
-        const char *climbs[] = { "../x", NULL };
-        ck_assert_int_eq(aisb_review_apply(p, NULL, climbs, 0, NULL, NULL, NULL, &err), -EINVAL);
-        aisb_error_free(err);
-        strv_free(got.lines);
+        ck_assert_int_eq(review_apply(&v, (const char *const[]) { "no/such", NULL }, 0), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(aisb_error_message(v.err), "no/such"));
+        ck_assert_int_eq(review_apply(&v, (const char *const[]) { "../x", NULL }, 0), -EINVAL);
         free(before);
         free(outside_before);
         free(outside_after);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        review_end(&v);
 }
 END_TEST
 
@@ -648,7 +651,8 @@ START_TEST(test_apply_conflicts)
 {
         project_files();
         put_at(project, "gone.txt", "user's\n", 0644);
-        review_layer l = make_layer("aisb-proj-00000004", agent_writes_two);
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000004", agent_writes_two);
         /* The user, after the run began: a.txt edited, gone.txt removed, same.txt replaced. */
         put_at(project, "a.txt", "user's edit\n", 0644);
         char path[512];
@@ -659,30 +663,19 @@ START_TEST(test_apply_conflicts)
         snprintf(tmp, sizeof tmp, "%s/same.new", project);
         put_at(project, "same.new", "user's\n", 0644);
         ck_assert_int_eq(rename(tmp, path), 0);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
-        int r = aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err);
-        for (size_t i = 0; i < got.n; i++)
-                fprintf(stderr, "apply: %s\n", got.lines[i]);
-        ck_assert_int_eq(r, 3);
-        ck_assert(has_line(&got, "conflict a.txt"));
-        ck_assert(has_line(&got, "conflict gone.txt"));
-        ck_assert(has_line(&got, "conflict same.txt"));
-        ck_assert(has_line(&got, "applied sub/b.txt"));
+        ck_assert_int_eq(review_apply(&v, NULL, 0), 3);
+        static const char *const listed_lines[] = { "conflict a.txt", "conflict gone.txt", "conflict same.txt",
+                                                    "applied sub/b.txt" };
+        for (size_t i = 0; i < ELEMENTSOF(listed_lines); i++)
+                ck_assert_msg(has_line(&v.got, listed_lines[i]), "not listed: %s", listed_lines[i]);
         _cleanup_free_ char *a = read_at(project, "a.txt");
         ck_assert_str_eq(a, "user's edit\n");
-        strv_free(got.lines);
-        got = (listed) {};
         /* Forced, they are the agent's. */
-        const char *only[] = { "a.txt", NULL };
-        ck_assert_int_eq(aisb_review_apply(p, NULL, only, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
+        ck_assert_int_eq(review_apply(&v, (const char *const[]) { "a.txt", NULL }, AISB_APPLY_FORCE), 0);
         free(a);
         a = read_at(project, "a.txt");
         ck_assert_str_eq(a, "agent\n");
-        strv_free(got.lines);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        review_end(&v);
 }
 END_TEST
 
@@ -690,22 +683,17 @@ END_TEST
 START_TEST(test_conflict_makes_nothing)
 {
         project_files();
-        review_layer l = make_layer("aisb-proj-00000007", agent_writes_two);
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000007", agent_writes_two);
         char path[512];
         snprintf(path, sizeof path, "%s/sub", project);
         ck_assert_int_eq(tree_remove(AT_FDCWD, path), 0);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
-        const char *only[] = { "sub", NULL };
-        ck_assert_int_eq(aisb_review_apply(p, NULL, only, 0, list_change, &got, NULL, &err), 2);
-        ck_assert(has_line(&got, "conflict sub "));
-        ck_assert(has_line(&got, "conflict sub/b.txt"));
+        ck_assert_int_eq(review_apply(&v, (const char *const[]) { "sub", NULL }, 0), 2);
+        ck_assert(has_line(&v.got, "conflict sub "));
+        ck_assert(has_line(&v.got, "conflict sub/b.txt"));
         struct stat st;
         ck_assert_int_eq(lstat(path, &st), -1);
-        strv_free(got.lines);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        review_end(&v);
 }
 END_TEST
 
@@ -719,7 +707,8 @@ static void agent_writes_below_sub(void)
 START_TEST(test_apply_never_through_a_project_link)
 {
         project_files();
-        review_layer l = make_layer("aisb-proj-00000005", agent_writes_below_sub);
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000005", agent_writes_below_sub);
         /* After the run, sub becomes a link out of the project (another run's agent, or anyone
          * who can write the project). */
         put_at(outside, "b.txt", "outside\n", 0644);
@@ -728,21 +717,14 @@ START_TEST(test_apply_never_through_a_project_link)
         ck_assert_int_eq(tree_remove(AT_FDCWD, path), 0);
         ck_assert_int_eq(symlink(outside, path), 0);
         char *before = tree_hash(outside);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
         /* The link is not what the run began with: a conflict, nothing written. */
-        int r = aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err);
-        for (size_t i = 0; i < got.n; i++)
-                fprintf(stderr, "apply: %s\n", got.lines[i]);
-        ck_assert_int_ge(r, 1);
-        ck_assert(has_line(&got, "conflict sub "));
+        ck_assert_int_ge(review_apply(&v, NULL, 0), 1);
+        ck_assert(has_line(&v.got, "conflict sub "));
         char *after = tree_hash(outside);
         ck_assert_str_eq(before, after);
         free(after);
         /* Forced, the layer's directory replaces the link; nothing goes through it. */
-        r = aisb_review_apply(p, NULL, NULL, AISB_APPLY_FORCE, list_change, &got, NULL, &err);
-        ck_assert_int_eq(r, 0);
+        ck_assert_int_eq(review_apply(&v, NULL, AISB_APPLY_FORCE), 0);
         after = tree_hash(outside);
         ck_assert_str_eq(before, after);
         struct stat st;
@@ -752,9 +734,7 @@ START_TEST(test_apply_never_through_a_project_link)
         ck_assert_str_eq(b, "written through?\n");
         free(before);
         free(after);
-        strv_free(got.lines);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        review_end(&v);
 }
 END_TEST
 
@@ -783,24 +763,16 @@ START_TEST(test_a_git_directory_the_agent_made_is_protected)
         mkdir_at(project, "half", 0755);
         mkdir_at(project, "half/objects", 0755);
         mkdir_at(project, "half/refs", 0755);
-        review_layer l = make_layer("aisb-proj-00000006", agent_makes_bare_repository);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
-        ck_assert_int_eq(aisb_review_apply(p, NULL, NULL, 0, list_change, &got, NULL, &err), 0);
-        for (size_t i = 0; i < got.n; i++)
-                fprintf(stderr, "apply: %s\n", got.lines[i]);
-        ck_assert(has_line(&got, "skipped tool/config"));
-        ck_assert(has_line(&got, "skipped half/HEAD "));
-        ck_assert(has_line(&got, "skipped half/config "));
-        ck_assert(has_line(&got, "skipped config "));
-        ck_assert(has_line(&got, "skipped HEAD "));
-        ck_assert(has_line(&got, "applied notes.txt"));
+        reviewing v;
+        review_begin(&v, "aisb-proj-00000006", agent_makes_bare_repository);
+        ck_assert_int_eq(review_apply(&v, NULL, 0), 0);
+        static const char *const listed_lines[] = { "skipped tool/config", "skipped half/HEAD ", "skipped half/config ",
+                                                    "skipped config ", "skipped HEAD ", "applied notes.txt" };
+        for (size_t i = 0; i < ELEMENTSOF(listed_lines); i++)
+                ck_assert_msg(has_line(&v.got, listed_lines[i]), "not listed: %s", listed_lines[i]);
         _cleanup_free_ char *config = read_at(project, "tool/config");
         ck_assert_ptr_null(config);
-        strv_free(got.lines);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        review_end(&v);
 }
 END_TEST
 
@@ -870,14 +842,9 @@ START_TEST(test_apply_git_never_takes_redirections)
         mkdir_at(project, ".git/objects", 0755);
         mkdir_at(project, ".git/objects/aa", 0755);
         put_at(project, ".git/objects/aa/bbcc", "the commit\n", 0444);
-        review_layer l = make_layer("aisb-proj-0000000d", agent_redirects_git);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
-        const char *named[] = { ".git", "vendor", "vendor/.git", NULL };
-        int r = aisb_review_apply(p, NULL, named, 0, list_change, &got, NULL, &err);
-        for (size_t i = 0; i < got.n; i++)
-                fprintf(stderr, "apply: %s\n", got.lines[i]);
+        reviewing v;
+        review_begin(&v, "aisb-proj-0000000d", agent_redirects_git);
+        int r = review_apply(&v, (const char *const[]) { ".git", "vendor", "vendor/.git", NULL }, 0);
         static const char *const refused[] = {
                 ".git/commondir", ".git/config ", ".git/config.worktree", ".git/hooks ", ".git/hooks/pre-commit",
                 ".git/info ", ".git/info/attributes", ".git/objects/info ", ".git/objects/info/alternates",
@@ -889,7 +856,7 @@ START_TEST(test_apply_git_never_takes_redirections)
         for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
                 char line[128];
                 snprintf(line, sizeof line, "refused %s", refused[i]);
-                ck_assert_msg(has_line(&got, line), "not refused: %s", refused[i]);
+                ck_assert_msg(has_line(&v.got, line), "not refused: %s", refused[i]);
         }
         static const char *const applied[] = { ".git/HEAD", ".git/objects/ab/cdef", ".git/refs/heads/feature",
                                                ".git/refs/heads/config", ".git/worktrees/w/HEAD", "vendor ",
@@ -897,7 +864,7 @@ START_TEST(test_apply_git_never_takes_redirections)
         for (size_t i = 0; i < ELEMENTSOF(applied); i++) {
                 char line[128];
                 snprintf(line, sizeof line, "applied %s", applied[i]);
-                ck_assert_msg(has_line(&got, line), "not applied: %s", applied[i]);
+                ck_assert_msg(has_line(&v.got, line), "not applied: %s", applied[i]);
         }
         ck_assert_int_eq(r, (int) ELEMENTSOF(refused));
         _cleanup_free_ char *config = read_at(project, ".git/config"), *commondir = read_at(project, ".git/commondir"),
@@ -905,24 +872,17 @@ START_TEST(test_apply_git_never_takes_redirections)
         ck_assert_ptr_null(config);
         ck_assert_ptr_null(commondir);
         ck_assert_str_eq(head, "ref: refs/heads/feature\n");
-        strv_free(got.lines);
-        got = (listed) {};
 
         /* Named exactly, still refused without --force; with it, taken. */
-        const char *exact[] = { ".git/config", NULL };
-        ck_assert_int_eq(aisb_review_apply(p, NULL, exact, 0, list_change, &got, NULL, &err), 1);
-        ck_assert(has_line(&got, "refused .git/config"));
-        ck_assert_int_eq(aisb_review_apply(p, NULL, exact, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
-        ck_assert(has_line(&got, "applied .git/config"));
+        const char *const exact[] = { ".git/config", NULL };
+        ck_assert_int_eq(review_apply(&v, exact, 0), 1);
+        ck_assert(has_line(&v.got, "refused .git/config"));
+        ck_assert_int_eq(review_apply(&v, exact, AISB_APPLY_FORCE), 0);
+        ck_assert(has_line(&v.got, "applied .git/config"));
         /* --force alone, naming an ancestor, is not enough. */
-        const char *ancestor[] = { ".git", NULL };
-        strv_free(got.lines);
-        got = (listed) {};
-        ck_assert_int_gt(aisb_review_apply(p, NULL, ancestor, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
-        ck_assert(has_line(&got, "refused .git/commondir"));
-        strv_free(got.lines);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        ck_assert_int_gt(review_apply(&v, (const char *const[]) { ".git", NULL }, AISB_APPLY_FORCE), 0);
+        ck_assert(has_line(&v.got, "refused .git/commondir"));
+        review_end(&v);
 }
 END_TEST
 
@@ -937,16 +897,11 @@ static void agent_packs_refs(void)
 START_TEST(test_apply_git_packed_refs)
 {
         project_files();
-        review_layer l = make_layer("aisb-proj-0000000e", agent_packs_refs);
-        aisb_policy *p = policy_of_project();
-        listed got = {};
-        aisb_error *err = NULL;
-        const char *named[] = { ".git", NULL };
-        ck_assert_int_eq(aisb_review_apply(p, NULL, named, 0, list_change, &got, NULL, &err), 0);
-        ck_assert(has_line(&got, "applied .git/packed-refs"));
-        strv_free(got.lines);
-        aisb_policy_free(p);
-        review_layer_done(&l);
+        reviewing v;
+        review_begin(&v, "aisb-proj-0000000e", agent_packs_refs);
+        ck_assert_int_eq(review_apply(&v, (const char *const[]) { ".git", NULL }, 0), 0);
+        ck_assert(has_line(&v.got, "applied .git/packed-refs"));
+        review_end(&v);
 }
 END_TEST
 
