@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "protect.h"
 #include "unit.h"
+#include "../suite-table.h"
 #include "fileio.h"
 
 static char top[64], project[96], quarantine_dir[128];
@@ -670,23 +671,10 @@ END_TEST
 static Suite *protect_suite(void)
 {
         Suite *s = suite_create("protect");
-        TCase *tc = tcase_create("protect");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_key);
-        tcase_add_test(tc, test_plan);
-        tcase_add_test(tc, test_plan_around);
-        tcase_add_test(tc, test_sweep_git_kinds);
-        tcase_add_test(tc, test_plan_review_two);
-        tcase_add_test(tc, test_sweep_review_three);
-        tcase_add_test(tc, test_links);
-        tcase_add_test(tc, test_sweep);
-        tcase_add_test(tc, test_plan_look_changes_nothing);
-        tcase_add_test(tc, test_sweep_stubborn);
-        tcase_add_test(tc, test_no_repository);
-        tcase_add_test(tc, test_worktree);
-        tcase_add_test(tc, test_worktree_refused);
-        tcase_add_test(tc, test_worktree_not_ours);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "protect", setup, teardown, test_key, test_plan, test_plan_around, test_sweep_git_kinds,
+                        test_plan_review_two, test_sweep_review_three, test_links, test_sweep,
+                        test_plan_look_changes_nothing, test_sweep_stubborn, test_no_repository, test_worktree,
+                        test_worktree_refused, test_worktree_not_ours);
         return s;
 }
 

@@ -28,6 +28,7 @@
 #include "tree-write.h"
 #include "tree-hash.h"
 #include "unit.h"
+#include "../suite-table.h"
 
 static char top[64], project[128], outside[128], state[128];
 
@@ -1008,29 +1009,13 @@ END_TEST
 static Suite *review_suite(void)
 {
         Suite *s = suite_create("review");
-        TCase *walk = tcase_create("walk");
-        tcase_add_checked_fixture(walk, setup, teardown);
-        tcase_add_test(walk, test_path_order);
-        tcase_add_test(walk, test_walk);
-        tcase_add_test(walk, test_manifest_round_trip);
-        tcase_add_test(walk, test_scan_unsearchable_directory);
-        suite_add_tcase(s, walk);
-        TCase *layers = tcase_create("layer");
-        tcase_add_checked_fixture(layers, setup, teardown);
-        tcase_add_test(layers, test_layer_anchor);
-        tcase_add_test(layers, test_layer_as_the_overlay_leaves_it);
-        tcase_add_test(layers, test_huge_file_not_compared);
-        tcase_add_test(layers, test_diff_shows_text_patches);
-        tcase_add_test(layers, test_apply_all);
-        tcase_add_test(layers, test_apply_conflicts);
-        tcase_add_test(layers, test_conflict_makes_nothing);
-        tcase_add_test(layers, test_apply_never_through_a_project_link);
-        tcase_add_test(layers, test_a_git_directory_the_agent_made_is_protected);
-        tcase_add_test(layers, test_apply_git_never_takes_redirections);
-        tcase_add_test(layers, test_apply_git_packed_refs);
-        tcase_add_test(layers, test_another_directory_at_the_path);
-        tcase_add_test(layers, test_discard_and_find);
-        suite_add_tcase(s, layers);
+        suite_add_tests(s, "walk", setup, teardown, test_path_order, test_walk, test_manifest_round_trip,
+                        test_scan_unsearchable_directory);
+        suite_add_tests(s, "layer", setup, teardown, test_layer_anchor, test_layer_as_the_overlay_leaves_it,
+                        test_huge_file_not_compared, test_diff_shows_text_patches, test_apply_all, test_apply_conflicts,
+                        test_conflict_makes_nothing, test_apply_never_through_a_project_link,
+                        test_a_git_directory_the_agent_made_is_protected, test_apply_git_never_takes_redirections,
+                        test_apply_git_packed_refs, test_another_directory_at_the_path, test_discard_and_find);
         return s;
 }
 

@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "fake-podman.h"
 #include "unit.h"
+#include "../suite-table.h"
 #include "fileio.h"
 #include "pathtrust.h"
 
@@ -455,30 +456,15 @@ END_TEST
 static Suite *trust_suite(bool as_root)
 {
         Suite *s = suite_create("trust");
-        TCase *tc = tcase_create(as_root ? "owners" : "paths");
         if (as_root) {
-                tcase_add_test(tc, test_owner_user_passes);
-                tcase_add_test(tc, test_owner_stranger_refused);
-                tcase_add_test(tc, test_group_writable);
-                tcase_add_test(tc, test_sticky_root_dir);
-                tcase_add_test(tc, test_symlink_owner);
-        } else {
-                tcase_add_test(tc, test_private_dir_in_tmp);
-                tcase_add_test(tc, test_writable_by_others);
-                tcase_add_test(tc, test_symlinks);
-                tcase_add_test(tc, test_missing_and_relative);
-                tcase_add_test(tc, test_named_socket_refused);
+                suite_add_tests(s, "owners", NULL, NULL, test_owner_user_passes, test_owner_stranger_refused,
+                                test_group_writable, test_sticky_root_dir, test_symlink_owner);
+                return s;
         }
-        suite_add_tcase(s, tc);
-        if (!as_root) {
-                tc = tcase_create("listeners");
-                tcase_add_test(tc, test_listener_ours);
-                tcase_add_test(tc, test_listener_stranger);
-                tcase_add_test(tc, test_listener_ipv6);
-                tcase_add_test(tc, test_listener_malformed);
-                tcase_add_test(tc, test_read_lines);
-                suite_add_tcase(s, tc);
-        }
+        suite_add_tests(s, "paths", NULL, NULL, test_private_dir_in_tmp, test_writable_by_others, test_symlinks,
+                        test_missing_and_relative, test_named_socket_refused);
+        suite_add_tests(s, "listeners", NULL, NULL, test_listener_ours, test_listener_stranger, test_listener_ipv6,
+                        test_listener_malformed, test_read_lines);
         return s;
 }
 

@@ -20,6 +20,7 @@
 #include "undo.h"
 #include "tree-hash.h"
 #include "unit.h"
+#include "../suite-table.h"
 
 static char top[64], project[128], state[128];
 
@@ -432,17 +433,11 @@ END_TEST
 static Suite *undo_suite(void)
 {
         Suite *s = suite_create("undo");
-        TCase *t = tcase_create("undo");
-        tcase_add_checked_fixture(t, setup, teardown);
+        TCase *t = suite_add_tests(s, "undo", setup, teardown, test_undo_puts_everything_back,
+                                   test_undo_refuses_what_the_user_changed, test_undo_refuses_another_directory,
+                                   test_record_has_info_while_copying, test_store_and_runs, test_undo_twice_over_one_file,
+                                   test_auto_declines_a_large_project);
         tcase_set_timeout(t, 60);
-        tcase_add_test(t, test_undo_puts_everything_back);
-        tcase_add_test(t, test_undo_refuses_what_the_user_changed);
-        tcase_add_test(t, test_undo_refuses_another_directory);
-        tcase_add_test(t, test_record_has_info_while_copying);
-        tcase_add_test(t, test_store_and_runs);
-        tcase_add_test(t, test_undo_twice_over_one_file);
-        tcase_add_test(t, test_auto_declines_a_large_project);
-        suite_add_tcase(s, t);
         return s;
 }
 
