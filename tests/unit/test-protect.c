@@ -95,6 +95,38 @@ static void plan_of(protect_plan *plan)
         ck_assert_msg(r == 0, "plan: %s", err ? aisb_error_message(err) : "?");
 }
 
+/* Each of dests mounted, read-only or over itself (read-write). */
+static void mounted(const protect_plan *plan, const char *const *dests, size_t n, bool read_only)
+{
+        for (size_t i = 0; i < n; i++) {
+                const protect_mount *m = mount_at(plan, dests[i]);
+                ck_assert_msg(m && m->read_only == read_only, "%s is not %s", dests[i],
+                              read_only ? "read-only" : "over itself");
+        }
+}
+
+/* As root nothing is refused by permissions: a case of what the agent locks runs as nobody. */
+static void as_nobody(void)
+{
+        if (geteuid() != 0)
+                return;
+        ck_assert_int_eq(chown(top, 65534, 65534), 0);
+        ck_assert_int_eq(chown(project, 65534, 65534), 0);
+        ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
+        ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
+}
+
+/* The project's plan refused with a line holding why (NULL: any line); the plan holds nothing. */
+static void plan_refused(const char *why)
+{
+        protect_plan plan = {};
+        aisb_error *err = NULL;
+        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
+        ck_assert_msg(!why || strstr(aisb_error_message(err), why), "%s", aisb_error_message(err));
+        ck_assert_ptr_null(plan.mounts);
+        aisb_error_free(err);
+}
+
 typedef struct found {
         char lines[16][512];
         size_t n;
@@ -105,6 +137,15 @@ static void on_found(const char *was, const char *now, const char *why, void *us
         found *f = userdata;
         ck_assert_uint_lt(f->n, 16);
         snprintf(f->lines[f->n++], sizeof f->lines[0], "%s -> %s (%s)", was, now, why);
+}
+
+/* The sweep after the run: moved entries moved, each reported to f. */
+static void swept(const protect_plan *plan, int moved, found *f)
+{
+        aisb_error *err = NULL;
+        int r = protect_sweep(plan, quarantine_dir, on_found, f, NULL, &err);
+        ck_assert_msg(r == moved, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        aisb_error_free(err);
 }
 
 static bool found_has(const found *f, const char *was_suffix)
@@ -187,16 +228,10 @@ START_TEST(test_plan)
                                           "/project/.git/modules/lib/sub/config", "/project/.git/modules/lib/sub/hooks",
                                           "/project/lib/sub/.git", "/project/.vscode", "/project/.mcp.json",
                                           "/project/vendor/nested/.git/config", "/project/fixtures/bare.git/hooks" };
-        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
-                m = mount_at(&plan, ro[i]);
-                ck_assert_msg(m && m->read_only, "%s is not read-only", ro[i]);
-        }
+        mounted(&plan, ro, ELEMENTSOF(ro), true);
         static const char *const rw[] = { "/project/.git/modules/lib/sub", "/project/vendor/nested/.git",
                                           "/project/fixtures/bare.git" };
-        for (size_t i = 0; i < ELEMENTSOF(rw); i++) {
-                m = mount_at(&plan, rw[i]);
-                ck_assert_msg(m && !m->read_only, "%s is not over itself", rw[i]);
-        }
+        mounted(&plan, rw, ELEMENTSOF(rw), false);
         static const char *const absent[] = { "/project/.idea", "/project/.git/commondir", "/project/.git/objects",
                                               "/project/.git/modules/lib/sub/info" };
         for (size_t i = 0; i < ELEMENTSOF(absent); i++)
@@ -228,16 +263,10 @@ START_TEST(test_plan_around)
         plan_of(&plan);
         static const char *const over_itself[] = { "/project/.git/modules", "/project/.git/modules/lib",
                                                    "/project/vendor", "/project/vendor/nested" };
-        for (size_t i = 0; i < ELEMENTSOF(over_itself); i++) {
-                const protect_mount *m = mount_at(&plan, over_itself[i]);
-                ck_assert_msg(m && !m->read_only, "%s is not over itself", over_itself[i]);
-        }
+        mounted(&plan, over_itself, ELEMENTSOF(over_itself), false);
         static const char *const ro[] = { "/project/.gitconfig-project", "/project/tools/more.gitconfig",
                                           "/project/.pre-commit-config.yaml", "/project/vendor/nested/.githooks" };
-        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
-                const protect_mount *m = mount_at(&plan, ro[i]);
-                ck_assert_msg(m && m->read_only, "%s is not read-only", ro[i]);
-        }
+        mounted(&plan, ro, ELEMENTSOF(ro), true);
         protect_plan_done(&plan);
         /* Without installed hooks, a hook manager's configuration is the project's own. */
         char p[256], sample_path[300];
@@ -269,9 +298,7 @@ START_TEST(test_sweep_git_kinds)
         make("project/docs/wt/HEAD", "ref: refs/heads/main\n");
         make("project/docs/wt/commondir", "../../.git\n");
         found f = {};
-        aisb_error *err = NULL;
-        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
-        ck_assert_msg(r == 4, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        swept(&plan, 4, &f);
         /* Of a directory git takes for a git directory, what makes it one goes (it may have
          * been the user's), the rest stays. */
         ck_assert(found_has(&f, "/project/.git/modules") && found_has(&f, "/project/tools/linked/HEAD") &&
@@ -309,19 +336,14 @@ START_TEST(test_plan_review_two)
         plan_of(&plan);
         static const char *const ro[] = { "/project/scripts/pre-commit", "/project/.githooks", "/project/lib/.hooks",
                                           "/project/config/vscode" };
-        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
-                const protect_mount *m = mount_at(&plan, ro[i]);
-                ck_assert_msg(m && m->read_only, "%s is not read-only", ro[i]);
-        }
+        mounted(&plan, ro, ELEMENTSOF(ro), true);
         /* After the run: a worktree registered, the project itself made a git directory. */
         gitdir("project/.git/worktrees/planted");
         make("project/HEAD", "ref: refs/heads/main\n");
         make("project/objects/", NULL);
         make("project/refs/", NULL);
         found f = {};
-        aisb_error *err = NULL;
-        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
-        ck_assert_msg(r == 4, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        swept(&plan, 4, &f);
         ck_assert(found_has(&f, "/project/.git/worktrees") && found_has(&f, "/project/HEAD") &&
                   found_has(&f, "/project/objects") && found_has(&f, "/project/refs"));
         protect_plan_done(&plan);
@@ -331,10 +353,7 @@ START_TEST(test_plan_review_two)
                 snprintf(w, sizeof w, "project/.git/worktrees/w%d/", i);
                 make(w, NULL);
         }
-        err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "more to keep read-only than aisb mounts"));
-        aisb_error_free(err);
+        plan_refused("more to keep read-only than aisb mounts");
 }
 END_TEST
 
@@ -355,9 +374,7 @@ START_TEST(test_sweep_review_three)
         make("project/.git/refs/replace/0123456789012345678901234567890123456789", "abcd\n");
         make("project/.git/objects/info/alternates", "/elsewhere/objects\n");
         found f = {};
-        aisb_error *err = NULL;
-        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
-        ck_assert_msg(r == 4, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        swept(&plan, 4, &f);
         ck_assert(found_has(&f, "/project/src/.git") && found_has(&f, "/project/src/HEAD") &&
                   found_has(&f, "/project/.git/refs/replace") && found_has(&f, "/project/.git/objects/info/alternates"));
         ck_assert(exists("project/src/main.c") && !exists("project/src/HEAD"));
@@ -425,9 +442,7 @@ START_TEST(test_sweep)
         ck_assert_int_eq(rename(a, b), 0);
         make("project/.vscode/tasks.json", "{\"runOn\": \"folderOpen\"}");
         found f = {};
-        aisb_error *err = NULL;
-        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
-        ck_assert_msg(r == 6, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        swept(&plan, 6, &f);
         static const char *const moved[] = { ".git/commondir", ".git/config.worktree", ".idea", ".git/modules/new",
                                              "src/deep/er/.git", "src/bare/HEAD" };
         for (size_t i = 0; i < ELEMENTSOF(moved); i++) {
@@ -451,7 +466,7 @@ START_TEST(test_sweep)
         setup();
         gitdir("project/.git");
         plan_of(&plan);
-        ck_assert_int_eq(protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err), 0);
+        swept(&plan, 0, &f);
         ck_assert(!exists("state"));
         protect_plan_done(&plan);
 }
@@ -462,12 +477,7 @@ END_TEST
  * root nothing is refused by permissions, so the case runs as nobody. */
 START_TEST(test_plan_look_changes_nothing)
 {
-        if (geteuid() == 0) {
-                ck_assert_int_eq(chown(top, 65534, 65534), 0);
-                ck_assert_int_eq(chown(project, 65534, 65534), 0);
-                ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
-                ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
-        }
+        as_nobody();
         gitdir("project/hide/x/.git");
         char p[256];
         snprintf(p, sizeof p, "%s/hide", project);
@@ -494,12 +504,7 @@ END_TEST
  * made read-only. As root nothing is refused by permissions, so the case runs as nobody. */
 START_TEST(test_sweep_stubborn)
 {
-        if (geteuid() == 0) {
-                ck_assert_int_eq(chown(top, 65534, 65534), 0);
-                ck_assert_int_eq(chown(project, 65534, 65534), 0);
-                ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
-                ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
-        }
+        as_nobody();
         protect_plan plan = {};
         plan_of(&plan);
         gitdir("project/hide/x/.git");
@@ -513,9 +518,7 @@ START_TEST(test_sweep_stubborn)
         snprintf(p, sizeof p, "%s/locked", project);
         ck_assert_int_eq(chmod(p, 0555), 0);
         found f = {};
-        aisb_error *err = NULL;
-        int r = protect_sweep(&plan, quarantine_dir, on_found, &f, NULL, &err);
-        ck_assert_msg(r == 3, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
+        swept(&plan, 3, &f);
         ck_assert(found_has(&f, "/project/hide/x/.git") && found_has(&f, "/project/.idea") &&
                   found_has(&f, "/project/locked/.git"));
         ck_assert(!exists("project/hide/x/.git") && !exists("project/.idea") && !exists("project/locked/.git"));
@@ -611,25 +614,14 @@ START_TEST(test_worktree_not_ours)
         char text[256];
         snprintf(text, sizeof text, "gitdir: %s/repo/.git/worktrees/feature\n", top);
         make("project/.git", text);
-        protect_plan plan = {};
-        aisb_error *err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "names /somewhere/else/.git"));
-        aisb_error_free(err);
+        plan_refused("names /somewhere/else/.git");
         make("secret/id_rsa", "key");
         snprintf(text, sizeof text, "gitdir: %s/secret\n", top);
         make("project/.git", text);
-        err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_null(plan.mounts);
-        aisb_error_free(err);
+        plan_refused(NULL);
         /* The same with a commondir there naming another of the user's directories. */
         make("secret/commondir", "..\n");
-        err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "gitdir file names nothing"));
-        ck_assert_ptr_null(plan.mounts);
-        aisb_error_free(err);
+        plan_refused("gitdir file names nothing");
 }
 END_TEST
 
@@ -644,27 +636,15 @@ START_TEST(test_worktree_refused)
         ck_assert_int_eq(symlink(target, link_path), 0);
         snprintf(text, sizeof text, "gitdir: %s/link/.git\n", top);
         make("project/.git", text);
-        protect_plan plan = {};
-        aisb_error *err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "through a link"));
-        ck_assert_ptr_null(plan.mounts);
-        aisb_error_free(err);
+        plan_refused("through a link");
         /* A relative path out of the project names the same directory without the link, but
          * it is no linked worktree's (a separate git directory, a submodule's): refused. */
         make("project/.git", "gitdir: ../repo/.git\n");
-        err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "no linked worktree's"));
-        aisb_error_free(err);
-        ck_assert_ptr_null(plan.mounts);
+        plan_refused("no linked worktree's");
         /* Writable by others on the way: refused before that. */
         snprintf(target, sizeof target, "%s/repo", top);
         ck_assert_int_eq(chmod(target, 0777), 0);
-        err = NULL;
-        ck_assert_int_eq(protect_plan_make(project, false, defaults, (unsigned) getuid(), &plan, &err), -EINVAL);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "will not give the sandbox"));
-        aisb_error_free(err);
+        plan_refused("will not give the sandbox");
 }
 END_TEST
 
