@@ -154,6 +154,34 @@ static bool has_line(const listed *l, const char *line)
         return false;
 }
 
+/* Each of lines listed. */
+static void listed_all(const listed *l, const char *const *lines, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                ck_assert_msg(has_line(l, lines[i]), "not listed: %s", lines[i]);
+}
+
+/* aisb undo of the newest run with flags: its result; what it listed in *got (of this undo
+ * only), the run's name in *ret_name (may be NULL). */
+static int undo_listed(const aisb_policy *p, unsigned flags, listed *got, char **ret_name)
+{
+        strv_free(got->lines);
+        *got = (listed) {};
+        aisb_error *err = NULL;
+        int r = aisb_undo(p, NULL, flags, list_change, got, ret_name, &err);
+        if (r < 0)
+                fprintf(stderr, "undo: %s\n", aisb_error_message(err));
+        aisb_error_free(err);
+        return r;
+}
+
+/* A run with agent's doing, its record ended and let go. */
+static void ran(const char *name, void (*agent)(void))
+{
+        undo_record rec = run(name, UNDO_AUTO, agent, NULL, NULL);
+        undo_record_done(&rec);
+}
+
 START_TEST(test_undo_puts_everything_back)
 {
         project_files();
@@ -166,24 +194,19 @@ START_TEST(test_undo_puts_everything_back)
         aisb_policy *p = policy_of_project();
         listed got = {};
         char *name = NULL;
-        aisb_error *err = NULL;
         /* A dry run changes nothing. */
-        ck_assert_int_eq(aisb_undo(p, NULL, AISB_APPLY_DRY_RUN, list_change, &got, NULL, &err), 0);
+        ck_assert_int_eq(undo_listed(p, AISB_APPLY_DRY_RUN, &got, NULL), 0);
         _cleanup_free_ char *still = tree_hash();
         ck_assert_str_eq(still, changed);
-        strv_free(got.lines);
-        got = (listed) {};
-        int r = aisb_undo(p, NULL, 0, list_change, &got, &name, &err);
-        ck_assert_msg(r == 0, "%d: %s", r, err ? aisb_error_message(err) : "");
+        ck_assert_int_eq(undo_listed(p, 0, &got, &name), 0);
         ck_assert_str_eq(name, "aisb-proj-00000001");
-        ck_assert(has_line(&got, "removed new.txt"));
-        ck_assert(has_line(&got, "removed newdir"));
-        ck_assert(has_line(&got, "restored sub/deep/d"));
-        ck_assert(has_line(&got, "restored link"));
-        ck_assert(has_line(&got, "restored thing"));
+        static const char *const lines[] = { "removed new.txt", "removed newdir", "restored sub/deep/d", "restored link",
+                                             "restored thing" };
+        listed_all(&got, lines, ELEMENTSOF(lines));
         _cleanup_free_ char *after = tree_hash();
         ck_assert_str_eq(before, after);
         /* Undone: nothing of it is undone again, and no run is left. */
+        aisb_error *err = NULL;
         ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, NULL, &err), -ENOENT);
         aisb_error_free(err);
         free(name);
@@ -201,19 +224,15 @@ static void agent_edits_a(void)
 START_TEST(test_undo_refuses_what_the_user_changed)
 {
         project_files();
-        undo_record rec = run("aisb-proj-00000002", UNDO_AUTO, agent_edits_a, NULL, NULL);
-        undo_record_done(&rec);
+        ran("aisb-proj-00000002", agent_edits_a);
         /* The user, after the run: a.txt edited, the git index rewritten (git status does). */
         put("a.txt", "the user's\n", 0644);
         put(".git/index", "refreshed by git status\n", 0644);
         aisb_policy *p = policy_of_project();
         listed got = {};
-        aisb_error *err = NULL;
-        int r = aisb_undo(p, NULL, 0, list_change, &got, NULL, &err);
-        ck_assert_int_eq(r, 1);
-        ck_assert(has_line(&got, "conflict a.txt"));
-        ck_assert(has_line(&got, "removed b.txt"));
-        ck_assert(has_line(&got, "restored .git/index"));
+        ck_assert_int_eq(undo_listed(p, 0, &got, NULL), 1);
+        static const char *const lines[] = { "conflict a.txt", "removed b.txt", "restored .git/index" };
+        listed_all(&got, lines, ELEMENTSOF(lines));
         char path[512];
         snprintf(path, sizeof path, "%s/a.txt", project);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -222,9 +241,7 @@ START_TEST(test_undo_refuses_what_the_user_changed)
         close(fd);
         ck_assert_str_eq(text, "the user's\n");
         /* Not all came back: the run is still there to undo, and forced, it all does. */
-        strv_free(got.lines);
-        got = (listed) {};
-        ck_assert_int_eq(aisb_undo(p, NULL, AISB_APPLY_FORCE, list_change, &got, NULL, &err), 0);
+        ck_assert_int_eq(undo_listed(p, AISB_APPLY_FORCE, &got, NULL), 0);
         ck_assert(has_line(&got, "restored a.txt"));
         strv_free(got.lines);
         aisb_policy_free(p);
@@ -236,8 +253,7 @@ END_TEST
 START_TEST(test_undo_refuses_another_directory)
 {
         project_files();
-        undo_record rec = run("aisb-proj-00000003", UNDO_AUTO, agent_destroys, NULL, NULL);
-        undo_record_done(&rec);
+        ran("aisb-proj-00000003", agent_destroys);
         char moved[512];
         snprintf(moved, sizeof moved, "%s.moved", project);
         ck_assert_int_eq(rename(project, moved), 0);
@@ -331,7 +347,7 @@ START_TEST(test_store_and_runs)
         char *name = NULL;
         aisb_error *err = NULL;
         listed got = {};
-        ck_assert_int_eq(aisb_undo(p, NULL, 0, list_change, &got, &name, &err), 0);
+        ck_assert_int_eq(undo_listed(p, 0, &got, &name), 0);
         strv_free(got.lines);
         ck_assert_str_eq(name, "aisb-proj-00000012");
         free(name);
@@ -348,8 +364,7 @@ START_TEST(test_store_and_runs)
         for (int i = 0; i < UNDO_KEEP_RUNS + 2; i++) {
                 char run_name[64];
                 snprintf(run_name, sizeof run_name, "aisb-proj-%08x", 0x100 + i);
-                rec = run(run_name, UNDO_AUTO, agent_adds_one, NULL, NULL);
-                undo_record_done(&rec);
+                ran(run_name, agent_adds_one);
         }
         char runs[512];
         snprintf(runs, sizeof runs, "%s/ai-sandbox/undo", state);
@@ -389,16 +404,13 @@ START_TEST(test_undo_twice_over_one_file)
 {
         project_files();
         _cleanup_free_ char *before = tree_hash();
-        undo_record rec = run("aisb-proj-00000030", UNDO_AUTO, agent_writes_v2, NULL, NULL);
-        undo_record_done(&rec);
-        rec = run("aisb-proj-00000031", UNDO_AUTO, agent_writes_v3, NULL, NULL);
-        undo_record_done(&rec);
+        ran("aisb-proj-00000030", agent_writes_v2);
+        ran("aisb-proj-00000031", agent_writes_v3);
         aisb_policy *p = policy_of_project();
         aisb_error *err = NULL;
         ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, NULL, &err), 0);
         listed got = {};
-        int r = aisb_undo(p, NULL, 0, list_change, &got, NULL, &err);
-        ck_assert_msg(r == 0, "%d", r);
+        ck_assert_int_eq(undo_listed(p, 0, &got, NULL), 0);
         ck_assert(has_line(&got, "restored a.txt"));
         _cleanup_free_ char *after = tree_hash();
         ck_assert_str_eq(before, after);
