@@ -417,6 +417,13 @@ static bool has_line(const listed *l, const char *prefix)
         return false;
 }
 
+/* A line beginning with each of prefixes listed. */
+static void listed_all(const listed *l, const char *const *prefixes, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                ck_assert_msg(has_line(l, prefixes[i]), "not listed: %s", prefixes[i]);
+}
+
 /* A layer the agent wrote with fill, the policy that reads it, and what the last apply of it
  * listed. */
 typedef struct reviewing {
@@ -667,8 +674,7 @@ START_TEST(test_apply_conflicts)
         ck_assert_int_eq(review_apply(&v, NULL, 0), 3);
         static const char *const listed_lines[] = { "conflict a.txt", "conflict gone.txt", "conflict same.txt",
                                                     "applied sub/b.txt" };
-        for (size_t i = 0; i < ELEMENTSOF(listed_lines); i++)
-                ck_assert_msg(has_line(&v.got, listed_lines[i]), "not listed: %s", listed_lines[i]);
+        listed_all(&v.got, listed_lines, ELEMENTSOF(listed_lines));
         _cleanup_free_ char *a = read_at(project, "a.txt");
         ck_assert_str_eq(a, "user's edit\n");
         /* Forced, they are the agent's. */
@@ -769,8 +775,7 @@ START_TEST(test_a_git_directory_the_agent_made_is_protected)
         ck_assert_int_eq(review_apply(&v, NULL, 0), 0);
         static const char *const listed_lines[] = { "skipped tool/config", "skipped half/HEAD ", "skipped half/config ",
                                                     "skipped config ", "skipped HEAD ", "applied notes.txt" };
-        for (size_t i = 0; i < ELEMENTSOF(listed_lines); i++)
-                ck_assert_msg(has_line(&v.got, listed_lines[i]), "not listed: %s", listed_lines[i]);
+        listed_all(&v.got, listed_lines, ELEMENTSOF(listed_lines));
         _cleanup_free_ char *config = read_at(project, "tool/config");
         ck_assert_ptr_null(config);
         review_end(&v);
