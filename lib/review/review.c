@@ -212,32 +212,19 @@ long long run_start_time(void)
 
 /* The start record: each name below the project and its inode, or 'u' for a directory that
  * could not be read. */
-typedef struct start_walk {
-        manifest *m;
-} start_walk;
-
-static int start_entry(const tree_entry *e, void *userdata)
+static int start_entry(const tree_entry *e, void *m)
 {
-        start_walk *w = userdata;
         char type = e->type == DT_REG ? MANIFEST_FILE : e->type == DT_DIR ? MANIFEST_DIR
                   : e->type == DT_LNK ? MANIFEST_LINK : MANIFEST_OTHER;
         if (e->type == DT_DIR && e->self < 0)
                 type = MANIFEST_UNREAD;
         manifest_entry me = { .path = (char *) e->path, .type = type, .ino = e->ino };
-        return manifest_add(w->m, &me);
+        return manifest_add(m, &me);
 }
 
 int project_names(int project_fd, manifest *ret)
 {
-        manifest m = {};
-        start_walk w = { .m = &m };
-        int r = tree_walk(project_fd, 0, 0, start_entry, &w);
-        if (r < 0) {
-                manifest_done(&m);
-                return r;
-        }
-        *ret = m;
-        return 0;
+        return manifest_walk(project_fd, 0, start_entry, ret);
 }
 
 void review_layer_done(review_layer *l)

@@ -333,29 +333,16 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
 
 /* ---- after the run ---- */
 
-typedef struct stat_walk {
-        manifest *m;
-} stat_walk;
-
-static int stat_entry(const tree_entry *te, void *userdata)
+static int stat_entry(const tree_entry *te, void *m)
 {
-        stat_walk *w = userdata;
         char target[PATH_MAX];
         manifest_entry e;
-        return entry_of(te, &e, target, sizeof target) ? manifest_add(w->m, &e) : 0;
+        return entry_of(te, &e, target, sizeof target) ? manifest_add(m, &e) : 0;
 }
 
 static int project_now(int project_fd, manifest *ret)
 {
-        manifest m = {};
-        stat_walk w = { .m = &m };
-        int r = tree_walk(project_fd, 0, TREE_WALK_STAT, stat_entry, &w);
-        if (r < 0) {
-                manifest_done(&m);
-                return r;
-        }
-        *ret = m;
-        return 0;
+        return manifest_walk(project_fd, TREE_WALK_STAT, stat_entry, ret);
 }
 
 /* The same file at the same path in two records: a directory by type, mode and inode (its

@@ -21,6 +21,17 @@ void manifest_done(manifest *m)
         *m = (manifest) {};
 }
 
+int manifest_walk(int fd, unsigned flags, tree_fn fn, manifest *ret)
+{
+        manifest m = {};
+        int r = tree_walk(fd, 0, flags, fn, &m);
+        if (r < 0)
+                manifest_done(&m);
+        else
+                *ret = m;
+        return r;
+}
+
 int manifest_add(manifest *m, const manifest_entry *e)
 {
         if (m->n == m->allocated) {
