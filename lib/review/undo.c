@@ -394,6 +394,13 @@ static int collect_run(int top, int dir, const run_info *info, void *userdata)
         return 0;
 }
 
+static void runs_age_done(runs_age *a)
+{
+        strv_free(a->names);
+        free(a->started);
+        *a = (runs_age) {};
+}
+
 /* Two hashes as text, each an array of its own (the key too). */
 static int hash_cmp(const void *a, const void *b)
 {
@@ -426,8 +433,7 @@ static void prune(const char *top)
                 return;
         runs_age a = {};
         if (runs_each(runs, collect_run, &a) < 0 || a.n <= UNDO_KEEP_RUNS) {
-                strv_free(a.names);
-                free(a.started);
+                runs_age_done(&a);
                 return;
         }
         _cleanup_close_ int runs_fd = open(runs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -443,15 +449,12 @@ static void prune(const char *top)
                         (void) tree_remove(runs_fd, a.names[oldest]);
                 a.names[oldest][0] = 0;
         }
-        strv_free(a.names);
-        free(a.started);
+        runs_age_done(&a);
         /* What the records left name: hashes in one flat array, sorted once. */
         _cleanup_free_ hash_text *kept = NULL;
         size_t n_kept = 0, allocated = 0;
-        a = (runs_age) {};
         if (runs_fd < 0 || runs_each(runs, collect_run, &a) < 0) {
-                strv_free(a.names);
-                free(a.started);
+                runs_age_done(&a);
                 return;
         }
         bool complete = true;
@@ -479,8 +482,7 @@ static void prune(const char *top)
                         memcpy(kept[n_kept++], m.entries[j].hash, sizeof *kept);
                 }
         }
-        strv_free(a.names);
-        free(a.started);
+        runs_age_done(&a);
         if (!complete)
                 return;
         if (n_kept > 1)
@@ -492,6 +494,20 @@ static void prune(const char *top)
         unkept u = { .kept = kept, .n = n_kept };
         if (ofd >= 0)
                 (void) tree_walk(ofd, 0, 0, drop_unkept, &u);
+}
+
+/* The hash of e->size bytes of the project's file at e->path, reached without a link (when
+ * same_inode, only if it is still e's inode and size); false when it cannot be read. */
+static bool file_hash(int project, const manifest_entry *e, bool same_inode, char **ret_hex)
+{
+        const char *name;
+        _cleanup_close_ int dir = tree_open_parent(project, e->path, &name);
+        _cleanup_close_ int fd = dir >= 0 ? openat(dir, name, OPEN_FILE_FLAGS) : -1;
+        struct stat st;
+        _cleanup_(digest_freep) digest *d = NULL;
+        return fd >= 0 &&
+               (!same_inode || (fstat(fd, &st) == 0 && (uint64_t) st.st_ino == e->ino && (uint64_t) st.st_size == e->size)) &&
+               digest_new(&d) >= 0 && digest_update_fd(d, fd, e->size) >= 0 && digest_end_hex(d, MANIFEST_HASH_HEX, ret_hex) >= 0;
 }
 
 /* What each file holds after the run, by its hash: what the record before knew of a file the
@@ -508,17 +524,9 @@ static void hash_after(const manifest *before, manifest *after, int project_fd)
                         memcpy(e->hash, b->hash, sizeof e->hash);
                         continue;
                 }
-                const char *name;
-                _cleanup_close_ int dir = tree_open_parent(project_fd, e->path, &name);
-                _cleanup_close_ int fd = dir >= 0 ? openat(dir, name, OPEN_FILE_FLAGS) : -1;
-                struct stat st;
-                _cleanup_(digest_freep) digest *d = NULL;
                 _cleanup_free_ char *hex = NULL;
-                if (fd < 0 || fstat(fd, &st) < 0 || (uint64_t) st.st_ino != e->ino || (uint64_t) st.st_size != e->size ||
-                    digest_new(&d) < 0 || digest_update_fd(d, fd, e->size) < 0 ||
-                    digest_end_hex(d, MANIFEST_HASH_HEX, &hex) < 0)
-                        continue;
-                memcpy(e->hash, hex, MANIFEST_HASH_HEX + 1);
+                if (file_hash(project_fd, e, true, &hex))
+                        memcpy(e->hash, hex, MANIFEST_HASH_HEX + 1);
         }
 }
 
@@ -576,13 +584,8 @@ static bool now_is_before(int project, const manifest_entry *b, const manifest_e
                 return b->target && c->target && streq(b->target, c->target);
         if (b->type != MANIFEST_FILE || !b->hash[0] || b->size != c->size)
                 return false;
-        const char *name;
-        _cleanup_close_ int dir = tree_open_parent(project, c->path, &name);
-        _cleanup_close_ int fd = dir >= 0 ? openat(dir, name, OPEN_FILE_FLAGS) : -1;
-        _cleanup_(digest_freep) digest *d = NULL;
         _cleanup_free_ char *hex = NULL;
-        return fd >= 0 && digest_new(&d) >= 0 && digest_update_fd(d, fd, c->size) >= 0 &&
-               digest_end_hex(d, MANIFEST_HASH_HEX, &hex) >= 0 && streq(hex, b->hash);
+        return file_hash(project, c, false, &hex) && streq(hex, b->hash);
 }
 
 static bool git_index(const char *path)
