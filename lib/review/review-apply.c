@@ -550,37 +550,19 @@ static int project_parent(const review *r, const char *rel, const char **ret_nam
         const char *slash = strrchr(rel, '/');
         *ret_name = slash ? slash + 1 : rel;
         int fd = tree_open_dir(r->project, "", false, 0);
-        if (fd < 0 || !slash)
-                return fd;
-        for (const char *p = rel; p < slash;) {
+        for (const char *p = rel; fd >= 0 && slash && p < slash;) {
                 const char *end = strchr(p, '/');
-                char comp[256];
-                size_t len = (size_t) (end - p);
-                memcpy(comp, p, len);
-                comp[len] = 0;
-                int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                if (next < 0 && errno == ENOENT) {
+                _cleanup_free_ char *comp = strndup(p, (size_t) (end - p)), *upto = strndup(rel, (size_t) (end - rel));
+                int next = comp && upto ? tree_open_dir(fd, comp, false, 0) : -ENOMEM;
+                if (next == -ENOENT) {
                         mode_t mode = 0755;
                         struct stat st;
                         const char *leaf;
-                        _cleanup_free_ char *upto = strndup(rel, (size_t) (end - rel));
-                        _cleanup_close_ int udir = upto ? tree_open_parent(r->upper, upto, &leaf) : -1;
+                        _cleanup_close_ int udir = tree_open_parent(r->upper, upto, &leaf);
                         if (udir >= 0 && fstatat(udir, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
                                 mode = st.st_mode & 0777;
                         int k = tree_put_dir(fd, comp, mode);
-                        if (k < 0) {
-                                close(fd);
-                                return k;
-                        }
-                        next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                }
-                if (next < 0) {
-                        int e = errno;
-                        struct stat st;
-                        if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-                                e = ELOOP;
-                        close(fd);
-                        return -e;
+                        next = k < 0 ? k : tree_open_dir(fd, comp, false, 0);
                 }
                 close(fd);
                 fd = next;
