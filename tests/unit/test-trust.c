@@ -62,6 +62,13 @@ static void make_socket(const char *path)
         close(fd);
 }
 
+/* base/podman (made with mode) and a socket in it, as podman's run directory holds one. */
+static void podman_socket(mode_t mode)
+{
+        ck_assert_int_eq(mkdir(at("podman"), mode), 0);
+        make_socket(at("podman/podman.sock"));
+}
+
 static void expect_trusted(const char *path, uid_t uid)
 {
         char why[512];
@@ -81,21 +88,16 @@ static void expect_untrusted(const char *path, uid_t uid, int code, const char *
 
 START_TEST(test_private_dir_in_tmp)
 {
-        make_base();
-        ck_assert_int_eq(mkdir(at("podman"), 0700), 0);
-        make_socket(at("podman/podman.sock"));
+        podman_socket(0700);
         /* /tmp is world-writable but root's and sticky; our directory below it is ours. */
         expect_trusted(at("podman/podman.sock"), getuid());
         expect_trusted("/", getuid());
-        remove_base();
 }
 END_TEST
 
 START_TEST(test_writable_by_others)
 {
-        make_base();
-        ck_assert_int_eq(mkdir(at("podman"), 0700), 0);
-        make_socket(at("podman/podman.sock"));
+        podman_socket(0700);
         ck_assert_int_eq(chmod(at("podman"), 0777), 0);
         expect_untrusted(at("podman/podman.sock"), getuid(), -EPERM, "is writable by others (mode 0777)");
         ck_assert_int_eq(chmod(at("podman"), 0757), 0);
@@ -109,13 +111,11 @@ START_TEST(test_writable_by_others)
         ck_assert_int_eq(chmod(at("podman"), 0700), 0);
         ck_assert_int_eq(chmod(at("podman/podman.sock"), 0777), 0);
         expect_trusted(at("podman/podman.sock"), getuid());
-        remove_base();
 }
 END_TEST
 
 START_TEST(test_symlinks)
 {
-        make_base();
         ck_assert_int_eq(mkdir(at("real"), 0700), 0);
         ck_assert_int_eq(mkdir(at("open"), 0700), 0);
         make_socket(at("real/podman.sock"));
@@ -131,16 +131,13 @@ START_TEST(test_symlinks)
         ck_assert_int_eq(symlink(at("loop2"), at("loop1")), 0);
         ck_assert_int_eq(symlink(at("loop1"), at("loop2")), 0);
         expect_untrusted(at("loop1/podman.sock"), getuid(), -ELOOP, "");
-        remove_base();
 }
 END_TEST
 
 START_TEST(test_missing_and_relative)
 {
-        make_base();
         expect_untrusted(at("absent/podman.sock"), getuid(), -ENOENT, at("absent"));
         expect_untrusted("run/podman.sock", getuid(), -EINVAL, "not an absolute path");
-        remove_base();
 }
 END_TEST
 
@@ -354,10 +351,8 @@ static void own(const char *path, uid_t uid, gid_t gid)
 
 START_TEST(test_owner_user_passes)
 {
-        make_base();
         own(base, USER_UID, USER_UID);
-        ck_assert_int_eq(mkdir(at("podman"), 0700), 0);
-        make_socket(at("podman/podman.sock"));
+        podman_socket(0700);
         own(at("podman"), USER_UID, USER_UID);
         own(at("podman/podman.sock"), USER_UID, USER_UID);
         expect_trusted(at("podman/podman.sock"), USER_UID);
@@ -365,15 +360,12 @@ START_TEST(test_owner_user_passes)
         own(at("podman"), 0, 0);
         own(at("podman/podman.sock"), 0, 0);
         expect_trusted(at("podman/podman.sock"), USER_UID);
-        remove_base();
 }
 END_TEST
 
 START_TEST(test_owner_stranger_refused)
 {
-        make_base();
-        ck_assert_int_eq(mkdir(at("podman"), 0755), 0);
-        make_socket(at("podman/podman.sock"));
+        podman_socket(0755);
         /* podman's /tmp/podman-run-UID, made first by another user. */
         own(base, STRANGER_UID, STRANGER_UID);
         own(at("podman"), STRANGER_UID, STRANGER_UID);
@@ -386,13 +378,11 @@ START_TEST(test_owner_stranger_refused)
         own(at("podman"), USER_UID, USER_UID);
         snprintf(want, sizeof want, "podman.sock belongs to uid %u", STRANGER_UID);
         expect_untrusted(at("podman/podman.sock"), USER_UID, -EPERM, want);
-        remove_base();
 }
 END_TEST
 
 START_TEST(test_group_writable)
 {
-        make_base();
         own(base, USER_UID, 100);
         ck_assert_int_eq(chmod(base, 0770), 0);
         make_socket(at("podman.sock"));
@@ -401,13 +391,11 @@ START_TEST(test_group_writable)
         /* Group root is root. */
         own(base, USER_UID, 0);
         expect_trusted(at("podman.sock"), USER_UID);
-        remove_base();
 }
 END_TEST
 
 START_TEST(test_sticky_root_dir)
 {
-        make_base();
         own(base, 0, 0);
         ck_assert_int_eq(chmod(base, 01777), 0);
         ck_assert_int_eq(mkdir(at("mine"), 0700), 0);
@@ -422,13 +410,11 @@ START_TEST(test_sticky_root_dir)
         /* The same directory, user-owned sticky: not a system directory, refused. */
         own(base, USER_UID, USER_UID);
         expect_untrusted(at("mine/podman.sock"), USER_UID, -EPERM, "mode 1777");
-        remove_base();
 }
 END_TEST
 
 START_TEST(test_symlink_owner)
 {
-        make_base();
         own(base, USER_UID, USER_UID);
         ck_assert_int_eq(mkdir(at("real"), 0700), 0);
         own(at("real"), USER_UID, USER_UID);
@@ -449,7 +435,6 @@ START_TEST(test_symlink_owner)
         expect_untrusted(at("mine/podman.sock"), USER_UID, -EPERM, "link belongs to uid 65534");
         own(at("link"), USER_UID, USER_UID);
         expect_trusted(at("mine/podman.sock"), USER_UID);
-        remove_base();
 }
 END_TEST
 
@@ -457,11 +442,11 @@ static Suite *trust_suite(bool as_root)
 {
         Suite *s = suite_create("trust");
         if (as_root) {
-                suite_add_tests(s, "owners", NULL, NULL, test_owner_user_passes, test_owner_stranger_refused,
+                suite_add_tests(s, "owners", make_base, remove_base, test_owner_user_passes, test_owner_stranger_refused,
                                 test_group_writable, test_sticky_root_dir, test_symlink_owner);
                 return s;
         }
-        suite_add_tests(s, "paths", NULL, NULL, test_private_dir_in_tmp, test_writable_by_others, test_symlinks,
+        suite_add_tests(s, "paths", make_base, remove_base, test_private_dir_in_tmp, test_writable_by_others, test_symlinks,
                         test_missing_and_relative, test_named_socket_refused);
         suite_add_tests(s, "listeners", NULL, NULL, test_listener_ours, test_listener_stranger, test_listener_ipv6,
                         test_listener_malformed, test_read_lines);
