@@ -139,13 +139,18 @@ static void on_found(const char *was, const char *now, const char *why, void *us
         snprintf(f->lines[f->n++], sizeof f->lines[0], "%s -> %s (%s)", was, now, why);
 }
 
-/* The sweep after the run: moved entries moved, each reported to f. */
-static void swept(const protect_plan *plan, int moved, found *f)
+static bool found_has(const found *f, const char *was_suffix);
+
+/* The sweep after the run: moved entries moved, each reported to f; each of was (NULL-ended;
+ * NULL: none named) among what was reported. */
+static void swept(const protect_plan *plan, int moved, found *f, const char *const *was)
 {
         aisb_error *err = NULL;
         int r = protect_sweep(plan, quarantine_dir, on_found, f, NULL, &err);
         ck_assert_msg(r == moved, "%d moved (%s)", r, err ? aisb_error_message(err) : "");
         aisb_error_free(err);
+        for (; was && *was; was++)
+                ck_assert_msg(found_has(f, *was), "%s was not reported", *was);
 }
 
 static bool found_has(const found *f, const char *was_suffix)
@@ -298,11 +303,10 @@ START_TEST(test_sweep_git_kinds)
         make("project/docs/wt/HEAD", "ref: refs/heads/main\n");
         make("project/docs/wt/commondir", "../../.git\n");
         found f = {};
-        swept(&plan, 4, &f);
         /* Of a directory git takes for a git directory, what makes it one goes (it may have
          * been the user's), the rest stays. */
-        ck_assert(found_has(&f, "/project/.git/modules") && found_has(&f, "/project/tools/linked/HEAD") &&
-                  found_has(&f, "/project/docs/wt/HEAD") && found_has(&f, "/project/docs/wt/commondir"));
+        swept(&plan, 4, &f, (const char *const[]) { "/project/.git/modules", "/project/tools/linked/HEAD",
+                                                    "/project/docs/wt/HEAD", "/project/docs/wt/commondir", NULL });
         ck_assert(exists("project/tools/real-refs") && exists("project/tools/linked/objects"));
         protect_plan_done(&plan);
 }
@@ -343,9 +347,8 @@ START_TEST(test_plan_review_two)
         make("project/objects/", NULL);
         make("project/refs/", NULL);
         found f = {};
-        swept(&plan, 4, &f);
-        ck_assert(found_has(&f, "/project/.git/worktrees") && found_has(&f, "/project/HEAD") &&
-                  found_has(&f, "/project/objects") && found_has(&f, "/project/refs"));
+        swept(&plan, 4, &f, (const char *const[]) { "/project/.git/worktrees", "/project/HEAD", "/project/objects",
+                                                    "/project/refs", NULL });
         protect_plan_done(&plan);
         /* 300 worktrees: more mounts than a plan may make. */
         for (int i = 0; i < 300; i++) {
@@ -374,9 +377,8 @@ START_TEST(test_sweep_review_three)
         make("project/.git/refs/replace/0123456789012345678901234567890123456789", "abcd\n");
         make("project/.git/objects/info/alternates", "/elsewhere/objects\n");
         found f = {};
-        swept(&plan, 4, &f);
-        ck_assert(found_has(&f, "/project/src/.git") && found_has(&f, "/project/src/HEAD") &&
-                  found_has(&f, "/project/.git/refs/replace") && found_has(&f, "/project/.git/objects/info/alternates"));
+        swept(&plan, 4, &f, (const char *const[]) { "/project/src/.git", "/project/src/HEAD", "/project/.git/refs/replace",
+                                                    "/project/.git/objects/info/alternates", NULL });
         ck_assert(exists("project/src/main.c") && !exists("project/src/HEAD"));
         protect_plan_done(&plan);
 }
@@ -442,7 +444,7 @@ START_TEST(test_sweep)
         ck_assert_int_eq(rename(a, b), 0);
         make("project/.vscode/tasks.json", "{\"runOn\": \"folderOpen\"}");
         found f = {};
-        swept(&plan, 6, &f);
+        swept(&plan, 6, &f, NULL);
         static const char *const moved[] = { ".git/commondir", ".git/config.worktree", ".idea", ".git/modules/new",
                                              "src/deep/er/.git", "src/bare/HEAD" };
         for (size_t i = 0; i < ELEMENTSOF(moved); i++) {
@@ -466,7 +468,7 @@ START_TEST(test_sweep)
         setup();
         gitdir("project/.git");
         plan_of(&plan);
-        swept(&plan, 0, &f);
+        swept(&plan, 0, &f, NULL);
         ck_assert(!exists("state"));
         protect_plan_done(&plan);
 }
@@ -518,9 +520,7 @@ START_TEST(test_sweep_stubborn)
         snprintf(p, sizeof p, "%s/locked", project);
         ck_assert_int_eq(chmod(p, 0555), 0);
         found f = {};
-        swept(&plan, 3, &f);
-        ck_assert(found_has(&f, "/project/hide/x/.git") && found_has(&f, "/project/.idea") &&
-                  found_has(&f, "/project/locked/.git"));
+        swept(&plan, 3, &f, (const char *const[]) { "/project/hide/x/.git", "/project/.idea", "/project/locked/.git", NULL });
         ck_assert(!exists("project/hide/x/.git") && !exists("project/.idea") && !exists("project/locked/.git"));
         protect_plan_done(&plan);
 }

@@ -315,14 +315,19 @@ START_TEST(test_record_has_info_while_copying)
 }
 END_TEST
 
-static void agent_adds_one(void)
+/* An agent that writes one file, rel with text: putting() says which, agent_puts writes it. */
+static const char *agent_rel, *agent_text;
+
+static void agent_puts(void)
 {
-        put("one.txt", "1\n", 0644);
+        put(agent_rel, agent_text, 0644);
 }
 
-static void agent_adds_two(void)
+static void (*putting(const char *rel, const char *text))(void)
 {
-        put("two.txt", "2\n", 0644);
+        agent_rel = rel;
+        agent_text = text;
+        return agent_puts;
 }
 
 START_TEST(test_store_and_runs)
@@ -335,11 +340,11 @@ START_TEST(test_store_and_runs)
         ck_assert_uint_eq(rec.changed, 0);
         undo_record_done(&rec);
         /* Nothing changed since: nothing is copied again. */
-        rec = run("aisb-proj-00000011", UNDO_AUTO, agent_adds_one, NULL, NULL);
+        rec = run("aisb-proj-00000011", UNDO_AUTO, putting("one.txt", "1\n"), NULL, NULL);
         ck_assert_uint_eq(rec.bytes_copied, 0);
         ck_assert_uint_eq(rec.changed, 1);
         undo_record_done(&rec);
-        rec = run("aisb-proj-00000012", UNDO_AUTO, agent_adds_two, NULL, NULL);
+        rec = run("aisb-proj-00000012", UNDO_AUTO, putting("two.txt", "2\n"), NULL, NULL);
         ck_assert_uint_eq(rec.bytes_copied, 2); /* one.txt, new since */
         undo_record_done(&rec);
         /* Each undo goes one run further back; the run that changed nothing is passed over. */
@@ -364,7 +369,7 @@ START_TEST(test_store_and_runs)
         for (int i = 0; i < UNDO_KEEP_RUNS + 2; i++) {
                 char run_name[64];
                 snprintf(run_name, sizeof run_name, "aisb-proj-%08x", 0x100 + i);
-                ran(run_name, agent_adds_one);
+                ran(run_name, putting("one.txt", "1\n"));
         }
         char runs[512];
         snprintf(runs, sizeof runs, "%s/ai-sandbox/undo", state);
@@ -388,24 +393,14 @@ START_TEST(test_store_and_runs)
 }
 END_TEST
 
-static void agent_writes_v2(void)
-{
-        put("a.txt", "v2\n", 0644);
-}
-
-static void agent_writes_v3(void)
-{
-        put("a.txt", "v3\n", 0644);
-}
-
 /* Two runs over one file: each undo goes one run back, aisb's own rewrite of the file by the
  * first undo is no change of the user's. */
 START_TEST(test_undo_twice_over_one_file)
 {
         project_files();
         _cleanup_free_ char *before = tree_hash();
-        ran("aisb-proj-00000030", agent_writes_v2);
-        ran("aisb-proj-00000031", agent_writes_v3);
+        ran("aisb-proj-00000030", putting("a.txt", "v2\n"));
+        ran("aisb-proj-00000031", putting("a.txt", "v3\n"));
         aisb_policy *p = policy_of_project();
         aisb_error *err = NULL;
         ck_assert_int_eq(aisb_undo(p, NULL, 0, NULL, NULL, NULL, &err), 0);
