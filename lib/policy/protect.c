@@ -260,6 +260,7 @@ typedef struct gitdir_opts {
         const char *own_worktree; /* in worktrees/: the run's own, left to its caller */
         bool others_read_only;    /* the run is a linked worktree: the rest of the repository's state is not its */
 } gitdir_opts;
+static const gitdir_opts no_opts = {};
 
 static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, unsigned depth);
 
@@ -291,8 +292,7 @@ static int protect_modules(builder *b, const char *rel, unsigned depth)
                         return -ENOMEM;
                 if (stat_below(b->root_fd, child, &st) < 0 || !S_ISDIR(st.st_mode))
                         continue;
-                static const gitdir_opts none = {};
-                r = stat_below(b->root_fd, head, &st) == 0 ? protect_gitdir(b, child, &none, depth + 1)
+                r = stat_below(b->root_fd, head, &st) == 0 ? protect_gitdir(b, child, &no_opts, depth + 1)
                                                          : protect_modules(b, child, depth + 1);
                 if (r < 0)
                         return r;
@@ -383,8 +383,7 @@ static int protect_gitdir(builder *b, const char *rel, const gitdir_opts *o, uns
                         return -ENOMEM;
                 if (stat_below(b->root_fd, w, &st) < 0 || !S_ISDIR(st.st_mode))
                         continue;
-                static const gitdir_opts none = {};
-                r = o->others_read_only ? add_mount(b, w, true, &st) : protect_gitdir(b, w, &none, depth + 1);
+                r = o->others_read_only ? add_mount(b, w, true, &st) : protect_gitdir(b, w, &no_opts, depth + 1);
                 if (r < 0)
                         return r;
         }
@@ -487,8 +486,7 @@ static int protect_worktree(protect_plan *plan, const char *gitdir, unsigned uid
         builder c = { .plan = plan, .root_fd = cfd, .root = croot, .host = common, .dest = common };
         gitdir_opts co = { .own_worktree = own_name, .others_read_only = true };
         builder g = { .plan = plan, .root_fd = gfd, .root = groot, .host = gitdir, .dest = gitdir };
-        static const gitdir_opts none = {};
-        if (protect_gitdir(&c, "", &co, 0) < 0 || protect_gitdir(&g, "", &none, 0) < 0)
+        if (protect_gitdir(&c, "", &co, 0) < 0 || protect_gitdir(&g, "", &no_opts, 0) < 0)
                 return error_oom(err);
         /* The run's own worktree directory sits in the common one's worktrees/: that, too,
          * cannot be moved aside with it inside. */
@@ -603,8 +601,7 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
         if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return 0;
         if (S_ISDIR(st.st_mode)) {
-                static const gitdir_opts none = {};
-                int r = protect_gitdir(b, rel, &none, 1);
+                int r = protect_gitdir(b, rel, &no_opts, 1);
                 r = r < 0 ? r : add_watch(b, rel, &st, NULL);
                 _cleanup_free_ char *dest = path_join(b->dest, rel);
                 if (r >= 0)
@@ -633,9 +630,8 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
         const char *inside = gitdir ? path_inside(gitdir, b->host) : NULL;
         if (!inside || !*inside)
                 return 0;
-        static const gitdir_opts none = {};
         _cleanup_free_ char *config = path_join(inside, "config");
-        r = protect_gitdir(b, inside, &none, 1);
+        r = protect_gitdir(b, inside, &no_opts, 1);
         return r < 0 ? r : config ? protect_repo(b, b->root_fd, config, gitdir, host) : -ENOMEM;
 }
 
@@ -668,10 +664,9 @@ static int plan_make(const char *project, bool is_cwd, const char *const *names,
                         r = add_watch(&b, ".git", NULL, NULL);
                         plan.repository_top = git_repository_above(project);
                 } else if (S_ISDIR(st.st_mode)) {
-                        static const gitdir_opts none = {};
                         plan.packed_replace = git_packed_replace_refs(pfd, ".git");
                         plan.packed_gitdir = strdup(".git");
-                        r = plan.packed_gitdir ? protect_gitdir(&b, ".git", &none, 0) : -ENOMEM;
+                        r = plan.packed_gitdir ? protect_gitdir(&b, ".git", &no_opts, 0) : -ENOMEM;
                         r = r < 0 ? r : add_watch(&b, ".git", &st, NULL);
                         if (r >= 0)
                                 plan.watch[r].mounted = mounted_at(&plan, SANDBOX_PROJECT "/.git");
@@ -686,8 +681,7 @@ static int plan_make(const char *project, bool is_cwd, const char *const *names,
                         if (r < 0 || (named && !gitdir))
                                 return error_oom(err);
                         if (inside && *inside) {
-                                static const gitdir_opts none = {};
-                                r = protect_gitdir(&b, inside, &none, 0);
+                                r = protect_gitdir(&b, inside, &no_opts, 0);
                                 _cleanup_free_ char *config = path_join(inside, "config");
                                 r = r < 0 ? r : config ? protect_repo(&b, pfd, config, gitdir, project) : -ENOMEM;
                         } else if (gitdir && !inside) {
