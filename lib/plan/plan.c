@@ -108,9 +108,9 @@ static void describe_run_effects(const aisb_policy *p, const plan_gather_options
                 if (gate_squid_intercepts(req.list, req.n_secrets))
                         f->gate_ca = "(the gate's CA certificate, in the run's directory)";
         }
-        if (!o->network_only && p->ephemeral_home && harness_bridge_applies(p))
+        if (!o->network_only && p->ephemeral_home && f->bridges)
                 f->seed_dir = "(the harness's bridged configuration, in the run's directory)";
-        if (plan_reviews(p)) {
+        if (f->reviews) {
                 f->review_upper = "(the run's review layer)/upper";
                 f->review_work = "(the run's review layer)/work";
         }
@@ -165,7 +165,10 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
 {
         _cleanup_(plan_facts_done) plan_facts f = { .podman_major = o->podman_major, .uid = (unsigned) getuid(),
                                                     .gid = (unsigned) getgid(), .pid = (long) getpid(),
-                                                    .terminal = o->terminal };
+                                                    .terminal = o->terminal, .bridges = harness_bridge_applies(p),
+                                                    .reviews = plan_reviews(p), .thinking_env = harness_thinking_env(p),
+                                                    .sandbox_dir = harness_sandbox_dir(p), .net_name = policy_net_name(p->net),
+                                                    .command = policy_command(p) };
         bool run = o->purpose == PLAN_RUN;
         int r = 0;
         if (o->purpose != PLAN_DESCRIBE) {
@@ -188,7 +191,7 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
          * from this snapshot, and the sandbox sees a read-only copy of it. */
         if (project_rw) {
                 /* A review run's mount point for the copy is made in its layer, not the project. */
-                r = project_settings_read(p->project, run && !plan_reviews(p), &f.settings, err);
+                r = project_settings_read(p->project, run && !f.reviews, &f.settings, err);
                 if (r >= 0 && run)
                         r = run_dir_write_settings(o->run_dir, "ai-sandbox", &f.settings, &f.settings_copy, err);
                 else if (r >= 0 && !(f.settings_copy = strdup("(the run's copy of " PROJECT_SETTINGS_DIR ")")))
@@ -320,6 +323,13 @@ int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret)
 
 /* Every variable the sandbox gets, and what may be shown of each: nothing of the host's
  * environment except what the policy holds. */
+/* A variable the sandbox gets, and what is shown of it. */
+static int push_env_both(run_plan *plan, const char *name, const char *value, const char *shown)
+{
+        int r = push_env(&plan->env, name, value);
+        return r < 0 ? r : push_env(&plan->env_shown, name, shown);
+}
+
 static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
 {
         int r = push_env(&plan->env, "HOME", AISB_SANDBOX_HOME);
@@ -342,29 +352,20 @@ static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
         for (const struct harness_env *q = harness_quiet_env; r >= 0 && q->name; q++) {
                 if (policy_env_named(p, q->name))
                         continue;
-                r = push_env(&plan->env, q->name, q->value);
-                r = r < 0 ? r : push_env(&plan->env_shown, q->name, q->value);
+                r = push_env_both(plan, q->name, q->value, q->value);
         }
         /* The reasoning level, for a harness that takes it from its environment. */
-        const char *thinking = harness_thinking_env(p);
-        if (r >= 0 && thinking) {
-                r = push_env(&plan->env, thinking, p->thinking);
-                r = r < 0 ? r : push_env(&plan->env_shown, thinking, p->thinking);
-        }
+        const char *thinking = f->thinking_env;
+        if (r >= 0 && thinking)
+                r = push_env_both(plan, thinking, p->thinking, p->thinking);
         /* The gate's CA trusted by the usual clients, for this run. */
-        for (size_t i = 0; r >= 0 && f->gate_ca && entrypoint_trust_env[i]; i++) {
-                r = push_env(&plan->env, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
-                r = r < 0 ? r : push_env(&plan->env_shown, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
-        }
+        for (size_t i = 0; r >= 0 && f->gate_ca && entrypoint_trust_env[i]; i++)
+                r = push_env_both(plan, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX, AISB_CA_BUNDLE_IN_SANDBOX);
         /* A secret is the gate's: the sandbox holds its placeholder. */
-        for (size_t i = 0; r >= 0 && i < p->n_secrets; i++) {
-                r = push_env(&plan->env, p->secrets[i].name, p->secrets[i].placeholder);
-                r = r < 0 ? r : push_env(&plan->env_shown, p->secrets[i].name, p->secrets[i].placeholder);
-        }
-        for (size_t i = 0; r >= 0 && i < p->n_env; i++) {
-                r = push_env(&plan->env, p->env[i].name, p->env[i].value);
-                r = r < 0 ? r : push_env(&plan->env_shown, p->env[i].name, REDACTED);
-        }
+        for (size_t i = 0; r >= 0 && i < p->n_secrets; i++)
+                r = push_env_both(plan, p->secrets[i].name, p->secrets[i].placeholder, p->secrets[i].placeholder);
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++)
+                r = push_env_both(plan, p->env[i].name, p->env[i].value, REDACTED);
         return r;
 }
 
@@ -376,7 +377,7 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
         int r = 0;
         /* A review run's /project is the overlay, whose root is the layer's: the project is
          * checked on the host, and nothing reaches it from the sandbox. */
-        const bool review = plan_reviews(p);
+        const bool review = f->reviews;
         if (f->have_project_id && p->project && !review)
                 r = push_expect(&expect, AISB_PROJECT_DIR, f->project_dev, f->project_ino);
         /* A review run's: a file at the project's top, by its inode and change time (the overlay
@@ -401,7 +402,7 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
                               .net_args = (const char *const *) plan->net.entrypoint_args,
                               .allow_unenforced = p->allow_unenforced, .expect = (const char *const *) expect,
                               .expect_file = (const char *const *) expect_file, .ca_bundle = f->gate_ca,
-                              .seed_dest = f->seed_dir ? harness_sandbox_dir(p) : NULL };
+                              .seed_dest = f->seed_dir ? f->sandbox_dir : NULL };
         return plan_entrypoint_argv(&s, &plan->entrypoint);
 }
 
@@ -480,9 +481,8 @@ static void plan_steps_make(const aisb_policy *p, run_plan *plan)
                 plan->steps[plan->n_steps++] = s;
 }
 
-int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err)
+int plan_render(const aisb_policy *p, const plan_facts *f, run_plan *plan, aisb_error **err)
 {
-        const aisb_policy *p = plan->policy;
         plan_rendered_done(plan);
         /* The network with the gate's port: the real one once it serves the run, else where
          * a description shows it. */
@@ -496,13 +496,13 @@ int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err)
                 return error_oom(err);
         run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
                           .harness = f->harness_mounts, .n_harness = f->n_harness_mounts, .gate_ca = f->gate_ca, .protect = &f->protect,
-                          .review_upper = plan_reviews(p) ? f->review_upper : NULL,
-                          .review_work = plan_reviews(p) ? f->review_work : NULL };
+                          .review_upper = f->reviews ? f->review_upper : NULL,
+                          .review_work = f->reviews ? f->review_work : NULL };
         container_spec spec = { .policy = p, .net = &plan->net, .env = (const char *const *) plan->env,
                                 .entrypoint = (const char *const *) plan->entrypoint, .mounts = &rm,
                                 .image = plan->image, .name = plan->name, .gate_hash = f->gate_hash,
-                                .policy_hash = plan->policy_hash, .command = policy_command(p),
-                                .net_name = policy_net_name(p->net), .pid = f->pid,
+                                .policy_hash = plan->policy_hash, .command = f->command,
+                                .net_name = f->net_name, .pid = f->pid,
                                 .terminal = f->terminal };
         r = container_create_body(&spec, &plan->body);
         spec.env = (const char *const *) plan->env_shown;
@@ -515,7 +515,7 @@ int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err)
 
 int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err)
 {
-        _cleanup_(run_plan_done) run_plan plan = { .policy = p };
+        _cleanup_(run_plan_done) run_plan plan = {};
         plan.image = strdup(f->image);
         plan.name = strdup(f->name);
         plan.policy_hash = strdup(f->policy_hash);
@@ -527,7 +527,7 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
                 return error_oom(err);
         plan.needs_gate = plan_needs_gate(p, f);
         plan_steps_make(p, &plan);
-        int r = plan_render(f, &plan, err);
+        int r = plan_render(p, f, &plan, err);
         if (r < 0)
                 return r;
         *ret = plan;
@@ -552,12 +552,11 @@ static json_object *env_names(char *const *env)
 
 int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
 {
-        const aisb_policy *p = plan->policy;
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *net = json_object_new_object(), *protect = json_object_new_array();
         int r = json_add_string(o, "image", plan->image);
         r = r < 0 ? r : json_add_string(o, "name", plan->name);
-        r = r < 0 ? r : json_add_string(net, "mode", policy_net_name(p->net));
+        r = r < 0 ? r : json_add_string(net, "mode", f->net_name);
         r = r < 0 ? r : json_add_string(net, "nsmode", plan->net.nsmode);
         r = r < 0 ? r : json_add_bool(net, "host_loopback", plan->net.host_loopback);
         r = r < 0 ? r : json_add_bool(net, "gate", plan->needs_gate);
@@ -595,9 +594,8 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
 
 
 /* The comment line for a step that sends no request: what it does, as this plan has it. */
-static int step_comment(const run_plan *plan, const plan_facts *f, plan_step step, char ***v)
+static int step_comment(const aisb_policy *p, const run_plan *plan, const plan_facts *f, plan_step step, char ***v)
 {
-        const aisb_policy *p = plan->policy;
         _cleanup_free_ char *text = NULL;
         int r = 0;
         switch (step) {
@@ -608,19 +606,19 @@ static int step_comment(const run_plan *plan, const plan_facts *f, plan_step ste
                              NETWORK_PLACEHOLDER_GATE_PORT);
                 break;
         case PLAN_STEP_NETWORK:
-                r = asprintf(&text, "# network: %s%s%s\n", policy_net_name(p->net),
+                r = asprintf(&text, "# network: %s%s%s\n", f->net_name,
                              plan->net.backend ? " through " : "", plan->net.backend ? plan->net.nsmode : "");
                 break;
         case PLAN_STEP_BRIDGE:
                 r = asprintf(&text, "# bridge: %s\n",
-                             !harness_bridge_applies(p) ? "the home's reset (no harness configuration bridged)"
+                             !f->bridges ? "the home's reset (no harness configuration bridged)"
                              : p->ephemeral_home        ? "the harness's configuration, policy on top, into the run's "
                                                           "directory, which the entrypoint copies into the fresh home"
                                                         : "the home's reset, and the harness's configuration merged per "
                                                           "key into it, policy on top");
                 break;
         case PLAN_STEP_KEEP:
-                r = asprintf(&text, "# keep: %s\n", plan_reviews(p) ? "the run's review layer, which /project shows over "
+                r = asprintf(&text, "# keep: %s\n", f->reviews ? "the run's review layer, which /project shows over "
                                                                       "the project"
                                                                     : "a record of the project for aisb undo");
                 break;
@@ -635,7 +633,7 @@ static int step_comment(const run_plan *plan, const plan_facts *f, plan_step ste
         return r < 0 ? -ENOMEM : strv_push(v, text);
 }
 
-int plan_requests(const run_plan *plan, const plan_facts *f, char ***ret)
+int plan_requests(const aisb_policy *p, const run_plan *plan, const plan_facts *f, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
         int r = 0;
@@ -673,7 +671,7 @@ int plan_requests(const run_plan *plan, const plan_facts *f, char ***ret)
                         r = podman_call_push(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
                         break;
                 default:
-                        r = step_comment(plan, f, plan->steps[i], &v);
+                        r = step_comment(p, plan, f, plan->steps[i], &v);
                 }
         }
         /* The create step's end. */

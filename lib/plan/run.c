@@ -288,7 +288,7 @@ static void run_keep_done(run_keep *k)
 
 /* Before the sandbox exists: a review run's layer (the plan's overlay needs it), or a plain
  * run's record of the project for aisb undo (said when it is not made). */
-static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run_keep *k, aisb_error **err)
+static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const plan_facts *f, run_keep *k, aisb_error **err)
 {
         if (!p->project || p->project_read_only)
                 return 0;
@@ -296,18 +296,18 @@ static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run
         if (r < 0)
                 return r;
         k->project_fd = r;
-        if (plan_reviews(p)) {
+        if (f->reviews) {
                 _cleanup_(buffer_free) buffer list = {};
                 for (size_t i = 0; p->protect && p->protect[i]; i++)
                         if (buffer_printf(&list, "%s%s", i ? "," : "", p->protect[i]) < 0)
                                 return error_oom(err);
-                return review_layer_create(p->project, k->project_fd, name, list.data ? list.data : "", &k->layer, err);
+                return review_layer_create(p->project, k->project_fd, f->name, list.data ? list.data : "", &k->layer, err);
         }
         struct timespec now;
         (void) clock_gettime(CLOCK_REALTIME_COARSE, &now);
         k->started_ns = (long long) now.tv_sec * 1000000000LL + now.tv_nsec;
         const char *why = NULL;
-        r = undo_record_begin(ctx, p->project, k->project_fd, name, p->undo, &k->undo, &why, err);
+        r = undo_record_begin(ctx, p->project, k->project_fd, f->name, p->undo, &k->undo, &why, err);
         if (r == -ECANCELED)
                 return r;
         if (r == 0 && p->undo == UNDO_AUTO)
@@ -527,7 +527,7 @@ static void end_bridge(run_state *s, bool created)
 static int apply_keep(run_state *s, aisb_error **err)
 {
         s->keep = RUN_KEEP_NULL;
-        int r = step_done(s->ctx, keep_begin(s->ctx, s->p, s->facts.name, &s->keep, err), err);
+        int r = step_done(s->ctx, keep_begin(s->ctx, s->p, &s->facts, &s->keep, err), err);
         s->facts.review_upper = s->keep.layer.upper;
         s->facts.review_work = s->keep.layer.work;
         s->facts.review_anchor = s->keep.layer.anchor;
@@ -564,7 +564,7 @@ static void end_protect(run_state *s, bool created)
  * the plan. */
 static int apply_create(run_state *s, aisb_error **err)
 {
-        int r = plan_render(&s->facts, &s->plan, err);
+        int r = plan_render(s->p, &s->facts, &s->plan, err);
         if (r < 0)
                 return r;
         report_create_patch(s->ctx, s->plan.patched);
@@ -668,7 +668,7 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 report_create_patch(ctx, s.plan.patched);
                 *ret_exit_code = 0;
                 _cleanup_strv_free_ char **requests = NULL;
-                if (plan_requests(&s.plan, &s.facts, &requests) < 0)
+                if (plan_requests(p, &s.plan, &s.facts, &requests) < 0)
                         return error_oom(err);
                 for (size_t i = 0; requests[i]; i++)
                         ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
