@@ -593,87 +593,135 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
 }
 
 
-/* The comment line for a step that sends no request: what it does, as this plan has it. */
-static int step_comment(const aisb_policy *p, const run_plan *plan, const plan_facts *f, plan_step step, char ***v)
+/* ---- each step as the dry run shows it: its requests, or a comment line ---- */
+
+typedef struct step_view {
+        const aisb_policy *p;
+        const run_plan *plan;
+        const plan_facts *f;
+        plan_step step;
+} step_view;
+
+/* A comment line asprintf made (printed < 0: none, and text is not ours to free). */
+static int push_comment(char ***v, int printed, char *text)
 {
-        _cleanup_free_ char *text = NULL;
-        int r = 0;
-        switch (step) {
-        case PLAN_STEP_GATE:
-                r = asprintf(&text, "# the gate: squid on the host's loopback for this allowlist (%s), its port chosen "
-                                    "when it starts (%u here)\n",
-                             p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
-                             NETWORK_PLACEHOLDER_GATE_PORT);
-                break;
-        case PLAN_STEP_NETWORK:
-                r = asprintf(&text, "# network: %s%s%s\n", f->net_name,
-                             plan->net.backend ? " through " : "", plan->net.backend ? plan->net.nsmode : "");
-                break;
-        case PLAN_STEP_BRIDGE:
-                r = asprintf(&text, "# bridge: %s\n",
-                             !f->bridges ? "the home's reset (no harness configuration bridged)"
-                             : p->ephemeral_home        ? "the harness's configuration, policy on top, into the run's "
-                                                          "directory, which the entrypoint copies into the fresh home"
-                                                        : "the home's reset, and the harness's configuration merged per "
-                                                          "key into it, policy on top");
-                break;
-        case PLAN_STEP_KEEP:
-                r = asprintf(&text, "# keep: %s\n", f->reviews ? "the run's review layer, which /project shows over "
-                                                                      "the project"
-                                                                    : "a record of the project for aisb undo");
-                break;
-        case PLAN_STEP_PROTECT:
-                r = asprintf(&text, "# protect: %zu path%s read-only in the sandbox; after the run, what appeared where "
-                                    "git and editors look is moved aside\n",
-                             f->protect.n_mounts, f->protect.n_mounts == 1 ? "" : "s");
-                break;
-        default:
-                r = asprintf(&text, "# %s: %s\n", plan_steps[step].name, plan_steps[step].what);
-        }
-        return r < 0 ? -ENOMEM : strv_push(v, text);
+        if (printed < 0)
+                return -ENOMEM;
+        _cleanup_free_ char *t = text;
+        return strv_push(v, t);
 }
+
+static int show_default(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# %s: %s\n", plan_steps[s->step].name, plan_steps[s->step].what);
+        return push_comment(v, r, text);
+}
+
+static int show_image(const step_view *s, char ***v)
+{
+        _cleanup_strv_free_ char **image = NULL;
+        int r = image_requests(&s->f->built, &image);
+        for (size_t j = 0; r >= 0 && image[j]; j++)
+                r = strv_push(v, image[j]);
+        return r;
+}
+
+static int show_volume(const step_view *s, char ***v)
+{
+        _cleanup_json_ json_object *body = json_object_new_object();
+        int r = json_add_string(body, "Name", s->plan->home_volume);
+        r = r < 0 ? r : json_add(body, "Labels", json_object_get(s->plan->volume_labels));
+        r = r < 0 ? r : podman_call_push(v, PODMAN_VOLUME_EXISTS, s->plan->home_volume, NULL);
+        return r < 0 ? r : podman_call_push(v, PODMAN_VOLUME_CREATE, NULL,
+                                            json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+}
+
+static int show_network(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        const sandbox_network *n = &s->plan->net;
+        int r = asprintf(&text, "# network: %s%s%s\n", s->f->net_name, n->backend ? " through " : "",
+                         n->backend ? n->nsmode : "");
+        return push_comment(v, r, text);
+}
+
+static int show_gate(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# the gate: squid on the host's loopback for this allowlist (%s), its "
+                         "port chosen when it starts (%u here)\n",
+                         s->p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
+                         NETWORK_PLACEHOLDER_GATE_PORT);
+        return push_comment(v, r, text);
+}
+
+static int show_bridge(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# bridge: %s\n",
+                         !s->f->bridges ? "the home's reset (no harness configuration bridged)"
+                         : s->p->ephemeral_home ? "the harness's configuration, policy on top, into the run's "
+                                                  "directory, which the entrypoint copies into the fresh home"
+                                                : "the home's reset, and the harness's configuration merged per key "
+                                                  "into it, policy on top");
+        return push_comment(v, r, text);
+}
+
+static int show_keep(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# keep: %s\n",
+                         s->f->reviews ? "the run's review layer, which /project shows over the project"
+                                       : "a record of the project for aisb undo");
+        return push_comment(v, r, text);
+}
+
+static int show_protect(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        size_t n = s->f->protect.n_mounts;
+        int r = asprintf(&text, "# protect: %zu path%s read-only in the sandbox; after the run, what "
+                         "appeared where git and editors look is moved aside\n",
+                         n, n == 1 ? "" : "s");
+        return push_comment(v, r, text);
+}
+
+static int show_create(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_CREATE, NULL,
+                                json_object_to_json_string_ext(s->plan->shown,
+                                                               JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+}
+
+static int show_attach(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_ATTACH, s->plan->name, "(hijacked: Connection: Upgrade, Upgrade: tcp)");
+}
+
+static int show_start(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_START, s->plan->name, NULL);
+}
+
+static int show_wait(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_WAIT, s->plan->name, NULL);
+}
+
+static int (*const step_show[_PLAN_STEP_MAX])(const step_view *s, char ***v) = {
+        [PLAN_STEP_IMAGE] = show_image,     [PLAN_STEP_VOLUME] = show_volume, [PLAN_STEP_NETWORK] = show_network,
+        [PLAN_STEP_GATE] = show_gate,       [PLAN_STEP_BRIDGE] = show_bridge, [PLAN_STEP_KEEP] = show_keep,
+        [PLAN_STEP_PROTECT] = show_protect, [PLAN_STEP_CREATE] = show_create, [PLAN_STEP_ATTACH] = show_attach,
+        [PLAN_STEP_START] = show_start,     [PLAN_STEP_STREAM] = show_default, [PLAN_STEP_WAIT] = show_wait,
+};
 
 int plan_requests(const aisb_policy *p, const run_plan *plan, const plan_facts *f, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
         int r = 0;
-        for (size_t i = 0; r >= 0 && i < plan->n_steps; i++) {
-                switch (plan->steps[i]) {
-                case PLAN_STEP_IMAGE: {
-                        _cleanup_strv_free_ char **image = NULL;
-                        r = image_requests(&f->built, &image);
-                        for (size_t j = 0; r >= 0 && image[j]; j++)
-                                r = strv_push(&v, image[j]);
-                        break;
-                }
-                case PLAN_STEP_VOLUME: {
-                        _cleanup_json_ json_object *body = json_object_new_object();
-                        r = json_add_string(body, "Name", plan->home_volume);
-                        r = r < 0 ? r : json_add(body, "Labels", json_object_get(plan->volume_labels));
-                        r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_EXISTS, plan->home_volume, NULL);
-                        r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_CREATE, NULL,
-                                                         json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
-                        break;
-                }
-                case PLAN_STEP_CREATE:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_CREATE, NULL,
-                                             json_object_to_json_string_ext(plan->shown, JSON_C_TO_STRING_PRETTY |
-                                                                                                 JSON_C_TO_STRING_SPACED));
-                        break;
-                case PLAN_STEP_ATTACH:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_ATTACH, plan->name,
-                                             "(hijacked: Connection: Upgrade, Upgrade: tcp)");
-                        break;
-                case PLAN_STEP_START:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_START, plan->name, NULL);
-                        break;
-                case PLAN_STEP_WAIT:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
-                        break;
-                default:
-                        r = step_comment(p, plan, f, plan->steps[i], &v);
-                }
-        }
+        for (size_t i = 0; r >= 0 && i < plan->n_steps; i++)
+                r = step_show[plan->steps[i]](&(step_view) { .p = p, .plan = plan, .f = f, .step = plan->steps[i] }, &v);
         /* The create step's end. */
         r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
         if (r < 0)
