@@ -689,8 +689,8 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 if (step_ops[s.plan.steps[done]].end)
                         step_ops[s.plan.steps[done]].end(&s, created);
         if (created)
-                (void) session_log_append(p, s.facts.name, s.plan.image, s.plan.policy_hash, r < 0 ? -1 : *ret_exit_code,
-                                          (const char *const *) s.plan.patched, s.egress_summed ? &s.egress : NULL);
+                (void) session_log_append(p, &s.facts, &s.plan, r < 0 ? -1 : *ret_exit_code,
+                                          s.egress_summed ? &s.egress : NULL);
         return r;
 }
 
