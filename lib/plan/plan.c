@@ -51,6 +51,8 @@ static void plan_rendered_done(run_plan *plan)
         json_object_put(plan->body);
         json_object_put(plan->shown);
         strv_free(plan->patched);
+        free(plan->patch_warning);
+        plan->patch_warning = NULL;
         plan->net = (sandbox_network) {};
         plan->env = plan->env_shown = plan->entrypoint = plan->patched = NULL;
         plan->body = plan->shown = NULL;
@@ -413,6 +415,7 @@ static int plan_create_patch(const aisb_policy *p, run_plan *plan, aisb_error **
         int r = create_patch_apply(plan->body, p->create_patch, &plan->patched);
         _cleanup_strv_free_ char **ignored = NULL;
         r = r < 0 ? r : create_patch_apply(plan->shown, p->create_patch, &ignored);
+        r = r < 0 ? r : create_patch_warning(plan->patched, &plan->patch_warning);
         json_object *env;
         if (r >= 0 && json_object_object_get_ex(plan->shown, "env", &env) && json_object_is_type(env, json_type_object)) {
                 json_object_object_foreach(env, key, value) {

@@ -148,6 +148,7 @@ typedef struct run_plan {
         json_object *body;          /* the create body, secret values and all */
         json_object *shown;         /* the create body as shown (values redacted) */
         char **patched;             /* the fields --unsafe-create-patch changed */
+        char *patch_warning;        /* what they give up, said on every run (NULL: none) */
         plan_step steps[PLAN_STEPS_MAX]; /* what the run applies, in order */
         size_t n_steps;
 } run_plan;

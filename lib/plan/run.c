@@ -34,30 +34,6 @@
 #include "undo.h"
 
 
-/* --unsafe-create-patch: every field it changed named, with what that gives up, on every
- * run. */
-static void report_create_patch(aisb_ctx *ctx, char *const *changed)
-{
-        if (!changed)
-                return;
-        _cleanup_(buffer_free) buffer names = {};
-        _cleanup_(buffer_free) buffer rows = {};
-        int r = 0;
-        for (size_t i = 0; changed[i]; i++) {
-                const char *field = changed[i];
-                const char *gives_up = create_patch_gives_up(field);
-                r |= buffer_printf(&names, "%s%s", i ? ", " : "", field);
-                if (!gives_up)
-                        r |= buffer_printf(&rows, "; %s is unknown to aisb (podman ignores what it does not know: "
-                                                  "check it applied)", field);
-                else if (*gives_up && !strstr(rows.data ? rows.data : "", gives_up))
-                        r |= buffer_printf(&rows, "; gives up %s", gives_up);
-        }
-        aisb_log(ctx, AISB_LOG_WARNING, "--unsafe-create-patch changes %s%s",
-                 r >= 0 && names.data ? names.data : "fields (out of memory naming them)",
-                 r >= 0 && rows.data ? rows.data : "");
-}
-
 static int ensure_home_volume(aisb_ctx *ctx, const run_plan *plan, aisb_error **err)
 {
         if (!plan->home_volume)
@@ -567,7 +543,8 @@ static int apply_create(run_state *s, aisb_error **err)
         int r = plan_render(s->p, &s->facts, &s->plan, err);
         if (r < 0)
                 return r;
-        report_create_patch(s->ctx, s->plan.patched);
+        if (s->plan.patch_warning)
+                aisb_log(s->ctx, AISB_LOG_WARNING, "%s", s->plan.patch_warning);
         r = step_done(s->ctx, 0, err);
         if (r < 0)
                 return r;
@@ -665,7 +642,8 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (r < 0)
                 return r;
         if (dry) {
-                report_create_patch(ctx, s.plan.patched);
+                if (s.plan.patch_warning)
+                        aisb_log(ctx, AISB_LOG_WARNING, "%s", s.plan.patch_warning);
                 *ret_exit_code = 0;
                 _cleanup_strv_free_ char **requests = NULL;
                 if (plan_requests(p, &s.plan, &s.facts, &requests) < 0)
