@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "unit.h"
+#include "../suite-table.h"
 #include "fileio.h"
 #include "digest.h"
 
@@ -26,11 +27,17 @@ static char *tag_of(const aisb_policy *p)
         return tag;
 }
 
+static char *containerfile_of(const aisb_policy *p)
+{
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        return text;
+}
+
 START_TEST(test_containerfile)
 {
         aisb_policy *p = new_policy();
-        char *text = NULL;
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        char *text = containerfile_of(p);
         ck_assert_ptr_nonnull(strstr(text, "\nFROM docker.io/library/ubuntu:24.04\n"));
         static const char *const tools[] = { " git", " curl", " jq", " build-essential",
                                              " python3", " ca-certificates" };
@@ -41,7 +48,7 @@ START_TEST(test_containerfile)
 
         ck_assert_int_eq(aisb_policy_set(p, "install", "ripgrep", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "base-image", "bootstrap:debian:trixie", NULL), 0);
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        text = containerfile_of(p);
         ck_assert_ptr_nonnull(strstr(text, "\nFROM localhost/aisb-base:debian-trixie\n"));
         ck_assert_ptr_nonnull(strstr(text, " ripgrep"));
         free(text);
@@ -59,8 +66,7 @@ typedef struct instructions {
 
 static void instructions_of(const aisb_policy *p, instructions *ret)
 {
-        char *text = NULL;
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        char *text = containerfile_of(p);
         *ret = (instructions) {};
         buffer cur = {};
         for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -275,8 +281,7 @@ START_TEST(test_context_holds_ca_certificates)
         }
         archive_read_free(a);
         ck_assert(saw_containerfile && saw_cert);
-        char *text = NULL;
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        char *text = containerfile_of(p);
         ck_assert_ptr_nonnull(strstr(text, "COPY ca-certificates/ /usr/local/share/ca-certificates/aisb/"));
         free(text);
 
@@ -415,15 +420,9 @@ END_TEST
 static Suite *image_suite(void)
 {
         Suite *s = suite_create("image");
-        TCase *tc = tcase_create("context");
-        tcase_add_test(tc, test_containerfile);
-        tcase_add_test(tc, test_containerfile_layers);
-        tcase_add_test(tc, test_tag_follows_content);
-        tcase_add_test(tc, test_context_holds_ca_certificates);
-        tcase_add_test(tc, test_tag_is_entries_hash);
-        tcase_add_test(tc, test_pack_deterministic);
-        tcase_add_test(tc, test_build_lines);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "context", NULL, NULL, test_containerfile, test_containerfile_layers,
+                        test_tag_follows_content, test_context_holds_ca_certificates, test_tag_is_entries_hash,
+                        test_pack_deterministic, test_build_lines);
         return s;
 }
 

@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "unit.h"
+#include "../suite-table.h"
 
 static const char *text(json_object *o)
 {
@@ -216,18 +217,9 @@ END_TEST
 static Suite *jsonutil_suite(void)
 {
         Suite *s = suite_create("jsonutil");
-        TCase *tc = tcase_create("build");
-        tcase_add_test(tc, test_nested);
-        tcase_add_test(tc, test_conditions);
-        tcase_add_test(tc, test_strv);
-        tcase_add_test(tc, test_ownership);
-        tcase_add_test(tc, test_first_error);
-        tcase_add_test(tc, test_null_refused);
-        tcase_add_test(tc, test_malformed);
-        tcase_add_test(tc, test_into);
-        tcase_add_test(tc, test_checked_helpers);
-        tcase_add_test(tc, test_text_safe);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "build", NULL, NULL, test_nested, test_conditions, test_strv, test_ownership,
+                        test_first_error, test_null_refused, test_malformed, test_into, test_checked_helpers,
+                        test_text_safe);
         return s;
 }
 

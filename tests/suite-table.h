@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A check suite written as a list: each test case added in one call with its fixture and its
+ * tests, so that a suite's function reads as what it runs; and a runner for several suites.
+ * Used by the tests that own it (unit/test-run.c and its neighbours, cli/, entrypoint/).
+ */
+#pragma once
+
+#include <check.h>
+#include <stdlib.h>
+
+static inline TCase *suite_add_test_list(Suite *s, const char *name, void (*setup)(void),
+                                         void (*teardown)(void), const TTest *const *tests)
+{
+        TCase *tc = tcase_create(name);
+        if (setup || teardown)
+                tcase_add_checked_fixture(tc, setup, teardown);
+        for (; *tests; tests++)
+                tcase_add_test(tc, *tests);
+        suite_add_tcase(s, tc);
+        return tc;
+}
+
+/* The test case `name` of s, with the checked fixture setup/teardown (NULL, NULL: none) and
+ * the tests that follow, in that order; returned for a loop test or a timeout of its own. */
+#define suite_add_tests(s, name, setup, teardown, ...) \
+        suite_add_test_list((s), (name), (setup), (teardown), (const TTest *const[]) { __VA_ARGS__, NULL })
+
+static inline int suites_run_list(Suite *const *suites)
+{
+        SRunner *runner = srunner_create(suites[0]);
+        for (size_t i = 1; suites[i]; i++)
+                srunner_add_suite(runner, suites[i]);
+        srunner_run_all(runner, CK_NORMAL);
+        int failed = srunner_ntests_failed(runner);
+        srunner_free(runner);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* Every test of the suites given, in one runner; the exit status says whether any failed. */
+#define suites_run(...) suites_run_list((Suite *const[]) { __VA_ARGS__, NULL })
