@@ -26,6 +26,17 @@ static inline TCase *suite_add_test_list(Suite *s, const char *name, void (*setu
 #define suite_add_tests(s, name, setup, teardown, ...) \
         suite_add_test_list((s), (name), (setup), (teardown), (const TTest *const[]) { __VA_ARGS__, NULL })
 
+static inline Suite *suite_of_list(const char *name, const char *tcase_name, const TTest *const *tests)
+{
+        Suite *s = suite_create(name);
+        suite_add_test_list(s, tcase_name, NULL, NULL, tests);
+        return s;
+}
+
+/* A suite of one test case without a fixture, holding the tests that follow. */
+#define suite_of(name, tcase_name, ...) \
+        suite_of_list((name), (tcase_name), (const TTest *const[]) { __VA_ARGS__, NULL })
+
 static inline int suites_run_list(Suite *const *suites)
 {
         SRunner *runner = srunner_create(suites[0]);

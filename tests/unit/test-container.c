@@ -212,16 +212,9 @@ START_TEST(test_body_wiped)
 }
 END_TEST
 
-static Suite *container_suite(void)
-{
-        Suite *s = suite_create("container");
-        suite_add_tests(s, "spec", NULL, NULL, test_confinement, test_options_change_spec, test_redaction,
-                        test_project_settings_copy, test_mounts_identified, test_body_wiped);
-        return s;
-}
-
 int main(void)
 {
         unsetenv("AISB_HOME_VOLUME");
-        return unit_run(container_suite());
+        return unit_run(suite_of("container", "spec", test_confinement, test_options_change_spec, test_redaction,
+                                 test_project_settings_copy, test_mounts_identified, test_body_wiped));
 }

@@ -417,16 +417,9 @@ START_TEST(test_build_lines)
 }
 END_TEST
 
-static Suite *image_suite(void)
-{
-        Suite *s = suite_create("image");
-        suite_add_tests(s, "context", NULL, NULL, test_containerfile, test_containerfile_layers,
-                        test_tag_follows_content, test_context_holds_ca_certificates, test_tag_is_entries_hash,
-                        test_pack_deterministic, test_build_lines);
-        return s;
-}
-
 int main(void)
 {
-        return unit_run(image_suite());
+        return unit_run(suite_of("image", "context", test_containerfile, test_containerfile_layers,
+                                 test_tag_follows_content, test_context_holds_ca_certificates,
+                                 test_tag_is_entries_hash, test_pack_deterministic, test_build_lines));
 }

@@ -214,16 +214,9 @@ START_TEST(test_checked_helpers)
 }
 END_TEST
 
-static Suite *jsonutil_suite(void)
-{
-        Suite *s = suite_create("jsonutil");
-        suite_add_tests(s, "build", NULL, NULL, test_nested, test_conditions, test_strv, test_ownership,
-                        test_first_error, test_null_refused, test_malformed, test_into, test_checked_helpers,
-                        test_text_safe);
-        return s;
-}
-
 int main(void)
 {
-        return unit_run(jsonutil_suite());
+        return unit_run(suite_of("jsonutil", "build", test_nested, test_conditions, test_strv, test_ownership,
+                                 test_first_error, test_null_refused, test_malformed, test_into,
+                                 test_checked_helpers, test_text_safe));
 }
