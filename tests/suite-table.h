@@ -26,6 +26,18 @@ static inline TCase *suite_add_test_list(Suite *s, const char *name, void (*setu
 #define suite_add_tests(s, name, setup, teardown, ...) \
         suite_add_test_list((s), (name), (setup), (teardown), (const TTest *const[]) { __VA_ARGS__, NULL })
 
+/* The test case `name` of s holding one loop test, run for each row 0 to rows - 1 of its table. */
+static inline TCase *suite_add_loop(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void),
+                                    const TTest *test, size_t rows)
+{
+        TCase *tc = tcase_create(name);
+        if (setup || teardown)
+                tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_loop_test(tc, test, 0, (int) rows);
+        suite_add_tcase(s, tc);
+        return tc;
+}
+
 static inline Suite *suite_of_list(const char *name, const char *tcase_name, const TTest *const *tests)
 {
         Suite *s = suite_create(name);
