@@ -1,23 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A check suite written as a list: each test case added in one call with its fixture and its
- * tests, so that a suite's function reads as what it runs; and a runner for several suites.
- * Used by the tests that own it (unit/test-run.c and its neighbours, cli/, entrypoint/).
+ * tests, so that a suite's function reads as what it runs (a table's loop test in one call
+ * too); and a runner for several suites. Any test program may include it (as "../suite-table.h").
  */
 #pragma once
 
 #include <check.h>
 #include <stdlib.h>
 
-static inline TCase *suite_add_test_list(Suite *s, const char *name, void (*setup)(void),
-                                         void (*teardown)(void), const TTest *const *tests)
+/* A new test case of s, with the checked fixture setup/teardown (NULL, NULL: none). */
+static inline TCase *suite_new_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void))
 {
         TCase *tc = tcase_create(name);
         if (setup || teardown)
                 tcase_add_checked_fixture(tc, setup, teardown);
+        suite_add_tcase(s, tc);
+        return tc;
+}
+
+static inline TCase *suite_add_test_list(Suite *s, const char *name, void (*setup)(void),
+                                         void (*teardown)(void), const TTest *const *tests)
+{
+        TCase *tc = suite_new_tcase(s, name, setup, teardown);
         for (; *tests; tests++)
                 tcase_add_test(tc, *tests);
-        suite_add_tcase(s, tc);
         return tc;
 }
 
@@ -30,11 +37,8 @@ static inline TCase *suite_add_test_list(Suite *s, const char *name, void (*setu
 static inline TCase *suite_add_loop(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void),
                                     const TTest *test, size_t rows)
 {
-        TCase *tc = tcase_create(name);
-        if (setup || teardown)
-                tcase_add_checked_fixture(tc, setup, teardown);
+        TCase *tc = suite_new_tcase(s, name, setup, teardown);
         tcase_add_loop_test(tc, test, 0, (int) rows);
-        suite_add_tcase(s, tc);
         return tc;
 }
 
