@@ -14,7 +14,7 @@ static json_object *J(const char *text)
 {
         json_object *o = NULL;
         aisb_error *err = NULL;
-        ck_assert_msg(pi_parse_json(text, strlen(text), "test", &o, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_msg(settings_parse_json(text, strlen(text), "test", &o, &err) == 0, "%s", aisb_error_message(err));
         return o;
 }
 
