@@ -91,6 +91,17 @@ static void write_file(const char *path, const char *text)
         close(fd);
 }
 
+/* harness's host directory, dir/HARNESS-home as its variable names it, with file holding text. */
+static void host_harness(const char *harness, const char *file, const char *text)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s-home", dir, harness);
+        setenv(strcmp(harness, "claude") == 0 ? "CLAUDE_CONFIG_DIR" : "CODEX_HOME", path, 1);
+        char rel[128];
+        snprintf(rel, sizeof rel, "%s-home/%s", harness, file);
+        write_file(at(rel), text);
+}
+
 /* The file's text, or NULL when it is absent. */
 static char *read_file(const char *path)
 {
@@ -198,67 +209,67 @@ START_TEST(test_bridge_applies)
 }
 END_TEST
 
+static const struct thinking_case {
+        const char *settings[4][2]; /* KEY, VALUE set in turn on a new policy (pi, xhigh) */
+        int check;                  /* harness_thinking_check */
+        const char *message;        /* its error's, when it refuses */
+        const char *env;            /* harness_thinking_env */
+} thinking_cases[] = {
+        { {}, 0, NULL, NULL },
+        { { { "thinking", "max" } }, -EINVAL,
+          "thinking: pi has no level 'max' (use one of: off, minimal, low, medium, high, xhigh, host)", NULL },
+        /* Declined, pi's level is not applied, so nothing to refuse. */
+        { { { "thinking", "max" }, { "no-pi-config", "true" } }, 0, NULL, NULL },
+        { { { "thinking", "max" }, { "no-pi-config", "true" }, { "harness", "claude" } }, 0, NULL,
+          "CLAUDE_CODE_EFFORT_LEVEL" },
+        { { { "harness", "claude" }, { "thinking", "off" } }, -EINVAL,
+          "thinking: claude has no level 'off' (use one of: low, medium, high, xhigh, max, host)",
+          "CLAUDE_CODE_EFFORT_LEVEL" },
+        { { { "harness", "claude" }, { "thinking", "host" } }, 0, NULL, NULL },
+        { { { "harness", "claude" }, { "thinking", "low" }, { "env", "CLAUDE_CODE_EFFORT_LEVEL=high" } }, 0, NULL, NULL },
+        /* codex: its own levels, through its bridged config.toml (no variable); declined with
+         * the bridge. */
+        { { { "harness", "codex" } }, 0, NULL, NULL },
+        { { { "harness", "codex" }, { "thinking", "max" } }, -EINVAL,
+          "thinking: codex has no level 'max' (use one of: none, minimal, low, medium, high, xhigh, host)", NULL },
+        { { { "harness", "codex" }, { "thinking", "minimal" } }, 0, NULL, NULL },
+        { { { "harness", "codex" }, { "thinking", "max" }, { "no-harness-config", "true" } }, 0, NULL, NULL },
+};
+
 /* The reasoning level, per harness: each takes its own levels and refuses the others with
  * its list; claude gets its level as CLAUDE_CODE_EFFORT_LEVEL, unless the run sets that
  * itself; "host" leaves every harness alone. */
 START_TEST(test_thinking_per_harness)
 {
+        const struct thinking_case *c = &thinking_cases[_i];
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        for (size_t i = 0; i < ELEMENTSOF(c->settings) && c->settings[i][0]; i++)
+                ck_assert_int_eq(aisb_policy_set(p, c->settings[i][0], c->settings[i][1], NULL), 0);
         aisb_error *err = NULL;
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0); /* pi, xhigh */
-        ck_assert_ptr_null(harness_thinking_env(p));
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
-        ck_assert_str_eq(aisb_error_message(err),
-                         "thinking: pi has no level 'max' (use one of: off, minimal, low, medium, high, xhigh, host)");
+        ck_assert_int_eq(harness_thinking_check(p, &err), c->check);
+        if (c->message)
+                ck_assert_str_eq(aisb_error_message(err), c->message);
         aisb_error_free(err);
-        err = NULL;
-        /* Declined, pi's level is not applied, so nothing to refuse. */
-        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_str_eq(harness_thinking_env(p) ? harness_thinking_env(p) : "(none)", c->env ? c->env : "(none)");
+        aisb_policy_free(p);
+}
+END_TEST
 
+/* Another command is no harness: any level, no variable. */
+START_TEST(test_thinking_no_harness)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_str_eq(harness_thinking_env(p), "CLAUDE_CODE_EFFORT_LEVEL");
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "off", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
-        ck_assert_str_eq(aisb_error_message(err),
-                         "thinking: claude has no level 'off' (use one of: low, medium, high, xhigh, max, host)");
-        aisb_error_free(err);
-        err = NULL;
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_ptr_null(harness_thinking_env(p));
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "low", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "env", "CLAUDE_CODE_EFFORT_LEVEL=high", NULL), 0);
-        ck_assert_ptr_null(harness_thinking_env(p));
-        /* Another command is no harness: any level, no variable. */
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "sh", "-c", "claude -p hi", NULL }, NULL), 0);
         ck_assert_int_eq(harness_of_command(p), HARNESS_NONE);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "off", NULL), 0);
         ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_ptr_null(harness_thinking_env(p));
+        aisb_error *err = NULL;
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "bogus", &err), -EINVAL);
         aisb_error_free(err);
-        err = NULL;
-        aisb_policy_free(p);
-
-        /* codex: its own levels, through its bridged config.toml (no variable); declined with
-         * the bridge. */
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_ptr_null(harness_thinking_env(p));
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
-        ck_assert_str_eq(aisb_error_message(err),
-                         "thinking: codex has no level 'max' (use one of: none, minimal, low, medium, high, xhigh, host)");
-        aisb_error_free(err);
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "minimal", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-harness-config", "true", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
         aisb_policy_free(p);
 }
 END_TEST
@@ -327,6 +338,24 @@ START_TEST(test_agents_dir)
 }
 END_TEST
 
+/* p's bridge prepared in a new run directory *rd, into *b. */
+static int prepare_in(const aisb_policy *p, run_dir *rd, harness_bridge *b, aisb_error **err)
+{
+        *rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(rd, NULL), 0);
+        *b = (harness_bridge) {};
+        return harness_bridge_prepare(ctx, p, rd, b, err);
+}
+
+/* An ephemeral home's bridge, prepared: its seed, rd's NAME, into seed (PATH_MAX bytes). */
+static void prepare_seed(const aisb_policy *p, run_dir *rd, harness_bridge *b, const char *name, char *seed)
+{
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare_in(p, rd, b, &err) == 0, "%s", aisb_error_message(err));
+        snprintf(seed, PATH_MAX, "%s/%s", rd->path, name);
+        ck_assert_str_eq(b->seed_dir, seed);
+}
+
 /* ---- the bridge into an ephemeral home ---- */
 
 START_TEST(test_prepare_ephemeral)
@@ -337,16 +366,11 @@ START_TEST(test_prepare_ephemeral)
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_KEY_ACME=value", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_HEADER_ACME_X_TEAM=value", NULL), 0);
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
-        aisb_error *err = NULL;
-        ck_assert_msg(harness_bridge_prepare(ctx, p, &rd, &b, &err) == 0, "%s", aisb_error_message(err));
-
+        run_dir rd;
+        harness_bridge b;
         /* The seed waits in the run's own directory; the entrypoint copies it in. */
         char seed[PATH_MAX], path[PATH_MAX + 32];
-        snprintf(seed, sizeof seed, "%s/pi-agent", rd.path);
-        ck_assert_str_eq(b.seed_dir, seed);
+        prepare_seed(p, &rd, &b, "pi-agent", seed);
         ck_assert_ptr_null(b.agents_dir);
         snprintf(path, sizeof path, "%s/settings.json", seed);
         expect_mode(path, 0600);
@@ -384,11 +408,10 @@ START_TEST(test_prepare_key_not_passed)
         aisb_policy *p = new_policy();
         ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", "true", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_HEADER_ACME_X_TEAM=value", NULL), 0);
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
+        run_dir rd;
+        harness_bridge b;
         aisb_error *err = NULL;
-        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, &err), -ENOKEY);
+        ck_assert_int_eq(prepare_in(p, &rd, &b, &err), -ENOKEY);
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "AISB_PI_KEY_ACME"));
         ck_assert_ptr_null(strstr(aisb_error_message(err), LITERAL_KEY));
         aisb_error_free(err);
@@ -416,10 +439,9 @@ static aisb_policy *volume_policy(void)
 
 static int prepare(const aisb_policy *p, aisb_error **err)
 {
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
-        int r = harness_bridge_prepare(ctx, p, &rd, &b, err);
+        run_dir rd;
+        harness_bridge b;
+        int r = prepare_in(p, &rd, &b, err);
         if (r >= 0)
                 ck_assert_ptr_null(b.seed_dir);
         harness_bridge_done(&b);
@@ -506,10 +528,7 @@ END_TEST
 static char *describe(const aisb_policy *p);
 START_TEST(test_prepare_claude)
 {
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"),
+        host_harness("claude", "settings.json",
                    "{\"model\":\"opus\",\"apiKeyHelper\":\"/home/u/bin/key\",\"env\":{\"ANTHROPIC_BASE_URL\":"
                    "\"https://llm.corp.test\",\"ANTHROPIC_API_KEY\":\"" CLAUDE_KEY "\",\"MY_TOKEN\":\"" CLAUDE_KEY "\","
                    "\"MY_REGION\":\"eu\"},\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
@@ -547,7 +566,7 @@ START_TEST(test_prepare_claude)
                  "2 2 keys of %s/settings.json stay on the host (on no carry-list: aisb inspect names them; carry one "
                  "with bridge-carry = claude:KEY); %s/settings.json: env.MY_TOKEN not bridged (credentials stay on the "
                  "host; pass a key with --secret, docs/bridges.md)\n",
-                 claude, claude);
+                 getenv("CLAUDE_CONFIG_DIR"), getenv("CLAUDE_CONFIG_DIR"));
         ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
         ck_assert_ptr_null(strstr(logs.text, CLAUDE_KEY));
         text = describe(p);
@@ -620,10 +639,7 @@ END_TEST
  * run at most. */
 START_TEST(test_prepare_claude_policy)
 {
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\",\"env\":{\"MAX_THINKING_TOKENS\":\"8000\"}}");
+        host_harness("claude", "settings.json", "{\"model\":\"opus\",\"env\":{\"MAX_THINKING_TOKENS\":\"8000\"}}");
         aisb_policy *p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
@@ -830,10 +846,7 @@ END_TEST
 
 START_TEST(test_prepare_codex)
 {
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"),
+        host_harness("codex", "config.toml",
                    "model = \"gpt-5\"\nmodel_provider = \"corp\"\nsandbox_mode = \"workspace-write\"\n"
                    "model_reasoning_effort = \"low\"\n"
                    "[model_providers.corp]\nname = \"Corp\"\nbase_url = \"https://llm.corp.test/v1\"\n"
@@ -845,14 +858,11 @@ START_TEST(test_prepare_codex)
         ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", "true", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
+        run_dir rd;
+        harness_bridge b;
         aisb_error *err = NULL;
-        ck_assert_msg(harness_bridge_prepare(ctx, p, &rd, &b, &err) == 0, "%s", aisb_error_message(err));
         char seed[PATH_MAX], path[PATH_MAX + 32];
-        snprintf(seed, sizeof seed, "%s/codex-config", rd.path);
-        ck_assert_str_eq(b.seed_dir, seed);
+        prepare_seed(p, &rd, &b, "codex-config", seed);
         snprintf(path, sizeof path, "%s/config.toml", seed);
         expect_mode(path, 0600);
         char *text = read_file(path);
@@ -879,7 +889,7 @@ START_TEST(test_prepare_codex)
         /* A provider's token is on no carry-list: it stays on the host, counted. */
         char said[2 * PATH_MAX];
         snprintf(said, sizeof said, "1 1 key of %s/config.toml stays on the host (on no carry-list: aisb inspect names "
-                                    "them; carry one with bridge-carry = codex:KEY)\n", codex);
+                                    "them; carry one with bridge-carry = codex:KEY)\n", getenv("CODEX_HOME"));
         ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
         ck_assert_ptr_null(strstr(logs.text, "not bridged"));
         ck_assert_ptr_null(strstr(logs.text, CODEX_TOKEN));
@@ -905,10 +915,7 @@ END_TEST
  * a run names is bridged with the same policy, the host's merged, the agent's own policed. */
 START_TEST(test_prepare_codex_profile)
 {
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5\"\n");
+        host_harness("codex", "config.toml", "model = \"gpt-5\"\n");
         write_file(at("codex-home/fast.config.toml"), "model = \"gpt-5-mini\"\nmodel_reasoning_effort = \"low\"\n"
                                                        "experimental_bearer_token = \"lit-in-profile-1\"\n");
         write_file(at("volume/.codex/lazy.config.toml"), "model_reasoning_effort = \"minimal\"\nsandbox_mode = \"read-only\"\n"
@@ -960,10 +967,7 @@ END_TEST
 
 START_TEST(test_prepare_codex_volume)
 {
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5\"\napproval_policy = \"on-request\"\n");
+        host_harness("codex", "config.toml", "model = \"gpt-5\"\napproval_policy = \"on-request\"\n");
         aisb_policy *p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
         aisb_error *err = NULL;
@@ -1054,10 +1058,7 @@ END_TEST
  * own content moved aside, not lost) and the run goes on. */
 START_TEST(test_prepare_volume_obstacles)
 {
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
+        host_harness("claude", "settings.json", "{\"model\":\"opus\"}");
         write_file(at("claude-home/CLAUDE.md"), "# be brief\n");
         aisb_policy *p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
@@ -1091,10 +1092,7 @@ START_TEST(test_prepare_volume_obstacles)
         aisb_policy_free(p);
 
         /* A file at ~/.codex. */
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\n");
+        host_harness("codex", "config.toml", "model = \"gpt-5.1\"\n");
         write_file(at("volume/.codex"), "not a directory\n");
         p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
@@ -1267,10 +1265,7 @@ START_TEST(test_prepare_host_only_keys)
         json_object_put(settings);
         aisb_policy_free(p);
 
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
+        host_harness("claude", "settings.json", "{\"model\":\"opus\"}");
         p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
         write_file(at("volume/.claude/settings.json"),
@@ -1287,10 +1282,7 @@ START_TEST(test_prepare_host_only_keys)
         unsetenv("CLAUDE_CONFIG_DIR");
         aisb_policy_free(p);
 
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\n");
+        host_harness("codex", "config.toml", "model = \"gpt-5.1\"\n");
         p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
         write_file(at("volume/.codex/config.toml"), "model = \"gpt-5.1\"\nnotify = [\"sh\", \"/home/sandbox/x\"]\n"
@@ -1319,10 +1311,9 @@ START_TEST(test_prepare_warns_of_credentials)
         snprintf(agents, sizeof agents, "%s/.agents", home);
         snprintf(file, sizeof file, "%s/skills/deploy/SKILL.md", agents);
         write_file(file, "Deploy with token " TOKEN "\n");
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
-        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, NULL), 0);
+        run_dir rd;
+        harness_bridge b;
+        ck_assert_int_eq(prepare_in(p, &rd, &b, NULL), 0);
         ck_assert_str_eq(b.agents_dir, agents);
         ck_assert_ptr_null(b.seed_dir);
         char expected[PATH_MAX + 64];
@@ -1482,11 +1473,10 @@ START_TEST(test_hold_pi)
 
         /* What the gate cannot hold stays the run's to pass, and the run says which. */
         p = harness_policy("pi", (const char *const[]) { "ephemeral-home", "true", NULL });
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
+        run_dir rd;
+        harness_bridge b;
         aisb_error *err = NULL;
-        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, &err), -ENOKEY);
+        ck_assert_int_eq(prepare_in(p, &rd, &b, &err), -ENOKEY);
         const char *m = aisb_error_message(err);
         ck_assert_msg(strstr(m, "--env AISB_PI_HEADER_LIT_X_SPACED") && strstr(m, "--env AISB_PI_KEY_CMD") &&
                               strstr(m, "--env PLAIN_KEY") && strstr(m, "--env ODD_KEY") && !strstr(m, "STUB_KEY") &&
@@ -1570,13 +1560,51 @@ START_TEST(test_describe_models_refused)
 }
 END_TEST
 
+/* Each backend fills every operation harness.c calls through it, and its places agree. */
+START_TEST(test_backends_complete)
+{
+        static const struct {
+                const char *name;
+                harness_kind kind;
+        } harnesses[] = { { "pi", HARNESS_PI }, { "claude", HARNESS_CLAUDE }, { "codex", HARNESS_CODEX } };
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "harness", harnesses[_i].name, NULL), 0);
+        const harness_ops *ops = harness_backend(p);
+        ck_assert_ptr_nonnull(ops);
+        ck_assert_int_eq(ops->kind, harnesses[_i].kind);
+        ck_assert_str_eq(ops->name, harnesses[_i].name);
+        ck_assert(ops->dir_env && ops->home_dir && ops->seed && ops->base && ops->whole_file && ops->settings);
+        char sandbox_dir[PATH_MAX];
+        snprintf(sandbox_dir, sizeof sandbox_dir, "%s/%s", AISB_SANDBOX_HOME, ops->home_dir);
+        ck_assert_str_eq(ops->sandbox_dir, sandbox_dir);
+        ck_assert_str_eq(harness_sandbox_dir(p), sandbox_dir);
+        ck_assert(ops->syntax && ops->syntax->parse && ops->syntax->format);
+        ck_assert(ops->level_valid && ops->levels && ops->bridge && ops->describe && ops->hold_keys);
+        ck_assert(ops->level_valid("host") && !ops->level_valid("bogus"));
+        const char *levels = ops->levels();
+        ck_assert_str_eq(levels + strlen(levels) - strlen(", host"), ", host");
+        if (ops->describe == harness_describe_settings)
+                ck_assert(ops->level_where && ops->auth_file);
+        size_t n = 0;
+        for (const read_only_dir *d = ops->read_only; d && d->name; d++, n++)
+                ck_assert(d->destination && strncmp(d->destination, sandbox_dir, strlen(sandbox_dir)) == 0);
+        ck_assert_uint_le(n, HARNESS_MOUNTS_MAX);
+        if (ops->state)
+                ck_assert(ops->state->dir && ops->state->name && ops->state->shown && ops->state->what && ops->state->take);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static Suite *harness_suite(void)
 {
         Suite *s = suite_create("harness");
         TCase *tc = tcase_create("choices");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_bridge_applies);
-        tcase_add_test(tc, test_thinking_per_harness);
+        tcase_add_loop_test(tc, test_thinking_per_harness, 0, (int) ELEMENTSOF(thinking_cases));
+        tcase_add_test(tc, test_thinking_no_harness);
+        tcase_add_loop_test(tc, test_backends_complete, 0, 3);
         tcase_add_test(tc, test_agents_dir);
         tcase_add_test(tc, test_hold_claude);
         tcase_add_test(tc, test_hold_codex);
