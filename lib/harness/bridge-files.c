@@ -12,9 +12,8 @@
 #include "settings-merge.h"
 #include "toml-json.h"
 
-/* Read dirfd/name, at most SETTINGS_JSON_MAX bytes. 0 with *ret NULL when absent. Never
- * waits: a FIFO (or anything but a regular file) planted there is refused at once, not opened
- * for a writer that never comes. */
+/* Never waits: a FIFO planted there is refused at once, not opened for a writer that never
+ * comes. */
 int bridge_read_text(int dirfd, const char *name, const char *origin, bool follow, char **ret, size_t *ret_size,
                      aisb_error **err)
 {
@@ -67,8 +66,6 @@ int bridge_read_config(int dirfd, const char *name, const char *origin, bool fol
         return syntax->parse(text, size, origin, ret, err);
 }
 
-/* A file of the host's (the user's harness directory, aisb's state directory), which the
- * agent cannot write: a link there is followed (a dotfile manager's), to a regular file. */
 int bridge_read_json(int dirfd, const char *name, const char *origin, json_object **ret, aisb_error **err)
 {
         return bridge_read_config(dirfd, name, origin, true, &bridge_json, ret, err);
@@ -87,9 +84,8 @@ static char *random_name(const char *name, const char *tag)
         return ret;
 }
 
-/* Move dirfd/name aside, within dirfd, and say where: what the agent left where the bridge
- * writes (a directory where a file goes, a file or a link where a directory goes). The
- * agent's content is kept, under name.aisb-moved-RANDOM. */
+/* What the agent left where the bridge writes (a directory where a file goes, a file or a
+ * link where a directory goes): its content is kept. */
 int bridge_move_aside(aisb_ctx *ctx, int dirfd, const char *name, const char *shown)
 {
         _cleanup_free_ char *aside = random_name(name, "aisb-moved-");
@@ -102,8 +98,6 @@ int bridge_move_aside(aisb_ctx *ctx, int dirfd, const char *name, const char *sh
         return 0;
 }
 
-/* Write text to dirfd/name through a new file of a random name and a rename, so that nothing
- * the agent planted is followed or written through. A directory at name is moved aside. */
 int bridge_write_text(aisb_ctx *ctx, int dirfd, const char *name, const char *text, aisb_error **err)
 {
         _cleanup_free_ char *tmp = NULL;
@@ -167,7 +161,6 @@ static int open_sandbox_dir(aisb_ctx *ctx, int dirfd, const char *name, const ch
         return -ELOOP;
 }
 
-/* ~/path in the home volume's root, each component as open_sandbox_dir makes it. */
 int bridge_open_home_dir(aisb_ctx *ctx, int root, const char *path)
 {
         _cleanup_free_ char *copy = strdup(path), *shown = NULL;

@@ -74,11 +74,6 @@ static bool ascii_upper(char c) { return c >= 'A' && c <= 'Z'; }
 static bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
 static bool ascii_lower(char c) { return c >= 'a' && c <= 'z'; }
 
-static int out_of_memory(aisb_error **err)
-{
-        return error_oom(err);
-}
-
 /* pi looks every apiKey and header value up in the environment first
  * (resolve-config-value.ts), so every string is a reference to pi. aisb takes only the
  * conventional spelling of one as a reference, an upper-case name with an underscore and a
@@ -240,17 +235,17 @@ static int key_list_add(key_list *l, const place *where, const char *variable,
                         if (r >= 0)
                                 r = inspect_place(where, &both);
                         if (r < 0)
-                                return out_of_memory(err);
+                                return error_oom(err);
                         return aisb_error_set(err, -EINVAL,
                                               "models.json: %s would both be read from %s; rename one, or set one of them to a variable name of your own (\"MY_KEY\") and pass it with --env",
                                               both.data, variable);
                 }
         } else if (json_object_object_add(l->seen, variable, json_object_new_boolean(derived)) < 0)
-                return out_of_memory(err);
+                return error_oom(err);
 
         pi_key *k = realloc(l->keys, (l->n + 1) * sizeof *k);
         if (!k)
-                return out_of_memory(err);
+                return error_oom(err);
         l->keys = k;
         k = &l->keys[l->n];
         bool failed = false;
@@ -264,7 +259,7 @@ static int key_list_add(key_list *l, const place *where, const char *variable,
                 .command = strdup_or_null(command, &failed),
         };
         l->n++;
-        return failed ? out_of_memory(err) : 0;
+        return failed ? error_oom(err) : 0;
 }
 
 /* The value at where as it goes into the sandbox: a new string that is never a literal or
@@ -275,7 +270,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
         if (!json_object_is_type(value, json_type_string)) {
                 _cleanup_(buffer_free) buffer what = {};
                 if (inspect_place(where, &what) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 return aisb_error_set(err, -EINVAL, "models.json: %s is %s; pi needs a string",
                                       what.data, json_type_to_name(json_object_get_type(value)));
         }
@@ -285,7 +280,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
         if (len == 0) {
                 /* Nothing to hide; pi refuses an empty apiKey and drops an empty header. */
                 *ret = json_object_new_string("");
-                return *ret ? 0 : out_of_memory(err);
+                return *ret ? 0 : error_oom(err);
         }
 
         _cleanup_free_ char *variable = NULL;
@@ -294,7 +289,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
                 source = PIBRIDGE_KEY_REFERENCE;
                 variable = strdup(s);
                 if (!variable)
-                        return out_of_memory(err);
+                        return error_oom(err);
         } else {
                 source = s[0] == '!' && strlen(s) == len ? PIBRIDGE_KEY_COMMAND
                                                           : PIBRIDGE_KEY_LITERAL;
@@ -302,20 +297,20 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
                 if (r == -ENAMETOOLONG) {
                         _cleanup_(buffer_free) buffer what = {};
                         if (inspect_place(where, &what) < 0)
-                                return out_of_memory(err);
+                                return error_oom(err);
                         return aisb_error_set(err, -EINVAL,
                                               "models.json: %s: the names are too long to name a variable after; write a variable name there instead (\"MY_KEY\") and pass it with --env",
                                               what.data);
                 }
                 if (r < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         int r = key_list_add(l, where, variable, source,
                              source == PIBRIDGE_KEY_COMMAND ? s + 1 : NULL, err);
         if (r < 0)
                 return r;
         *ret = json_object_new_string(variable);
-        return *ret ? 0 : out_of_memory(err);
+        return *ret ? 0 : error_oom(err);
 }
 
 /* Add value under key, taking the reference, which json-c leaves with us on failure. */
@@ -336,14 +331,14 @@ static int rewrite_headers(place where, json_object *headers, key_list *l, json_
         if (!json_object_is_type(headers, json_type_object)) {
                 _cleanup_(buffer_free) buffer what = {};
                 if (inspect_place(&where, &what) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 return aisb_error_set(err, -EINVAL,
                                       "models.json: %s are %s; pi needs an object of strings",
                                       what.data, json_type_to_name(json_object_get_type(headers)));
         }
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(headers, name, value) {
                 where.header = name;
                 json_object *rewritten = NULL;
@@ -351,7 +346,7 @@ static int rewrite_headers(place where, json_object *headers, key_list *l, json_
                 if (r < 0)
                         return r;
                 if (put(copy, name, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -364,16 +359,16 @@ static int rewrite_model(const place *where, json_object *model, key_list *l, js
 {
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(model, field, value) {
                 json_object *rewritten = NULL;
                 int r = streq(field, "headers") ? rewrite_headers(*where, value, l, &rewritten, err)
-                        : settings_copy_value(value, &rewritten) < 0 ? out_of_memory(err)
+                        : settings_copy_value(value, &rewritten) < 0 ? error_oom(err)
                                                             : 0;
                 if (r < 0)
                         return r;
                 if (put(copy, field, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -386,7 +381,7 @@ static int rewrite_model_list(const char *provider, json_object *models, key_lis
         size_t n = json_object_array_length(models);
         _cleanup_json_ json_object *copy = json_object_new_array();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         for (size_t i = 0; i < n; i++) {
                 json_object *model = json_object_array_get_idx(models, i), *rewritten = NULL;
                 int r;
@@ -403,12 +398,12 @@ static int rewrite_model_list(const char *provider, json_object *models, key_lis
                                         json_object_get_string(id), NULL };
                         r = rewrite_model(&where, model, l, &rewritten, err);
                 } else /* no headers, or pi rejects it: nothing of ours to rewrite */
-                        r = settings_copy_value(model, &rewritten) < 0 ? out_of_memory(err) : 0;
+                        r = settings_copy_value(model, &rewritten) < 0 ? error_oom(err) : 0;
                 if (r < 0)
                         return r;
                 if (json_object_array_add(copy, rewritten) < 0) {
                         json_object_put(rewritten);
-                        return out_of_memory(err);
+                        return error_oom(err);
                 }
         }
         *ret = steal_pointer(&copy);
@@ -421,7 +416,7 @@ static int rewrite_overrides(const char *provider, json_object *overrides, key_l
 {
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(overrides, id, override) {
                 json_object *rewritten = NULL;
                 int r;
@@ -429,11 +424,11 @@ static int rewrite_overrides(const char *provider, json_object *overrides, key_l
                         place where = { PIBRIDGE_FIELD_OVERRIDE_HEADER, provider, id, NULL };
                         r = rewrite_model(&where, override, l, &rewritten, err);
                 } else
-                        r = settings_copy_value(override, &rewritten) < 0 ? out_of_memory(err) : 0;
+                        r = settings_copy_value(override, &rewritten) < 0 ? error_oom(err) : 0;
                 if (r < 0)
                         return r;
                 if (put(copy, id, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -445,7 +440,7 @@ static int rewrite_provider(const char *provider, json_object *config, key_list 
         /* Copied field by field, so that no literal is ever duplicated. */
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(config, field, value) {
                 json_object *rewritten = NULL;
                 int r;
@@ -461,11 +456,11 @@ static int rewrite_provider(const char *provider, json_object *config, key_list 
                          json_object_is_type(value, json_type_object))
                         r = rewrite_overrides(provider, value, l, &rewritten, err);
                 else /* pi rejects a "models" or "modelOverrides" of another type */
-                        r = settings_copy_value(value, &rewritten) < 0 ? out_of_memory(err) : 0;
+                        r = settings_copy_value(value, &rewritten) < 0 ? error_oom(err) : 0;
                 if (r < 0)
                         return r;
                 if (put(copy, field, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -485,31 +480,31 @@ int pi_rewrite_models(json_object *models, json_object **ret_rewritten,
         _cleanup_(key_list_done) key_list l = { .seen = json_object_new_object() };
         _cleanup_json_ json_object *out = json_object_new_object();
         if (!l.seen || !out)
-                return out_of_memory(err);
+                return error_oom(err);
 
         json_object_object_foreach(models, top, top_value) {
                 if (!streq(top, "providers") || !json_object_is_type(top_value, json_type_object)) {
                         if (settings_put_copy(out, top, top_value) < 0)
-                                return out_of_memory(err);
+                                return error_oom(err);
                         continue;
                 }
                 _cleanup_json_ json_object *providers = json_object_new_object();
                 if (!providers)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 json_object_object_foreach(top_value, provider, config) {
                         json_object *copy = NULL;
                         int r;
                         if (json_object_is_type(config, json_type_object))
                                 r = rewrite_provider(provider, config, &l, &copy, err);
                         else /* pi rejects it; nothing of ours to rewrite */
-                                r = settings_copy_value(config, &copy) < 0 ? out_of_memory(err) : 0;
+                                r = settings_copy_value(config, &copy) < 0 ? error_oom(err) : 0;
                         if (r < 0)
                                 return r;
                         if (put(providers, provider, copy) < 0)
-                                return out_of_memory(err);
+                                return error_oom(err);
                 }
                 if (json_object_object_add(out, top, providers) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 providers = NULL; /* owned by out now */
         }
 
@@ -534,7 +529,7 @@ int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_e
         _cleanup_(buffer_free) buffer missing = {};
         _cleanup_json_ json_object *reported = json_object_new_object();
         if (!reported)
-                return out_of_memory(err);
+                return error_oom(err);
         bool literal = false;
         for (size_t i = 0; i < n; i++) {
                 const pi_key *k = &keys[i];
@@ -544,7 +539,7 @@ int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_e
                 if (json_object_object_get_ex(reported, k->variable, NULL))
                         continue;
                 if (json_object_object_add(reported, k->variable, NULL) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 int r = buffer_printf(&missing, "%s--env %s", missing.size ? "; " : "", k->variable);
                 if (r >= 0 && k->source == PIBRIDGE_KEY_COMMAND)
                         r = buffer_printf(&missing, "=\"$(%s)\"", k->command ? k->command : "...");
@@ -563,7 +558,7 @@ int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_e
                                                   ? " comes from a command, which does not run in the sandbox)"
                                                   : " is a literal, which aisb does not copy into the sandbox)");
                 if (r < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 literal |= k->source == PIBRIDGE_KEY_LITERAL;
         }
         if (missing.size)
