@@ -502,69 +502,57 @@ END_TEST
 
 /* ---- thinking ---- */
 
+/* pi_apply_thinking(in, level) is want (NULL: in as it was), or refuses with code and needle. */
+static void expect_thinking(const char *in, const char *level, const char *want, int code, const char *needle)
+{
+        json_object *s = J(in), *w = J(want ? want : in);
+        aisb_error *err = NULL;
+        int r = pi_apply_thinking(s, level, &err);
+        if (code)
+                assert_error(err, r, code, needle);
+        else
+                ck_assert_int_eq(r, 0);
+        assert_json_eq(s, w, level ? level : "(none)");
+        aisb_error_free(err);
+        json_object_put(s);
+        json_object_put(w);
+}
+
 START_TEST(test_thinking)
 {
         static const char *const levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
         ck_assert_str_eq(pi_thinking_levels(), "off, minimal, low, medium, high, xhigh, host");
         for (size_t i = 0; i < ELEMENTSOF(levels); i++) {
                 ck_assert(pi_thinking_level_valid(levels[i]));
-                json_object *s = J("{\"defaultThinkingLevel\":\"low\",\"theme\":\"dark\"}");
-                ck_assert_int_eq(pi_apply_thinking(s, levels[i], NULL), 0);
-                json_object *v;
-                ck_assert(json_object_object_get_ex(s, "defaultThinkingLevel", &v));
-                ck_assert_str_eq(json_object_get_string(v), levels[i]);
-                ck_assert(json_object_object_get_ex(s, "theme", &v));
-                json_object_put(s);
-
-                s = J("{}");
-                ck_assert_int_eq(pi_apply_thinking(s, levels[i], NULL), 0);
-                ck_assert(json_object_object_get_ex(s, "defaultThinkingLevel", &v));
-                ck_assert_str_eq(json_object_get_string(v), levels[i]);
-                json_object_put(s);
+                char want[128];
+                snprintf(want, sizeof want, "{\"defaultThinkingLevel\":\"%s\",\"theme\":\"dark\"}", levels[i]);
+                expect_thinking("{\"defaultThinkingLevel\":\"low\",\"theme\":\"dark\"}", levels[i], want, 0, NULL);
+                snprintf(want, sizeof want, "{\"defaultThinkingLevel\":\"%s\"}", levels[i]);
+                expect_thinking("{}", levels[i], want, 0, NULL);
         }
 
         /* enabledModels' ":LEVEL" would give the first model its own level: it goes, the
          * models stay (an attack review planted "loc/m1:minimal"). */
-        json_object *models = J("{\"enabledModels\":[\"loc/m1:minimal\",\"a/b\",\"c/d:off\",\"e/f:notalevel\",3]}");
-        json_object *stripped = J("{\"enabledModels\":[\"loc/m1\",\"a/b\",\"c/d\",\"e/f:notalevel\",3],"
-                                  "\"defaultThinkingLevel\":\"high\"}");
-        ck_assert_int_eq(pi_apply_thinking(models, "high", NULL), 0);
-        assert_json_eq(models, stripped, "enabledModels' levels stripped");
-        json_object_put(models);
-        json_object_put(stripped);
+        expect_thinking("{\"enabledModels\":[\"loc/m1:minimal\",\"a/b\",\"c/d:off\",\"e/f:notalevel\",3]}", "high",
+                        "{\"enabledModels\":[\"loc/m1\",\"a/b\",\"c/d\",\"e/f:notalevel\",3],"
+                        "\"defaultThinkingLevel\":\"high\"}",
+                        0, NULL);
 
         /* "host": whatever the merge produced, including nothing. */
         static const char *const untouched[] = { "{\"defaultThinkingLevel\":\"minimal\"}", "{}",
                                                  "{\"defaultThinkingLevel\":\"whatever\"}" };
-        for (size_t i = 0; i < ELEMENTSOF(untouched); i++) {
-                json_object *s = J(untouched[i]), *want = J(untouched[i]);
-                ck_assert(pi_thinking_level_valid("host"));
-                ck_assert_int_eq(pi_apply_thinking(s, "host", NULL), 0);
-                assert_json_eq(s, want, untouched[i]);
-                json_object_put(s);
-                json_object_put(want);
-        }
+        ck_assert(pi_thinking_level_valid("host"));
+        for (size_t i = 0; i < ELEMENTSOF(untouched); i++)
+                expect_thinking(untouched[i], "host", NULL, 0, NULL);
 
+        /* A refused level leaves the settings alone. */
         static const char *const bad[] = { "max", "", "HIGH", "High", "none", "high ", "hostx", NULL };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 ck_assert(!pi_thinking_level_valid(bad[i]));
-                json_object *s = J("{\"defaultThinkingLevel\":\"low\"}"), *want = J("{\"defaultThinkingLevel\":\"low\"}");
-                aisb_error *err = NULL;
-                int r = pi_apply_thinking(s, bad[i], &err);
-                assert_error(err, r, -EINVAL,
-                             "is not one of: off, minimal, low, medium, high, xhigh, host");
-                assert_json_eq(s, want, "refused level leaves settings alone");
-                aisb_error_free(err);
-                json_object_put(s);
-                json_object_put(want);
+                expect_thinking("{\"defaultThinkingLevel\":\"low\"}", bad[i], NULL, -EINVAL,
+                                "is not one of: off, minimal, low, medium, high, xhigh, host");
         }
-
-        json_object *arr = J("[]");
-        aisb_error *err = NULL;
-        int r = pi_apply_thinking(arr, "high", &err);
-        assert_error(err, r, -EINVAL, "not a JSON object");
-        aisb_error_free(err);
-        json_object_put(arr);
+        expect_thinking("[]", "high", NULL, -EINVAL, "not a JSON object");
 }
 END_TEST
 
