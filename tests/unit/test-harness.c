@@ -437,6 +437,14 @@ static aisb_policy *volume_policy(void)
         return p;
 }
 
+/* volume_policy, for harness. */
+static aisb_policy *volume_policy_of(const char *harness)
+{
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", harness, NULL), 0);
+        return p;
+}
+
 static int prepare(const aisb_policy *p, aisb_error **err)
 {
         run_dir rd;
@@ -447,6 +455,13 @@ static int prepare(const aisb_policy *p, aisb_error **err)
         harness_bridge_done(&b);
         run_dir_remove(&rd);
         return r;
+}
+
+/* prepare, which succeeds. */
+static void prepare_ok(const aisb_policy *p)
+{
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
 }
 
 /* A dry run bridges nothing: it asks the service for nothing (not the volume's mountpoint)
@@ -483,8 +498,7 @@ START_TEST(test_prepare_volume)
 {
         host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:x\"]}", MODELS);
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_uint_ge(fake_podman_request_count(fp), 1);
         ck_assert_str_eq(fake_podman_request_path(fp, fake_podman_request_count(fp) - 1),
                          "/v4.0.0/libpod/volumes/aisb-home-t/json");
@@ -511,7 +525,7 @@ START_TEST(test_prepare_volume)
         write_file(at("volume/.pi/agent/settings.json"),
                    "{\"theme\":\"light\",\"packages\":[\"npm:x\"],\"defaultThinkingLevel\":\"xhigh\"}");
         host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:y\"]}", MODELS);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "light");
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "packages"), JSON_C_TO_STRING_PLAIN),
@@ -536,11 +550,9 @@ START_TEST(test_prepare_claude)
         write_file(at("claude-home/.credentials.json"), "{\"claudeAiOauth\":{\"accessToken\":\"" CLAUDE_KEY "\"}}");
         write_file(at("claude-home/commands/review.md"), "review\n");
         write_file(at("claude-home/skills/s/SKILL.md"), "skill\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        aisb_policy *p = volume_policy_of("claude");
         ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "claude:env.MY_*", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
 
         expect_mode(at("volume/.claude/settings.json"), 0600);
         json_object *settings = read_json(at("volume/.claude/settings.json"));
@@ -597,7 +609,7 @@ START_TEST(test_prepare_claude)
                    "\"MY_TOKEN\":\"" CLAUDE_KEY "\"},\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
         ck_assert_int_eq(aisb_policy_set(p, "env", "MY_TOKEN=x", NULL), 0);
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "haiku");
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "permissions"), JSON_C_TO_STRING_PLAIN),
@@ -609,7 +621,7 @@ START_TEST(test_prepare_claude)
                 write_file(at("claude-home/settings.json"),
                            run ? "{\"model\":\"opus\",\"permissions\":{\"allow\":[\"Bash(make)\"]}}"
                                : "{\"model\":\"sonnet\",\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
-                ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+                prepare_ok(p);
                 settings = read_json(at("volume/.claude/settings.json"));
                 ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "haiku");
                 ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "permissions"),
@@ -640,11 +652,9 @@ END_TEST
 START_TEST(test_prepare_claude_policy)
 {
         host_harness("claude", "settings.json", "{\"model\":\"opus\",\"env\":{\"MAX_THINKING_TOKENS\":\"8000\"}}");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        aisb_policy *p = volume_policy_of("claude");
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         /* The agent's edits, as a run leaves them. */
         write_file(at("volume/.claude/settings.json"),
                    "{\"model\":\"opus\",\"effortLevel\":\"low\",\"maxEffortLevel\":\"low\",\"env\":"
@@ -652,7 +662,7 @@ START_TEST(test_prepare_claude_policy)
                    "\"MY_VAR\":\"kept\",\"CLAUDE_CODE_EXTRA_BODY\":\"{}\",\"CLAUDE_CODE_DISABLE_THINKING\":\"1\","
                    "\"MAX_THINKING_TOKENS\":\"1024\"},"
                    "\"modelSettings\":{\"sonnet\":{\"maxEffortLevel\":\"low\",\"effortLevel\":\"low\",\"x\":1}}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "medium");
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", NULL), "1");
@@ -674,7 +684,7 @@ START_TEST(test_prepare_claude_policy)
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
         write_file(at("volume/.claude/settings.json"),
                    "{\"model\":\"opus\",\"maxEffortLevel\":\"high\",\"env\":{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\"}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         /* "host": the level the host's settings give (none here), not the agent's. */
         ck_assert_ptr_null(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL));
@@ -682,7 +692,7 @@ START_TEST(test_prepare_claude_policy)
         ck_assert_str_eq(get_string(settings, "maxEffortLevel", NULL, NULL), "high");
         json_object_put(settings);
         ck_assert_int_eq(aisb_policy_set(p, "env", "CLAUDE_CODE_EFFORT_LEVEL=high", NULL), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "high");
         ck_assert(!json_object_object_get_ex(settings, "maxEffortLevel", NULL));
@@ -698,11 +708,10 @@ START_TEST(test_prepare_pi_budgets)
         host_pi("{\"thinkingBudgets\":{\"high\":16384}}", NULL);
         aisb_policy *p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "high", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         write_file(at("volume/.pi/agent/settings.json"),
                    "{\"thinkingBudgets\":{\"high\":1024,\"low\":512},\"defaultThinkingLevel\":\"low\",\"theme\":\"light\"}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "thinkingBudgets"),
                                                         JSON_C_TO_STRING_PLAIN),
@@ -713,13 +722,13 @@ START_TEST(test_prepare_pi_budgets)
         /* None on the host: none in the sandbox. "host": the sandbox's own stand. */
         host_pi("{}", NULL);
         write_file(at("volume/.pi/agent/settings.json"), "{\"thinkingBudgets\":{\"high\":1024}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert(!json_object_object_get_ex(settings, "thinkingBudgets", NULL));
         json_object_put(settings);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
         write_file(at("volume/.pi/agent/settings.json"), "{\"thinkingBudgets\":{\"high\":1024}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert(json_object_object_get_ex(settings, "thinkingBudgets", NULL));
         json_object_put(settings);
@@ -736,7 +745,7 @@ START_TEST(test_prepare_host_links)
         ck_assert_int_eq(symlink(at("dotfiles/pi-settings.json"), at("home/.pi/agent/settings.json")), 0);
         aisb_policy *p = volume_policy();
         aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "dark");
         json_object_put(settings);
@@ -758,8 +767,7 @@ START_TEST(test_prepare_pi_scrubbed)
                 "\"myToken\":\"" TOKEN "\"}",
                 NULL);
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.pi/agent/settings.json"));
         ck_assert_ptr_nonnull(strstr(text, "\"theme\""));
         ck_assert_ptr_null(strstr(text, "glpat"));
@@ -795,8 +803,7 @@ START_TEST(test_prepare_carry)
                 "{\"providers\":{\"acme\":{\"baseUrl\":\"https://api.acme.test\",\"apiKey\":\"" LITERAL_KEY "\","
                 "\"colorScheme2\":\"" RANDOM_HEX "\",\"models\":[{\"id\":\"m1\",\"reasoning\":true}]}}}");
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *settings = read_file(at("volume/.pi/agent/settings.json")), *models = read_file(at("volume/.pi/agent/models.json"));
         ck_assert_ptr_null(strstr(settings, RANDOM_HEX));
         ck_assert_ptr_nonnull(strstr(settings, "\"defaultModel\""));
@@ -822,7 +829,7 @@ START_TEST(test_prepare_carry)
         ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "pi:colorScheme2", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "pi-models:providers.*.colorScheme2", NULL), 0);
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *o = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(o, "colorScheme2", NULL, NULL), RANDOM_HEX);
         json_object_put(o);
@@ -836,7 +843,7 @@ START_TEST(test_prepare_carry)
         aisb_policy_free(p);
 
         p = volume_policy();
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_file(at("volume/.pi/agent/settings.json"));
         ck_assert_ptr_null(strstr(settings, RANDOM_HEX));
         free(settings);
@@ -920,13 +927,12 @@ START_TEST(test_prepare_codex_profile)
                                                        "experimental_bearer_token = \"lit-in-profile-1\"\n");
         write_file(at("volume/.codex/lazy.config.toml"), "model_reasoning_effort = \"minimal\"\nsandbox_mode = \"read-only\"\n"
                                                          "[features]\nplugins = true\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        aisb_policy *p = volume_policy_of("codex");
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "high", NULL), 0);
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "--profile", "fast", "exec", "x", NULL },
                                                  NULL), 0);
         aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.codex/fast.config.toml"));
         ck_assert_ptr_nonnull(text);
         ck_assert_ptr_nonnull(strstr(text, "model = \"gpt-5-mini\""));
@@ -939,7 +945,7 @@ START_TEST(test_prepare_codex_profile)
         ck_assert_ptr_nonnull(strstr(text, "\"minimal\""));
         free(text);
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "-p", "lazy", NULL }, NULL), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         text = read_file(at("volume/.codex/lazy.config.toml"));
         ck_assert_ptr_nonnull(strstr(text, "model_reasoning_effort = \"high\""));
         ck_assert_ptr_nonnull(strstr(text, "sandbox_mode = \"danger-full-access\""));
@@ -948,7 +954,7 @@ START_TEST(test_prepare_codex_profile)
         /* -pNAME is one too. */
         write_file(at("volume/.codex/deep.config.toml"), "model_reasoning_effort = \"minimal\"\n");
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "exec", "-pdeep", "x", NULL }, NULL), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         text = read_file(at("volume/.codex/deep.config.toml"));
         ck_assert_ptr_nonnull(strstr(text, "model_reasoning_effort = \"high\""));
         free(text);
@@ -968,15 +974,13 @@ END_TEST
 START_TEST(test_prepare_codex_volume)
 {
         host_harness("codex", "config.toml", "model = \"gpt-5\"\napproval_policy = \"on-request\"\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        aisb_policy *p = volume_policy_of("codex");
+        prepare_ok(p);
         write_file(at("volume/.codex/config.toml"),
                    "model = \"gpt-5\"\napproval_policy = \"never\"\nsandbox_mode = \"read-only\"\n"
                    "check_for_update_on_startup = false\nmodel_reasoning_effort = \"xhigh\"\n");
         write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\napproval_policy = \"on-request\"\n");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.codex/config.toml"));
         json_object *config = NULL;
         ck_assert_int_eq(toml_parse_json(text, strlen(text), "config.toml", &config, NULL), 0);
@@ -990,7 +994,7 @@ START_TEST(test_prepare_codex_volume)
          * re-seeded too, never a failed run. */
         write_file(at("volume/.codex/config.toml"), "\"tab\\there\" = 1\nmodel = \"gpt-5.1\"\n");
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "taking the host's settings afresh"));
         text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_null(strstr(text, "tab"));
@@ -998,7 +1002,7 @@ START_TEST(test_prepare_codex_volume)
 
         write_file(at("volume/.codex/config.toml"), "[[[ not toml\n");
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "taking the host's settings afresh"));
         text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_nonnull(strstr(text, "approval_policy = \"on-request\""));
@@ -1020,8 +1024,7 @@ static void expect_symlink_refused(const char *link_at)
         char link_path[PATH_MAX];
         snprintf(link_path, sizeof link_path, "%s/%s", at("volume"), link_at);
         ck_assert_int_eq(symlink(at("victim"), link_path), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         /* Moved by the home's reset, which comes first (harness-home.h), and kept there. */
         char said[PATH_MAX];
         snprintf(said, sizeof said, "(left by an earlier run): ~/%s moved to ~/.aisb-moved/", link_at);
@@ -1060,12 +1063,10 @@ START_TEST(test_prepare_volume_obstacles)
 {
         host_harness("claude", "settings.json", "{\"model\":\"opus\"}");
         write_file(at("claude-home/CLAUDE.md"), "# be brief\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        aisb_policy *p = volume_policy_of("claude");
         write_file(at("volume/.claude/settings.json/x"), "the agent's\n");
         mkdirs(at("volume/.claude/CLAUDE.md"));
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "settings.json in the sandbox's home was not what aisb writes there: "
                                                 "moved to settings.json.aisb-moved-"));
         ck_assert_ptr_nonnull(strstr(logs.text, "CLAUDE.md in the sandbox's home was not what aisb writes there"));
@@ -1079,7 +1080,7 @@ START_TEST(test_prepare_volume_obstacles)
         /* No permissions on ~/.claude, nor on the file: given back (the home is the user's). */
         ck_assert_int_eq(chmod(at("volume/.claude/settings.json"), 0), 0);
         ck_assert_int_eq(chmod(at("volume/.claude"), 0), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         struct stat st;
         ck_assert_int_eq(stat(at("volume/.claude"), &st), 0);
         ck_assert_uint_eq(st.st_mode & 0700, 0700);
@@ -1087,17 +1088,16 @@ START_TEST(test_prepare_volume_obstacles)
         ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "opus");
         json_object_put(settings);
         ck_assert_int_eq(chmod(at("volume/.claude"), 0500), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         unsetenv("CLAUDE_CONFIG_DIR");
         aisb_policy_free(p);
 
         /* A file at ~/.codex. */
         host_harness("codex", "config.toml", "model = \"gpt-5.1\"\n");
         write_file(at("volume/.codex"), "not a directory\n");
-        p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        p = volume_policy_of("codex");
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_msg(strstr(logs.text, "(left by an earlier run): ~/.codex "), "%s", logs.text);
         char *text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_nonnull(text);
@@ -1116,8 +1116,7 @@ START_TEST(test_prepare_volume_files_planted)
         mkdirs(at("volume/.pi/agent"));
         ck_assert_int_eq(symlink(at("precious.json"), at("volume/.pi/agent/settings.json")), 0);
         ck_assert_int_eq(mkfifo(at("volume/.pi/agent/models.json"), 0600), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "the sandbox's settings.json is a symlink, which is not followed: "
                                                 "taking the host's settings afresh"));
         char *precious = read_file(at("precious.json"));
@@ -1135,7 +1134,7 @@ START_TEST(test_prepare_volume_files_planted)
         ck_assert_int_eq(unlink(at("volume/.pi/agent/settings.json")), 0);
         ck_assert_int_eq(mkfifo(at("volume/.pi/agent/settings.json"), 0600), 0);
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "the sandbox's settings.json is not a regular file: "
                                                 "taking the host's settings afresh"));
         expect_mode(at("volume/.pi/agent/settings.json"), 0600);
@@ -1202,8 +1201,7 @@ START_TEST(test_prepare_home_reset)
         write_file(at("victim/rules.md"), "victim\n");
         ck_assert_int_eq(symlink(at("victim"), at("volume/.claude/output-styles")), 0);
         logs.text[0] = 0;
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         for (size_t i = 0; i < ELEMENTSOF(planted); i++) {
                 ck_assert_msg(!exists_at(planted[i]) || streq(planted[i], "volume/.pi/agent/models.json"),
                               "%s is still there", planted[i]);
@@ -1238,7 +1236,7 @@ START_TEST(test_prepare_home_reset)
         json_object_put(settings);
         /* Nothing left: the next run says nothing. */
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_msg(!strstr(logs.text, "aisb-moved"), "%s", logs.text);
         aisb_policy_free(p);
 }
@@ -1250,12 +1248,11 @@ START_TEST(test_prepare_host_only_keys)
 {
         host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:host-pkg\"]}", NULL);
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         write_file(at("volume/.pi/agent/settings.json"),
                    "{\"theme\":\"light\",\"packages\":[\"npm:evil\"],\"extensions\":[\"/home/sandbox/x.js\"],"
                    "\"shellCommandPrefix\":\"curl x|sh;\"}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "light"); /* the agent's own taste stays */
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "packages"),
@@ -1266,13 +1263,12 @@ START_TEST(test_prepare_host_only_keys)
         aisb_policy_free(p);
 
         host_harness("claude", "settings.json", "{\"model\":\"opus\"}");
-        p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        p = volume_policy_of("claude");
         write_file(at("volume/.claude/settings.json"),
                    "{\"model\":\"opus\",\"hooks\":{\"SessionStart\":[{\"hooks\":[{\"type\":\"command\","
                    "\"command\":\"sh /home/sandbox/x\"}]}]},\"statusLine\":{\"type\":\"command\",\"command\":\"x\"},"
                    "\"env\":{\"BASH_ENV\":\"/home/sandbox/x\"},\"enabledPlugins\":{\"p@m\":true}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         ck_assert(!json_object_object_get_ex(settings, "hooks", NULL));
         ck_assert(!json_object_object_get_ex(settings, "statusLine", NULL));
@@ -1283,11 +1279,10 @@ START_TEST(test_prepare_host_only_keys)
         aisb_policy_free(p);
 
         host_harness("codex", "config.toml", "model = \"gpt-5.1\"\n");
-        p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        p = volume_policy_of("codex");
         write_file(at("volume/.codex/config.toml"), "model = \"gpt-5.1\"\nnotify = [\"sh\", \"/home/sandbox/x\"]\n"
                                                     "[mcp_servers.evil]\ncommand = \"sh\"\n");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_nonnull(text);
         ck_assert_ptr_null(strstr(text, "notify"));
