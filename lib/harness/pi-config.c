@@ -37,11 +37,8 @@ int pi_apply_thinking(json_object *settings, const char *level, aisb_error **err
                 return aisb_error_set(err, -EINVAL, "settings to apply a thinking level to are not a JSON object");
         if (streq(level, "host"))
                 return 0;
-        json_object *value = json_object_new_string(level);
-        if (!value || json_object_object_add(settings, "defaultThinkingLevel", value) < 0) {
-                json_object_put(value);
+        if (json_add_string(settings, "defaultThinkingLevel", level) < 0)
                 return error_oom(err);
-        }
         /* enabledModels' "provider/id:LEVEL" gives the first model listed its own level, over
          * defaultThinkingLevel (pi 0.73.1): the suffix goes, the model stays. */
         json_object *models;
