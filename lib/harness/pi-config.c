@@ -371,6 +371,15 @@ static int rewrite_model(const place *where, json_object *model, key_list *l, js
         return 0;
 }
 
+/* value through rewrite_model at where, or copied (where NULL: nothing of ours in it, or pi
+ * rejects it). */
+static int rewrite_or_copy(const place *where, json_object *value, key_list *l, json_object **ret, aisb_error **err)
+{
+        if (where)
+                return rewrite_model(where, value, l, ret, err);
+        return settings_copy_value(value, ret) < 0 ? error_oom(err) : 0;
+}
+
 /* "models": an array of model definitions, each naming itself by "id". */
 static int rewrite_model_list(const char *provider, json_object *models, key_list *l,
                               json_object **ret, aisb_error **err)
@@ -380,22 +389,15 @@ static int rewrite_model_list(const char *provider, json_object *models, key_lis
         if (!copy)
                 return error_oom(err);
         for (size_t i = 0; i < n; i++) {
-                json_object *model = json_object_array_get_idx(models, i), *rewritten = NULL;
-                int r;
-                if (json_object_is_type(model, json_type_object) &&
-                    json_object_object_get_ex(model, "headers", NULL)) {
-                        json_object *id = NULL;
-                        if (!json_object_object_get_ex(model, "id", &id) ||
-                            !json_object_is_type(id, json_type_string))
-                                return aisb_error_set(err, -EINVAL,
-                                                      "models.json: model %zu of provider '%s' has headers and its id is %s; pi needs a string id",
-                                                      i + 1, provider,
-                                                      json_type_to_name(json_object_get_type(id)));
-                        place where = { PIBRIDGE_FIELD_MODEL_HEADER, provider,
-                                        json_object_get_string(id), NULL };
-                        r = rewrite_model(&where, model, l, &rewritten, err);
-                } else /* no headers, or pi rejects it: nothing of ours to rewrite */
-                        r = settings_copy_value(model, &rewritten) < 0 ? error_oom(err) : 0;
+                json_object *model = json_object_array_get_idx(models, i), *rewritten = NULL, *id = NULL;
+                bool headers = json_object_is_type(model, json_type_object) &&
+                               json_object_object_get_ex(model, "headers", NULL);
+                if (headers && (!json_object_object_get_ex(model, "id", &id) || !json_object_is_type(id, json_type_string)))
+                        return aisb_error_set(err, -EINVAL,
+                                              "models.json: model %zu of provider '%s' has headers and its id is %s; pi needs a string id",
+                                              i + 1, provider, json_type_to_name(json_object_get_type(id)));
+                place where = { PIBRIDGE_FIELD_MODEL_HEADER, provider, headers ? json_object_get_string(id) : NULL, NULL };
+                int r = rewrite_or_copy(headers ? &where : NULL, model, l, &rewritten, err);
                 if (r < 0)
                         return r;
                 if (json_object_array_add(copy, rewritten) < 0) {
@@ -416,12 +418,9 @@ static int rewrite_overrides(const char *provider, json_object *overrides, key_l
                 return error_oom(err);
         json_object_object_foreach(overrides, id, override) {
                 json_object *rewritten = NULL;
-                int r;
-                if (json_object_is_type(override, json_type_object)) {
-                        place where = { PIBRIDGE_FIELD_OVERRIDE_HEADER, provider, id, NULL };
-                        r = rewrite_model(&where, override, l, &rewritten, err);
-                } else
-                        r = settings_copy_value(override, &rewritten) < 0 ? error_oom(err) : 0;
+                place where = { PIBRIDGE_FIELD_OVERRIDE_HEADER, provider, id, NULL };
+                int r = rewrite_or_copy(json_object_is_type(override, json_type_object) ? &where : NULL, override, l,
+                                        &rewritten, err);
                 if (r < 0)
                         return r;
                 if (put(copy, id, rewritten) < 0)
