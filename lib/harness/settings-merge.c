@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The settings files every harness bridge shares: a JSON document parsed the way the
- * harnesses' own strict parsers take it (codex's TOML is read into the same json-c values,
- * toml-json.h), and the three-way per-key merge of the host's file, the sandbox's and what
- * aisb last wrote, which keeps what the harness changed inside the sandbox and lets the rest
- * follow the host again. Pure: json-c values in, json-c values out; docs/bridges.md has the
- * rules.
+ * The settings files' parse and three-way merge (settings-merge.h), for every harness's bridge.
+ * Pure: json-c values in, json-c values out; docs/bridges.md has the rules.
  */
 #include <limits.h>
 #include <math.h>
