@@ -132,13 +132,13 @@ static json_object *gate_container(const kube_options *ko, const kube_names *n, 
                 JSON_BUILD_PAIR("volumeMounts",
                                 JSON_BUILD_ARRAY(
                                         JSON_BUILD_TAKE(kube_volume_mount(kube_volume_name(v_config, n->gate, "config"),
-                                                                     "/etc/aisb-gate", true, NULL)),
+                                                                          "/etc/aisb-gate", true, NULL)),
                                         JSON_BUILD_TAKE(kube_volume_mount(kube_volume_name(v_logs, n->gate, "logs"),
-                                                                     "/var/log/squid", false, NULL)),
-                                        JSON_BUILD_TAKE(kube_volume_mount(kube_volume_name(v_run, n->gate, "run"), "/run", false,
-                                                                     NULL)),
-                                        JSON_BUILD_TAKE(kube_volume_mount(kube_volume_name(v_tmp, n->gate, "tmp"), "/tmp", false,
-                                                                     NULL))))));
+                                                                          "/var/log/squid", false, NULL)),
+                                        JSON_BUILD_TAKE(kube_volume_mount(kube_volume_name(v_run, n->gate, "run"), "/run",
+                                                                          false, NULL)),
+                                        JSON_BUILD_TAKE(kube_volume_mount(kube_volume_name(v_tmp, n->gate, "tmp"), "/tmp",
+                                                                          false, NULL))))));
 }
 
 /* Its configuration from the ConfigMap; its logs and spool in memory. */
@@ -168,7 +168,7 @@ static json_object *gate_deployment(const kube_options *ko, const kube_names *n,
                                    JSON_BUILD_PAIR("template", JSON_BUILD_OBJECT(
                                                                        JSON_BUILD_PAIR_TAKE("metadata",
                                                                                             kube_metadata(NULL, kube_gate_labels(n),
-                                                                                                            ko->podman)),
+                                                                                                          ko->podman)),
                                                                        JSON_BUILD_PAIR_TAKE("spec", pod_spec))))));
 }
 
@@ -195,30 +195,20 @@ static json_object *gate_egress(const gate_parts *g)
                 JSON_BUILD_TAKE(kube_egress_block("::/0", v6_except, g->ports, g->n_ports, false))));
         int r = egress ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && g->add_cidrs && g->add_cidrs[i]; i++)
-                r = json_build_into(egress, JSON_BUILD_TAKE(kube_egress_block(g->add_cidrs[i], NULL, g->ports, g->n_ports,
-                                                                         false)));
+                r = json_build_into(egress, JSON_BUILD_TAKE(kube_egress_block(g->add_cidrs[i], NULL, g->ports,
+                                                                              g->n_ports, false)));
         return r < 0 ? NULL : steal_pointer(&egress);
 }
 
 /* The gate's NetworkPolicy: in, only from its sandboxes; out, gate_egress. */
 static json_object *gate_network_policy(const kube_names *n, const gate_parts *g)
 {
-        return kube_object(
-                "networking.k8s.io/v1", "NetworkPolicy", kube_metadata(n->gate, kube_gate_labels(n), false), "spec",
-                json_built(JSON_BUILD_OBJECT(
-                        JSON_BUILD_PAIR_TAKE("podSelector", kube_selector("aisb.gate", n->gate_hash)),
-                        JSON_BUILD_PAIR("policyTypes", JSON_BUILD_ARRAY(JSON_BUILD_STRING("Ingress"),
-                                                                        JSON_BUILD_STRING("Egress"))),
-                        JSON_BUILD_PAIR("ingress",
-                                        JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
-                                                JSON_BUILD_PAIR("from", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
-                                                                                JSON_BUILD_PAIR_TAKE(
-                                                                                        "podSelector",
-                                                                                        kube_selector("aisb.gate-client",
-                                                                                                 n->gate_hash))))),
-                                                JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(
-                                                                                 kube_port("TCP", KUBE_GATE_PORT))))))),
-                        JSON_BUILD_PAIR_TAKE("egress", gate_egress(g)))));
+        json_object *from_sandboxes = json_built(JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
+                JSON_BUILD_PAIR("from", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE(
+                                                "podSelector", kube_selector("aisb.gate-client", n->gate_hash))))),
+                JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(kube_port("TCP", KUBE_GATE_PORT)))))));
+        return kube_network_policy(n->gate, kube_gate_labels(n), "aisb.gate", n->gate_hash, from_sandboxes,
+                                   gate_egress(g));
 }
 
 /* podman takes neither a Service nor a NetworkPolicy. */

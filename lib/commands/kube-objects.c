@@ -159,7 +159,7 @@ static json_object *port_list(const unsigned *ports, size_t n_ports, bool udp)
 /* An egress rule to an IP block (with exceptions) on these ports (TCP and, for an address
  * entry without a port, UDP too). */
 json_object *kube_egress_block(const char *cidr, const char *const *except, const unsigned *ports, size_t n_ports,
-                                 bool udp)
+                               bool udp)
 {
         return json_built(JSON_BUILD_OBJECT(
                 JSON_BUILD_PAIR("to", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(JSON_BUILD_PAIR(
@@ -174,4 +174,16 @@ json_object *kube_egress_block(const char *cidr, const char *const *except, cons
 json_object *kube_selector(const char *key, const char *value)
 {
         return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR("matchLabels", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING(key, value)))));
+}
+
+/* A NetworkPolicy over the pods labelled key=value, both ways; ingress and egress taken. */
+json_object *kube_network_policy(const char *name, json_object *labels, const char *key, const char *value,
+                                 json_object *ingress, json_object *egress)
+{
+        return kube_object("networking.k8s.io/v1", "NetworkPolicy", kube_metadata(name, labels, false), "spec",
+                           json_built(JSON_BUILD_OBJECT(
+                                   JSON_BUILD_PAIR_TAKE("podSelector", kube_selector(key, value)),
+                                   JSON_BUILD_PAIR("policyTypes", JSON_BUILD_ARRAY(JSON_BUILD_STRING("Ingress"),
+                                                                                   JSON_BUILD_STRING("Egress"))),
+                                   JSON_BUILD_PAIR_TAKE("ingress", ingress), JSON_BUILD_PAIR_TAKE("egress", egress))));
 }

@@ -33,3 +33,5 @@ json_object *kube_port(const char *protocol, unsigned port);
 json_object *kube_egress_block(const char *cidr, const char *const *except, const unsigned *ports, size_t n_ports,
                                bool udp);
 json_object *kube_selector(const char *key, const char *value);
+json_object *kube_network_policy(const char *name, json_object *labels, const char *key, const char *value,
+                                 json_object *ingress, json_object *egress);

@@ -153,6 +153,25 @@ static int host_path_mount(pod_volumes *v, const kube_names *n, const char *kind
         return r < 0 ? r : add_mount(v, name, dest, ro, NULL);
 }
 
+/* The ConfigMap named like the pod and then what, mounted read-only: whole at dest, or with
+ * files a file of them each at dest/NAME, by subPath. */
+static int config_map_mount(pod_volumes *v, const kube_names *n, const char *what, const char *dest,
+                            const project_settings *files)
+{
+        char name[64];
+        kube_volume_name(name, n->sandbox, what);
+        int r = add_volume(v, name, config_map_volume(name));
+        if (!files)
+                return r < 0 ? r : add_mount(v, name, dest, true, NULL);
+        for (size_t i = 0; r >= 0 && i < files->n_files; i++) {
+                _cleanup_free_ char *path = NULL;
+                r = asprintf(&path, "%s/%s", dest, files->files[i].name) < 0
+                            ? -ENOMEM
+                            : add_mount(v, name, path, true, files->files[i].name);
+        }
+        return r;
+}
+
 /* One mount of the plan's, as the pod has it: the project (its volume), the run's copy of
  * its settings and the bridged files (ConfigMaps: a file each, by subPath, for the seed,
  * whose copy takes regular files only), a protected path (its own path of the host's, over
@@ -176,29 +195,16 @@ static int render_mount(const aisb_policy *p, const kube_options *ko, const kube
                 r = add_volume(v, name, project_volume(p, ko, n, name));
                 r = r < 0 ? r : add_mount(v, name, dest, ro, NULL);
         } else if (streq(dest, AISB_PROJECT_DIR "/" PROJECT_SETTINGS_DIR)) {
-                kube_volume_name(name, n->sandbox, "settings");
-                r = add_volume(v, name, config_map_volume(name));
-                r = r < 0 ? r : add_mount(v, name, dest, true, NULL);
+                r = config_map_mount(v, n, "settings", dest, NULL);
         } else if (startswith(dest, AISB_PROJECT_DIR "/") && p->project && ko->podman) {
                 /* A path of its own, not a subPath of the project's: podman 4.3 ignores
                  * subPath and would mount the whole project there (the entrypoint's check of
                  * the mount refuses that). The entrypoint checks it is what the plan found. */
                 r = host_path_mount(v, n, "protect", source, NULL, dest, ro);
-        } else if (streq(dest, AISB_SEED_IN_SANDBOX) && ko->podman) {
-                /* podman writes a ConfigMap's keys as regular files, and podman 4.3 ignores
-                 * subPath: the whole map at the seed's place. */
-                kube_volume_name(name, n->sandbox, "harness");
-                r = add_volume(v, name, config_map_volume(name));
-                r = r < 0 ? r : add_mount(v, name, dest, true, NULL);
         } else if (streq(dest, AISB_SEED_IN_SANDBOX)) {
-                kube_volume_name(name, n->sandbox, "harness");
-                r = add_volume(v, name, config_map_volume(name));
-                for (size_t i = 0; r >= 0 && i < k->seed.n_files; i++) {
-                        _cleanup_free_ char *path = NULL;
-                        r = asprintf(&path, "%s/%s", dest, k->seed.files[i].name) < 0
-                                    ? -ENOMEM
-                                    : add_mount(v, name, path, true, k->seed.files[i].name);
-                }
+                /* podman writes a ConfigMap's keys as regular files, and podman 4.3 ignores
+                 * subPath: the whole map at the seed's place there. */
+                r = config_map_mount(v, n, "harness", dest, ko->podman ? NULL : &k->seed);
         } else if (streq(type, "bind") && ko->podman) {
                 r = host_path_mount(v, n, "host", source, "Directory", dest, ro);
         } else
@@ -309,7 +315,8 @@ static json_object *sandbox_egress(const aisb_policy *p, const allowlist *l, con
                 unsigned port = e->port;
                 r = asprintf(&cidr, "%s/%u", text, e->prefix) < 0
                             ? -ENOMEM
-                            : json_build_into(egress, JSON_BUILD_TAKE(kube_egress_block(cidr, NULL, &port, port ? 1 : 0, true)));
+                            : json_build_into(egress,
+                                              JSON_BUILD_TAKE(kube_egress_block(cidr, NULL, &port, port ? 1 : 0, true)));
         }
         return r < 0 ? NULL : steal_pointer(&egress);
 }
@@ -317,15 +324,8 @@ static json_object *sandbox_egress(const aisb_policy *p, const allowlist *l, con
 /* The sandbox's NetworkPolicy: nothing in; out, sandbox_egress. */
 static json_object *sandbox_network_policy(const aisb_policy *p, const allowlist *l, const kube_names *n, bool gate)
 {
-        return kube_object(
-                "networking.k8s.io/v1", "NetworkPolicy", kube_metadata(n->sandbox, kube_sandbox_labels(n, false), false),
-                "spec",
-                json_built(JSON_BUILD_OBJECT(
-                        JSON_BUILD_PAIR_TAKE("podSelector", kube_selector("aisb.sandbox", n->sandbox)),
-                        JSON_BUILD_PAIR("policyTypes", JSON_BUILD_ARRAY(JSON_BUILD_STRING("Ingress"),
-                                                                        JSON_BUILD_STRING("Egress"))),
-                        JSON_BUILD_PAIR("ingress", JSON_BUILD_EMPTY_ARRAY),
-                        JSON_BUILD_PAIR_TAKE("egress", sandbox_egress(p, l, n, gate)))));
+        return kube_network_policy(n->sandbox, kube_sandbox_labels(n, false), "aisb.sandbox", n->sandbox,
+                                   json_object_new_array(), sandbox_egress(p, l, n, gate));
 }
 
 /* The plan's environment: a variable of the policy's (--env) from the Secret named like the
@@ -368,7 +368,8 @@ static json_object *sandbox_container(const aisb_policy *p, const kube_options *
         (void) json_object_object_get_ex(k->plan.body, "work_dir", &work_dir);
         return json_built(JSON_BUILD_OBJECT(
                 JSON_BUILD_PAIR_STRING("name", "sandbox"), JSON_BUILD_PAIR_STRING("image", k->image),
-                JSON_BUILD_PAIR_STRING("imagePullPolicy", kube_pull_policy(ko)), JSON_BUILD_PAIR_STRV("command", s->argv),
+                JSON_BUILD_PAIR_STRING("imagePullPolicy", kube_pull_policy(ko)),
+                JSON_BUILD_PAIR_STRV("command", s->argv),
                 JSON_BUILD_PAIR_STRING("workingDir", json_object_get_string(work_dir)),
                 JSON_BUILD_PAIR_TAKE("env", sandbox_env(p, k)),
                 /* podman on a host whose cgroups it cannot delegate fails the pod for any:
@@ -422,7 +423,8 @@ static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, co
                                    "podTemplate",
                                    JSON_BUILD_OBJECT(JSON_BUILD_PAIR("metadata",
                                                                      JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE(
-                                                                             "labels", kube_sandbox_labels(&k->names, k->gate)))),
+                                                                             "labels",
+                                                                             kube_sandbox_labels(&k->names, k->gate)))),
                                                      JSON_BUILD_PAIR_TAKE("spec", spec))))));
 }
 
@@ -441,7 +443,8 @@ static json_object *files_config_map(const kube_names *n, const char *what, cons
                 r = json_build_into(data, JSON_BUILD_PAIR_STRING(keys[i], project_settings_find(files, keys[i])->data));
         return r < 0 ? NULL
                      : kube_object("v1", "ConfigMap",
-                                   kube_metadata(kube_volume_name(name, n->sandbox, what), kube_sandbox_labels(n, false), false),
+                                   kube_metadata(kube_volume_name(name, n->sandbox, what), kube_sandbox_labels(n, false),
+                                                 false),
                                    "data", steal_pointer(&data));
 }
 
