@@ -36,6 +36,13 @@ static aisb_policy *policy(const char *net)
         return p;
 }
 
+/* Each directory of the NULL-ended list, made unless it is there. */
+static void mkdir_each(const char *const *dirs)
+{
+        for (; *dirs; dirs++)
+                ck_assert_msg(mkdir(*dirs, 0755) == 0 || errno == EEXIST, "%s: %s", *dirs, strerror(errno));
+}
+
 static void set(aisb_policy *p, const char *key, const char *value)
 {
         aisb_error *err = NULL;
@@ -64,8 +71,7 @@ END_TEST
 #define GOLDEN_PROJECT "/tmp/aisb-kube-golden/acme"
 static aisb_policy *project_policy(void)
 {
-        ck_assert(mkdir("/tmp/aisb-kube-golden", 0755) == 0 || errno == EEXIST);
-        ck_assert(mkdir(GOLDEN_PROJECT, 0755) == 0 || errno == EEXIST);
+        mkdir_each((const char *const[]) { "/tmp/aisb-kube-golden", GOLDEN_PROJECT, NULL });
         aisb_policy *p = policy("allow");
         set(p, "no-cwd", "false");
         set(p, "project", GOLDEN_PROJECT);
@@ -291,6 +297,27 @@ static void expect_golden(const char *text, const char *name)
         free(want);
 }
 
+/* Every pod of docs to the standard, as o's target and variant take it. */
+static void check_pods(json_object *docs, const kube_options *o)
+{
+        podman_target = o->podman;
+        netfilter_variant = o->netfilter_init;
+        check_all_pods(docs);
+        podman_target = netfilter_variant = false;
+}
+
+/* p's objects with o, held to the golden file name and every pod to the standard; parsed,
+ * with their text in *ret_text. */
+static json_object *golden_documents(const aisb_policy *p, const kube_options *o, const char *name, char **ret_text)
+{
+        char *text = manifests(p, o);
+        expect_golden(text, name);
+        json_object *docs = documents(text);
+        check_pods(docs, o);
+        *ret_text = text;
+        return docs;
+}
+
 START_TEST(test_allow)
 {
         setenv("AISB_KUBE_TEST_KEY", "value-never-printed", 1);
@@ -304,11 +331,9 @@ START_TEST(test_allow)
         const char *const cmd[] = { "make", "test", NULL };
         ck_assert_int_eq(aisb_policy_set_command(p, cmd, NULL), 0);
         kube_options o = { .timeout_s = 3600 };
-        char *text = manifests(p, &o);
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "allow.json", &text);
         ck_assert_ptr_null(strstr(text, "value-never-printed"));
-        expect_golden(text, "allow.json");
-        json_object *docs = documents(text);
-        check_all_pods(docs);
         /* The same policy, the same bytes. */
         char *again = manifests(p, &o);
         ck_assert_str_eq(text, again);
@@ -323,10 +348,8 @@ START_TEST(test_none)
 {
         aisb_policy *p = policy("none");
         kube_options o = { .image_repo = "registry.example.com/team" };
-        char *text = manifests(p, &o);
-        expect_golden(text, "none.json");
-        json_object *docs = documents(text);
-        check_all_pods(docs);
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "none.json", &text);
         /* No gate, nothing out: the bridged settings' ConfigMap, the NetworkPolicy, the Pod. */
         ck_assert_uint_eq(json_object_array_length(docs), 3);
         ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(docs, 0), "kind")), "ConfigMap");
@@ -375,8 +398,7 @@ START_TEST(test_refused)
         }
         /* The protected paths are binds of this machine's tree; a claim is not that tree. */
         {
-                ck_assert(mkdir("/tmp/aisb-kube-protect", 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir("/tmp/aisb-kube-protect/.git", 0755) == 0 || errno == EEXIST);
+                mkdir_each((const char *const[]) { "/tmp/aisb-kube-protect", "/tmp/aisb-kube-protect/.git", NULL });
                 aisb_policy *q = policy("none");
                 set(q, "no-cwd", "false");
                 set(q, "project", "/tmp/aisb-kube-protect");
@@ -390,7 +412,7 @@ START_TEST(test_refused)
                 err = NULL;
                 /* podman: the project is the user's tree, kept as a run keeps it; its settings
                  * the run's copy, in a ConfigMap */
-                ck_assert(mkdir("/tmp/aisb-kube-protect/.ai-sandbox", 0755) == 0 || errno == EEXIST);
+                mkdir_each((const char *const[]) { "/tmp/aisb-kube-protect/.ai-sandbox", NULL });
                 FILE *notes = fopen("/tmp/aisb-kube-protect/.ai-sandbox/notes", "w");
                 ck_assert_ptr_nonnull(notes);
                 fputs("the project's own\n", notes);
@@ -459,11 +481,8 @@ START_TEST(test_project)
         set(p, "allow", "10.20.0.0/16");
         set(p, "insecure-allow-host-ranges", "true");
         kube_options o = { .workspace_size = 1ULL << 30 };
-        char *text = manifests(p, &o);
-        expect_golden(text, "project.json");
-        json_object *docs = documents(text);
-        check_all_pods(docs);
-        json_object_put(docs);
+        char *text = NULL;
+        json_object_put(golden_documents(p, &o, "project.json", &text));
         free(text);
         aisb_policy_free(p);
 }
@@ -476,9 +495,8 @@ START_TEST(test_sandbox)
         aisb_policy *p = policy("allow");
         set(p, "allow", "example.com");
         kube_options pod_o = {}, sandbox_o = { .as_sandbox = true };
-        char *pod_text = manifests(p, &pod_o), *text = manifests(p, &sandbox_o);
-        expect_golden(text, "sandbox.json");
-        json_object *pods = documents(pod_text), *docs = documents(text);
+        char *pod_text = manifests(p, &pod_o), *text = NULL;
+        json_object *pods = documents(pod_text), *docs = golden_documents(p, &sandbox_o, "sandbox.json", &text);
         size_t last = json_object_array_length(docs) - 1;
         json_object *sandbox = json_object_array_get_idx(docs, last), *pod = json_object_array_get_idx(pods, last);
         ck_assert_str_eq(json_object_get_string(get(sandbox, "apiVersion")), "agents.x-k8s.io/v1beta1");
@@ -521,12 +539,8 @@ START_TEST(test_podman)
         aisb_policy *p = project_policy();
         set(p, "allow", "example.com");
         kube_options o = { .podman = true };
-        char *text = manifests(p, &o);
-        expect_golden(text, "podman.json");
-        json_object *docs = documents(text);
-        podman_target = true;
-        check_all_pods(docs);
-        podman_target = false;
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "podman.json", &text);
         /* The gate's ConfigMap and Deployment, the ConfigMaps of the project's settings and the
          * bridged ones, the Pod. */
         ck_assert_uint_eq(json_object_array_length(docs), 5);
@@ -564,12 +578,8 @@ START_TEST(test_netfilter)
         set(p, "allow", "example.com");
         set(p, "allow", "192.0.2.10:5432");
         kube_options o = { .netfilter_init = true };
-        char *text = manifests(p, &o);
-        expect_golden(text, "netfilter.json");
-        json_object *docs = documents(text);
-        netfilter_variant = true;
-        check_all_pods(docs);
-        netfilter_variant = false;
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "netfilter.json", &text);
         json_object *pod = json_object_array_get_idx(docs, json_object_array_length(docs) - 1);
         json_object *argv = get(json_object_array_get_idx(get(pod, "spec.initContainers"), 0), "command");
         char *joined = strdup(json_object_to_json_string_ext(argv, JSON_C_TO_STRING_PLAIN));
@@ -695,10 +705,8 @@ static aisb_policy *row_policy(const row *w, bool project)
         set(p, "no-agents", "true");
         set(p, "thinking", "high");
         if (project) {
-                ck_assert(mkdir("/tmp/aisb-test-kube", 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir(MATRIX_PROJECT, 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir(MATRIX_PROJECT "/.git", 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir(MATRIX_PROJECT "/.vscode", 0755) == 0 || errno == EEXIST);
+                mkdir_each((const char *const[]) { "/tmp/aisb-test-kube", MATRIX_PROJECT, MATRIX_PROJECT "/.git",
+                                                    MATRIX_PROJECT "/.vscode", NULL });
                 set(p, "no-cwd", "false");
                 set(p, "project", MATRIX_PROJECT);
         }
@@ -777,6 +785,17 @@ static char **expected_argv(const aisb_policy *p, const run_plan *local, bool po
         return v;
 }
 
+/* The lines of v, sorted, each ended by a newline; v freed. */
+static char *sorted_lines(char **v)
+{
+        strv_sort(v);
+        buffer b = {};
+        for (size_t i = 0; v && v[i]; i++)
+                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
+        strv_free(v);
+        return buffer_steal(&b);
+}
+
 /* The body's mounts as "DEST ro|rw" lines, sorted; the home volume's too. */
 static char *body_mounts(json_object *body, bool seed)
 {
@@ -793,12 +812,7 @@ static char *body_mounts(json_object *body, bool seed)
                 ck_assert_int_ge(strv_push(&v, AISB_SANDBOX_HOME " rw"), 0);
         if (seed && !strv_contains((const char *const *) v, AISB_SEED_IN_SANDBOX " ro"))
                 ck_assert_int_ge(strv_push(&v, AISB_SEED_IN_SANDBOX " ro"), 0);
-        strv_sort(v);
-        buffer b = {};
-        for (size_t i = 0; v && v[i]; i++)
-                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
-        strv_free(v);
-        return buffer_steal(&b);
+        return sorted_lines(v);
 }
 
 /* The pod's volumeMounts the same way, the seed's files as their directory. */
@@ -815,12 +829,7 @@ static char *pod_mounts(json_object *container)
                 if (!strv_contains((const char *const *) v, line))
                         ck_assert_int_ge(strv_push(&v, line), 0);
         }
-        strv_sort(v);
-        buffer b = {};
-        for (size_t i = 0; v && v[i]; i++)
-                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
-        strv_free(v);
-        return buffer_steal(&b);
+        return sorted_lines(v);
 }
 
 static json_object *doc_named(json_object *docs, const char *kind, const char *name)
@@ -953,9 +962,7 @@ START_TEST(test_renders_plan)
                 ck_assert_str_eq(level, "high");
                 free(level);
         }
-        podman_target = podman;
-        check_all_pods(docs);
-        podman_target = false;
+        check_pods(docs, &o);
 
         json_object_put(docs);
         run_plan_done(&local);
