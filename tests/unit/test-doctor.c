@@ -149,8 +149,9 @@ static aisb_policy *new_policy(void)
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
         /* AISB_ENTRYPOINT, from the test's environment: it is part of the image's tag. */
         ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-agents", "true", NULL), 0);
+        static const char *const settings[] = { "no-cwd", "no-agents" };
+        for (size_t i = 0; i < ELEMENTSOF(settings); i++)
+                ck_assert_int_eq(aisb_policy_set(p, settings[i], "true", NULL), 0);
         return p;
 }
 
@@ -318,6 +319,19 @@ END_TEST
 
 /* ---- no service ---- */
 
+/* doctor on other (freed after), whose service cannot be had: that one check, failed, and
+ * nothing after it. */
+static void expect_no_podman(aisb_ctx *other, const char *detail, const char *fix)
+{
+        aisb_policy *p = new_policy();
+        report r = {};
+        ck_assert_int_eq(aisb_doctor(other, p, 0, on_check, &r, NULL), 1);
+        ck_assert_uint_eq(r.n, 1);
+        expect_check(&r, "podman", AISB_CHECK_FAIL, detail, fix);
+        aisb_ctx_free(other);
+        aisb_policy_free(p);
+}
+
 START_TEST(test_no_service)
 {
         aisb_ctx *other = NULL;
@@ -328,13 +342,8 @@ START_TEST(test_no_service)
         /* A flag it does not know: refused before any check. */
         ck_assert_int_eq(aisb_doctor(other, p, 1u << 7, on_check, &r, NULL), -EINVAL);
         ck_assert_uint_eq(r.n, 0);
-        ck_assert_int_eq(aisb_doctor(other, p, 0, on_check, &r, NULL), 1);
-        /* That one check, and nothing after it. */
-        ck_assert_uint_eq(r.n, 1);
-        expect_check(&r, "podman", AISB_CHECK_FAIL, "*nothing/podman.sock",
-                     "install podman 4.3 or newer; \"podman info\" must work as you");
-        aisb_ctx_free(other);
         aisb_policy_free(p);
+        expect_no_podman(other, "*nothing/podman.sock", "install podman 4.3 or newer; \"podman info\" must work as you");
 }
 END_TEST
 
@@ -357,14 +366,8 @@ START_TEST(test_service_needs_migrate)
         unsetenv("CONTAINER_HOST");
         aisb_ctx *other = NULL;
         ck_assert_int_eq(aisb_ctx_new(&other, NULL), 0);
-        aisb_policy *p = new_policy();
-        report r = {};
-        ck_assert_int_eq(aisb_doctor(other, p, 0, on_check, &r, NULL), 1);
-        ck_assert_uint_eq(r.n, 1);
-        expect_check(&r, "podman", AISB_CHECK_FAIL, "*podman system migrate",
-                     "run \"podman system migrate\": containers of yours were killed without podman knowing");
-        aisb_ctx_free(other);
-        aisb_policy_free(p);
+        expect_no_podman(other, "*podman system migrate",
+                         "run \"podman system migrate\": containers of yours were killed without podman knowing");
 }
 END_TEST
 

@@ -297,6 +297,17 @@ static void expect_golden(const char *text, const char *name)
         free(want);
 }
 
+/* How many documents p's objects with o are. */
+static size_t document_count(const aisb_policy *p, const kube_options *o)
+{
+        char *text = manifests(p, o);
+        json_object *docs = documents(text);
+        size_t n = json_object_array_length(docs);
+        json_object_put(docs);
+        free(text);
+        return n;
+}
+
 /* Every pod of docs to the standard, as o's target and variant take it. */
 static void check_pods(json_object *docs, const kube_options *o)
 {
@@ -552,17 +563,9 @@ START_TEST(test_podman)
         json_object_put(docs);
         free(text);
         o.parts = KUBE_PART_GATE;
-        text = manifests(p, &o);
-        docs = documents(text);
-        ck_assert_uint_eq(json_object_array_length(docs), 2);
-        json_object_put(docs);
-        free(text);
+        ck_assert_uint_eq(document_count(p, &o), 2);
         o.parts = KUBE_PART_SANDBOX;
-        text = manifests(p, &o);
-        docs = documents(text);
-        ck_assert_uint_eq(json_object_array_length(docs), 3);
-        json_object_put(docs);
-        free(text);
+        ck_assert_uint_eq(document_count(p, &o), 3);
         /* podman plays no Sandbox */
         o = (kube_options) { .podman = true, .as_sandbox = true };
         ck_assert_int_eq(kube_manifests(p, &o, &text, NULL), -EOPNOTSUPP);

@@ -259,6 +259,8 @@ START_TEST(test_list_gate_users)
         ck_assert_int_eq(futimens(fd, (struct timespec[2]) { { .tv_sec = now - 100 }, { .tv_sec = now - 100 } }), 0);
         close(fd);
 
+        route_json("GET", "/volumes/json", "[{\"Name\":\"aisb-home-x\",\"Labels\":{\"aisb.managed\":\"true\"}}]");
+        route_json("GET", "/containers/json?*volume*", "[]");
         route_json("GET", "/containers/json?*aisb.managed=true*",
                    "[{\"Names\":[\"aisb-gate-busy\"],\"State\":\"running\",\"Created\":1700000000,"
                    "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\",\"aisb.gate.port\":\"40000\"}},"
@@ -269,8 +271,6 @@ START_TEST(test_list_gate_users)
                    "{\"Names\":[\"aisb-b\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
                    "{\"Names\":[\"aisb-c\"],\"State\":\"exited\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
                    "{\"Names\":[\"aisb-d\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"other\"}}]");
-        route_json("GET", "/volumes/json", "[{\"Name\":\"aisb-home-x\",\"Labels\":{\"aisb.managed\":\"true\"}}]");
-        route_json("GET", "/containers/json?*volume*", "[]");
         entries l = {};
         ck_assert_int_eq(aisb_list(ctx, collect, &l, NULL), 0);
         ck_assert_uint_eq(l.n, 7);
