@@ -406,14 +406,18 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
         return r < 0 ? r : list_kept(fn, userdata, err);
 }
 
-/* For what another owner may still use: a refusal is a warning, not the end of the clean.
- * The error by address: read only once the call that fills it has run (the order in which a
- * call's arguments are evaluated is unspecified). */
-static void warn_on_error(aisb_ctx *ctx, int r, aisb_error **e)
+/* What another owner may still use, told and (but in a dry run) removed: a refusal is a
+ * warning, not the end of the clean. */
+static void tell_and_remove(cleaning *c, const char *kind, const char *name,
+                            int (*remove)(aisb_ctx *ctx, const char *name, aisb_error **err))
 {
-        if (r < 0)
-                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(*e));
-        aisb_error_free(steal_pointer(e));
+        tell(c, kind, name);
+        if (c->dry)
+                return;
+        aisb_error *e = NULL;
+        if (remove(c->ctx, name, &e) < 0)
+                aisb_log(c->ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+        aisb_error_free(e);
 }
 
 static void tell_state(const char *dir, void *userdata)
@@ -484,14 +488,9 @@ static int clean_images(cleaning *c, aisb_error **err)
                         const char *ref = json_object_get_string(json_object_array_get_idx(names, k));
                         bool ours = startswith(ref, "localhost/aisb:") || startswith(ref, "localhost/aisb-gate:") ||
                                     (c->all && startswith(ref, "localhost/aisb-base:"));
-                        if (!ours || strv_contains((const char *const *) c->kept_images, ref))
-                                continue;
-                        tell(c, "image", ref);
-                        /* In use by a container of someone else's: leave it. */
-                        if (!c->dry) {
-                                aisb_error *e = NULL;
-                                warn_on_error(c->ctx, podman_image_remove(c->ctx, ref, &e), &e);
-                        }
+                        /* In use by a container of someone else's: left. */
+                        if (ours && !strv_contains((const char *const *) c->kept_images, ref))
+                                tell_and_remove(c, "image", ref, podman_image_remove);
                 }
         }
         return 0;
@@ -515,14 +514,9 @@ static int clean_volumes(cleaning *c, const char *volume_glob, aisb_error **err)
                 r = volume_in_use(c->ctx, name, c->removed, &used, err);
                 if (r < 0)
                         return r;
-                if (used)
-                        continue;
-                tell(c, "volume", name);
                 /* 409: a container outside our namespace uses it; that is not ours to end. */
-                if (!c->dry) {
-                        aisb_error *e = NULL;
-                        warn_on_error(c->ctx, podman_volume_remove(c->ctx, name, &e), &e);
-                }
+                if (!used)
+                        tell_and_remove(c, "volume", name, podman_volume_remove);
         }
         return 0;
 }
