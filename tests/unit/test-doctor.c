@@ -34,8 +34,8 @@ typedef struct check {
 } check;
 
 typedef struct report {
-        check c[32];
         size_t n;
+        check c[32];
 } report;
 
 static void on_check(const aisb_doctor_check *got, void *userdata)
@@ -105,13 +105,14 @@ static int find_request_method(const char *method)
         return n;
 }
 
+/* A path below the test's directory, in one of four buffers used in turn. */
 static const char *at(const char *sub)
 {
         static char path[4][PATH_MAX];
         static unsigned next;
-        char *p = path[next++ % 4];
-        snprintf(p, PATH_MAX, "%s/%s", dir, sub);
-        return p;
+        next = (next + 1) % 4;
+        snprintf(path[next], PATH_MAX, "%s/%s", dir, sub);
+        return path[next];
 }
 
 static void write_file(const char *path, const char *text, mode_t mode)
@@ -145,11 +146,11 @@ static void teardown(void)
 
 static aisb_policy *new_policy(void)
 {
+        static const char *const settings[] = { "no-cwd", "no-agents" };
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
         /* AISB_ENTRYPOINT, from the test's environment: it is part of the image's tag. */
         ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        static const char *const settings[] = { "no-cwd", "no-agents" };
         for (size_t i = 0; i < ELEMENTSOF(settings); i++)
                 ck_assert_int_eq(aisb_policy_set(p, settings[i], "true", NULL), 0);
         return p;
@@ -628,15 +629,16 @@ int main(int argc, char **argv)
         }
         if (!mkdtemp(base))
                 return EXIT_FAILURE;
+        static const char *const dirs[][2] = { { "XDG_STATE_HOME", "state" }, { "XDG_CONFIG_HOME", "config" },
+                                               { "XDG_RUNTIME_DIR", "run" } };
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/state", base);
-        setenv("XDG_STATE_HOME", path, 1);
-        snprintf(path, sizeof path, "%s/config", base);
-        setenv("XDG_CONFIG_HOME", path, 1);
-        snprintf(path, sizeof path, "%s/run", base);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                snprintf(path, sizeof path, "%s/%s", base, dirs[i][1]);
+                setenv(dirs[i][0], path, 1);
+        }
+        /* The runtime directory, the last: a service's socket would go there. */
         if (mkdir(path, 0700) < 0)
                 return EXIT_FAILURE;
-        setenv("XDG_RUNTIME_DIR", path, 1);
         unsetenv("AISB_HOME_VOLUME");
         unsetenv("AISB_DOCTOR_TIMEOUT");
         int failed = unit_run(doctor_suite(no_service)) != EXIT_SUCCESS;

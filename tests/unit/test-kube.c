@@ -649,9 +649,9 @@ END_TEST
 /* A project with a name no cluster takes as it is still names valid objects. */
 START_TEST(test_names)
 {
+        static const char *const names[] = { "__Weird__Name--", "-", "a.b.c", "UPPER", "x_y_z_", "0123456789abcdefghijklmnopqrstuvwxyz0123456789" };
         char dir[] = "/tmp/aisb-kube.XXXXXX";
         ck_assert_ptr_nonnull(mkdtemp(dir));
-        static const char *const names[] = { "__Weird__Name--", "-", "a.b.c", "UPPER", "x_y_z_", "0123456789abcdefghijklmnopqrstuvwxyz0123456789" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[4096];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -731,10 +731,11 @@ static bool is_proxy_variable(const char *name)
 /* The value of NAME in a NAME=VALUE list, or NULL. */
 static const char *env_of(char *const *env, const char *name)
 {
-        size_t n = strlen(name);
+        char prefix[256];
+        snprintf(prefix, sizeof prefix, "%s=", name);
         for (size_t i = 0; env && env[i]; i++)
-                if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
-                        return env[i] + n + 1;
+                if (startswith(env[i], prefix))
+                        return env[i] + strlen(prefix);
         return NULL;
 }
 
@@ -983,12 +984,11 @@ int main(void)
         if (!mkdtemp(home))
                 return EXIT_FAILURE;
         setenv("HOME", home, 1);
-        unsetenv("PI_CODING_AGENT_DIR");
-        unsetenv("CLAUDE_CONFIG_DIR");
-        unsetenv("CODEX_HOME");
+        static const char *const harness_dirs[] = { "PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME" };
+        for (size_t i = 0; i < ELEMENTSOF(harness_dirs); i++)
+                unsetenv(harness_dirs[i]);
         Suite *s = suite_create("kube");
         TCase *tc = tcase_create("manifests");
-        tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_options_defaults);
         tcase_add_test(tc, test_allow);
         tcase_add_test(tc, test_none);
@@ -1000,6 +1000,7 @@ int main(void)
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_names);
         tcase_add_loop_test(tc, test_renders_plan, 0, 2 * ELEMENTSOF(rows));
+        tcase_set_timeout(tc, 60);
         suite_add_tcase(s, tc);
         int failed = unit_run(s) != EXIT_SUCCESS;
         rmdir(home);

@@ -209,12 +209,12 @@ START_TEST(test_list)
                  "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.pid\":\"x1\"}}]",
                  (int) getpid(), (int) gone, (int) gone);
         route_json("GET", "/containers/json?*aisb.managed=true*", containers);
+        route_json("GET", "/containers/json?*volume*aisb-home-proj*", "[{\"Names\":[\"aisb-proj-live\"]}]");
+        route_json("GET", "/containers/json?*volume*aisb-home-old*", "[]");
         route_json("GET", "/volumes/json?*aisb.managed=true*",
                    "[{\"Name\":\"aisb-home-proj\",\"CreatedAt\":\"2024-02-03T04:05:06+00:00\","
                    "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.project\":\"/home/u/proj\"}},"
                    "{\"Name\":\"aisb-home-old\",\"Labels\":{\"aisb.managed\":\"true\"}}]");
-        route_json("GET", "/containers/json?*volume*aisb-home-proj*", "[{\"Names\":[\"aisb-proj-live\"]}]");
-        route_json("GET", "/containers/json?*volume*aisb-home-old*", "[]");
 
         entries l = {};
         aisb_error *err = NULL;
