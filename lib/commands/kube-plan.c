@@ -8,7 +8,6 @@
  */
 #include <ctype.h>
 #include <dirent.h>
-#include <limits.h>
 
 #include "allowlist.h"
 #include "digest.h"
@@ -261,7 +260,6 @@ void kube_plan_done(kube_plan *k)
         *k = (kube_plan) {};
 }
 
-/* An image of the plan's facts by the name the objects give it: its local tag, or REPO/NAME:TAG. */
 int kube_image_name(const image_facts *f, const kube_options *o, const char *name, char **ret)
 {
         _cleanup_free_ char *repo = NULL;

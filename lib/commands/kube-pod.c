@@ -448,8 +448,6 @@ static json_object *files_config_map(const kube_names *n, const char *what, cons
                                    "data", steal_pointer(&data));
 }
 
-/* The ConfigMaps the pod's volumes name, its NetworkPolicy (none for podman, which enforces
- * none) and the pod. */
 int kube_sandbox_objects(const aisb_policy *p, const kube_options *ko, const kube_plan *k, json_object *docs,
                            aisb_error **err)
 {
@@ -466,7 +464,6 @@ int kube_sandbox_objects(const aisb_policy *p, const kube_options *ko, const kub
         return r < 0 ? error_oom(err) : 0;
 }
 
-/* The workspace: a claim of the project's own, which outlives the pod. */
 int kube_workspace_claim(const kube_options *ko, const kube_names *n, json_object *docs)
 {
         char size[32];
