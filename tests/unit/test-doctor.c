@@ -644,7 +644,5 @@ int main(int argc, char **argv)
         int failed = unit_run(doctor_suite(no_service)) != EXIT_SUCCESS;
         char command[PATH_MAX + 16];
         snprintf(command, sizeof command, "rm -rf '%s'", base);
-        if (system(command) != 0)
-                failed++;
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return system(command) != 0 || failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

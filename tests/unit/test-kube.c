@@ -279,20 +279,24 @@ static void squeeze_empty(char *text)
         *out = 0;
 }
 
+/* text kept in a file of its own, to compare with the golden one: its path. */
+static const char *kept_in_file(const char *text)
+{
+        static char path[32];
+        snprintf(path, sizeof path, "/tmp/aisb-kube-got.XXXXXX");
+        _cleanup_close_ int fd = mkstemp(path);
+        if (fd >= 0)
+                (void) write_all(fd, text, strlen(text));
+        return path;
+}
+
 static void expect_golden(const char *text, const char *name)
 {
         char *got = untagged(text), *want = golden(name);
         squeeze_empty(got);
         squeeze_empty(want);
-        if (!streq(got, want)) {
-                char path[] = "/tmp/aisb-kube-got.XXXXXX";
-                int fd = mkstemp(path);
-                if (fd >= 0) {
-                        (void) write_all(fd, got, strlen(got));
-                        close(fd);
-                }
-                ck_abort_msg("%s differs; what was made is in %s", name, path);
-        }
+        if (!streq(got, want))
+                ck_abort_msg("%s differs; what was made is in %s", name, kept_in_file(got));
         free(got);
         free(want);
 }

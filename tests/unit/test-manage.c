@@ -330,8 +330,7 @@ END_TEST
 /* ---- aisb clean ---- */
 
 typedef struct removed {
-        char text[4096];
-        char warnings[4096];
+        char text[4096], warnings[4096]; /* what was told removed; the warnings logged */
 } removed;
 
 static void on_removed(const aisb_clean_entry *e, void *userdata)
