@@ -14,6 +14,11 @@
 
 #define KUBE_GATE_UID 13 /* Debian's "proxy" user, whom squid's files belong to */
 
+static json_object *gate_labels(const kube_names *n)
+{
+        return kube_labels("aisb.gate", n->gate_hash, NULL);
+}
+
 /* Egress to the cluster's resolver: kube-dns in kube-system, port 53. */
 static json_object *egress_dns(void)
 {
@@ -107,7 +112,7 @@ static int gate_parts_make(const aisb_policy *p, const kube_plan *k, gate_parts 
 
 static json_object *gate_config_map(const kube_names *n, const gate_parts *g)
 {
-        return kube_object("v1", "ConfigMap", kube_metadata(n->gate, kube_gate_labels(n), false), "data",
+        return kube_object("v1", "ConfigMap", kube_metadata(n->gate, gate_labels(n), false), "data",
                            json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("squid.conf", g->conf),
                                                         JSON_BUILD_PAIR_CONDITION(g->hosts, JSON_BUILD_PAIR_STRING(
                                                                                                     "hosts", g->hosts)))));
@@ -161,20 +166,20 @@ static json_object *gate_deployment(const kube_options *ko, const kube_names *n,
                 JSON_BUILD_PAIR_TAKE("securityContext", kube_pod_security(KUBE_GATE_UID)),
                 JSON_BUILD_PAIR("containers", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(gate_container(ko, n, g)))),
                 JSON_BUILD_PAIR_TAKE("volumes", gate_volumes(n))));
-        return kube_object("apps/v1", "Deployment", kube_metadata(n->gate, kube_gate_labels(n), false), "spec",
+        return kube_object("apps/v1", "Deployment", kube_metadata(n->gate, gate_labels(n), false), "spec",
                            json_built(JSON_BUILD_OBJECT(
                                    JSON_BUILD_PAIR_INT64("replicas", 1),
                                    JSON_BUILD_PAIR_TAKE("selector", kube_selector("aisb.gate", n->gate_hash)),
                                    JSON_BUILD_PAIR("template", JSON_BUILD_OBJECT(
                                                                        JSON_BUILD_PAIR_TAKE("metadata",
-                                                                                            kube_metadata(NULL, kube_gate_labels(n),
+                                                                                            kube_metadata(NULL, gate_labels(n),
                                                                                                           ko->podman)),
                                                                        JSON_BUILD_PAIR_TAKE("spec", pod_spec))))));
 }
 
 static json_object *gate_service(const kube_names *n)
 {
-        return kube_object("v1", "Service", kube_metadata(n->gate, kube_gate_labels(n), false), "spec",
+        return kube_object("v1", "Service", kube_metadata(n->gate, gate_labels(n), false), "spec",
                            json_built(JSON_BUILD_OBJECT(
                                    JSON_BUILD_PAIR("selector", JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("aisb.gate",
                                                                                                        n->gate_hash))),
@@ -207,7 +212,7 @@ static json_object *gate_network_policy(const kube_names *n, const gate_parts *g
                 JSON_BUILD_PAIR("from", JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE(
                                                 "podSelector", kube_selector("aisb.gate-client", n->gate_hash))))),
                 JSON_BUILD_PAIR("ports", JSON_BUILD_ARRAY(JSON_BUILD_TAKE(kube_port("TCP", KUBE_GATE_PORT)))))));
-        return kube_network_policy(n->gate, kube_gate_labels(n), "aisb.gate", n->gate_hash, from_sandboxes,
+        return kube_network_policy(n->gate, gate_labels(n), "aisb.gate", n->gate_hash, from_sandboxes,
                                    gate_egress(g));
 }
 

@@ -7,22 +7,12 @@
 #include "jsonutil.h"
 #include "kube-objects.h"
 
-static json_object *labels_object(const char *key, const char *value, const char *gate_client)
+/* aisb's labels: key=value, and gate_client's (a gate's hash) unless NULL. */
+json_object *kube_labels(const char *key, const char *value, const char *gate_client)
 {
         return json_built(JSON_BUILD_OBJECT(
                 JSON_BUILD_PAIR_STRING("app.kubernetes.io/managed-by", "aisb"), JSON_BUILD_PAIR_STRING(key, value),
                 JSON_BUILD_PAIR_CONDITION(gate_client, JSON_BUILD_PAIR_STRING("aisb.gate-client", gate_client))));
-}
-
-json_object *kube_gate_labels(const kube_names *n)
-{
-        return labels_object("aisb.gate", n->gate_hash, NULL);
-}
-
-/* The sandbox's, and for a client of the gate the label its NetworkPolicy admits. */
-json_object *kube_sandbox_labels(const kube_names *n, bool gate)
-{
-        return labels_object("aisb.sandbox", n->sandbox, gate ? n->gate_hash : NULL);
 }
 
 /* An object's metadata (name NULL: a pod template's). podman reads a pod's seccomp profile
@@ -115,23 +105,6 @@ json_object *kube_volume_mount(const char *name, const char *path, bool read_onl
                 JSON_BUILD_PAIR_STRING("name", name), JSON_BUILD_PAIR_STRING("mountPath", path),
                 JSON_BUILD_PAIR_CONDITION(read_only, JSON_BUILD_PAIR_BOOL("readOnly", true)),
                 JSON_BUILD_PAIR_CONDITION(sub_path, JSON_BUILD_PAIR_STRING("subPath", sub_path))));
-}
-
-static json_object *quantities(const aisb_policy *p)
-{
-        char cpu[32], memory[32], storage[32];
-        snprintf(cpu, sizeof cpu, "%llum", p->cpus_milli);
-        snprintf(memory, sizeof memory, "%llu", p->memory);
-        snprintf(storage, sizeof storage, "%llu", 3 * p->tmp_size);
-        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("cpu", cpu), JSON_BUILD_PAIR_STRING("memory", memory),
-                                            JSON_BUILD_PAIR_STRING("ephemeral-storage", storage)));
-}
-
-/* requests = limits: the Guaranteed class, and no burst past what the policy says. */
-json_object *kube_resources(const aisb_policy *p)
-{
-        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE("limits", quantities(p)),
-                                            JSON_BUILD_PAIR_TAKE("requests", quantities(p))));
 }
 
 const char *kube_pull_policy(const kube_options *ko)

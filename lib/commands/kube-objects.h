@@ -12,8 +12,7 @@
 #include "kube-plan.h"
 #include "security.h"
 
-json_object *kube_gate_labels(const kube_names *n);
-json_object *kube_sandbox_labels(const kube_names *n, bool gate);
+json_object *kube_labels(const char *key, const char *value, const char *gate_client);
 json_object *kube_metadata(const char *name, json_object *labels, bool podman_seccomp);
 /* metadata and body taken. */
 json_object *kube_object(const char *api_version, const char *kind, json_object *metadata, const char *body_key,
@@ -26,7 +25,6 @@ json_object *kube_empty_dir(const char *name, const char *medium, unsigned long 
 const char *kube_volume_name(char buf[static 64], const char *owner, const char *what);
 json_object *kube_volume_mount(const char *name, const char *path, bool read_only, const char *sub_path);
 
-json_object *kube_resources(const aisb_policy *p);
 const char *kube_pull_policy(const kube_options *ko);
 
 json_object *kube_port(const char *protocol, unsigned port);

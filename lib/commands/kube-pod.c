@@ -14,6 +14,30 @@
 #include "kube-objects.h"
 #include "kube-pod.h"
 
+/* The sandbox's, and for a client of the gate the label its NetworkPolicy admits. */
+static json_object *sandbox_labels(const kube_names *n, bool gate)
+{
+        return kube_labels("aisb.sandbox", n->sandbox, gate ? n->gate_hash : NULL);
+}
+
+static json_object *quantities(const aisb_policy *p)
+{
+        char cpu[32], memory[32], storage[32];
+        snprintf(cpu, sizeof cpu, "%llum", p->cpus_milli);
+        snprintf(memory, sizeof memory, "%llu", p->memory);
+        snprintf(storage, sizeof storage, "%llu", 3 * p->tmp_size);
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("cpu", cpu), JSON_BUILD_PAIR_STRING("memory", memory),
+                                            JSON_BUILD_PAIR_STRING("ephemeral-storage", storage)));
+}
+
+/* requests = limits: the Guaranteed class, and no burst past what the policy says. */
+static json_object *resources(const aisb_policy *p)
+{
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE("limits", quantities(p)),
+                                            JSON_BUILD_PAIR_TAKE("requests", quantities(p))));
+}
+
+
 /* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
  * the ruleset the plan's network would have (ruleset_args: the gate's address, from its
  * Service's variable on a cluster, read when the init container starts; the fixed one for
@@ -30,7 +54,7 @@ static json_object *netfilter_init_containers(const aisb_policy *p, const kube_o
                 JSON_BUILD_PAIR_STRING("name", "netfilter"), JSON_BUILD_PAIR_STRING("image", k->image),
                 JSON_BUILD_PAIR_STRING("imagePullPolicy", kube_pull_policy(ko)), JSON_BUILD_PAIR_STRV("command", argv),
                 JSON_BUILD_PAIR_TAKE("securityContext", kube_security(&security_netfilter)),
-                JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", kube_resources(p)))));
+                JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", resources(p)))));
 }
 
 static json_object *env_value(const char *name, const char *value)
@@ -324,7 +348,7 @@ static json_object *sandbox_egress(const aisb_policy *p, const allowlist *l, con
 /* The sandbox's NetworkPolicy: nothing in; out, sandbox_egress. */
 static json_object *sandbox_network_policy(const aisb_policy *p, const allowlist *l, const kube_names *n, bool gate)
 {
-        return kube_network_policy(n->sandbox, kube_sandbox_labels(n, false), "aisb.sandbox", n->sandbox,
+        return kube_network_policy(n->sandbox, sandbox_labels(n, false), "aisb.sandbox", n->sandbox,
                                    json_object_new_array(), sandbox_egress(p, l, n, gate));
 }
 
@@ -374,7 +398,7 @@ static json_object *sandbox_container(const aisb_policy *p, const kube_options *
                 JSON_BUILD_PAIR_TAKE("env", sandbox_env(p, k)),
                 /* podman on a host whose cgroups it cannot delegate fails the pod for any:
                  * its own caps (aisb run's) are the way there. */
-                JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", kube_resources(p)),
+                JSON_BUILD_PAIR_TAKE_IF(!ko->podman, "resources", resources(p)),
                 JSON_BUILD_PAIR_TAKE("securityContext", kube_security(&security_pod)),
                 JSON_BUILD_PAIR_TAKE("volumeMounts", json_object_get(s->volumes.mounts))));
 }
@@ -414,7 +438,7 @@ static json_object *pod_spec(const aisb_policy *p, const kube_options *ko, const
  * whose template carries the labels the NetworkPolicies select on. */
 static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, const kube_plan *k, const sandbox_parts *s)
 {
-        json_object *meta = kube_metadata(k->names.sandbox, kube_sandbox_labels(&k->names, k->gate), ko->podman),
+        json_object *meta = kube_metadata(k->names.sandbox, sandbox_labels(&k->names, k->gate), ko->podman),
                     *spec = pod_spec(p, ko, k, s);
         if (!ko->as_sandbox)
                 return kube_object("v1", "Pod", meta, "spec", spec);
@@ -423,8 +447,7 @@ static json_object *sandbox_pod(const aisb_policy *p, const kube_options *ko, co
                                    "podTemplate",
                                    JSON_BUILD_OBJECT(JSON_BUILD_PAIR("metadata",
                                                                      JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE(
-                                                                             "labels",
-                                                                             kube_sandbox_labels(&k->names, k->gate)))),
+                                                                             "labels", sandbox_labels(&k->names, k->gate)))),
                                                      JSON_BUILD_PAIR_TAKE("spec", spec))))));
 }
 
@@ -443,8 +466,7 @@ static json_object *files_config_map(const kube_names *n, const char *what, cons
                 r = json_build_into(data, JSON_BUILD_PAIR_STRING(keys[i], project_settings_find(files, keys[i])->data));
         return r < 0 ? NULL
                      : kube_object("v1", "ConfigMap",
-                                   kube_metadata(kube_volume_name(name, n->sandbox, what), kube_sandbox_labels(n, false),
-                                                 false),
+                                   kube_metadata(kube_volume_name(name, n->sandbox, what), sandbox_labels(n, false), false),
                                    "data", steal_pointer(&data));
 }
 
@@ -471,7 +493,7 @@ int kube_workspace_claim(const kube_options *ko, const kube_names *n, json_objec
         return json_build_into(
                 docs,
                 JSON_BUILD_TAKE(kube_object(
-                        "v1", "PersistentVolumeClaim", kube_metadata(n->sandbox, kube_sandbox_labels(n, false), false),
+                        "v1", "PersistentVolumeClaim", kube_metadata(n->sandbox, sandbox_labels(n, false), false),
                         "spec",
                         json_built(JSON_BUILD_OBJECT(
                                 JSON_BUILD_PAIR("accessModes", JSON_BUILD_ARRAY(JSON_BUILD_STRING("ReadWriteOnce"))),
