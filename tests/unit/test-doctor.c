@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "unit.h"
 #include "fileio.h"
+#include "../suite-table.h"
 
 static char base[] = "/tmp/aisb-test-doctor-XXXXXX";
 static char dir[256]; /* this test's own */
@@ -579,31 +580,16 @@ END_TEST
 static Suite *doctor_suite(bool no_service)
 {
         Suite *s = suite_create("doctor");
-        TCase *tc;
         if (no_service) {
-                tc = tcase_create("no-service");
-                tcase_add_checked_fixture(tc, setup, teardown);
-                tcase_add_test(tc, test_service_needs_migrate);
-                suite_add_tcase(s, tc);
+                suite_add_tests(s, "no-service", setup, teardown, test_service_needs_migrate);
                 return s;
         }
-        tc = tcase_create("host");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_rootless_v2);
-        tcase_add_test(tc, test_v1_crun);
+        TCase *tc = suite_add_tests(s, "host", setup, teardown, test_rootless_v2, test_v1_crun, test_no_service,
+                                    test_info_refused, test_skills);
         tcase_add_loop_test(tc, test_host, 0, ELEMENTSOF(host_cases));
-        tcase_add_test(tc, test_no_service);
-        tcase_add_test(tc, test_info_refused);
-        tcase_add_test(tc, test_skills);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("project");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_project_image_missing);
-        tcase_add_test(tc, test_project_is_home);
-        tcase_add_test(tc, test_project_clean);
+        tc = suite_add_tests(s, "project", setup, teardown, test_project_image_missing, test_project_is_home,
+                             test_project_clean, test_project_git_hangs);
         tcase_add_loop_test(tc, test_project_git, 0, ELEMENTSOF(git_cases));
-        tcase_add_test(tc, test_project_git_hangs);
-        suite_add_tcase(s, tc);
         return s;
 }
 

@@ -14,6 +14,7 @@
 #include "kube.h"
 #include "unit.h"
 #include "fileio.h"
+#include "../suite-table.h"
 
 static aisb_policy *policy(const char *net)
 {
@@ -992,20 +993,11 @@ int main(void)
         for (size_t i = 0; i < ELEMENTSOF(harness_dirs); i++)
                 unsetenv(harness_dirs[i]);
         Suite *s = suite_create("kube");
-        TCase *tc = tcase_create("manifests");
-        tcase_add_test(tc, test_options_defaults);
-        tcase_add_test(tc, test_allow);
-        tcase_add_test(tc, test_none);
-        tcase_add_test(tc, test_project);
-        tcase_add_test(tc, test_sandbox);
-        tcase_add_test(tc, test_podman);
-        tcase_add_test(tc, test_netfilter);
-        tcase_add_test(tc, test_review);
-        tcase_add_test(tc, test_refused);
-        tcase_add_test(tc, test_names);
+        TCase *tc = suite_add_tests(s, "manifests", NULL, NULL, test_options_defaults, test_allow, test_none,
+                                    test_project, test_sandbox, test_podman, test_netfilter, test_review, test_refused,
+                                    test_names);
         tcase_add_loop_test(tc, test_renders_plan, 0, 2 * ELEMENTSOF(rows));
         tcase_set_timeout(tc, 60);
-        suite_add_tcase(s, tc);
         int failed = unit_run(s) != EXIT_SUCCESS;
         rmdir(home);
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "unit.h"
 #include "fileio.h"
+#include "../suite-table.h"
 
 #define MANAGED_QUERY "all=true&filters={\"label\":[\"aisb.managed=true\"]}"
 
@@ -661,24 +662,11 @@ END_TEST
 static Suite *manage_suite(void)
 {
         Suite *s = suite_create("manage");
-        TCase *tc = tcase_create("list");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_list);
-        tcase_add_test(tc, test_list_time_offset);
-        tcase_add_test(tc, test_list_gate_users);
-        tcase_add_test(tc, test_list_refused);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("clean");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_clean_default);
-        tcase_add_test(tc, test_clean_all);
-        tcase_add_test(tc, test_clean_image_refused);
-        tcase_add_test(tc, test_clean_container_refused);
-        tcase_add_test(tc, test_clean_volumes);
-        tcase_add_test(tc, test_clean_volumes_glob);
-        tcase_add_test(tc, test_clean_dry_run);
-        tcase_add_test(tc, test_clean_gate_state);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "list", setup, teardown, test_list, test_list_time_offset, test_list_gate_users,
+                        test_list_refused);
+        suite_add_tests(s, "clean", setup, teardown, test_clean_default, test_clean_all, test_clean_image_refused,
+                        test_clean_container_refused, test_clean_volumes, test_clean_volumes_glob, test_clean_dry_run,
+                        test_clean_gate_state);
         return s;
 }
 
