@@ -107,14 +107,25 @@ static int quarantine(sweep *s, int dir, const char *name, const char *was, cons
                 if (s->qfd < 0 && r >= 0)
                         r = -errno;
         }
-        /* Below the quarantine, the same directories as below the root. */
-        const char *slash = strrchr(rel, '/'), *leaf = slash ? slash + 1 : rel;
-        _cleanup_free_ char *dirs = strndup(rel, slash ? (size_t) (slash - rel) : 0), *now = path_join(s->quarantine_dir, rel);
+        /* Below the quarantine, the same directories as below the root, however deep (a path
+         * longer than tree_open_dir takes is the agent's to make). */
+        _cleanup_free_ char *dirs = strdup(rel), *now = path_join(s->quarantine_dir, rel);
         if (!dirs || !now)
                 return error_oom(s->err);
-        _cleanup_close_ int to = s->qfd >= 0 ? tree_open_dir(s->qfd, dirs, true, 0700) : -1;
+        _cleanup_close_ int to = s->qfd >= 0 ? fcntl(s->qfd, F_DUPFD_CLOEXEC, 3) : -1;
+        char *slash = strrchr(dirs, '/'), *save = NULL;
+        const char *leaf = slash ? slash + 1 : dirs;
+        if (slash) {
+                *slash = 0;
+                for (char *c = strtok_r(dirs, "/", &save); to >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+                        (void) mkdirat(to, c, 0700);
+                        int next = openat(to, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        close(to);
+                        to = next;
+                }
+        }
         if (r >= 0 && to < 0)
-                r = to;
+                r = -errno;
         if (r >= 0)
                 r = move_once(s, dir, name, to, leaf, was, &now);
         if (r == -EACCES || r == -EPERM) {
