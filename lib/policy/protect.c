@@ -600,6 +600,11 @@ static int plan_nested(int dir, const char *name, const char *rel, void *userdat
         struct stat st;
         if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return 0;
+        /* Deeper than a path below the root is opened: far past what a mount may name. */
+        if (strlen(rel) >= TREE_PATH_MAX) {
+                b->plan->mounts_cut = true;
+                return 0;
+        }
         if (S_ISDIR(st.st_mode)) {
                 int r = protect_gitdir(b, rel, &no_opts, 1);
                 r = r < 0 ? r : add_watch(b, rel, &st, NULL);
