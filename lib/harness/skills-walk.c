@@ -147,13 +147,6 @@ static bool inside_git(const char *path)
         return startswith(path, ".git/") || strstr(path, "/.git/");
 }
 
-/* path's directory ("" at the root) into dir, PATH_MAX bytes. */
-static void dir_of(const char *path, char *dir)
-{
-        const char *slash = strrchr(path, '/');
-        snprintf(dir, PATH_MAX, "%.*s", slash ? (int) (slash - path) : 0, path);
-}
-
 /* A directory the walk met: entered (0), or passed over with a note (TREE_SKIP). */
 static int walk_into(skills_walk *w, const tree_entry *e, bool in_git)
 {
@@ -193,8 +186,9 @@ static int walk_entry(const tree_entry *e, void *userdata)
                 return 0;
         }
         const struct stat *st = e->st;
-        char dir[PATH_MAX];
-        dir_of(e->path, dir);
+        char dir[PATH_MAX]; /* e's directory: "" at the root */
+        const char *slash = strrchr(e->path, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int) (slash - e->path) : 0, e->path);
         int r = add_entry_to_digest(w, e->path, st);
         if (r >= 0 && streq(e->name, ".git") && (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)))
                 r = strv_push(&w->repos, dir[0] ? dir : ".");

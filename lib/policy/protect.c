@@ -107,6 +107,13 @@ static int add_mount(builder *b, const char *rel, bool ro, const struct stat *st
         return r < 0 ? r : add_one_mount(b, rel, ro, st);
 }
 
+/* What the plan says it keeps read-only: rel in the project, a source outside it whole. */
+static int add_shown(builder *b, const char *rel, const char *source)
+{
+        _cleanup_free_ char *shown = strdup(b->root == 0 ? rel : source);
+        return !shown || strv_push(&b->plan->shown, shown) < 0 ? -ENOMEM : 1;
+}
+
 /* 1 when mounted; 0 when past the plan's bounds (plan->mounts_cut says so). */
 static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat *st)
 {
@@ -122,8 +129,7 @@ static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat
                 if (!ro || p->mounts[i].read_only)
                         return 1;
                 p->mounts[i].read_only = true;
-                _cleanup_free_ char *shown = b->root == 0 ? strdup(rel) : strdup(p->mounts[i].source);
-                return !shown || strv_push(&p->shown, shown) < 0 ? -ENOMEM : 1;
+                return add_shown(b, rel, p->mounts[i].source);
         }
         if (p->n_mounts >= PROTECT_MAX_MOUNTS || strlen(destination) > PROTECT_MOUNT_PATH_MAX) {
                 p->mounts_cut = true;
@@ -142,10 +148,7 @@ static int add_one_mount(builder *b, const char *rel, bool ro, const struct stat
                 return -ENOMEM;
         }
         p->n_mounts++;
-        if (!ro)
-                return 1;
-        _cleanup_free_ char *shown = b->root == 0 ? strdup(rel) : strdup(m->source);
-        return !shown || strv_push(&p->shown, shown) < 0 ? -ENOMEM : 1;
+        return ro ? add_shown(b, rel, m->source) : 1;
 }
 
 /* The watch of rel, made if it is not there yet: its index, or -ENOMEM (names taken over). */

@@ -84,10 +84,7 @@ static int read_target(const tree_entry *e, layer_entry *le)
  * made by the kernel (owned by the namespace's root, not the user), or refused. */
 static void other_kind(const struct stat *st, layer_entry *le)
 {
-        static const struct {
-                mode_t type;
-                const char *refused;
-        } refused[] = {
+        static const struct { mode_t type; const char *refused; } refused[] = {
                 { S_IFCHR, "a character device" }, { S_IFBLK, "a block device" }, { S_IFIFO, "a FIFO" },
                 { S_IFSOCK, "a socket" },
         };

@@ -369,12 +369,18 @@ int tree_open_parent(int root, const char *rel, const char **ret_name)
         return tree_open_dir(root, parent, false, 0);
 }
 
+/* The levels held from level on let go. */
+static void dirs_drop(tree_dirs *c, size_t level)
+{
+        for (; c->n > level; c->n--) {
+                free(c->names[c->n - 1]);
+                closep(&c->fds[c->n - 1]);
+        }
+}
+
 void tree_dirs_done(tree_dirs *c)
 {
-        for (size_t i = 0; i < c->n; i++) {
-                free(c->names[i]);
-                closep(&c->fds[i]);
-        }
+        dirs_drop(c, 0);
         free(c->names);
         free(c->fds);
         *c = TREE_DIRS_INIT(c->root);
@@ -391,12 +397,7 @@ static int dirs_open(tree_dirs *c, const char *rel, size_t len)
                         p += n + (slash != NULL);
                         continue;
                 }
-                /* A different directory at this level: what was held below it goes. */
-                while (c->n > level) {
-                        c->n--;
-                        free(c->names[c->n]);
-                        closep(&c->fds[c->n]);
-                }
+                dirs_drop(c, level); /* a different directory at this level: what was below it goes */
                 if (c->n == c->allocated) {
                         size_t grow = c->allocated ? c->allocated * 2 : 16;
                         char **names = reallocarray(c->names, grow, sizeof *names);
