@@ -373,16 +373,15 @@ int tree_open_parent(int root, const char *rel, const char **ret_name)
 static void dirs_drop(tree_dirs *c, size_t level)
 {
         for (; c->n > level; c->n--) {
-                free(c->names[c->n - 1]);
-                closep(&c->fds[c->n - 1]);
+                free(c->level[c->n - 1].name);
+                closep(&c->level[c->n - 1].fd);
         }
 }
 
 void tree_dirs_done(tree_dirs *c)
 {
         dirs_drop(c, 0);
-        free(c->names);
-        free(c->fds);
+        free(c->level);
         *c = TREE_DIRS_INIT(c->root);
 }
 
@@ -393,36 +392,29 @@ static int dirs_open(tree_dirs *c, const char *rel, size_t len)
         for (const char *p = rel, *end = rel + len; p < end; level++) {
                 const char *slash = memchr(p, '/', (size_t) (end - p));
                 size_t n = slash ? (size_t) (slash - p) : (size_t) (end - p);
-                if (level < c->n && strlen(c->names[level]) == n && memcmp(c->names[level], p, n) == 0) {
+                if (level < c->n && strlen(c->level[level].name) == n && memcmp(c->level[level].name, p, n) == 0) {
                         p += n + (slash != NULL);
                         continue;
                 }
                 dirs_drop(c, level); /* a different directory at this level: what was below it goes */
                 if (c->n == c->allocated) {
                         size_t grow = c->allocated ? c->allocated * 2 : 16;
-                        char **names = reallocarray(c->names, grow, sizeof *names);
-                        if (!names)
+                        struct tree_dirs_level *more = reallocarray(c->level, grow, sizeof *more);
+                        if (!more)
                                 return -ENOMEM;
-                        c->names = names;
-                        int *fds = reallocarray(c->fds, grow, sizeof *fds);
-                        if (!fds)
-                                return -ENOMEM;
-                        c->fds = fds;
+                        c->level = more;
                         c->allocated = grow;
                 }
                 char *name = strndup(p, n);
-                if (!name)
-                        return -ENOMEM;
-                int fd = tree_open_dir(level ? c->fds[level - 1] : c->root, name, false, 0);
+                int fd = name ? tree_open_dir(level ? c->level[level - 1].fd : c->root, name, false, 0) : -ENOMEM;
                 if (fd < 0) {
                         free(name);
                         return fd;
                 }
-                c->names[c->n] = name;
-                c->fds[c->n++] = fd;
+                c->level[c->n++] = (struct tree_dirs_level) { .name = name, .fd = fd };
                 p += n + (slash != NULL);
         }
-        return level ? c->fds[level - 1] : c->root;
+        return level ? c->level[level - 1].fd : c->root;
 }
 
 int tree_dirs_parent(tree_dirs *c, const char *rel, const char **ret_name)

@@ -114,9 +114,8 @@ int tree_open_parent(int root, const char *rel, const char **ret_name);
  * when first reached. */
 typedef struct tree_dirs {
         int root;            /* borrowed */
-        size_t n, allocated; /* levels held: names[i], fds[i] is root/names[0]/.../names[i] */
-        char **names;
-        int *fds;
+        size_t n, allocated; /* levels held: level[i].fd is root/level[0].name/.../level[i].name */
+        struct tree_dirs_level { char *name; int fd; } *level;
 } tree_dirs;
 #define TREE_DIRS_INIT(r) ((tree_dirs) { .root = (r) })
 void tree_dirs_done(tree_dirs *c);
