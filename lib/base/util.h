@@ -91,6 +91,22 @@ typedef struct env_entry {
         char *value; /* secret: wiped on free */
 } env_entry;
 
+/* Room for one more item in the array items (n held, allocated allotted: doubled when full,
+ * first at the start): 0, or -ENOMEM with the array as it was. */
+#define ARRAY_GROW(items, allocated, n, first) array_grow((void **) &(items), &(allocated), (n), sizeof *(items), (first))
+static inline int array_grow(void **items, size_t *allocated, size_t n, size_t size, size_t first)
+{
+        if (n < *allocated)
+                return 0;
+        size_t grow = *allocated ? *allocated * 2 : first;
+        void *more = reallocarray(*items, grow, size);
+        if (!more)
+                return -ENOMEM;
+        *items = more;
+        *allocated = grow;
+        return 0;
+}
+
 /* A growable byte buffer, always NUL-terminated. */
 typedef struct buffer {
         char *data;

@@ -128,17 +128,7 @@ static int scan_entry(const tree_entry *e, void *userdata)
         }
         if (le.refused)
                 le.opaque = false;
-        if (s->l->n == s->allocated) {
-                size_t grow = s->allocated ? s->allocated * 2 : 64;
-                layer_entry *more = realloc(s->l->entries, grow * sizeof *more);
-                if (!more) {
-                        free(le.target);
-                        return -ENOMEM;
-                }
-                s->l->entries = more;
-                s->allocated = grow;
-        }
-        if (!(le.path = strdup(e->path))) {
+        if (ARRAY_GROW(s->l->entries, s->allocated, s->l->n, 64) < 0 || !(le.path = strdup(e->path))) {
                 free(le.target);
                 return -ENOMEM;
         }
@@ -177,14 +167,8 @@ typedef struct changes_builder {
 
 static int push_change(changes_builder *b, const change *c)
 {
-        if (b->set->n == b->allocated) {
-                size_t grow = b->allocated ? b->allocated * 2 : 64;
-                change *more = realloc(b->set->changes, grow * sizeof *more);
-                if (!more)
-                        return -ENOMEM;
-                b->set->changes = more;
-                b->allocated = grow;
-        }
+        if (ARRAY_GROW(b->set->changes, b->allocated, b->set->n, 64) < 0)
+                return -ENOMEM;
         change copy = *c;
         copy.path = strdup(c->path);
         copy.target = c->target ? strdup(c->target) : NULL;

@@ -469,15 +469,9 @@ static void prune(const char *top)
                 for (size_t j = 0; complete && j < m.n; j++) {
                         if (!m.entries[j].hash[0])
                                 continue;
-                        if (n_kept == allocated) {
-                                size_t grow = allocated ? allocated * 2 : 1024;
-                                hash_text *more = realloc(kept, grow * sizeof *more);
-                                if (!more) {
-                                        complete = false;
-                                        break;
-                                }
-                                kept = more;
-                                allocated = grow;
+                        if (ARRAY_GROW(kept, allocated, n_kept, 1024) < 0) {
+                                complete = false;
+                                break;
                         }
                         memcpy(kept[n_kept++], m.entries[j].hash, sizeof *kept);
                 }

@@ -34,14 +34,8 @@ int manifest_walk(int fd, unsigned flags, tree_fn fn, manifest *ret)
 
 int manifest_add(manifest *m, const manifest_entry *e)
 {
-        if (m->n == m->allocated) {
-                size_t grow = m->allocated ? m->allocated * 2 : 256;
-                manifest_entry *more = realloc(m->entries, grow * sizeof *more);
-                if (!more)
-                        return -ENOMEM;
-                m->entries = more;
-                m->allocated = grow;
-        }
+        if (ARRAY_GROW(m->entries, m->allocated, m->n, 256) < 0)
+                return -ENOMEM;
         manifest_entry copy = *e;
         copy.path = strdup(e->path);
         copy.target = e->target ? strdup(e->target) : NULL;
@@ -283,16 +277,8 @@ int manifest_parse(const char *text, size_t size, manifest *ret, size_t *ret_lin
                 /* In the walk's order, each path once. */
                 if (r >= 0 && m.n && tree_path_cmp(m.entries[m.n - 1].path, e.path) >= 0)
                         r = -EBADMSG;
-                if (r >= 0 && m.n == m.allocated) {
-                        size_t grow = m.allocated ? m.allocated * 2 : 256;
-                        manifest_entry *more = realloc(m.entries, grow * sizeof *more);
-                        if (!more)
-                                r = -ENOMEM;
-                        else {
-                                m.entries = more;
-                                m.allocated = grow;
-                        }
-                }
+                if (r >= 0)
+                        r = ARRAY_GROW(m.entries, m.allocated, m.n, 256);
                 if (r < 0) {
                         entry_done(&e);
                         break;

@@ -91,14 +91,8 @@ static int list_one(int fd, const char *name, unsigned char type, uint64_t ino, 
                 return 1; /* the rest of this directory passed over */
         if (l->n >= l->max)
                 return -E2BIG;
-        if (l->n == l->allocated) {
-                size_t grow = l->allocated ? l->allocated * 2 : 64;
-                dir_item *more = realloc(l->items, grow * sizeof *more);
-                if (!more)
-                        return -ENOMEM;
-                l->items = more;
-                l->allocated = grow;
-        }
+        if (ARRAY_GROW(l->items, l->allocated, l->n, 64) < 0)
+                return -ENOMEM;
         l->items[l->n++] = (dir_item) { .name = (char *) (uintptr_t) l->names.size, .ino = ino, .type = type };
         return buffer_append(&l->names, name, strlen(name) + 1);
 }
@@ -397,14 +391,8 @@ static int dirs_open(tree_dirs *c, const char *rel, size_t len)
                         continue;
                 }
                 dirs_drop(c, level); /* a different directory at this level: what was below it goes */
-                if (c->n == c->allocated) {
-                        size_t grow = c->allocated ? c->allocated * 2 : 16;
-                        struct tree_dirs_level *more = reallocarray(c->level, grow, sizeof *more);
-                        if (!more)
-                                return -ENOMEM;
-                        c->level = more;
-                        c->allocated = grow;
-                }
+                if (ARRAY_GROW(c->level, c->allocated, c->n, 16) < 0)
+                        return -ENOMEM;
                 char *name = strndup(p, n);
                 int fd = name ? tree_open_dir(level ? c->level[level - 1].fd : c->root, name, false, 0) : -ENOMEM;
                 if (fd < 0) {
