@@ -29,13 +29,17 @@
 
 #include <curl/curl.h>
 
-#include "gate-squid.h"
 #include "container.h"
+#include "gate-hash.h"
+#include "gate-probe.h"
+#include "gate-scripts.h"
+#include "gate-squid.h"
 #include "gate.h"
 #include "image.h"
 #include "jsonutil.h"
 #include "network.h"
 #include "podman.h"
+#include "port-owners.h"
 #include "userdirs.h"
 #include "fileio.h"
 #include "hostaddr.h"
@@ -50,65 +54,6 @@
 #define GATE_TLS_INSIDE "/aisb-gate/" GATE_TLS_DIR
 #define GATE_CA_MAX (64 * 1024)
 
-/* The gate's first process: makes the CA when the gate intercepts TLS (the key never leaves
- * the gate's tls/, readable by the user alone), starts squid, and stops it once no run holds
- * a lease, no connection is open and nothing was logged for the idle time. Arguments: idle
- * seconds (0: never; "held": a run's own gate, which within 2 s of its run's lease going,
- * even when the run was killed, refuses every request and keeps its port, so that the sandbox
- * left behind reaches nothing and nobody else takes the port; the next run with secrets
- * removes it), port, intercept (0 or 1). What serves is the marker tls/serving, made before
- * squid starts and removed (which needs no space) once the lease is gone: squid's helper
- * (gate_held_helper) looks for it at every request, where a reload of squid would close its
- * port for a moment. */
-static const char gate_script[] =
-        "idle=$1 port=$2 intercept=$3\n"
-        "leased() {\n"
-        "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
-        "    [ -e \"$f\" ] && ! flock -n -x \"$f\" true && return 0\n"
-        "  done\n"
-        "  return 1\n"
-        "}\n"
-        /* A run's own gate serves only while a lease is held, from its first start on (a
-         * container started again keeps the marker of its last life). */
-        "if [ \"$idle\" = held ]; then\n"
-        "  rm -f " GATE_TLS_INSIDE "/serving || exit 70\n"
-        "  if leased; then : > " GATE_TLS_INSIDE "/serving || exit 70; fi\n"
-        "else\n"
-        "  : > " GATE_TLS_INSIDE "/serving || exit 70\n"
-        "fi\n"
-        "if [ \"$intercept\" = 1 ]; then\n"
-        "  umask 077\n"
-        "  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
-        " -subj \"/CN=aisb gate 127.0.0.1:$port\" -addext basicConstraints=critical,CA:true"
-        " -addext keyUsage=critical,keyCertSign,cRLSign"
-        " -keyout " GATE_TLS_INSIDE "/ca.key -out " GATE_TLS_INSIDE "/ca.pem.new 2>/dev/null || exit 70\n"
-        "  /usr/lib/squid/security_file_certgen -c -s /tmp/aisb-certs -M 4MB >/dev/null || exit 70\n"
-        "  chmod 644 " GATE_TLS_INSIDE "/ca.pem.new && mv " GATE_TLS_INSIDE "/ca.pem.new " GATE_TLS_INSIDE "/ca.pem || exit 70\n"
-        "fi\n"
-        "squid -N -f " GATE_CONFIG_INSIDE "/squid.conf & pid=$!\n"
-        "trap 'kill $pid 2>/dev/null' TERM INT\n"
-        "start=$(date +%s) hex=$(printf %04X \"$port\") every=15\n"
-        "[ \"$idle\" = held ] && every=2\n"
-        "while sleep $every & wait $!; kill -0 $pid 2>/dev/null; do\n"
-        "  [ \"$idle\" = 0 ] && continue\n"
-        "  leased && continue\n"
-        "  if [ \"$idle\" = held ]; then rm -f " GATE_TLS_INSIDE "/serving && idle=0; continue; fi\n"
-        "  [ \"$(awk -v p=\":$hex\" '$2 ~ p\"$\" && $4 == \"01\"' /proc/net/tcp /proc/net/tcp6 2>/dev/null | wc -l)\" -eq 0 ] || continue\n"
-        "  last=$(stat -c %Y " GATE_LOGS_INSIDE "/access.log 2>/dev/null || echo 0)\n"
-        "  [ \"$last\" -gt \"$start\" ] || last=$start\n"
-        "  [ $(( $(date +%s) - last )) -ge \"$idle\" ] || continue\n"
-        "  kill $pid; wait $pid; exit 0\n"
-        "done\n"
-        "wait $pid\n";
-
-/* squid's helper for a run's own gate: asked about every request (no answer is cached), it
- * answers OK, which refuses the request, unless the marker the gate's first process keeps
- * while the run holds its lease is there (so a marker it cannot see refuses). A line is a
- * channel number and the client's address; the answer names the channel. */
-static const char gate_held_helper[] =
-        "while read -r channel _; do\n"
-        "  if [ -e " GATE_TLS_INSIDE "/serving ]; then echo \"$channel ERR\"; else echo \"$channel OK\"; fi\n"
-        "done\n";
 #define GATE_START_TIMEOUT_MS 20000
 /* A listening gate answers at once; squid with no helper never does. */
 #define GATE_PROBE_TIMEOUT_MS 5000
@@ -118,8 +63,6 @@ static const char gate_held_helper[] =
  * 5000 requests with 4 KB paths). About a second of reading at most. */
 #define GATE_LOG_READ_MAX (1024 * 1024 * 1024)
 #define GATE_LOG_LINE_MAX 4096
-/* /proc/net/tcp of a very busy host stays far below this (a line is 150 bytes). */
-#define PROC_NET_TCP_MAX (64 * 1024 * 1024)
 
 void gate_info_done(gate_info *g)
 {
@@ -225,118 +168,6 @@ static int free_port(unsigned *ret)
         return 0;
 }
 
-int proc_net_tcp_line(const char *line, unsigned port, uid_t *ret_uid, bool *ret_exact)
-{
-        char address[40];
-        unsigned local_port, state, uid;
-        if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %u", address,
-                   &local_port, &state, &uid) != 4)
-                return 0;
-        if (local_port != port || state != 0x0A /* TCP_LISTEN */)
-                return 0;
-        /* The kernel prints each 32-bit word of the address as the number its bytes make in
-         * this host's order: compare with the same words in memory. */
-        uint32_t words[4] = {};
-        size_t n_words = strlen(address) / 8;
-        if (strlen(address) % 8 || (n_words != 1 && n_words != 4))
-                return 0;
-        for (size_t i = 0; i < n_words; i++) {
-                char word[9];
-                memcpy(word, address + 8 * i, 8);
-                word[8] = 0;
-                words[i] = (uint32_t) strtoul(word, NULL, 16);
-        }
-        uint32_t v4;
-        if (n_words == 1)
-                v4 = words[0];
-        else if (words[0] == 0 && words[1] == 0 && words[2] == htonl(0xffff))
-                v4 = words[3]; /* ::ffff:a.b.c.d */
-        else if (words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0)
-                v4 = htonl(INADDR_ANY); /* ::, which may take IPv4 connections too */
-        else
-                return 0;
-        if (v4 != htonl(INADDR_LOOPBACK) && v4 != htonl(INADDR_ANY))
-                return 0;
-        *ret_uid = (uid_t) uid;
-        *ret_exact = v4 == htonl(INADDR_LOOPBACK);
-        return 1;
-}
-
-static void port_owners_add(port_owners *o, uid_t owner, bool exact, uid_t uid)
-{
-        if (owner == uid && exact)
-                o->ours = true;
-        else if (owner != uid && !o->stranger) {
-                o->stranger = true;
-                o->stranger_uid = owner;
-        }
-}
-
-int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners *owners)
-{
-        for (const char *line = text; line && *line;) {
-                const char *end = strchr(line, '\n');
-                size_t n = end ? (size_t) (end - line) : strlen(line);
-                _cleanup_free_ char *l = strndup(line, n);
-                if (!l)
-                        return -ENOMEM;
-                uid_t owner;
-                bool exact;
-                if (proc_net_tcp_line(l, port, &owner, &exact) == 1)
-                        port_owners_add(owners, owner, exact, uid);
-                line += n + (end ? 1 : 0);
-        }
-        return 0;
-}
-
-typedef struct owners_reading {
-        unsigned port;
-        uid_t uid;
-        port_owners *owners;
-} owners_reading;
-
-static int owners_line(char *line, void *userdata)
-{
-        owners_reading *o = userdata;
-        uid_t owner;
-        bool exact;
-        if (proc_net_tcp_line(line, o->port, &owner, &exact) == 1)
-                port_owners_add(o->owners, owner, exact, o->uid);
-        return 0;
-}
-
-/* Who listens where a connection to 127.0.0.1:port goes, from the kernel's socket tables. */
-static int port_owners_read(unsigned port, port_owners *ret)
-{
-        *ret = (port_owners) {};
-        owners_reading o = { .port = port, .uid = getuid(), .owners = ret };
-        static const char *const tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
-        int r = 0;
-        for (size_t i = 0; i < ELEMENTSOF(tables); i++) {
-                _cleanup_close_ int fd = open(tables[i], O_RDONLY | O_CLOEXEC);
-                if (fd < 0) {
-                        /* No IPv6 in this kernel: nothing listens there. */
-                        if (errno != ENOENT || i == 0)
-                                r = -errno;
-                        continue;
-                }
-                int k = read_lines(fd, PROC_NET_TCP_MAX, 512, owners_line, &o);
-                if (k < 0)
-                        r = k;
-        }
-        return r;
-}
-
-/* Whether the gate's port is up and ours: a listening socket of this user bound to
- * 127.0.0.1:port. Connecting proves less: another local user's listener there (taken while
- * the gate was down, or before squid could bind it) accepts just as well, and would then see
- * all the sandboxes' traffic. */
-bool gate_port_ours(unsigned port)
-{
-        port_owners o;
-        return port > 0 && port_owners_read(port, &o) == 0 && o.ours;
-}
-
 /* State of the named gate container: 0 absent, 1 present; *ret_running, *ret_port. */
 static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsigned *ret_port,
                         aisb_error **err)
@@ -395,7 +226,7 @@ static int gate_create_body(const gate_info *g, const char *image, unsigned idle
                 snprintf(idle_text, sizeof idle_text, "held");
         else
                 snprintf(idle_text, sizeof idle_text, "%u", idle_stop_s);
-        const char *const argv[] = { "sh", "-c", gate_script, "aisb-gate", idle_text, port_text,
+        const char *const argv[] = { "sh", "-c", gate_start_script, "aisb-gate", idle_text, port_text,
                                      intercept ? "1" : "0", NULL };
         return json_build(
                 ret,
@@ -522,75 +353,6 @@ static int gate_lease_take(gate_info *g)
         return 0;
 }
 
-static size_t probe_discard(char *data, size_t size, size_t n, void *userdata)
-{
-        (void) data;
-        (void) userdata;
-        return size * n;
-}
-
-static int probe_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-        return ctx_stopping(userdata) ? 1 : 0;
-}
-
-/* Whether squid's answer names the page of a gate whose run is gone. */
-static size_t probe_header(char *data, size_t size, size_t n, void *userdata)
-{
-        static const char name[] = "X-Squid-Error:";
-        size_t len = size * n;
-        if (len > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
-                size_t i = sizeof name - 1;
-                while (i < len && (data[i] == ' ' || data[i] == '\t'))
-                        i++;
-                if (len - i >= strlen(GATE_HELD_PAGE) && memcmp(data + i, GATE_HELD_PAGE, strlen(GATE_HELD_PAGE)) == 0)
-                        *(bool *) userdata = true;
-        }
-        return len;
-}
-
-int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, aisb_error **err)
-{
-        CURL *c = curl_easy_init();
-        if (!c)
-                return error_oom(err);
-        char proxy[32];
-        snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", port);
-        curl_easy_setopt(c, CURLOPT_URL, "http://" GATE_PROBE_HOST "/");
-        curl_easy_setopt(c, CURLOPT_PROXY, proxy);
-        curl_easy_setopt(c, CURLOPT_NOPROXY, ""); /* whatever no_proxy says */
-        curl_easy_setopt(c, CURLOPT_PROXYUSERNAME, GATE_CLIENT_USER);
-        curl_easy_setopt(c, CURLOPT_PROXYPASSWORD, key);
-        curl_easy_setopt(c, CURLOPT_PROXYAUTH, (long) CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, probe_discard);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, probe_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, ctx);
-        bool held = false;
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, probe_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, &held);
-        CURLcode rc = curl_easy_perform(c);
-        long status = 0;
-        (void) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_cleanup(c);
-        if (rc == CURLE_OK && status > 0 && held)
-                return aisb_error_set(err, -EIO,
-                                      "the gate on 127.0.0.1:%u refuses as if its run were gone: it cannot "
-                                      "see its marker " GATE_TLS_DIR "/serving; run again",
-                                      port);
-        if (rc == CURLE_OK && status > 0)
-                return 0;
-        if (rc == CURLE_ABORTED_BY_CALLBACK)
-                return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
-        return aisb_error_set(err, -ETIMEDOUT,
-                              "the gate on 127.0.0.1:%u did not answer a request (%s): squid could not "
-                              "start the helper that refuses the sandbox once its run is gone (as when "
-                              "something holds every port on the loopback); run again",
-                              port, curl_easy_strerror(rc));
-}
-
 /* One FIFO of ask/, made afresh by the user, opened read-write without following anything:
  * the directory is the run's own gate's, made for this run. */
 static int gate_ask_fifo(int dir, const char *name, int *ret)
@@ -624,22 +386,15 @@ static int gate_ask_open(gate_info *g, aisb_error **err)
         return 0;
 }
 
-/* Write the configuration, build or find the image, create and start the container, and
- * wait until squid listens. g has name, hash and dir; this fills the port. */
-static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb_error **err)
+/* squid.conf and the hosts file for this gate, as gate_start writes them into config/. */
+static int gate_config_texts(const gate_request *req, const gate_info *g, bool intercept, char **ret_conf,
+                             char **ret_hosts, aisb_error **err)
 {
-        if (!req->image)
-                return aisb_error_set(err, -EINVAL, "the gate's image was not planned");
-        int r = free_port(&g->port);
-        if (r < 0)
-                return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
-        _cleanup_free_ char *conf = NULL, *hosts = NULL;
         _cleanup_strv_free_ char **host_addresses = NULL;
-        r = host_own_addresses(&host_addresses);
+        int r = host_own_addresses(&host_addresses);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot list the host's addresses for the gate: %s",
                                       strerror(-r));
-        bool intercept = gate_squid_intercepts(req->list, req->n_secrets);
         squid_options so = {
                 .port = g->port,
                 .hosts_file = GATE_CONFIG_INSIDE "/hosts",
@@ -657,9 +412,19 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
                 .ask_helper = req->ask ? GATE_CONFIG_INSIDE "/ask.sh" : NULL,
                 .tunnel_helper = intercept ? GATE_CONFIG_INSIDE "/tunnel.awk" : NULL,
         };
-        r = gate_squid_config(req->list, &so, &conf, err);
+        r = gate_squid_config(req->list, &so, ret_conf, err);
         if (r >= 0)
-                r = gate_squid_hosts_file(req->add_hosts, &hosts, err);
+                r = gate_squid_hosts_file(req->add_hosts, ret_hosts, err);
+        return r;
+}
+
+/* The state directory made ready for a start: config/ written (squid.conf, hosts and the
+ * helpers this gate runs), the question FIFOs open, and what squid left in logs/, tls/ and
+ * leases/ cleared. */
+static int gate_state_prepare(const gate_request *req, gate_info *g, bool intercept, aisb_error **err)
+{
+        _cleanup_free_ char *conf = NULL, *hosts = NULL;
+        int r = gate_config_texts(req, g, intercept, &conf, &hosts, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
@@ -689,6 +454,64 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
         gate_log_reset(logs, "access.log", false);
         gate_tls_reset(tls);
         gate_leases_prune(leases);
+        return 0;
+}
+
+/* Until squid listens on the gate's port as the user's (then its CA read, and a run's own
+ * gate asked once), the container stops, another user takes the port, or the run is stopped.
+ * The caller removes the container when this fails. */
+static int gate_wait_listening(aisb_ctx *ctx, gate_info *g, bool intercept, aisb_error **err)
+{
+        struct timespec delay = { 0, 50 * 1000 * 1000 };
+        for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
+                if (ctx_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
+                port_owners owners;
+                if (port_owners_read(g->port, &owners) == 0 && owners.ours) {
+                        int r;
+                        /* squid listens only once the CA exists. */
+                        if (intercept && (r = gate_read_ca(g, &g->ca_pem)) < 0)
+                                return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s",
+                                                      g->dir, strerror(-r));
+                        return g->per_run ? gate_probe(ctx, g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err) : 0;
+                }
+                /* Taken between our choosing it and squid binding it: squid cannot listen
+                 * there, and another user's listener must never pass for the gate. A retry
+                 * would only give whoever races us a second try; the next run picks anew. */
+                if (owners.stranger)
+                        return aisb_error_set(err, -EADDRINUSE,
+                                              "another user (uid %u) took 127.0.0.1:%u before the gate could listen on it; run again to use another port",
+                                              (unsigned) owners.stranger_uid, g->port);
+                if (waited % 1000 == 0) {
+                        bool running = false;
+                        unsigned ignored;
+                        aisb_error *e = NULL;
+                        int k = gate_inspect(ctx, g->name, &running, &ignored, &e);
+                        aisb_error_free(e);
+                        if (k == 1 && !running)
+                                break;
+                }
+                nanosleep(&delay, NULL);
+        }
+        char why[400];
+        tail_of_log(g, "cache.log", why, sizeof why);
+        return aisb_error_set(err, -EIO, "the gate did not start listening on 127.0.0.1:%u: %s",
+                              g->port, why[0] ? why : "(no log)");
+}
+
+/* Write the configuration, build or find the image, create and start the container, and
+ * wait until squid listens. g has name, hash and dir; this fills the port. */
+static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb_error **err)
+{
+        if (!req->image)
+                return aisb_error_set(err, -EINVAL, "the gate's image was not planned");
+        int r = free_port(&g->port);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
+        bool intercept = gate_squid_intercepts(req->list, req->n_secrets);
+        r = gate_state_prepare(req, g, intercept, err);
+        if (r < 0)
+                return r;
 
         r = image_ensure(ctx, req->image, NULL, err);
         if (r < 0)
@@ -705,55 +528,12 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
         r = podman_container_start(ctx, g->name, err);
         if (r < 0)
                 aisb_error_wrap(err, r, "starting the gate");
-        if (r < 0) {
-                /* Not started (or the run was stopped meanwhile): no half-made gate stays. */
+        else
+                r = gate_wait_listening(ctx, g, intercept, err);
+        /* Not started, not listening, or the run was stopped meanwhile: no half-made gate
+         * stays. */
+        if (r < 0)
                 (void) podman_container_remove(ctx, g->name, NULL);
-                return r;
-        }
-        struct timespec delay = { 0, 50 * 1000 * 1000 };
-        for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
-                if (ctx_stopping(ctx)) {
-                        (void) podman_container_remove(ctx, g->name, NULL);
-                        return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
-                }
-                port_owners owners;
-                if (port_owners_read(g->port, &owners) == 0 && owners.ours) {
-                        /* squid listens only once the CA exists. */
-                        if (intercept && (r = gate_read_ca(g, &g->ca_pem)) < 0) {
-                                (void) podman_container_remove(ctx, g->name, NULL);
-                                return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s",
-                                                      g->dir, strerror(-r));
-                        }
-                        if (g->per_run && (r = gate_probe(ctx, g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err)) < 0)
-                                (void) podman_container_remove(ctx, g->name, NULL);
-                        return r < 0 ? r : 0;
-                }
-                /* Taken between our choosing it and squid binding it: squid cannot listen
-                 * there, and another user's listener must never pass for the gate. A retry
-                 * would only give whoever races us a second try; the next run picks anew. */
-                if (owners.stranger) {
-                        r = aisb_error_set(err, -EADDRINUSE,
-                                           "another user (uid %u) took 127.0.0.1:%u before the gate could listen on it; run again to use another port",
-                                           (unsigned) owners.stranger_uid, g->port);
-                        (void) podman_container_remove(ctx, g->name, NULL);
-                        return r;
-                }
-                if (waited % 1000 == 0) {
-                        bool running = false;
-                        unsigned ignored;
-                        aisb_error *e = NULL;
-                        int k = gate_inspect(ctx, g->name, &running, &ignored, &e);
-                        aisb_error_free(e);
-                        if (k == 1 && !running)
-                                break;
-                }
-                nanosleep(&delay, NULL);
-        }
-        char why[400];
-        tail_of_log(g, "cache.log", why, sizeof why);
-        r = aisb_error_set(err, -EIO, "the gate did not start listening on 127.0.0.1:%u: %s",
-                           g->port, why[0] ? why : "(no log)");
-        (void) podman_container_remove(ctx, g->name, NULL);
         return r;
 }
 
@@ -1064,12 +844,6 @@ int gate_log_offset(const gate_info *g, long long *ret)
         return 0;
 }
 
-static int count_line(char *line, void *userdata)
-{
-        (void) egress_count_line(userdata, line);
-        return 0;
-}
-
 int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, void *userdata), void *userdata)
 {
         struct stat st;
@@ -1084,12 +858,6 @@ int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, vo
         if (lseek(fd, (off_t) offset, SEEK_SET) < 0)
                 return -errno;
         return read_lines(fd, GATE_LOG_READ_MAX, GATE_LOG_LINE_MAX, fn, userdata);
-}
-
-int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
-{
-        *ret = (egress_summary) { .shared_gate = !g->client_key };
-        return gate_log_read(g, offset, count_line, ret);
 }
 
 /* ---- the public face: aisb gate up|status|logs|down ---- */

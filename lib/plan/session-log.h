@@ -2,7 +2,7 @@
 /* The session log: what ran (aisb log reads it). */
 #pragma once
 
-#include "gate-squid.h"
+#include "egress.h"
 #include "policy.h"
 
 /* One line for this run. run: its sandbox's name (what the egress record names it by); hash: the plan's policy hash; patched: the fields

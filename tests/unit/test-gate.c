@@ -809,13 +809,13 @@ START_TEST(test_summary)
         egress_summary s;
         long long offset = -1;
         /* No log yet: nothing sent. */
-        ck_assert_int_eq(gate_summary(&g, 0, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), 0);
         ck_assert_uint_eq(s.allowed + s.denied + s.failed, 0);
         ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
         ck_assert_int_eq(offset, 0);
 
         write_file(at("logs/access.log"), LINE_ALLOWED LINE_DENIED LINE_FAILED);
-        ck_assert_int_eq(gate_summary(&g, 0, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), 0);
         ck_assert_uint_eq(s.allowed, 1);
         ck_assert_uint_eq(s.denied, 1);
         ck_assert_uint_eq(s.failed, 1);
@@ -823,17 +823,17 @@ START_TEST(test_summary)
         ck_assert_str_eq(s.failed_names[0], "down.test");
 
         /* From where a run began: what others sent before is not its. */
-        ck_assert_int_eq(gate_summary(&g, (long long) strlen(LINE_ALLOWED), &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, (long long) strlen(LINE_ALLOWED), &s), 0);
         ck_assert_uint_eq(s.allowed, 0);
         ck_assert_uint_eq(s.denied, 1);
         ck_assert_uint_eq(s.failed, 1);
         ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
         ck_assert_int_eq(offset, (long long) strlen(LINE_ALLOWED LINE_DENIED LINE_FAILED));
-        ck_assert_int_eq(gate_summary(&g, offset, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, offset, &s), 0);
         ck_assert_uint_eq(s.allowed + s.denied + s.failed, 0);
 
         /* A log that shrank was replaced (a restarted gate): all of it is this run's. */
-        ck_assert_int_eq(gate_summary(&g, offset + 1000, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, offset + 1000, &s), 0);
         ck_assert_uint_eq(s.allowed, 1);
         ck_assert_uint_eq(s.denied, 1);
         ck_assert_uint_eq(s.failed, 1);
@@ -864,7 +864,7 @@ START_TEST(test_record_after_flood)
         ck_assert_int_eq(write(fd, tail, sizeof tail - 1), (ssize_t) (sizeof tail - 1));
         close(fd);
         egress_summary sum;
-        ck_assert_int_eq(gate_summary(&g, 0, &sum), 0);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &sum), 0);
         ck_assert_uint_eq(sum.denied, 5000);
         ck_assert_uint_eq(sum.allowed, 2);
         allowlist l = {};
@@ -897,7 +897,7 @@ START_TEST(test_summary_fifo)
         ck_assert_int_eq(mkfifo(at("logs/access.log"), 0600), 0);
         egress_summary s;
         /* Refused at once: a FIFO with no writer would block the run's end forever. */
-        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), -EBADFD);
         long long offset = -1;
         ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
         ck_assert_int_eq(offset, 0);
@@ -912,12 +912,12 @@ START_TEST(test_summary_symlink)
         write_file(elsewhere, LINE_DENIED LINE_DENIED);
         ck_assert_int_eq(symlink(elsewhere, at("logs/access.log")), 0);
         egress_summary s;
-        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), -EBADFD);
         ck_assert_uint_eq(s.denied, 0);
         /* A directory is no log either. */
         ck_assert_int_eq(unlink(at("logs/access.log")), 0);
         ck_assert_int_eq(mkdir(at("logs/access.log"), 0700), 0);
-        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), -EBADFD);
         /* Nor is a logs/ that is a symlink to a directory of the host's. */
         remove_tree(at("logs"));
         char other[512];
@@ -926,7 +926,7 @@ START_TEST(test_summary_symlink)
         snprintf(elsewhere, sizeof elsewhere, "%s/access.log", other);
         write_file(elsewhere, LINE_DENIED);
         ck_assert_int_eq(symlink(other, at("logs")), 0);
-        ck_assert_int_lt(gate_summary(&g, 0, &s), 0);
+        ck_assert_int_lt(egress_summary_read(&g, 0, &s), 0);
         ck_assert_uint_eq(s.denied, 0);
 }
 END_TEST
