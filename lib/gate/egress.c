@@ -208,16 +208,9 @@ static void list_from_json(json_object *o, const char *key, char *slots, size_t 
         }
 }
 
-static unsigned long count_from_json(json_object *o, const char *key)
-{
-        json_object *v;
-        return json_object_object_get_ex(o, key, &v) ? (unsigned long) json_object_get_int64(v) : 0;
-}
-
 void egress_summary_from_json(json_object *o, egress_summary *ret)
 {
-        *ret = (egress_summary) { .allowed = count_from_json(o, "allowed"), .denied = count_from_json(o, "denied"),
-                                  .failed = count_from_json(o, "failed") };
+        *ret = (egress_summary) {};
         list_from_json(o, "denied_names", ret->denied_names[0], sizeof ret->denied_names[0], &ret->n_denied_names);
         list_from_json(o, "denied_requests", ret->denied_requests[0], sizeof ret->denied_requests[0],
                        &ret->n_denied_requests);
@@ -367,8 +360,8 @@ static int write_line(char *line, void *userdata)
 int egress_record_write(const char *run, const gate_info *g, long long offset, const allowlist *l,
                         const ask_state *a)
 {
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" EGRESS_LOG, dir) < 0)
+        _cleanup_free_ char *path = NULL;
+        if (aisb_egress_log_path(&path, NULL) < 0)
                 return -ENOMEM;
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)

@@ -46,8 +46,9 @@ int egress_summary_read(const gate_info *g, long long offset, egress_summary *re
  * log (a warning when the gate refused something), or a warning that there is none. Into
  * *ret when there is. */
 void egress_report(aisb_ctx *ctx, const gate_info *g, long long offset, egress_summary *ret);
-/* The summary as the session log keeps it, and read back from there: a record from before
- * gates said whether they were shared counts as shared. */
+/* The summary as the session log keeps it, and its names read back from there (not the
+ * counts: aisb allow needs none): a record from before gates said whether they were shared
+ * counts as shared. */
 json_object *egress_summary_json(const egress_summary *s);
 void egress_summary_from_json(json_object *o, egress_summary *ret);
 

@@ -21,6 +21,21 @@ static const struct {
         { "api.github.com", "Authorization", "Bearer" },
 };
 
+int gate_random_hex(size_t n_bytes, char **ret)
+{
+        uint8_t random[32];
+        if (n_bytes > sizeof random)
+                return -EINVAL;
+        if (getrandom(random, n_bytes, 0) != (ssize_t) n_bytes)
+                return errno ? -errno : -EIO;
+        char *hex = malloc(2 * n_bytes + 1);
+        for (size_t i = 0; hex && i < n_bytes; i++)
+                snprintf(hex + 2 * i, 3, "%02x", random[i]);
+        explicit_bzero(random, sizeof random);
+        *ret = hex;
+        return hex ? 0 : -ENOMEM;
+}
+
 void gate_secret_done(gate_secret *s)
 {
         free(s->name);
@@ -112,12 +127,10 @@ int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, cha
                         return WHY("%s holds a character the gate cannot put in a header as it is (a blank, "
                                    "a quote, %%, \\ or a control or non-ASCII one)",
                                    g.name);
-        uint8_t random[16];
-        if (getrandom(random, sizeof random, 0) != sizeof random)
-                return WHY("no random bytes for the placeholder: %s", strerror(errno));
-        char hex[33];
-        for (size_t i = 0; i < sizeof random; i++)
-                snprintf(hex + 2 * i, 3, "%02x", random[i]);
+        _cleanup_free_ char *hex = NULL;
+        int r = gate_random_hex(16, &hex);
+        if (r < 0)
+                return r == -ENOMEM ? r : WHY("no random bytes for the placeholder: %s", strerror(-r));
         g.header = strdup(header);
         g.scheme = scheme ? strdup(scheme) : NULL;
         g.value = strdup(value);

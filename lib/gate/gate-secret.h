@@ -25,3 +25,6 @@ void gate_secret_done(gate_secret *s);
  * random hex digits. -EINVAL with why.
  */
 int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, char *why, size_t whylen);
+/* n_bytes (at most 32) random bytes as 2 * n_bytes hex digits: a placeholder, the key of a
+ * run's own gate, its name. */
+int gate_random_hex(size_t n_bytes, char **ret);

@@ -93,11 +93,11 @@ static int gate_subdir_open(const char *dir, const char *sub)
         return sub_fd < 0 ? -errno : sub_fd;
 }
 
-/* A file in a directory squid writes, for reading: only a regular file, opened without
- * following a symlink or waiting for a FIFO's writer. -EBADFD for anything else there. */
-static int gate_log_open(const gate_info *g, const char *name, struct stat *ret_st)
+/* A file in a directory squid writes (logs/, tls/), for reading: only a regular file, opened
+ * without following a symlink or waiting for a FIFO's writer. -EBADFD for anything else. */
+static int gate_file_open(const gate_info *g, const char *sub, const char *name, struct stat *ret_st)
 {
-        _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_LOGS_DIR);
+        _cleanup_close_ int dir = gate_subdir_open(g->dir, sub);
         if (dir < 0)
                 return dir;
         _cleanup_close_ int fd = openat(dir, name,
@@ -191,26 +191,30 @@ static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsi
 /* The gate's files, from its directory on the host; its scratch space, in memory. */
 static json_object *gate_mounts(const gate_info *g)
 {
-        char config[PATH_MAX], logs[PATH_MAX], tls[PATH_MAX], leases[PATH_MAX], ask[PATH_MAX];
-        snprintf(ask, sizeof ask, "%s/" GATE_ASK_DIR, g->dir);
-        snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, g->dir);
-        snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, g->dir);
-        snprintf(tls, sizeof tls, "%s/" GATE_TLS_DIR, g->dir);
-        snprintf(leases, sizeof leases, "%s/" GATE_LEASES_DIR, g->dir);
         static const char *const ro[] = { "rbind", "ro", NULL }, *const rw[] = { "rbind", "rw", NULL };
+        const struct {
+                const char *sub, *inside, *const *options;
+                bool wanted;
+        } binds[] = {
+                { GATE_CONFIG_DIR, GATE_CONFIG_INSIDE, ro, true },
+                { GATE_LOGS_DIR, GATE_LOGS_INSIDE, rw, true },
+                { GATE_TLS_DIR, GATE_TLS_INSIDE, rw, true },
+                { GATE_LEASES_DIR, "/aisb-gate/" GATE_LEASES_DIR, ro, true },
+                /* Read-only: the FIFOs open for writing all the same, and squid cannot swap them. */
+                { GATE_ASK_DIR, GATE_ASK_INSIDE, ro, g->ask_questions_fd >= 0 },
+        };
         static const char *const tmpfs_options[] = { "size=16m", "mode=1777", NULL };
         static const char *const tmpfs[] = { "/run", "/tmp", "/var/tmp", "/var/spool/squid",
                                              "/var/log/squid", "/var/cache/squid" };
-        _cleanup_json_ json_object *mounts = NULL;
-        int r = json_build(&mounts, JSON_BUILD_ARRAY(
-                                            JSON_BUILD_TAKE(container_mount("bind", config, GATE_CONFIG_INSIDE, ro)),
-                                            JSON_BUILD_TAKE(container_mount("bind", logs, GATE_LOGS_INSIDE, rw)),
-                                            JSON_BUILD_TAKE(container_mount("bind", tls, GATE_TLS_INSIDE, rw)),
-                                            JSON_BUILD_TAKE(container_mount("bind", leases,
-                                                                            "/aisb-gate/" GATE_LEASES_DIR, ro))));
-        /* Read-only: the FIFOs open for writing all the same, and squid cannot swap them. */
-        if (r >= 0 && g->ask_questions_fd >= 0)
-                r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("bind", ask, GATE_ASK_INSIDE, ro)));
+        _cleanup_json_ json_object *mounts = json_object_new_array();
+        int r = mounts ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(binds); i++) {
+                char source[PATH_MAX];
+                snprintf(source, sizeof source, "%s/%s", g->dir, binds[i].sub);
+                if (binds[i].wanted)
+                        r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("bind", source, binds[i].inside,
+                                                                                    binds[i].options)));
+        }
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tmpfs); i++)
                 r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("tmpfs", "tmpfs", tmpfs[i], tmpfs_options)));
         return r < 0 ? NULL : steal_pointer(&mounts);
@@ -260,7 +264,7 @@ static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t 
 {
         buf[0] = 0;
         struct stat st;
-        _cleanup_close_ int fd = gate_log_open(g, name, &st);
+        _cleanup_close_ int fd = gate_file_open(g, GATE_LOGS_DIR, name, &st);
         if (fd < 0)
                 return;
         off_t start = st.st_size > (off_t) size - 1 ? st.st_size - (off_t) size + 1 : 0;
@@ -283,48 +287,48 @@ static void gate_tls_reset(int tls)
         }
 }
 
-/* The gate's CA certificate, from tls/ (which the gate writes): a regular file, read without
- * following a link or waiting on a FIFO, bounded, and a PEM certificate. */
-static int gate_read_ca(const gate_info *g, char **ret)
+/* The gate's CA certificate into g->ca_pem, from tls/ (which the gate writes): a regular
+ * file, read without following a link or waiting on a FIFO, bounded, and a PEM certificate. */
+static int gate_read_ca(gate_info *g, aisb_error **err)
 {
-        _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_TLS_DIR);
-        if (dir < 0)
-                return dir;
-        _cleanup_close_ int fd = openat(dir, "ca.pem", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         struct stat st;
-        if (fd < 0)
-                return errno == ELOOP ? -EBADFD : -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
+        _cleanup_close_ int fd = gate_file_open(g, GATE_TLS_DIR, "ca.pem", &st);
         _cleanup_free_ char *text = NULL;
-        int r = read_full_fd(fd, GATE_CA_MAX, &text, NULL);
+        int r = fd < 0 ? fd : read_full_fd(fd, GATE_CA_MAX, &text, NULL);
+        if (r >= 0 && (!startswith(text, "-----BEGIN CERTIFICATE-----\n") || !strstr(text, "-----END CERTIFICATE-----")))
+                r = -EBADMSG;
         if (r < 0)
-                return r;
-        if (!startswith(text, "-----BEGIN CERTIFICATE-----\n") || !strstr(text, "-----END CERTIFICATE-----"))
-                return -EBADMSG;
-        *ret = steal_pointer(&text);
+                return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s", g->dir,
+                                      strerror(-r));
+        g->ca_pem = steal_pointer(&text);
         return 0;
 }
 
-/* Leases nobody holds any more (their run ended without giving them back) go. */
-static void gate_leases_prune(int leases)
+/* Whether some run holds a lease in the directory leases (a file it keeps locked: the
+ * lease's owner is alive); with prune, the leases nobody holds any more (their run ended
+ * without giving them back) go. The host only tries a lock, through the directory, on
+ * regular files. */
+static bool gate_leases_scan(int leases, bool prune)
 {
         _cleanup_close_ int fd = dup(leases);
         DIR *d = fd >= 0 ? fdopendir(steal_fd(&fd)) : NULL;
         if (!d)
-                return;
+                return false;
+        bool held = false;
         struct dirent *e;
-        while ((e = readdir(d))) {
+        while ((prune || !held) && (e = readdir(d))) {
                 if (e->d_name[0] == '.')
                         continue;
                 _cleanup_close_ int f = openat(leases, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
                 struct stat st;
-                if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || flock(f, LOCK_EX | LOCK_NB) == 0)
+                bool lease = f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode);
+                bool locked = lease && flock(f, LOCK_EX | LOCK_NB) < 0;
+                held |= locked && errno == EWOULDBLOCK;
+                if (prune && !locked)
                         (void) unlinkat(leases, e->d_name, 0);
         }
         closedir(d);
+        return held;
 }
 
 /* This run's lease on a shared gate: a file in leases/ it holds locked until it ends. The
@@ -453,7 +457,7 @@ static int gate_state_prepare(const gate_request *req, gate_info *g, bool interc
         gate_log_reset(logs, "cache.log", true);
         gate_log_reset(logs, "access.log", false);
         gate_tls_reset(tls);
-        gate_leases_prune(leases);
+        (void) gate_leases_scan(leases, true);
         return 0;
 }
 
@@ -468,11 +472,10 @@ static int gate_wait_listening(aisb_ctx *ctx, gate_info *g, bool intercept, aisb
                         return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
                 port_owners owners;
                 if (port_owners_read(g->port, &owners) == 0 && owners.ours) {
-                        int r;
                         /* squid listens only once the CA exists. */
-                        if (intercept && (r = gate_read_ca(g, &g->ca_pem)) < 0)
-                                return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s",
-                                                      g->dir, strerror(-r));
+                        int r = intercept ? gate_read_ca(g, err) : 0;
+                        if (r < 0)
+                                return r;
                         return g->per_run ? gate_probe(ctx, g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err) : 0;
                 }
                 /* Taken between our choosing it and squid binding it: squid cannot listen
@@ -537,15 +540,19 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
         return r;
 }
 
+/* The state directory of the gate named by hash, made when absent. */
+static int gate_state_dir(const char *hash, char **ret, aisb_error **err)
+{
+        _cleanup_free_ char *sub = NULL;
+        if (asprintf(&sub, "gates/%s", hash) < 0)
+                return error_oom(err);
+        return state_dir(sub, ret, err);
+}
+
 /* A shared gate found running: its CA, when it intercepts (each start made a new one). */
 static int gate_found(const gate_request *req, gate_info *g, aisb_error **err)
 {
-        if (!gate_squid_intercepts(req->list, req->n_secrets))
-                return 0;
-        int r = gate_read_ca(g, &g->ca_pem);
-        return r < 0 ? aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s", g->dir,
-                                      strerror(-r))
-                     : 0;
+        return gate_squid_intercepts(req->list, req->n_secrets) ? gate_read_ca(g, err) : 0;
 }
 
 static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err);
@@ -574,34 +581,24 @@ static int gate_take_if_up(aisb_ctx *ctx, const gate_request *req, gate_info *g,
 int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_error **err)
 {
         _cleanup_(gate_info_done) gate_info g = GATE_INFO_NULL;
-        _cleanup_free_ char *sub = NULL, *lock_path = NULL;
+        _cleanup_free_ char *lock_path = NULL;
         int r = gate_squid_hash(req->list, req->add_hosts, &g.hash);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the allowlist");
         if (req->n_secrets || req->ask) {
                 /* A gate of this run's own: named apart from every other, never shared. */
-                uint8_t random[8];
-                if (getrandom(random, sizeof random, 0) != sizeof random)
-                        return aisb_error_set(err, -errno, "getrandom: %s", strerror(errno));
                 free(g.hash);
                 g.hash = NULL;
-                if (asprintf(&g.hash, "%02x%02x%02x%02x%02x%02x%02x%02x", random[0], random[1], random[2],
-                             random[3], random[4], random[5], random[6], random[7]) < 0)
-                        return error_oom(err);
                 g.per_run = true;
-                uint8_t key[16];
-                if (getrandom(key, sizeof key, 0) != sizeof key)
-                        return aisb_error_set(err, -errno, "getrandom: %s", strerror(errno));
-                g.client_key = malloc(2 * sizeof key + 1);
-                if (!g.client_key)
-                        return error_oom(err);
-                for (size_t i = 0; i < sizeof key; i++)
-                        snprintf(g.client_key + 2 * i, 3, "%02x", key[i]);
-                explicit_bzero(key, sizeof key);
+                r = gate_random_hex(8, &g.hash);
+                if (r >= 0)
+                        r = gate_random_hex(16, &g.client_key);
+                if (r < 0)
+                        return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "getrandom: %s", strerror(-r));
         }
-        if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0 || asprintf(&sub, "gates/%s", g.hash) < 0)
+        if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0)
                 return error_oom(err);
-        r = state_dir(sub, &g.dir, err);
+        r = gate_state_dir(g.hash, &g.dir, err);
         if (r < 0)
                 return r;
         if (g.per_run) {
@@ -706,31 +703,41 @@ static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, ai
         return r;
 }
 
-/* Whether some run holds a lease in dir/leases (a file it keeps locked): the leases' owner
- * is alive. The host only tries a lock, through the directory, on regular files. */
+/* Whether some run holds a lease in dir/leases. */
 static bool gate_leases_held(const char *dir)
 {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/" GATE_LEASES_DIR, dir) < 0)
                 return true;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d)
-                return false;
-        int leases = dirfd(d);
-        fd = -1;
-        bool held = false;
-        struct dirent *e;
-        while (!held && (e = readdir(d))) {
-                if (e->d_name[0] == '.')
-                        continue;
-                _cleanup_close_ int f = openat(leases, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                struct stat st;
-                held = f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) && flock(f, LOCK_EX | LOCK_NB) < 0 &&
-                       errno == EWOULDBLOCK;
-        }
-        closedir(d);
-        return held;
+        return fd >= 0 && gate_leases_scan(fd, false);
+}
+
+/* The state directory of the gate named by hash (16 hex digits), or NULL. */
+static char *gate_state_path(const char *hash)
+{
+        if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
+                return NULL;
+        _cleanup_free_ char *sub = NULL;
+        if (asprintf(&sub, "gates/%s", hash) < 0)
+                return NULL;
+        return state_path(sub);
+}
+
+/* A container of a podman list: its first name, a label's value. */
+static const char *listed_name(json_object *c)
+{
+        json_object *names;
+        return json_object_object_get_ex(c, "Names", &names) ? json_object_get_string(json_object_array_get_idx(names, 0))
+                                                             : NULL;
+}
+
+static const char *listed_label(json_object *c, const char *key)
+{
+        json_object *labels, *v;
+        return json_object_object_get_ex(c, "Labels", &labels) && json_object_object_get_ex(labels, key, &v)
+                       ? json_object_get_string(v)
+                       : NULL;
 }
 
 /* What is left of runs' own gates whose run is gone (killed: its gate then refuses
@@ -743,35 +750,12 @@ static void gate_prune_run_gates(aisb_ctx *ctx)
         if (podman_container_list(ctx, "{\"label\":[\"" AISB_LABEL_PREFIX "gate.run=true\"]}", &list, NULL) < 0)
                 return;
         for (size_t i = 0; i < json_object_array_length(list); i++) {
-                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *v;
-                const char *name = json_object_object_get_ex(c, "Names", &names)
-                                           ? json_object_get_string(json_object_array_get_idx(names, 0))
-                                           : NULL;
-                const char *hash = json_object_object_get_ex(c, "Labels", &labels) &&
-                                                   json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate", &v)
-                                           ? json_object_get_string(v)
-                                           : NULL;
-                if (!name || !hash || strspn(hash, "0123456789abcdef") != strlen(hash) || strlen(hash) != 16)
-                        continue;
-                _cleanup_free_ char *sub = NULL, *dir = NULL;
-                if (asprintf(&sub, "gates/%s", hash) < 0)
-                        return;
-                dir = state_path(sub);
-                if (!dir || gate_leases_held(dir))
-                        continue;
-                (void) gate_forget(ctx, name, dir, NULL);
+                json_object *c = json_object_array_get_idx(list, i);
+                const char *name = listed_name(c);
+                _cleanup_free_ char *dir = name ? gate_state_path(listed_label(c, AISB_LABEL_PREFIX "gate")) : NULL;
+                if (dir && !gate_leases_held(dir))
+                        (void) gate_forget(ctx, name, dir, NULL);
         }
-}
-
-/* The state directory of the gate named by hash (16 hex digits), or NULL. */
-static char *gate_state_path(const char *hash)
-{
-        if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
-                return NULL;
-        _cleanup_free_ char *sub = NULL;
-        if (asprintf(&sub, "gates/%s", hash) < 0)
-                return NULL;
-        return state_path(sub);
 }
 
 bool gate_run_gone(const char *hash)
@@ -839,7 +823,7 @@ void gate_release(aisb_ctx *ctx, gate_info *g)
 int gate_log_offset(const gate_info *g, long long *ret)
 {
         struct stat st;
-        _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
+        _cleanup_close_ int fd = gate_file_open(g, GATE_LOGS_DIR, "access.log", &st);
         *ret = fd >= 0 ? (long long) st.st_size : 0;
         return 0;
 }
@@ -847,7 +831,7 @@ int gate_log_offset(const gate_info *g, long long *ret)
 int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, void *userdata), void *userdata)
 {
         struct stat st;
-        _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
+        _cleanup_close_ int fd = gate_file_open(g, GATE_LOGS_DIR, "access.log", &st);
         if (fd == -ENOENT)
                 return 0;
         if (fd < 0)
@@ -862,22 +846,17 @@ int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, vo
 
 /* ---- the public face: aisb gate up|status|logs|down ---- */
 
+/* The allowlist of p (the caller's to free, whatever this returns) and its gate's hash. */
 static int policy_gate(const aisb_policy *p, allowlist *l, char **ret_hash, aisb_error **err)
 {
         int r = policy_allowlist(p, NULL, l, err);
         if (r < 0)
                 return r;
-        if (allowlist_count_domains(l) == 0) {
-                allowlist_done(l);
+        if (allowlist_count_domains(l) == 0)
                 return aisb_error_set(err, -EINVAL,
                                       "this policy's allowlist names no domain, so it has no gate: add --allow DOMAIN");
-        }
         r = gate_squid_hash(l, (const char *const *) p->add_hosts, ret_hash);
-        if (r < 0) {
-                allowlist_done(l);
-                return aisb_error_set(err, r, "cannot hash the allowlist");
-        }
-        return 0;
+        return r < 0 ? aisb_error_set(err, r, "cannot hash the allowlist") : 0;
 }
 
 int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned *ret_port,
@@ -888,7 +867,7 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
-        allowlist l = {};
+        _cleanup_(allowlist_done) allowlist l = {};
         _cleanup_free_ char *hash = NULL;
         r = policy_gate(p, &l, &hash, err);
         if (r < 0)
@@ -896,15 +875,12 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
         /* The shared gate of this allowlist (a run with secrets has one of its own). */
         _cleanup_(image_facts_done) image_facts image = {};
         r = image_gather(p, IMAGE_GATE, &image, err);
-        if (r < 0) {
-                allowlist_done(&l);
+        if (r < 0)
                 return r;
-        }
         gate_info g = GATE_INFO_NULL;
         gate_request req = { .list = &l, .add_hosts = (const char *const *) p->add_hosts,
                              .idle_stop_s = p->gate_idle_stop_s, .image = &image };
         r = gate_ensure(ctx, &req, &g, err);
-        allowlist_done(&l);
         if (r < 0)
                 return r;
         gate_release(ctx, &g);
@@ -918,15 +894,12 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
 
 int aisb_gate_log_path(const aisb_policy *p, char **ret_path, aisb_error **err)
 {
-        allowlist l = {};
-        _cleanup_free_ char *hash = NULL, *sub = NULL, *dir = NULL;
+        _cleanup_(allowlist_done) allowlist l = {};
+        _cleanup_free_ char *hash = NULL, *dir = NULL;
         int r = policy_gate(p, &l, &hash, err);
         if (r < 0)
                 return r;
-        allowlist_done(&l);
-        if (asprintf(&sub, "gates/%s", hash) < 0)
-                return error_oom(err);
-        r = state_dir(sub, &dir, err);
+        r = gate_state_dir(hash, &dir, err);
         if (r < 0)
                 return r;
         if (asprintf(ret_path, "%s/" GATE_LOGS_DIR "/access.log", dir) < 0)
@@ -944,18 +917,10 @@ int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **
         if (r < 0)
                 return aisb_error_wrap(err, r, "listing gates");
         for (size_t i = 0; i < json_object_array_length(list); i++) {
-                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *state, *v;
-                const char *name = json_object_object_get_ex(c, "Names", &names)
-                                           ? json_object_get_string(json_object_array_get_idx(names, 0))
-                                           : NULL;
-                const char *hash = NULL;
-                unsigned port = 0;
-                if (json_object_object_get_ex(c, "Labels", &labels)) {
-                        if (json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate", &v))
-                                hash = json_object_get_string(v);
-                        if (json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate.port", &v))
-                                port = (unsigned) strtoul(json_object_get_string(v), NULL, 10);
-                }
+                json_object *c = json_object_array_get_idx(list, i), *state;
+                const char *name = listed_name(c), *hash = listed_label(c, AISB_LABEL_PREFIX "gate");
+                const char *port_text = listed_label(c, AISB_LABEL_PREFIX "gate.port");
+                unsigned port = port_text ? (unsigned) strtoul(port_text, NULL, 10) : 0;
                 bool running = json_object_object_get_ex(c, "State", &state) &&
                                streq(json_object_get_string(state), "running");
                 if (name && hash)
@@ -971,12 +936,11 @@ int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
-        allowlist l = {};
+        _cleanup_(allowlist_done) allowlist l = {};
         _cleanup_free_ char *hash = NULL, *name = NULL;
         r = policy_gate(p, &l, &hash, err);
         if (r < 0)
                 return r;
-        allowlist_done(&l);
         if (asprintf(&name, "aisb-gate-%s", hash) < 0)
                 return error_oom(err);
         return podman_container_remove(ctx, name, err);

@@ -51,16 +51,6 @@ int proc_net_tcp_line(const char *line, unsigned port, uid_t *ret_uid, bool *ret
         return 1;
 }
 
-static void port_owners_add(port_owners *o, uid_t owner, bool exact, uid_t uid)
-{
-        if (owner == uid && exact)
-                o->ours = true;
-        else if (owner != uid && !o->stranger) {
-                o->stranger = true;
-                o->stranger_uid = owner;
-        }
-}
-
 typedef struct owners_reading {
         unsigned port;
         uid_t uid;
@@ -72,8 +62,14 @@ static int owners_line(char *line, void *userdata)
         owners_reading *o = userdata;
         uid_t owner;
         bool exact;
-        if (proc_net_tcp_line(line, o->port, &owner, &exact) == 1)
-                port_owners_add(o->owners, owner, exact, o->uid);
+        if (proc_net_tcp_line(line, o->port, &owner, &exact) != 1)
+                return 0;
+        if (owner == o->uid && exact)
+                o->owners->ours = true;
+        else if (owner != o->uid && !o->owners->stranger) {
+                o->owners->stranger = true;
+                o->owners->stranger_uid = owner;
+        }
         return 0;
 }
 
