@@ -11,8 +11,6 @@
 #include "security.h"
 #include "error.h"
 #include "egress.h"
-#include "gate-hash.h"
-#include "gate-probe.h"
 #include "gate-scripts.h"
 #include "gate-squid.h"
 #include "gate.h"

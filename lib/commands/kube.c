@@ -33,7 +33,6 @@
 #include "fileio.h"
 #include "service.h"
 #include "security.h"
-#include "gate-hash.h"
 #include "gate-squid.h"
 #include "harness.h"
 #include "image.h"

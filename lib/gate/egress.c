@@ -219,20 +219,6 @@ void egress_summary_from_json(json_object *o, egress_summary *ret)
         ret->shared_gate = !json_object_object_get_ex(o, "shared_gate", &v) || json_object_get_boolean(v);
 }
 
-static const char *answer_word(aisb_answer a)
-{
-        switch (a) {
-        case AISB_ANSWER_RUN:
-                return "run";
-        case AISB_ANSWER_PROJECT:
-                return "project";
-        case AISB_ANSWER_USER:
-                return "user";
-        default:
-                return "deny";
-        }
-}
-
 /* The decision that answered a request for name:port logged at time_ms: the last one made
  * before it (squid logs a request as it ends; 1 s of slack for the log's rounding) whose
  * answer the log saw (allowed or not). A name refused by a limit early and allowed when
@@ -305,7 +291,7 @@ json_object *egress_record_line(const char *line, const char *run, const allowli
                 JSON_BUILD_PAIR_INT64("status", strtol(field[STATUS], NULL, 10)),
                 JSON_BUILD_PAIR_STRING("decision", decision),
                 JSON_BUILD_PAIR_STRING("by", by ? by : ""),
-                JSON_BUILD_PAIR_CONDITION(asked, JSON_BUILD_PAIR_STRING("asked", d ? answer_word(d->answer)
+                JSON_BUILD_PAIR_CONDITION(asked, JSON_BUILD_PAIR_STRING("asked", d ? ask_answer_word(d->answer)
                                                                                   : field[ASK])),
                 JSON_BUILD_PAIR_CONDITION(d, JSON_BUILD_PAIR_STRING("answered_by", d ? d->by : "")),
                 JSON_BUILD_PAIR_INT64("bytes_out", n > BYTES_OUT ? strtoll(field[BYTES_OUT], NULL, 10) : 0),

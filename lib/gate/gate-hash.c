@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gate's name (gate-hash.h): a digest of what its squid.conf is made of, so that runs
+ * The gate's name (gate_squid_hash, gate-squid.h): a digest of what its squid.conf is made of, so that runs
  * with the same allowlist share one gate and a change of either never finds an old one.
  */
 #include "digest.h"
-#include "gate-hash.h"
 #include "gate-squid.h"
 
 /* The canonical add-host lines "NAME IP", sorted, duplicates removed. */

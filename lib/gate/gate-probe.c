@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aisb's request to a run's own gate (gate-probe.h), through the gate as the sandbox's would
+ * aisb's request to a run's own gate (gate_probe, gate.h), through the gate as the sandbox's would
  * go, with the run's key: squid answers it only once its helpers run.
  */
 #include <curl/curl.h>
 
-#include "gate-probe.h"
 #include "gate-squid.h"
+#include "gate.h"
 #include "service.h"
 
 static size_t probe_discard(char *data, size_t size, size_t n, void *userdata)

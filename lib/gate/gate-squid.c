@@ -663,14 +663,11 @@ static void emit_rules(squid_text *t, const squid_model *m)
                 "/\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %%(00|2e|2f|5c|u) [^[:print:]]\n");
         /* Headers many frameworks read as the method, or the path, instead of the request
          * line's. */
-        emit(t, "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts\n"
-                "request_header_access X-HTTP-Method deny aisb_rule_hosts\n"
-                "request_header_access X-Method-Override deny aisb_rule_hosts\n"
-                "request_header_access X-Original-Method deny aisb_rule_hosts\n"
-                "request_header_access X-Original-URL deny aisb_rule_hosts\n"
-                "request_header_access X-Rewrite-URL deny aisb_rule_hosts\n"
-                "request_header_access X-Forwarded-Prefix deny aisb_rule_hosts\n"
-                "request_header_access X-Envoy-Original-Path deny aisb_rule_hosts\n");
+        static const char *const overrides[] = { "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+                                                 "X-Original-Method", "X-Original-URL", "X-Rewrite-URL",
+                                                 "X-Forwarded-Prefix", "X-Envoy-Original-Path" };
+        for (size_t i = 0; i < ELEMENTSOF(overrides); i++)
+                emit(t, "request_header_access %s deny aisb_rule_hosts\n", overrides[i]);
         /* A body on a method that carries none is a second request to a server that ignores
          * its length (a request outside the rules). */
         emit(t, "acl aisb_bodiless method GET HEAD OPTIONS\n"

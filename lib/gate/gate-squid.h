@@ -2,8 +2,8 @@
 /*
  * What the gate is made of, as text: its squid configuration and hosts file, generated from
  * the allowlist's canonical entries only (no text from an allowlist file reaches squid.conf
- * unchecked). Pure: no I/O. The hash that names a gate is gate-hash.h's, the secrets'
- * parsing gate-secret.h's, the helper scripts gate-scripts.h's, the reading of the access
+ * unchecked), and the hash that names a gate (gate-hash.c). Pure: no I/O. The secrets'
+ * parsing is gate-secret.h's, the helper scripts gate-scripts.h's, the reading of the access
  * log egress.h's.
  */
 #pragma once
@@ -23,7 +23,7 @@
  * certificate helper's overload fails a handshake, never squid; 8: a request inside an opened
  * connection goes only where the connection goes, TRACE refused where a secret or a rule
  * is, what is not TLS inside a CONNECT tunnelled), so that a gate named by
- * gate_squid_hash() (gate-hash.h) under an older generator is never reused. */
+ * gate_squid_hash() under an older generator is never reused. */
 #define GATE_SQUID_VERSION "aisb-gate 9"
 
 /* The logformat of the gate's access log, one request a line, fields separated by one space:
@@ -34,6 +34,12 @@
  * and is "-" when the answer came from the destination; STATUS is 0 when the client left
  * before an answer; HOST is "-" when squid could not parse the request. */
 #define GATE_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru %>st %{aisb_ask}note"
+
+/* 16 hex characters naming the gate for this policy: SHA-256 over GATE_SQUID_VERSION, the
+ * sorted canonical domain entries and the sorted canonical add-host entries. Independent of
+ * order, duplicates and spelling ("*.Example.com." = "example.com"). -EINVAL for a bad
+ * add-host entry (check them with allowlist_parse_add_host() first for a message). */
+int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex);
 
 /* Whether the address is one the gate refuses for a name not mapped on purpose: private and
  * shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and the host ranges.

@@ -16,12 +16,10 @@
  * listening socket on its port is the user's own.
  */
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <dirent.h>
 #include <sys/random.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -30,8 +28,6 @@
 #include <curl/curl.h>
 
 #include "container.h"
-#include "gate-hash.h"
-#include "gate-probe.h"
 #include "gate-scripts.h"
 #include "gate-squid.h"
 #include "gate.h"
@@ -168,6 +164,23 @@ static int free_port(unsigned *ret)
         return 0;
 }
 
+/* A container of a podman list: its first name; a label's value (of a list's entry, or of an
+ * inspect's Config). */
+static const char *listed_name(json_object *c)
+{
+        json_object *names;
+        return json_object_object_get_ex(c, "Names", &names) ? json_object_get_string(json_object_array_get_idx(names, 0))
+                                                             : NULL;
+}
+
+static const char *listed_label(json_object *c, const char *key)
+{
+        json_object *labels, *v;
+        return json_object_object_get_ex(c, "Labels", &labels) && json_object_object_get_ex(labels, key, &v)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
 /* State of the named gate container: 0 absent, 1 present; *ret_running, *ret_port. */
 static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsigned *ret_port,
                         aisb_error **err)
@@ -176,15 +189,14 @@ static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsi
         int r = podman_container_inspect(ctx, name, &o, err);
         if (r <= 0)
                 return r;
-        json_object *state, *running, *config, *labels, *port;
+        json_object *state, *running, *config;
         *ret_running = json_object_object_get_ex(o, "State", &state) &&
                        json_object_object_get_ex(state, "Running", &running) &&
                        json_object_get_boolean(running);
-        *ret_port = 0;
-        if (json_object_object_get_ex(o, "Config", &config) &&
-            json_object_object_get_ex(config, "Labels", &labels) &&
-            json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate.port", &port))
-                *ret_port = (unsigned) strtoul(json_object_get_string(port), NULL, 10);
+        const char *port = json_object_object_get_ex(o, "Config", &config)
+                                   ? listed_label(config, AISB_LABEL_PREFIX "gate.port")
+                                   : NULL;
+        *ret_port = port ? (unsigned) strtoul(port, NULL, 10) : 0;
         return 1;
 }
 
@@ -578,10 +590,48 @@ static int gate_take_if_up(aisb_ctx *ctx, const gate_request *req, gate_info *g,
         return 1;
 }
 
+/* A shared gate, this run's lease taken: found up (1, moved into *ret), or started into g
+ * (0) under the lock, after a second look (a concurrent run may have started it meanwhile). */
+static int gate_shared_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *g, gate_info *ret,
+                              aisb_error **err)
+{
+        /* The common case, a gate up and answering, needs no lock: runs sharing a gate do
+         * not queue behind each other. */
+        bool exists = false;
+        int r = gate_take_if_up(ctx, req, g, &exists, ret, err);
+        if (r != 0)
+                return r;
+        /* Held until we return: a concurrent run waits here, then finds the gate running.
+         * Polled, so that a stop is noticed while another run starts the gate. */
+        _cleanup_free_ char *lock_path = NULL;
+        if (asprintf(&lock_path, "%s/lock", g->dir) < 0)
+                return error_oom(err);
+        _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (lock < 0)
+                return aisb_error_set(err, -errno, "cannot open %s: %s", lock_path, strerror(errno));
+        while (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+                if (errno != EWOULDBLOCK && errno != EINTR)
+                        return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path, strerror(errno));
+                if (ctx_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while waiting for the gate");
+                nanosleep(&(struct timespec) { 0, 50 * 1000 * 1000 }, NULL);
+        }
+        r = gate_take_if_up(ctx, req, g, &exists, ret, err);
+        if (r != 0)
+                return r;
+        /* Absent, stopped (idle, or its squid died) or not answering: start it afresh. */
+        if (exists) {
+                aisb_log(ctx, AISB_LOG_INFO, "restarting the gate %s", g->name);
+                r = podman_container_remove(ctx, g->name, err);
+                if (r < 0)
+                        return r;
+        }
+        return gate_start(ctx, req, g, err);
+}
+
 int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_error **err)
 {
         _cleanup_(gate_info_done) gate_info g = GATE_INFO_NULL;
-        _cleanup_free_ char *lock_path = NULL;
         int r = gate_squid_hash(req->list, req->add_hosts, &g.hash);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot hash the allowlist");
@@ -601,61 +651,20 @@ int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_err
         r = gate_state_dir(g.hash, &g.dir, err);
         if (r < 0)
                 return r;
-        if (g.per_run) {
-                /* A run's own gate serves while this lease is held: if the run is killed, the
-                 * gate refuses everything, and the next run with secrets removes it. */
+        /* A run's own gate serves while its lease is held: if the run is killed, the gate
+         * refuses everything, and the next run with secrets removes it. A shared gate's is
+         * held before the gate is looked at: a gate about to stop for being idle sees it. */
+        if (g.per_run)
                 gate_prune_run_gates(ctx);
-                r = gate_lease_take(&g);
-                if (r < 0)
-                        return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir,
-                                              strerror(-r));
-                r = gate_start(ctx, req, &g, err);
-                if (r < 0) {
-                        gate_release(ctx, &g);
-                        return r;
-                }
-                *ret = g;
-                g = GATE_INFO_NULL;
-                return 0;
-        }
-        /* Held before the gate is looked at: a gate about to stop for being idle sees it. */
         r = gate_lease_take(&g);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir, strerror(-r));
-        if (asprintf(&lock_path, "%s/lock", g.dir) < 0)
-                return error_oom(err);
-        /* The common case, a gate up and answering, needs no lock: runs sharing a gate do
-         * not queue behind each other. */
-        bool exists = false;
-        r = gate_take_if_up(ctx, req, &g, &exists, ret, err);
+        if (g.per_run && (r = gate_start(ctx, req, &g, err)) < 0)
+                gate_release(ctx, &g);
+        else if (!g.per_run)
+                r = gate_shared_ensure(ctx, req, &g, ret, err);
         if (r != 0)
                 return r < 0 ? r : 0;
-        /* Held until we return: a concurrent run waits here, then finds the gate running.
-         * Polled, so that a stop is noticed while another run starts the gate. */
-        _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (lock < 0)
-                return aisb_error_set(err, -errno, "cannot open %s: %s", lock_path, strerror(errno));
-        while (flock(lock, LOCK_EX | LOCK_NB) < 0) {
-                if (errno != EWOULDBLOCK && errno != EINTR)
-                        return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path, strerror(errno));
-                if (ctx_stopping(ctx))
-                        return aisb_error_set(err, -ECANCELED, "stopped while waiting for the gate");
-                nanosleep(&(struct timespec) { 0, 50 * 1000 * 1000 }, NULL);
-        }
-
-        r = gate_take_if_up(ctx, req, &g, &exists, ret, err);
-        if (r != 0)
-                return r < 0 ? r : 0;
-        /* Absent, stopped (idle, or its squid died) or not answering: start it afresh. */
-        if (exists) {
-                aisb_log(ctx, AISB_LOG_INFO, "restarting the gate %s", g.name);
-                r = podman_container_remove(ctx, g.name, err);
-                if (r < 0)
-                        return r;
-        }
-        r = gate_start(ctx, req, &g, err);
-        if (r < 0)
-                return r;
         *ret = g;
         g = GATE_INFO_NULL;
         return 0;
@@ -722,22 +731,6 @@ static char *gate_state_path(const char *hash)
         if (asprintf(&sub, "gates/%s", hash) < 0)
                 return NULL;
         return state_path(sub);
-}
-
-/* A container of a podman list: its first name, a label's value. */
-static const char *listed_name(json_object *c)
-{
-        json_object *names;
-        return json_object_object_get_ex(c, "Names", &names) ? json_object_get_string(json_object_array_get_idx(names, 0))
-                                                             : NULL;
-}
-
-static const char *listed_label(json_object *c, const char *key)
-{
-        json_object *labels, *v;
-        return json_object_object_get_ex(c, "Labels", &labels) && json_object_object_get_ex(labels, key, &v)
-                       ? json_object_get_string(v)
-                       : NULL;
 }
 
 /* What is left of runs' own gates whose run is gone (killed: its gate then refuses

@@ -17,7 +17,6 @@
 
 #include "config.h"
 #include "createpatch.h"
-#include "gate-hash.h"
 #include "gate-squid.h"
 #include "harness-carry.h"
 #include "pi-config.h"
