@@ -51,6 +51,8 @@ static void plan_rendered_done(run_plan *plan)
         json_object_put(plan->body);
         json_object_put(plan->shown);
         strv_free(plan->patched);
+        free(plan->patch_warning);
+        plan->patch_warning = NULL;
         plan->net = (sandbox_network) {};
         plan->env = plan->env_shown = plan->entrypoint = plan->patched = NULL;
         plan->body = plan->shown = NULL;
@@ -108,9 +110,9 @@ static void describe_run_effects(const aisb_policy *p, const plan_gather_options
                 if (gate_squid_intercepts(req.list, req.n_secrets))
                         f->gate_ca = "(the gate's CA certificate, in the run's directory)";
         }
-        if (!o->network_only && p->ephemeral_home && harness_bridge_applies(p))
+        if (!o->network_only && p->ephemeral_home && f->bridges)
                 f->seed_dir = "(the harness's bridged configuration, in the run's directory)";
-        if (plan_reviews(p)) {
+        if (f->reviews) {
                 f->review_upper = "(the run's review layer)/upper";
                 f->review_work = "(the run's review layer)/work";
         }
@@ -165,7 +167,10 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
 {
         _cleanup_(plan_facts_done) plan_facts f = { .podman_major = o->podman_major, .uid = (unsigned) getuid(),
                                                     .gid = (unsigned) getgid(), .pid = (long) getpid(),
-                                                    .terminal = o->terminal };
+                                                    .terminal = o->terminal, .bridges = harness_bridge_applies(p),
+                                                    .reviews = plan_reviews(p), .thinking_env = harness_thinking_env(p),
+                                                    .sandbox_dir = harness_sandbox_dir(p), .net_name = policy_net_name(p->net),
+                                                    .command = policy_command(p) };
         bool run = o->purpose == PLAN_RUN;
         int r = 0;
         if (o->purpose != PLAN_DESCRIBE) {
@@ -188,7 +193,7 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
          * from this snapshot, and the sandbox sees a read-only copy of it. */
         if (project_rw) {
                 /* A review run's mount point for the copy is made in its layer, not the project. */
-                r = project_settings_read(p->project, run && !plan_reviews(p), &f.settings, err);
+                r = project_settings_read(p->project, run && !f.reviews, &f.settings, err);
                 if (r >= 0 && run)
                         r = run_dir_write_settings(o->run_dir, "ai-sandbox", &f.settings, &f.settings_copy, err);
                 else if (r >= 0 && !(f.settings_copy = strdup("(the run's copy of " PROJECT_SETTINGS_DIR ")")))
@@ -320,6 +325,13 @@ int plan_entrypoint_argv(const entrypoint_spec *s, char ***ret)
 
 /* Every variable the sandbox gets, and what may be shown of each: nothing of the host's
  * environment except what the policy holds. */
+/* A variable the sandbox gets, and what is shown of it. */
+static int push_env_both(run_plan *plan, const char *name, const char *value, const char *shown)
+{
+        int r = push_env(&plan->env, name, value);
+        return r < 0 ? r : push_env(&plan->env_shown, name, shown);
+}
+
 static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
 {
         int r = push_env(&plan->env, "HOME", AISB_SANDBOX_HOME);
@@ -342,29 +354,20 @@ static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
         for (const struct harness_env *q = harness_quiet_env; r >= 0 && q->name; q++) {
                 if (policy_env_named(p, q->name))
                         continue;
-                r = push_env(&plan->env, q->name, q->value);
-                r = r < 0 ? r : push_env(&plan->env_shown, q->name, q->value);
+                r = push_env_both(plan, q->name, q->value, q->value);
         }
         /* The reasoning level, for a harness that takes it from its environment. */
-        const char *thinking = harness_thinking_env(p);
-        if (r >= 0 && thinking) {
-                r = push_env(&plan->env, thinking, p->thinking);
-                r = r < 0 ? r : push_env(&plan->env_shown, thinking, p->thinking);
-        }
+        const char *thinking = f->thinking_env;
+        if (r >= 0 && thinking)
+                r = push_env_both(plan, thinking, p->thinking, p->thinking);
         /* The gate's CA trusted by the usual clients, for this run. */
-        for (size_t i = 0; r >= 0 && f->gate_ca && entrypoint_trust_env[i]; i++) {
-                r = push_env(&plan->env, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
-                r = r < 0 ? r : push_env(&plan->env_shown, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX);
-        }
+        for (size_t i = 0; r >= 0 && f->gate_ca && entrypoint_trust_env[i]; i++)
+                r = push_env_both(plan, entrypoint_trust_env[i], AISB_CA_BUNDLE_IN_SANDBOX, AISB_CA_BUNDLE_IN_SANDBOX);
         /* A secret is the gate's: the sandbox holds its placeholder. */
-        for (size_t i = 0; r >= 0 && i < p->n_secrets; i++) {
-                r = push_env(&plan->env, p->secrets[i].name, p->secrets[i].placeholder);
-                r = r < 0 ? r : push_env(&plan->env_shown, p->secrets[i].name, p->secrets[i].placeholder);
-        }
-        for (size_t i = 0; r >= 0 && i < p->n_env; i++) {
-                r = push_env(&plan->env, p->env[i].name, p->env[i].value);
-                r = r < 0 ? r : push_env(&plan->env_shown, p->env[i].name, REDACTED);
-        }
+        for (size_t i = 0; r >= 0 && i < p->n_secrets; i++)
+                r = push_env_both(plan, p->secrets[i].name, p->secrets[i].placeholder, p->secrets[i].placeholder);
+        for (size_t i = 0; r >= 0 && i < p->n_env; i++)
+                r = push_env_both(plan, p->env[i].name, p->env[i].value, REDACTED);
         return r;
 }
 
@@ -376,7 +379,7 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
         int r = 0;
         /* A review run's /project is the overlay, whose root is the layer's: the project is
          * checked on the host, and nothing reaches it from the sandbox. */
-        const bool review = plan_reviews(p);
+        const bool review = f->reviews;
         if (f->have_project_id && p->project && !review)
                 r = push_expect(&expect, AISB_PROJECT_DIR, f->project_dev, f->project_ino);
         /* A review run's: a file at the project's top, by its inode and change time (the overlay
@@ -401,7 +404,7 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
                               .net_args = (const char *const *) plan->net.entrypoint_args,
                               .allow_unenforced = p->allow_unenforced, .expect = (const char *const *) expect,
                               .expect_file = (const char *const *) expect_file, .ca_bundle = f->gate_ca,
-                              .seed_dest = f->seed_dir ? harness_sandbox_dir(p) : NULL };
+                              .seed_dest = f->seed_dir ? f->sandbox_dir : NULL };
         return plan_entrypoint_argv(&s, &plan->entrypoint);
 }
 
@@ -412,6 +415,7 @@ static int plan_create_patch(const aisb_policy *p, run_plan *plan, aisb_error **
         int r = create_patch_apply(plan->body, p->create_patch, &plan->patched);
         _cleanup_strv_free_ char **ignored = NULL;
         r = r < 0 ? r : create_patch_apply(plan->shown, p->create_patch, &ignored);
+        r = r < 0 ? r : create_patch_warning(plan->patched, &plan->patch_warning);
         json_object *env;
         if (r >= 0 && json_object_object_get_ex(plan->shown, "env", &env) && json_object_is_type(env, json_type_object)) {
                 json_object_object_foreach(env, key, value) {
@@ -480,9 +484,8 @@ static void plan_steps_make(const aisb_policy *p, run_plan *plan)
                 plan->steps[plan->n_steps++] = s;
 }
 
-int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err)
+int plan_render(const aisb_policy *p, const plan_facts *f, run_plan *plan, aisb_error **err)
 {
-        const aisb_policy *p = plan->policy;
         plan_rendered_done(plan);
         /* The network with the gate's port: the real one once it serves the run, else where
          * a description shows it. */
@@ -496,13 +499,13 @@ int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err)
                 return error_oom(err);
         run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
                           .harness = f->harness_mounts, .n_harness = f->n_harness_mounts, .gate_ca = f->gate_ca, .protect = &f->protect,
-                          .review_upper = plan_reviews(p) ? f->review_upper : NULL,
-                          .review_work = plan_reviews(p) ? f->review_work : NULL };
+                          .review_upper = f->reviews ? f->review_upper : NULL,
+                          .review_work = f->reviews ? f->review_work : NULL };
         container_spec spec = { .policy = p, .net = &plan->net, .env = (const char *const *) plan->env,
                                 .entrypoint = (const char *const *) plan->entrypoint, .mounts = &rm,
                                 .image = plan->image, .name = plan->name, .gate_hash = f->gate_hash,
-                                .policy_hash = plan->policy_hash, .command = policy_command(p),
-                                .net_name = policy_net_name(p->net), .pid = f->pid,
+                                .policy_hash = plan->policy_hash, .command = f->command,
+                                .net_name = f->net_name, .pid = f->pid,
                                 .terminal = f->terminal };
         r = container_create_body(&spec, &plan->body);
         spec.env = (const char *const *) plan->env_shown;
@@ -515,7 +518,7 @@ int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err)
 
 int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err)
 {
-        _cleanup_(run_plan_done) run_plan plan = { .policy = p };
+        _cleanup_(run_plan_done) run_plan plan = {};
         plan.image = strdup(f->image);
         plan.name = strdup(f->name);
         plan.policy_hash = strdup(f->policy_hash);
@@ -527,7 +530,7 @@ int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_er
                 return error_oom(err);
         plan.needs_gate = plan_needs_gate(p, f);
         plan_steps_make(p, &plan);
-        int r = plan_render(f, &plan, err);
+        int r = plan_render(p, f, &plan, err);
         if (r < 0)
                 return r;
         *ret = plan;
@@ -552,12 +555,11 @@ static json_object *env_names(char *const *env)
 
 int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
 {
-        const aisb_policy *p = plan->policy;
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *net = json_object_new_object(), *protect = json_object_new_array();
         int r = json_add_string(o, "image", plan->image);
         r = r < 0 ? r : json_add_string(o, "name", plan->name);
-        r = r < 0 ? r : json_add_string(net, "mode", policy_net_name(p->net));
+        r = r < 0 ? r : json_add_string(net, "mode", f->net_name);
         r = r < 0 ? r : json_add_string(net, "nsmode", plan->net.nsmode);
         r = r < 0 ? r : json_add_bool(net, "host_loopback", plan->net.host_loopback);
         r = r < 0 ? r : json_add_bool(net, "gate", plan->needs_gate);
@@ -594,88 +596,135 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret)
 }
 
 
-/* The comment line for a step that sends no request: what it does, as this plan has it. */
-static int step_comment(const run_plan *plan, const plan_facts *f, plan_step step, char ***v)
+/* ---- each step as the dry run shows it: its requests, or a comment line ---- */
+
+typedef struct step_view {
+        const aisb_policy *p;
+        const run_plan *plan;
+        const plan_facts *f;
+        plan_step step;
+} step_view;
+
+/* A comment line asprintf made (printed < 0: none, and text is not ours to free). */
+static int push_comment(char ***v, int printed, char *text)
 {
-        const aisb_policy *p = plan->policy;
-        _cleanup_free_ char *text = NULL;
-        int r = 0;
-        switch (step) {
-        case PLAN_STEP_GATE:
-                r = asprintf(&text, "# the gate: squid on the host's loopback for this allowlist (%s), its port chosen "
-                                    "when it starts (%u here)\n",
-                             p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
-                             NETWORK_PLACEHOLDER_GATE_PORT);
-                break;
-        case PLAN_STEP_NETWORK:
-                r = asprintf(&text, "# network: %s%s%s\n", policy_net_name(p->net),
-                             plan->net.backend ? " through " : "", plan->net.backend ? plan->net.nsmode : "");
-                break;
-        case PLAN_STEP_BRIDGE:
-                r = asprintf(&text, "# bridge: %s\n",
-                             !harness_bridge_applies(p) ? "the home's reset (no harness configuration bridged)"
-                             : p->ephemeral_home        ? "the harness's configuration, policy on top, into the run's "
-                                                          "directory, which the entrypoint copies into the fresh home"
-                                                        : "the home's reset, and the harness's configuration merged per "
-                                                          "key into it, policy on top");
-                break;
-        case PLAN_STEP_KEEP:
-                r = asprintf(&text, "# keep: %s\n", plan_reviews(p) ? "the run's review layer, which /project shows over "
-                                                                      "the project"
-                                                                    : "a record of the project for aisb undo");
-                break;
-        case PLAN_STEP_PROTECT:
-                r = asprintf(&text, "# protect: %zu path%s read-only in the sandbox; after the run, what appeared where "
-                                    "git and editors look is moved aside\n",
-                             f->protect.n_mounts, f->protect.n_mounts == 1 ? "" : "s");
-                break;
-        default:
-                r = asprintf(&text, "# %s: %s\n", plan_steps[step].name, plan_steps[step].what);
-        }
-        return r < 0 ? -ENOMEM : strv_push(v, text);
+        if (printed < 0)
+                return -ENOMEM;
+        _cleanup_free_ char *t = text;
+        return strv_push(v, t);
 }
 
-int plan_requests(const run_plan *plan, const plan_facts *f, char ***ret)
+static int show_default(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# %s: %s\n", plan_steps[s->step].name, plan_steps[s->step].what);
+        return push_comment(v, r, text);
+}
+
+static int show_image(const step_view *s, char ***v)
+{
+        _cleanup_strv_free_ char **image = NULL;
+        int r = image_requests(&s->f->built, &image);
+        for (size_t j = 0; r >= 0 && image[j]; j++)
+                r = strv_push(v, image[j]);
+        return r;
+}
+
+static int show_volume(const step_view *s, char ***v)
+{
+        _cleanup_json_ json_object *body = json_object_new_object();
+        int r = json_add_string(body, "Name", s->plan->home_volume);
+        r = r < 0 ? r : json_add(body, "Labels", json_object_get(s->plan->volume_labels));
+        r = r < 0 ? r : podman_call_push(v, PODMAN_VOLUME_EXISTS, s->plan->home_volume, NULL);
+        return r < 0 ? r : podman_call_push(v, PODMAN_VOLUME_CREATE, NULL,
+                                            json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+}
+
+static int show_network(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        const sandbox_network *n = &s->plan->net;
+        int r = asprintf(&text, "# network: %s%s%s\n", s->f->net_name, n->backend ? " through " : "",
+                         n->backend ? n->nsmode : "");
+        return push_comment(v, r, text);
+}
+
+static int show_gate(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# the gate: squid on the host's loopback for this allowlist (%s), its "
+                         "port chosen when it starts (%u here)\n",
+                         s->p->secrets ? "a gate of this run's own: it holds the secrets" : "shared by runs",
+                         NETWORK_PLACEHOLDER_GATE_PORT);
+        return push_comment(v, r, text);
+}
+
+static int show_bridge(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# bridge: %s\n",
+                         !s->f->bridges ? "the home's reset (no harness configuration bridged)"
+                         : s->p->ephemeral_home ? "the harness's configuration, policy on top, into the run's "
+                                                  "directory, which the entrypoint copies into the fresh home"
+                                                : "the home's reset, and the harness's configuration merged per key "
+                                                  "into it, policy on top");
+        return push_comment(v, r, text);
+}
+
+static int show_keep(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        int r = asprintf(&text, "# keep: %s\n",
+                         s->f->reviews ? "the run's review layer, which /project shows over the project"
+                                       : "a record of the project for aisb undo");
+        return push_comment(v, r, text);
+}
+
+static int show_protect(const step_view *s, char ***v)
+{
+        char *text = NULL;
+        size_t n = s->f->protect.n_mounts;
+        int r = asprintf(&text, "# protect: %zu path%s read-only in the sandbox; after the run, what "
+                         "appeared where git and editors look is moved aside\n",
+                         n, n == 1 ? "" : "s");
+        return push_comment(v, r, text);
+}
+
+static int show_create(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_CREATE, NULL,
+                                json_object_to_json_string_ext(s->plan->shown,
+                                                               JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+}
+
+static int show_attach(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_ATTACH, s->plan->name, "(hijacked: Connection: Upgrade, Upgrade: tcp)");
+}
+
+static int show_start(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_START, s->plan->name, NULL);
+}
+
+static int show_wait(const step_view *s, char ***v)
+{
+        return podman_call_push(v, PODMAN_CONTAINER_WAIT, s->plan->name, NULL);
+}
+
+static int (*const step_show[_PLAN_STEP_MAX])(const step_view *s, char ***v) = {
+        [PLAN_STEP_IMAGE] = show_image,     [PLAN_STEP_VOLUME] = show_volume, [PLAN_STEP_NETWORK] = show_network,
+        [PLAN_STEP_GATE] = show_gate,       [PLAN_STEP_BRIDGE] = show_bridge, [PLAN_STEP_KEEP] = show_keep,
+        [PLAN_STEP_PROTECT] = show_protect, [PLAN_STEP_CREATE] = show_create, [PLAN_STEP_ATTACH] = show_attach,
+        [PLAN_STEP_START] = show_start,     [PLAN_STEP_STREAM] = show_default, [PLAN_STEP_WAIT] = show_wait,
+};
+
+int plan_requests(const aisb_policy *p, const run_plan *plan, const plan_facts *f, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
         int r = 0;
-        for (size_t i = 0; r >= 0 && i < plan->n_steps; i++) {
-                switch (plan->steps[i]) {
-                case PLAN_STEP_IMAGE: {
-                        _cleanup_strv_free_ char **image = NULL;
-                        r = image_requests(&f->built, &image);
-                        for (size_t j = 0; r >= 0 && image[j]; j++)
-                                r = strv_push(&v, image[j]);
-                        break;
-                }
-                case PLAN_STEP_VOLUME: {
-                        _cleanup_json_ json_object *body = json_object_new_object();
-                        r = json_add_string(body, "Name", plan->home_volume);
-                        r = r < 0 ? r : json_add(body, "Labels", json_object_get(plan->volume_labels));
-                        r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_EXISTS, plan->home_volume, NULL);
-                        r = r < 0 ? r : podman_call_push(&v, PODMAN_VOLUME_CREATE, NULL,
-                                                         json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
-                        break;
-                }
-                case PLAN_STEP_CREATE:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_CREATE, NULL,
-                                             json_object_to_json_string_ext(plan->shown, JSON_C_TO_STRING_PRETTY |
-                                                                                                 JSON_C_TO_STRING_SPACED));
-                        break;
-                case PLAN_STEP_ATTACH:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_ATTACH, plan->name,
-                                             "(hijacked: Connection: Upgrade, Upgrade: tcp)");
-                        break;
-                case PLAN_STEP_START:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_START, plan->name, NULL);
-                        break;
-                case PLAN_STEP_WAIT:
-                        r = podman_call_push(&v, PODMAN_CONTAINER_WAIT, plan->name, NULL);
-                        break;
-                default:
-                        r = step_comment(plan, f, plan->steps[i], &v);
-                }
-        }
+        for (size_t i = 0; r >= 0 && i < plan->n_steps; i++)
+                r = step_show[plan->steps[i]](&(step_view) { .p = p, .plan = plan, .f = f, .step = plan->steps[i] }, &v);
         /* The create step's end. */
         r = r < 0 ? r : podman_call_push(&v, PODMAN_CONTAINER_REMOVE, plan->name, NULL);
         if (r < 0)

@@ -56,6 +56,14 @@ typedef struct plan_facts {
         unsigned long long review_anchor_ino;
         long long review_anchor_ctime_ns;
         bool terminal;
+        /* What the policy means through the modules that read it (harness, policy), asked
+         * once here so that building and every step read it from the plan. */
+        bool bridges;                /* harness_bridge_applies */
+        bool reviews;                /* plan_reviews */
+        const char *thinking_env;    /* harness_thinking_env; static */
+        const char *sandbox_dir;     /* harness_sandbox_dir; static */
+        const char *net_name;        /* policy_net_name; static */
+        const char *const *command;  /* policy_command; borrowed from the policy */
 } plan_facts;
 void plan_facts_done(plan_facts *f);
 
@@ -126,8 +134,9 @@ typedef struct plan_step_info {
 } plan_step_info;
 extern const plan_step_info plan_steps[_PLAN_STEP_MAX];
 
+/* A value of its own: it holds nothing of the policy it was built from, which each renderer
+ * is given beside it. */
 typedef struct run_plan {
-        const aisb_policy *policy;  /* borrowed */
         char *image, *name, *policy_hash;
         const char *home_volume;    /* borrowed; NULL for an ephemeral home */
         json_object *volume_labels; /* the home volume's, when there is one */
@@ -139,6 +148,7 @@ typedef struct run_plan {
         json_object *body;          /* the create body, secret values and all */
         json_object *shown;         /* the create body as shown (values redacted) */
         char **patched;             /* the fields --unsafe-create-patch changed */
+        char *patch_warning;        /* what they give up, said on every run (NULL: none) */
         plan_step steps[PLAN_STEPS_MAX]; /* what the run applies, in order */
         size_t n_steps;
 } run_plan;
@@ -150,7 +160,7 @@ void run_plan_done(run_plan *plan);
 int plan_build(const aisb_policy *p, const plan_facts *f, run_plan *ret, aisb_error **err);
 /* Pure. The parts of plan that read the slots (the network, the environment, the entrypoint's
  * argv, the create body), rendered again from f once the steps have filled them. */
-int plan_render(const plan_facts *f, run_plan *plan, aisb_error **err);
+int plan_render(const aisb_policy *p, const plan_facts *f, run_plan *plan, aisb_error **err);
 
 
 /* The plan as JSON, for review (aisb inspect --json): never a secret value. */
@@ -158,7 +168,7 @@ int plan_to_json(const run_plan *plan, const plan_facts *f, json_object **ret);
 /* The plan's steps as the dry run shows them, in order: each step's requests to the service
  * (the image's, the home volume's, the create body as shown, attach, start, wait, and the
  * remove that ends the create step), or a comment line for a step that sends none. */
-int plan_requests(const run_plan *plan, const plan_facts *f, char ***ret);
+int plan_requests(const aisb_policy *p, const run_plan *plan, const plan_facts *f, char ***ret);
 
 /* ---- builders every view shares ---- */
 

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One sandboxed run: image, create, attach, start, stream, wait, remove. Attaching comes
- * before start so no early output is lost. The stream loop never blocks on one direction:
- * stdin is forwarded only as fast as the service takes it, and output is read all the
- * while, so a command that fills its output pipe cannot deadlock against us.
+ * One sandboxed run: the plan's steps applied in order (image, volume, network, gate,
+ * bridge, keep, protect, create, attach, start, stream, wait), and the ends of those begun
+ * run in reverse on every way out. Attaching comes before start so no early output is
+ * lost; the stream itself is stream.c's.
  */
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -27,7 +26,6 @@
 #include "run.h"
 #include "session-log.h"
 #include "mode-sweep.h"
-#include "termfilter.h"
 #include "userdirs.h"
 #include "fileio.h"
 #include "digest.h"
@@ -35,209 +33,6 @@
 #include "tree-walk.h"
 #include "undo.h"
 
-int aisb_io_new(aisb_io **ret_io, aisb_error **err)
-{
-        aisb_io *io = calloc(1, sizeof *io);
-        if (!io)
-                return error_oom(err);
-        io->in_fd = STDIN_FILENO;
-        io->control_fd = -1;
-        *ret_io = io;
-        return 0;
-}
-
-void aisb_io_free(aisb_io *io)
-{
-        free(io);
-}
-
-void aisb_io_set_stdin(aisb_io *io, int in_fd)
-{
-        io->in_fd = in_fd;
-}
-
-void aisb_io_set_output_fn(aisb_io *io, aisb_output_fn fn, void *userdata)
-{
-        io->output_fn = fn;
-        io->output_userdata = userdata;
-}
-
-void aisb_io_set_output_filter(aisb_io *io, unsigned streams)
-{
-        io->filter_streams = streams & (AISB_STREAM_STDOUT | AISB_STREAM_STDERR);
-}
-
-void aisb_io_set_terminal(aisb_io *io, unsigned short rows, unsigned short cols)
-{
-        io->terminal = true;
-        io->rows = rows;
-        io->cols = cols;
-}
-
-void aisb_io_set_control(aisb_io *io, int fd, aisb_control_fn fn, void *userdata)
-{
-        io->control_fd = fd;
-        io->control_fn = fn;
-        io->control_userdata = userdata;
-}
-
-int demux_feed(demux *d, const void *data, size_t size,
-               int (*fn)(int stream, const void *data, size_t size, void *userdata),
-               void *userdata)
-{
-        const uint8_t *p = data;
-        while (size > 0) {
-                if (d->remaining == 0) {
-                        size_t take = sizeof d->header - d->have;
-                        if (take > size)
-                                take = size;
-                        memcpy(d->header + d->have, p, take);
-                        d->have += take;
-                        p += take;
-                        size -= take;
-                        if (d->have < sizeof d->header)
-                                return 0;
-                        d->have = 0;
-                        if (d->header[0] > 2 || d->header[1] || d->header[2] || d->header[3])
-                                return -EBADMSG;
-                        d->stream = d->header[0] == 0 ? AISB_STREAM_STDOUT : d->header[0];
-                        d->remaining = (uint32_t) d->header[4] << 24 | (uint32_t) d->header[5] << 16 |
-                                       (uint32_t) d->header[6] << 8 | d->header[7];
-                        continue;
-                }
-                size_t take = d->remaining < size ? d->remaining : size;
-                int r = fn(d->stream, p, take, userdata);
-                if (r < 0)
-                        return r;
-                d->remaining -= (uint32_t) take;
-                p += take;
-                size -= take;
-        }
-        return 0;
-}
-
-static int default_output(int stream, const void *data, size_t size, void *userdata)
-{
-        return write_all(stream == AISB_STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, size);
-}
-
-static int deliver(aisb_io *io, int stream, const void *data, size_t size)
-{
-        if (io->output_fn)
-                return io->output_fn(&(aisb_output) { .stream = stream, .data = data, .size = size },
-                                     io->output_userdata);
-        return default_output(stream, data, size, NULL);
-}
-
-static int deliver_cb(int stream, const void *data, size_t size, void *userdata)
-{
-        return deliver(userdata, stream, data, size);
-}
-
-/* Output to our own stdout/stderr, gathered: the frames of one read (podman sends 8 KiB
- * each) leave in one writev per run of the same stream, not one write per frame. Holds
- * pointers into the read buffer until batch_flush(). */
-typedef struct out_batch {
-        int stream;
-        size_t n;
-        struct iovec iov[256];
-} out_batch;
-
-static int batch_flush(out_batch *b)
-{
-        if (b->n == 0)
-                return 0;
-        int r = writev_all(b->stream == AISB_STREAM_STDERR ? STDERR_FILENO : STDOUT_FILENO, b->iov, b->n);
-        b->n = 0;
-        return r;
-}
-
-static int batch_add(int stream, const void *data, size_t size, void *userdata)
-{
-        out_batch *b = userdata;
-        if (b->n > 0 && (b->stream != stream || b->n == ELEMENTSOF(b->iov))) {
-                int r = batch_flush(b);
-                if (r < 0)
-                        return r;
-        }
-        b->stream = stream;
-        b->iov[b->n++] = (struct iovec) { (void *) data, size };
-        return 0;
-}
-
-/* Output on its way through the terminal filters (aisb_io_set_output_filter): what passes
- * goes where the stream would have gone, into the batch or to the output callback. */
-typedef struct filtered {
-        aisb_io *io;
-        out_batch *batch;     /* NULL: to the output callback */
-        termfilter *filters;  /* stdout's, stderr's: the state of one run */
-        int stream;
-} filtered;
-
-static int filtered_piece(const void *data, size_t size, void *userdata)
-{
-        filtered *t = userdata;
-        if (t->batch)
-                return batch_add(t->stream, data, size, t->batch);
-        return t->io->output_fn(&(aisb_output) { .stream = t->stream, .data = data, .size = size },
-                                t->io->output_userdata);
-}
-
-static int filtered_frame(int stream, const void *data, size_t size, void *userdata)
-{
-        filtered *t = userdata;
-        if (!(t->io->filter_streams & (unsigned) stream))
-                return t->batch ? batch_add(stream, data, size, t->batch)
-                                : deliver(t->io, stream, data, size);
-        t->stream = stream;
-        return termfilter_feed(&t->filters[stream == AISB_STREAM_STDERR], data, size,
-                               filtered_piece, t);
-}
-
-/* One read of the attach stream to wherever output goes. Unfiltered output takes the paths
- * it always took (a file gets writev batches untouched by the filter). */
-static int deliver_read(aisb_io *io, demux *d, out_batch *batch, termfilter filters[2],
-                        const void *data, size_t size)
-{
-        if (io->filter_streams) {
-                filtered t = { .io = io, .batch = io->output_fn ? NULL : batch, .filters = filters };
-                int r = io->terminal ? filtered_frame(AISB_STREAM_STDOUT, data, size, &t)
-                                     : demux_feed(d, data, size, filtered_frame, &t);
-                int f = batch_flush(batch);
-                return r < 0 ? r : f;
-        }
-        if (io->terminal)
-                return deliver(io, AISB_STREAM_STDOUT, data, size);
-        if (io->output_fn)
-                return demux_feed(d, data, size, deliver_cb, io);
-        int r = demux_feed(d, data, size, batch_add, batch);
-        int f = batch_flush(batch);
-        return r < 0 ? r : f;
-}
-
-/* --unsafe-create-patch: every field it changed named, with what that gives up, on every
- * run. */
-static void report_create_patch(aisb_ctx *ctx, char *const *changed)
-{
-        if (!changed)
-                return;
-        _cleanup_(buffer_free) buffer names = {};
-        _cleanup_(buffer_free) buffer rows = {};
-        int r = 0;
-        for (size_t i = 0; changed[i]; i++) {
-                const char *field = changed[i];
-                const char *gives_up = create_patch_gives_up(field);
-                r |= buffer_printf(&names, "%s%s", i ? ", " : "", field);
-                if (!gives_up)
-                        r |= buffer_printf(&rows, "; %s is unknown to aisb (podman ignores what it does not know: "
-                                                  "check it applied)", field);
-                else if (*gives_up && !strstr(rows.data ? rows.data : "", gives_up))
-                        r |= buffer_printf(&rows, "; gives up %s", gives_up);
-        }
-        aisb_log(ctx, AISB_LOG_WARNING, "--unsafe-create-patch changes %s%s",
-                 r >= 0 && names.data ? names.data : "fields (out of memory naming them)",
-                 r >= 0 && rows.data ? rows.data : "");
-}
 
 static int ensure_home_volume(aisb_ctx *ctx, const run_plan *plan, aisb_error **err)
 {
@@ -280,215 +75,6 @@ static void control_watch_end(aisb_ctx **ctx)
 {
         (*ctx)->stop_fn = NULL;
         (*ctx)->stop_userdata = NULL;
-}
-
-static int remove_container(aisb_ctx *ctx, const char *id)
-{
-        aisb_error *e = NULL;
-        int r = podman_container_remove(ctx, id, &e);
-        if (r < 0)
-                aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s (\"aisb clean\" will): %s",
-                         id, aisb_error_message(e));
-        aisb_error_free(e);
-        return r;
-}
-
-/* Whether the sandbox's terminal shows its alternate screen: the last of CSI ?1049, ?1047
- * or ?47 with h or l in its output, followed across reads. */
-typedef struct screen_track {
-        enum { SCREEN_GROUND, SCREEN_ESC, SCREEN_CSI, SCREEN_PRIVATE } state;
-        unsigned param;
-        bool alternate_param; /* one of the parameters so far was 1049, 1047 or 47 */
-        bool alternate;
-} screen_track;
-
-static void screen_track_feed(screen_track *t, const char *data, size_t size)
-{
-        for (size_t i = 0; i < size; i++) {
-                unsigned char c = (unsigned char) data[i];
-                switch (t->state) {
-                case SCREEN_GROUND:
-                        if (c == 0x1b)
-                                t->state = SCREEN_ESC;
-                        break;
-                case SCREEN_ESC:
-                        t->state = c == '[' ? SCREEN_CSI : c == 0x1b ? SCREEN_ESC : SCREEN_GROUND;
-                        break;
-                case SCREEN_CSI:
-                        t->state = c == '?' ? SCREEN_PRIVATE : SCREEN_GROUND;
-                        t->param = 0;
-                        t->alternate_param = false;
-                        break;
-                case SCREEN_PRIVATE:
-                        if (c >= '0' && c <= '9') {
-                                t->param = t->param < 100000 ? t->param * 10 + (c - '0') : t->param;
-                                break;
-                        }
-                        t->alternate_param |= t->param == 1049 || t->param == 1047 || t->param == 47;
-                        t->param = 0;
-                        if (c == ';')
-                                break;
-                        if ((c == 'h' || c == 'l') && t->alternate_param)
-                                t->alternate = c == 'h';
-                        t->state = c == 0x1b ? SCREEN_ESC : SCREEN_GROUND;
-                        break;
-                }
-        }
-}
-
-/* Stream until the service closes the attach connection. Returns -ECANCELED when the
- * control callback asked to stop. */
-static int pump(aisb_ctx *ctx, aisb_io *io, const char *id, http_stream *s, aisb_error **err)
-{
-        demux d = {};
-        out_batch batch = {};
-        termfilter filters[2] = {};
-        int r;
-        if (s->leftover.size > 0) {
-                r = deliver_read(io, &d, &batch, filters, s->leftover.data, s->leftover.size);
-                if (r < 0)
-                        return aisb_error_set(err, r, "attach stream: %s", strerror(-r));
-        }
-        bool stdin_open = io->in_fd >= 0;
-        bool write_closed = false;
-        if (!stdin_open && !io->terminal) {
-                (void) shutdown(s->fd, SHUT_WR);
-                write_closed = true;
-        }
-        char in_buf[65536];
-        size_t in_size = 0, in_off = 0;
-        /* Per call, never static: runs in two threads of one process each have their own. */
-        const size_t out_size = 256 * 1024;
-        _cleanup_free_ char *out_buf = malloc(out_size);
-        if (!out_buf)
-                return error_oom(err);
-        bool cancelled = false;
-        screen_track screen = {};
-        unsigned short rows = io->rows, cols = io->cols;
-
-        for (;;) {
-                struct pollfd fds[6];
-                nfds_t n = 0;
-                fds[n++] = (struct pollfd) {
-                        .fd = s->fd, .events = POLLIN | (in_off < in_size ? POLLOUT : 0)
-                };
-                int in_index = -1, control_index = -1, wake_index = -1;
-                if (stdin_open && in_off == in_size) {
-                        in_index = (int) n;
-                        fds[n++] = (struct pollfd) { .fd = io->in_fd, .events = POLLIN };
-                }
-                if (io->control_fd >= 0 && io->control_fn) {
-                        control_index = (int) n;
-                        fds[n++] = (struct pollfd) { .fd = io->control_fd, .events = POLLIN };
-                }
-                if (!cancelled) {
-                        wake_index = (int) n;
-                        fds[n++] = (struct pollfd) { .fd = ctx->wake_fd, .events = POLLIN };
-                }
-                int ask_index = -1, socket_index = -1, ask_fd = -1, socket_fd = -1;
-                if (ctx->ask)
-                        ask_poll_fds(ctx->ask, &ask_fd, &socket_fd);
-                if (ask_fd >= 0) {
-                        ask_index = (int) n;
-                        fds[n++] = (struct pollfd) { .fd = ask_fd, .events = POLLIN };
-                }
-                if (socket_fd >= 0) {
-                        socket_index = (int) n;
-                        fds[n++] = (struct pollfd) { .fd = socket_fd, .events = POLLIN };
-                }
-                if (poll(fds, n, ctx->ask ? ask_poll_timeout_ms(ctx->ask) : -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return aisb_error_set(err, -errno, "poll: %s", strerror(errno));
-                }
-                bool stop = wake_index >= 0 && (fds[wake_index].revents & POLLIN) &&
-                            atomic_load(&ctx->cancel_requested);
-                if (control_index >= 0 && (fds[control_index].revents & POLLIN)) {
-                        aisb_control_request request = { .fd = io->control_fd };
-                        int c = io->control_fn(&request, io->control_userdata);
-                        if (c == AISB_CONTROL_RESIZE && io->terminal) {
-                                (void) podman_container_resize(ctx, id, request.rows, request.cols);
-                                rows = request.rows;
-                                cols = request.cols;
-                        }
-                        stop |= c == AISB_CONTROL_STOP;
-                }
-                if (stop && !cancelled) {
-                        cancelled = true;
-                        ctx->stopping = true;
-                        /* Removing the container ends the stream; keep reading so what it
-                         * printed last still arrives. */
-                        (void) remove_container(ctx, id);
-                }
-                /* Questions between reads: while the event callback asks, the sandbox's
-                 * output and the user's keys wait. */
-                if (ctx->ask) {
-                        bool asked = ask_process(ctx->ask, ask_index >= 0 && (fds[ask_index].revents & POLLIN),
-                                                 socket_index >= 0 && (fds[socket_index].revents & POLLIN));
-                        /* A resize read while the question was shown. */
-                        if (ask_take_resize(ctx->ask, &rows, &cols) && io->terminal)
-                                (void) podman_container_resize(ctx, id, rows, cols);
-                        if (ctx->ask_redraw && io->terminal && rows > 1) {
-                                (void) podman_container_resize(ctx, id, rows - 1, cols);
-                                (void) podman_container_resize(ctx, id, rows, cols);
-                        }
-                        ctx->ask_redraw = false;
-                        /* The caller may have read the keys it polled for: polled again. */
-                        if (asked && in_index >= 0)
-                                fds[in_index].revents = 0;
-                }
-                if (in_index >= 0 && (fds[in_index].revents & (POLLIN | POLLHUP | POLLERR))) {
-                        ssize_t got = read(io->in_fd, in_buf, sizeof in_buf);
-                        if (got < 0 && errno != EINTR && errno != EAGAIN)
-                                got = 0;
-                        if (got == 0) {
-                                stdin_open = false;
-                                /* A terminal's EOF is the ^D byte it already sent; a pipe's
-                                 * is a half-close the service passes on. */
-                                if (!io->terminal && !write_closed) {
-                                        (void) shutdown(s->fd, SHUT_WR);
-                                        write_closed = true;
-                                }
-                        } else if (got > 0) {
-                                in_size = (size_t) got;
-                                in_off = 0;
-                        }
-                }
-                if (in_off < in_size && (fds[0].revents & POLLOUT)) {
-                        ssize_t w = send(s->fd, in_buf + in_off, in_size - in_off, MSG_NOSIGNAL);
-                        if (w > 0)
-                                in_off += (size_t) w;
-                        else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                                /* The command stopped reading stdin; output may continue. */
-                                in_off = in_size = 0;
-                                stdin_open = false;
-                        }
-                }
-                if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        ssize_t got = recv(s->fd, out_buf, out_size, 0);
-                        if (got < 0) {
-                                if (errno == EAGAIN || errno == EINTR)
-                                        continue;
-                                return aisb_error_set(err, -errno, "attach stream: %s",
-                                                      strerror(errno));
-                        }
-                        if (got == 0)
-                                break;
-                        if (io->terminal && ctx->ask) {
-                                screen_track_feed(&screen, out_buf, (size_t) got);
-                                ask_set_alternate_screen(ctx->ask, screen.alternate);
-                        }
-                        r = deliver_read(io, &d, &batch, filters, out_buf, (size_t) got);
-                        if (r == -EBADMSG)
-                                return aisb_error_set(err, r, "attach stream: malformed frame from the service");
-                        if (r < 0)
-                                return aisb_error_set(err, r, "writing output: %s", strerror(-r));
-                }
-        }
-        if (d.have || d.remaining)
-                return aisb_error_set(err, -EBADMSG,
-                                      "the attach stream ended inside a frame (the podman service died?)");
-        return cancelled ? -ECANCELED : 0;
 }
 
 /* A step of the preparation ended: -ECANCELED when a stop came meanwhile, whatever the step
@@ -639,7 +225,7 @@ static void run_keep_done(run_keep *k)
 
 /* Before the sandbox exists: a review run's layer (the plan's overlay needs it), or a plain
  * run's record of the project for aisb undo (said when it is not made). */
-static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run_keep *k, aisb_error **err)
+static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const plan_facts *f, run_keep *k, aisb_error **err)
 {
         if (!p->project || p->project_read_only)
                 return 0;
@@ -647,18 +233,18 @@ static int keep_begin(aisb_ctx *ctx, const aisb_policy *p, const char *name, run
         if (r < 0)
                 return r;
         k->project_fd = r;
-        if (plan_reviews(p)) {
+        if (f->reviews) {
                 _cleanup_(buffer_free) buffer list = {};
                 for (size_t i = 0; p->protect && p->protect[i]; i++)
                         if (buffer_printf(&list, "%s%s", i ? "," : "", p->protect[i]) < 0)
                                 return error_oom(err);
-                return review_layer_create(p->project, k->project_fd, name, list.data ? list.data : "", &k->layer, err);
+                return review_layer_create(p->project, k->project_fd, f->name, list.data ? list.data : "", &k->layer, err);
         }
         struct timespec now;
         (void) clock_gettime(CLOCK_REALTIME_COARSE, &now);
         k->started_ns = (long long) now.tv_sec * 1000000000LL + now.tv_nsec;
         const char *why = NULL;
-        r = undo_record_begin(ctx, p->project, k->project_fd, name, p->undo, &k->undo, &why, err);
+        r = undo_record_begin(ctx, p->project, k->project_fd, f->name, p->undo, &k->undo, &why, err);
         if (r == -ECANCELED)
                 return r;
         if (r == 0 && p->undo == UNDO_AUTO)
@@ -878,7 +464,7 @@ static void end_bridge(run_state *s, bool created)
 static int apply_keep(run_state *s, aisb_error **err)
 {
         s->keep = RUN_KEEP_NULL;
-        int r = step_done(s->ctx, keep_begin(s->ctx, s->p, s->facts.name, &s->keep, err), err);
+        int r = step_done(s->ctx, keep_begin(s->ctx, s->p, &s->facts, &s->keep, err), err);
         s->facts.review_upper = s->keep.layer.upper;
         s->facts.review_work = s->keep.layer.work;
         s->facts.review_anchor = s->keep.layer.anchor;
@@ -915,10 +501,11 @@ static void end_protect(run_state *s, bool created)
  * the plan. */
 static int apply_create(run_state *s, aisb_error **err)
 {
-        int r = plan_render(&s->facts, &s->plan, err);
+        int r = plan_render(s->p, &s->facts, &s->plan, err);
         if (r < 0)
                 return r;
-        report_create_patch(s->ctx, s->plan.patched);
+        if (s->plan.patch_warning)
+                aisb_log(s->ctx, AISB_LOG_WARNING, "%s", s->plan.patch_warning);
         r = step_done(s->ctx, 0, err);
         if (r < 0)
                 return r;
@@ -933,7 +520,7 @@ static void end_create(run_state *s, bool created)
         if (!created)
                 return;
         step(s->ctx, AISB_STEP_REMOVE);
-        s->gone = remove_container(s->ctx, s->id) >= 0;
+        s->gone = podman_sandbox_remove(s->ctx, s->id) >= 0;
 }
 
 static int apply_attach(run_state *s, aisb_error **err)
@@ -965,7 +552,7 @@ static int apply_start(run_state *s, aisb_error **err)
 static int apply_stream(run_state *s, aisb_error **err)
 {
         step(s->ctx, AISB_STEP_STREAM);
-        int r = pump(s->ctx, s->io, s->id, &s->stream, err);
+        int r = stream_pump(s->ctx, s->io, s->id, &s->stream, err);
         return r == -ECANCELED ? aisb_error_set(err, r, "stopped: the sandbox was removed") : r;
 }
 
@@ -1016,10 +603,11 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
         if (r < 0)
                 return r;
         if (dry) {
-                report_create_patch(ctx, s.plan.patched);
+                if (s.plan.patch_warning)
+                        aisb_log(ctx, AISB_LOG_WARNING, "%s", s.plan.patch_warning);
                 *ret_exit_code = 0;
                 _cleanup_strv_free_ char **requests = NULL;
-                if (plan_requests(&s.plan, &s.facts, &requests) < 0)
+                if (plan_requests(p, &s.plan, &s.facts, &requests) < 0)
                         return error_oom(err);
                 for (size_t i = 0; requests[i]; i++)
                         ctx->dry_run_fn(requests[i], ctx->dry_run_userdata);
@@ -1040,8 +628,8 @@ static int run(aisb_ctx *ctx, const aisb_policy *p, aisb_io *io, int *ret_exit_c
                 if (step_ops[s.plan.steps[done]].end)
                         step_ops[s.plan.steps[done]].end(&s, created);
         if (created)
-                (void) session_log_append(p, s.facts.name, s.plan.image, s.plan.policy_hash, r < 0 ? -1 : *ret_exit_code,
-                                          (const char *const *) s.plan.patched, s.egress_summed ? &s.egress : NULL);
+                (void) session_log_append(p, &s.facts, &s.plan, r < 0 ? -1 : *ret_exit_code,
+                                          s.egress_summed ? &s.egress : NULL);
         return r;
 }
 

@@ -24,8 +24,8 @@ static json_object *env_names(const aisb_policy *p)
         return r < 0 ? NULL : steal_pointer(&a);
 }
 
-int session_log_append(const aisb_policy *p, const char *run, const char *image, const char *hash, int exit_code,
-                       const char *const *patched, const egress_summary *egress)
+int session_log_append(const aisb_policy *p, const plan_facts *f, const run_plan *plan, int exit_code,
+                       const egress_summary *egress)
 {
         _cleanup_free_ char *dir = NULL, *path = NULL;
         if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" SESSION_LOG, dir) < 0)
@@ -33,14 +33,14 @@ int session_log_append(const aisb_policy *p, const char *run, const char *image,
         _cleanup_json_ json_object *o = NULL;
         int r = json_build(&o, JSON_BUILD_OBJECT(
                                        JSON_BUILD_PAIR_INT64("time", (int64_t) time(NULL)),
-                                       JSON_BUILD_PAIR_STRING("run", run ? run : ""),
+                                       JSON_BUILD_PAIR_STRING("run", f->name ? f->name : ""),
                                        JSON_BUILD_PAIR_STRING("project", p->project ? p->project : ""),
-                                       JSON_BUILD_PAIR_STRING("policy", hash ? hash : ""),
-                                       JSON_BUILD_PAIR_STRING("image", image ? image : ""),
-                                       JSON_BUILD_PAIR_STRING("net", policy_net_name(p->net)),
+                                       JSON_BUILD_PAIR_STRING("policy", plan->policy_hash ? plan->policy_hash : ""),
+                                       JSON_BUILD_PAIR_STRING("image", plan->image ? plan->image : ""),
+                                       JSON_BUILD_PAIR_STRING("net", f->net_name),
                                        JSON_BUILD_PAIR_INT64("exit", exit_code),
                                        JSON_BUILD_PAIR_TAKE("env", env_names(p)),
-                                       JSON_BUILD_PAIR_CONDITION(patched, JSON_BUILD_PAIR_STRV("create_patch", patched)),
+                                       JSON_BUILD_PAIR_CONDITION(plan->patched, JSON_BUILD_PAIR_STRV("create_patch", (const char *const *) plan->patched)),
                                        JSON_BUILD_PAIR_TAKE_IF(egress, "egress", egress_summary_json(egress))));
         if (r < 0)
                 return r;

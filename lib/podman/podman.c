@@ -499,6 +499,17 @@ int podman_container_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
         return r;
 }
 
+int podman_sandbox_remove(aisb_ctx *ctx, const char *id)
+{
+        aisb_error *e = NULL;
+        int r = podman_container_remove(ctx, id, &e);
+        if (r < 0)
+                aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s (\"aisb clean\" will): %s",
+                         id, aisb_error_message(e));
+        aisb_error_free(e);
+        return r;
+}
+
 int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret, aisb_error **err)
 {
         _cleanup_free_ char *path = libpod_path(LIBPOD "/containers/", name, "/json");

@@ -84,6 +84,8 @@ int podman_container_resize(aisb_ctx *ctx, const char *id, unsigned short rows, 
 int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err);
 /* Kill and remove at once; gone already is no error. */
 int podman_container_remove(aisb_ctx *ctx, const char *name, aisb_error **err);
+/* The same for a run's sandbox, warning when it cannot be removed (aisb clean will). */
+int podman_sandbox_remove(aisb_ctx *ctx, const char *id);
 /* 1 with its inspect object, 0 when there is no such container. */
 int podman_container_inspect(aisb_ctx *ctx, const char *name, json_object **ret, aisb_error **err);
 /* Every container, running or not, matching filters (as for volumes; NULL: all). */

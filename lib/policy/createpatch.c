@@ -199,3 +199,27 @@ const char *create_patch_gives_up(const char *field)
                         return fields[i].gives_up;
         return NULL;
 }
+
+int create_patch_warning(char *const *changed, char **ret)
+{
+        _cleanup_(buffer_free) buffer names = {};
+        _cleanup_(buffer_free) buffer rows = {};
+        int r = 0;
+        for (size_t i = 0; changed && changed[i]; i++) {
+                const char *field = changed[i];
+                const char *gives_up = create_patch_gives_up(field);
+                r |= buffer_printf(&names, "%s%s", i ? ", " : "", field);
+                if (!gives_up)
+                        r |= buffer_printf(&rows, "; %s is unknown to aisb (podman ignores what it does not know: "
+                                                  "check it applied)", field);
+                else if (*gives_up && !strstr(rows.data ? rows.data : "", gives_up))
+                        r |= buffer_printf(&rows, "; gives up %s", gives_up);
+        }
+        if (r < 0 || !names.data)
+                return r < 0 ? -ENOMEM : 0;
+        char *text = NULL;
+        if (asprintf(&text, "--unsafe-create-patch changes %s%s", names.data, rows.data ? rows.data : "") < 0)
+                return -ENOMEM;
+        *ret = text;
+        return 0;
+}

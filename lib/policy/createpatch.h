@@ -35,3 +35,6 @@ int create_patch_apply(json_object *target, json_object *patch, char ***changed)
  * (labels, hostname, annotations), or NULL for a field aisb does not know (podman decodes
  * leniently: check that it applied). */
 const char *create_patch_gives_up(const char *field);
+/* The warning every run with a patch gives: each changed field named, with what it gives up
+ * (create_patch_gives_up). *ret stays NULL when nothing changed. -ENOMEM. */
+int create_patch_warning(char *const *changed, char **ret);

@@ -9,16 +9,34 @@
 #include <string.h>
 
 #include "json-output.h"
+#include "../suite-table.h"
+
+/* A stream into memory for json-output.c's printers to write to; closed, the text they wrote. */
+typedef struct written {
+        char *text;
+        size_t size;
+        FILE *f;
+} written;
+
+static FILE *written_open(written *w)
+{
+        *w = (written) {};
+        w->f = open_memstream(&w->text, &w->size);
+        ck_assert_ptr_nonnull(w->f);
+        return w->f;
+}
+
+static char *written_close(written *w)
+{
+        ck_assert_int_eq(fclose(w->f), 0);
+        return w->text;
+}
 
 static char *put_text(const char *text)
 {
-        char *out = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&out, &size);
-        ck_assert_ptr_nonnull(f);
-        cli_put_json_text(f, text);
-        ck_assert_int_eq(fclose(f), 0);
-        return out;
+        written w;
+        cli_put_json_text(written_open(&w), text);
+        return written_close(&w);
 }
 
 static void expect_text(const char *text, const char *expected)
@@ -51,12 +69,10 @@ START_TEST(test_object)
         json_object *o = json_object_new_object();
         json_object_object_add(o, "path", json_object_new_string(name));
         json_object_object_add(o, "line", json_object_new_int(3));
-        char *out = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&out, &size);
-        ck_assert_ptr_nonnull(f);
-        cli_print_json(f, o);
-        ck_assert_int_eq(fclose(f), 0);
+        written w;
+        cli_print_json(written_open(&w), o);
+        char *out = written_close(&w);
+        size_t size = w.size;
         json_object_put(o);
         /* One line, no control byte in it. */
         ck_assert_uint_gt(size, 1);
@@ -80,14 +96,5 @@ END_TEST
 
 int main(void)
 {
-        Suite *s = suite_create("json-output");
-        TCase *tc = tcase_create("json-output");
-        tcase_add_test(tc, test_escapes);
-        tcase_add_test(tc, test_object);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return suites_run(suite_of("json-output", "json-output", test_escapes, test_object));
 }

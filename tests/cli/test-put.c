@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "../suite-table.h"
 
 static void expect(const char *in, const char *keep, const char *want)
 {
@@ -55,14 +56,5 @@ END_TEST
 
 int main(void)
 {
-        Suite *s = suite_create("cli-put");
-        TCase *tc = tcase_create("put");
-        tcase_add_test(tc, test_controls);
-        tcase_add_test(tc, test_utf8);
-        suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return suites_run(suite_of("cli-put", "put", test_controls, test_utf8));
 }

@@ -22,6 +22,7 @@
 
 #include "netpolicy.h"
 #include "nft.h"
+#include "../suite-table.h"
 
 static const char *entrypoint, *probe;
 
@@ -301,16 +302,98 @@ static void check_confined(const struct run *r, const char *uid)
         HAS(r->out, "socket_netlink=ok\n");
 }
 
-START_TEST(enforced_allow)
+#define AS_NOBODY "--uid", "65534", "--gid", "65534"
+#define ROWS(table) ((int) (sizeof(table) / sizeof((table)[0])))
+
+/* One run of the entrypoint with these options, started with the sabotage, and what must
+ * come of it. */
+struct outcome {
+        const char *name;
+        const char *opts[20];
+        enum sabotage sabotage;
+        const char *resolv;   /* the test's /etc/resolv.conf, for --allow-dns (run_with) */
+        bool check_state;     /* the kernel's table read back: it must be the plan ("ok") */
+        const char *confined; /* the uid the command ran as, confined (check_confined) */
+        int exit_code;        /* without confined: the exit status; the command ran only on 0 */
+        const char *says;     /* in its stderr ("": nothing there); NULL: not looked at */
+};
+
+static void expect_outcome(const struct outcome *c)
 {
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "10.0.2.2:3128",
-                               "--allow", "192.168.0.0/16", "--allow", "[fd00::]/8", "--allow", "[fd00::1]:443",
-                               "--allow-dns", NULL };
-        struct run *r = run_with(opts, SABOTAGE_NONE, true, "nameserver 10.0.2.3\n");
-        check_confined(r, "65534");
-        ck_assert_str_eq(r->state, "ok");
-        ck_assert_str_eq(r->err, ""); /* nothing to say when all went well */
+        struct run *r = run_with(c->opts, c->sabotage, c->check_state, c->resolv);
+        if (c->confined)
+                check_confined(r, c->confined);
+        else {
+                ck_assert_msg(r->exit_code == c->exit_code, "%s: exit %d, want %d: %s", c->name, r->exit_code,
+                              c->exit_code, r->err);
+                ck_assert_msg(r->marker == (c->exit_code == 0), "%s: the command %s", c->name,
+                              r->marker ? "ran" : "did not run");
+        }
+        if (c->check_state)
+                ck_assert_msg(r->state && strcmp(r->state, "ok") == 0, "%s: the table is not the plan: %s", c->name,
+                              r->state);
+        if (c->says && !c->says[0])
+                ck_assert_msg(strcmp(r->err, "") == 0, "%s: said %s", c->name, r->err);
+        else if (c->says)
+                ck_assert_msg(strstr(r->err, c->says), "%s: '%s' lacks '%s'", c->name, r->err, c->says);
         run_free(r);
+}
+
+/* Enforced: the ruleset in force and verified (as the plan says for --net full: no table),
+ * the command run confined. */
+static const struct outcome enforced[] = {
+        { "allow", { AS_NOBODY, "--net", "allow", "--allow", "10.0.2.2:3128", "--allow", "192.168.0.0/16", "--allow",
+                     "[fd00::]/8", "--allow", "[fd00::1]:443", "--allow-dns" },
+          .resolv = "nameserver 10.0.2.3\n", .check_state = true, .confined = "65534",
+          .says = "" /* nothing to say when all went well */ },
+        { "none", { AS_NOBODY, "--net", "none" }, .check_state = true, .confined = "65534" },
+        /* --net external: started as the user with nothing to drop; the mount check leaves its
+         * file access as it found it, and the command runs. */
+        { "external as the user", { "--net", "external", "--uid", "65534", "--gid", "65534" }, SABOTAGE_AS_USER },
+        { "keep root", { "--keep-root", "--net", "allow", "--allow", "10.0.2.2:3128" }, .check_state = true,
+          .confined = "0", .says = "aisb-entrypoint: --keep-root" },
+        { "full", { AS_NOBODY, "--net", "full" }, .check_state = true, .confined = "65534",
+          .says = "aisb-entrypoint: WARNING: --net full" },
+};
+
+/* Sabotaged: 77 and nothing run; each capability of the minimal set is needed. With
+ * --allow-unenforced, a warning and the command runs. */
+static const struct outcome sabotaged[] = {
+        { "table exists", { AS_NOBODY, "--net", "allow", "--allow", "10.0.2.2:3128" }, SABOTAGE_TABLE_EXISTS,
+          .exit_code = 77,
+          .says = "aisb-entrypoint: network ruleset not in force, nothing was run: table inet aisb: File exists" },
+        { "unenforced goes on", { AS_NOBODY, "--net", "none", "--allow-unenforced" }, SABOTAGE_NO_NET_ADMIN,
+          .confined = "65534", .says = "aisb-entrypoint: WARNING: the network ruleset is NOT in force" },
+        { "without CAP_NET_ADMIN", { AS_NOBODY, "--net", "none" }, SABOTAGE_NO_NET_ADMIN, .exit_code = 77,
+          .says = "CAP_NET_ADMIN" },
+        { "without CAP_SETPCAP", { AS_NOBODY, "--net", "none" }, SABOTAGE_NO_SETPCAP, .exit_code = 77,
+          .says = "CAP_SETPCAP" },
+        { "without CAP_SETUID", { AS_NOBODY, "--net", "none" }, SABOTAGE_NO_SETUID, .exit_code = 77,
+          .says = "CAP_SETUID" },
+        { "without CAP_SETGID", { AS_NOBODY, "--net", "none" }, SABOTAGE_NO_SETGID, .exit_code = 77,
+          .says = "CAP_SETGID" },
+};
+
+static const struct outcome failures[] = {
+        { "malformed", { AS_NOBODY, "--net", "allow", "--allow", "10.0.2.2:65536" }, .exit_code = 78,
+          .says = "aisb-entrypoint: --allow 10.0.2.2:65536: the port must be a number from 1 to 65535\n" },
+};
+
+START_TEST(enforced_outcome)
+{
+        expect_outcome(&enforced[_i]);
+}
+END_TEST
+
+START_TEST(sabotaged_outcome)
+{
+        expect_outcome(&sabotaged[_i]);
+}
+END_TEST
+
+START_TEST(failure_outcome)
+{
+        expect_outcome(&failures[_i]);
 }
 END_TEST
 
@@ -391,15 +474,15 @@ START_TEST(dns_without_resolvers)
 }
 END_TEST
 
-START_TEST(enforced_none)
+/* A mount the entrypoint must refuse: 77, nothing run, and it says why. */
+static void expect_mount_refused(const char *const *opts, enum sabotage s)
 {
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", NULL };
-        struct run *r = run(opts, SABOTAGE_NONE, true);
-        check_confined(r, "65534");
-        ck_assert_str_eq(r->state, "ok");
+        struct run *r = run(opts, s, false);
+        ck_assert_int_eq(r->exit_code, 77);
+        ck_assert(!r->marker);
+        HAS(r->err, "is not what aisb chose to mount");
         run_free(r);
 }
-END_TEST
 
 /* A project the user keeps 0700: the entrypoint, holding only the sandbox's capabilities,
  * checks the mounts inside it with the user's file access, and runs. */
@@ -423,15 +506,20 @@ START_TEST(expect_mount_private_dir)
         /* The same check still refuses another file there. */
         snprintf(expect, sizeof(expect), "%s:%llu:%llu", file, (unsigned long long) st.st_dev,
                  (unsigned long long) st.st_ino + 1);
-        r = run(opts, SABOTAGE_CONTAINER_CAPS, false);
-        ck_assert_int_eq(r->exit_code, 77);
-        ck_assert(!r->marker);
-        HAS(r->err, "is not what aisb chose to mount");
-        run_free(r);
+        expect_mount_refused(opts, SABOTAGE_CONTAINER_CAPS);
         ck_assert_int_eq(rmdir(file), 0);
         ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
+
+/* --expect-file's value for path: file's inode and change time (in ns, plus skew) now. */
+static void expect_file_arg(char *expect, size_t size, const char *path, const char *file, long long skew)
+{
+        struct stat st;
+        ck_assert_int_eq(lstat(file, &st), 0);
+        snprintf(expect, size, "%s:%llu:%lld", path, (unsigned long long) st.st_ino,
+                 (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec + skew);
+}
 
 /* --expect-file: the file must be a regular file of one link with that inode and change
  * time; a hard link made to it since (two links, a new change time), another file, or a
@@ -446,137 +534,26 @@ START_TEST(expect_file_checks)
         int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         ck_assert_int_ge(fd, 0);
         close(fd);
-        struct stat st;
-        ck_assert_int_eq(lstat(file, &st), 0);
-        long long ctime_ns = (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
-        snprintf(expect, sizeof(expect), "%s:%llu:%lld", file, (unsigned long long) st.st_ino, ctime_ns);
+        expect_file_arg(expect, sizeof(expect), file, file, 0);
         const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", "--expect-file", expect, NULL };
         struct run *r = run(opts, SABOTAGE_NONE, true);
         check_confined(r, "65534");
         run_free(r);
         /* Another change time (the same inode). */
-        snprintf(expect, sizeof(expect), "%s:%llu:%lld", file, (unsigned long long) st.st_ino, ctime_ns + 1);
-        r = run(opts, SABOTAGE_NONE, false);
-        ck_assert_int_eq(r->exit_code, 77);
-        ck_assert(!r->marker);
-        HAS(r->err, "is not what aisb chose to mount");
-        run_free(r);
+        expect_file_arg(expect, sizeof(expect), file, file, 1);
+        expect_mount_refused(opts, SABOTAGE_NONE);
         /* A hard link made to it: two links, and its change time moved. */
         ck_assert_int_eq(link(file, other), 0);
-        ck_assert_int_eq(lstat(file, &st), 0);
-        snprintf(expect, sizeof(expect), "%s:%llu:%lld", file, (unsigned long long) st.st_ino,
-                 (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
-        r = run(opts, SABOTAGE_NONE, false);
-        ck_assert_int_eq(r->exit_code, 77);
-        HAS(r->err, "is not what aisb chose to mount");
-        run_free(r);
+        expect_file_arg(expect, sizeof(expect), file, file, 0);
+        expect_mount_refused(opts, SABOTAGE_NONE);
         /* A link to the very file. */
         ck_assert_int_eq(unlink(other), 0);
         ck_assert_int_eq(symlink(file, other), 0);
-        ck_assert_int_eq(lstat(file, &st), 0);
-        snprintf(expect, sizeof(expect), "%s:%llu:%lld", other, (unsigned long long) st.st_ino,
-                 (long long) st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
-        r = run(opts, SABOTAGE_NONE, false);
-        ck_assert_int_eq(r->exit_code, 77);
-        run_free(r);
+        expect_file_arg(expect, sizeof(expect), other, file, 0);
+        expect_mount_refused(opts, SABOTAGE_NONE);
         ck_assert_int_eq(unlink(other), 0);
         ck_assert_int_eq(unlink(file), 0);
         ck_assert_int_eq(rmdir(dir), 0);
-}
-END_TEST
-
-/* --net external: started as the user with nothing to drop; the mount check leaves its file
- * access as it found it, and the command runs. */
-START_TEST(external_as_user)
-{
-        const char *opts[] = { "--net", "external", "--uid", "65534", "--gid", "65534", NULL };
-        struct run *r = run(opts, SABOTAGE_AS_USER, false);
-        ck_assert_msg(r->exit_code == 0, "exit %d: %s", r->exit_code, r->err);
-        ck_assert(r->marker);
-        run_free(r);
-}
-END_TEST
-
-START_TEST(keep_root)
-{
-        const char *opts[] = { "--keep-root", "--net", "allow", "--allow", "10.0.2.2:3128", NULL };
-        struct run *r = run(opts, SABOTAGE_NONE, true);
-        check_confined(r, "0");
-        ck_assert_str_eq(r->state, "ok");
-        HAS(r->err, "aisb-entrypoint: --keep-root");
-        run_free(r);
-}
-END_TEST
-
-START_TEST(net_full)
-{
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "full", NULL };
-        struct run *r = run(opts, SABOTAGE_NONE, true);
-        check_confined(r, "65534");
-        ck_assert_str_eq(r->state, "ok"); /* no table, as planned */
-        HAS(r->err, "aisb-entrypoint: WARNING: --net full");
-        run_free(r);
-}
-END_TEST
-
-START_TEST(sabotage_table_exists)
-{
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "10.0.2.2:3128", NULL };
-        struct run *r = run(opts, SABOTAGE_TABLE_EXISTS, false);
-        ck_assert_int_eq(r->exit_code, 77);
-        ck_assert_msg(!r->marker, "the command ran");
-        HAS(r->err, "aisb-entrypoint: network ruleset not in force, nothing was run: table inet aisb: File exists");
-        run_free(r);
-}
-END_TEST
-
-START_TEST(sabotage_no_net_admin)
-{
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", NULL };
-        struct run *r = run(opts, SABOTAGE_NO_NET_ADMIN, false);
-        ck_assert_int_eq(r->exit_code, 77);
-        ck_assert_msg(!r->marker, "the command ran");
-        HAS(r->err, "CAP_NET_ADMIN");
-        run_free(r);
-}
-END_TEST
-
-START_TEST(unenforced_goes_on)
-{
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", "--allow-unenforced", NULL };
-        struct run *r = run(opts, SABOTAGE_NO_NET_ADMIN, false);
-        check_confined(r, "65534");
-        HAS(r->err, "aisb-entrypoint: WARNING: the network ruleset is NOT in force");
-        run_free(r);
-}
-END_TEST
-
-/* Each capability of the minimal set is needed: without it, 77 and nothing runs. */
-START_TEST(each_capability_needed)
-{
-        static const struct { enum sabotage s; const char *says; } cases[] = {
-                { SABOTAGE_NO_NET_ADMIN, "CAP_NET_ADMIN" },
-                { SABOTAGE_NO_SETPCAP, "CAP_SETPCAP" },
-                { SABOTAGE_NO_SETUID, "CAP_SETUID" },
-                { SABOTAGE_NO_SETGID, "CAP_SETGID" },
-        };
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "none", NULL };
-        struct run *r = run(opts, cases[_i].s, false);
-        ck_assert_msg(r->exit_code == 77, "without %s: exit %d", cases[_i].says, r->exit_code);
-        ck_assert(!r->marker);
-        HAS(r->err, cases[_i].says);
-        run_free(r);
-}
-END_TEST
-
-START_TEST(malformed_78)
-{
-        const char *opts[] = { "--uid", "65534", "--gid", "65534", "--net", "allow", "--allow", "10.0.2.2:65536", NULL };
-        struct run *r = run(opts, SABOTAGE_NONE, false);
-        ck_assert_int_eq(r->exit_code, 78);
-        ck_assert(!r->marker);
-        HAS(r->err, "aisb-entrypoint: --allow 10.0.2.2:65536: the port must be a number from 1 to 65535\n");
-        run_free(r);
 }
 END_TEST
 
@@ -617,27 +594,13 @@ END_TEST
 static Suite *privileged_suite(void)
 {
         Suite *s = suite_create("entrypoint-privileged");
-        TCase *tc = tcase_create("enforced");
-        tcase_add_test(tc, enforced_allow);
-        tcase_add_test(tc, enforced_none);
-        tcase_add_test(tc, expect_mount_private_dir);
-        tcase_add_test(tc, expect_file_checks);
-        tcase_add_test(tc, external_as_user);
-        tcase_add_test(tc, dns_to_resolvers_only);
+        TCase *tc = suite_add_tests(s, "enforced", NULL, NULL, expect_mount_private_dir, expect_file_checks,
+                                    dns_to_resolvers_only);
+        tcase_add_loop_test(tc, enforced_outcome, 0, ROWS(enforced));
         tcase_add_loop_test(tc, dns_without_resolvers, 0, 4);
-        tcase_add_test(tc, keep_root);
-        tcase_add_test(tc, net_full);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("sabotaged");
-        tcase_add_test(tc, sabotage_table_exists);
-        tcase_add_test(tc, sabotage_no_net_admin);
-        tcase_add_test(tc, unenforced_goes_on);
-        tcase_add_loop_test(tc, each_capability_needed, 0, 4);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("failures");
-        tcase_add_test(tc, malformed_78);
-        tcase_add_test(tc, exec_failures);
-        suite_add_tcase(s, tc);
+        suite_add_loop(s, "sabotaged", NULL, NULL, sabotaged_outcome, ROWS(sabotaged));
+        tc = suite_add_tests(s, "failures", NULL, NULL, exec_failures);
+        tcase_add_loop_test(tc, failure_outcome, 0, ROWS(failures));
         return s;
 }
 
@@ -662,9 +625,5 @@ int main(void)
                 fprintf(stderr, "SKIP: cannot create a network namespace here\n");
                 return 77;
         }
-        SRunner *sr = srunner_create(privileged_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return suites_run(privileged_suite());
 }

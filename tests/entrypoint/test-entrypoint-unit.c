@@ -4,15 +4,9 @@
 #include <stdlib.h>
 
 #include "suites.h"
+#include "../suite-table.h"
 
 int main(void)
 {
-        SRunner *sr = srunner_create(netpolicy_suite());
-        srunner_add_suite(sr, nft_batch_suite());
-        srunner_add_suite(sr, seccomp_suite());
-        srunner_add_suite(sr, seed_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return suites_run(netpolicy_suite(), nft_batch_suite(), seccomp_suite(), seed_suite());
 }

@@ -13,6 +13,7 @@
 
 #include "netpolicy.h"
 #include "suites.h"
+#include "../suite-table.h"
 
 static int parse(struct netpolicy *p, char *err, size_t errlen, ...)
 {
@@ -664,27 +665,10 @@ END_TEST
 Suite *netpolicy_suite(void)
 {
         Suite *s = suite_create("netpolicy");
-        TCase *tc = tcase_create("allow");
-        tcase_add_test(tc, allow_good);
-        tcase_add_test(tc, allow_hostile);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("options");
-        tcase_add_test(tc, options_good);
-        tcase_add_test(tc, options_hostile);
-        tcase_add_test(tc, options_messages);
-        tcase_add_test(tc, too_many_allows);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("resolv.conf");
-        tcase_add_test(tc, resolv_conf_cases);
-        tcase_add_test(tc, resolv_conf_large);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("texts");
-        tcase_add_test(tc, print_ruleset_text);
-        tcase_add_test(tc, print_plan_text);
-        tcase_add_test(tc, print_dns_text);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("binary");
-        tcase_add_test(tc, binary_exit_78);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "allow", NULL, NULL, allow_good, allow_hostile);
+        suite_add_tests(s, "options", NULL, NULL, options_good, options_hostile, options_messages, too_many_allows);
+        suite_add_tests(s, "resolv.conf", NULL, NULL, resolv_conf_cases, resolv_conf_large);
+        suite_add_tests(s, "texts", NULL, NULL, print_ruleset_text, print_plan_text, print_dns_text);
+        suite_add_tests(s, "binary", NULL, NULL, binary_exit_78);
         return s;
 }

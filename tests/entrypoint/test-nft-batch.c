@@ -15,6 +15,7 @@
 #include "netpolicy.h"
 #include "nft.h"
 #include "suites.h"
+#include "../suite-table.h"
 
 #define RULE_LO_OUT "[ meta load oif => reg 1 ]\n[ cmp eq reg 1 0x00000001 ]\n[ immediate reg 0 accept ]\n"
 #define RULE_LO_IN "[ meta load iif => reg 1 ]\n[ cmp eq reg 1 0x00000001 ]\n[ immediate reg 0 accept ]\n"
@@ -146,13 +147,21 @@ static void check_against_expected(const struct decoded *d)
         nft_state_free(&want);
 }
 
+/* The base chains as always, and the output chain's rules exactly these. */
+static void expect_output_rules(const struct decoded *d, const char *const *want, size_t n)
+{
+        check_base_chains(&d->state);
+        const struct nft_chain_state *out = chain(&d->state, "output");
+        ck_assert_uint_eq(out->n_rules, n);
+        for (size_t i = 0; i < out->n_rules; i++)
+                ck_assert_msg(strcmp(out->rules[i], want[i]) == 0, "output rule %zu:\n%s\nexpected:\n%s", i,
+                              out->rules[i], want[i]);
+}
+
 START_TEST(policy_none)
 {
         struct decoded *d = decode((const char *[]) { NULL });
-        check_base_chains(&d->state);
-        const struct nft_chain_state *out = chain(&d->state, "output");
-        ck_assert_uint_eq(out->n_rules, 1);
-        ck_assert_str_eq(out->rules[0], RULE_LO_OUT);
+        expect_output_rules(d, (const char *const[]) { RULE_LO_OUT }, 1);
         /* begin, table, 3 chains, 3 rules, end; named for error reports. */
         ck_assert_uint_eq(d->batch.n_messages, 9);
         ck_assert_str_eq(d->batch.what[0], "batch begin");
@@ -169,14 +178,9 @@ START_TEST(policy_allow)
         struct decoded *d = decode((const char *[]) {
                 "--net", "allow", "--allow", "10.0.2.2:3128", "--allow", "192.168.0.0/16",
                 "--allow", "[fd00::1]:443", "--allow", "[fd00::]/8", NULL });
-        check_base_chains(&d->state);
-        const struct nft_chain_state *out = chain(&d->state, "output");
         static const char *const want[] = { RULE_LO_OUT, RULE_CT, RULE_PROXY, RULE_NET16(TCP), RULE_NET16(UDP),
                                             RULE_V6_443, RULE_V6_8(TCP), RULE_V6_8(UDP) };
-        ck_assert_uint_eq(out->n_rules, sizeof(want) / sizeof(want[0]));
-        for (size_t i = 0; i < out->n_rules; i++)
-                ck_assert_msg(strcmp(out->rules[i], want[i]) == 0, "output rule %zu:\n%s\nexpected:\n%s", i,
-                              out->rules[i], want[i]);
+        expect_output_rules(d, want, sizeof(want) / sizeof(want[0]));
         ck_assert_str_eq(d->batch.what[9], "chain output rule 3 (ip daddr 10.0.2.2 tcp dport 3128 accept)");
         check_against_expected(d);
         decoded_free(d);
@@ -190,14 +194,9 @@ START_TEST(policy_allow_dns_only)
         struct decoded *d = decode_with((const char *[]) { "--net", "allow", "--allow-dns", NULL },
                                         "# podman\nnameserver 10.0.2.3\nnameserver 127.0.0.53\n"
                                         "nameserver fd00::3%tap0\nnameserver 10.0.2.3\n");
-        check_base_chains(&d->state);
-        const struct nft_chain_state *out = chain(&d->state, "output");
         static const char *const want[] = { RULE_LO_OUT, RULE_CT, RULE_DNS(UDP), RULE_DNS(TCP),
                                             RULE_DNS6(UDP), RULE_DNS6(TCP) };
-        ck_assert_uint_eq(out->n_rules, sizeof(want) / sizeof(want[0]));
-        for (size_t i = 0; i < out->n_rules; i++)
-                ck_assert_msg(strcmp(out->rules[i], want[i]) == 0, "output rule %zu:\n%s\nexpected:\n%s", i,
-                              out->rules[i], want[i]);
+        expect_output_rules(d, want, sizeof(want) / sizeof(want[0]));
         ck_assert_str_eq(d->batch.what[9], "chain output rule 3 (ip daddr 10.0.2.3 udp dport 53 accept)");
         check_against_expected(d);
         decoded_free(d);
@@ -314,16 +313,8 @@ END_TEST
 Suite *nft_batch_suite(void)
 {
         Suite *s = suite_create("nft-batch");
-        TCase *tc = tcase_create("decode");
-        tcase_add_test(tc, policy_none);
-        tcase_add_test(tc, policy_allow);
-        tcase_add_test(tc, policy_allow_dns_only);
-        tcase_add_test(tc, policy_allow_nothing_listed);
-        tcase_add_test(tc, policy_full);
-        tcase_add_test(tc, policy_max_allows);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("compare");
-        tcase_add_test(tc, compare_notices);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "decode", NULL, NULL, policy_none, policy_allow, policy_allow_dns_only,
+                        policy_allow_nothing_listed, policy_full, policy_max_allows);
+        suite_add_tests(s, "compare", NULL, NULL, compare_notices);
         return s;
 }

@@ -23,6 +23,7 @@
 
 #include "sandbox-seccomp.h"
 #include "suites.h"
+#include "../suite-table.h"
 
 static struct sock_filter *prog;
 static size_t prog_len;
@@ -323,15 +324,6 @@ END_TEST
 
 Suite *seccomp_suite(void)
 {
-        Suite *s = suite_create("seccomp");
-        TCase *tc = tcase_create("verdicts");
-        tcase_add_test(tc, denied_whole);
-        tcase_add_test(tc, allowed_everyday);
-        tcase_add_test(tc, clone_flags);
-        tcase_add_test(tc, socket_families_and_types);
-        tcase_add_test(tc, ioctl_tiocsti);
-        tcase_add_test(tc, setid_modes);
-        tcase_add_test(tc, other_architectures);
-        suite_add_tcase(s, tc);
-        return s;
+        return suite_of("seccomp", "verdicts", denied_whole, allowed_everyday, clone_flags, socket_families_and_types,
+                        ioctl_tiocsti, setid_modes, other_architectures);
 }

@@ -11,6 +11,7 @@
 
 #include "seed.h"
 #include "suites.h"
+#include "../suite-table.h"
 
 static char top[64], src[96], dest[128];
 
@@ -110,11 +111,6 @@ END_TEST
 Suite *seed_suite(void)
 {
         Suite *s = suite_create("seed");
-        TCase *tc = tcase_create("copy");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, copies_regular_files);
-        tcase_add_test(tc, never_through_a_link);
-        tcase_add_test(tc, bounded);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "copy", setup, teardown, copies_regular_files, never_through_a_link, bounded);
         return s;
 }

@@ -275,11 +275,9 @@ static int connection_line(struct connection *c, size_t from, size_t *ret_end) {
                 }
                 if (c->in.size > HEAD_MAX)
                         return -E2BIG;
-                ssize_t n = connection_read(c);
-                if (n < 0)
-                        return (int) n;
-                if (n == 0)
-                        return -ECONNRESET;
+                int r = connection_need(c, c->in.size + 1);
+                if (r < 0)
+                        return r;
         }
 }
 
@@ -1127,12 +1125,11 @@ ssize_t fake_podman_find_request(fake_podman *fp, const char *method, const char
 size_t fake_podman_frame(uint8_t *buf, int stream, const char *text)
 {
         size_t n = strlen(text);
+        /* The stream, three bytes of padding, the size in four bytes, most significant first. */
         buf[0] = (uint8_t) stream;
         buf[1] = buf[2] = buf[3] = 0;
-        buf[4] = (uint8_t) (n >> 24);
-        buf[5] = (uint8_t) (n >> 16);
-        buf[6] = (uint8_t) (n >> 8);
-        buf[7] = (uint8_t) n;
+        for (size_t i = 0; i < 4; i++)
+                buf[4 + i] = (uint8_t) (n >> (24 - 8 * i));
         memcpy(buf + 8, text, n);
         return n + 8;
 }

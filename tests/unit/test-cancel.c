@@ -17,7 +17,8 @@
 
 #include "fake-podman.h"
 #include "internal.h"
-#include "unit.h"
+#include "run-fixture.h"
+#include "../suite-table.h"
 
 static fake_podman *fp;
 static aisb_ctx *ctx;
@@ -33,17 +34,10 @@ static void teardown(void)
         unit_podman_stop(fp, ctx);
 }
 
-static aisb_policy *new_policy(const char *net)
+/* A run's policy (run-fixture.h) without the working directory. */
+static aisb_policy *new_policy(void)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        /* AISB_ENTRYPOINT, from the test's environment, as the CLI takes it. */
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", net, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-agents", "true", NULL), 0);
-        return p;
+        return POLICY({ "no-cwd", "true" }, RUN_SETTINGS);
 }
 
 /* err by address: it is read after the call that fills it (argument order is unspecified). */
@@ -72,14 +66,8 @@ static void route_slow(const char *method, const char *path)
 /* The routes of a run whose sandbox runs until it is removed. */
 static void route_endless_run(void)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        unit_route_home_volume(fp);
-        fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
-                          "{\"Id\":\"c0ffee\",\"Warnings\":[\"a host fact\"]}", FAKE_NORMAL, 1);
+        route_sandbox(fp, "[\"a host fact\"]", 1);
         fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK_UNTIL_DELETE, 1);
-        fake_podman_route(fp, "POST", "/containers/c0ffee/start", 204, NULL, "", FAKE_NORMAL, 1);
-        fake_podman_route(fp, "DELETE", "/containers/c0ffee", 200, "application/json", "[]", FAKE_NORMAL, 0);
 }
 
 typedef struct later {
@@ -100,17 +88,39 @@ static void *cancel_later(void *userdata)
         return NULL;
 }
 
+/* aisb_image_ensure of p fails with code, its error naming needle, and gives no tag. */
+static void expect_image_error(const aisb_policy *p, int code, const char *needle)
+{
+        aisb_error *err = NULL;
+        char *tag = NULL;
+        expect_error(aisb_image_ensure(ctx, p, &tag, NULL, &err), code, &err, needle);
+        ck_assert_ptr_null(tag);
+}
+
+/* A run of p without input fails with code, its error naming needle; when l is set, another
+ * thread cancels it as l says, and has ended when this returns. */
+static void expect_run_error(const aisb_policy *p, later *l, int code, const char *needle)
+{
+        aisb_io *io = io_without_input();
+        pthread_t t;
+        if (l)
+                ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, l), 0);
+        int exit_code = -1;
+        aisb_error *err = NULL;
+        expect_error(aisb_run(ctx, p, io, &exit_code, &err), code, &err, needle);
+        if (l)
+                pthread_join(t, NULL);
+        aisb_io_free(io);
+}
+
 /* ---- a hung service ---- */
 
 START_TEST(test_timeout_request)
 {
         route_slow("GET", "/images/*/exists");
         aisb_ctx_set_timeout(ctx, 300);
-        aisb_policy *p = new_policy("none");
-        aisb_error *err = NULL;
-        char *tag = NULL;
-        expect_error(aisb_image_ensure(ctx, p, &tag, NULL, &err), -ETIMEDOUT, &err, "did not answer in time");
-        ck_assert_ptr_null(tag);
+        aisb_policy *p = new_policy();
+        expect_image_error(p, -ETIMEDOUT, "did not answer in time");
         aisb_policy_free(p);
 }
 END_TEST
@@ -120,15 +130,9 @@ START_TEST(test_timeout_run)
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         route_slow("GET", "/volumes/*/exists");
         aisb_ctx_set_timeout(ctx, 300);
-        aisb_policy *p = new_policy("none");
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
-        int code = -1;
-        aisb_error *err = NULL;
-        expect_error(aisb_run(ctx, p, io, &code, &err), -ETIMEDOUT, &err, "volumes");
+        aisb_policy *p = new_policy();
+        expect_run_error(p, NULL, -ETIMEDOUT, "volumes");
         ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
-        aisb_io_free(io);
         aisb_policy_free(p);
 }
 END_TEST
@@ -139,19 +143,10 @@ START_TEST(test_cancel_while_preparing)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
         route_slow("GET", "/volumes/*/exists");
-        aisb_policy *p = new_policy("none");
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
+        aisb_policy *p = new_policy();
         later l = { .wait_method = "GET", .wait_path = "/volumes/" };
-        pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, &l), 0);
-        int code = -1;
-        aisb_error *err = NULL;
-        expect_error(aisb_run(ctx, p, io, &code, &err), -ECANCELED, &err, "stopped");
-        pthread_join(t, NULL);
+        expect_run_error(p, &l, -ECANCELED, "stopped");
         ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
-        aisb_io_free(io);
         aisb_policy_free(p);
 }
 END_TEST
@@ -159,21 +154,12 @@ END_TEST
 START_TEST(test_cancel_while_running)
 {
         route_endless_run();
-        aisb_policy *p = new_policy("none");
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
+        aisb_policy *p = new_policy();
         later l = { .wait_method = "POST", .wait_path = "/start", .delay_ms = 100 };
-        pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, &l), 0);
-        int code = -1;
-        aisb_error *err = NULL;
-        expect_error(aisb_run(ctx, p, io, &code, &err), -ECANCELED, &err, "the sandbox was removed");
-        pthread_join(t, NULL);
+        expect_run_error(p, &l, -ECANCELED, "the sandbox was removed");
         /* Removed, and by the cancel: nothing waited for an exit that never came. */
         ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
         ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/wait"), -1);
-        aisb_io_free(io);
         aisb_policy_free(p);
 }
 END_TEST
@@ -182,12 +168,11 @@ END_TEST
 START_TEST(test_cancel_before_and_after)
 {
         fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        aisb_policy *p = new_policy("none");
+        aisb_policy *p = new_policy();
         aisb_ctx_cancel(ctx);
-        aisb_error *err = NULL;
-        char *tag = NULL;
-        expect_error(aisb_image_ensure(ctx, p, &tag, NULL, &err), -ECANCELED, &err, "stopped");
+        expect_image_error(p, -ECANCELED, "stopped");
         ck_assert_int_eq(fake_podman_find_request(fp, "GET", "/images/"), -1);
+        char *tag = NULL;
         ck_assert_int_eq(aisb_image_ensure(ctx, p, &tag, NULL, NULL), 0);
         ck_assert_ptr_nonnull(tag);
         free(tag);
@@ -252,10 +237,8 @@ START_TEST(test_build_stopped_by_its_callback)
         fake_podman_route(fp, "POST", "/build", 200, "application/json", lines, FAKE_TRICKLE, 1);
         seen s = { .stop_on_build = true };
         aisb_ctx_set_event_fn(ctx, on_event, &s);
-        aisb_policy *p = new_policy("none");
-        aisb_error *err = NULL;
-        char *tag = NULL;
-        expect_error(aisb_image_ensure(ctx, p, &tag, NULL, &err), -ECANCELED, &err, "stopped");
+        aisb_policy *p = new_policy();
+        expect_image_error(p, -ECANCELED, "stopped");
         /* The first line ended it: the callback never saw a second one. */
         ck_assert_uint_eq(s.build_lines, 1);
         aisb_policy_free(p);
@@ -309,18 +292,11 @@ START_TEST(test_events_of_a_run)
         route_endless_run();
         seen s = {};
         aisb_ctx_set_event_fn(ctx, on_event, &s);
-        aisb_policy *p = new_policy("allow");
+        aisb_policy *p = new_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "net", "allow", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "allow", "example.com", NULL), 0);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
         later l = { .wait_method = "POST", .wait_path = "/start", .before = append_access_log, .delay_ms = 50 };
-        pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, &l), 0);
-        int code = -1;
-        aisb_error *err = NULL;
-        expect_error(aisb_run(ctx, p, io, &code, &err), -ECANCELED, &err, "removed");
-        pthread_join(t, NULL);
+        expect_run_error(p, &l, -ECANCELED, "removed");
         ck_assert_str_eq(s.steps, "image volume network gate bridge create start stream remove");
         /* The summary, typed, then as a message. */
         ck_assert_uint_eq(s.egress, 1);
@@ -339,7 +315,6 @@ START_TEST(test_events_of_a_run)
         ck_assert_uint_eq(creates, 1);
         ck_assert_int_ge(fake_podman_find_request(fp, "GET", "/containers/aisb-gate-"), 0);
         close(listener);
-        aisb_io_free(io);
         aisb_policy_free(p);
 }
 END_TEST
@@ -347,36 +322,14 @@ END_TEST
 static Suite *cancel_suite(void)
 {
         Suite *s = suite_create("cancel");
-        TCase *tc = tcase_create("timeouts");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_timeout_request);
-        tcase_add_test(tc, test_timeout_run);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("cancel");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_cancel_while_preparing);
-        tcase_add_test(tc, test_cancel_while_running);
-        tcase_add_test(tc, test_cancel_before_and_after);
-        tcase_add_test(tc, test_build_stopped_by_its_callback);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("events");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_events_of_a_run);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "timeouts", setup, teardown, test_timeout_request, test_timeout_run);
+        suite_add_tests(s, "cancel", setup, teardown, test_cancel_while_preparing, test_cancel_while_running,
+                        test_cancel_before_and_after, test_build_stopped_by_its_callback);
+        suite_add_tests(s, "events", setup, teardown, test_events_of_a_run);
         return s;
 }
 
 int main(void)
 {
-        unsetenv("AISB_HOME_VOLUME");
-        if (!mkdtemp(state_home))
-                return EXIT_FAILURE;
-        setenv("XDG_STATE_HOME", state_home, 1);
-        setenv("XDG_CONFIG_HOME", state_home, 1);
-        int failed = unit_run(cancel_suite()) != EXIT_SUCCESS;
-        char command[PATH_MAX + 16];
-        snprintf(command, sizeof command, "rm -rf '%s'", state_home);
-        if (system(command) != 0)
-                failed++;
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run_in_state_home(cancel_suite(), state_home);
 }

@@ -5,7 +5,8 @@
 #include <sys/stat.h>
 
 #include "internal.h"
-#include "unit.h"
+#include "run-fixture.h"
+#include "../suite-table.h"
 
 /* The body of a plan built from facts set here (the settings' copy, the project's identity):
  * the real one, or the one shown. */
@@ -54,10 +55,7 @@ static json_object *find_mount(json_object *o, const char *destination)
 
 START_TEST(test_confinement)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
+        aisb_policy *p = POLICY({ "net", "none" });
         json_object *o = body_for(p, false);
         ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(get(o, "cap_drop"), 0)), "ALL");
         ck_assert_uint_eq(json_object_array_length(get(o, "cap_drop")), 1);
@@ -113,14 +111,8 @@ END_TEST
 
 START_TEST(test_options_change_spec)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", NULL, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", NULL, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "full", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data:ro", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "read-only", "false", NULL), 0);
+        aisb_policy *p = POLICY({ "no-cwd", NULL }, { "ephemeral-home", NULL }, { "net", "full" },
+                                { "mount", "/tmp:/data:ro" }, { "read-only", "false" });
         json_object *o = body_for(p, false);
         ck_assert_ptr_null(find_mount(o, "/project"));
         ck_assert_str_eq(json_object_get_string(get(o, "work_dir")), "/home/sandbox");
@@ -138,11 +130,7 @@ END_TEST
 
 START_TEST(test_redaction)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "env", "API_TOKEN=hunter2", NULL), 0);
+        aisb_policy *p = POLICY({ "net", "none" }, { "env", "API_TOKEN=hunter2" });
         json_object *real = body_for(p, false);
         ck_assert_str_eq(json_object_get_string(get(get(real, "env"), "API_TOKEN")), "hunter2");
         json_object *shown = body_for(p, true);
@@ -162,10 +150,7 @@ END_TEST
  * sandbox could swap it for a link): the run's private copy is mounted over it, read-only. */
 START_TEST(test_project_settings_copy)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
+        aisb_policy *p = POLICY({ "net", "none" });
         json_object *o = body_with(p, "/run/user/1/aisb-run-x/ai-sandbox", false);
         json_object *m = find_mount(o, "/project/.ai-sandbox");
         ck_assert_ptr_nonnull(m);
@@ -191,11 +176,7 @@ END_TEST
  * (as the run began) and each --mount source (as it was named). */
 START_TEST(test_mounts_identified)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data:ro", NULL), 0);
+        aisb_policy *p = POLICY({ "net", "none" }, { "mount", "/tmp:/data:ro" });
         struct stat st;
         ck_assert_int_eq(stat("/tmp", &st), 0);
         json_object *o = body_for(p, false);
@@ -214,15 +195,8 @@ END_TEST
  * bytes json-c holds, short strings (kept inside the object) and long ones alike. */
 START_TEST(test_body_wiped)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "env", "SHORT=hunter2", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "env",
-                                         "LONG=sk-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-                                         NULL),
-                         0);
+        aisb_policy *p = POLICY({ "net", "none" }, { "env", "SHORT=hunter2" },
+                                { "env", "LONG=sk-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" });
         json_object *o = body_for(p, false), *env = get(o, "env");
         const char *values[] = { json_object_get_string(get(env, "SHORT")), json_object_get_string(get(env, "LONG")) };
         size_t sizes[] = { strlen(values[0]), strlen(values[1]) };
@@ -238,22 +212,9 @@ START_TEST(test_body_wiped)
 }
 END_TEST
 
-static Suite *container_suite(void)
-{
-        Suite *s = suite_create("container");
-        TCase *tc = tcase_create("spec");
-        tcase_add_test(tc, test_confinement);
-        tcase_add_test(tc, test_options_change_spec);
-        tcase_add_test(tc, test_redaction);
-        tcase_add_test(tc, test_project_settings_copy);
-        tcase_add_test(tc, test_mounts_identified);
-        tcase_add_test(tc, test_body_wiped);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void)
 {
         unsetenv("AISB_HOME_VOLUME");
-        return unit_run(container_suite());
+        return unit_run(suite_of("container", "spec", test_confinement, test_options_change_spec, test_redaction,
+                                 test_project_settings_copy, test_mounts_identified, test_body_wiped));
 }

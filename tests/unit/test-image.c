@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "unit.h"
+#include "../suite-table.h"
 #include "fileio.h"
 #include "digest.h"
 
@@ -26,11 +27,17 @@ static char *tag_of(const aisb_policy *p)
         return tag;
 }
 
+static char *containerfile_of(const aisb_policy *p)
+{
+        char *text = NULL;
+        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        return text;
+}
+
 START_TEST(test_containerfile)
 {
         aisb_policy *p = new_policy();
-        char *text = NULL;
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        char *text = containerfile_of(p);
         ck_assert_ptr_nonnull(strstr(text, "\nFROM docker.io/library/ubuntu:24.04\n"));
         static const char *const tools[] = { " git", " curl", " jq", " build-essential",
                                              " python3", " ca-certificates" };
@@ -41,7 +48,7 @@ START_TEST(test_containerfile)
 
         ck_assert_int_eq(aisb_policy_set(p, "install", "ripgrep", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "base-image", "bootstrap:debian:trixie", NULL), 0);
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        text = containerfile_of(p);
         ck_assert_ptr_nonnull(strstr(text, "\nFROM localhost/aisb-base:debian-trixie\n"));
         ck_assert_ptr_nonnull(strstr(text, " ripgrep"));
         free(text);
@@ -59,8 +66,7 @@ typedef struct instructions {
 
 static void instructions_of(const aisb_policy *p, instructions *ret)
 {
-        char *text = NULL;
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        char *text = containerfile_of(p);
         *ret = (instructions) {};
         buffer cur = {};
         for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -275,8 +281,7 @@ START_TEST(test_context_holds_ca_certificates)
         }
         archive_read_free(a);
         ck_assert(saw_containerfile && saw_cert);
-        char *text = NULL;
-        ck_assert_int_eq(aisb_policy_containerfile(p, &text, NULL), 0);
+        char *text = containerfile_of(p);
         ck_assert_ptr_nonnull(strstr(text, "COPY ca-certificates/ /usr/local/share/ca-certificates/aisb/"));
         free(text);
 
@@ -330,28 +335,25 @@ START_TEST(test_tag_is_entries_hash)
         close(fd);
         files[1] = (context_file) { "aisb-entrypoint", "\x7f" "ELF", 4, 0755 };
 
-        char *other = NULL;
-        files[0].mode = 0755;
-        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
-        ck_assert_str_ne(tag, other);
-        free(other);
-        files[0].mode = 0644;
-        files[0].name = "b";
-        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
-        ck_assert_str_ne(tag, other);
-        free(other);
-        files[0].name = "a";
-        files[0].data = "xz";
-        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
-        ck_assert_str_ne(tag, other);
-        free(other);
-        /* Content moving across the boundary of two entries is a change too. */
-        files[0].data = "xyz";
-        files[0].size = 3;
-        c.containerfile = (char *) "FROM x";
-        ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
-        ck_assert_str_ne(tag, other);
-        free(other);
+        /* The first entry's mode, name or content changed, or content moving across the
+         * boundary of two entries: each a tag of its own. */
+        static const struct {
+                context_file first;
+                const char *containerfile;
+        } changed[] = {
+                { { "a", "xy", 2, 0755 }, "FROM x\n" },
+                { { "b", "xy", 2, 0644 }, "FROM x\n" },
+                { { "a", "xz", 2, 0644 }, "FROM x\n" },
+                { { "a", "xyz", 3, 0644 }, "FROM x" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(changed); i++) {
+                files[0] = changed[i].first;
+                c.containerfile = (char *) changed[i].containerfile;
+                char *other = NULL;
+                ck_assert_int_eq(image_context_tag("r", &c, &other), 0);
+                ck_assert_msg(!streq(tag, other), "change %zu: the tag stays %s", i, tag);
+                free(other);
+        }
         free(tag);
 }
 END_TEST
@@ -412,22 +414,9 @@ START_TEST(test_build_lines)
 }
 END_TEST
 
-static Suite *image_suite(void)
-{
-        Suite *s = suite_create("image");
-        TCase *tc = tcase_create("context");
-        tcase_add_test(tc, test_containerfile);
-        tcase_add_test(tc, test_containerfile_layers);
-        tcase_add_test(tc, test_tag_follows_content);
-        tcase_add_test(tc, test_context_holds_ca_certificates);
-        tcase_add_test(tc, test_tag_is_entries_hash);
-        tcase_add_test(tc, test_pack_deterministic);
-        tcase_add_test(tc, test_build_lines);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void)
 {
-        return unit_run(image_suite());
+        return unit_run(suite_of("image", "context", test_containerfile, test_containerfile_layers,
+                                 test_tag_follows_content, test_context_holds_ca_certificates,
+                                 test_tag_is_entries_hash, test_pack_deterministic, test_build_lines));
 }

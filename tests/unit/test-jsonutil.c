@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "unit.h"
+#include "../suite-table.h"
 
 static const char *text(json_object *o)
 {
@@ -213,25 +214,9 @@ START_TEST(test_checked_helpers)
 }
 END_TEST
 
-static Suite *jsonutil_suite(void)
-{
-        Suite *s = suite_create("jsonutil");
-        TCase *tc = tcase_create("build");
-        tcase_add_test(tc, test_nested);
-        tcase_add_test(tc, test_conditions);
-        tcase_add_test(tc, test_strv);
-        tcase_add_test(tc, test_ownership);
-        tcase_add_test(tc, test_first_error);
-        tcase_add_test(tc, test_null_refused);
-        tcase_add_test(tc, test_malformed);
-        tcase_add_test(tc, test_into);
-        tcase_add_test(tc, test_checked_helpers);
-        tcase_add_test(tc, test_text_safe);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void)
 {
-        return unit_run(jsonutil_suite());
+        return unit_run(suite_of("jsonutil", "build", test_nested, test_conditions, test_strv, test_ownership,
+                                 test_first_error, test_null_refused, test_malformed, test_into,
+                                 test_checked_helpers, test_text_safe));
 }

@@ -16,6 +16,7 @@
 #include "internal.h"
 #include "unit.h"
 #include "fail-alloc.h"
+#include "../suite-table.h"
 
 FAIL_ALLOC_DEFINE(__attribute__((visibility("default"))))
 
@@ -176,12 +177,7 @@ END_TEST
 int main(void)
 {
         Suite *s = suite_create("oom-json");
-        TCase *tc = tcase_create("builder");
-        tcase_add_test(tc, test_oom_builder);
-        tcase_add_test(tc, test_oom_text);
-        suite_add_tcase(s, tc);
-        TCase *toml = tcase_create("toml");
-        tcase_add_test(toml, test_oom_toml);
-        suite_add_tcase(s, toml);
+        suite_add_tests(s, "builder", NULL, NULL, test_oom_builder, test_oom_text);
+        suite_add_tests(s, "toml", NULL, NULL, test_oom_toml);
         return unit_run(s);
 }

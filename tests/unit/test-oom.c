@@ -14,21 +14,23 @@
 
 #include "fake-podman.h"
 #include "internal.h"
-#include "unit.h"
+#include "run-fixture.h"
 #include "fail-alloc.h"
+#include "../suite-table.h"
 
 FAIL_ALLOC_DEFINE()
 
 /* A call's result: fine, or a failure that says what it was. check allocates in its
  * assertions (and exits when that fails): no failure is injected while they run. */
-#define CHECKED(call)                                                                        \
+#define CHECKED(call) CHECKED_AS(#call, call)
+#define CHECKED_AS(name, call)                                                               \
         ({                                                                                   \
                 aisb_error *_e = NULL;                                                       \
                 int _r = (call);                                                             \
                 long _saved = countdown;                                                     \
                 countdown = -1;                                                              \
                 ck_assert_msg(_r >= 0 || _e, "%s failed (%d) without an error (allocation %ld)", \
-                              #call, _r, n);                                                 \
+                              name, _r, n);                                                  \
                 if (_r < 0)                                                                  \
                         ck_assert_ptr_nonnull(aisb_error_message(_e));                       \
                 countdown = _saved;                                                          \
@@ -37,8 +39,26 @@ FAIL_ALLOC_DEFINE()
         })
 #define ERR &_e
 
+/* Every failure in turn, through the same loop: walk(n) says whether its calls went through;
+ * returns how many allocations the walk makes. */
+static long every_allocation(bool (*walk)(long n, const void *userdata), const void *userdata)
+{
+        long n = 0;
+        for (;; n++) {
+                countdown = n;
+                failed_one = false;
+                bool ok = walk(n, userdata);
+                countdown = -1;
+                if (!failed_one) {
+                        /* No allocation failed: the walk is done, and must have gone through. */
+                        ck_assert(ok);
+                        return n;
+                }
+        }
+}
+
 /* The policy half of the API; returns whether every call went through. */
-static bool walk_policy(long n)
+static bool walk_policy(long n, const void *userdata)
 {
         aisb_policy *p = NULL;
         if (CHECKED(aisb_policy_new(&p, ERR)) < 0)
@@ -54,22 +74,21 @@ static bool walk_policy(long n)
         };
         for (size_t i = 0; ok && i < ELEMENTSOF(keys); i++)
                 ok = CHECKED(aisb_policy_set(p, keys[i][0], keys[i][1], ERR)) >= 0;
-        char *text = NULL;
-        if (ok)
-                ok = CHECKED(aisb_policy_format(p, &text, ERR)) >= 0;
-        free(text);
-        text = NULL;
-        if (ok)
-                ok = CHECKED(aisb_policy_ruleset(p, &text, ERR)) >= 0;
-        free(text);
-        text = NULL;
-        if (ok)
-                ok = CHECKED(aisb_policy_containerfile(p, &text, ERR)) >= 0;
-        free(text);
-        text = NULL;
-        if (ok)
-                ok = CHECKED(aisb_policy_inspect(p, &text, ERR)) >= 0;
-        free(text);
+        /* The policy printed every way there is. */
+        static const struct {
+                const char *name;
+                int (*print)(const aisb_policy *p, char **ret_text, aisb_error **err);
+        } printers[] = {
+                { "aisb_policy_format", aisb_policy_format },
+                { "aisb_policy_ruleset", aisb_policy_ruleset },
+                { "aisb_policy_containerfile", aisb_policy_containerfile },
+                { "aisb_policy_inspect", aisb_policy_inspect },
+        };
+        for (size_t i = 0; ok && i < ELEMENTSOF(printers); i++) {
+                char *text = NULL;
+                ok = CHECKED_AS(printers[i].name, printers[i].print(p, &text, ERR)) >= 0;
+                free(text);
+        }
         aisb_policy_free(p);
         return ok;
 }
@@ -82,7 +101,7 @@ static int discard(const aisb_output *output, void *userdata)
 }
 
 /* A whole run; the policy is made before the countdown starts. */
-static bool walk_run(long n, const aisb_policy *p)
+static bool walk_run(long n, const void *p)
 {
         aisb_ctx *ctx = NULL;
         aisb_io *io = NULL;
@@ -105,38 +124,11 @@ static bool walk_run(long n, const aisb_policy *p)
 
 START_TEST(test_oom_policy)
 {
-        long n = 0;
-        for (;; n++) {
-                countdown = n;
-                failed_one = false;
-                bool ok = walk_policy(n);
-                countdown = -1;
-                if (!failed_one) {
-                        /* No allocation failed: the walk is done, and must have gone through. */
-                        ck_assert(ok);
-                        break;
-                }
-        }
+        long n = every_allocation(walk_policy, NULL);
         fprintf(stderr, "policy: %ld allocations\n", n);
         ck_assert_int_gt(n, 100);
 }
 END_TEST
-
-/* Every failure in turn, through the same loop: walk(n) says whether its calls went through. */
-static long every_allocation(bool (*walk)(long n, const void *userdata), const void *userdata)
-{
-        long n = 0;
-        for (;; n++) {
-                countdown = n;
-                failed_one = false;
-                bool ok = walk(n, userdata);
-                countdown = -1;
-                if (!failed_one) {
-                        ck_assert(ok);
-                        return n;
-                }
-        }
-}
 
 /* The policy as Kubernetes objects, a gate's and a sandbox's (the policy made before). */
 static bool walk_kube(long n, const void *userdata)
@@ -172,38 +164,15 @@ START_TEST(test_oom_run)
 {
         fp = fake_podman_start();
         ck_assert_ptr_nonnull(fp);
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        unit_route_home_volume(fp);
-        fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
-                          "{\"Id\":\"c0ffee\",\"Warnings\":[\"w\"]}", FAKE_NORMAL, 0);
+        route_sandbox(fp, "[\"w\"]", 0);
         uint8_t frames[256];
         size_t size = fake_podman_frame(frames, 1, "hello \x1b]0;title\x07world\n");
         size += fake_podman_frame(frames + size, 2, "to stderr\n");
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, size,
                                 FAKE_HIJACK_NO_WAIT, 0);
-        fake_podman_route(fp, "POST", "/containers/c0ffee/start", 204, NULL, "", FAKE_NORMAL, 0);
         fake_podman_route(fp, "POST", "/containers/c0ffee/wait", 200, "application/json", "3\n", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "DELETE", "/containers/c0ffee", 200, "application/json", "[]", FAKE_NORMAL, 0);
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-cwd", "true", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-agents", "true", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "env", "TOKEN=secret", NULL), 0);
-        long n = 0;
-        for (;; n++) {
-                countdown = n;
-                failed_one = false;
-                bool ok = walk_run(n, p);
-                countdown = -1;
-                if (!failed_one) {
-                        ck_assert(ok);
-                        break;
-                }
-        }
+        aisb_policy *p = POLICY({ "no-cwd", "true" }, RUN_SETTINGS, { "env", "TOKEN=secret" });
+        long n = every_allocation(walk_run, p);
         fprintf(stderr, "run: %ld allocations\n", n);
         ck_assert_int_gt(n, 50);
         aisb_policy_free(p);
@@ -213,23 +182,9 @@ END_TEST
 
 int main(void)
 {
-        unsetenv("AISB_HOME_VOLUME");
         char state[] = "/tmp/aisb-test-oom-XXXXXX";
-        if (!mkdtemp(state))
-                return EXIT_FAILURE;
-        setenv("XDG_STATE_HOME", state, 1);
-        setenv("XDG_CONFIG_HOME", state, 1);
         Suite *s = suite_create("oom");
-        TCase *tc = tcase_create("oom");
+        TCase *tc = suite_add_tests(s, "oom", NULL, NULL, test_oom_policy, test_oom_run, test_oom_kube);
         tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, test_oom_policy);
-        tcase_add_test(tc, test_oom_run);
-        tcase_add_test(tc, test_oom_kube);
-        suite_add_tcase(s, tc);
-        int failed = unit_run(s) != EXIT_SUCCESS;
-        char command[128];
-        snprintf(command, sizeof command, "rm -rf '%s'", state);
-        if (system(command) != 0)
-                failed++;
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return unit_run_in_state_home(s, state);
 }

@@ -15,8 +15,9 @@
 
 #include "internal.h"
 #include "fake-podman.h"
-#include "unit.h"
+#include "run-fixture.h"
 #include "fileio.h"
+#include "../suite-table.h"
 
 static fake_podman *fp;
 static aisb_ctx *ctx;
@@ -33,14 +34,7 @@ static void teardown(void)
 
 static aisb_policy *new_policy(void)
 {
-        aisb_policy *p = NULL;
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_apply_environment(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "net", "none", NULL), 0);
-        /* The pi bridge reads the home volume from the host: the e2e suite covers it. */
-        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-agents", "true", NULL), 0);
-        return p;
+        return POLICY(RUN_SETTINGS);
 }
 
 static void expect_error(int r, aisb_error **errp, const char *needle)
@@ -53,26 +47,34 @@ static void expect_error(int r, aisb_error **errp, const char *needle)
         aisb_error_free(err);
 }
 
-START_TEST(test_connect_version)
-{
-        ck_assert_int_eq(aisb_ctx_connect(ctx, NULL), 0);
-        ck_assert_str_eq(aisb_ctx_podman_version(ctx), "4.3.1");
-}
-END_TEST
+/* The service as it answers, and what connecting to it makes of that: the version seen, or
+ * an error that says why not. */
+static const struct connect_case {
+        const char *version; /* the service's; NULL: the fake's own, 4.3.1 */
+        bool ping_down;      /* its /_ping answers 500 */
+        const char *seen, *says;
+} connect_cases[] = {
+        { NULL, false, "4.3.1", NULL },
+        { "5.4.2", false, "5.4.2", NULL },
+        { "4.2.0", false, NULL, "needs podman 4.3 or newer" },
+        { NULL, true, NULL, "500" },
+};
 
-START_TEST(test_connect_new_podman)
+START_TEST(test_connect)
 {
-        fake_podman_set_version(fp, "5.4.2");
-        ck_assert_int_eq(aisb_ctx_connect(ctx, NULL), 0);
-        ck_assert_str_eq(aisb_ctx_podman_version(ctx), "5.4.2");
-}
-END_TEST
-
-START_TEST(test_connect_too_old)
-{
-        fake_podman_set_version(fp, "4.2.0");
+        const struct connect_case *c = &connect_cases[_i];
+        if (c->version)
+                fake_podman_set_version(fp, c->version);
+        if (c->ping_down)
+                fake_podman_route(fp, "GET", "/_ping", 500, "text/plain", "down", FAKE_NORMAL, 0);
         aisb_error *err = NULL;
-        expect_error(aisb_ctx_connect(ctx, &err), &err, "needs podman 4.3 or newer");
+        int r = aisb_ctx_connect(ctx, &err);
+        if (!c->seen) {
+                expect_error(r, &err, c->says);
+                return;
+        }
+        ck_assert_msg(r == 0, "podman %s: %s", c->seen, aisb_error_message(err));
+        ck_assert_str_eq(aisb_ctx_podman_version(ctx), c->seen);
 }
 END_TEST
 
@@ -87,45 +89,38 @@ START_TEST(test_connect_nothing_there)
 }
 END_TEST
 
-START_TEST(test_ping_refused)
-{
-        fake_podman_route(fp, "GET", "/_ping", 500, "text/plain", "down", FAKE_NORMAL, 0);
-        aisb_error *err = NULL;
-        expect_error(aisb_ctx_connect(ctx, &err), &err, "500");
-}
-END_TEST
+/* What a podman service logged as it gave up, and the reason aisb reads in it (NULL: none). */
+static const struct {
+        const char *log, *reason;
+} service_logs[] = {
+        { "time=\"t\" level=warning msg=\"\\\"/\\\" is not a shared mount\"\n"
+          "time=\"t\" level=error msg=\"invalid internal status, try resetting the pause process "
+          "with \\\"podman system migrate\\\": could not find any running process\"\n"
+          "time=\"t\" level=info msg=\"bye\"\n",
+          "invalid internal status, try resetting the pause process with "
+          "\"podman system migrate\": could not find any running process" },
+        { "Error: unrecognized command `podman system`", "unrecognized command `podman system`" },
+        { "level=warning msg=\"only a warning\"\n\n", NULL },
+        { "level=error msg=bare other=x", "bare" },
+        /* logrus's error= field is the cause; escapes come out as text on one line. */
+        { "time=\"t\" level=fatal msg=\"cannot set up\" error=\"open /x: denied\\nline two \\u00e9\"\n",
+          "cannot set up: open /x: denied line two \\u00e9" },
+        /* A warning that quotes "level=error" in its message is still a warning. */
+        { "level=warning msg=\"saw level=error msg=x\"\n", NULL },
+        { "level=error msg=\"cut \\", "cut \\" },
+};
 
 START_TEST(test_service_log_reason)
 {
+        /* One variable for all, as a caller's: a log without a reason must clear it. */
         char *reason = NULL;
-        ck_assert_int_eq(service_log_reason(
-                "time=\"t\" level=warning msg=\"\\\"/\\\" is not a shared mount\"\n"
-                "time=\"t\" level=error msg=\"invalid internal status, try resetting the pause process "
-                "with \\\"podman system migrate\\\": could not find any running process\"\n"
-                "time=\"t\" level=info msg=\"bye\"\n", &reason), 0);
-        ck_assert_str_eq(reason, "invalid internal status, try resetting the pause process with "
-                                 "\"podman system migrate\": could not find any running process");
-        free(reason);
-        ck_assert_int_eq(service_log_reason("Error: unrecognized command `podman system`", &reason), 0);
-        ck_assert_str_eq(reason, "unrecognized command `podman system`");
-        free(reason);
-        ck_assert_int_eq(service_log_reason("level=warning msg=\"only a warning\"\n\n", &reason), 0);
-        ck_assert_ptr_null(reason);
-        ck_assert_int_eq(service_log_reason("level=error msg=bare other=x", &reason), 0);
-        ck_assert_str_eq(reason, "bare");
-        free(reason);
-        /* logrus's error= field is the cause; escapes come out as text on one line. */
-        ck_assert_int_eq(service_log_reason("time=\"t\" level=fatal msg=\"cannot set up\" "
-                                            "error=\"open /x: denied\\nline two \\u00e9\"\n",
-                                            &reason), 0);
-        ck_assert_str_eq(reason, "cannot set up: open /x: denied line two \\u00e9");
-        free(reason);
-        /* A warning that quotes "level=error" in its message is still a warning. */
-        ck_assert_int_eq(service_log_reason("level=warning msg=\"saw level=error msg=x\"\n", &reason), 0);
-        ck_assert_ptr_null(reason);
-        ck_assert_int_eq(service_log_reason("level=error msg=\"cut \\", &reason), 0);
-        ck_assert_str_eq(reason, "cut \\");
-        free(reason);
+        for (size_t i = 0; i < ELEMENTSOF(service_logs); i++) {
+                const char *want = service_logs[i].reason;
+                ck_assert_int_eq(service_log_reason(service_logs[i].log, &reason), 0);
+                ck_assert_msg(want ? reason && streq(reason, want) : !reason, "log %zu: reason '%s', want '%s'", i,
+                              reason ? reason : "(none)", want ? want : "(none)");
+                free(reason);
+        }
 }
 END_TEST
 
@@ -170,9 +165,7 @@ START_TEST(test_service_refuses_to_start)
         aisb_ctx_free(other);
         setenv("PATH", old_path, 1);
         free(old_path);
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        ck_assert_int_eq(system(cmd), 0);
+        ck_assert(remove_tree(dir));
 }
 END_TEST
 
@@ -208,6 +201,15 @@ static const char build_ok[] =
         "{\"stream\":\"[2 STEP 4/4 is the command's\\n\"}\n"
         "{\"stream\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\\n\"}\n";
 
+/* Images missing for the first `missing` checks, then there; their builds stream build_ok
+ * as mode says; the builds and the later checks answered `times` times (0: always). */
+static void route_builds(int missing, fake_mode mode, int times)
+{
+        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, missing);
+        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, mode, times);
+        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, times);
+}
+
 /* Whether libarchive is in this process (each test is its own fork). */
 static bool libarchive_mapped(void)
 {
@@ -229,11 +231,12 @@ static void expect_no_libarchive(const char *why)
                 ck_assert_msg(!libarchive_mapped(), "%s", why);
 }
 
-static void test_build_with(fake_mode mode)
+/* A build streamed as the service does, or one byte at a time. */
+static const fake_mode build_modes[] = { FAKE_CHUNKED, FAKE_TRICKLE };
+
+START_TEST(test_build_streamed)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
-        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, mode, 1);
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 1);
+        route_builds(1, build_modes[_i], 1);
         lines l = {};
         aisb_ctx_set_event_fn(ctx, collect_line, &l);
         aisb_policy *p = new_policy();
@@ -260,17 +263,6 @@ static void test_build_with(fake_mode mode)
         ck_assert_uint_eq(fake_podman_routes_pending(fp), 0);
         free(tag);
         aisb_policy_free(p);
-}
-
-START_TEST(test_build_streams)
-{
-        test_build_with(FAKE_CHUNKED);
-}
-END_TEST
-
-START_TEST(test_build_trickles)
-{
-        test_build_with(FAKE_TRICKLE);
 }
 END_TEST
 
@@ -311,9 +303,7 @@ static aisb_policy *allow_policy(void)
  * on a connection of its own, and is there when aisb_image_ensure returns. */
 START_TEST(test_build_gate_alongside)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 2);
-        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_CHUNKED, 0);
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
+        route_builds(2, FAKE_CHUNKED, 0);
         lines l = {};
         aisb_ctx_set_event_fn(ctx, collect_line, &l);
         aisb_policy *p = allow_policy();
@@ -398,19 +388,21 @@ START_TEST(test_build_gate_alongside_cancel)
 }
 END_TEST
 
-/* The first image asked for is missing, every later one present; builds succeed. */
-static void route_first_image_missing(void)
+/* How many builds were asked for. */
+static size_t builds_asked(void)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_NORMAL, 0);
+        size_t builds = 0;
+        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
+                builds += streq(fake_podman_request_method(fp, i), "POST") &&
+                          strstr(fake_podman_request_path(fp, i), "/libpod/build?") != NULL;
+        return builds;
 }
 
 /* Allow mode without a gate of aisb's (--no-gate, or a proxy of the user's): no gate's
  * image to build. */
 START_TEST(test_build_no_gate)
 {
-        route_first_image_missing();
+        route_builds(1, FAKE_NORMAL, 0); /* the sandbox's image missing */
         aisb_policy *p = allow_policy();
         ck_assert_int_eq(aisb_policy_set(p, "no-gate", "true", NULL), 0);
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
@@ -425,17 +417,13 @@ END_TEST
 /* With the gate's image present, only the sandbox's image is built. */
 START_TEST(test_build_gate_present)
 {
-        route_first_image_missing();
+        route_builds(1, FAKE_NORMAL, 0); /* the sandbox's image missing */
         aisb_policy *p = allow_policy();
         ck_assert_int_eq(aisb_image_ensure(ctx, p, NULL, NULL, NULL), 0);
         ssize_t b = fake_podman_find_request(fp, "POST", "/libpod/build");
         ck_assert_int_ge(b, 0);
         ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) b), "t=localhost%2Faisb%3A"));
-        size_t builds = 0;
-        for (size_t i = 0; i < fake_podman_request_count(fp); i++)
-                builds += streq(fake_podman_request_method(fp, i), "POST") &&
-                          strstr(fake_podman_request_path(fp, i), "/libpod/build?") != NULL;
-        ck_assert_uint_eq(builds, 1);
+        ck_assert_uint_eq(builds_asked(), 1);
         aisb_policy_free(p);
 }
 END_TEST
@@ -454,52 +442,40 @@ START_TEST(test_build_reused)
 }
 END_TEST
 
-START_TEST(test_build_error)
-{
-        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "POST", "/build", 200, "application/json",
-                          "{\"stream\":\"STEP 1/2: RUN false\\n\"}\n"
-                          "{\"errorDetail\":{\"message\":\"exit status 1\"},\"error\":\"exit status 1\"}\n",
-                          FAKE_CHUNKED, 1);
-        aisb_policy *p = new_policy();
-        aisb_error *err = NULL;
-        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "exit status 1");
-        aisb_policy_free(p);
-}
-END_TEST
-
-START_TEST(test_build_service_dies)
-{
-        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "POST", "/build", 200, "application/json", build_ok, FAKE_CHUNKED_DIE, 1);
-        aisb_policy *p = new_policy();
-        aisb_error *err = NULL;
-        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "building image");
-        aisb_policy_free(p);
-}
-END_TEST
-
-START_TEST(test_build_ends_without_image)
-{
+/* The image missing, or the check for it failing; then its build answered thus (when the
+ * check got that far): the error says what went wrong. */
+static const struct build_failure {
+        int exists_status;
+        const char *exists_type, *exists_body;
+        fake_mode exists_mode;
+        const char *build_body; /* NULL: no build asked for */
+        fake_mode build_mode;
+        const char *says;
+} build_failures[] = {
+        /* The build's own error. */
+        { 404, NULL, "", FAKE_NORMAL,
+          "{\"stream\":\"STEP 1/2: RUN false\\n\"}\n"
+          "{\"errorDetail\":{\"message\":\"exit status 1\"},\"error\":\"exit status 1\"}\n",
+          FAKE_CHUNKED, "exit status 1" },
+        /* The service dies in the middle of the stream. */
+        { 404, NULL, "", FAKE_NORMAL, build_ok, FAKE_CHUNKED_DIE, "building image" },
         /* A stream that ends cleanly but leaves no tag: believe the image store. */
-        fake_podman_route(fp, "GET", "/images/*/exists", 404, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "POST", "/build", 200, "application/json",
-                          "{\"stream\":\"STEP 1/2\\n\"}\n", FAKE_NORMAL, 1);
-        aisb_policy *p = new_policy();
-        aisb_error *err = NULL;
-        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "does not exist");
-        aisb_policy_free(p);
-}
-END_TEST
+        { 404, NULL, "", FAKE_NORMAL, "{\"stream\":\"STEP 1/2\\n\"}\n", FAKE_NORMAL, "does not exist" },
+        /* The check itself: the service dies in the middle of its answer. */
+        { 500, "application/json", "{\"cause\":\"x\",\"message\":\"storage is broken\",\"response\":500}",
+          FAKE_DIE_MID_BODY, NULL, FAKE_NORMAL, "podman service" },
+};
 
-START_TEST(test_exists_dies_mid_body)
+START_TEST(test_build_fails)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 500, "application/json",
-                          "{\"cause\":\"x\",\"message\":\"storage is broken\",\"response\":500}",
-                          FAKE_DIE_MID_BODY, 0);
+        const struct build_failure *c = &build_failures[_i];
+        fake_podman_route(fp, "GET", "/images/*/exists", c->exists_status, c->exists_type, c->exists_body,
+                          c->exists_mode, 0);
+        if (c->build_body)
+                fake_podman_route(fp, "POST", "/build", 200, "application/json", c->build_body, c->build_mode, 1);
         aisb_policy *p = new_policy();
         aisb_error *err = NULL;
-        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, "podman service");
+        expect_error(aisb_image_ensure(ctx, p, NULL, NULL, &err), &err, c->says);
         aisb_policy_free(p);
 }
 END_TEST
@@ -507,8 +483,7 @@ END_TEST
 /* ---- a whole run ---- */
 
 typedef struct output {
-        char out[1024];
-        char err[1024];
+        char out[1024], err[1024];
 } output;
 
 static int collect_output(const aisb_output *chunk, void *userdata)
@@ -522,20 +497,14 @@ static int collect_output(const aisb_output *chunk, void *userdata)
         return 0;
 }
 
+/* A sandbox that exits with exit_code; the caller routes its attach. */
 static void route_run(int exit_code)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        unit_route_home_volume(fp);
-        fake_podman_route(fp, "POST", "/containers/create", 201, "application/json",
-                          "{\"Id\":\"c0ffee\",\"Warnings\":[]}", FAKE_NORMAL, 1);
-        fake_podman_route(fp, "POST", "/containers/c0ffee/start", 204, NULL, "", FAKE_NORMAL, 1);
+        route_sandbox(fp, "[]", 1);
         char wait_body[16];
         snprintf(wait_body, sizeof wait_body, "%d\n", exit_code);
         fake_podman_route(fp, "POST", "/containers/c0ffee/wait", 200, "application/json", wait_body,
                           FAKE_NORMAL, 1);
-        fake_podman_route(fp, "DELETE", "/containers/c0ffee", 200, "application/json", "[]",
-                          FAKE_NORMAL, 0);
 }
 
 static int run_with_stdin(const char *input, output *o, int *exit_code, aisb_error **err)
@@ -601,9 +570,7 @@ static void run_ok(aisb_policy *p)
         uint8_t frames[64];
         size_t n = fake_podman_frame(frames, 1, "ok\n");
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n, FAKE_HIJACK, 1);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
+        aisb_io *io = io_without_input();
         output o = {};
         aisb_io_set_output_fn(io, collect_output, &o);
         int code = -1;
@@ -613,26 +580,43 @@ static void run_ok(aisb_policy *p)
         aisb_io_free(io);
 }
 
+/* A project of one file (README) and the state home, in a new directory of /tmp; the
+ * process's XDG_STATE_HOME is that state home. */
+typedef struct scratch {
+        char top[64], project[128], state[128];
+} scratch;
+
+static void scratch_make(scratch *s)
+{
+        char readme[160];
+        snprintf(s->top, sizeof s->top, "/tmp/aisb-test-run-review-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(s->top));
+        snprintf(s->project, sizeof s->project, "%s/project", s->top);
+        snprintf(s->state, sizeof s->state, "%s/state", s->top);
+        snprintf(readme, sizeof readme, "%s/README", s->project);
+        ck_assert_int_eq(mkdir(s->project, 0755), 0);
+        ck_assert_int_eq(mkdir(s->state, 0700), 0);
+        int fd = open(readme, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(setenv("XDG_STATE_HOME", s->state, 1), 0);
+}
+
+/* A review run of the scratch project. */
+static aisb_policy *review_policy(const scratch *s)
+{
+        return POLICY(RUN_SETTINGS, { "project", s->project }, { "review", "true" });
+}
+
 /* A review run whose sandbox could not be removed: it may still write its layer, so the
  * layer is left without its end, and apply refuses it (until aisb clean removed the sandbox). */
 START_TEST(test_review_run_sandbox_not_removed)
 {
-        char top[] = "/tmp/aisb-test-run-review-XXXXXX", project[128], state[128], readme[160];
-        ck_assert_ptr_nonnull(mkdtemp(top));
-        snprintf(project, sizeof project, "%s/project", top);
-        snprintf(state, sizeof state, "%s/state", top);
-        snprintf(readme, sizeof readme, "%s/README", project);
-        ck_assert_int_eq(mkdir(project, 0755), 0);
-        ck_assert_int_eq(mkdir(state, 0700), 0);
-        int fd = open(readme, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        ck_assert_int_ge(fd, 0);
-        close(fd);
-        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+        scratch dirs;
+        scratch_make(&dirs);
         fake_podman_route(fp, "DELETE", "/containers/c0ffee", 500, "application/json",
                           "{\"cause\":\"busy\",\"message\":\"cannot remove\",\"response\":500}\n", FAKE_NORMAL, 0);
-        aisb_policy *p = new_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "review", "true", NULL), 0);
+        aisb_policy *p = review_policy(&dirs);
         run_ok(p);
         aisb_error *err = NULL;
         ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
@@ -644,9 +628,7 @@ START_TEST(test_review_run_sandbox_not_removed)
         aisb_error_free(err);
         free(run);
         aisb_policy_free(p);
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
-        ck_assert_int_eq(system(cmd), 0);
+        ck_assert(remove_tree(dirs.top));
 }
 END_TEST
 
@@ -654,26 +636,13 @@ END_TEST
  * is refused leaves no layer (keep's end), and no session log line (no sandbox was). */
 START_TEST(test_review_run_create_refused_leaves_nothing)
 {
-        char top[] = "/tmp/aisb-test-run-review-XXXXXX", project[128], state[128], cmd[256];
-        ck_assert_ptr_nonnull(mkdtemp(top));
-        snprintf(project, sizeof project, "%s/project", top);
-        snprintf(state, sizeof state, "%s/state", top);
-        ck_assert_int_eq(mkdir(project, 0755), 0);
-        ck_assert_int_eq(mkdir(state, 0700), 0);
-        snprintf(cmd, sizeof cmd, "touch '%s/README'", project);
-        ck_assert_int_eq(system(cmd), 0);
-        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        unit_route_home_volume(fp);
+        scratch dirs;
+        scratch_make(&dirs);
+        route_images_and_home(fp);
         fake_podman_route(fp, "POST", "/containers/create", 500, "application/json",
                           "{\"cause\":\"x\",\"message\":\"no space left\",\"response\":500}", FAKE_NORMAL, 1);
-        aisb_policy *p = new_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "project", project, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "review", "true", NULL), 0);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
+        aisb_policy *p = review_policy(&dirs);
+        aisb_io *io = io_without_input();
         int code = -1;
         aisb_error *err = NULL;
         expect_error(aisb_run(ctx, p, io, &code, &err), &err, "no space left");
@@ -681,12 +650,12 @@ START_TEST(test_review_run_create_refused_leaves_nothing)
         ck_assert_int_lt(fake_podman_find_request(fp, "DELETE", "/containers/"), 0);
         ck_assert_int_eq(aisb_review_diff(p, NULL, 0, NULL, NULL, NULL, &err), -ENOENT);
         aisb_error_free(err);
-        snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -name 'sessions*' -size +0)\"", state);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -name 'sessions*' -size +0)\"", dirs.state);
         ck_assert_int_eq(system(cmd), 0);
         aisb_io_free(io);
         aisb_policy_free(p);
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
-        ck_assert_int_eq(system(cmd), 0);
+        ck_assert(remove_tree(dirs.top));
 }
 END_TEST
 
@@ -736,44 +705,37 @@ static const char *nsmode(json_object *body)
         return json_object_get_string(mode);
 }
 
-/* Podman 4.3: slirp4netns, its host-loopback option; the tmpfs flag that keeps /dev/shm
- * writable under a read-only root (ignored by 4.3, needed by 5). */
-START_TEST(test_backend_podman4)
+/* The network backend of each podman, and network-backend forcing either one whatever the
+ * version. */
+static const struct backend_case {
+        const char *version, *forced; /* forced: network-backend's value, NULL for auto */
+        const char *nsmode, *options[3], *other; /* other: the backend not used, with no options */
+} backend_cases[] = {
+        /* Podman 4.3: slirp4netns, its host-loopback option. */
+        { "4.3.1", NULL, "slirp4netns", { "allow_host_loopback=true" }, "pasta" },
+        /* Podman 5.4: pasta, told to map the host's loopback where slirp4netns has it. */
+        { "5.4.2", NULL, "pasta", { "--map-host-loopback", "10.0.2.2" }, "slirp4netns" },
+        { "5.4.2", "slirp4netns", "slirp4netns", { "allow_host_loopback=true" }, "pasta" },
+};
+
+START_TEST(test_backend)
 {
-        json_object *body = create_body_for("4.3.1", NULL);
-        ck_assert_str_eq(nsmode(body), "slirp4netns");
-        ck_assert_str_eq(network_option(body, "slirp4netns", 0), "allow_host_loopback=true");
-        ck_assert_ptr_null(network_option(body, "pasta", 0));
+        const struct backend_case *c = &backend_cases[_i];
+        json_object *body = create_body_for(c->version, c->forced);
+        ck_assert_str_eq(nsmode(body), c->nsmode);
+        for (size_t i = 0; i < ELEMENTSOF(c->options); i++) {
+                const char *got = network_option(body, c->nsmode, i), *want = c->options[i];
+                ck_assert_msg(want ? got && streq(got, want) : !got, "podman %s, %s option %zu: '%s', want '%s'",
+                              c->version, c->nsmode, i, got ? got : "(none)", want ? want : "(none)");
+        }
+        ck_assert_ptr_null(network_option(body, c->other, 0));
+        /* The tmpfs flag that keeps /dev/shm writable under a read-only root (ignored by 4.3,
+         * needed by 5). */
         json_object *v;
         ck_assert(json_object_object_get_ex(body, "read_only_filesystem", &v) && json_object_get_boolean(v));
         ck_assert(json_object_object_get_ex(body, "read_write_tmpfs", &v) && json_object_get_boolean(v));
         /* The proxy on the host's loopback is reached at the same address either way. */
         ck_assert_str_eq(proxy_env(body), "http://10.0.2.2:3128");
-        json_object_put(body);
-}
-END_TEST
-
-/* Podman 5.4: pasta, told to map the host's loopback where slirp4netns has it. */
-START_TEST(test_backend_podman5)
-{
-        json_object *body = create_body_for("5.4.2", NULL);
-        ck_assert_str_eq(nsmode(body), "pasta");
-        ck_assert_str_eq(network_option(body, "pasta", 0), "--map-host-loopback");
-        ck_assert_str_eq(network_option(body, "pasta", 1), "10.0.2.2");
-        ck_assert_ptr_null(network_option(body, "slirp4netns", 0));
-        json_object *v;
-        ck_assert(json_object_object_get_ex(body, "read_write_tmpfs", &v) && json_object_get_boolean(v));
-        ck_assert_str_eq(proxy_env(body), "http://10.0.2.2:3128");
-        json_object_put(body);
-}
-END_TEST
-
-/* network-backend forces either one, whatever the version. */
-START_TEST(test_backend_forced)
-{
-        json_object *body = create_body_for("5.4.2", "slirp4netns");
-        ck_assert_str_eq(nsmode(body), "slirp4netns");
-        ck_assert_str_eq(network_option(body, "slirp4netns", 0), "allow_host_loopback=true");
         json_object_put(body);
 }
 END_TEST
@@ -810,30 +772,46 @@ static void *write_later(void *userdata)
         return NULL;
 }
 
+/* The io of a run with no input and the caller's control on a pipe, whose events
+ * on_test_control counts; `pending`, the bytes already on the pipe. */
+typedef struct controlled {
+        int pipe[2];
+        int events;
+        aisb_io *io;
+} controlled;
+
+static void controlled_open(controlled *c, const char *pending)
+{
+        ck_assert_int_eq(pipe2(c->pipe, O_CLOEXEC), 0);
+        ck_assert_int_eq(write(c->pipe[1], pending, strlen(pending)), (ssize_t) strlen(pending));
+        c->io = io_without_input();
+        c->events = 0;
+        aisb_io_set_control(c->io, c->pipe[0], on_test_control, &c->events);
+}
+
+static void controlled_close(controlled *c)
+{
+        aisb_io_free(c->io);
+        close(c->pipe[0]);
+        close(c->pipe[1]);
+}
+
 /* A stop that is already there when the run starts: nothing is created. */
 START_TEST(test_run_stopped_while_preparing)
 {
         route_run(0);
-        int control[2];
-        ck_assert_int_eq(pipe2(control, O_CLOEXEC), 0);
-        ck_assert_int_eq(write(control[1], "S", 1), 1);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
-        int events = 0;
-        aisb_io_set_control(io, control[0], on_test_control, &events);
+        controlled c;
+        controlled_open(&c, "S");
         aisb_policy *p = new_policy();
         int code = -1;
         aisb_error *err = NULL;
-        ck_assert_int_eq(aisb_run(ctx, p, io, &code, &err), -ECANCELED);
+        ck_assert_int_eq(aisb_run(ctx, p, c.io, &code, &err), -ECANCELED);
         aisb_error_free(err);
-        ck_assert_int_eq(events, 1);
+        ck_assert_int_eq(c.events, 1);
         ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
         ck_assert_int_eq(fake_podman_find_request(fp, "DELETE", "/containers/"), -1);
         aisb_policy_free(p);
-        aisb_io_free(io);
-        close(control[0]);
-        close(control[1]);
+        controlled_close(&c);
 }
 END_TEST
 
@@ -849,26 +827,21 @@ START_TEST(test_run_stopped_during_request)
         fake_podman_route(fp, "GET", "/volumes/*/exists", 200, "text/plain", slow, FAKE_TRICKLE, 0);
         unit_route_home_volume(fp);
         free(slow);
-        int control[2];
-        ck_assert_int_eq(pipe2(control, O_CLOEXEC), 0);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
-        int events = 0;
-        aisb_io_set_control(io, control[0], on_test_control, &events);
+        controlled c;
+        controlled_open(&c, "");
         aisb_policy *p = new_policy();
         /* The image first, as the CLI does, so the stop lands in the run's own request. */
         char *tag = NULL;
         ck_assert_int_eq(aisb_image_ensure(ctx, p, &tag, NULL, NULL), 0);
         free(tag);
         pthread_t writer;
-        delayed_write w = { .fd = control[1], .byte = 'S', .delay_ms = 300 };
+        delayed_write w = { .fd = c.pipe[1], .byte = 'S', .delay_ms = 300 };
         ck_assert_int_eq(pthread_create(&writer, NULL, write_later, &w), 0);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         int code = -1;
         aisb_error *err = NULL;
-        ck_assert_int_eq(aisb_run(ctx, p, io, &code, &err), -ECANCELED);
+        ck_assert_int_eq(aisb_run(ctx, p, c.io, &code, &err), -ECANCELED);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         aisb_error_free(err);
         pthread_join(writer, NULL);
@@ -877,9 +850,7 @@ START_TEST(test_run_stopped_during_request)
         ck_assert_int_ge(fake_podman_find_request(fp, "GET", "/volumes/"), 0);
         ck_assert_int_eq(fake_podman_find_request(fp, "POST", "/containers/create"), -1);
         aisb_policy_free(p);
-        aisb_io_free(io);
-        close(control[0]);
-        close(control[1]);
+        controlled_close(&c);
 }
 END_TEST
 
@@ -889,30 +860,56 @@ START_TEST(test_run_resize_before_start_kept)
         route_run(0);
         fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "hi", FAKE_HIJACK_NO_WAIT, 1);
         fake_podman_route(fp, "POST", "/containers/c0ffee/resize", 200, "application/json", "{}", FAKE_NORMAL, 0);
-        int control[2];
-        ck_assert_int_eq(pipe2(control, O_CLOEXEC), 0);
-        ck_assert_int_eq(write(control[1], "R", 1), 1);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
-        aisb_io_set_terminal(io, 24, 80);
+        controlled c;
+        controlled_open(&c, "R");
+        aisb_io_set_terminal(c.io, 24, 80);
         output o = {};
-        aisb_io_set_output_fn(io, collect_output, &o);
-        int events = 0;
-        aisb_io_set_control(io, control[0], on_test_control, &events);
+        aisb_io_set_output_fn(c.io, collect_output, &o);
         aisb_policy *p = new_policy();
         int code = -1;
-        ck_assert_int_eq(aisb_run(ctx, p, io, &code, NULL), 0);
-        ck_assert_int_eq(events, 1);
+        ck_assert_int_eq(aisb_run(ctx, p, c.io, &code, NULL), 0);
+        ck_assert_int_eq(c.events, 1);
         ssize_t resize = fake_podman_find_request(fp, "POST", "/resize");
         ck_assert_int_ge(resize, 0);
         ck_assert_ptr_nonnull(strstr(fake_podman_request_path(fp, (size_t) resize), "h=40&w=100"));
         aisb_policy_free(p);
-        aisb_io_free(io);
-        close(control[0]);
-        close(control[1]);
+        controlled_close(&c);
 }
 END_TEST
+
+/* Our fds 1 and 2 sent to files of their own while a run writes to them. */
+typedef struct capture {
+        int out_fd, err_fd, saved_out, saved_err;
+} capture;
+
+static void capture_begin(capture *c)
+{
+        char out_path[] = "/tmp/aisb-unit-out.XXXXXX", err_path[] = "/tmp/aisb-unit-err.XXXXXX";
+        c->out_fd = mkstemp(out_path);
+        c->err_fd = mkstemp(err_path);
+        ck_assert(c->out_fd >= 0 && c->err_fd >= 0);
+        unlink(out_path);
+        unlink(err_path);
+        c->saved_out = dup(STDOUT_FILENO);
+        c->saved_err = dup(STDERR_FILENO);
+        ck_assert_int_ge(dup2(c->out_fd, STDOUT_FILENO), 0);
+        ck_assert_int_ge(dup2(c->err_fd, STDERR_FILENO), 0);
+}
+
+/* Fds 1 and 2 as they were; the files stay open for reading. */
+static void capture_end(capture *c)
+{
+        dup2(c->saved_out, STDOUT_FILENO);
+        dup2(c->saved_err, STDERR_FILENO);
+        close(c->saved_out);
+        close(c->saved_err);
+}
+
+static void capture_close(capture *c)
+{
+        close(c->out_fd);
+        close(c->err_fd);
+}
 
 /* With no output callback the frames go to our own fds 1 and 2, gathered into writev
  * batches: order within and across streams kept, more frames than one batch holds. */
@@ -937,35 +934,25 @@ START_TEST(test_run_default_output)
         ck_assert_uint_le(n, cap);
         fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, frames, n,
                                 FAKE_HIJACK, 1);
-        char out_path[] = "/tmp/aisb-unit-out.XXXXXX", err_path[] = "/tmp/aisb-unit-err.XXXXXX";
-        int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
-        ck_assert(out_fd >= 0 && err_fd >= 0);
-        unlink(out_path);
-        unlink(err_path);
-        int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
-        ck_assert_int_ge(dup2(out_fd, STDOUT_FILENO), 0);
-        ck_assert_int_ge(dup2(err_fd, STDERR_FILENO), 0);
+        capture c;
+        capture_begin(&c);
 
         aisb_io *io = NULL;
         ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
         aisb_policy *p = new_policy();
         int code = -1;
         int r = aisb_run(ctx, p, io, &code, NULL);
-        dup2(saved_out, STDOUT_FILENO);
-        dup2(saved_err, STDERR_FILENO);
+        capture_end(&c);
         ck_assert_int_eq(r, 0);
         ck_assert_int_eq(code, 0);
 
         char got[sizeof expect] = "";
-        ck_assert_int_eq(pread(out_fd, got, sizeof got - 1, 0), (ssize_t) strlen(expect));
+        ck_assert_int_eq(pread(c.out_fd, got, sizeof got - 1, 0), (ssize_t) strlen(expect));
         ck_assert_str_eq(got, expect);
         char err_got[64] = "";
-        ck_assert_int_eq(pread(err_fd, err_got, sizeof err_got - 1, 0), 10);
+        ck_assert_int_eq(pread(c.err_fd, err_got, sizeof err_got - 1, 0), 10);
         ck_assert_str_eq(err_got, "err1\nerr2\n");
-        close(out_fd);
-        close(err_fd);
-        close(saved_out);
-        close(saved_err);
+        capture_close(&c);
         aisb_policy_free(p);
         aisb_io_free(io);
         free(frames);
@@ -973,62 +960,6 @@ START_TEST(test_run_default_output)
 END_TEST
 
 /* ---- the terminal filter on the way out ---- */
-
-/* Raw output bytes, as a capture of fds 1 and 2. */
-typedef struct captured {
-        char out[256];
-        char err[256];
-} captured;
-
-/* One run with this output filter, its frames (or in terminal mode its raw bytes) served
- * on the attach stream; output to collect_output when o, else to fds 1 and 2 captured in c. */
-static void run_filtered(unsigned streams, bool terminal, const void *attach, size_t attach_size,
-                         output *o, captured *c)
-{
-        route_run(0);
-        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL, attach,
-                                attach_size, terminal ? FAKE_HIJACK_NO_WAIT : FAKE_HIJACK, 1);
-        aisb_io *io = NULL;
-        ck_assert_int_eq(aisb_io_new(&io, NULL), 0);
-        aisb_io_set_stdin(io, -1);
-        aisb_io_set_output_filter(io, streams);
-        if (terminal)
-                aisb_io_set_terminal(io, 0, 0);
-        if (o)
-                aisb_io_set_output_fn(io, collect_output, o);
-        int out_fd = -1, err_fd = -1, saved_out = -1, saved_err = -1;
-        if (c) {
-                char out_path[] = "/tmp/aisb-unit-out.XXXXXX", err_path[] = "/tmp/aisb-unit-err.XXXXXX";
-                out_fd = mkstemp(out_path);
-                err_fd = mkstemp(err_path);
-                ck_assert(out_fd >= 0 && err_fd >= 0);
-                unlink(out_path);
-                unlink(err_path);
-                saved_out = dup(STDOUT_FILENO);
-                saved_err = dup(STDERR_FILENO);
-                ck_assert_int_ge(dup2(out_fd, STDOUT_FILENO), 0);
-                ck_assert_int_ge(dup2(err_fd, STDERR_FILENO), 0);
-        }
-        aisb_policy *p = new_policy();
-        int code = -1;
-        aisb_error *err = NULL;
-        int r = aisb_run(ctx, p, io, &code, &err);
-        if (c) {
-                dup2(saved_out, STDOUT_FILENO);
-                dup2(saved_err, STDERR_FILENO);
-                close(saved_out);
-                close(saved_err);
-                *c = (captured) {};
-                ck_assert_int_ge(pread(out_fd, c->out, sizeof c->out - 1, 0), 0);
-                ck_assert_int_ge(pread(err_fd, c->err, sizeof c->err - 1, 0), 0);
-                close(out_fd);
-                close(err_fd);
-        }
-        ck_assert_msg(r == 0, "run failed: %s", err ? aisb_error_message(err) : "?");
-        ck_assert_int_eq(code, 0);
-        aisb_policy_free(p);
-        aisb_io_free(io);
-}
 
 /* A title, a clipboard write split across frames with the other stream between its pieces,
  * a clipboard read query, a tmux passthrough and a hyperlink on stderr. */
@@ -1042,58 +973,73 @@ static size_t hostile_frames(uint8_t *buf)
         return n;
 }
 
-START_TEST(test_run_filter_callback)
-{
-        uint8_t frames[512];
-        size_t n = hostile_frames(frames);
-        output o = {};
-        run_filtered(AISB_STREAM_STDOUT | AISB_STREAM_STDERR, false, frames, n, &o, NULL);
-        ck_assert_str_eq(o.out, "one two three\033[31m red\033[0m four\n");
-        ck_assert_str_eq(o.err, "err\033\\ link");
+/* With a terminal the stream is raw bytes, filtered as stdout. */
+static const char hostile_terminal[] = "$ \033]2;pwned\007\033]52;c;?\007\033P+q544e\033\\ok\033[1mbold\033[m\r\n";
 
+/* The output filter of a run on the streams it is set for: the hostile frames (or with a
+ * terminal its raw bytes) served on the attach stream, the output to the callback or to fds
+ * 1 and 2; what each stream shows (NULL: not looked at). */
+static const struct filter_case {
+        unsigned streams;
+        bool terminal, to_fds;
+        const char *out, *err;
+} filter_cases[] = {
+        { AISB_STREAM_STDOUT | AISB_STREAM_STDERR, false, false,
+          "one two three\033[31m red\033[0m four\n", "err\033\\ link" },
         /* Only stdout's bit: stderr passes as it came. */
-        o = (output) {};
-        run_filtered(AISB_STREAM_STDOUT, false, frames, n, &o, NULL);
-        ck_assert_str_eq(o.out, "one two three\033[31m red\033[0m four\n");
-        ck_assert_str_eq(o.err, "err\033Ptmux;\033\033]52;c;?\007\033\\ \033]8;;http://evil.example/\033\\link\033]8;;\033\\");
-
+        { AISB_STREAM_STDOUT, false, false, "one two three\033[31m red\033[0m four\n",
+          "err\033Ptmux;\033\033]52;c;?\007\033\\ \033]8;;http://evil.example/\033\\link\033]8;;\033\\" },
         /* No filter: everything, the control that the frames do hold the strings. */
-        o = (output) {};
-        run_filtered(0, false, frames, n, &o, NULL);
-        ck_assert_str_eq(o.out, "one\033]0;title\007 two\033]52;c;cHduZWQ=\007 three\033[31m red\033[0m\033]52;c;?\033\\ four\xc2\x9d" "2;c1 title\xc2\x9c\n");
-}
-END_TEST
-
-START_TEST(test_run_filter_default_output)
-{
+        { 0, false, false,
+          "one\033]0;title\007 two\033]52;c;cHduZWQ=\007 three\033[31m red\033[0m\033]52;c;?\033\\ four\xc2\x9d"
+          "2;c1 title\xc2\x9c\n", NULL },
         /* To fds 1 and 2 through the writev batches: stdout filtered, stderr not. */
-        uint8_t frames[512];
-        size_t n = hostile_frames(frames);
-        captured c;
-        run_filtered(AISB_STREAM_STDOUT, false, frames, n, NULL, &c);
-        ck_assert_str_eq(c.out, "one two three\033[31m red\033[0m four\n");
-        ck_assert_str_eq(c.err, "err\033Ptmux;\033\033]52;c;?\007\033\\ \033]8;;http://evil.example/\033\\link\033]8;;\033\\");
-        run_filtered(AISB_STREAM_STDERR, false, frames, n, NULL, &c);
-        ck_assert_str_eq(c.err, "err\033\\ link");
-}
-END_TEST
-
-START_TEST(test_run_filter_terminal)
-{
-        /* With a terminal the stream is raw bytes, filtered as stdout. */
-        static const char raw[] = "$ \033]2;pwned\007\033]52;c;?\007\033P+q544e\033\\ok\033[1mbold\033[m\r\n";
-        output o = {};
-        run_filtered(AISB_STREAM_STDOUT, true, raw, sizeof raw - 1, &o, NULL);
-        ck_assert_str_eq(o.out, "$ ok\033[1mbold\033[m\r\n");
-        ck_assert_str_eq(o.err, "");
-        captured c;
-        run_filtered(AISB_STREAM_STDOUT | AISB_STREAM_STDERR, true, raw, sizeof raw - 1, NULL, &c);
-        ck_assert_str_eq(c.out, "$ ok\033[1mbold\033[m\r\n");
-        ck_assert_str_eq(c.err, "");
+        { AISB_STREAM_STDOUT, false, true, "one two three\033[31m red\033[0m four\n",
+          "err\033Ptmux;\033\033]52;c;?\007\033\\ \033]8;;http://evil.example/\033\\link\033]8;;\033\\" },
+        { AISB_STREAM_STDERR, false, true, NULL, "err\033\\ link" },
+        { AISB_STREAM_STDOUT, true, false, "$ ok\033[1mbold\033[m\r\n", "" },
+        { AISB_STREAM_STDOUT | AISB_STREAM_STDERR, true, true, "$ ok\033[1mbold\033[m\r\n", "" },
         /* stderr's bit alone leaves the terminal's stream alone. */
-        o = (output) {};
-        run_filtered(AISB_STREAM_STDERR, true, raw, sizeof raw - 1, &o, NULL);
-        ck_assert_str_eq(o.out, raw);
+        { AISB_STREAM_STDERR, true, false, hostile_terminal, NULL },
+};
+
+START_TEST(test_run_filter)
+{
+        const struct filter_case *f = &filter_cases[_i];
+        uint8_t frames[512];
+        size_t n = f->terminal ? sizeof hostile_terminal - 1 : hostile_frames(frames);
+        route_run(0);
+        fake_podman_route_bytes(fp, "POST", "/containers/c0ffee/attach", 101, NULL,
+                                f->terminal ? (const void *) hostile_terminal : frames, n,
+                                f->terminal ? FAKE_HIJACK_NO_WAIT : FAKE_HIJACK, 1);
+        aisb_io *io = io_without_input();
+        aisb_io_set_output_filter(io, f->streams);
+        if (f->terminal)
+                aisb_io_set_terminal(io, 0, 0);
+        output o = {};
+        capture c;
+        if (f->to_fds)
+                capture_begin(&c);
+        else
+                aisb_io_set_output_fn(io, collect_output, &o);
+        aisb_policy *p = new_policy();
+        int code = -1;
+        aisb_error *err = NULL;
+        int r = aisb_run(ctx, p, io, &code, &err);
+        if (f->to_fds) {
+                capture_end(&c);
+                ck_assert_int_ge(pread(c.out_fd, o.out, sizeof o.out - 1, 0), 0);
+                ck_assert_int_ge(pread(c.err_fd, o.err, sizeof o.err - 1, 0), 0);
+                capture_close(&c);
+        }
+        ck_assert_msg(r == 0, "run failed: %s", err ? aisb_error_message(err) : "?");
+        ck_assert_int_eq(code, 0);
+        if (f->out)
+                ck_assert_str_eq(o.out, f->out);
+        if (f->err)
+                ck_assert_str_eq(o.err, f->err);
+        aisb_policy_free(p);
+        aisb_io_free(io);
 }
 END_TEST
 
@@ -1115,33 +1061,43 @@ START_TEST(test_run_service_dies_mid_frame)
 }
 END_TEST
 
-START_TEST(test_run_attach_refused)
+/* A run without input whose sandbox exits with exit_code and prints nothing, after the
+ * routes the caller set first (which answer before these); its result. */
+static int run_quiet(int exit_code, int *code, aisb_error **err)
 {
-        route_run(0);
-        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 500, "application/json",
-                          "{\"message\":\"attach went wrong\",\"response\":500}", FAKE_NORMAL, 1);
+        route_run(exit_code);
+        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);
         output o = {};
-        int code = -1;
-        aisb_error *err = NULL;
-        expect_error(run_with_stdin("", &o, &code, &err), &err, "attach went wrong");
-        ck_assert_int_lt(fake_podman_find_request(fp, "POST", "/start"), 0);
-        ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
+        return run_with_stdin("", &o, code, err);
 }
-END_TEST
 
-START_TEST(test_run_create_refused)
+/* A step of the run refused by the service: the run fails with the service's message, and
+ * the sandbox is removed when it was created; what was (or was not) asked for after. */
+static const struct run_refusal {
+        const char *path, *answer, *says;
+        const char *sent[2], *not_sent[2]; /* method and path of a request made after, of one never made */
+} run_refusals[] = {
+        { "/containers/create", "{\"cause\":\"x\",\"message\":\"no space left\",\"response\":500}", "no space left",
+          .not_sent = { "POST", "/attach" } },
+        { "/containers/c0ffee/attach", "{\"message\":\"attach went wrong\",\"response\":500}", "attach went wrong",
+          .sent = { "DELETE", "/containers/c0ffee" }, .not_sent = { "POST", "/start" } },
+        { "/containers/c0ffee/start", "{\"message\":\"runc failed\"}", "runc failed",
+          .sent = { "DELETE", "/containers/c0ffee" } },
+};
+
+START_TEST(test_run_refused)
 {
-        fake_podman_route(fp, "GET", "/images/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/*/exists", 204, NULL, "", FAKE_NORMAL, 0);
-        unit_route_home_volume(fp);
-        fake_podman_route(fp, "POST", "/containers/create", 500, "application/json",
-                          "{\"cause\":\"x\",\"message\":\"no space left\",\"response\":500}",
-                          FAKE_NORMAL, 1);
-        output o = {};
+        const struct run_refusal *c = &run_refusals[_i];
+        fake_podman_route(fp, "POST", c->path, 500, "application/json", c->answer, FAKE_NORMAL, 1);
         int code = -1;
         aisb_error *err = NULL;
-        expect_error(run_with_stdin("", &o, &code, &err), &err, "no space left");
-        ck_assert_int_lt(fake_podman_find_request(fp, "POST", "/attach"), 0);
+        expect_error(run_quiet(0, &code, &err), &err, c->says);
+        if (c->sent[0])
+                ck_assert_msg(fake_podman_find_request(fp, c->sent[0], c->sent[1]) >= 0, "%s refused: no %s %s",
+                              c->path, c->sent[0], c->sent[1]);
+        if (c->not_sent[0])
+                ck_assert_msg(fake_podman_find_request(fp, c->not_sent[0], c->not_sent[1]) < 0,
+                              "%s refused: %s %s all the same", c->path, c->not_sent[0], c->not_sent[1]);
 }
 END_TEST
 
@@ -1152,30 +1108,13 @@ START_TEST(test_run_create_retried_on_keep_id_race)
                           "{\"cause\":\"x\",\"message\":\"keep-id requires additional UIDs or GIDs defined in "
                           "/etc/subuid and /etc/subgid to function correctly: %!w(<nil>)\",\"response\":500}",
                           FAKE_NORMAL, 1);
-        route_run(4);
-        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);
-        output o = {};
         int code = -1;
-        ck_assert_int_eq(run_with_stdin("", &o, &code, NULL), 0);
+        ck_assert_int_eq(run_quiet(4, &code, NULL), 0);
         ck_assert_int_eq(code, 4);
         size_t creates = 0;
         for (size_t i = 0; i < fake_podman_request_count(fp); i++)
                 creates += strstr(fake_podman_request_path(fp, i), "/containers/create") != NULL;
         ck_assert_uint_eq(creates, 2);
-}
-END_TEST
-
-START_TEST(test_run_start_refused)
-{
-        fake_podman_route(fp, "POST", "/containers/c0ffee/start", 500, "application/json",
-                          "{\"message\":\"runc failed\"}", FAKE_NORMAL, 1);
-        route_run(0);
-        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);
-        output o = {};
-        int code = -1;
-        aisb_error *err = NULL;
-        expect_error(run_with_stdin("", &o, &code, &err), &err, "runc failed");
-        ck_assert_int_ge(fake_podman_find_request(fp, "DELETE", "/containers/c0ffee"), 0);
 }
 END_TEST
 
@@ -1185,11 +1124,8 @@ START_TEST(test_volume_created_with_label)
         fake_podman_route(fp, "GET", "/volumes/*/exists", 404, NULL, "", FAKE_NORMAL, 1);
         unit_route_home_volume(fp);
         fake_podman_route(fp, "POST", "/volumes/create", 201, "application/json", "{}", FAKE_NORMAL, 1);
-        route_run(0);
-        fake_podman_route(fp, "POST", "/containers/c0ffee/attach", 101, NULL, "", FAKE_HIJACK, 1);
-        output o = {};
         int code = -1;
-        ck_assert_int_eq(run_with_stdin("", &o, &code, NULL), 0);
+        ck_assert_int_eq(run_quiet(0, &code, NULL), 0);
         ssize_t v = fake_podman_find_request(fp, "POST", "/volumes/create");
         ck_assert_int_ge(v, 0);
         ck_assert_ptr_nonnull(strstr(fake_podman_request_body(fp, (size_t) v), "aisb.managed"));
@@ -1292,61 +1228,26 @@ END_TEST
 static Suite *run_suite(void)
 {
         Suite *s = suite_create("run");
-        TCase *tc = tcase_create("connect");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_connect_version);
-        tcase_add_test(tc, test_connect_new_podman);
-        tcase_add_test(tc, test_connect_too_old);
-        tcase_add_test(tc, test_connect_nothing_there);
-        tcase_add_test(tc, test_ping_refused);
-        tcase_add_test(tc, test_service_log_reason);
-        tcase_add_test(tc, test_service_refuses_to_start);
-        suite_add_tcase(s, tc);
+        TCase *tc = suite_add_tests(s, "connect", setup, teardown, test_connect_nothing_there,
+                                    test_service_log_reason, test_service_refuses_to_start);
+        tcase_add_loop_test(tc, test_connect, 0, (int) ELEMENTSOF(connect_cases));
 
-        tc = tcase_create("image");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_build_streams);
-        tcase_add_test(tc, test_build_trickles);
-        tcase_add_test(tc, test_build_reused);
-        tcase_add_test(tc, test_build_out_of_disk);
-        tcase_add_test(tc, test_build_gate_alongside);
-        tcase_add_test(tc, test_build_gate_alongside_cancel);
-        tcase_add_test(tc, test_build_no_gate);
-        tcase_add_test(tc, test_build_gate_present);
-        tcase_add_test(tc, test_build_error);
-        tcase_add_test(tc, test_build_service_dies);
-        tcase_add_test(tc, test_build_ends_without_image);
-        tcase_add_test(tc, test_exists_dies_mid_body);
-        suite_add_tcase(s, tc);
+        tc = suite_add_tests(s, "image", setup, teardown, test_build_reused, test_build_out_of_disk,
+                             test_build_gate_alongside, test_build_gate_alongside_cancel, test_build_no_gate,
+                             test_build_gate_present);
+        tcase_add_loop_test(tc, test_build_streamed, 0, (int) ELEMENTSOF(build_modes));
+        tcase_add_loop_test(tc, test_build_fails, 0, (int) ELEMENTSOF(build_failures));
 
-        tc = tcase_create("run");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_run_whole);
-        tcase_add_test(tc, test_review_run_sandbox_not_removed);
-        tcase_add_test(tc, test_review_run_create_refused_leaves_nothing);
-        tcase_add_test(tc, test_backend_podman4);
-        tcase_add_test(tc, test_backend_podman5);
-        tcase_add_test(tc, test_backend_forced);
-        tcase_add_test(tc, test_run_default_output);
-        tcase_add_test(tc, test_run_filter_callback);
-        tcase_add_test(tc, test_run_filter_default_output);
-        tcase_add_test(tc, test_run_filter_terminal);
-        tcase_add_test(tc, test_run_service_dies_mid_frame);
-        tcase_add_test(tc, test_run_attach_refused);
-        tcase_add_test(tc, test_run_create_refused);
-        tcase_add_test(tc, test_run_start_refused);
-        tcase_add_test(tc, test_run_create_retried_on_keep_id_race);
-        tcase_add_test(tc, test_volume_created_with_label);
-        tcase_add_test(tc, test_dry_run);
-        tcase_add_test(tc, test_run_stopped_while_preparing);
-        tcase_add_test(tc, test_run_stopped_during_request);
-        tcase_add_test(tc, test_run_resize_before_start_kept);
-        suite_add_tcase(s, tc);
+        tc = suite_add_tests(s, "run", setup, teardown, test_run_whole, test_review_run_sandbox_not_removed,
+                             test_review_run_create_refused_leaves_nothing, test_run_default_output,
+                             test_run_service_dies_mid_frame, test_run_create_retried_on_keep_id_race,
+                             test_volume_created_with_label, test_dry_run, test_run_stopped_while_preparing,
+                             test_run_stopped_during_request, test_run_resize_before_start_kept);
+        tcase_add_loop_test(tc, test_backend, 0, (int) ELEMENTSOF(backend_cases));
+        tcase_add_loop_test(tc, test_run_filter, 0, (int) ELEMENTSOF(filter_cases));
+        tcase_add_loop_test(tc, test_run_refused, 0, (int) ELEMENTSOF(run_refusals));
 
-        tc = tcase_create("demux");
-        tcase_add_test(tc, test_demux_any_split);
-        tcase_add_test(tc, test_demux_bad_header);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "demux", NULL, NULL, test_demux_any_split, test_demux_bad_header);
         return s;
 }
 
