@@ -21,11 +21,10 @@
 /* The session log's last record of this project that has an egress summary. */
 static int last_record(const aisb_policy *p, json_object **ret, aisb_error **err)
 {
-        char *path = NULL;
+        _cleanup_free_ char *path = NULL;
         int r = aisb_session_log_path(&path, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *owned = path;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         struct stat st;
         if (fd < 0 && errno == ENOENT)
