@@ -2,10 +2,10 @@
 /*
  * Learn, then lock: the allowlist lines that would have let a project's last run through,
  * from what its gate refused (the session log keeps the names and the refused requests, as
- * egress.h reads them back), for the user to accept into their own allowlist or the project's. Every line proposed is a name
- * the allowlist parser takes as it is; an address the gate refused is reported, never
- * proposed. Nothing is written without being asked, and the project's file is appended to
- * through descriptors that follow no link.
+ * egress.h reads them back), for the user to accept into their own allowlist or the
+ * project's. Every line proposed is a name the allowlist parser takes as it is; an address
+ * the gate refused is reported, never proposed. Nothing is written without being asked, and
+ * the project's file is appended to through descriptors that follow no link.
  */
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gate's name (gate_squid_hash, gate-squid.h): a digest of what its squid.conf is made of, so that runs
- * with the same allowlist share one gate and a change of either never finds an old one.
+ * The gate's name (gate_squid_hash, gate-squid.h): a digest of what its squid.conf is made
+ * of, so that runs with the same allowlist share one gate and a change of either never finds
+ * an old one.
  */
 #include "digest.h"
 #include "gate-squid.h"
