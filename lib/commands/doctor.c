@@ -40,6 +40,16 @@ static void report(doctor *d, const char *name, aisb_check_status status, const 
         d->fn(&(aisb_doctor_check) { .name = name, .status = status, .detail = detail, .fix = fix }, d->userdata);
 }
 
+/* A check that passes with ok_detail when ok, and otherwise is bad (a warning or a failure). */
+static void report_either(doctor *d, const char *name, bool ok, const char *ok_detail, aisb_check_status bad,
+                          const char *bad_detail, const char *fix)
+{
+        if (ok)
+                report(d, name, AISB_CHECK_OK, ok_detail, NULL);
+        else
+                report(d, name, bad, bad_detail, fix);
+}
+
 static json_object *path_get(json_object *o, const char *a, const char *b, const char *c)
 {
         json_object *v = o;
@@ -67,51 +77,35 @@ static bool file_has_user(const char *path, const char *name, uid_t uid)
 static void check_host(doctor *d, json_object *info)
 {
         const char *rootless = json_object_get_string(path_get(info, "host", "security", "rootless"));
-        if (rootless && streq(rootless, "true"))
-                report(d, "rootless", AISB_CHECK_OK, "podman runs rootless", NULL);
-        else
-                report(d, "rootless", AISB_CHECK_FAIL, "podman runs as root: the sandbox's root would be the host's",
-                       "run aisb as an unprivileged user");
+        report_either(d, "rootless", rootless && streq(rootless, "true"), "podman runs rootless", AISB_CHECK_FAIL,
+                      "podman runs as root: the sandbox's root would be the host's", "run aisb as an unprivileged user");
 
         struct passwd *pw = getpwuid(getuid());
         const char *user = pw ? pw->pw_name : "";
         bool sub = file_has_user("/etc/subuid", user, getuid()) && file_has_user("/etc/subgid", user, getuid());
-        if (sub)
-                report(d, "subuid", AISB_CHECK_OK, "subordinate uid and gid ranges present", NULL);
-        else
-                report(d, "subuid", AISB_CHECK_FAIL, "no range in /etc/subuid or /etc/subgid: no user namespace",
-                       "sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER");
+        report_either(d, "subuid", sub, "subordinate uid and gid ranges present", AISB_CHECK_FAIL,
+                      "no range in /etc/subuid or /etc/subgid: no user namespace",
+                      "sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER");
 
-        if (access("/dev/net/tun", R_OK | W_OK) == 0)
-                report(d, "tun", AISB_CHECK_OK, "/dev/net/tun is usable", NULL);
-        else
-                report(d, "tun", AISB_CHECK_FAIL, "/dev/net/tun cannot be opened: pasta and slirp4netns fail",
-                       "sudo chmod 666 /dev/net/tun");
+        report_either(d, "tun", access("/dev/net/tun", R_OK | W_OK) == 0, "/dev/net/tun is usable", AISB_CHECK_FAIL,
+                      "/dev/net/tun cannot be opened: pasta and slirp4netns fail", "sudo chmod 666 /dev/net/tun");
 
         const char *cgroup = json_object_get_string(path_get(info, "host", "cgroupVersion", NULL));
-        bool hybrid = access("/sys/fs/cgroup/unified", F_OK) == 0;
-        if (cgroup && streq(cgroup, "v2"))
-                report(d, "cgroups", AISB_CHECK_OK, "cgroup v2: memory, CPU and process caps can be enforced", NULL);
-        else
-                report(d, "cgroups", AISB_CHECK_WARN,
-                       "cgroup v1: memory, CPU and process caps are accepted and not enforced (podman says so "
-                       "on every run; aisb shows that only with --verbose)",
-                       "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2) and delegate controllers");
+        bool v2 = cgroup && streq(cgroup, "v2"), hybrid = access("/sys/fs/cgroup/unified", F_OK) == 0;
+        report_either(d, "cgroups", v2, "cgroup v2: memory, CPU and process caps can be enforced", AISB_CHECK_WARN,
+                      "cgroup v1: memory, CPU and process caps are accepted and not enforced (podman says so "
+                      "on every run; aisb shows that only with --verbose)",
+                      "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2) and delegate controllers");
 
         const char *runtime = json_object_get_string(path_get(info, "host", "ociRuntime", "name"));
-        if (runtime && streq(runtime, "crun") && hybrid && !(cgroup && streq(cgroup, "v2")))
-                report(d, "runtime", AISB_CHECK_FAIL, "crun fails every start on hybrid cgroups",
-                       "runtime = \"runc\" under [engine] in ~/.config/containers/containers.conf");
-        else
-                report(d, "runtime", AISB_CHECK_OK, runtime ? runtime : "unknown", NULL);
+        report_either(d, "runtime", !(runtime && streq(runtime, "crun") && hybrid && !v2), runtime ? runtime : "unknown",
+                      AISB_CHECK_FAIL, "crun fails every start on hybrid cgroups",
+                      "runtime = \"runc\" under [engine] in ~/.config/containers/containers.conf");
 
         const char *driver = json_object_get_string(path_get(info, "store", "graphDriverName", NULL));
-        if (driver && streq(driver, "vfs"))
-                report(d, "storage", AISB_CHECK_WARN,
-                       "storage driver vfs: every sandbox start copies the whole image (seconds, about 20x slower)",
-                       "driver = \"overlay\" under [storage] in ~/.config/containers/storage.conf, then podman system reset");
-        else
-                report(d, "storage", AISB_CHECK_OK, driver ? driver : "unknown", NULL);
+        report_either(d, "storage", !(driver && streq(driver, "vfs")), driver ? driver : "unknown", AISB_CHECK_WARN,
+                      "storage driver vfs: every sandbox start copies the whole image (seconds, about 20x slower)",
+                      "driver = \"overlay\" under [storage] in ~/.config/containers/storage.conf, then podman system reset");
 
         const char *selinux = json_object_get_string(path_get(info, "host", "security", "selinuxEnabled"));
         const char *apparmor = json_object_get_string(path_get(info, "host", "security", "apparmorEnabled"));
@@ -139,13 +133,6 @@ static long doctor_timeout(void)
         return e && parse_uint(e, 3600, &v) >= 0 && v > 0 ? (long) v : DOCTOR_RUN_TIMEOUT_S;
 }
 
-/* Whether the project has uncommitted changes, asked of git inside a sandbox. The repository
- * is the agent's to configure, and git runs what its configuration names (core.fsmonitor,
- * hooks, filter drivers in .gitattributes, included files, a .git file pointing at another
- * git directory): on the host, "git status" would run the agent's commands as the user.
- * In a sandbox with no network, the project read-only and a throwaway home, whatever the
- * repository makes git run stays there. Without --deep this uses the user's image only if it
- * is built already (doctor builds nothing unasked). */
 /* Whether this pasta knows --map-host-loopback, which maps the gate (on the host's loopback)
  * into the sandbox; passt added it in 2024. Asks the binary podman named. */
 static bool pasta_maps_host_loopback(const char *pasta)
@@ -207,6 +194,24 @@ static void check_network(aisb_ctx *ctx, doctor *d, const aisb_policy *p, json_o
         }
 }
 
+/* A sandbox of doctor's own: base's image, the settings (pairs of a name and its value, then
+ * NULL) and the command. *ret is the policy once made, whatever fails after. */
+static int doctor_policy(const aisb_policy *base, const char *const *settings, const char *const *cmd,
+                         aisb_policy **ret, aisb_error **e)
+{
+        int r = policy_new_for_image(base, ret, e);
+        for (size_t i = 0; r >= 0 && settings[i]; i += 2)
+                r = aisb_policy_set(*ret, settings[i], settings[i + 1], e);
+        return r < 0 ? r : aisb_policy_set_command(*ret, cmd, e);
+}
+
+/* Whether the project has uncommitted changes, asked of git inside a sandbox. The repository
+ * is the agent's to configure, and git runs what its configuration names (core.fsmonitor,
+ * hooks, filter drivers in .gitattributes, included files, a .git file pointing at another
+ * git directory): on the host, "git status" would run the agent's commands as the user.
+ * In a sandbox with no network, the project read-only and a throwaway home, whatever the
+ * repository makes git run stays there. Without --deep this uses the user's image only if it
+ * is built already (doctor builds nothing unasked). */
 static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int deep)
 {
         if (!p->project)
@@ -222,19 +227,9 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
         run_capture out = { .max = DOCTOR_OUTPUT_MAX };
         static const char *const git[] = { "git", "--no-optional-locks", "-C", AISB_PROJECT_DIR,
                                            "status", "--porcelain", NULL };
-        int r = policy_new_for_image(p, &q, &e);
-        if (r >= 0)
-                r = aisb_policy_set(q, "project", p->project, &e);
-        if (r >= 0)
-                r = aisb_policy_set(q, "net", "none", &e);
-        if (r >= 0)
-                r = aisb_policy_set(q, "ephemeral-home", "true", &e);
-        if (r >= 0)
-                r = aisb_policy_set(q, "no-pi-config", "true", &e);
-        if (r >= 0)
-                r = aisb_policy_set(q, "no-agents", "true", &e);
-        if (r >= 0)
-                r = aisb_policy_set_command(q, git, &e);
+        const char *const settings[] = { "project", p->project, "net", "none", "ephemeral-home", "true",
+                                         "no-pi-config", "true", "no-agents", "true", NULL };
+        int r = doctor_policy(p, settings, git, &q, &e);
         if (r < 0) {
                 report(d, "project", AISB_CHECK_WARN, aisb_error_message(e), NULL);
                 goto out;
@@ -324,17 +319,9 @@ static void check_deep(aisb_ctx *ctx, doctor *d, const aisb_policy *base_policy)
         const char *const cmd[] = { "sh", "-c", script, NULL };
         aisb_policy *p = NULL;
         aisb_error *e = NULL;
-        int r = policy_new_for_image(base_policy, &p, &e);
-        if (r >= 0)
-                r = aisb_policy_set(p, "allow", allow, &e);
-        if (r >= 0)
-                r = aisb_policy_set(p, "gate-add-host", add_host, &e);
-        if (r >= 0)
-                r = aisb_policy_set(p, "no-cwd", "true", &e);
-        if (r >= 0)
-                r = aisb_policy_set(p, "ephemeral-home", "true", &e);
-        if (r >= 0)
-                r = aisb_policy_set_command(p, cmd, &e);
+        const char *const settings[] = { "allow", allow, "gate-add-host", add_host, "no-cwd", "true",
+                                         "ephemeral-home", "true", NULL };
+        int r = doctor_policy(base_policy, settings, cmd, &p, &e);
         int code = -1;
         if (r >= 0)
                 r = run_captured(ctx, p, doctor_timeout(), run_capture_stdout, &out, &code, &e);

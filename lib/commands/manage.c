@@ -29,6 +29,22 @@ static const char *label(json_object *labels, const char *key)
         return labels && json_object_object_get_ex(labels, key, &v) ? json_object_get_string(v) : NULL;
 }
 
+/* A string member of a listed container, volume or image, or "". */
+static const char *member(json_object *o, const char *key)
+{
+        json_object *v;
+        const char *s = json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+        return s ? s : "";
+}
+
+/* A listed container's first name, or NULL. */
+static const char *container_name(json_object *c)
+{
+        json_object *v;
+        return json_object_object_get_ex(c, "Names", &v) ? json_object_get_string(json_object_array_get_idx(v, 0))
+                                                         : NULL;
+}
+
 /* libpod lists "Created" as RFC 3339 text; older services as a number. */
 static long long parse_time(json_object *v)
 {
@@ -86,14 +102,8 @@ static int volume_in_use(aisb_ctx *ctx, const char *name, char *const *except, b
                 return r;
         *ret = false;
         for (size_t i = 0; json_object_is_type(users, json_type_array) && i < json_object_array_length(users); i++) {
-                json_object *v;
-                const char *user = json_object_object_get_ex(json_object_array_get_idx(users, i), "Names", &v)
-                                           ? json_object_get_string(json_object_array_get_idx(v, 0))
-                                           : NULL;
-                bool excepted = false;
-                for (size_t k = 0; user && except && except[k]; k++)
-                        excepted |= streq(except[k], user);
-                *ret |= !excepted;
+                const char *user = container_name(json_object_array_get_idx(users, i));
+                *ret |= !(user && strv_contains((const char *const *) except, user));
         }
         return 0;
 }
@@ -108,7 +118,7 @@ static int list_homes(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error
         for (size_t i = 0; i < json_object_array_length(vols); i++) {
                 json_object *vol = json_object_array_get_idx(vols, i), *labels = NULL, *v;
                 json_object_object_get_ex(vol, "Labels", &labels);
-                const char *name = json_object_object_get_ex(vol, "Name", &v) ? json_object_get_string(v) : "";
+                const char *name = member(vol, "Name");
                 bool used = false;
                 r = volume_in_use(ctx, name, NULL, &used, err);
                 if (r < 0)
@@ -129,7 +139,22 @@ static int list_homes(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error
         return 0;
 }
 
-static void tell(aisb_clean_fn fn, void *userdata, const char *kind, const char *name);
+/* One clean: what it tells, and what its steps leave for the next. */
+typedef struct cleaning {
+        aisb_ctx *ctx;
+        aisb_clean_fn fn;
+        void *userdata;
+        bool all, dry;
+        int failed;          /* review layers and undo records that could not go */
+        char **kept_images;  /* used by what stays */
+        char **kept_gates;   /* the hashes of the gates that stay */
+        char **removed;      /* the containers removed (in a dry run: would be) */
+} cleaning;
+
+static void tell(const cleaning *c, const char *kind, const char *name)
+{
+        c->fn(&(aisb_clean_entry) { .kind = kind, .name = name }, c->userdata);
+}
 
 /* ---- what is kept of projects: review layers, undo records ---- */
 
@@ -230,20 +255,12 @@ static int list_kept(aisb_list_fn fn, void *userdata, aisb_error **err)
         return r < 0 ? aisb_error_set(err, r, "listing review layers and undo records: %s", strerror(-r)) : 0;
 }
 
-typedef struct kept_clean {
-        aisb_ctx *ctx;
-        aisb_clean_fn fn;
-        void *userdata;
-        bool dry;
-        int failed;
-} kept_clean;
-
 static int clean_layer(int top, int dir, const run_info *info, void *userdata)
 {
-        kept_clean *k = userdata;
+        cleaning *k = userdata;
         if (run_dir_running(dir))
                 return 0;
-        tell(k->fn, k->userdata, "layer", info->run);
+        tell(k, "layer", info->run);
         if (k->dry)
                 return 0;
         char aside[NAME_MAX + 1];
@@ -297,32 +314,31 @@ static int undo_running(int top, int dir, const run_info *info, void *userdata)
 
 static int clean_project_undo(const char *path, const char *name, void *userdata)
 {
-        kept_clean *k = userdata;
+        cleaning *k = userdata;
         _cleanup_free_ char *runs = NULL, *label = NULL;
         if (asprintf(&runs, "%s/runs", path) < 0 || asprintf(&label, "undo-%s", name) < 0)
                 return -ENOMEM;
         /* Records a run still writes stay, and the store they use with them. */
         if (runs_each(runs, undo_running, NULL) == -EBUSY)
                 return 0;
-        tell(k->fn, k->userdata, "undo", label);
+        tell(k, "undo", label);
         if (!k->dry && tree_remove(AT_FDCWD, path) < 0)
                 k->failed++;
         return 0;
 }
 
-static int clean_kept(aisb_ctx *ctx, bool dry, aisb_clean_fn fn, void *userdata, aisb_error **err)
+static int clean_kept(cleaning *k, aisb_error **err)
 {
         _cleanup_free_ char *layers = state_path("layers"), *undo = state_path("undo");
-        kept_clean k = { .ctx = ctx, .fn = fn, .userdata = userdata, .dry = dry };
-        int r = layers ? each_project_dir(layers, clean_project_layers, &k) : 0;
+        int r = layers ? each_project_dir(layers, clean_project_layers, k) : 0;
         if (r >= 0 && undo)
-                r = each_project_dir(undo, clean_project_undo, &k);
+                r = each_project_dir(undo, clean_project_undo, k);
         if (r < 0)
                 return aisb_error_set(err, r, "cleaning review layers and undo records: %s", strerror(-r));
-        return k.failed ? aisb_error_set(err, -EIO, "%d review layer%s or undo record%s could not be removed "
-                                                    "(said above)", k.failed, k.failed == 1 ? "" : "s",
-                                         k.failed == 1 ? "" : "s")
-                        : 0;
+        return k->failed ? aisb_error_set(err, -EIO, "%d review layer%s or undo record%s could not be removed "
+                                                     "(said above)", k->failed, k->failed == 1 ? "" : "s",
+                                          k->failed == 1 ? "" : "s")
+                         : 0;
 }
 
 /* The running sandboxes a gate serves: they carry its hash. */
@@ -365,21 +381,19 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
         for (size_t i = 0; i < json_object_array_length(list); i++) {
                 json_object *c = json_object_array_get_idx(list, i), *labels = NULL, *v;
                 json_object_object_get_ex(c, "Labels", &labels);
-                const char *name = json_object_object_get_ex(c, "Names", &v)
-                                           ? json_object_get_string(json_object_array_get_idx(v, 0))
-                                           : "";
+                const char *name = container_name(c);
                 bool gate = label(labels, AISB_LABEL_PREFIX "gate.port") != NULL;
                 const char *hash = gate ? label(labels, AISB_LABEL_PREFIX "gate") : NULL;
                 long long created = json_object_object_get_ex(c, "Created", &v) ? parse_time(v) : 0;
                 aisb_list_entry e = {
-                        .name = name,
+                        .name = name ? name : "",
                         .kind = gate ? "gate" : "sandbox",
                         .project = label(labels, AISB_LABEL_PREFIX "project"),
                         .net = gate ? "host" : label(labels, AISB_LABEL_PREFIX "net"),
                         .policy = gate ? label(labels, AISB_LABEL_PREFIX "gate")
                                        : label(labels, AISB_LABEL_PREFIX "policy"),
-                        .image = json_object_object_get_ex(c, "Image", &v) ? json_object_get_string(v) : "",
-                        .state = json_object_object_get_ex(c, "State", &v) ? json_object_get_string(v) : "",
+                        .image = member(c, "Image"),
+                        .state = member(c, "State"),
                         .created = created,
                         .orphaned = !gate && orphaned(labels),
                         .users = gate && hash ? gate_users(list, hash) : -1,
@@ -392,109 +406,78 @@ int aisb_list(aisb_ctx *ctx, aisb_list_fn fn, void *userdata, aisb_error **err)
         return r < 0 ? r : list_kept(fn, userdata, err);
 }
 
-/* For what another owner may still use: a refusal is a warning, not the end of the clean.
- * The error by address: read only once the call that fills it has run (the order in which a
- * call's arguments are evaluated is unspecified). */
-static void warn_on_error(aisb_ctx *ctx, int r, aisb_error **e)
+/* What another owner may still use, told and (but in a dry run) removed: a refusal is a
+ * warning, not the end of the clean. */
+static void tell_and_remove(cleaning *c, const char *kind, const char *name,
+                            int (*remove)(aisb_ctx *ctx, const char *name, aisb_error **err))
 {
-        if (r < 0)
-                aisb_log(ctx, AISB_LOG_WARNING, "%s", aisb_error_message(*e));
-        aisb_error_free(steal_pointer(e));
-}
-
-typedef struct clean_told {
-        aisb_clean_fn fn;
-        void *userdata;
-} clean_told;
-
-static void tell(aisb_clean_fn fn, void *userdata, const char *kind, const char *name)
-{
-        fn(&(aisb_clean_entry) { .kind = kind, .name = name }, userdata);
+        tell(c, kind, name);
+        if (c->dry)
+                return;
+        aisb_error *e = NULL;
+        if (remove(c->ctx, name, &e) < 0)
+                aisb_log(c->ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
+        aisb_error_free(e);
 }
 
 static void tell_state(const char *dir, void *userdata)
 {
-        clean_told *t = userdata;
-        tell(t->fn, t->userdata, "gate-state", dir);
+        tell(userdata, "gate-state", dir);
 }
 
-int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
-               aisb_clean_fn fn, void *userdata, aisb_error **err)
+/* Containers: stopped ones and orphans, and runs' own gates whose run is gone (they hold its
+ * secrets); with all, running gates too. A sandbox whose aisb still runs is never touched. */
+static int clean_containers(cleaning *c, json_object *list, aisb_error **err)
 {
-        if (flags & ~(unsigned) (AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN | AISB_CLEAN_LAYERS))
-                return aisb_error_set(err, -EINVAL, "aisb_clean: unknown flags 0x%x", flags);
-        bool all = flags & AISB_CLEAN_ALL, dry = flags & AISB_CLEAN_DRY_RUN;
-        bool volumes = flags & AISB_CLEAN_VOLUMES;
-        _cleanup_json_ json_object *list = NULL;
-        int r = list_managed(ctx, &list, err);
-        if (r < 0)
-                return r;
-
-        /* Containers: stopped ones and orphans, and runs' own gates whose run is gone (they
-         * hold its secrets); with all, running gates too. A sandbox whose aisb still runs is
-         * never touched. */
-        _cleanup_strv_free_ char **kept_images = NULL, **removed = NULL, **kept_gates = NULL;
-        if (keep_image && !all && strv_push(&kept_images, keep_image) < 0)
-                return error_oom(err);
         for (size_t i = 0; i < json_object_array_length(list); i++) {
-                json_object *c = json_object_array_get_idx(list, i), *labels = NULL, *v;
-                json_object_object_get_ex(c, "Labels", &labels);
-                const char *name = json_object_object_get_ex(c, "Names", &v)
-                                           ? json_object_get_string(json_object_array_get_idx(v, 0))
-                                           : NULL;
-                const char *state = json_object_object_get_ex(c, "State", &v) ? json_object_get_string(v) : "";
-                const char *image = json_object_object_get_ex(c, "Image", &v) ? json_object_get_string(v) : "";
+                json_object *o = json_object_array_get_idx(list, i), *labels = NULL;
+                json_object_object_get_ex(o, "Labels", &labels);
+                const char *name = container_name(o), *state = member(o, "State"), *image = member(o, "Image");
                 bool gate = label(labels, AISB_LABEL_PREFIX "gate.port") != NULL;
                 const char *hash = gate ? label(labels, AISB_LABEL_PREFIX "gate") : NULL;
                 const char *run_label = label(labels, AISB_LABEL_PREFIX "gate.run");
                 bool per_run = gate && run_label && streq(run_label, "true");
                 bool running = streq(state, "running");
-                bool remove = !running || (!gate && orphaned(labels)) || (gate && all) ||
+                bool remove = !running || (!gate && orphaned(labels)) || (gate && c->all) ||
                               (per_run && gate_run_gone(hash));
                 if (!name)
                         continue;
                 if (!remove) {
-                        (void) strv_push(&kept_images, image);
-                        if (hash && strv_push(&kept_gates, hash) < 0)
+                        (void) strv_push(&c->kept_images, image);
+                        if (hash && strv_push(&c->kept_gates, hash) < 0)
                                 return error_oom(err);
                         continue;
                 }
-                tell(fn, userdata, gate ? "gate" : "sandbox", name);
-                if (strv_push(&removed, name) < 0)
+                tell(c, gate ? "gate" : "sandbox", name);
+                if (strv_push(&c->removed, name) < 0)
                         return error_oom(err);
-                if (!dry) {
-                        r = podman_container_remove(ctx, name, err);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        /* Review layers of interrupted runs whose sandbox is gone now. */
-        if (!dry) {
-                _cleanup_strv_free_ char **sandboxes = NULL;
-                for (size_t i = 0; i < json_object_array_length(list); i++) {
-                        json_object *c = json_object_array_get_idx(list, i), *v;
-                        const char *name = json_object_object_get_ex(c, "Names", &v)
-                                                   ? json_object_get_string(json_object_array_get_idx(v, 0))
-                                                   : NULL;
-                        if (name && !strv_contains((const char *const *) removed, name) && strv_push(&sandboxes, name) < 0)
-                                return error_oom(err);
-                }
-                _cleanup_free_ char *layers = state_path("layers");
-                ending e = { .ctx = ctx, .sandboxes = (const char *const *) sandboxes };
-                r = layers ? each_project_dir(layers, end_project_layers, &e) : 0;
+                int r = c->dry ? 0 : podman_container_remove(c->ctx, name, err);
                 if (r < 0)
-                        return aisb_error_set(err, r, "the review layers: %s", strerror(-r));
+                        return r;
         }
-        /* The state of every gate gone now, just removed or long since (a killed run's gate
-         * removed behind aisb's back, say), whose squid.conf may hold a run's secrets: wiped. */
-        clean_told told = { fn, userdata };
-        r = gate_prune_states((const char *const *) kept_gates, dry, tell_state, &told);
-        if (r < 0)
-                return aisb_error_set(err, r, "cleaning the gates' state: %s", strerror(-r));
+        return 0;
+}
 
-        /* Images of ours that nothing kept uses: the next run rebuilds what it needs. */
+/* Review layers of interrupted runs whose sandbox is gone now. */
+static int end_interrupted_layers(cleaning *c, json_object *list, aisb_error **err)
+{
+        _cleanup_strv_free_ char **sandboxes = NULL;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                const char *name = container_name(json_object_array_get_idx(list, i));
+                if (name && !strv_contains((const char *const *) c->removed, name) && strv_push(&sandboxes, name) < 0)
+                        return error_oom(err);
+        }
+        _cleanup_free_ char *layers = state_path("layers");
+        ending e = { .ctx = c->ctx, .sandboxes = (const char *const *) sandboxes };
+        int r = layers ? each_project_dir(layers, end_project_layers, &e) : 0;
+        return r < 0 ? aisb_error_set(err, r, "the review layers: %s", strerror(-r)) : 0;
+}
+
+/* Images of ours that nothing kept uses: the next run rebuilds what it needs. */
+static int clean_images(cleaning *c, aisb_error **err)
+{
         _cleanup_json_ json_object *images = NULL;
-        r = podman_image_list(ctx, &images, err);
+        int r = podman_image_list(c->ctx, &images, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < json_object_array_length(images); i++) {
@@ -504,52 +487,74 @@ int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const cha
                 for (size_t k = 0; k < json_object_array_length(names); k++) {
                         const char *ref = json_object_get_string(json_object_array_get_idx(names, k));
                         bool ours = startswith(ref, "localhost/aisb:") || startswith(ref, "localhost/aisb-gate:") ||
-                                    (all && startswith(ref, "localhost/aisb-base:"));
-                        bool used = false;
-                        for (size_t j = 0; kept_images && kept_images[j]; j++)
-                                used |= streq(kept_images[j], ref);
-                        if (!ours || used)
-                                continue;
-                        tell(fn, userdata, "image", ref);
-                        /* In use by a container of someone else's: leave it. */
-                        if (!dry) {
-                                aisb_error *e = NULL;
-                                warn_on_error(ctx, podman_image_remove(ctx, ref, &e), &e);
-                        }
+                                    (c->all && startswith(ref, "localhost/aisb-base:"));
+                        /* In use by a container of someone else's: left. */
+                        if (ours && !strv_contains((const char *const *) c->kept_images, ref))
+                                tell_and_remove(c, "image", ref, podman_image_remove);
                 }
         }
-        if (flags & AISB_CLEAN_LAYERS) {
-                r = clean_kept(ctx, dry, fn, userdata, err);
-                if (r < 0)
-                        return r;
-        }
-        if (!volumes)
-                return 0;
+        return 0;
+}
 
+/* Volumes named aisb-* (and volume_glob) that no container uses but those removed above. */
+static int clean_volumes(cleaning *c, const char *volume_glob, aisb_error **err)
+{
         _cleanup_json_ json_object *vols = NULL;
-        r = podman_volume_list(ctx, NULL, &vols, err);
+        int r = podman_volume_list(c->ctx, NULL, &vols, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < json_object_array_length(vols); i++) {
-                json_object *vol = json_object_array_get_idx(vols, i), *v;
-                const char *name = json_object_object_get_ex(vol, "Name", &v) ? json_object_get_string(v) : "";
+                const char *name = member(json_object_array_get_idx(vols, i), "Name");
                 if (!startswith(name, "aisb-"))
                         continue;
                 if (volume_glob && fnmatch(volume_glob, name, 0) != 0)
                         continue;
                 /* What the containers removed above mounted is free (in a dry run: would be). */
                 bool used = false;
-                r = volume_in_use(ctx, name, removed, &used, err);
+                r = volume_in_use(c->ctx, name, c->removed, &used, err);
                 if (r < 0)
                         return r;
-                if (used)
-                        continue;
-                tell(fn, userdata, "volume", name);
                 /* 409: a container outside our namespace uses it; that is not ours to end. */
-                if (!dry) {
-                        aisb_error *e = NULL;
-                        warn_on_error(ctx, podman_volume_remove(ctx, name, &e), &e);
-                }
+                if (!used)
+                        tell_and_remove(c, "volume", name, podman_volume_remove);
         }
         return 0;
+}
+
+static void cleaning_done(cleaning *c)
+{
+        strv_free(c->kept_images);
+        strv_free(c->kept_gates);
+        strv_free(c->removed);
+}
+
+int aisb_clean(aisb_ctx *ctx, unsigned flags, const char *volume_glob, const char *keep_image,
+               aisb_clean_fn fn, void *userdata, aisb_error **err)
+{
+        if (flags & ~(unsigned) (AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN | AISB_CLEAN_LAYERS))
+                return aisb_error_set(err, -EINVAL, "aisb_clean: unknown flags 0x%x", flags);
+        _cleanup_(cleaning_done) cleaning c = { .ctx = ctx, .fn = fn, .userdata = userdata,
+                                               .all = flags & AISB_CLEAN_ALL, .dry = flags & AISB_CLEAN_DRY_RUN };
+        _cleanup_json_ json_object *list = NULL;
+        int r = list_managed(ctx, &list, err);
+        if (r < 0)
+                return r;
+        if (keep_image && !c.all && strv_push(&c.kept_images, keep_image) < 0)
+                return error_oom(err);
+        r = clean_containers(&c, list, err);
+        if (r >= 0 && !c.dry)
+                r = end_interrupted_layers(&c, list, err);
+        if (r < 0)
+                return r;
+        /* The state of every gate gone now, just removed or long since (a killed run's gate
+         * removed behind aisb's back, say), whose squid.conf may hold a run's secrets: wiped. */
+        r = gate_prune_states((const char *const *) c.kept_gates, c.dry, tell_state, &c);
+        if (r < 0)
+                return aisb_error_set(err, r, "cleaning the gates' state: %s", strerror(-r));
+        r = clean_images(&c, err);
+        if (r >= 0 && (flags & AISB_CLEAN_LAYERS))
+                r = clean_kept(&c, err);
+        if (r >= 0 && (flags & AISB_CLEAN_VOLUMES))
+                r = clean_volumes(&c, volume_glob, err);
+        return r;
 }

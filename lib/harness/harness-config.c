@@ -648,16 +648,6 @@ const char *codex_thinking_levels(void)
         return "none, minimal, low, medium, high, xhigh, host";
 }
 
-static int set_string(json_object *o, const char *key, const char *value)
-{
-        json_object *v = json_object_new_string(value);
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 /* key = value in every profile of config's that sets key itself. */
 static int set_in_profiles(json_object *config, const char *key, const char *value)
 {
@@ -668,7 +658,7 @@ static int set_in_profiles(json_object *config, const char *key, const char *val
         json_object_object_foreach(profiles, name, profile) {
                 (void) name;
                 if (json_object_is_type(profile, json_type_object) && json_object_object_get_ex(profile, key, NULL) &&
-                    (r = set_string(profile, key, value)) < 0)
+                    (r = json_add_string(profile, key, value)) < 0)
                         return r;
         }
         return 0;
@@ -677,7 +667,7 @@ static int set_in_profiles(json_object *config, const char *key, const char *val
 /* key = value in config, and in every profile of config's that sets key itself. */
 static int set_everywhere(json_object *config, const char *key, const char *value)
 {
-        int r = set_string(config, key, value);
+        int r = json_add_string(config, key, value);
         return r < 0 ? r : set_in_profiles(config, key, value);
 }
 
@@ -685,21 +675,12 @@ static int set_everywhere(json_object *config, const char *key, const char *valu
 static int set_in_table(json_object *config, const char *table, const char *key, json_object *value)
 {
         json_object *t = NULL;
-        if (!value)
-                return -ENOMEM;
-        if (!json_object_object_get_ex(config, table, &t) || !json_object_is_type(t, json_type_object)) {
-                t = json_object_new_object();
-                if (!t || json_object_object_add(config, table, t) < 0) {
-                        json_object_put(t);
-                        json_object_put(value);
-                        return -ENOMEM;
-                }
-        }
-        if (json_object_object_add(t, key, value) < 0) {
+        if (value && (!json_object_object_get_ex(config, table, &t) || !json_object_is_type(t, json_type_object)) &&
+            json_add(config, table, t = json_object_new_object()) < 0)
+                t = NULL;
+        if (!t)
                 json_object_put(value);
-                return -ENOMEM;
-        }
-        return 0;
+        return t ? json_add(t, key, value) : -ENOMEM;
 }
 
 int codex_config_apply_policy(json_object *config, const char *level, aisb_error **err)
@@ -718,17 +699,12 @@ int codex_config_apply_policy(json_object *config, const char *level, aisb_error
         r = r < 0 ? r : set_in_table(config, "features", "daemon_auto_start", json_object_new_boolean(false));
         r = r < 0 ? r : set_in_table(config, "analytics", "enabled", json_object_new_boolean(false));
         r = r < 0 ? r : set_in_table(config, "otel", "metrics_exporter", json_object_new_string("none"));
-        if (r >= 0) {
-                json_object *no = json_object_new_boolean(false);
-                r = no && json_object_object_add(config, "check_for_update_on_startup", no) == 0 ? 0 : -ENOMEM;
-                if (r < 0)
-                        json_object_put(no);
-        }
+        r = r < 0 ? r : json_add_bool(config, "check_for_update_on_startup", false);
         if (r >= 0 && !streq(level, "host"))
                 r = set_everywhere(config, "model_reasoning_effort", level);
         /* Plan mode's own level, where the file sets one (the agent could lower it there). */
         if (r >= 0 && !streq(level, "host") && json_object_object_get_ex(config, "plan_mode_reasoning_effort", NULL))
-                r = set_string(config, "plan_mode_reasoning_effort", level);
+                r = json_add_string(config, "plan_mode_reasoning_effort", level);
         if (r >= 0 && !streq(level, "host"))
                 r = set_in_profiles(config, "plan_mode_reasoning_effort", level);
         return r < 0 ? error_oom(err) : 0;

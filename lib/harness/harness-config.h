@@ -3,7 +3,7 @@
  * The pure rules of the claude and codex bridges (pi's are in pi-config.h): what of the keys
  * carried (harness-carry.h) still never enters the sandbox, and what aisb sets there on every
  * run whatever the files say. Both work on json-c values (codex's TOML is read into one, toml-json.h); the
- * three-way merge itself is pi_merge_settings. docs/bridges.md says why each rule is there.
+ * three-way merge itself is settings_merge. docs/bridges.md says why each rule is there.
  */
 #pragma once
 

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The harness feels like the user's own: pi's host configuration bridged into the sandbox's
- * home before a run (pi-config.c has the pure rules), and the agents directory every run
- * mounts read-only.
+ * The harness feels like the user's own: its host configuration bridged into the sandbox's
+ * home before a run (each harness's backend says how, harness-backend.h), and the agents
+ * directory every run mounts read-only.
  */
 #pragma once
 
 #include <stdbool.h>
 
+#include "harness-backend.h"
 #include "service.h"
 #include "policy.h"
 #include "project.h"
+
+/* The backend of the harness a run's command is (harness-backend.h), or NULL: none. */
+const harness_ops *harness_backend(const aisb_policy *p);
+harness_kind harness_of_command(const aisb_policy *p);
 
 /* What every sandbox's environment holds so that a harness does not reach out on its own as
  * it starts: pi's update check and install telemetry (PI_SKIP_VERSION_CHECK, PI_TELEMETRY),
@@ -20,17 +25,9 @@
  * variable the policy sets itself (--env, --secret) wins. */
 extern const struct harness_env {
         const char *name, *value;
+        harness_kind harness; /* whose it is */
 } harness_quiet_env[];
 
-/* The harness a run's command is (its first word's last component): reasoning and the bridge
- * apply to it. Another command (sh -c '...') is none. */
-typedef enum harness_kind {
-        HARNESS_NONE,
-        HARNESS_PI,
-        HARNESS_CLAUDE,
-        HARNESS_CODEX,
-} harness_kind;
-harness_kind harness_of_command(const aisb_policy *p);
 /* Refuse a reasoning level the run's harness does not have (-EINVAL, naming its levels):
  * pi's are off, minimal, low, medium, high, xhigh; claude's low, medium, high, xhigh, max
  * (its effort levels). "host" and other commands take any. */

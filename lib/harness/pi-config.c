@@ -1,471 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pure half of the pi configuration bridge: the host's ~/.pi/agent files go into the
- * sandbox's home before each run, merged so that what pi changed inside the sandbox is kept,
- * what it did not change follows the host again, and no literal API key is ever written
- * into the sandbox. The rules, and the lines of pi's source they rest on, are in
- * docs/bridges.md. Everything here works on json-c values; reading and writing the files
+ * The pure half of the pi bridge (harness-pi.c is the other): the thinking-level policy of
+ * pi's settings.json, and the rewrite of models.json that keeps every literal API key and
+ * header value out of the sandbox. The rules, and the lines of pi's source they rest on, are
+ * in docs/bridges.md. Everything here works on json-c values; reading and writing the files
  * is the caller's business.
  */
-#include <limits.h>
-#include <math.h>
 #include <sys/param.h>
 
 #include "pi-config.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free)
-
-/* ---- parsing ---- */
-
-static void text_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_col)
-{
-        unsigned line = 1;
-        size_t line_start = 0;
-        for (size_t i = 0; i < offset; i++)
-                if (text[i] == '\n') {
-                        line++;
-                        line_start = i + 1;
-                }
-        *ret_line = line;
-        *ret_col = (unsigned) (offset - line_start + 1);
-}
-
-static int parse_error(const char *text, size_t offset, const char *origin, const char *what,
-                       aisb_error **err)
-{
-        unsigned line, col;
-        text_position(text, offset, &line, &col);
-        return aisb_error_set(err, -EBADMSG, "%s: not valid JSON (line %u, column %u): %s",
-                              origin, line, col, what);
-}
-
-/* RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF. json-c's own check
- * lets overlong forms through. Returns the offset of the first bad byte, or size. */
-static size_t utf8_invalid_at(const char *text, size_t size)
-{
-        const unsigned char *s = (const unsigned char *) text;
-        for (size_t i = 0; i < size;) {
-                unsigned char c = s[i];
-                size_t n;
-                unsigned min, cp;
-                if (c < 0x80) {
-                        i++;
-                        continue;
-                } else if ((c & 0xe0) == 0xc0) {
-                        n = 1, min = 0x80, cp = c & 0x1f;
-                } else if ((c & 0xf0) == 0xe0) {
-                        n = 2, min = 0x800, cp = c & 0x0f;
-                } else if ((c & 0xf8) == 0xf0) {
-                        n = 3, min = 0x10000, cp = c & 0x07;
-                } else
-                        return i;
-                if (n > size - i - 1)
-                        return i;
-                for (size_t k = 1; k <= n; k++) {
-                        if ((s[i + k] & 0xc0) != 0x80)
-                                return i;
-                        cp = (cp << 6) | (s[i + k] & 0x3f);
-                }
-                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return i;
-                i += n + 1;
-        }
-        return size;
-}
-
-/* json-c takes NaN and Infinity even when strict; JSON.parse does not, and a NaN would never
- * compare equal to itself in the merge. Depth is bounded by the tokener. */
-static bool all_finite(json_object *o)
-{
-        switch (json_object_get_type(o)) {
-        case json_type_double:
-                return isfinite(json_object_get_double(o));
-        case json_type_array:
-                for (size_t i = 0, n = json_object_array_length(o); i < n; i++)
-                        if (!all_finite(json_object_array_get_idx(o, i)))
-                                return false;
-                return true;
-        case json_type_object: {
-                json_object_object_foreach(o, key, value) {
-                        (void) key;
-                        if (!all_finite(value))
-                                return false;
-                }
-                return true;
-        }
-        default:
-                return true;
-        }
-}
-
-/* json-c 0.18 refuses, in strict mode, every byte above 0x7f in a string: it compares a
- * signed char with 0x1f (json-c issue #875, fixed in 0.19). */
-static bool strict_refuses_utf8(void)
-{
-        int version = json_c_version_num();
-        return version >= ((0 << 16) | (18 << 8)) && version < ((0 << 16) | (19 << 8));
-}
-
-/* One value from text, parsed with json-c's flags, then checked as pi_parse_json says. */
-static int parse_with(const char *text, size_t size, const char *origin, int flags,
-                      json_object **ret, aisb_error **err)
-{
-        _cleanup_(json_tokener_freep) struct json_tokener *tok =
-                json_tokener_new_ex(PIBRIDGE_JSON_MAX_DEPTH);
-        if (!tok)
-                return error_oom(err);
-        json_tokener_set_flags(tok, flags);
-
-        _cleanup_json_ json_object *obj = json_tokener_parse_ex(tok, text, (int) size);
-        enum json_tokener_error jerr = json_tokener_get_error(tok);
-        size_t end = json_tokener_get_parse_end(tok);
-        if (jerr == json_tokener_continue) {
-                /* Everything was consumed; a bare top-level number or literal only ends at
-                 * the terminator, so feed one. */
-                obj = json_tokener_parse_ex(tok, "", 1);
-                jerr = json_tokener_get_error(tok);
-                end = size;
-        }
-        if (jerr == json_tokener_continue)
-                return parse_error(text, size, origin, "unexpected end of data", err);
-        if (jerr == json_tokener_error_depth) {
-                char what[64];
-                (void) snprintf(what, sizeof what, "nested deeper than %d levels",
-                                PIBRIDGE_JSON_MAX_DEPTH);
-                return parse_error(text, MIN(end, size), origin, what, err);
-        }
-        if (jerr != json_tokener_success)
-                return parse_error(text, MIN(end, size), origin, json_tokener_error_desc(jerr),
-                                   err);
-        for (size_t i = end; i < size; i++)
-                if (!strchr(" \t\r\n", text[i]))
-                        return parse_error(text, i, origin, "data after the JSON value", err);
-        if (!all_finite(obj))
-                return aisb_error_set(err, -EBADMSG, "%s: not valid JSON: NaN or Infinity",
-                                      origin);
-        *ret = steal_pointer(&obj);
-        return 0;
-}
-
-/* Where a key (a string that a ':' follows) holds an escaped NUL, or size. json-c ends a key
- * there ("model\u0000x" is read as "model"), where the harness reads another key: the
- * carry-list would judge a key the harness never sees. A value keeps its NUL. */
-static size_t key_nul_at(const char *text, size_t size)
-{
-        for (size_t i = 0; i < size; i++) {
-                /* json-c takes single-quoted strings too. */
-                char quote = text[i];
-                if (quote != '"' && quote != '\'')
-                        continue;
-                size_t nul = size;
-                for (i++; i < size && text[i] != quote; i++)
-                        if (text[i] == '\\') {
-                                if (nul == size && i + 5 < size && memcmp(text + i, "\\u0000", 6) == 0)
-                                        nul = i;
-                                i++;
-                        }
-                size_t j = i + 1;
-                while (j < size && strchr(" \t\r\n", text[j]))
-                        j++;
-                if (nul < size && j < size && text[j] == ':')
-                        return nul;
-        }
-        return size;
-}
-
-int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
-                        aisb_error **err)
-{
-        if (!origin)
-                origin = "JSON";
-        if (size > PIBRIDGE_JSON_MAX)
-                return aisb_error_set(err, -EFBIG,
-                                      "%s: %zu bytes, more than the %u MiB a pi config may have",
-                                      origin, size, PIBRIDGE_JSON_MAX >> 20);
-        if (!text || size == 0)
-                return parse_error("", 0, origin, "empty file", err);
-        const char *nul = memchr(text, 0, size);
-        if (nul)
-                return parse_error(text, (size_t) (nul - text), origin, "NUL byte", err);
-        size_t key_nul = key_nul_at(text, size);
-        if (key_nul < size)
-                return parse_error(text, key_nul, origin, "a key with an escaped NUL (\\u0000)", err);
-
-        size_t bad = utf8_invalid_at(text, size);
-        if (bad < size)
-                return parse_error(text, bad, origin, "invalid UTF-8", err);
-
-        /* Strict: pi reads these files with JSON.parse, which takes no comments or trailing
-         * commas either. (json-c still takes single-quoted strings; what we write back is
-         * standard JSON, so that only makes us more lenient than pi, never less safe.) */
-        int flags = JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8;
-        if (strict_refuses_utf8()) {
-                /* Where json-c cannot parse UTF-8 strictly, strictness is checked on a copy
-                 * with each byte above 0x7f made 'a': the same length, so every error's
-                 * position holds, and such bytes are never JSON's structure (outside a string
-                 * 'a' is refused as they are). The values then come from the text itself,
-                 * parsed without strictness, which a text the strict parse took reads the
-                 * same way. */
-                _cleanup_free_ char *masked = malloc(size);
-                if (!masked)
-                        return error_oom(err);
-                bool high = false;
-                for (size_t i = 0; i < size; i++) {
-                        high |= (unsigned char) text[i] > 0x7f;
-                        masked[i] = (unsigned char) text[i] > 0x7f ? 'a' : text[i];
-                }
-                if (high) {
-                        _cleanup_json_ json_object *checked = NULL;
-                        int r = parse_with(masked, size, origin, flags, &checked, err);
-                        if (r < 0)
-                                return r;
-                        flags = JSON_TOKENER_VALIDATE_UTF8;
-                }
-        }
-        return parse_with(text, size, origin, flags, ret, err);
-}
-
-/* ---- comparing and copying ---- */
-
-/* Refuse values nested deeper than the parser would accept, so that the recursion below is
- * bounded whatever the caller built. */
-static int check_depth(json_object *o, unsigned depth)
-{
-        json_type t = json_object_get_type(o);
-        if (t != json_type_object && t != json_type_array)
-                return 0;
-        if (depth > PIBRIDGE_JSON_MAX_DEPTH)
-                return -ELOOP;
-        if (t == json_type_array) {
-                size_t n = json_object_array_length(o);
-                for (size_t i = 0; i < n; i++) {
-                        int r = check_depth(json_object_array_get_idx(o, i), depth + 1);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        }
-        json_object_object_foreach(o, key, value) {
-                (void) key;
-                int r = check_depth(value, depth + 1);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static bool is_number(json_object *o)
-{
-        json_type t = json_object_get_type(o);
-        return t == json_type_int || t == json_type_double;
-}
-
-/* Structural equality; json-c holds JSON null as NULL. Numbers compare by value, as they
- * do for pi, which cannot tell 1 from 1.0. */
-static bool values_equal(json_object *a, json_object *b)
-{
-        json_type ta = json_object_get_type(a), tb = json_object_get_type(b);
-        if (ta != tb) {
-                if (is_number(a) && is_number(b))
-                        return json_object_get_double(a) == json_object_get_double(b);
-                return false;
-        }
-        switch (ta) {
-        case json_type_null:
-                return true;
-        case json_type_boolean:
-                return json_object_get_boolean(a) == json_object_get_boolean(b);
-        case json_type_int:
-        case json_type_double:
-                return json_object_equal(a, b);
-        case json_type_string: {
-                int la = json_object_get_string_len(a), lb = json_object_get_string_len(b);
-                return la == lb && memcmp(json_object_get_string(a), json_object_get_string(b),
-                                          (size_t) la) == 0;
-        }
-        case json_type_array: {
-                size_t n = json_object_array_length(a);
-                if (n != json_object_array_length(b))
-                        return false;
-                for (size_t i = 0; i < n; i++)
-                        if (!values_equal(json_object_array_get_idx(a, i),
-                                          json_object_array_get_idx(b, i)))
-                                return false;
-                return true;
-        }
-        case json_type_object: {
-                if (json_object_object_length(a) != json_object_object_length(b))
-                        return false;
-                json_object_object_foreach(a, key, va) {
-                        json_object *vb;
-                        if (!json_object_object_get_ex(b, key, &vb) || !values_equal(va, vb))
-                                return false;
-                }
-                return true;
-        }
-        }
-        return false;
-}
-
-/* A value that may be absent: json-c's NULL already means JSON null. */
-typedef struct slot {
-        bool present;
-        json_object *value;
-} slot;
-
-static slot slot_get(json_object *object, const char *key)
-{
-        slot s = { .present = false, .value = NULL };
-        if (object)
-                s.present = json_object_object_get_ex(object, key, &s.value);
-        return s;
-}
-
-static bool slots_equal(slot a, slot b)
-{
-        if (a.present != b.present)
-                return false;
-        return !a.present || values_equal(a.value, b.value);
-}
-
-static int copy_value(json_object *value, json_object **ret)
-{
-        *ret = NULL;
-        if (!value) /* null */
-                return 0;
-        return json_object_deep_copy(value, ret, NULL) < 0 ? -ENOMEM : 0;
-}
-
-/* Add a deep copy of value under key; takes care of json-c's reference on failure. */
-static int put_copy(json_object *object, const char *key, json_object *value)
-{
-        json_object *copy;
-        if (copy_value(value, &copy) < 0)
-                return -ENOMEM;
-        if (json_object_object_add(object, key, copy) < 0) {
-                json_object_put(copy);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-/* ---- the settings merge ---- */
-
-/* base == NULL: no record of what aisb wrote, the host wins. host and sandbox: objects. */
-static int merge_objects(json_object *base, json_object *host, json_object *sandbox,
-                         json_object **ret);
-
-static int merge_key(json_object *result, const char *key, json_object *base, json_object *host,
-                     json_object *sandbox)
-{
-        slot b = slot_get(base, key), h = slot_get(host, key), s = slot_get(sandbox, key);
-
-        if (h.present && s.present && json_object_is_type(h.value, json_type_object) &&
-            json_object_is_type(s.value, json_type_object)) {
-                _cleanup_json_ json_object *empty = NULL;
-                json_object *nested_base = NULL;
-                if (base) {
-                        /* Everything the sandbox holds under a key that was not an object
-                         * in base is its own: compare against an empty object. */
-                        if (b.present && json_object_is_type(b.value, json_type_object))
-                                nested_base = b.value;
-                        else if (!(nested_base = empty = json_object_new_object()))
-                                return -ENOMEM;
-                }
-                json_object *merged = NULL;
-                int r = merge_objects(nested_base, h.value, s.value, &merged);
-                if (r < 0)
-                        return r;
-                if (json_object_object_add(result, key, merged) < 0) {
-                        json_object_put(merged);
-                        return -ENOMEM;
-                }
-                return 0;
-        }
-
-        slot pick;
-        if (!base)
-                pick = h.present ? h : s;
-        else
-                pick = slots_equal(s, b) ? h : s;
-        return pick.present ? put_copy(result, key, pick.value) : 0;
-}
-
-static int merge_objects(json_object *base, json_object *host, json_object *sandbox,
-                         json_object **ret)
-{
-        _cleanup_json_ json_object *result = json_object_new_object();
-        if (!result)
-                return -ENOMEM;
-        /* The sandbox's order first: the file pi rewrites changes as little as possible. */
-        json_object_object_foreach(sandbox, skey, svalue) {
-                (void) svalue;
-                int r = merge_key(result, skey, base, host, sandbox);
-                if (r < 0)
-                        return r;
-        }
-        json_object_object_foreach(host, hkey, hvalue) {
-                (void) hvalue;
-                if (json_object_object_get_ex(sandbox, hkey, NULL))
-                        continue;
-                int r = merge_key(result, hkey, base, host, sandbox);
-                if (r < 0)
-                        return r;
-        }
-        *ret = steal_pointer(&result);
-        return 0;
-}
-
-int pi_merge_settings(json_object *base, json_object *host, json_object *sandbox,
-                            json_object **ret, aisb_error **err)
-{
-        if (host && !json_object_is_type(host, json_type_object))
-                return aisb_error_set(err, -EINVAL,
-                                      "the host's settings.json is %s, not a JSON object; fix ~/.pi/agent/settings.json",
-                                      json_type_to_name(json_object_get_type(host)));
-        /* base is aisb's own record and the sandbox's file is the sandbox's business: when
-         * either is not an object it is treated as missing, never as a reason to refuse. */
-        if (base && !json_object_is_type(base, json_type_object))
-                base = NULL;
-        if (sandbox && !json_object_is_type(sandbox, json_type_object))
-                sandbox = NULL;
-        if (check_depth(base, 1) < 0 || check_depth(host, 1) < 0 || check_depth(sandbox, 1) < 0)
-                return aisb_error_set(err, -ELOOP,
-                                      "settings.json is nested deeper than %d levels",
-                                      PIBRIDGE_JSON_MAX_DEPTH);
-
-        _cleanup_json_ json_object *no_host = NULL;
-        if (!host && !(host = no_host = json_object_new_object()))
-                return error_oom(err);
-
-        json_object *result = NULL;
-        int r;
-        if (!sandbox)
-                /* No sandbox file is a reset, not a deletion of every key. */
-                r = json_object_deep_copy(host, &result, NULL) < 0 ? -ENOMEM : 0;
-        else
-                r = merge_objects(base, host, sandbox, &result);
-        if (r < 0)
-                return aisb_error_set(err, r, "merging settings.json: %s", strerror(-r));
-        *ret = result;
-        return 0;
-}
 
 /* ---- thinking ---- */
 
 /* packages/coding-agent/src/cli/args.ts, VALID_THINKING_LEVELS. */
 static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
 
-int pi_thinking_level_valid(const char *level)
+bool pi_thinking_level_valid(const char *level)
 {
-        if (!level)
-                return 0;
-        if (streq(level, "host"))
-                return 1;
-        for (size_t i = 0; i < ELEMENTSOF(thinking_levels); i++)
+        for (size_t i = 0; level && i < ELEMENTSOF(thinking_levels); i++)
                 if (streq(level, thinking_levels[i]))
-                        return 1;
-        return 0;
+                        return true;
+        return level && streq(level, "host");
 }
 
 const char *pi_thinking_levels(void)
@@ -482,11 +37,8 @@ int pi_apply_thinking(json_object *settings, const char *level, aisb_error **err
                 return aisb_error_set(err, -EINVAL, "settings to apply a thinking level to are not a JSON object");
         if (streq(level, "host"))
                 return 0;
-        json_object *value = json_object_new_string(level);
-        if (!value || json_object_object_add(settings, "defaultThinkingLevel", value) < 0) {
-                json_object_put(value);
+        if (json_add_string(settings, "defaultThinkingLevel", level) < 0)
                 return error_oom(err);
-        }
         /* enabledModels' "provider/id:LEVEL" gives the first model listed its own level, over
          * defaultThinkingLevel (pi 0.73.1): the suffix goes, the model stays. */
         json_object *models;
@@ -518,11 +70,6 @@ int pi_apply_thinking(json_object *settings, const char *level, aisb_error **err
 static bool ascii_upper(char c) { return c >= 'A' && c <= 'Z'; }
 static bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
 static bool ascii_lower(char c) { return c >= 'a' && c <= 'z'; }
-
-static int out_of_memory(aisb_error **err)
-{
-        return error_oom(err);
-}
 
 /* pi looks every apiKey and header value up in the environment first
  * (resolve-config-value.ts), so every string is a reference to pi. aisb takes only the
@@ -685,17 +232,17 @@ static int key_list_add(key_list *l, const place *where, const char *variable,
                         if (r >= 0)
                                 r = inspect_place(where, &both);
                         if (r < 0)
-                                return out_of_memory(err);
+                                return error_oom(err);
                         return aisb_error_set(err, -EINVAL,
                                               "models.json: %s would both be read from %s; rename one, or set one of them to a variable name of your own (\"MY_KEY\") and pass it with --env",
                                               both.data, variable);
                 }
         } else if (json_object_object_add(l->seen, variable, json_object_new_boolean(derived)) < 0)
-                return out_of_memory(err);
+                return error_oom(err);
 
         pi_key *k = realloc(l->keys, (l->n + 1) * sizeof *k);
         if (!k)
-                return out_of_memory(err);
+                return error_oom(err);
         l->keys = k;
         k = &l->keys[l->n];
         bool failed = false;
@@ -709,7 +256,7 @@ static int key_list_add(key_list *l, const place *where, const char *variable,
                 .command = strdup_or_null(command, &failed),
         };
         l->n++;
-        return failed ? out_of_memory(err) : 0;
+        return failed ? error_oom(err) : 0;
 }
 
 /* The value at where as it goes into the sandbox: a new string that is never a literal or
@@ -720,7 +267,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
         if (!json_object_is_type(value, json_type_string)) {
                 _cleanup_(buffer_free) buffer what = {};
                 if (inspect_place(where, &what) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 return aisb_error_set(err, -EINVAL, "models.json: %s is %s; pi needs a string",
                                       what.data, json_type_to_name(json_object_get_type(value)));
         }
@@ -730,7 +277,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
         if (len == 0) {
                 /* Nothing to hide; pi refuses an empty apiKey and drops an empty header. */
                 *ret = json_object_new_string("");
-                return *ret ? 0 : out_of_memory(err);
+                return *ret ? 0 : error_oom(err);
         }
 
         _cleanup_free_ char *variable = NULL;
@@ -739,7 +286,7 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
                 source = PIBRIDGE_KEY_REFERENCE;
                 variable = strdup(s);
                 if (!variable)
-                        return out_of_memory(err);
+                        return error_oom(err);
         } else {
                 source = s[0] == '!' && strlen(s) == len ? PIBRIDGE_KEY_COMMAND
                                                           : PIBRIDGE_KEY_LITERAL;
@@ -747,20 +294,20 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
                 if (r == -ENAMETOOLONG) {
                         _cleanup_(buffer_free) buffer what = {};
                         if (inspect_place(where, &what) < 0)
-                                return out_of_memory(err);
+                                return error_oom(err);
                         return aisb_error_set(err, -EINVAL,
                                               "models.json: %s: the names are too long to name a variable after; write a variable name there instead (\"MY_KEY\") and pass it with --env",
                                               what.data);
                 }
                 if (r < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         int r = key_list_add(l, where, variable, source,
                              source == PIBRIDGE_KEY_COMMAND ? s + 1 : NULL, err);
         if (r < 0)
                 return r;
         *ret = json_object_new_string(variable);
-        return *ret ? 0 : out_of_memory(err);
+        return *ret ? 0 : error_oom(err);
 }
 
 /* Add value under key, taking the reference, which json-c leaves with us on failure. */
@@ -781,14 +328,14 @@ static int rewrite_headers(place where, json_object *headers, key_list *l, json_
         if (!json_object_is_type(headers, json_type_object)) {
                 _cleanup_(buffer_free) buffer what = {};
                 if (inspect_place(&where, &what) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 return aisb_error_set(err, -EINVAL,
                                       "models.json: %s are %s; pi needs an object of strings",
                                       what.data, json_type_to_name(json_object_get_type(headers)));
         }
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(headers, name, value) {
                 where.header = name;
                 json_object *rewritten = NULL;
@@ -796,7 +343,7 @@ static int rewrite_headers(place where, json_object *headers, key_list *l, json_
                 if (r < 0)
                         return r;
                 if (put(copy, name, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -809,19 +356,28 @@ static int rewrite_model(const place *where, json_object *model, key_list *l, js
 {
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(model, field, value) {
                 json_object *rewritten = NULL;
                 int r = streq(field, "headers") ? rewrite_headers(*where, value, l, &rewritten, err)
-                        : copy_value(value, &rewritten) < 0 ? out_of_memory(err)
+                        : settings_copy_value(value, &rewritten) < 0 ? error_oom(err)
                                                             : 0;
                 if (r < 0)
                         return r;
                 if (put(copy, field, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
+}
+
+/* value through rewrite_model at where, or copied (where NULL: nothing of ours in it, or pi
+ * rejects it). */
+static int rewrite_or_copy(const place *where, json_object *value, key_list *l, json_object **ret, aisb_error **err)
+{
+        if (where)
+                return rewrite_model(where, value, l, ret, err);
+        return settings_copy_value(value, ret) < 0 ? error_oom(err) : 0;
 }
 
 /* "models": an array of model definitions, each naming itself by "id". */
@@ -831,29 +387,22 @@ static int rewrite_model_list(const char *provider, json_object *models, key_lis
         size_t n = json_object_array_length(models);
         _cleanup_json_ json_object *copy = json_object_new_array();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         for (size_t i = 0; i < n; i++) {
-                json_object *model = json_object_array_get_idx(models, i), *rewritten = NULL;
-                int r;
-                if (json_object_is_type(model, json_type_object) &&
-                    json_object_object_get_ex(model, "headers", NULL)) {
-                        json_object *id = NULL;
-                        if (!json_object_object_get_ex(model, "id", &id) ||
-                            !json_object_is_type(id, json_type_string))
-                                return aisb_error_set(err, -EINVAL,
-                                                      "models.json: model %zu of provider '%s' has headers and its id is %s; pi needs a string id",
-                                                      i + 1, provider,
-                                                      json_type_to_name(json_object_get_type(id)));
-                        place where = { PIBRIDGE_FIELD_MODEL_HEADER, provider,
-                                        json_object_get_string(id), NULL };
-                        r = rewrite_model(&where, model, l, &rewritten, err);
-                } else /* no headers, or pi rejects it: nothing of ours to rewrite */
-                        r = copy_value(model, &rewritten) < 0 ? out_of_memory(err) : 0;
+                json_object *model = json_object_array_get_idx(models, i), *rewritten = NULL, *id = NULL;
+                bool headers = json_object_is_type(model, json_type_object) &&
+                               json_object_object_get_ex(model, "headers", NULL);
+                if (headers && (!json_object_object_get_ex(model, "id", &id) || !json_object_is_type(id, json_type_string)))
+                        return aisb_error_set(err, -EINVAL,
+                                              "models.json: model %zu of provider '%s' has headers and its id is %s; pi needs a string id",
+                                              i + 1, provider, json_type_to_name(json_object_get_type(id)));
+                place where = { PIBRIDGE_FIELD_MODEL_HEADER, provider, headers ? json_object_get_string(id) : NULL, NULL };
+                int r = rewrite_or_copy(headers ? &where : NULL, model, l, &rewritten, err);
                 if (r < 0)
                         return r;
                 if (json_object_array_add(copy, rewritten) < 0) {
                         json_object_put(rewritten);
-                        return out_of_memory(err);
+                        return error_oom(err);
                 }
         }
         *ret = steal_pointer(&copy);
@@ -866,19 +415,16 @@ static int rewrite_overrides(const char *provider, json_object *overrides, key_l
 {
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(overrides, id, override) {
                 json_object *rewritten = NULL;
-                int r;
-                if (json_object_is_type(override, json_type_object)) {
-                        place where = { PIBRIDGE_FIELD_OVERRIDE_HEADER, provider, id, NULL };
-                        r = rewrite_model(&where, override, l, &rewritten, err);
-                } else
-                        r = copy_value(override, &rewritten) < 0 ? out_of_memory(err) : 0;
+                place where = { PIBRIDGE_FIELD_OVERRIDE_HEADER, provider, id, NULL };
+                int r = rewrite_or_copy(json_object_is_type(override, json_type_object) ? &where : NULL, override, l,
+                                        &rewritten, err);
                 if (r < 0)
                         return r;
                 if (put(copy, id, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -890,7 +436,7 @@ static int rewrite_provider(const char *provider, json_object *config, key_list 
         /* Copied field by field, so that no literal is ever duplicated. */
         _cleanup_json_ json_object *copy = json_object_new_object();
         if (!copy)
-                return out_of_memory(err);
+                return error_oom(err);
         json_object_object_foreach(config, field, value) {
                 json_object *rewritten = NULL;
                 int r;
@@ -906,11 +452,11 @@ static int rewrite_provider(const char *provider, json_object *config, key_list 
                          json_object_is_type(value, json_type_object))
                         r = rewrite_overrides(provider, value, l, &rewritten, err);
                 else /* pi rejects a "models" or "modelOverrides" of another type */
-                        r = copy_value(value, &rewritten) < 0 ? out_of_memory(err) : 0;
+                        r = settings_copy_value(value, &rewritten) < 0 ? error_oom(err) : 0;
                 if (r < 0)
                         return r;
                 if (put(copy, field, rewritten) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
         }
         *ret = steal_pointer(&copy);
         return 0;
@@ -923,38 +469,38 @@ int pi_rewrite_models(json_object *models, json_object **ret_rewritten,
                 return aisb_error_set(err, -EINVAL,
                                       "models.json is %s, not a JSON object with \"providers\"",
                                       json_type_to_name(json_object_get_type(models)));
-        if (check_depth(models, 1) < 0)
+        if (settings_check_depth(models, 1) < 0)
                 return aisb_error_set(err, -ELOOP, "models.json is nested deeper than %d levels",
-                                      PIBRIDGE_JSON_MAX_DEPTH);
+                                      SETTINGS_JSON_MAX_DEPTH);
 
         _cleanup_(key_list_done) key_list l = { .seen = json_object_new_object() };
         _cleanup_json_ json_object *out = json_object_new_object();
         if (!l.seen || !out)
-                return out_of_memory(err);
+                return error_oom(err);
 
         json_object_object_foreach(models, top, top_value) {
                 if (!streq(top, "providers") || !json_object_is_type(top_value, json_type_object)) {
-                        if (put_copy(out, top, top_value) < 0)
-                                return out_of_memory(err);
+                        if (settings_put_copy(out, top, top_value) < 0)
+                                return error_oom(err);
                         continue;
                 }
                 _cleanup_json_ json_object *providers = json_object_new_object();
                 if (!providers)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 json_object_object_foreach(top_value, provider, config) {
                         json_object *copy = NULL;
                         int r;
                         if (json_object_is_type(config, json_type_object))
                                 r = rewrite_provider(provider, config, &l, &copy, err);
                         else /* pi rejects it; nothing of ours to rewrite */
-                                r = copy_value(config, &copy) < 0 ? out_of_memory(err) : 0;
+                                r = settings_copy_value(config, &copy) < 0 ? error_oom(err) : 0;
                         if (r < 0)
                                 return r;
                         if (put(providers, provider, copy) < 0)
-                                return out_of_memory(err);
+                                return error_oom(err);
                 }
                 if (json_object_object_add(out, top, providers) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 providers = NULL; /* owned by out now */
         }
 
@@ -979,7 +525,7 @@ int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_e
         _cleanup_(buffer_free) buffer missing = {};
         _cleanup_json_ json_object *reported = json_object_new_object();
         if (!reported)
-                return out_of_memory(err);
+                return error_oom(err);
         bool literal = false;
         for (size_t i = 0; i < n; i++) {
                 const pi_key *k = &keys[i];
@@ -989,7 +535,7 @@ int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_e
                 if (json_object_object_get_ex(reported, k->variable, NULL))
                         continue;
                 if (json_object_object_add(reported, k->variable, NULL) < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 int r = buffer_printf(&missing, "%s--env %s", missing.size ? "; " : "", k->variable);
                 if (r >= 0 && k->source == PIBRIDGE_KEY_COMMAND)
                         r = buffer_printf(&missing, "=\"$(%s)\"", k->command ? k->command : "...");
@@ -1008,7 +554,7 @@ int pi_keys_check(const pi_key *keys, size_t n, const env_entry *env, size_t n_e
                                                   ? " comes from a command, which does not run in the sandbox)"
                                                   : " is a literal, which aisb does not copy into the sandbox)");
                 if (r < 0)
-                        return out_of_memory(err);
+                        return error_oom(err);
                 literal |= k->source == PIBRIDGE_KEY_LITERAL;
         }
         if (missing.size)

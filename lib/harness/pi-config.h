@@ -1,51 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pure half of the bridge between the host's pi configuration (~/.pi/agent) and the
- * sandbox's home: parsing pi's JSON files, the three-way merge of settings.json, the
- * thinking-level policy, and the rewrite of models.json that keeps literal API keys out of
- * the sandbox. Nothing here touches a file, the environment or podman; docs/bridges.md
- * explains the rules and where they come from in pi's source.
+ * sandbox's home: the thinking-level policy, and the rewrite of models.json that keeps
+ * literal API keys out of the sandbox (the files' parse and merge are settings-merge.h's).
+ * Nothing here touches a file, the environment or podman; docs/bridges.md explains the rules
+ * and where they come from in pi's source.
  */
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
 #include "jsonutil.h"
-
-/* pi's files are small; anything bigger or deeper than this is not a pi config. */
-#define PIBRIDGE_JSON_MAX (4u * 1024u * 1024u)
-#define PIBRIDGE_JSON_MAX_DEPTH 64
-
-/* Parse one JSON document the way pi's JSON.parse would accept it (strict, one value,
- * nothing but whitespace after it), and additionally refuse invalid UTF-8, NUL bytes, more
- * than PIBRIDGE_JSON_MAX bytes and nesting deeper than PIBRIDGE_JSON_MAX_DEPTH. Errors:
- * -EBADMSG "ORIGIN: not valid JSON (line L, column C): ...", -EFBIG. The document "null"
- * succeeds with *ret = NULL, which every function below takes as "no file". */
-int pi_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
-                        aisb_error **err);
-
-/* Three-way per-key merge of settings.json. base: the host's file of the last merge with
- * policy applied, what aisb writes for a key the sandbox has not edited
- * (NULL: none); host: the host's file (NULL: none); sandbox: the sandbox's file (NULL: none).
- * Per key, "absent" counting as a value:
- *  - sandbox == base (untouched in the sandbox): the host's value, or dropped if the host
- *    has none;
- *  - sandbox != base (edited, added or deleted in the sandbox): the sandbox's, deletion
- *    included;
- *  - where host and sandbox both hold an object, the rule applies per key inside it (a base
- *    that is not an object there counts as an empty one); anything else is atomic;
- *  - base NULL: the host's value for every key the host has, sandbox-only keys survive;
- *  - sandbox NULL (or not an object): a reset, the result is the host's file;
- *  - base not an object: as if NULL. host not an object: -EINVAL.
- * Numbers compare by value (1 == 1.0). Returns a new object sharing nothing with the
- * inputs, which are never modified. -ELOOP past PIBRIDGE_JSON_MAX_DEPTH. */
-int pi_merge_settings(json_object *base, json_object *host, json_object *sandbox,
-                            json_object **ret, aisb_error **err);
+#include "settings-merge.h"
 
 /* pi's thinking levels plus "host" (keep whatever the merge produced). */
-int pi_thinking_level_valid(const char *level);
+bool pi_thinking_level_valid(const char *level);
 const char *pi_thinking_levels(void); /* "off, minimal, low, medium, high, xhigh, host" */
 /* Set "defaultThinkingLevel" to level in settings (an object), or leave it for "host".
  * -EINVAL naming the valid levels otherwise; settings is untouched on failure. */

@@ -13,22 +13,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <nettle/base64.h>
-
 #include "secret-scan.h"
+#include "secret-value.h"
+
+_Static_assert(SKILLS_SCAN_ENTROPY_MAX <= SECRET_DECODED_MAX, "a token the entropy rule reads is decoded whole");
 
 #define SPANS_MAX 64
 /* Line numbers saturate here: hostile hunk headers cannot wrap them. */
 #define ULONG_MAX_SAFE (ULONG_MAX / 2)
-
-static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_alpha(char c) { return is_lower(c) || is_upper(c); }
-static bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
-static bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
-static char lower(char c) { return is_upper(c) ? (char) (c - 'A' + 'a') : c; }
 
 /* Character sets of token bodies. */
 enum charset {
@@ -73,35 +65,6 @@ static size_t run_of(enum charset set, const char *s, size_t n)
         return i;
 }
 
-static bool contains_ci(const char *s, size_t n, const char *needle)
-{
-        size_t m = strlen(needle);
-        for (size_t i = 0; i + m <= n; i++) {
-                size_t k = 0;
-                while (k < m && lower(s[i + k]) == needle[k])
-                        k++;
-                if (k == m)
-                        return true;
-        }
-        return false;
-}
-
-static bool equals_ci(const char *s, size_t n, const char *word)
-{
-        size_t m = strlen(word);
-        if (m != n)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (lower(s[i]) != word[i])
-                        return false;
-        return true;
-}
-
-static bool starts_with(const char *s, size_t n, const char *prefix)
-{
-        size_t m = strlen(prefix);
-        return n >= m && memcmp(s, prefix, m) == 0;
-}
 
 double skills_entropy(const char *s, size_t size)
 {
@@ -117,153 +80,6 @@ double skills_entropy(const char *s, size_t size)
                         h -= p * log2(p);
                 }
         return h;
-}
-
-/* The share of characters in word-like runs ([A-Z]?[a-z]{3,}): identifiers and hyphenated
- * names are mostly words, random tokens rarely (under 0.6 in 99% of 24-character ones). */
-static double word_fraction(const char *s, size_t n)
-{
-        size_t in_words = 0;
-        for (size_t i = 0; i < n;) {
-                size_t j = i + (is_upper(s[i]) ? 1 : 0);
-                size_t k = j;
-                while (k < n && is_lower(s[k]))
-                        k++;
-                if (k - j >= 3) {
-                        in_words += k - i;
-                        i = k;
-                } else
-                        i = k > i ? k : i + 1;
-        }
-        return n ? (double) in_words / (double) n : 0;
-}
-
-/* Whether a separated piece of a token is one word: "tests", "Meta", "TRUST", "get0",
- * "x509", "2020". */
-static bool one_word(const char *s, size_t n)
-{
-        size_t i = 0;
-        if (i < n && is_upper(s[i]))
-                i++;
-        bool upper_run = i == 1 && i < n && is_upper(s[i]);
-        if (upper_run)
-                while (i < n && is_upper(s[i]))
-                        i++;
-        else if (i < n && is_lower(s[i]))
-                while (i < n && is_lower(s[i]))
-                        i++;
-        while (i < n && is_digit(s[i]))
-                i++;
-        return i == n;
-}
-
-/* The share of characters in pieces between separators (- _ / + .) that are words of 3 or
- * more characters, and whether a piece is a long hex number: "mozilla/D-TRUST_Root_CA_1",
- * "AISB_SRC/tests/e2e", "NODE_SEA_FUSE_fce680ab..." are names and paths. Random tokens
- * have few separators, and their pieces are rarely words: the cut of 0.3 costs no random
- * token of the corpus (docs/skill-lint.md). */
-static bool structured(const char *s, size_t n)
-{
-        size_t in_words = 0;
-        for (size_t i = 0; i < n;) {
-                size_t j = i;
-                while (j < n && !strchr("-_/+.", s[j]))
-                        j++;
-                size_t m = j - i;
-                bool hex = m >= 16;
-                for (size_t k = i; hex && k < j; k++)
-                        hex = is_hex(s[k]);
-                if (hex)
-                        return true;
-                if (m >= 3 && one_word(s + i, m))
-                        in_words += m;
-                i = j + 1;
-        }
-        return in_words * 10 >= n * 3;
-}
-
-/* What documentation puts where a secret would go. */
-static bool placeholder(const char *v, size_t n)
-{
-        static const char *const markers[] = {
-                "example", "sample", "placeholder", "changeme", "change_me", "change-me", "your",
-                "dummy", "fake", "redacted", "replace", "insert", "xxxx", "****", "...",
-                "\xe2\x80\xa6" /* … */, "<", ">", "{{", "}}", "${", "$(", "%(", "todo", "fixme",
-        };
-        static const char *const words[] = {
-                "password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "admin",
-                "root", "test", "testing", "user", "username", "pass", "null", "nil", "none",
-                "true", "false", "undefined", "string", "hunter2", "letmein", "default", "empty",
-                "required", "optional", "value", "foobar", "qwerty", "secret123", "password123",
-        };
-        if (n == 0)
-                return true;
-        for (size_t i = 0; i < sizeof markers / sizeof *markers; i++)
-                if (contains_ci(v, n, markers[i]))
-                        return true;
-        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-                if (equals_ci(v, n, words[i]))
-                        return true;
-        /* Few distinct characters ("aaaaaaaa", "abababab"), or mostly a counting sequence
-         * ("1234567890abcdef"). */
-        bool seen[256] = { false };
-        size_t distinct = 0, ascending = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (!seen[(unsigned char) v[i]]) {
-                        seen[(unsigned char) v[i]] = true;
-                        distinct++;
-                }
-                if (i > 0 && (unsigned char) v[i] == (unsigned char) v[i - 1] + 1)
-                        ascending++;
-        }
-        if (distinct < (n >= 8 ? 4 : 3))
-                return true;
-        return n >= 8 && ascending * 2 >= n - 1;
-}
-
-/* Decode base64 (URL-safe when it holds '-' or '_', else standard; padding optional) into
- * out, keeping at most out_size bytes; the decoded size, or SIZE_MAX when s is not base64.
- * What follows the first '=' is not read. */
-static size_t base64_decode(const char *s, size_t n, unsigned char *out, size_t out_size)
-{
-        const char *pad = memchr(s, '=', n);
-        if (pad)
-                n = (size_t) (pad - s);
-        struct base64_decode_ctx ctx;
-        if (memchr(s, '-', n) || memchr(s, '_', n))
-                base64url_decode_init(&ctx);
-        else
-                base64_decode_init(&ctx);
-        /* Either alphabet's letters only: nettle would pass over whitespace. */
-        for (size_t i = 0; i < n; i++)
-                if (!is_alpha(s[i]) && !is_digit(s[i]) && s[i] != '+' && s[i] != '/' && s[i] != '-' &&
-                    s[i] != '_')
-                        return SIZE_MAX;
-        size_t o = 0;
-        for (size_t i = 0; i < n; i += 64) {
-                size_t chunk = n - i < 64 ? n - i : 64;
-                uint8_t decoded[BASE64_DECODE_LENGTH(64)];
-                size_t m = sizeof decoded;
-                if (!base64_decode_update(&ctx, &m, decoded, chunk, s + i))
-                        return SIZE_MAX;
-                for (size_t j = 0; j < m && o < out_size; j++)
-                        out[o++] = decoded[j];
-        }
-        return o;
-}
-
-/* Base64 of ordinary text ("SGVsbG8gd29ybGQ="): random-looking, but not a secret. */
-static bool base64_of_text(const char *s, size_t n)
-{
-        unsigned char out[SKILLS_SCAN_ENTROPY_MAX];
-        size_t m = base64_decode(s, n, out, sizeof out);
-        if (m == SIZE_MAX || m < 12)
-                return false;
-        size_t printable = 0;
-        for (size_t i = 0; i < m; i++)
-                printable += (out[i] >= 0x20 && out[i] < 0x7f) || out[i] == '\n' || out[i] == '\t' ||
-                             out[i] == '\r';
-        return printable * 10 >= m * 9;
 }
 
 void skills_mask(const char *value, size_t size, char *buf, size_t buf_size)
@@ -425,8 +241,8 @@ static void rule_prefixes(scanner *s)
                                 break;
                         /* An example is claimed too, so that no later rule reports it. */
                         looked(s, n);
-                        bool example = placeholder(body, n) ||
-                                       (p->weak && (!has_digit_and_letter(body, n) || word_fraction(body, n) >= 0.6));
+                        bool example = secret_placeholder(body, n) ||
+                                       (p->weak && (!has_digit_and_letter(body, n) || secret_word_fraction(body, n) >= 0.6));
                         (void) claim(s, i, i + plen + n, example ? NULL : p->kind);
                         /* Past it, claimed or not (a rule before took part of it): a token
                          * starting inside would be read to the same end again. */
@@ -440,10 +256,10 @@ static void rule_prefixes(scanner *s)
 static bool jwt_example(const char *payload, size_t n)
 {
         unsigned char out[SKILLS_SCAN_ENTROPY_MAX];
-        size_t m = base64_decode(payload, n, out, sizeof out);
+        size_t m = secret_base64_decode(payload, n, out, sizeof out);
         if (m == SIZE_MAX)
                 return false;
-        return placeholder((const char *) out, m) || contains_ci((const char *) out, m, "john doe") ||
+        return secret_placeholder((const char *) out, m) || contains_ci((const char *) out, m, "john doe") ||
                contains_ci((const char *) out, m, "1234567890");
 }
 
@@ -508,7 +324,7 @@ static void rule_pem(scanner *s, const char *next, size_t next_size, bool has_ne
                         continue;
                 if (next_example < 0) {
                         looked(s, next_size);
-                        next_example = placeholder(next, next_size) || contains_ci(next, next_size, "-----end");
+                        next_example = secret_placeholder(next, next_size) || contains_ci(next, next_size, "-----end");
                 }
                 if (next_example)
                         continue;
@@ -538,7 +354,7 @@ static void rule_aws_secret(scanner *s)
                         continue;
                 size_t n = run_in(s, SET_BASE64_BODY, l + i, s->size - i, SIZE_MAX);
                 if (n == 40 && has_digit_and_letter(l + i, n))
-                        claim(s, i, i + n, placeholder(l + i, n) ? NULL : "aws-secret-access-key");
+                        claim(s, i, i + n, secret_placeholder(l + i, n) ? NULL : "aws-secret-access-key");
                 i += n - 1;
         }
 }
@@ -575,7 +391,7 @@ static void rule_url_password(scanner *s)
                 size_t p = (size_t) (colon - l) + 1;
                 size_t n = userinfo_end - p;
                 looked(s, n + (end - at));
-                if (n < SKILLS_SCAN_VALUE_MIN || placeholder(l + p, n) || l[p] == '$' || l[p] == '%' ||
+                if (n < SKILLS_SCAN_VALUE_MIN || secret_placeholder(l + p, n) || l[p] == '$' || l[p] == '%' ||
                     (user_size == n && memcmp(l + start, l + p, n) == 0) || local_host(l + at, end - at))
                         continue;
                 claim(s, p, p + n, "url-password");
@@ -597,7 +413,7 @@ static void rule_slack_webhook(scanner *s)
                 while (at + n < s->size && (is_alnum(l[at + n]) || l[at + n] == '/'))
                         n++;
                 looked(s, 2 * n + 1);
-                if (n >= 30 && !placeholder(l + at, n))
+                if (n >= 30 && !secret_placeholder(l + at, n))
                         claim(s, at, at + n, "slack-webhook");
         }
 }
@@ -707,7 +523,7 @@ static size_t assignment_value(scanner *s, size_t separator)
         if (quoted && end >= s->size) /* never closed */
                 return next;
         looked(s, n);
-        if (n < SKILLS_SCAN_VALUE_MIN || placeholder(l + start, n) || reference(l + start, n) ||
+        if (n < SKILLS_SCAN_VALUE_MIN || secret_placeholder(l + start, n) || reference(l + start, n) ||
             all_digits(l + start, n))
                 return next;
         return claim(s, start, end, "assigned-secret") ? end : next;
@@ -866,8 +682,8 @@ static void rule_entropy(scanner *s)
                 /* A C++ symbol (_ZNSt7__cxx11...), in lists of them. */
                 if (starts_with(l + run_start, end - run_start, "_Z"))
                         continue;
-                if (word_fraction(t, n) >= 0.6 || structured(t, n) || base64_of_text(t, n) ||
-                    placeholder(t, n) || public_material(t, n))
+                if (secret_word_fraction(t, n) >= 0.6 || secret_structured(t, n) || secret_base64_of_text(t, n) ||
+                    secret_placeholder(t, n) || public_material(t, n))
                         continue;
                 if (skills_entropy(t, n) >= SKILLS_SCAN_ENTROPY_BITS)
                         claim(s, start, end, "high-entropy");

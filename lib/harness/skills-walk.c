@@ -142,21 +142,21 @@ static int compare_names(const void *a, const void *b)
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-static int walk_dir(walk_state *s, int fd, unsigned depth, bool in_git)
+/* fd's names but . and .., sorted (the same directory gives the same digest, and output in
+ * a stable order), at most SKILLS_WALK_MAX_ENTRIES, into *ret (NULL-terminated; NULL: none or
+ * unlisted, said). Grown by doubling: strv_push counts the vector each time, quadratic in a big
+ * directory, and this runs before every run. -ENOMEM. */
+static int list_names(walk_state *s, int fd, char ***ret, size_t *ret_n)
 {
-        skills_walk *w = s->w;
         /* A description of its own: a dup would share (and leave at the end) fd's offset. */
         int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
         if (!d) {
                 if (dup >= 0)
                         close(dup);
-                note(w, s->path, "cannot be listed: not scanned");
+                note(s->w, s->path, "cannot be listed: not scanned");
                 return 0;
         }
-        /* Sorted: the same directory gives the same digest, and output in a stable order.
-         * Grown by doubling (strv_push counts the vector each time: quadratic in a big
-         * directory, and this runs before every run). */
         _cleanup_strv_free_ char **names = NULL;
         size_t n = 0, allocated = 0;
         int r = 0;
@@ -186,6 +186,19 @@ static int walk_dir(walk_state *s, int fd, unsigned depth, bool in_git)
                 return r;
         if (n > 1)
                 qsort(names, n, sizeof *names, compare_names);
+        *ret = steal_pointer(&names);
+        *ret_n = n;
+        return 0;
+}
+
+static int walk_dir(walk_state *s, int fd, unsigned depth, bool in_git)
+{
+        skills_walk *w = s->w;
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n = 0;
+        int r = list_names(s, fd, &names, &n);
+        if (r < 0)
+                return r;
 
         size_t base = strlen(s->path);
         for (size_t i = 0; i < n && r == 0; i++) {

@@ -9,7 +9,7 @@
  * environment (values, and what may be shown of them), the entrypoint's argv and the create
  * body, and the run's steps; the same inputs give the same bytes. The run applies the
  * steps (run.c), and every view of a run renders the plan: the dry run's steps, inspect and
- * its JSON, the printed ruleset and entrypoint plan, and aisb kube's pod (kube.c, with a
+ * its JSON, the printed ruleset and entrypoint plan, and aisb kube's pod (kube-pod.c, with a
  * pod's facts).
  */
 #pragma once

@@ -40,7 +40,7 @@ typedef struct run_mounts {
 /* What a container of aisb's is held to: every capability dropped, then cap_add given back
  * (NULL: none), no new privileges, seccomp's default at least; as_root: it starts as root of
  * its user namespace (the entrypoint, which drops it), else as a user; read_only_root: its
- * image read-only. container.c renders it for libpod, kube.c for Kubernetes. */
+ * image read-only. container.c renders it for libpod, kube-objects.c for Kubernetes. */
 typedef struct security_spec {
         const char *const *cap_add;
         bool as_root;

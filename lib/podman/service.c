@@ -288,14 +288,11 @@ static char *logfmt_field(const char *line, const char *key)
 int service_log_reason(const char *log, char **ret)
 {
         *ret = NULL;
-        _cleanup_free_ char *last = NULL;
-        for (const char *line = log; line && *line;) {
-                const char *end = strchr(line, '\n');
-                size_t n = end ? (size_t) (end - line) : strlen(line);
-                _cleanup_free_ char *l = strndup(line, n);
-                if (!l)
-                        return -ENOMEM;
-                line += n + (end ? 1 : 0);
+        _cleanup_free_ char *copy = strdup(log ? log : ""), *last = NULL;
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                 char *reason = NULL;
                 _cleanup_free_ char *level = logfmt_field(l, "level");
                 if (level && (streq(level, "error") || streq(level, "fatal"))) {
@@ -382,7 +379,8 @@ static int service_dir_check(const char *path, bool created, aisb_error **err)
         return 0;
 }
 
-static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
+/* The directory of path, checked, made where missing, and checked again. */
+static int service_dir_make(const char *path, aisb_error **err)
 {
         int r = service_dir_check(path, false, err);
         if (r < 0)
@@ -395,7 +393,63 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         if (r < 0)
                 return aisb_error_set(err, r, "cannot create the directory of %s: %s", path,
                                       strerror(-r));
-        r = service_dir_check(path, true, err);
+        return service_dir_check(path, true, err);
+}
+
+/* The intermediate child: detached completely, since the service outlives this run and must
+ * not get our terminal's signals. A second fork leaves it reparented, never our zombie; its
+ * pid goes to pid_write. */
+static _Noreturn void service_exec(const char *uri, int log, int pid_write)
+{
+        if (setsid() < 0)
+                _exit(1);
+        /* Not the caller's directory: it may be deleted while the service lives on, and runc
+         * then fails to create containers from it. */
+        if (chdir("/") < 0)
+                _exit(1);
+        pid_t again = fork();
+        if (again != 0) {
+                if (again > 0)
+                        (void) !write(pid_write, &again, sizeof again);
+                _exit(again < 0 ? 1 : 0);
+        }
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (devnull >= 0)
+                (void) dup2(devnull, STDIN_FILENO);
+        (void) dup2(log, STDOUT_FILENO);
+        (void) dup2(log, STDERR_FILENO);
+        (void) close_range(3, ~0U, 0);
+        sigset_t all;
+        sigemptyset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, NULL);
+        execlp("podman", "podman", "system", "service", "--time=" SERVICE_IDLE_SECONDS, uri, (char *) NULL);
+        /* After fork in a possibly threaded caller: write(2) only, no stdio. */
+        static const char msg[] = "Error: cannot run podman (is it installed and in PATH?)\n";
+        (void) !write(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(127);
+}
+
+/* Until the service at path answers, exits (service: its pid, 0 unknown) or the time is up. */
+static int service_wait(aisb_ctx *ctx, const char *path, const char *log_path, pid_t service, aisb_error **err)
+{
+        struct timespec delay = { 0, 20 * 1000 * 1000 };
+        for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
+                if (ctx_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while the podman service started");
+                aisb_error *e = NULL;
+                if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
+                        return 0;
+                aisb_error_free(e);
+                if (service > 0 && process_gone(service))
+                        return service_failed(path, log_path, true, err);
+                nanosleep(&delay, NULL);
+        }
+        return service_failed(path, log_path, false, err);
+}
+
+static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
+{
+        int r = service_dir_make(path, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *lock_path = NULL, *log_path = NULL;
@@ -436,37 +490,8 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         pid_t pid = fork();
         if (pid < 0)
                 return aisb_error_set(err, -errno, "fork: %s", strerror(errno));
-        if (pid == 0) {
-                /* Detach completely: the service outlives this run and must not get our
-                 * terminal's signals. A second fork leaves it reparented, never our zombie. */
-                if (setsid() < 0)
-                        _exit(1);
-                /* Not the caller's directory: it may be deleted while the service lives on,
-                 * and runc then fails to create containers from it. */
-                if (chdir("/") < 0)
-                        _exit(1);
-                pid_t again = fork();
-                if (again != 0) {
-                        if (again > 0)
-                                (void) !write(pid_write, &again, sizeof again);
-                        _exit(again < 0 ? 1 : 0);
-                }
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (devnull >= 0)
-                        (void) dup2(devnull, STDIN_FILENO);
-                (void) dup2(log, STDOUT_FILENO);
-                (void) dup2(log, STDERR_FILENO);
-                (void) close_range(3, ~0U, 0);
-                sigset_t all;
-                sigemptyset(&all);
-                (void) sigprocmask(SIG_SETMASK, &all, NULL);
-                execlp("podman", "podman", "system", "service", "--time=" SERVICE_IDLE_SECONDS,
-                       uri, (char *) NULL);
-                /* After fork in a possibly threaded caller: write(2) only, no stdio. */
-                static const char msg[] = "Error: cannot run podman (is it installed and in PATH?)\n";
-                (void) !write(STDERR_FILENO, msg, sizeof msg - 1);
-                _exit(127);
-        }
+        if (pid == 0)
+                service_exec(uri, log, pid_write);
         (void) close(steal_fd(&pid_write));
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -476,19 +501,7 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         pid_t service = 0;
         if (read(pid_read, &service, sizeof service) != sizeof service)
                 service = 0;
-        struct timespec delay = { 0, 20 * 1000 * 1000 };
-        for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
-                if (ctx_stopping(ctx))
-                        return aisb_error_set(err, -ECANCELED, "stopped while the podman service started");
-                aisb_error *e = NULL;
-                if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
-                        return 0;
-                aisb_error_free(e);
-                if (service > 0 && process_gone(service))
-                        return service_failed(path, log_path, true, err);
-                nanosleep(&delay, NULL);
-        }
-        return service_failed(path, log_path, false, err);
+        return service_wait(ctx, path, log_path, service, err);
 }
 
 /* A socket the caller named (--socket, CONTAINER_HOST): used only when no one but the user

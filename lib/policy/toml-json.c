@@ -7,9 +7,9 @@
 #include "toml-json.h"
 
 #include "error.h"
-#include "pi-config.h"
+#include "settings-merge.h"
 
-_Static_assert(TOML_JSON_MAX_DEPTH <= PIBRIDGE_JSON_MAX_DEPTH,
+_Static_assert(TOML_JSON_MAX_DEPTH <= SETTINGS_JSON_MAX_DEPTH,
                "a config parsed here must be one the settings merge takes");
 
 static void problem_done(toml_problem *problem)

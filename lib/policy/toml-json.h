@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * TOML text as json-c values and back, for codex's ~/.codex/config.toml: the bridge reads the
- * host's and the sandbox's file into JSON, merges them by pi_merge_settings' rules and
+ * host's and the sandbox's file into JSON, merges them by settings_merge' rules and
  * writes the result back as TOML. toml++ parses and writes (toml.cc, the library's only
  * C++); toml-json.c bounds what goes in and puts the errors in aisb's form. Nothing here
  * touches a file.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pi's models.json rewrite (pi_parse_json + pi_rewrite_models +
+ * pi's models.json rewrite (settings_parse_json + pi_rewrite_models +
  * pi_keys_check): every value pi resolves through the environment (a provider's
  * apiKey, every header's value at provider, model and modelOverrides level) becomes the name
  * of an environment variable before the file goes into the sandbox. Checked, by walking the
@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(text, data, size);
         json_object *models = NULL;
         aisb_error *err = NULL;
-        int r = pi_parse_json(text, size, "models.json", &models, &err);
+        int r = settings_parse_json(text, size, "models.json", &models, &err);
         free(text);
         if (r < 0) {
                 FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pi's settings.json three-way merge: pi_parse_json on three documents, then
- * pi_merge_settings and pi_apply_thinking. The sandbox's copy is written by
+ * pi's settings.json three-way merge: settings_parse_json on three documents, then
+ * settings_merge and pi_apply_thinking. The sandbox's copy is written by
  * whatever ran in the sandbox, so it is hostile input by design. The first byte picks the
  * thinking level; the rest is split at NUL bytes (which no JSON document may hold) into
  * base, host and sandbox, an empty piece meaning "no file".
@@ -26,7 +26,7 @@ static bool parse_piece(const char *text, size_t size, const char *origin, json_
         if (size == 0)
                 return true;
         aisb_error *err = NULL;
-        int r = pi_parse_json(text, size, origin, ret, &err);
+        int r = settings_parse_json(text, size, origin, ret, &err);
         if (r < 0) {
                 FUZZ_CHECK(r == -EBADMSG || r == -EFBIG);
                 FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)) &&
@@ -56,7 +56,7 @@ static json_object *merge(json_object *base, json_object *host, json_object *san
 {
         json_object *result = NULL;
         aisb_error *err = NULL;
-        int r = pi_merge_settings(base, host, sandbox, &result, &err);
+        int r = settings_merge(base, host, sandbox, &result, &err);
         if (r < 0) {
                 FUZZ_CHECK(r == -EINVAL || r == -ELOOP);
                 FUZZ_CHECK(err && fuzz_one_line(aisb_error_message(err)) && !result);
@@ -124,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 const char *text = json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN);
                 json_object *again = NULL;
                 aisb_error *err = NULL;
-                FUZZ_CHECK(text && pi_parse_json(text, strlen(text), "again", &again, &err) == 0);
+                FUZZ_CHECK(text && settings_parse_json(text, strlen(text), "again", &again, &err) == 0);
                 FUZZ_CHECK(json_object_equal(again, result));
                 json_object_put(again);
 

@@ -14,7 +14,7 @@ static json_object *J(const char *text)
 {
         json_object *o = NULL;
         aisb_error *err = NULL;
-        ck_assert_msg(pi_parse_json(text, strlen(text), "test", &o, &err) == 0, "%s", aisb_error_message(err));
+        ck_assert_msg(settings_parse_json(text, strlen(text), "test", &o, &err) == 0, "%s", aisb_error_message(err));
         return o;
 }
 
@@ -24,6 +24,19 @@ static void assert_json(json_object *got, const char *want)
         ck_assert_msg(json_object_equal(got, w), "got %s, want %s",
                       json_object_to_json_string_ext(got, JSON_C_TO_STRING_PLAIN), want);
         json_object_put(w);
+}
+
+/* The scrub of in (no key carried by name) leaves want; the paths it removed, as it says them
+ * (free it). */
+static char *scrub_to(const char *in, const char *want)
+{
+        json_object *o = J(in);
+        buffer removed = {};
+        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
+        assert_json(o, want);
+        json_object_put(o);
+        char *text = buffer_steal(&removed);
+        return text ? text : strdup("");
 }
 
 START_TEST(test_credential_names)
@@ -64,23 +77,19 @@ END_TEST
  * whole), named by their path; references stay. */
 START_TEST(test_scrub)
 {
-        json_object *o = J("{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
-                           "\"env_key\":\"ACME_KEY\",\"experimental_bearer_token\":\"lit-1\","
-                           "\"http_headers\":{\"X-Api-Key\":\"lit-2\",\"X-Team\":\"t\"},"
-                           "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},"
-                           "\"servers\":[{\"name\":\"s\",\"token\":\"lit-3\"}],"
-                           "\"shell_environment_policy\":{\"set\":{\"GITHUB_TOKEN\":\"lit-4\",\"LANG\":\"C\"}}}");
-        buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
-        assert_json(o, "{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
-                       "\"env_key\":\"ACME_KEY\",\"http_headers\":{\"X-Team\":\"t\"},"
-                       "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},\"servers\":[],"
-                       "\"shell_environment_policy\":{\"set\":{\"LANG\":\"C\"}}}");
-        _cleanup_free_ char *text = buffer_steal(&removed);
+        _cleanup_free_ char *text = scrub_to("{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
+                                             "\"env_key\":\"ACME_KEY\",\"experimental_bearer_token\":\"lit-1\","
+                                             "\"http_headers\":{\"X-Api-Key\":\"lit-2\",\"X-Team\":\"t\"},"
+                                             "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},"
+                                             "\"servers\":[{\"name\":\"s\",\"token\":\"lit-3\"}],"
+                                             "\"shell_environment_policy\":{\"set\":{\"GITHUB_TOKEN\":\"lit-4\",\"LANG\":\"C\"}}}",
+                                             "{\"model\":\"m\",\"model_providers\":{\"acme\":{\"base_url\":\"https://a\","
+                                             "\"env_key\":\"ACME_KEY\",\"http_headers\":{\"X-Team\":\"t\"},"
+                                             "\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\"}}},\"servers\":[],"
+                                             "\"shell_environment_policy\":{\"set\":{\"LANG\":\"C\"}}}");
         ck_assert_str_eq(text ? text : "",
                          "model_providers.acme.experimental_bearer_token, model_providers.acme.http_headers.X-Api-Key, "
                          "servers[0].token, shell_environment_policy.set.GITHUB_TOKEN, ");
-        json_object_put(o);
 }
 END_TEST
 
@@ -90,19 +99,15 @@ END_TEST
 #define GH_TOKEN "ghp_Qm4TzR8vLc2WxHy7NbKd3PfJ6sGa9UeVt5Rw"
 START_TEST(test_scrub_values)
 {
-        json_object *o = J("{\"env\":{\"MY_LLM\":\"" GH_TOKEN "\",\"LANG\":\"C.UTF-8\",\"HINT\":\"sk-...\"},"
-                           "\"proxy\":\"https://me:Zq8vR2xLp0wT@proxy.corp.test\",\"model\":\"gpt-5.1-codex-max\","
-                           "\"base_url\":\"https://llm.corp.test/v1\","
-                           "\"permissions\":{\"allow\":[\"Bash(ls)\",\"Bash(gh auth login --with-token " GH_TOKEN ")\"],"
-                           "\"deny\":[\"Read(./.env)\"]}}");
-        buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
-        assert_json(o, "{\"env\":{\"LANG\":\"C.UTF-8\",\"HINT\":\"sk-...\"},\"model\":\"gpt-5.1-codex-max\","
-                       "\"base_url\":\"https://llm.corp.test/v1\",\"permissions\":{\"deny\":[\"Read(./.env)\"]}}");
-        _cleanup_free_ char *text = buffer_steal(&removed);
+        _cleanup_free_ char *text = scrub_to("{\"env\":{\"MY_LLM\":\"" GH_TOKEN "\",\"LANG\":\"C.UTF-8\",\"HINT\":\"sk-...\"},"
+                                             "\"proxy\":\"https://me:Zq8vR2xLp0wT@proxy.corp.test\",\"model\":\"gpt-5.1-codex-max\","
+                                             "\"base_url\":\"https://llm.corp.test/v1\","
+                                             "\"permissions\":{\"allow\":[\"Bash(ls)\",\"Bash(gh auth login --with-token " GH_TOKEN ")\"],"
+                                             "\"deny\":[\"Read(./.env)\"]}}",
+                                             "{\"env\":{\"LANG\":\"C.UTF-8\",\"HINT\":\"sk-...\"},\"model\":\"gpt-5.1-codex-max\","
+                                             "\"base_url\":\"https://llm.corp.test/v1\",\"permissions\":{\"deny\":[\"Read(./.env)\"]}}");
         ck_assert_str_eq(text, "env.MY_LLM, proxy, permissions.allow, ");
         ck_assert_ptr_null(strstr(text, "ghp_"));
-        json_object_put(o);
 }
 END_TEST
 
@@ -111,7 +116,7 @@ END_TEST
  * by an assignment in its value; and what must stay (prose, references, a routing header). */
 START_TEST(test_scrub_review_corpus)
 {
-        json_object *o = J(
+        _cleanup_free_ char *text = scrub_to(
                 "{\"env\":{\"TOKEN_ENV\":\"Winter2024Prod\",\"API_KEY_ENV\":\"x1y2z3w4\","
                 "\"OTEL_EXPORTER_OTLP_HEADERS\":\"Authorization=Bearer abcdefghijklmnopqrstuvwxyz123456\","
                 "\"ANTHROPIC_CUSTOM_HEADERS\":\"X-Corp-Auth: 0123456789abcdef0123456789abcdef\","
@@ -138,25 +143,21 @@ START_TEST(test_scrub_review_corpus)
                 "\"q5\":\"curl --user=admin:Tr0ub4dor3 https://x.test\",\"perm\":[\"Bash(gh auth token:*)\"]},"
                 "\"mcp\":{\"env_http_headers\":{\"Authorization\":\"" GH_TOKEN_VALUE "\"},"
                 "\"ok\":{\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\",\"X-Org\":\"ORG_2\"}},"
-                "\"http_headers\":{\"Accept\":\"application/json\",\"User-Agent\":\"codex/0.171\"}}}");
-        buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
-        assert_json(o, "{\"env\":{\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
-                       "\"hooks\":[{\"command\":\"deploy --token $DEPLOY_TOKEN\"}],\"statusLine\":{},"
-                       "\"instructions\":\"Never print a token: ask the user first. Keys are secret.\","
-                       "\"mcp_servers\":{\"gh\":{\"env\":{}},\"db\":{},\"ok\":{\"args\":[\"--password\",\"$PW\",\"--port\",\"5432\"]}},"
-                       "\"model_providers\":{\"corp\":{\"query_params\":{\"api-version\":\"2025-04-01\"},"
-                       "\"http_headers\":{\"X-Team\":\"t\"}}},"
-                       "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{}}}},"
-                       "\"skills\":[],\"profiles\":{\"p1\":{\"env\":{}}},"
-                       "\"more\":{\"plain\":\"curl -u admin https://jenkins.test/x\",\"perm\":[\"Bash(gh auth token:*)\"]},"
-                       "\"mcp\":{\"env_http_headers\":{},"
-                       "\"ok\":{\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\",\"X-Org\":\"ORG_2\"}},"
-                       "\"http_headers\":{\"Accept\":\"application/json\",\"User-Agent\":\"codex/0.171\"}}}");
-        _cleanup_free_ char *text = buffer_steal(&removed);
+                "\"http_headers\":{\"Accept\":\"application/json\",\"User-Agent\":\"codex/0.171\"}}}",
+                                             "{\"env\":{\"DOCS_URL\":\"https://docs.test/a?page=2\",\"LANG\":\"C.UTF-8\"},"
+                                             "\"hooks\":[{\"command\":\"deploy --token $DEPLOY_TOKEN\"}],\"statusLine\":{},"
+                                             "\"instructions\":\"Never print a token: ask the user first. Keys are secret.\","
+                                             "\"mcp_servers\":{\"gh\":{\"env\":{}},\"db\":{},\"ok\":{\"args\":[\"--password\",\"$PW\",\"--port\",\"5432\"]}},"
+                                             "\"model_providers\":{\"corp\":{\"query_params\":{\"api-version\":\"2025-04-01\"},"
+                                             "\"http_headers\":{\"X-Team\":\"t\"}}},"
+                                             "\"otel\":{\"exporter\":{\"otlp-http\":{\"endpoint\":\"https://o.test\",\"headers\":{}}}},"
+                                             "\"skills\":[],\"profiles\":{\"p1\":{\"env\":{}}},"
+                                             "\"more\":{\"plain\":\"curl -u admin https://jenkins.test/x\",\"perm\":[\"Bash(gh auth token:*)\"]},"
+                                             "\"mcp\":{\"env_http_headers\":{},"
+                                             "\"ok\":{\"env_http_headers\":{\"Authorization\":\"ACME_AUTH\",\"X-Org\":\"ORG_2\"}},"
+                                             "\"http_headers\":{\"Accept\":\"application/json\",\"User-Agent\":\"codex/0.171\"}}}");
         ck_assert_ptr_null(strstr(text, "Winter2024"));
         ck_assert_ptr_null(strstr(text, "abcdef"));
-        json_object_put(o);
 }
 END_TEST
 
@@ -180,16 +181,12 @@ static bool withheld(const char *table, const char *key, const char *value)
  * (a port, a mapping, a process) and a variable stay. */
 START_TEST(test_scrub_mysql_hook)
 {
-        json_object *o = J("{\"hooks\":{\"PostToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\","
-                           "\"command\":\"mysql -uroot -pS3cretPass123 -e 'select 1'\"}]},"
-                           "{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\",\"command\":\"mysql -uroot -p app\"}]}]}}");
-        buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
-        assert_json(o, "{\"hooks\":{\"PostToolUse\":[{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\","
-                       "\"command\":\"mysql -uroot -p app\"}]}]}}");
-        _cleanup_free_ char *text = buffer_steal(&removed);
+        _cleanup_free_ char *text = scrub_to("{\"hooks\":{\"PostToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\","
+                                             "\"command\":\"mysql -uroot -pS3cretPass123 -e 'select 1'\"}]},"
+                                             "{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\",\"command\":\"mysql -uroot -p app\"}]}]}}",
+                                             "{\"hooks\":{\"PostToolUse\":[{\"matcher\":\"Edit\",\"hooks\":[{\"type\":\"command\","
+                                             "\"command\":\"mysql -uroot -p app\"}]}]}}");
         ck_assert_str_eq(text, "hooks.PostToolUse[0].hooks[0].command, ");
-        json_object_put(o);
 
         static const char *const passwords[] = {
                 "mysql -uroot -pS3cretPass123",
@@ -233,7 +230,7 @@ START_TEST(test_scrub_mysql_hook)
                 ck_assert_msg(!withheld(NULL, "command", others[i]), "%s kept", others[i]);
 
         /* A command's words one a string: mcp_servers' command and args. */
-        o = J("{\"mcp_servers\":{\"db\":{\"command\":\"mysql\",\"args\":[\"mysql\",\"-uroot\",\"-pS3cretPass123\"]},"
+        json_object *o = J("{\"mcp_servers\":{\"db\":{\"command\":\"mysql\",\"args\":[\"mysql\",\"-uroot\",\"-pS3cretPass123\"]},"
               "\"db2\":{\"args\":[\"--host\",\"db\",\"-u\",\"admin\",\"-pq8Zr2LxW\"]},"
               "\"reg\":{\"args\":[\"login\",\"-u\",\"me\",\"-p\",\"Tr0ub4dor3\",\"registry.test\"]},"
               "\"db3\":{\"args\":[\"/usr/bin/mysql\",\"-uroot\",\"-p\",\"app2024db\"]},"
@@ -249,16 +246,12 @@ END_TEST
 /* The second: the same command as an environment's value, under a name that says nothing. */
 START_TEST(test_scrub_mysql_env)
 {
-        json_object *o = J("{\"env\":{\"DB_CMD\":\"mysql -uadmin -pq8Zr2LxW\",\"DB_SHELL\":\"mysql -uadmin -p\","
-                           "\"SSH_CMD\":\"ssh -p 2222 -l admin host\",\"LANG\":\"C.UTF-8\"}}");
-        buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
-        assert_json(o, "{\"env\":{\"DB_SHELL\":\"mysql -uadmin -p\",\"SSH_CMD\":\"ssh -p 2222 -l admin host\","
-                       "\"LANG\":\"C.UTF-8\"}}");
-        _cleanup_free_ char *text = buffer_steal(&removed);
+        _cleanup_free_ char *text = scrub_to("{\"env\":{\"DB_CMD\":\"mysql -uadmin -pq8Zr2LxW\",\"DB_SHELL\":\"mysql -uadmin -p\","
+                                             "\"SSH_CMD\":\"ssh -p 2222 -l admin host\",\"LANG\":\"C.UTF-8\"}}",
+                                             "{\"env\":{\"DB_SHELL\":\"mysql -uadmin -p\",\"SSH_CMD\":\"ssh -p 2222 -l admin host\","
+                                             "\"LANG\":\"C.UTF-8\"}}");
         ck_assert_str_eq(text, "env.DB_CMD, ");
         ck_assert_ptr_null(strstr(text, "q8Zr"));
-        json_object_put(o);
         ck_assert_msg(withheld("env", "X", "MYSQL_HOST=db mysql -uadmin -pq8Zr2LxW app"), "after an assignment");
         ck_assert_msg(withheld("set", "X", "mysql -uadmin -p'q8Zr2LxW'"), "codex's set");
 }
@@ -329,21 +322,17 @@ END_TEST
  * query. */
 START_TEST(test_scrub_query_params)
 {
-        json_object *o = J("{\"model_providers\":{\"fn\":{\"base_url\":\"https://fn.azurewebsites.net/api\","
-                           "\"query_params\":{\"api-version\":\"2025-04-01\",\"code\":\"Fn2xLp0wTq8v\"}},"
-                           "\"apim\":{\"query_params\":{\"subscription-key\":\"0123456789abcdef\",\"access_token\":\"x1y2z3w4v5\","
-                           "\"jwt\":\"eyJ\",\"custom\":\"Zq8vR2xLp0wT\",\"format\":\"json\",\"deployment\":\"gpt-4o-2024\","
-                           "\"tier\":\"free\"}}}}");
-        buffer removed = {};
-        ck_assert_int_eq(harness_scrub_credentials(o, NULL, &removed), 0);
-        assert_json(o, "{\"model_providers\":{\"fn\":{\"base_url\":\"https://fn.azurewebsites.net/api\","
-                       "\"query_params\":{\"api-version\":\"2025-04-01\"}},"
-                       "\"apim\":{\"query_params\":{\"format\":\"json\",\"deployment\":\"gpt-4o-2024\",\"tier\":\"free\"}}}}");
-        _cleanup_free_ char *text = buffer_steal(&removed);
+        _cleanup_free_ char *text = scrub_to("{\"model_providers\":{\"fn\":{\"base_url\":\"https://fn.azurewebsites.net/api\","
+                                             "\"query_params\":{\"api-version\":\"2025-04-01\",\"code\":\"Fn2xLp0wTq8v\"}},"
+                                             "\"apim\":{\"query_params\":{\"subscription-key\":\"0123456789abcdef\",\"access_token\":\"x1y2z3w4v5\","
+                                             "\"jwt\":\"eyJ\",\"custom\":\"Zq8vR2xLp0wT\",\"format\":\"json\",\"deployment\":\"gpt-4o-2024\","
+                                             "\"tier\":\"free\"}}}}",
+                                             "{\"model_providers\":{\"fn\":{\"base_url\":\"https://fn.azurewebsites.net/api\","
+                                             "\"query_params\":{\"api-version\":\"2025-04-01\"}},"
+                                             "\"apim\":{\"query_params\":{\"format\":\"json\",\"deployment\":\"gpt-4o-2024\",\"tier\":\"free\"}}}}");
         ck_assert_str_eq(text, "model_providers.fn.query_params.code, model_providers.apim.query_params.subscription-key, "
                                "model_providers.apim.query_params.access_token, model_providers.apim.query_params.jwt, "
                                "model_providers.apim.query_params.custom, ");
-        json_object_put(o);
 
         static const char *const credentials[] = {
                 "https://fn.azurewebsites.net/api/HttpTrigger?code=Fn2xLp0wTq8v",

@@ -91,6 +91,17 @@ static void write_file(const char *path, const char *text)
         close(fd);
 }
 
+/* harness's host directory, dir/HARNESS-home as its variable names it, with file holding text. */
+static void host_harness(const char *harness, const char *file, const char *text)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s-home", dir, harness);
+        setenv(strcmp(harness, "claude") == 0 ? "CLAUDE_CONFIG_DIR" : "CODEX_HOME", path, 1);
+        char rel[128];
+        snprintf(rel, sizeof rel, "%s-home/%s", harness, file);
+        write_file(at(rel), text);
+}
+
 /* The file's text, or NULL when it is absent. */
 static char *read_file(const char *path)
 {
@@ -198,67 +209,67 @@ START_TEST(test_bridge_applies)
 }
 END_TEST
 
+static const struct thinking_case {
+        const char *settings[4][2]; /* KEY, VALUE set in turn on a new policy (pi, xhigh) */
+        int check;                  /* harness_thinking_check */
+        const char *message;        /* its error's, when it refuses */
+        const char *env;            /* harness_thinking_env */
+} thinking_cases[] = {
+        { {}, 0, NULL, NULL },
+        { { { "thinking", "max" } }, -EINVAL,
+          "thinking: pi has no level 'max' (use one of: off, minimal, low, medium, high, xhigh, host)", NULL },
+        /* Declined, pi's level is not applied, so nothing to refuse. */
+        { { { "thinking", "max" }, { "no-pi-config", "true" } }, 0, NULL, NULL },
+        { { { "thinking", "max" }, { "no-pi-config", "true" }, { "harness", "claude" } }, 0, NULL,
+          "CLAUDE_CODE_EFFORT_LEVEL" },
+        { { { "harness", "claude" }, { "thinking", "off" } }, -EINVAL,
+          "thinking: claude has no level 'off' (use one of: low, medium, high, xhigh, max, host)",
+          "CLAUDE_CODE_EFFORT_LEVEL" },
+        { { { "harness", "claude" }, { "thinking", "host" } }, 0, NULL, NULL },
+        { { { "harness", "claude" }, { "thinking", "low" }, { "env", "CLAUDE_CODE_EFFORT_LEVEL=high" } }, 0, NULL, NULL },
+        /* codex: its own levels, through its bridged config.toml (no variable); declined with
+         * the bridge. */
+        { { { "harness", "codex" } }, 0, NULL, NULL },
+        { { { "harness", "codex" }, { "thinking", "max" } }, -EINVAL,
+          "thinking: codex has no level 'max' (use one of: none, minimal, low, medium, high, xhigh, host)", NULL },
+        { { { "harness", "codex" }, { "thinking", "minimal" } }, 0, NULL, NULL },
+        { { { "harness", "codex" }, { "thinking", "max" }, { "no-harness-config", "true" } }, 0, NULL, NULL },
+};
+
 /* The reasoning level, per harness: each takes its own levels and refuses the others with
  * its list; claude gets its level as CLAUDE_CODE_EFFORT_LEVEL, unless the run sets that
  * itself; "host" leaves every harness alone. */
 START_TEST(test_thinking_per_harness)
 {
+        const struct thinking_case *c = &thinking_cases[_i];
         aisb_policy *p = NULL;
         ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        for (size_t i = 0; i < ELEMENTSOF(c->settings) && c->settings[i][0]; i++)
+                ck_assert_int_eq(aisb_policy_set(p, c->settings[i][0], c->settings[i][1], NULL), 0);
         aisb_error *err = NULL;
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0); /* pi, xhigh */
-        ck_assert_ptr_null(harness_thinking_env(p));
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
-        ck_assert_str_eq(aisb_error_message(err),
-                         "thinking: pi has no level 'max' (use one of: off, minimal, low, medium, high, xhigh, host)");
+        ck_assert_int_eq(harness_thinking_check(p, &err), c->check);
+        if (c->message)
+                ck_assert_str_eq(aisb_error_message(err), c->message);
         aisb_error_free(err);
-        err = NULL;
-        /* Declined, pi's level is not applied, so nothing to refuse. */
-        ck_assert_int_eq(aisb_policy_set(p, "no-pi-config", "true", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_str_eq(harness_thinking_env(p) ? harness_thinking_env(p) : "(none)", c->env ? c->env : "(none)");
+        aisb_policy_free(p);
+}
+END_TEST
 
+/* Another command is no harness: any level, no variable. */
+START_TEST(test_thinking_no_harness)
+{
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_str_eq(harness_thinking_env(p), "CLAUDE_CODE_EFFORT_LEVEL");
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "off", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
-        ck_assert_str_eq(aisb_error_message(err),
-                         "thinking: claude has no level 'off' (use one of: low, medium, high, xhigh, max, host)");
-        aisb_error_free(err);
-        err = NULL;
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_ptr_null(harness_thinking_env(p));
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "low", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "env", "CLAUDE_CODE_EFFORT_LEVEL=high", NULL), 0);
-        ck_assert_ptr_null(harness_thinking_env(p));
-        /* Another command is no harness: any level, no variable. */
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "sh", "-c", "claude -p hi", NULL }, NULL), 0);
         ck_assert_int_eq(harness_of_command(p), HARNESS_NONE);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "off", NULL), 0);
         ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
+        ck_assert_ptr_null(harness_thinking_env(p));
+        aisb_error *err = NULL;
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "bogus", &err), -EINVAL);
         aisb_error_free(err);
-        err = NULL;
-        aisb_policy_free(p);
-
-        /* codex: its own levels, through its bridged config.toml (no variable); declined with
-         * the bridge. */
-        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_ptr_null(harness_thinking_env(p));
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, &err), -EINVAL);
-        ck_assert_str_eq(aisb_error_message(err),
-                         "thinking: codex has no level 'max' (use one of: none, minimal, low, medium, high, xhigh, host)");
-        aisb_error_free(err);
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "minimal", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "thinking", "max", NULL), 0);
-        ck_assert_int_eq(aisb_policy_set(p, "no-harness-config", "true", NULL), 0);
-        ck_assert_int_eq(harness_thinking_check(p, NULL), 0);
         aisb_policy_free(p);
 }
 END_TEST
@@ -327,6 +338,24 @@ START_TEST(test_agents_dir)
 }
 END_TEST
 
+/* p's bridge prepared in a new run directory *rd, into *b. */
+static int prepare_in(const aisb_policy *p, run_dir *rd, harness_bridge *b, aisb_error **err)
+{
+        *rd = RUN_DIR_NULL;
+        ck_assert_int_eq(run_dir_create(rd, NULL), 0);
+        *b = (harness_bridge) {};
+        return harness_bridge_prepare(ctx, p, rd, b, err);
+}
+
+/* An ephemeral home's bridge, prepared: its seed, rd's NAME, into seed (PATH_MAX bytes). */
+static void prepare_seed(const aisb_policy *p, run_dir *rd, harness_bridge *b, const char *name, char *seed)
+{
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare_in(p, rd, b, &err) == 0, "%s", aisb_error_message(err));
+        snprintf(seed, PATH_MAX, "%s/%s", rd->path, name);
+        ck_assert_str_eq(b->seed_dir, seed);
+}
+
 /* ---- the bridge into an ephemeral home ---- */
 
 START_TEST(test_prepare_ephemeral)
@@ -337,16 +366,11 @@ START_TEST(test_prepare_ephemeral)
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_KEY_ACME=value", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_HEADER_ACME_X_TEAM=value", NULL), 0);
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
-        aisb_error *err = NULL;
-        ck_assert_msg(harness_bridge_prepare(ctx, p, &rd, &b, &err) == 0, "%s", aisb_error_message(err));
-
+        run_dir rd;
+        harness_bridge b;
         /* The seed waits in the run's own directory; the entrypoint copies it in. */
         char seed[PATH_MAX], path[PATH_MAX + 32];
-        snprintf(seed, sizeof seed, "%s/pi-agent", rd.path);
-        ck_assert_str_eq(b.seed_dir, seed);
+        prepare_seed(p, &rd, &b, "pi-agent", seed);
         ck_assert_ptr_null(b.agents_dir);
         snprintf(path, sizeof path, "%s/settings.json", seed);
         expect_mode(path, 0600);
@@ -384,11 +408,10 @@ START_TEST(test_prepare_key_not_passed)
         aisb_policy *p = new_policy();
         ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", "true", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "env", "AISB_PI_HEADER_ACME_X_TEAM=value", NULL), 0);
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
+        run_dir rd;
+        harness_bridge b;
         aisb_error *err = NULL;
-        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, &err), -ENOKEY);
+        ck_assert_int_eq(prepare_in(p, &rd, &b, &err), -ENOKEY);
         ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "AISB_PI_KEY_ACME"));
         ck_assert_ptr_null(strstr(aisb_error_message(err), LITERAL_KEY));
         aisb_error_free(err);
@@ -414,17 +437,31 @@ static aisb_policy *volume_policy(void)
         return p;
 }
 
+/* volume_policy, for harness. */
+static aisb_policy *volume_policy_of(const char *harness)
+{
+        aisb_policy *p = volume_policy();
+        ck_assert_int_eq(aisb_policy_set(p, "harness", harness, NULL), 0);
+        return p;
+}
+
 static int prepare(const aisb_policy *p, aisb_error **err)
 {
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
-        int r = harness_bridge_prepare(ctx, p, &rd, &b, err);
+        run_dir rd;
+        harness_bridge b;
+        int r = prepare_in(p, &rd, &b, err);
         if (r >= 0)
                 ck_assert_ptr_null(b.seed_dir);
         harness_bridge_done(&b);
         run_dir_remove(&rd);
         return r;
+}
+
+/* prepare, which succeeds. */
+static void prepare_ok(const aisb_policy *p)
+{
+        aisb_error *err = NULL;
+        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
 }
 
 /* A dry run bridges nothing: it asks the service for nothing (not the volume's mountpoint)
@@ -461,8 +498,7 @@ START_TEST(test_prepare_volume)
 {
         host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:x\"]}", MODELS);
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_uint_ge(fake_podman_request_count(fp), 1);
         ck_assert_str_eq(fake_podman_request_path(fp, fake_podman_request_count(fp) - 1),
                          "/v4.0.0/libpod/volumes/aisb-home-t/json");
@@ -489,7 +525,7 @@ START_TEST(test_prepare_volume)
         write_file(at("volume/.pi/agent/settings.json"),
                    "{\"theme\":\"light\",\"packages\":[\"npm:x\"],\"defaultThinkingLevel\":\"xhigh\"}");
         host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:y\"]}", MODELS);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "light");
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "packages"), JSON_C_TO_STRING_PLAIN),
@@ -506,10 +542,7 @@ END_TEST
 static char *describe(const aisb_policy *p);
 START_TEST(test_prepare_claude)
 {
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"),
+        host_harness("claude", "settings.json",
                    "{\"model\":\"opus\",\"apiKeyHelper\":\"/home/u/bin/key\",\"env\":{\"ANTHROPIC_BASE_URL\":"
                    "\"https://llm.corp.test\",\"ANTHROPIC_API_KEY\":\"" CLAUDE_KEY "\",\"MY_TOKEN\":\"" CLAUDE_KEY "\","
                    "\"MY_REGION\":\"eu\"},\"permissions\":{\"allow\":[\"Bash(ls)\"]}}");
@@ -517,11 +550,9 @@ START_TEST(test_prepare_claude)
         write_file(at("claude-home/.credentials.json"), "{\"claudeAiOauth\":{\"accessToken\":\"" CLAUDE_KEY "\"}}");
         write_file(at("claude-home/commands/review.md"), "review\n");
         write_file(at("claude-home/skills/s/SKILL.md"), "skill\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        aisb_policy *p = volume_policy_of("claude");
         ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "claude:env.MY_*", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
 
         expect_mode(at("volume/.claude/settings.json"), 0600);
         json_object *settings = read_json(at("volume/.claude/settings.json"));
@@ -547,7 +578,7 @@ START_TEST(test_prepare_claude)
                  "2 2 keys of %s/settings.json stay on the host (on no carry-list: aisb inspect names them; carry one "
                  "with bridge-carry = claude:KEY); %s/settings.json: env.MY_TOKEN not bridged (credentials stay on the "
                  "host; pass a key with --secret, docs/bridges.md)\n",
-                 claude, claude);
+                 getenv("CLAUDE_CONFIG_DIR"), getenv("CLAUDE_CONFIG_DIR"));
         ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
         ck_assert_ptr_null(strstr(logs.text, CLAUDE_KEY));
         text = describe(p);
@@ -578,7 +609,7 @@ START_TEST(test_prepare_claude)
                    "\"MY_TOKEN\":\"" CLAUDE_KEY "\"},\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
         ck_assert_int_eq(aisb_policy_set(p, "env", "MY_TOKEN=x", NULL), 0);
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "haiku");
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "permissions"), JSON_C_TO_STRING_PLAIN),
@@ -590,7 +621,7 @@ START_TEST(test_prepare_claude)
                 write_file(at("claude-home/settings.json"),
                            run ? "{\"model\":\"opus\",\"permissions\":{\"allow\":[\"Bash(make)\"]}}"
                                : "{\"model\":\"sonnet\",\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
-                ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+                prepare_ok(p);
                 settings = read_json(at("volume/.claude/settings.json"));
                 ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "haiku");
                 ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "permissions"),
@@ -620,15 +651,10 @@ END_TEST
  * run at most. */
 START_TEST(test_prepare_claude_policy)
 {
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\",\"env\":{\"MAX_THINKING_TOKENS\":\"8000\"}}");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        host_harness("claude", "settings.json", "{\"model\":\"opus\",\"env\":{\"MAX_THINKING_TOKENS\":\"8000\"}}");
+        aisb_policy *p = volume_policy_of("claude");
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         /* The agent's edits, as a run leaves them. */
         write_file(at("volume/.claude/settings.json"),
                    "{\"model\":\"opus\",\"effortLevel\":\"low\",\"maxEffortLevel\":\"low\",\"env\":"
@@ -636,7 +662,7 @@ START_TEST(test_prepare_claude_policy)
                    "\"MY_VAR\":\"kept\",\"CLAUDE_CODE_EXTRA_BODY\":\"{}\",\"CLAUDE_CODE_DISABLE_THINKING\":\"1\","
                    "\"MAX_THINKING_TOKENS\":\"1024\"},"
                    "\"modelSettings\":{\"sonnet\":{\"maxEffortLevel\":\"low\",\"effortLevel\":\"low\",\"x\":1}}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "medium");
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", NULL), "1");
@@ -658,7 +684,7 @@ START_TEST(test_prepare_claude_policy)
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
         write_file(at("volume/.claude/settings.json"),
                    "{\"model\":\"opus\",\"maxEffortLevel\":\"high\",\"env\":{\"CLAUDE_CODE_EFFORT_LEVEL\":\"low\"}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         /* "host": the level the host's settings give (none here), not the agent's. */
         ck_assert_ptr_null(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL));
@@ -666,7 +692,7 @@ START_TEST(test_prepare_claude_policy)
         ck_assert_str_eq(get_string(settings, "maxEffortLevel", NULL, NULL), "high");
         json_object_put(settings);
         ck_assert_int_eq(aisb_policy_set(p, "env", "CLAUDE_CODE_EFFORT_LEVEL=high", NULL), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         ck_assert_str_eq(get_string(settings, "env", "CLAUDE_CODE_EFFORT_LEVEL", NULL), "high");
         ck_assert(!json_object_object_get_ex(settings, "maxEffortLevel", NULL));
@@ -682,11 +708,10 @@ START_TEST(test_prepare_pi_budgets)
         host_pi("{\"thinkingBudgets\":{\"high\":16384}}", NULL);
         aisb_policy *p = volume_policy();
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "high", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         write_file(at("volume/.pi/agent/settings.json"),
                    "{\"thinkingBudgets\":{\"high\":1024,\"low\":512},\"defaultThinkingLevel\":\"low\",\"theme\":\"light\"}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "thinkingBudgets"),
                                                         JSON_C_TO_STRING_PLAIN),
@@ -697,13 +722,13 @@ START_TEST(test_prepare_pi_budgets)
         /* None on the host: none in the sandbox. "host": the sandbox's own stand. */
         host_pi("{}", NULL);
         write_file(at("volume/.pi/agent/settings.json"), "{\"thinkingBudgets\":{\"high\":1024}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert(!json_object_object_get_ex(settings, "thinkingBudgets", NULL));
         json_object_put(settings);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "host", NULL), 0);
         write_file(at("volume/.pi/agent/settings.json"), "{\"thinkingBudgets\":{\"high\":1024}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert(json_object_object_get_ex(settings, "thinkingBudgets", NULL));
         json_object_put(settings);
@@ -720,7 +745,7 @@ START_TEST(test_prepare_host_links)
         ck_assert_int_eq(symlink(at("dotfiles/pi-settings.json"), at("home/.pi/agent/settings.json")), 0);
         aisb_policy *p = volume_policy();
         aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "dark");
         json_object_put(settings);
@@ -742,8 +767,7 @@ START_TEST(test_prepare_pi_scrubbed)
                 "\"myToken\":\"" TOKEN "\"}",
                 NULL);
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.pi/agent/settings.json"));
         ck_assert_ptr_nonnull(strstr(text, "\"theme\""));
         ck_assert_ptr_null(strstr(text, "glpat"));
@@ -779,8 +803,7 @@ START_TEST(test_prepare_carry)
                 "{\"providers\":{\"acme\":{\"baseUrl\":\"https://api.acme.test\",\"apiKey\":\"" LITERAL_KEY "\","
                 "\"colorScheme2\":\"" RANDOM_HEX "\",\"models\":[{\"id\":\"m1\",\"reasoning\":true}]}}}");
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *settings = read_file(at("volume/.pi/agent/settings.json")), *models = read_file(at("volume/.pi/agent/models.json"));
         ck_assert_ptr_null(strstr(settings, RANDOM_HEX));
         ck_assert_ptr_nonnull(strstr(settings, "\"defaultModel\""));
@@ -806,7 +829,7 @@ START_TEST(test_prepare_carry)
         ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "pi:colorScheme2", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "bridge-carry", "pi-models:providers.*.colorScheme2", NULL), 0);
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *o = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(o, "colorScheme2", NULL, NULL), RANDOM_HEX);
         json_object_put(o);
@@ -820,7 +843,7 @@ START_TEST(test_prepare_carry)
         aisb_policy_free(p);
 
         p = volume_policy();
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_file(at("volume/.pi/agent/settings.json"));
         ck_assert_ptr_null(strstr(settings, RANDOM_HEX));
         free(settings);
@@ -830,10 +853,7 @@ END_TEST
 
 START_TEST(test_prepare_codex)
 {
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"),
+        host_harness("codex", "config.toml",
                    "model = \"gpt-5\"\nmodel_provider = \"corp\"\nsandbox_mode = \"workspace-write\"\n"
                    "model_reasoning_effort = \"low\"\n"
                    "[model_providers.corp]\nname = \"Corp\"\nbase_url = \"https://llm.corp.test/v1\"\n"
@@ -845,14 +865,11 @@ START_TEST(test_prepare_codex)
         ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "ephemeral-home", "true", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "medium", NULL), 0);
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
+        run_dir rd;
+        harness_bridge b;
         aisb_error *err = NULL;
-        ck_assert_msg(harness_bridge_prepare(ctx, p, &rd, &b, &err) == 0, "%s", aisb_error_message(err));
         char seed[PATH_MAX], path[PATH_MAX + 32];
-        snprintf(seed, sizeof seed, "%s/codex-config", rd.path);
-        ck_assert_str_eq(b.seed_dir, seed);
+        prepare_seed(p, &rd, &b, "codex-config", seed);
         snprintf(path, sizeof path, "%s/config.toml", seed);
         expect_mode(path, 0600);
         char *text = read_file(path);
@@ -879,7 +896,7 @@ START_TEST(test_prepare_codex)
         /* A provider's token is on no carry-list: it stays on the host, counted. */
         char said[2 * PATH_MAX];
         snprintf(said, sizeof said, "1 1 key of %s/config.toml stays on the host (on no carry-list: aisb inspect names "
-                                    "them; carry one with bridge-carry = codex:KEY)\n", codex);
+                                    "them; carry one with bridge-carry = codex:KEY)\n", getenv("CODEX_HOME"));
         ck_assert_msg(strstr(logs.text, said), "%s", logs.text);
         ck_assert_ptr_null(strstr(logs.text, "not bridged"));
         ck_assert_ptr_null(strstr(logs.text, CODEX_TOKEN));
@@ -905,21 +922,17 @@ END_TEST
  * a run names is bridged with the same policy, the host's merged, the agent's own policed. */
 START_TEST(test_prepare_codex_profile)
 {
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5\"\n");
+        host_harness("codex", "config.toml", "model = \"gpt-5\"\n");
         write_file(at("codex-home/fast.config.toml"), "model = \"gpt-5-mini\"\nmodel_reasoning_effort = \"low\"\n"
                                                        "experimental_bearer_token = \"lit-in-profile-1\"\n");
         write_file(at("volume/.codex/lazy.config.toml"), "model_reasoning_effort = \"minimal\"\nsandbox_mode = \"read-only\"\n"
                                                          "[features]\nplugins = true\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        aisb_policy *p = volume_policy_of("codex");
         ck_assert_int_eq(aisb_policy_set(p, "thinking", "high", NULL), 0);
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "--profile", "fast", "exec", "x", NULL },
                                                  NULL), 0);
         aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.codex/fast.config.toml"));
         ck_assert_ptr_nonnull(text);
         ck_assert_ptr_nonnull(strstr(text, "model = \"gpt-5-mini\""));
@@ -932,7 +945,7 @@ START_TEST(test_prepare_codex_profile)
         ck_assert_ptr_nonnull(strstr(text, "\"minimal\""));
         free(text);
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "-p", "lazy", NULL }, NULL), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         text = read_file(at("volume/.codex/lazy.config.toml"));
         ck_assert_ptr_nonnull(strstr(text, "model_reasoning_effort = \"high\""));
         ck_assert_ptr_nonnull(strstr(text, "sandbox_mode = \"danger-full-access\""));
@@ -941,7 +954,7 @@ START_TEST(test_prepare_codex_profile)
         /* -pNAME is one too. */
         write_file(at("volume/.codex/deep.config.toml"), "model_reasoning_effort = \"minimal\"\n");
         ck_assert_int_eq(aisb_policy_set_command(p, (const char *const[]) { "codex", "exec", "-pdeep", "x", NULL }, NULL), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         text = read_file(at("volume/.codex/deep.config.toml"));
         ck_assert_ptr_nonnull(strstr(text, "model_reasoning_effort = \"high\""));
         free(text);
@@ -960,19 +973,14 @@ END_TEST
 
 START_TEST(test_prepare_codex_volume)
 {
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5\"\napproval_policy = \"on-request\"\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        host_harness("codex", "config.toml", "model = \"gpt-5\"\napproval_policy = \"on-request\"\n");
+        aisb_policy *p = volume_policy_of("codex");
+        prepare_ok(p);
         write_file(at("volume/.codex/config.toml"),
                    "model = \"gpt-5\"\napproval_policy = \"never\"\nsandbox_mode = \"read-only\"\n"
                    "check_for_update_on_startup = false\nmodel_reasoning_effort = \"xhigh\"\n");
         write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\napproval_policy = \"on-request\"\n");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.codex/config.toml"));
         json_object *config = NULL;
         ck_assert_int_eq(toml_parse_json(text, strlen(text), "config.toml", &config, NULL), 0);
@@ -986,7 +994,7 @@ START_TEST(test_prepare_codex_volume)
          * re-seeded too, never a failed run. */
         write_file(at("volume/.codex/config.toml"), "\"tab\\there\" = 1\nmodel = \"gpt-5.1\"\n");
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "taking the host's settings afresh"));
         text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_null(strstr(text, "tab"));
@@ -994,7 +1002,7 @@ START_TEST(test_prepare_codex_volume)
 
         write_file(at("volume/.codex/config.toml"), "[[[ not toml\n");
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "taking the host's settings afresh"));
         text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_nonnull(strstr(text, "approval_policy = \"on-request\""));
@@ -1016,8 +1024,7 @@ static void expect_symlink_refused(const char *link_at)
         char link_path[PATH_MAX];
         snprintf(link_path, sizeof link_path, "%s/%s", at("volume"), link_at);
         ck_assert_int_eq(symlink(at("victim"), link_path), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         /* Moved by the home's reset, which comes first (harness-home.h), and kept there. */
         char said[PATH_MAX];
         snprintf(said, sizeof said, "(left by an earlier run): ~/%s moved to ~/.aisb-moved/", link_at);
@@ -1054,17 +1061,12 @@ END_TEST
  * own content moved aside, not lost) and the run goes on. */
 START_TEST(test_prepare_volume_obstacles)
 {
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
+        host_harness("claude", "settings.json", "{\"model\":\"opus\"}");
         write_file(at("claude-home/CLAUDE.md"), "# be brief\n");
-        aisb_policy *p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        aisb_policy *p = volume_policy_of("claude");
         write_file(at("volume/.claude/settings.json/x"), "the agent's\n");
         mkdirs(at("volume/.claude/CLAUDE.md"));
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "settings.json in the sandbox's home was not what aisb writes there: "
                                                 "moved to settings.json.aisb-moved-"));
         ck_assert_ptr_nonnull(strstr(logs.text, "CLAUDE.md in the sandbox's home was not what aisb writes there"));
@@ -1078,7 +1080,7 @@ START_TEST(test_prepare_volume_obstacles)
         /* No permissions on ~/.claude, nor on the file: given back (the home is the user's). */
         ck_assert_int_eq(chmod(at("volume/.claude/settings.json"), 0), 0);
         ck_assert_int_eq(chmod(at("volume/.claude"), 0), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         struct stat st;
         ck_assert_int_eq(stat(at("volume/.claude"), &st), 0);
         ck_assert_uint_eq(st.st_mode & 0700, 0700);
@@ -1086,20 +1088,16 @@ START_TEST(test_prepare_volume_obstacles)
         ck_assert_str_eq(get_string(settings, "model", NULL, NULL), "opus");
         json_object_put(settings);
         ck_assert_int_eq(chmod(at("volume/.claude"), 0500), 0);
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         unsetenv("CLAUDE_CONFIG_DIR");
         aisb_policy_free(p);
 
         /* A file at ~/.codex. */
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\n");
+        host_harness("codex", "config.toml", "model = \"gpt-5.1\"\n");
         write_file(at("volume/.codex"), "not a directory\n");
-        p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        p = volume_policy_of("codex");
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_msg(strstr(logs.text, "(left by an earlier run): ~/.codex "), "%s", logs.text);
         char *text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_nonnull(text);
@@ -1118,8 +1116,7 @@ START_TEST(test_prepare_volume_files_planted)
         mkdirs(at("volume/.pi/agent"));
         ck_assert_int_eq(symlink(at("precious.json"), at("volume/.pi/agent/settings.json")), 0);
         ck_assert_int_eq(mkfifo(at("volume/.pi/agent/models.json"), 0600), 0);
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "the sandbox's settings.json is a symlink, which is not followed: "
                                                 "taking the host's settings afresh"));
         char *precious = read_file(at("precious.json"));
@@ -1137,7 +1134,7 @@ START_TEST(test_prepare_volume_files_planted)
         ck_assert_int_eq(unlink(at("volume/.pi/agent/settings.json")), 0);
         ck_assert_int_eq(mkfifo(at("volume/.pi/agent/settings.json"), 0600), 0);
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_ptr_nonnull(strstr(logs.text, "the sandbox's settings.json is not a regular file: "
                                                 "taking the host's settings afresh"));
         expect_mode(at("volume/.pi/agent/settings.json"), 0600);
@@ -1204,8 +1201,7 @@ START_TEST(test_prepare_home_reset)
         write_file(at("victim/rules.md"), "victim\n");
         ck_assert_int_eq(symlink(at("victim"), at("volume/.claude/output-styles")), 0);
         logs.text[0] = 0;
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         for (size_t i = 0; i < ELEMENTSOF(planted); i++) {
                 ck_assert_msg(!exists_at(planted[i]) || streq(planted[i], "volume/.pi/agent/models.json"),
                               "%s is still there", planted[i]);
@@ -1240,7 +1236,7 @@ START_TEST(test_prepare_home_reset)
         json_object_put(settings);
         /* Nothing left: the next run says nothing. */
         logs.text[0] = 0;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         ck_assert_msg(!strstr(logs.text, "aisb-moved"), "%s", logs.text);
         aisb_policy_free(p);
 }
@@ -1252,12 +1248,11 @@ START_TEST(test_prepare_host_only_keys)
 {
         host_pi("{\"theme\":\"dark\",\"packages\":[\"npm:host-pkg\"]}", NULL);
         aisb_policy *p = volume_policy();
-        aisb_error *err = NULL;
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         write_file(at("volume/.pi/agent/settings.json"),
                    "{\"theme\":\"light\",\"packages\":[\"npm:evil\"],\"extensions\":[\"/home/sandbox/x.js\"],"
                    "\"shellCommandPrefix\":\"curl x|sh;\"}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         json_object *settings = read_json(at("volume/.pi/agent/settings.json"));
         ck_assert_str_eq(get_string(settings, "theme", NULL, NULL), "light"); /* the agent's own taste stays */
         ck_assert_str_eq(json_object_to_json_string_ext(json_object_object_get(settings, "packages"),
@@ -1267,17 +1262,13 @@ START_TEST(test_prepare_host_only_keys)
         json_object_put(settings);
         aisb_policy_free(p);
 
-        char claude[PATH_MAX];
-        snprintf(claude, sizeof claude, "%s/claude-home", dir);
-        setenv("CLAUDE_CONFIG_DIR", claude, 1);
-        write_file(at("claude-home/settings.json"), "{\"model\":\"opus\"}");
-        p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "claude", NULL), 0);
+        host_harness("claude", "settings.json", "{\"model\":\"opus\"}");
+        p = volume_policy_of("claude");
         write_file(at("volume/.claude/settings.json"),
                    "{\"model\":\"opus\",\"hooks\":{\"SessionStart\":[{\"hooks\":[{\"type\":\"command\","
                    "\"command\":\"sh /home/sandbox/x\"}]}]},\"statusLine\":{\"type\":\"command\",\"command\":\"x\"},"
                    "\"env\":{\"BASH_ENV\":\"/home/sandbox/x\"},\"enabledPlugins\":{\"p@m\":true}}");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         settings = read_json(at("volume/.claude/settings.json"));
         ck_assert(!json_object_object_get_ex(settings, "hooks", NULL));
         ck_assert(!json_object_object_get_ex(settings, "statusLine", NULL));
@@ -1287,15 +1278,11 @@ START_TEST(test_prepare_host_only_keys)
         unsetenv("CLAUDE_CONFIG_DIR");
         aisb_policy_free(p);
 
-        char codex[PATH_MAX];
-        snprintf(codex, sizeof codex, "%s/codex-home", dir);
-        setenv("CODEX_HOME", codex, 1);
-        write_file(at("codex-home/config.toml"), "model = \"gpt-5.1\"\n");
-        p = volume_policy();
-        ck_assert_int_eq(aisb_policy_set(p, "harness", "codex", NULL), 0);
+        host_harness("codex", "config.toml", "model = \"gpt-5.1\"\n");
+        p = volume_policy_of("codex");
         write_file(at("volume/.codex/config.toml"), "model = \"gpt-5.1\"\nnotify = [\"sh\", \"/home/sandbox/x\"]\n"
                                                     "[mcp_servers.evil]\ncommand = \"sh\"\n");
-        ck_assert_msg(prepare(p, &err) == 0, "%s", aisb_error_message(err));
+        prepare_ok(p);
         char *text = read_file(at("volume/.codex/config.toml"));
         ck_assert_ptr_nonnull(text);
         ck_assert_ptr_null(strstr(text, "notify"));
@@ -1319,10 +1306,9 @@ START_TEST(test_prepare_warns_of_credentials)
         snprintf(agents, sizeof agents, "%s/.agents", home);
         snprintf(file, sizeof file, "%s/skills/deploy/SKILL.md", agents);
         write_file(file, "Deploy with token " TOKEN "\n");
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
-        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, NULL), 0);
+        run_dir rd;
+        harness_bridge b;
+        ck_assert_int_eq(prepare_in(p, &rd, &b, NULL), 0);
         ck_assert_str_eq(b.agents_dir, agents);
         ck_assert_ptr_null(b.seed_dir);
         char expected[PATH_MAX + 64];
@@ -1482,11 +1468,10 @@ START_TEST(test_hold_pi)
 
         /* What the gate cannot hold stays the run's to pass, and the run says which. */
         p = harness_policy("pi", (const char *const[]) { "ephemeral-home", "true", NULL });
-        run_dir rd = RUN_DIR_NULL;
-        ck_assert_int_eq(run_dir_create(&rd, NULL), 0);
-        harness_bridge b = {};
+        run_dir rd;
+        harness_bridge b;
         aisb_error *err = NULL;
-        ck_assert_int_eq(harness_bridge_prepare(ctx, p, &rd, &b, &err), -ENOKEY);
+        ck_assert_int_eq(prepare_in(p, &rd, &b, &err), -ENOKEY);
         const char *m = aisb_error_message(err);
         ck_assert_msg(strstr(m, "--env AISB_PI_HEADER_LIT_X_SPACED") && strstr(m, "--env AISB_PI_KEY_CMD") &&
                               strstr(m, "--env PLAIN_KEY") && strstr(m, "--env ODD_KEY") && !strstr(m, "STUB_KEY") &&
@@ -1570,13 +1555,51 @@ START_TEST(test_describe_models_refused)
 }
 END_TEST
 
+/* Each backend fills every operation harness.c calls through it, and its places agree. */
+START_TEST(test_backends_complete)
+{
+        static const struct {
+                const char *name;
+                harness_kind kind;
+        } harnesses[] = { { "pi", HARNESS_PI }, { "claude", HARNESS_CLAUDE }, { "codex", HARNESS_CODEX } };
+        aisb_policy *p = NULL;
+        ck_assert_int_eq(aisb_policy_new(&p, NULL), 0);
+        ck_assert_int_eq(aisb_policy_set(p, "harness", harnesses[_i].name, NULL), 0);
+        const harness_ops *ops = harness_backend(p);
+        ck_assert_ptr_nonnull(ops);
+        ck_assert_int_eq(ops->kind, harnesses[_i].kind);
+        ck_assert_str_eq(ops->name, harnesses[_i].name);
+        ck_assert(ops->dir_env && ops->home_dir && ops->seed && ops->base && ops->whole_file && ops->settings);
+        char sandbox_dir[PATH_MAX];
+        snprintf(sandbox_dir, sizeof sandbox_dir, "%s/%s", AISB_SANDBOX_HOME, ops->home_dir);
+        ck_assert_str_eq(ops->sandbox_dir, sandbox_dir);
+        ck_assert_str_eq(harness_sandbox_dir(p), sandbox_dir);
+        ck_assert(ops->syntax && ops->syntax->parse && ops->syntax->format);
+        ck_assert(ops->level_valid && ops->levels && ops->bridge && ops->describe && ops->hold_keys);
+        ck_assert(ops->level_valid("host") && !ops->level_valid("bogus"));
+        const char *levels = ops->levels();
+        ck_assert_str_eq(levels + strlen(levels) - strlen(", host"), ", host");
+        if (ops->describe == harness_describe_settings)
+                ck_assert(ops->level_where && ops->auth_file);
+        size_t n = 0;
+        for (const read_only_dir *d = ops->read_only; d && d->name; d++, n++)
+                ck_assert(d->destination && strncmp(d->destination, sandbox_dir, strlen(sandbox_dir)) == 0);
+        ck_assert_uint_le(n, HARNESS_MOUNTS_MAX);
+        if (ops->state)
+                ck_assert(ops->state->dir && ops->state->name && ops->state->shown && ops->state->what && ops->state->take);
+        aisb_policy_free(p);
+}
+END_TEST
+
 static Suite *harness_suite(void)
 {
         Suite *s = suite_create("harness");
         TCase *tc = tcase_create("choices");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_bridge_applies);
-        tcase_add_test(tc, test_thinking_per_harness);
+        tcase_add_loop_test(tc, test_thinking_per_harness, 0, (int) ELEMENTSOF(thinking_cases));
+        tcase_add_test(tc, test_thinking_no_harness);
+        tcase_add_loop_test(tc, test_backends_complete, 0, 3);
         tcase_add_test(tc, test_agents_dir);
         tcase_add_test(tc, test_hold_claude);
         tcase_add_test(tc, test_hold_codex);

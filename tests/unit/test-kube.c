@@ -14,6 +14,7 @@
 #include "kube.h"
 #include "unit.h"
 #include "fileio.h"
+#include "../suite-table.h"
 
 static aisb_policy *policy(const char *net)
 {
@@ -34,6 +35,13 @@ static aisb_policy *policy(const char *net)
         ck_assert_msg(getenv("AISB_ENTRYPOINT"), "AISB_ENTRYPOINT is not set (meson sets it)");
         ck_assert_int_eq(aisb_policy_set(p, "entrypoint", getenv("AISB_ENTRYPOINT"), NULL), 0);
         return p;
+}
+
+/* Each directory of the NULL-ended list, made unless it is there. */
+static void mkdir_each(const char *const *dirs)
+{
+        for (; *dirs; dirs++)
+                ck_assert_msg(mkdir(*dirs, 0755) == 0 || errno == EEXIST, "%s: %s", *dirs, strerror(errno));
 }
 
 static void set(aisb_policy *p, const char *key, const char *value)
@@ -64,8 +72,7 @@ END_TEST
 #define GOLDEN_PROJECT "/tmp/aisb-kube-golden/acme"
 static aisb_policy *project_policy(void)
 {
-        ck_assert(mkdir("/tmp/aisb-kube-golden", 0755) == 0 || errno == EEXIST);
-        ck_assert(mkdir(GOLDEN_PROJECT, 0755) == 0 || errno == EEXIST);
+        mkdir_each((const char *const[]) { "/tmp/aisb-kube-golden", GOLDEN_PROJECT, NULL });
         aisb_policy *p = policy("allow");
         set(p, "no-cwd", "false");
         set(p, "project", GOLDEN_PROJECT);
@@ -273,22 +280,58 @@ static void squeeze_empty(char *text)
         *out = 0;
 }
 
+/* text kept in a file of its own, to compare with the golden one: its path. */
+static const char *kept_in_file(const char *text)
+{
+        static char path[32];
+        snprintf(path, sizeof path, "/tmp/aisb-kube-got.XXXXXX");
+        _cleanup_close_ int fd = mkstemp(path);
+        if (fd >= 0)
+                (void) write_all(fd, text, strlen(text));
+        return path;
+}
+
 static void expect_golden(const char *text, const char *name)
 {
         char *got = untagged(text), *want = golden(name);
         squeeze_empty(got);
         squeeze_empty(want);
-        if (!streq(got, want)) {
-                char path[] = "/tmp/aisb-kube-got.XXXXXX";
-                int fd = mkstemp(path);
-                if (fd >= 0) {
-                        (void) write_all(fd, got, strlen(got));
-                        close(fd);
-                }
-                ck_abort_msg("%s differs; what was made is in %s", name, path);
-        }
+        if (!streq(got, want))
+                ck_abort_msg("%s differs; what was made is in %s", name, kept_in_file(got));
         free(got);
         free(want);
+}
+
+/* How many documents p's objects with o are. */
+static size_t document_count(const aisb_policy *p, const kube_options *o)
+{
+        char *text = manifests(p, o);
+        json_object *docs = documents(text);
+        size_t n = json_object_array_length(docs);
+        json_object_put(docs);
+        free(text);
+        return n;
+}
+
+/* Every pod of docs to the standard, as o's target and variant take it. */
+static void check_pods(json_object *docs, const kube_options *o)
+{
+        podman_target = o->podman;
+        netfilter_variant = o->netfilter_init;
+        check_all_pods(docs);
+        podman_target = netfilter_variant = false;
+}
+
+/* p's objects with o, held to the golden file name and every pod to the standard; parsed,
+ * with their text in *ret_text. */
+static json_object *golden_documents(const aisb_policy *p, const kube_options *o, const char *name, char **ret_text)
+{
+        char *text = manifests(p, o);
+        expect_golden(text, name);
+        json_object *docs = documents(text);
+        check_pods(docs, o);
+        *ret_text = text;
+        return docs;
 }
 
 START_TEST(test_allow)
@@ -304,11 +347,9 @@ START_TEST(test_allow)
         const char *const cmd[] = { "make", "test", NULL };
         ck_assert_int_eq(aisb_policy_set_command(p, cmd, NULL), 0);
         kube_options o = { .timeout_s = 3600 };
-        char *text = manifests(p, &o);
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "allow.json", &text);
         ck_assert_ptr_null(strstr(text, "value-never-printed"));
-        expect_golden(text, "allow.json");
-        json_object *docs = documents(text);
-        check_all_pods(docs);
         /* The same policy, the same bytes. */
         char *again = manifests(p, &o);
         ck_assert_str_eq(text, again);
@@ -323,10 +364,8 @@ START_TEST(test_none)
 {
         aisb_policy *p = policy("none");
         kube_options o = { .image_repo = "registry.example.com/team" };
-        char *text = manifests(p, &o);
-        expect_golden(text, "none.json");
-        json_object *docs = documents(text);
-        check_all_pods(docs);
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "none.json", &text);
         /* No gate, nothing out: the bridged settings' ConfigMap, the NetworkPolicy, the Pod. */
         ck_assert_uint_eq(json_object_array_length(docs), 3);
         ck_assert_str_eq(json_object_get_string(get(json_object_array_get_idx(docs, 0), "kind")), "ConfigMap");
@@ -375,8 +414,7 @@ START_TEST(test_refused)
         }
         /* The protected paths are binds of this machine's tree; a claim is not that tree. */
         {
-                ck_assert(mkdir("/tmp/aisb-kube-protect", 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir("/tmp/aisb-kube-protect/.git", 0755) == 0 || errno == EEXIST);
+                mkdir_each((const char *const[]) { "/tmp/aisb-kube-protect", "/tmp/aisb-kube-protect/.git", NULL });
                 aisb_policy *q = policy("none");
                 set(q, "no-cwd", "false");
                 set(q, "project", "/tmp/aisb-kube-protect");
@@ -390,7 +428,7 @@ START_TEST(test_refused)
                 err = NULL;
                 /* podman: the project is the user's tree, kept as a run keeps it; its settings
                  * the run's copy, in a ConfigMap */
-                ck_assert(mkdir("/tmp/aisb-kube-protect/.ai-sandbox", 0755) == 0 || errno == EEXIST);
+                mkdir_each((const char *const[]) { "/tmp/aisb-kube-protect/.ai-sandbox", NULL });
                 FILE *notes = fopen("/tmp/aisb-kube-protect/.ai-sandbox/notes", "w");
                 ck_assert_ptr_nonnull(notes);
                 fputs("the project's own\n", notes);
@@ -459,11 +497,8 @@ START_TEST(test_project)
         set(p, "allow", "10.20.0.0/16");
         set(p, "insecure-allow-host-ranges", "true");
         kube_options o = { .workspace_size = 1ULL << 30 };
-        char *text = manifests(p, &o);
-        expect_golden(text, "project.json");
-        json_object *docs = documents(text);
-        check_all_pods(docs);
-        json_object_put(docs);
+        char *text = NULL;
+        json_object_put(golden_documents(p, &o, "project.json", &text));
         free(text);
         aisb_policy_free(p);
 }
@@ -476,9 +511,8 @@ START_TEST(test_sandbox)
         aisb_policy *p = policy("allow");
         set(p, "allow", "example.com");
         kube_options pod_o = {}, sandbox_o = { .as_sandbox = true };
-        char *pod_text = manifests(p, &pod_o), *text = manifests(p, &sandbox_o);
-        expect_golden(text, "sandbox.json");
-        json_object *pods = documents(pod_text), *docs = documents(text);
+        char *pod_text = manifests(p, &pod_o), *text = NULL;
+        json_object *pods = documents(pod_text), *docs = golden_documents(p, &sandbox_o, "sandbox.json", &text);
         size_t last = json_object_array_length(docs) - 1;
         json_object *sandbox = json_object_array_get_idx(docs, last), *pod = json_object_array_get_idx(pods, last);
         ck_assert_str_eq(json_object_get_string(get(sandbox, "apiVersion")), "agents.x-k8s.io/v1beta1");
@@ -521,12 +555,8 @@ START_TEST(test_podman)
         aisb_policy *p = project_policy();
         set(p, "allow", "example.com");
         kube_options o = { .podman = true };
-        char *text = manifests(p, &o);
-        expect_golden(text, "podman.json");
-        json_object *docs = documents(text);
-        podman_target = true;
-        check_all_pods(docs);
-        podman_target = false;
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "podman.json", &text);
         /* The gate's ConfigMap and Deployment, the ConfigMaps of the project's settings and the
          * bridged ones, the Pod. */
         ck_assert_uint_eq(json_object_array_length(docs), 5);
@@ -538,17 +568,9 @@ START_TEST(test_podman)
         json_object_put(docs);
         free(text);
         o.parts = KUBE_PART_GATE;
-        text = manifests(p, &o);
-        docs = documents(text);
-        ck_assert_uint_eq(json_object_array_length(docs), 2);
-        json_object_put(docs);
-        free(text);
+        ck_assert_uint_eq(document_count(p, &o), 2);
         o.parts = KUBE_PART_SANDBOX;
-        text = manifests(p, &o);
-        docs = documents(text);
-        ck_assert_uint_eq(json_object_array_length(docs), 3);
-        json_object_put(docs);
-        free(text);
+        ck_assert_uint_eq(document_count(p, &o), 3);
         /* podman plays no Sandbox */
         o = (kube_options) { .podman = true, .as_sandbox = true };
         ck_assert_int_eq(kube_manifests(p, &o, &text, NULL), -EOPNOTSUPP);
@@ -564,12 +586,8 @@ START_TEST(test_netfilter)
         set(p, "allow", "example.com");
         set(p, "allow", "192.0.2.10:5432");
         kube_options o = { .netfilter_init = true };
-        char *text = manifests(p, &o);
-        expect_golden(text, "netfilter.json");
-        json_object *docs = documents(text);
-        netfilter_variant = true;
-        check_all_pods(docs);
-        netfilter_variant = false;
+        char *text = NULL;
+        json_object *docs = golden_documents(p, &o, "netfilter.json", &text);
         json_object *pod = json_object_array_get_idx(docs, json_object_array_length(docs) - 1);
         json_object *argv = get(json_object_array_get_idx(get(pod, "spec.initContainers"), 0), "command");
         char *joined = strdup(json_object_to_json_string_ext(argv, JSON_C_TO_STRING_PLAIN));
@@ -636,9 +654,9 @@ END_TEST
 /* A project with a name no cluster takes as it is still names valid objects. */
 START_TEST(test_names)
 {
+        static const char *const names[] = { "__Weird__Name--", "-", "a.b.c", "UPPER", "x_y_z_", "0123456789abcdefghijklmnopqrstuvwxyz0123456789" };
         char dir[] = "/tmp/aisb-kube.XXXXXX";
         ck_assert_ptr_nonnull(mkdtemp(dir));
-        static const char *const names[] = { "__Weird__Name--", "-", "a.b.c", "UPPER", "x_y_z_", "0123456789abcdefghijklmnopqrstuvwxyz0123456789" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[4096];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -695,10 +713,8 @@ static aisb_policy *row_policy(const row *w, bool project)
         set(p, "no-agents", "true");
         set(p, "thinking", "high");
         if (project) {
-                ck_assert(mkdir("/tmp/aisb-test-kube", 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir(MATRIX_PROJECT, 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir(MATRIX_PROJECT "/.git", 0755) == 0 || errno == EEXIST);
-                ck_assert(mkdir(MATRIX_PROJECT "/.vscode", 0755) == 0 || errno == EEXIST);
+                mkdir_each((const char *const[]) { "/tmp/aisb-test-kube", MATRIX_PROJECT, MATRIX_PROJECT "/.git",
+                                                    MATRIX_PROJECT "/.vscode", NULL });
                 set(p, "no-cwd", "false");
                 set(p, "project", MATRIX_PROJECT);
         }
@@ -720,10 +736,11 @@ static bool is_proxy_variable(const char *name)
 /* The value of NAME in a NAME=VALUE list, or NULL. */
 static const char *env_of(char *const *env, const char *name)
 {
-        size_t n = strlen(name);
+        char prefix[256];
+        snprintf(prefix, sizeof prefix, "%s=", name);
         for (size_t i = 0; env && env[i]; i++)
-                if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
-                        return env[i] + n + 1;
+                if (startswith(env[i], prefix))
+                        return env[i] + strlen(prefix);
         return NULL;
 }
 
@@ -777,6 +794,17 @@ static char **expected_argv(const aisb_policy *p, const run_plan *local, bool po
         return v;
 }
 
+/* The lines of v, sorted, each ended by a newline; v freed. */
+static char *sorted_lines(char **v)
+{
+        strv_sort(v);
+        buffer b = {};
+        for (size_t i = 0; v && v[i]; i++)
+                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
+        strv_free(v);
+        return buffer_steal(&b);
+}
+
 /* The body's mounts as "DEST ro|rw" lines, sorted; the home volume's too. */
 static char *body_mounts(json_object *body, bool seed)
 {
@@ -793,12 +821,7 @@ static char *body_mounts(json_object *body, bool seed)
                 ck_assert_int_ge(strv_push(&v, AISB_SANDBOX_HOME " rw"), 0);
         if (seed && !strv_contains((const char *const *) v, AISB_SEED_IN_SANDBOX " ro"))
                 ck_assert_int_ge(strv_push(&v, AISB_SEED_IN_SANDBOX " ro"), 0);
-        strv_sort(v);
-        buffer b = {};
-        for (size_t i = 0; v && v[i]; i++)
-                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
-        strv_free(v);
-        return buffer_steal(&b);
+        return sorted_lines(v);
 }
 
 /* The pod's volumeMounts the same way, the seed's files as their directory. */
@@ -815,12 +838,7 @@ static char *pod_mounts(json_object *container)
                 if (!strv_contains((const char *const *) v, line))
                         ck_assert_int_ge(strv_push(&v, line), 0);
         }
-        strv_sort(v);
-        buffer b = {};
-        for (size_t i = 0; v && v[i]; i++)
-                ck_assert_int_ge(buffer_printf(&b, "%s\n", v[i]), 0);
-        strv_free(v);
-        return buffer_steal(&b);
+        return sorted_lines(v);
 }
 
 static json_object *doc_named(json_object *docs, const char *kind, const char *name)
@@ -953,9 +971,7 @@ START_TEST(test_renders_plan)
                 ck_assert_str_eq(level, "high");
                 free(level);
         }
-        podman_target = podman;
-        check_all_pods(docs);
-        podman_target = false;
+        check_pods(docs, &o);
 
         json_object_put(docs);
         run_plan_done(&local);
@@ -973,24 +989,15 @@ int main(void)
         if (!mkdtemp(home))
                 return EXIT_FAILURE;
         setenv("HOME", home, 1);
-        unsetenv("PI_CODING_AGENT_DIR");
-        unsetenv("CLAUDE_CONFIG_DIR");
-        unsetenv("CODEX_HOME");
+        static const char *const harness_dirs[] = { "PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME" };
+        for (size_t i = 0; i < ELEMENTSOF(harness_dirs); i++)
+                unsetenv(harness_dirs[i]);
         Suite *s = suite_create("kube");
-        TCase *tc = tcase_create("manifests");
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, test_options_defaults);
-        tcase_add_test(tc, test_allow);
-        tcase_add_test(tc, test_none);
-        tcase_add_test(tc, test_project);
-        tcase_add_test(tc, test_sandbox);
-        tcase_add_test(tc, test_podman);
-        tcase_add_test(tc, test_netfilter);
-        tcase_add_test(tc, test_review);
-        tcase_add_test(tc, test_refused);
-        tcase_add_test(tc, test_names);
+        TCase *tc = suite_add_tests(s, "manifests", NULL, NULL, test_options_defaults, test_allow, test_none,
+                                    test_project, test_sandbox, test_podman, test_netfilter, test_review, test_refused,
+                                    test_names);
         tcase_add_loop_test(tc, test_renders_plan, 0, 2 * ELEMENTSOF(rows));
-        suite_add_tcase(s, tc);
+        tcase_set_timeout(tc, 60);
         int failed = unit_run(s) != EXIT_SUCCESS;
         rmdir(home);
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

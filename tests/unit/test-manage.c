@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "unit.h"
 #include "fileio.h"
+#include "../suite-table.h"
 
 #define MANAGED_QUERY "all=true&filters={\"label\":[\"aisb.managed=true\"]}"
 
@@ -42,6 +43,12 @@ static void teardown(void)
         snprintf(cmd, sizeof cmd, "rm -rf %s", state_home);
         ck_assert_int_eq(system(cmd), 0);
         unsetenv("XDG_STATE_HOME");
+}
+
+/* A route answering 200 with JSON. */
+static void route_json(const char *method, const char *pattern, const char *body)
+{
+        fake_podman_route(fp, method, pattern, 200, "application/json", body, FAKE_NORMAL, 0);
 }
 
 /* The pid of a process that has ended (and been reaped): what an aisb killed with -9 leaves
@@ -202,17 +209,13 @@ START_TEST(test_list)
                  "{\"Names\":[\"aisb-scratch-1\"],\"Image\":\"localhost/aisb:2222\",\"State\":\"exited\","
                  "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.pid\":\"x1\"}}]",
                  (int) getpid(), (int) gone, (int) gone);
-        fake_podman_route(fp, "GET", "/containers/json?*aisb.managed=true*", 200, "application/json", containers,
-                          FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/json?*aisb.managed=true*", 200, "application/json",
-                          "[{\"Name\":\"aisb-home-proj\",\"CreatedAt\":\"2024-02-03T04:05:06+00:00\","
-                          "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.project\":\"/home/u/proj\"}},"
-                          "{\"Name\":\"aisb-home-old\",\"Labels\":{\"aisb.managed\":\"true\"}}]",
-                          FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-proj*", 200, "application/json",
-                          "[{\"Names\":[\"aisb-proj-live\"]}]", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-old*", 200, "application/json", "[]",
-                          FAKE_NORMAL, 0);
+        route_json("GET", "/containers/json?*aisb.managed=true*", containers);
+        route_json("GET", "/containers/json?*volume*aisb-home-proj*", "[{\"Names\":[\"aisb-proj-live\"]}]");
+        route_json("GET", "/containers/json?*volume*aisb-home-old*", "[]");
+        route_json("GET", "/volumes/json?*aisb.managed=true*",
+                   "[{\"Name\":\"aisb-home-proj\",\"CreatedAt\":\"2024-02-03T04:05:06+00:00\","
+                   "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.project\":\"/home/u/proj\"}},"
+                   "{\"Name\":\"aisb-home-old\",\"Labels\":{\"aisb.managed\":\"true\"}}]");
 
         entries l = {};
         aisb_error *err = NULL;
@@ -246,9 +249,7 @@ END_TEST
  * last changed (or since its start). Anything else: -1 for both. */
 START_TEST(test_list_gate_users)
 {
-        char state[] = "/tmp/aisb-test-state-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(state));
-        ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+        const char *state = state_home;
         char dir[256], log[300];
         snprintf(dir, sizeof dir, "%s/ai-sandbox/gates/busy/logs", state);
         ck_assert_int_eq(mkdir_p(dir, 0700), 0);
@@ -259,20 +260,18 @@ START_TEST(test_list_gate_users)
         ck_assert_int_eq(futimens(fd, (struct timespec[2]) { { .tv_sec = now - 100 }, { .tv_sec = now - 100 } }), 0);
         close(fd);
 
-        fake_podman_route(fp, "GET", "/containers/json?*aisb.managed=true*", 200, "application/json",
-                          "[{\"Names\":[\"aisb-gate-busy\"],\"State\":\"running\",\"Created\":1700000000,"
-                          "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\",\"aisb.gate.port\":\"40000\"}},"
-                          "{\"Names\":[\"aisb-gate-idle\"],\"State\":\"running\",\"Created\":1700000000,"
-                          "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"idle\",\"aisb.gate.port\":\"40001\"}},"
-                          /* Two running sandboxes of the busy gate, one exited, one of another. */
-                          "{\"Names\":[\"aisb-a\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
-                          "{\"Names\":[\"aisb-b\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
-                          "{\"Names\":[\"aisb-c\"],\"State\":\"exited\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
-                          "{\"Names\":[\"aisb-d\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"other\"}}]",
-                          FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/json", 200, "application/json",
-                          "[{\"Name\":\"aisb-home-x\",\"Labels\":{\"aisb.managed\":\"true\"}}]", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/containers/json?*volume*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        route_json("GET", "/volumes/json", "[{\"Name\":\"aisb-home-x\",\"Labels\":{\"aisb.managed\":\"true\"}}]");
+        route_json("GET", "/containers/json?*volume*", "[]");
+        route_json("GET", "/containers/json?*aisb.managed=true*",
+                   "[{\"Names\":[\"aisb-gate-busy\"],\"State\":\"running\",\"Created\":1700000000,"
+                   "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\",\"aisb.gate.port\":\"40000\"}},"
+                   "{\"Names\":[\"aisb-gate-idle\"],\"State\":\"running\",\"Created\":1700000000,"
+                   "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"idle\",\"aisb.gate.port\":\"40001\"}},"
+                   /* Two running sandboxes of the busy gate, one exited, one of another. */
+                   "{\"Names\":[\"aisb-a\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
+                   "{\"Names\":[\"aisb-b\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
+                   "{\"Names\":[\"aisb-c\"],\"State\":\"exited\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"busy\"}},"
+                   "{\"Names\":[\"aisb-d\"],\"State\":\"running\",\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"other\"}}]");
         entries l = {};
         ck_assert_int_eq(aisb_list(ctx, collect, &l, NULL), 0);
         ck_assert_uint_eq(l.n, 7);
@@ -295,24 +294,18 @@ START_TEST(test_list_gate_users)
         ck_assert_int_eq(aisb_list(ctx, collect, &l, NULL), 0);
         ck_assert_msg(l.e[0].idle >= now - 1700000000, "idle %lld", l.e[0].idle);
         entries_free(&l);
-        unlink(log);
-        unsetenv("XDG_STATE_HOME");
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", state);
-        ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
 /* Created as podman writes it on a host whose time zone is not UTC: an offset. */
 START_TEST(test_list_time_offset)
 {
-        fake_podman_route(fp, "GET", "/containers/json?*aisb.managed=true*", 200, "application/json",
-                          "[{\"Names\":[\"aisb-a\"],\"State\":\"exited\",\"Created\":\"2024-06-10T14:00:00.5+02:00\","
-                          "\"Labels\":{\"aisb.managed\":\"true\"}},"
-                          "{\"Names\":[\"aisb-b\"],\"State\":\"exited\",\"Created\":\"2024-06-10T07:30:00-04:30\","
-                          "\"Labels\":{\"aisb.managed\":\"true\"}}]",
-                          FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/volumes/json", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        route_json("GET", "/containers/json?*aisb.managed=true*",
+                   "[{\"Names\":[\"aisb-a\"],\"State\":\"exited\",\"Created\":\"2024-06-10T14:00:00.5+02:00\","
+                   "\"Labels\":{\"aisb.managed\":\"true\"}},"
+                   "{\"Names\":[\"aisb-b\"],\"State\":\"exited\",\"Created\":\"2024-06-10T07:30:00-04:30\","
+                   "\"Labels\":{\"aisb.managed\":\"true\"}}]");
+        route_json("GET", "/volumes/json", "[]");
         entries l = {};
         ck_assert_int_eq(aisb_list(ctx, collect, &l, NULL), 0);
         ck_assert_uint_eq(l.n, 2);
@@ -338,8 +331,7 @@ END_TEST
 /* ---- aisb clean ---- */
 
 typedef struct removed {
-        char text[4096];
-        char warnings[4096];
+        char text[4096], warnings[4096]; /* what was told removed; the warnings logged */
 } removed;
 
 static void on_removed(const aisb_clean_entry *e, void *userdata)
@@ -357,6 +349,15 @@ static int on_event(const aisb_event *e, void *userdata)
         size_t n = strlen(r->warnings);
         snprintf(r->warnings + n, sizeof r->warnings - n, "%s\n", e->text);
         return 0;
+}
+
+/* A clean that succeeds; what it removed and warned about in r. */
+static void clean_ok(unsigned flags, const char *volume_glob, const char *keep_image, removed *r)
+{
+        aisb_ctx_set_event_fn(ctx, on_event, r);
+        aisb_error *err = NULL;
+        ck_assert_msg(aisb_clean(ctx, flags, volume_glob, keep_image, on_removed, r, &err) == 0, "%s",
+                      aisb_error_message(err));
 }
 
 /* What a user's podman holds: aisb's sandboxes and gates in each state, and images of aisb
@@ -386,18 +387,16 @@ static void route_host(void)
                  "{\"Image\":\"localhost/aisb:nameless\",\"State\":\"exited\",\"Labels\":{\"aisb.managed\":\"true\"}}"
                  "]",
                  (int) getpid(), (int) getpid(), (int) gone, (int) gone);
-        fake_podman_route(fp, "GET", "/containers/json?*label*aisb.managed=true*", 200, "application/json",
-                          containers, FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/images/json", 200, "application/json",
-                          "[{\"Names\":[\"localhost/aisb:live\"]},{\"Names\":[\"localhost/aisb:odd\"]},"
-                          "{\"Names\":[\"localhost/aisb:orphan\",\"localhost/aisb:old\"]},"
-                          "{\"Names\":[\"localhost/aisb-gate:g1\"]},{\"Names\":[\"localhost/aisb-gate:g0\"]},"
-                          "{\"Names\":[\"localhost/aisb-base:trixie\"]},{\"Names\":[\"localhost/aisb:keep\"]},"
-                          "{\"Names\":[\"docker.io/library/ubuntu:24.04\"]},{\"Names\":[\"localhost/aisbx:1\"]},"
-                          "{\"Names\":[\"localhost/other/aisb:1\"]},{\"Id\":\"dangling\"},{\"Names\":null}]",
-                          FAKE_NORMAL, 0);
-        fake_podman_route(fp, "DELETE", "/containers/*", 200, "application/json", "[]", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "DELETE", "/images/*", 200, "application/json", "{}", FAKE_NORMAL, 0);
+        route_json("GET", "/containers/json?*label*aisb.managed=true*", containers);
+        route_json("GET", "/images/json",
+                   "[{\"Names\":[\"localhost/aisb:live\"]},{\"Names\":[\"localhost/aisb:odd\"]},"
+                   "{\"Names\":[\"localhost/aisb:orphan\",\"localhost/aisb:old\"]},"
+                   "{\"Names\":[\"localhost/aisb-gate:g1\"]},{\"Names\":[\"localhost/aisb-gate:g0\"]},"
+                   "{\"Names\":[\"localhost/aisb-base:trixie\"]},{\"Names\":[\"localhost/aisb:keep\"]},"
+                   "{\"Names\":[\"docker.io/library/ubuntu:24.04\"]},{\"Names\":[\"localhost/aisbx:1\"]},"
+                   "{\"Names\":[\"localhost/other/aisb:1\"]},{\"Id\":\"dangling\"},{\"Names\":null}]");
+        route_json("DELETE", "/containers/*", "[]");
+        route_json("DELETE", "/images/*", "{}");
         fake_podman_route(fp, "DELETE", "/volumes/*", 204, NULL, "", FAKE_NORMAL, 0);
 }
 
@@ -405,10 +404,7 @@ START_TEST(test_clean_default)
 {
         route_host();
         removed r = {};
-        aisb_ctx_set_event_fn(ctx, on_event, &r);
-        aisb_error *err = NULL;
-        ck_assert_msg(aisb_clean(ctx, 0, NULL, "localhost/aisb:keep", on_removed, &r, &err) == 0, "%s",
-                      aisb_error_message(err));
+        clean_ok(0, NULL, "localhost/aisb:keep", &r);
         ck_assert_str_eq(r.text, "sandbox:aisb-run-exited sandbox:aisb-run-orphan gate:aisb-gate-down "
                                  "image:localhost/aisb:orphan image:localhost/aisb:old image:localhost/aisb-gate:g0");
         expect_requests("DELETE", "containers/", "containers/aisb-run-exited containers/aisb-run-orphan containers/aisb-gate-down");
@@ -435,7 +431,7 @@ START_TEST(test_clean_all)
         ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL | 1u << 7, NULL, NULL, on_removed, &r, NULL), -EINVAL);
         ck_assert_uint_eq(fake_podman_request_count(fp), before);
         ck_assert_str_eq(r.text, "");
-        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL, NULL, "localhost/aisb:keep", on_removed, &r, NULL), 0);
+        clean_ok(AISB_CLEAN_ALL, NULL, "localhost/aisb:keep", &r);
         /* Running gates too, and every aisb image (the base and the one to keep included) but
          * those of the sandboxes still running. */
         ck_assert_str_eq(r.text, "sandbox:aisb-run-exited sandbox:aisb-run-orphan gate:aisb-gate-up gate:aisb-gate-down "
@@ -461,9 +457,7 @@ START_TEST(test_clean_image_refused)
                           "{\"message\":\"no such image\",\"response\":404}", FAKE_NORMAL, 0);
         route_host();
         removed r = {};
-        aisb_ctx_set_event_fn(ctx, on_event, &r);
-        aisb_error *err = NULL;
-        ck_assert_msg(aisb_clean(ctx, 0, NULL, NULL, on_removed, &r, &err) == 0, "%s", aisb_error_message(err));
+        clean_ok(0, NULL, NULL, &r);
         ck_assert_str_eq(r.warnings, "removing localhost/aisb:orphan: image used by 0123abcd: image is in use by a container\n");
         /* The images after it were still removed. */
         expect_requests("DELETE", "images/",
@@ -488,21 +482,17 @@ END_TEST
 
 static void route_volumes(void)
 {
-        fake_podman_route(fp, "GET", "/volumes/json?", 200, "application/json",
-                          "[{\"Name\":\"aisb-home-proj\"},{\"Name\":\"aisb-home-pinned\"},{\"Name\":\"aisb-home-live\"},"
-                          "{\"Name\":\"aisb-home-refused\"},{\"Name\":\"aisb-cache-x\"},{\"Name\":\"projdata\"},"
-                          "{\"Name\":\"my-aisb-home\"}]",
-                          FAKE_NORMAL, 0);
+        route_json("GET", "/volumes/json?",
+                   "[{\"Name\":\"aisb-home-proj\"},{\"Name\":\"aisb-home-pinned\"},{\"Name\":\"aisb-home-live\"},"
+                   "{\"Name\":\"aisb-home-refused\"},{\"Name\":\"aisb-cache-x\"},{\"Name\":\"projdata\"},"
+                   "{\"Name\":\"my-aisb-home\"}]");
         /* Used only by a sandbox this clean removes: free once it is gone. */
-        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-proj*", 200, "application/json",
-                          "[{\"Names\":[\"aisb-run-exited\"]}]", FAKE_NORMAL, 0);
+        route_json("GET", "/containers/json?*volume*aisb-home-proj*", "[{\"Names\":[\"aisb-run-exited\"]}]");
         /* Used by a container outside aisb's namespace. */
-        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-pinned*", 200, "application/json",
-                          "[{\"Names\":[\"aisb-run-exited\"]},{\"Names\":[\"someones-db\"]}]", FAKE_NORMAL, 0);
+        route_json("GET", "/containers/json?*volume*aisb-home-pinned*", "[{\"Names\":[\"aisb-run-exited\"]},{\"Names\":[\"someones-db\"]}]");
         /* Used by a sandbox that still runs. */
-        fake_podman_route(fp, "GET", "/containers/json?*volume*aisb-home-live*", 200, "application/json",
-                          "[{\"Names\":[\"aisb-run-live\"]}]", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/containers/json?*volume*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        route_json("GET", "/containers/json?*volume*aisb-home-live*", "[{\"Names\":[\"aisb-run-live\"]}]");
+        route_json("GET", "/containers/json?*volume*", "[]");
         fake_podman_route(fp, "DELETE", "/volumes/aisb-home-refused", 409, "application/json",
                           "{\"message\":\"volume is being used by the following container(s): f00\",\"response\":409}",
                           FAKE_NORMAL, 0);
@@ -513,10 +503,7 @@ START_TEST(test_clean_volumes)
         route_volumes();
         route_host();
         removed r = {};
-        aisb_ctx_set_event_fn(ctx, on_event, &r);
-        aisb_error *err = NULL;
-        ck_assert_msg(aisb_clean(ctx, AISB_CLEAN_VOLUMES, NULL, NULL, on_removed, &r, &err) == 0, "%s",
-                      aisb_error_message(err));
+        clean_ok(AISB_CLEAN_VOLUMES, NULL, NULL, &r);
         ck_assert_ptr_nonnull(strstr(r.text, " volume:aisb-home-proj volume:aisb-home-refused volume:aisb-cache-x"));
         ck_assert_str_eq(strstr(r.text, "volume:"), "volume:aisb-home-proj volume:aisb-home-refused volume:aisb-cache-x");
         expect_requests("DELETE", "volumes/", "volumes/aisb-home-proj volumes/aisb-home-refused volumes/aisb-cache-x");
@@ -538,7 +525,7 @@ START_TEST(test_clean_volumes_glob)
         route_volumes();
         route_host();
         removed r = {};
-        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_VOLUMES, "aisb-home-p*", NULL, on_removed, &r, NULL), 0);
+        clean_ok(AISB_CLEAN_VOLUMES, "aisb-home-p*", NULL, &r);
         ck_assert_str_eq(strstr(r.text, "volume:"), "volume:aisb-home-proj");
         expect_requests("DELETE", "volumes/", "volumes/aisb-home-proj");
         /* What the glob leaves out is not even asked about. */
@@ -558,9 +545,7 @@ START_TEST(test_clean_dry_run)
         route_volumes();
         route_host();
         removed r = {};
-        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN, NULL, NULL,
-                                    on_removed, &r, NULL),
-                         0);
+        clean_ok(AISB_CLEAN_ALL | AISB_CLEAN_VOLUMES | AISB_CLEAN_DRY_RUN, NULL, NULL, &r);
         /* Reported as a real clean would (the volume of a sandbox it would remove included)... */
         ck_assert_str_eq(r.text, "sandbox:aisb-run-exited sandbox:aisb-run-orphan gate:aisb-gate-up gate:aisb-gate-down "
                                  "image:localhost/aisb:orphan image:localhost/aisb:old image:localhost/aisb-gate:g1 "
@@ -632,14 +617,13 @@ START_TEST(test_clean_gate_state)
                  "{\"Names\":[\"aisb-gate-%s\"],\"Image\":\"localhost/aisb-gate:g\",\"State\":\"running\","
                  "\"Labels\":{\"aisb.managed\":\"true\",\"aisb.gate\":\"%s\",\"aisb.gate.port\":\"40003\"}}]",
                  killed, killed, live, live, shared, shared);
-        fake_podman_route(fp, "GET", "/containers/json?*label*aisb.managed=true*", 200, "application/json",
-                          containers, FAKE_NORMAL, 0);
-        fake_podman_route(fp, "GET", "/images/json", 200, "application/json", "[]", FAKE_NORMAL, 0);
-        fake_podman_route(fp, "DELETE", "/containers/*", 200, "application/json", "[]", FAKE_NORMAL, 0);
+        route_json("GET", "/containers/json?*label*aisb.managed=true*", containers);
+        route_json("GET", "/images/json", "[]");
+        route_json("DELETE", "/containers/*", "[]");
 
         /* A dry run tells the same and touches nothing. */
         removed r = {};
-        ck_assert_int_eq(aisb_clean(ctx, AISB_CLEAN_DRY_RUN, NULL, NULL, on_removed, &r, NULL), 0);
+        clean_ok(AISB_CLEAN_DRY_RUN, NULL, NULL, &r);
         char expected[1024];
         snprintf(expected, sizeof expected, "gate:aisb-gate-%s gate-state:%s/ai-sandbox/gates/%s "
                  "gate-state:%s/ai-sandbox/gates/%s", killed, state_home, killed, state_home, left);
@@ -648,7 +632,7 @@ START_TEST(test_clean_gate_state)
         ck_assert(state_exists(killed) && state_exists(left));
 
         r = (removed) {};
-        ck_assert_int_eq(aisb_clean(ctx, 0, NULL, NULL, on_removed, &r, NULL), 0);
+        clean_ok(0, NULL, NULL, &r);
         ck_assert_str_eq(r.text, expected);
         char delete_gate[64];
         snprintf(delete_gate, sizeof delete_gate, "containers/aisb-gate-%s", killed);
@@ -678,24 +662,11 @@ END_TEST
 static Suite *manage_suite(void)
 {
         Suite *s = suite_create("manage");
-        TCase *tc = tcase_create("list");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_list);
-        tcase_add_test(tc, test_list_time_offset);
-        tcase_add_test(tc, test_list_gate_users);
-        tcase_add_test(tc, test_list_refused);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("clean");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_clean_default);
-        tcase_add_test(tc, test_clean_all);
-        tcase_add_test(tc, test_clean_image_refused);
-        tcase_add_test(tc, test_clean_container_refused);
-        tcase_add_test(tc, test_clean_volumes);
-        tcase_add_test(tc, test_clean_volumes_glob);
-        tcase_add_test(tc, test_clean_dry_run);
-        tcase_add_test(tc, test_clean_gate_state);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "list", setup, teardown, test_list, test_list_time_offset, test_list_gate_users,
+                        test_list_refused);
+        suite_add_tests(s, "clean", setup, teardown, test_clean_default, test_clean_all, test_clean_image_refused,
+                        test_clean_container_refused, test_clean_volumes, test_clean_volumes_glob, test_clean_dry_run,
+                        test_clean_gate_state);
         return s;
 }
 

@@ -14,7 +14,7 @@ static json_object *J(const char *text)
                 return NULL;
         json_object *o = NULL;
         aisb_error *err = NULL;
-        int r = pi_parse_json(text, strlen(text), "test", &o, &err);
+        int r = settings_parse_json(text, strlen(text), "test", &o, &err);
         ck_assert_msg(r == 0, "test JSON does not parse: %s: %s", text, aisb_error_message(err));
         return o;
 }
@@ -98,7 +98,7 @@ START_TEST(test_parse_table)
                 const parse_case *c = &parse_cases[i];
                 json_object *o = NULL;
                 aisb_error *err = NULL;
-                int r = pi_parse_json(c->text, c->size ? c->size : strlen(c->text), "test",
+                int r = settings_parse_json(c->text, c->size ? c->size : strlen(c->text), "test",
                                             &o, &err);
                 if (c->code == 0) {
                         ck_assert_msg(r == 0, "%s: %s", c->name, aisb_error_message(err));
@@ -137,7 +137,7 @@ START_TEST(test_parse_depth)
                 _cleanup_free_ char *deep = nested(10000, pairs[i][0], pairs[i][1]);
                 json_object *o = NULL;
                 aisb_error *err = NULL;
-                int r = pi_parse_json(deep, strlen(deep), "~/.pi/agent/settings.json", &o,
+                int r = settings_parse_json(deep, strlen(deep), "~/.pi/agent/settings.json", &o,
                                             &err);
                 assert_error(err, r, -EBADMSG, "~/.pi/agent/settings.json: not valid JSON");
                 ck_assert(strstr(aisb_error_message(err), "nested deeper than 64 levels"));
@@ -154,23 +154,23 @@ START_TEST(test_parse_depth)
                 ck_assert_int_eq(buffer_printf(&b, "}"), 0);
         json_object *o = NULL;
         aisb_error *err = NULL;
-        int r = pi_parse_json(b.data, b.size, "deep", &o, &err);
+        int r = settings_parse_json(b.data, b.size, "deep", &o, &err);
         assert_error(err, r, -EBADMSG, "nested deeper than 64 levels");
         aisb_error_free(err);
         buffer_free(&b);
 
         /* The limit itself: 64 levels parse, 65 do not. */
-        _cleanup_free_ char *ok = nested(PIBRIDGE_JSON_MAX_DEPTH, '[', ']');
-        ck_assert_int_eq(pi_parse_json(ok, strlen(ok), "x", &o, NULL), 0);
+        _cleanup_free_ char *ok = nested(SETTINGS_JSON_MAX_DEPTH, '[', ']');
+        ck_assert_int_eq(settings_parse_json(ok, strlen(ok), "x", &o, NULL), 0);
         json_object_put(o);
-        _cleanup_free_ char *over = nested(PIBRIDGE_JSON_MAX_DEPTH + 1, '[', ']');
-        ck_assert_int_eq(pi_parse_json(over, strlen(over), "x", &o, NULL), -EBADMSG);
+        _cleanup_free_ char *over = nested(SETTINGS_JSON_MAX_DEPTH + 1, '[', ']');
+        ck_assert_int_eq(settings_parse_json(over, strlen(over), "x", &o, NULL), -EBADMSG);
 }
 END_TEST
 
 START_TEST(test_parse_size)
 {
-        size_t size = PIBRIDGE_JSON_MAX + 1;
+        size_t size = SETTINGS_JSON_MAX + 1;
         char *big = malloc(size);
         ck_assert_ptr_nonnull(big);
         memset(big, ' ', size);
@@ -178,12 +178,12 @@ START_TEST(test_parse_size)
         big[size - 1] = '}';
         json_object *o = NULL;
         aisb_error *err = NULL;
-        int r = pi_parse_json(big, size, "models.json", &o, &err);
+        int r = settings_parse_json(big, size, "models.json", &o, &err);
         assert_error(err, r, -EFBIG, "models.json: 4194305 bytes, more than the 4 MiB");
         aisb_error_free(err);
         /* Exactly the limit is fine. */
         big[size - 2] = '}';
-        ck_assert_int_eq(pi_parse_json(big, size - 1, "models.json", &o, NULL), 0);
+        ck_assert_int_eq(settings_parse_json(big, size - 1, "models.json", &o, NULL), 0);
         json_object_put(o);
         free(big);
 }
@@ -329,7 +329,7 @@ static void check_merge_case(const merge_case *c)
         _cleanup_free_ char *b0 = dump(base), *h0 = dump(host), *s0 = dump(sandbox);
         json_object *got = NULL;
         aisb_error *err = NULL;
-        int r = pi_merge_settings(base, host, sandbox, &got, &err);
+        int r = settings_merge(base, host, sandbox, &got, &err);
         if (!c->want) {
                 ck_assert_msg(r == -EINVAL, "%s: returned %d", c->name, r);
                 ck_assert_ptr_null(got);
@@ -375,8 +375,8 @@ START_TEST(test_merge_idempotent)
                         continue;
                 json_object *base = J(c->base), *host = J(c->host), *sandbox = J(c->sandbox);
                 json_object *once = NULL, *twice = NULL;
-                ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &once, NULL), 0);
-                ck_assert_int_eq(pi_merge_settings(once, host, once, &twice, NULL), 0);
+                ck_assert_int_eq(settings_merge(base, host, sandbox, &once, NULL), 0);
+                ck_assert_int_eq(settings_merge(once, host, once, &twice, NULL), 0);
                 /* With an untouched sandbox, the host's file comes out. */
                 json_object *want = host ? json_object_get(host) : json_object_new_object();
                 assert_json_eq(twice, want, c->name);
@@ -408,7 +408,7 @@ START_TEST(test_merge_many_keys)
         }
         _cleanup_free_ char *h0 = dump(host);
         json_object *got = NULL;
-        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &got, NULL), 0);
+        ck_assert_int_eq(settings_merge(base, host, sandbox, &got, NULL), 0);
         for (int i = 0; i < N; i++) {
                 char key[32];
                 snprintf(key, sizeof key, "k%d", i);
@@ -450,7 +450,7 @@ START_TEST(test_merge_big_array)
         json_object_object_add(sandbox, "a", arrays[2]);
 
         json_object *got = NULL, *a;
-        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &got, NULL), 0);
+        ck_assert_int_eq(settings_merge(base, host, sandbox, &got, NULL), 0);
         ck_assert(json_object_object_get_ex(got, "a", &a));
         ck_assert_uint_eq(json_object_array_length(a), N);
         ck_assert_int_eq(json_object_get_int(json_object_array_get_idx(a, N - 1)), -1);
@@ -458,7 +458,7 @@ START_TEST(test_merge_big_array)
 
         /* One element edited in the sandbox: the whole sandbox array. */
         json_object_array_put_idx(arrays[2], 0, json_object_new_int(-7));
-        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &got, NULL), 0);
+        ck_assert_int_eq(settings_merge(base, host, sandbox, &got, NULL), 0);
         ck_assert(json_object_object_get_ex(got, "a", &a));
         ck_assert_int_eq(json_object_get_int(json_object_array_get_idx(a, 0)), -7);
         ck_assert_int_eq(json_object_get_int(json_object_array_get_idx(a, N - 1)), N - 1);
@@ -467,7 +467,7 @@ START_TEST(test_merge_big_array)
         /* Through the parser and back: 10^5 elements are well under the size limit. */
         const char *text = json_object_to_json_string_ext(host, JSON_C_TO_STRING_PLAIN);
         json_object *parsed = NULL;
-        ck_assert_int_eq(pi_parse_json(text, strlen(text), "big", &parsed, NULL), 0);
+        ck_assert_int_eq(settings_parse_json(text, strlen(text), "big", &parsed, NULL), 0);
         ck_assert(json_object_equal(parsed, host));
         json_object_put(parsed);
 
@@ -490,7 +490,7 @@ START_TEST(test_merge_too_deep)
         json_object *order[][3] = { { deep, flat, flat }, { flat, deep, flat }, { flat, flat, deep } };
         for (size_t i = 0; i < ELEMENTSOF(order); i++) {
                 aisb_error *err = NULL;
-                int r = pi_merge_settings(order[i][0], order[i][1], order[i][2], &got, &err);
+                int r = settings_merge(order[i][0], order[i][1], order[i][2], &got, &err);
                 assert_error(err, r, -ELOOP, "nested deeper than 64 levels");
                 ck_assert_ptr_null(got);
                 aisb_error_free(err);
@@ -502,69 +502,57 @@ END_TEST
 
 /* ---- thinking ---- */
 
+/* pi_apply_thinking(in, level) is want (NULL: in as it was), or refuses with code and needle. */
+static void expect_thinking(const char *in, const char *level, const char *want, int code, const char *needle)
+{
+        json_object *s = J(in), *w = J(want ? want : in);
+        aisb_error *err = NULL;
+        int r = pi_apply_thinking(s, level, &err);
+        if (code)
+                assert_error(err, r, code, needle);
+        else
+                ck_assert_int_eq(r, 0);
+        assert_json_eq(s, w, level ? level : "(none)");
+        aisb_error_free(err);
+        json_object_put(s);
+        json_object_put(w);
+}
+
 START_TEST(test_thinking)
 {
         static const char *const levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
         ck_assert_str_eq(pi_thinking_levels(), "off, minimal, low, medium, high, xhigh, host");
         for (size_t i = 0; i < ELEMENTSOF(levels); i++) {
                 ck_assert(pi_thinking_level_valid(levels[i]));
-                json_object *s = J("{\"defaultThinkingLevel\":\"low\",\"theme\":\"dark\"}");
-                ck_assert_int_eq(pi_apply_thinking(s, levels[i], NULL), 0);
-                json_object *v;
-                ck_assert(json_object_object_get_ex(s, "defaultThinkingLevel", &v));
-                ck_assert_str_eq(json_object_get_string(v), levels[i]);
-                ck_assert(json_object_object_get_ex(s, "theme", &v));
-                json_object_put(s);
-
-                s = J("{}");
-                ck_assert_int_eq(pi_apply_thinking(s, levels[i], NULL), 0);
-                ck_assert(json_object_object_get_ex(s, "defaultThinkingLevel", &v));
-                ck_assert_str_eq(json_object_get_string(v), levels[i]);
-                json_object_put(s);
+                char want[128];
+                snprintf(want, sizeof want, "{\"defaultThinkingLevel\":\"%s\",\"theme\":\"dark\"}", levels[i]);
+                expect_thinking("{\"defaultThinkingLevel\":\"low\",\"theme\":\"dark\"}", levels[i], want, 0, NULL);
+                snprintf(want, sizeof want, "{\"defaultThinkingLevel\":\"%s\"}", levels[i]);
+                expect_thinking("{}", levels[i], want, 0, NULL);
         }
 
         /* enabledModels' ":LEVEL" would give the first model its own level: it goes, the
          * models stay (an attack review planted "loc/m1:minimal"). */
-        json_object *models = J("{\"enabledModels\":[\"loc/m1:minimal\",\"a/b\",\"c/d:off\",\"e/f:notalevel\",3]}");
-        json_object *stripped = J("{\"enabledModels\":[\"loc/m1\",\"a/b\",\"c/d\",\"e/f:notalevel\",3],"
-                                  "\"defaultThinkingLevel\":\"high\"}");
-        ck_assert_int_eq(pi_apply_thinking(models, "high", NULL), 0);
-        assert_json_eq(models, stripped, "enabledModels' levels stripped");
-        json_object_put(models);
-        json_object_put(stripped);
+        expect_thinking("{\"enabledModels\":[\"loc/m1:minimal\",\"a/b\",\"c/d:off\",\"e/f:notalevel\",3]}", "high",
+                        "{\"enabledModels\":[\"loc/m1\",\"a/b\",\"c/d\",\"e/f:notalevel\",3],"
+                        "\"defaultThinkingLevel\":\"high\"}",
+                        0, NULL);
 
         /* "host": whatever the merge produced, including nothing. */
         static const char *const untouched[] = { "{\"defaultThinkingLevel\":\"minimal\"}", "{}",
                                                  "{\"defaultThinkingLevel\":\"whatever\"}" };
-        for (size_t i = 0; i < ELEMENTSOF(untouched); i++) {
-                json_object *s = J(untouched[i]), *want = J(untouched[i]);
-                ck_assert(pi_thinking_level_valid("host"));
-                ck_assert_int_eq(pi_apply_thinking(s, "host", NULL), 0);
-                assert_json_eq(s, want, untouched[i]);
-                json_object_put(s);
-                json_object_put(want);
-        }
+        ck_assert(pi_thinking_level_valid("host"));
+        for (size_t i = 0; i < ELEMENTSOF(untouched); i++)
+                expect_thinking(untouched[i], "host", NULL, 0, NULL);
 
+        /* A refused level leaves the settings alone. */
         static const char *const bad[] = { "max", "", "HIGH", "High", "none", "high ", "hostx", NULL };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 ck_assert(!pi_thinking_level_valid(bad[i]));
-                json_object *s = J("{\"defaultThinkingLevel\":\"low\"}"), *want = J("{\"defaultThinkingLevel\":\"low\"}");
-                aisb_error *err = NULL;
-                int r = pi_apply_thinking(s, bad[i], &err);
-                assert_error(err, r, -EINVAL,
-                             "is not one of: off, minimal, low, medium, high, xhigh, host");
-                assert_json_eq(s, want, "refused level leaves settings alone");
-                aisb_error_free(err);
-                json_object_put(s);
-                json_object_put(want);
+                expect_thinking("{\"defaultThinkingLevel\":\"low\"}", bad[i], NULL, -EINVAL,
+                                "is not one of: off, minimal, low, medium, high, xhigh, host");
         }
-
-        json_object *arr = J("[]");
-        aisb_error *err = NULL;
-        int r = pi_apply_thinking(arr, "high", &err);
-        assert_error(err, r, -EINVAL, "not a JSON object");
-        aisb_error_free(err);
-        json_object_put(arr);
+        expect_thinking("[]", "high", NULL, -EINVAL, "not a JSON object");
 }
 END_TEST
 
@@ -573,12 +561,12 @@ START_TEST(test_merge_then_thinking)
         /* The forced level is recorded in base; next run the sandbox has not touched it, so
          * the host's level comes back before the policy applies again. */
         json_object *host = J("{\"defaultThinkingLevel\":\"low\"}"), *sandbox = NULL, *merged;
-        ck_assert_int_eq(pi_merge_settings(NULL, host, sandbox, &merged, NULL), 0);
+        ck_assert_int_eq(settings_merge(NULL, host, sandbox, &merged, NULL), 0);
         ck_assert_int_eq(pi_apply_thinking(merged, "high", NULL), 0);
         json_object *base = merged; /* what aisb wrote */
         sandbox = json_object_get(base);
         json_object *next;
-        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &next, NULL), 0);
+        ck_assert_int_eq(settings_merge(base, host, sandbox, &next, NULL), 0);
         json_object *want = J("{\"defaultThinkingLevel\":\"low\"}");
         assert_json_eq(next, want, "untouched forced level follows the host");
         ck_assert_int_eq(pi_apply_thinking(next, "host", NULL), 0);
@@ -1075,7 +1063,7 @@ START_TEST(test_models_end_to_end)
                            "\"headers\":{\"x-gateway-key\":\"gw-corp-88\"},"
                            "\"models\":[{\"id\":\"big\",\"reasoning\":true}]}}}";
         json_object *models = NULL, *out = NULL;
-        ck_assert_int_eq(pi_parse_json(text, strlen(text), "models.json", &models, NULL), 0);
+        ck_assert_int_eq(settings_parse_json(text, strlen(text), "models.json", &models, NULL), 0);
         pi_key *keys = NULL;
         size_t n = 0;
         ck_assert_int_eq(pi_rewrite_models(models, &out, &keys, &n, NULL), 0);

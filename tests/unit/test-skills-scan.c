@@ -815,38 +815,44 @@ END_TEST
 
 /* ---- the run's cache, and the agents directory a run mounts ---- */
 
-START_TEST(test_cache)
+/* root/agents made, and the state directory under root: dir is the agents directory. */
+static void cache_dirs(char dir[static 128])
 {
-        char state[128], dir[128];
+        char state[128];
         snprintf(state, sizeof state, "%s/state", root);
-        snprintf(dir, sizeof dir, "%s/agents", root);
+        snprintf(dir, 128, "%s/agents", root);
         ck_assert_int_eq(mkdir(dir, 0755), 0);
         setenv("XDG_STATE_HOME", state, 1);
+}
+
+/* The cached check of dir: whether it found dir changed, and its count of findings. */
+static void expect_cached(const char *dir, bool changed, unsigned long n)
+{
+        unsigned long got = 99;
+        bool was = !changed;
+        ck_assert_int_eq(skills_check_cached(dir, &got, &was, NULL), 0);
+        ck_assert(was == changed);
+        ck_assert_uint_eq(got, n);
+}
+
+START_TEST(test_cache)
+{
+        char dir[128];
+        cache_dirs(dir);
         put_text("agents/SKILL.md", "nothing\n");
-        unsigned long n = 99;
-        bool changed = false;
-        ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
-        ck_assert(changed);
-        ck_assert_uint_eq(n, 0);
-        ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
-        ck_assert(!changed);
+        expect_cached(dir, true, 0);
+        expect_cached(dir, false, 0);
         /* A new file: scanned again, its finding counted, then cached. */
         put_text("agents/.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
-        ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
-        ck_assert(changed);
-        ck_assert_uint_eq(n, 1);
-        ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
-        ck_assert(!changed);
-        ck_assert_uint_eq(n, 1);
+        expect_cached(dir, true, 1);
+        expect_cached(dir, false, 1);
         /* Changed in place, with its mtime: scanned again. */
         put_text("agents/.env", "T=npm_...\n");
         char env[160];
         snprintf(env, sizeof env, "%s/.env", dir);
         struct utimbuf t = { .actime = 1000000000, .modtime = 1000000000 };
         ck_assert_int_eq(utime(env, &t), 0);
-        ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
-        ck_assert(changed);
-        ck_assert_uint_eq(n, 0);
+        expect_cached(dir, true, 0);
         unsetenv("XDG_STATE_HOME");
 }
 END_TEST
@@ -854,11 +860,8 @@ END_TEST
 /* A stopped scan caches nothing: the next run scans again, and warns. */
 START_TEST(test_cache_stop)
 {
-        char state[128], dir[128];
-        snprintf(state, sizeof state, "%s/state", root);
-        snprintf(dir, sizeof dir, "%s/agents", root);
-        ck_assert_int_eq(mkdir(dir, 0755), 0);
-        setenv("XDG_STATE_HOME", state, 1);
+        char dir[128];
+        cache_dirs(dir);
         put_text("agents/a.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
         put_text("agents/b.env", "T=npm_5LAg5nhJ5ipKq7apEfOsco4GxeaVXRd9rsJT\n");
         unsigned long n = 99;
@@ -872,9 +875,7 @@ START_TEST(test_cache_stop)
                 ck_assert_msg(strstr(aisb_error_message(err), "stopped while"), "%s", aisb_error_message(err));
                 aisb_error_free(err);
         }
-        ck_assert_int_eq(skills_check_cached(dir, &n, &changed, NULL), 0);
-        ck_assert(changed);
-        ck_assert_uint_eq(n, 2);
+        expect_cached(dir, true, 2);
         /* Never asked to stop: the same as skills_check_cached. */
         ck_assert_int_eq(skills_check_stoppable(dir, NULL, NULL, &n, &changed, NULL), 0);
         ck_assert(!changed);

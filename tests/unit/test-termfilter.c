@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "termfilter.h"
+#include "../suite-table.h"
 #include "unit.h"
 
 typedef struct sink {
@@ -357,26 +358,12 @@ END_TEST
 static Suite *termfilter_suite(void)
 {
         Suite *s = suite_create("termfilter");
-        TCase *tc = tcase_create("strings");
-        tcase_add_test(tc, test_osc);
-        tcase_add_test(tc, test_c0_inside_escape);
-        tcase_add_test(tc, test_dcs_sos_pm_apc);
-        tcase_add_test(tc, test_c1_forms);
-        tcase_add_test(tc, test_string_ends);
-        suite_add_tcase(s, tc);
-
-        tc = tcase_create("passes");
-        tcase_add_test(tc, test_utf8_continuation_is_not_c1);
-        tcase_add_test(tc, test_csi_and_text_pass);
-        tcase_add_test(tc, test_fast_path);
-        suite_add_tcase(s, tc);
-
-        tc = tcase_create("stream");
-        tcase_add_test(tc, test_no_introducer_by_joining);
-        tcase_add_test(tc, test_end_of_stream);
-        tcase_add_test(tc, test_long_strings);
-        tcase_add_test(tc, test_emit_error);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "strings", NULL, NULL, test_osc, test_c0_inside_escape, test_dcs_sos_pm_apc, test_c1_forms,
+                        test_string_ends);
+        suite_add_tests(s, "passes", NULL, NULL, test_utf8_continuation_is_not_c1, test_csi_and_text_pass,
+                        test_fast_path);
+        suite_add_tests(s, "stream", NULL, NULL, test_no_introducer_by_joining, test_end_of_stream, test_long_strings,
+                        test_emit_error);
         return s;
 }
 

@@ -26,7 +26,7 @@ static json_object *parse_json(const char *text)
 {
         json_object *o = NULL;
         aisb_error *err = NULL;
-        ck_assert_msg(pi_parse_json(text, strlen(text), "test.json", &o, &err) == 0, "%s",
+        ck_assert_msg(settings_parse_json(text, strlen(text), "test.json", &o, &err) == 0, "%s",
                       aisb_error_message(err));
         return o;
 }
@@ -242,7 +242,7 @@ START_TEST(test_merge_through_toml)
         _cleanup_json_ json_object *host = parse_toml("model = \"b\"\n[profiles.p]\nmodel_reasoning_effort = \"low\"\n");
         _cleanup_json_ json_object *sandbox = parse_toml("model = \"a\"\n[profiles.p]\nmodel_reasoning_effort = \"high\"\n");
         _cleanup_json_ json_object *merged = NULL;
-        ck_assert_int_eq(pi_merge_settings(base, host, sandbox, &merged, NULL), 0);
+        ck_assert_int_eq(settings_merge(base, host, sandbox, &merged, NULL), 0);
         _cleanup_free_ char *text = format_toml(merged);
         ck_assert_str_eq(text, "model = \"b\"\n\n[profiles.p]\nmodel_reasoning_effort = \"high\"\n");
 }
