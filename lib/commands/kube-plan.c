@@ -173,15 +173,15 @@ static int config_map_check(const project_settings *files, const char *what, ais
 int kube_check_plan(const aisb_policy *p, const kube_options *o, const kube_plan *k, aisb_error **err)
 {
         const plan_facts *f = &k->facts;
-        if (!o->podman && f->agents_dir)
+        if (!o->podman && f->harness.agents_dir)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: %s is mounted at ~/.agents, a path of this machine's "
                                                         "a cluster's pod does not have: --no-agents, or --target podman",
-                                      f->agents_dir);
-        if (!o->podman && f->n_harness_mounts)
+                                      f->harness.agents_dir);
+        if (!o->podman && f->harness.n_mounts)
                 return aisb_error_set(err, -EOPNOTSUPP, "kube: %s is mounted at %s, a path of this machine's a "
                                                         "cluster's pod does not have: --no-harness-config, or --target "
                                                         "podman",
-                                      f->harness_mounts[0].source, f->harness_mounts[0].destination);
+                                      f->harness.mounts[0].source, f->harness.mounts[0].destination);
         if (f->protect.outside)
                 return aisb_error_set(err, -EOPNOTSUPP,
                                       "kube: the project's .git names %s, outside the project, which the pod is not "

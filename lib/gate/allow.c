@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Learn, then lock: the allowlist lines that would have let a project's last run through,
- * from what its gate refused (the session log keeps the names and the refused requests), for
- * the user to accept into their own allowlist or the project's. Every line proposed is a name
- * the allowlist parser takes as it is; an address the gate refused is reported, never
- * proposed. Nothing is written without being asked, and the project's file is appended to
- * through descriptors that follow no link.
+ * from what its gate refused (the session log keeps the names and the refused requests, as
+ * egress.h reads them back), for the user to accept into their own allowlist or the
+ * project's. Every line proposed is a name the allowlist parser takes as it is; an address
+ * the gate refused is reported, never proposed. Nothing is written without being asked, and
+ * the project's file is appended to through descriptors that follow no link.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "egress.h"
 #include "jsonutil.h"
 #include "policy.h"
 #include "userdirs.h"
@@ -20,11 +21,10 @@
 /* The session log's last record of this project that has an egress summary. */
 static int last_record(const aisb_policy *p, json_object **ret, aisb_error **err)
 {
-        char *path = NULL;
+        _cleanup_free_ char *path = NULL;
         int r = aisb_session_log_path(&path, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *owned = path;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         struct stat st;
         if (fd < 0 && errno == ENOENT)
@@ -134,20 +134,17 @@ static int refusals_read(const aisb_policy *p, refusals *ret, aisb_error **err)
         int r = last_record(p, &record, err);
         if (r <= 0)
                 return r;
-        json_object *egress, *names = NULL, *requests = NULL, *v;
+        json_object *egress = NULL, *v;
         json_object_object_get_ex(record, "egress", &egress);
-        json_object_object_get_ex(egress, "denied_names", &names);
-        json_object_object_get_ex(egress, "denied_requests", &requests);
+        egress_summary s;
+        egress_summary_from_json(egress, &s);
         ret->time = json_object_object_get_ex(record, "time", &v) ? json_object_get_int64(v) : 0;
-        /* A record without the key is from before gates said: shared, the cautious answer. */
-        ret->shared = !json_object_object_get_ex(egress, "shared_gate", &v) || json_object_get_boolean(v);
+        ret->shared = s.shared_gate;
         _cleanup_strv_free_ char **ruled = NULL;
         /* A refused request the gate saw whole asks for that request, not for its whole host. */
-        for (size_t i = 0; r >= 0 && json_object_is_type(requests, json_type_array) &&
-                           i < json_object_array_length(requests);
-             i++) {
+        for (size_t i = 0; r >= 0 && i < s.n_denied_requests; i++) {
                 _cleanup_free_ char *line = NULL;
-                int k = request_line(json_object_get_string(json_object_array_get_idx(requests, i)), &line);
+                int k = request_line(s.denied_requests[i], &line);
                 if (k < 0)
                         return error_oom(err);
                 if (k > 0 && learn_kind(line) == LEARNED_NAME) {
@@ -156,13 +153,12 @@ static int refusals_read(const aisb_policy *p, refusals *ret, aisb_error **err)
                         r = r < 0 ? r : strv_push(&ruled, line);
                 }
         }
-        for (size_t i = 0; r >= 0 && json_object_is_type(names, json_type_array) && i < json_object_array_length(names);
-             i++) {
-                const char *name = json_object_get_string(json_object_array_get_idx(names, i));
+        for (size_t i = 0; r >= 0 && i < s.n_denied_names; i++) {
+                const char *name = s.denied_names[i];
                 bool covered = false;
-                for (size_t k = 0; name && ruled && ruled[k]; k++)
+                for (size_t k = 0; ruled && ruled[k]; k++)
                         covered |= streq(ruled[k], name);
-                if (name && !covered)
+                if (!covered)
                         r = propose(&ret->names, &ret->addresses, name);
         }
         return r < 0 ? error_oom(err) : 1;

@@ -423,16 +423,21 @@ static void time_out(ask_state *a)
 
 /* ---- the socket aisb ask talks to ---- */
 
+/* What each answer is said as, on the socket and in the egress record. */
+static const char *const answer_words[] = { [AISB_ANSWER_DENY] = "deny", [AISB_ANSWER_RUN] = "run",
+                                            [AISB_ANSWER_PROJECT] = "project", [AISB_ANSWER_USER] = "user" };
+
+const char *ask_answer_word(aisb_answer answer)
+{
+        return answer >= AISB_ANSWER_RUN && answer <= AISB_ANSWER_USER ? answer_words[answer] : "deny";
+}
+
+/* An answer's word, or "allow" (the run's). */
 static int answer_parse(const char *word, aisb_answer *ret)
 {
-        static const struct {
-                const char *word;
-                aisb_answer answer;
-        } words[] = { { "run", AISB_ANSWER_RUN },   { "allow", AISB_ANSWER_RUN }, { "project", AISB_ANSWER_PROJECT },
-                      { "user", AISB_ANSWER_USER }, { "deny", AISB_ANSWER_DENY } };
-        for (size_t i = 0; i < ELEMENTSOF(words); i++)
-                if (streq(word, words[i].word)) {
-                        *ret = words[i].answer;
+        for (size_t i = 0; i < ELEMENTSOF(answer_words); i++)
+                if (streq(word, answer_words[i]) || (i == AISB_ANSWER_RUN && streq(word, "allow"))) {
+                        *ret = (aisb_answer) i;
                         return 0;
                 }
         return -EINVAL;
@@ -837,8 +842,6 @@ int aisb_questions(aisb_question_fn fn, void *userdata, aisb_error **err)
 
 int aisb_question_answer(const char *run, unsigned long id, aisb_answer answer, aisb_error **err)
 {
-        static const char *const words[] = { [AISB_ANSWER_DENY] = "deny", [AISB_ANSWER_RUN] = "run",
-                                             [AISB_ANSWER_PROJECT] = "project", [AISB_ANSWER_USER] = "user" };
         if (!run || !run_name_ok(run))
                 return aisb_error_set(err, -EINVAL, "'%s' is not a run's name", run ? run : "");
         if (answer < AISB_ANSWER_DENY || answer > AISB_ANSWER_USER)
@@ -847,7 +850,7 @@ int aisb_question_answer(const char *run, unsigned long id, aisb_answer answer, 
         int r = ask_socket_dir(&dir, err);
         if (r < 0)
                 return r;
-        if (asprintf(&line, "answer %lu %s\n", id, words[answer]) < 0)
+        if (asprintf(&line, "answer %lu %s\n", id, ask_answer_word(answer)) < 0)
                 return error_oom(err);
         _cleanup_json_ json_object *o = NULL;
         r = ask_request(dir, run, line, &o, err);

@@ -97,3 +97,5 @@ int ask_parse_line(const char *line, ask_channel *ret_channel, char method[stati
 int ask_entry_line(const char *name, unsigned port, char **ret);
 /* The directory of the runs' sockets (in the state directory). */
 int ask_socket_dir(char **ret, aisb_error **err);
+/* "run", "project", "user" or "deny". */
+const char *ask_answer_word(aisb_answer answer);

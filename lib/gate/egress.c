@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The egress record (egress.h): squid's access log read into the run's summary and into the
+ * record's lines, and each rendered where it is read: the run's event and log line, the
+ * session log's object, egress.log.
+ */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,18 +23,200 @@
 #define EGRESS_LOG "egress.log"
 #define EGRESS_FIELDS 11
 
-static const char *answer_word(aisb_answer a)
+/* One access log line in GATE_SQUID_LOGFORMAT:
+ *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
+ * counted as squid 5 and 6 log them (docs/allowlist.md has real lines): denied is the gate's
+ * own refusal (TCP_DENIED, also TCP_DENIED_ABORTED when the client left at once); failed is a
+ * request the gate let through that did not complete: status 0 (the client left first), an
+ * _ABORTED or _TIMEDOUT tag, NONE_NONE/TAG_NONE (squid 5 logs a failed CONNECT so, 6 as
+ * TCP_TUNNEL/503), an error page of squid's own (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...), or a
+ * CONNECT that got no tunnel. Everything else reached its destination and got an answer,
+ * whatever the status (a 503 of the origin's own is allowed egress). Fields are split on
+ * blanks by hand: a field too long for a buffer must not shift the ones after it. */
+int egress_count_line(egress_summary *s, const char *line)
 {
-        switch (a) {
-        case AISB_ANSWER_RUN:
-                return "run";
-        case AISB_ANSWER_PROJECT:
-                return "project";
-        case AISB_ANSWER_USER:
-                return "user";
-        default:
-                return "deny";
+        const char *field[9] = {};
+        size_t len[9] = {}, n = 0;
+        for (const char *p = line; n < ELEMENTSOF(field);) {
+                while (*p && isspace((unsigned char) *p))
+                        p++;
+                if (!*p)
+                        break;
+                field[n] = p;
+                while (*p && !isspace((unsigned char) *p))
+                        p++;
+                len[n] = (size_t) (p - field[n]);
+                n++;
         }
+#define FIELD_IS(i, text) (len[i] == strlen(text) && strncmp(field[i], text, len[i]) == 0)
+#define FIELD_STARTS(i, text) (len[i] >= strlen(text) && strncmp(field[i], text, strlen(text)) == 0)
+#define FIELD_HAS(i, text) (memmem(field[i], len[i], text, strlen(text)) != NULL)
+        enum { METHOD = 2, HOST = 3, STATUS = 4, TAG = 5, ERROR = 7 };
+        if (n <= TAG)
+                return -EBADMSG;
+        bool no_status = FIELD_IS(STATUS, "0") || FIELD_IS(STATUS, "000");
+        /* A connection that sent no request (aisb's own liveness probe) is no egress, nor is
+         * aisb's request to a run's own gate, which squid may log after the run's part of the
+         * log began. */
+        if ((FIELD_IS(METHOD, "-") && no_status) ||
+            (FIELD_IS(HOST, GATE_PROBE_HOST ":80") && FIELD_STARTS(TAG, "TCP_DENIED")))
+                return 0;
+        /* A gate that intercepts TLS logs each CONNECT it intercepts once more as
+         * NONE_NONE/200; what follows (the tunnel, or each intercepted request) is
+         * counted on its own line. */
+        if (FIELD_IS(METHOD, "CONNECT") && FIELD_IS(STATUS, "200") && FIELD_STARTS(TAG, "NONE"))
+                return 0;
+        /* Older lines (no ERROR field) hold the URL there, which never starts with ERR_. */
+        bool has_error = n > ERROR && FIELD_STARTS(ERROR, "ERR_");
+        char (*names)[sizeof s->denied_names[0]];
+        size_t *n_names;
+        if (FIELD_STARTS(TAG, "TCP_DENIED") || (has_error && FIELD_IS(ERROR, "ERR_ACCESS_DENIED"))) {
+                s->denied++;
+                names = s->denied_names;
+                n_names = &s->n_denied_names;
+                /* A request the gate saw whole (plain HTTP, or intercepted TLS): which one. */
+                enum { URL = 8 };
+                if (!FIELD_IS(METHOD, "CONNECT") && n > URL && len[METHOD] < 16 &&
+                    (FIELD_STARTS(URL, "http://") || FIELD_STARTS(URL, "https://"))) {
+                        char request[sizeof s->denied_requests[0]];
+                        snprintf(request, sizeof request, "%.*s %.*s", (int) len[METHOD], field[METHOD],
+                                 (int) (len[URL] < sizeof request - 17 ? len[URL] : sizeof request - 17), field[URL]);
+                        bool seen = false;
+                        for (size_t i = 0; i < s->n_denied_requests && !seen; i++)
+                                seen = streq(s->denied_requests[i], request);
+                        if (!seen && s->n_denied_requests < ELEMENTSOF(s->denied_requests))
+                                memcpy(s->denied_requests[s->n_denied_requests++], request, sizeof request);
+                }
+        } else if (no_status || FIELD_HAS(TAG, "_ABORTED") || FIELD_HAS(TAG, "_TIMEDOUT") ||
+                   FIELD_STARTS(TAG, "NONE") || FIELD_STARTS(TAG, "TAG_NONE") || has_error ||
+                   (FIELD_IS(METHOD, "CONNECT") && !FIELD_IS(STATUS, "200"))) {
+                s->failed++;
+                names = s->failed_names;
+                n_names = &s->n_failed_names;
+        } else {
+                s->allowed++;
+                return 0;
+        }
+#undef FIELD_IS
+#undef FIELD_STARTS
+#undef FIELD_HAS
+        /* The name, with its port unless that is 80 or 443 (what an allowlist entry would
+         * say), cut as stored, or repeats never match. */
+        char host[sizeof s->denied_names[0]];
+        size_t host_len = len[HOST];
+        const char *colon = memrchr(field[HOST], ':', host_len);
+        if (colon && colon != field[HOST] &&
+            ((size_t) (field[HOST] + host_len - colon) == 3 ? strncmp(colon, ":80", 3) == 0
+                                                              : (size_t) (field[HOST] + host_len - colon) == 4 &&
+                                                                        strncmp(colon, ":443", 4) == 0))
+                host_len = (size_t) (colon - field[HOST]);
+        snprintf(host, sizeof host, "%.*s", (int) (host_len < sizeof host ? host_len : sizeof host - 1),
+                 field[HOST]);
+        if (host[0] == '-') /* squid could not parse the request: nothing to name */
+                return 0;
+        for (size_t i = 0; i < *n_names; i++)
+                if (streq(names[i], host))
+                        return 0;
+        if (*n_names < ELEMENTSOF(s->denied_names))
+                memcpy(names[(*n_names)++], host, sizeof host);
+        return 0;
+}
+
+static int count_line(char *line, void *userdata)
+{
+        (void) egress_count_line(userdata, line);
+        return 0;
+}
+
+int egress_summary_read(const gate_info *g, long long offset, egress_summary *ret)
+{
+        *ret = (egress_summary) { .shared_gate = !g->client_key };
+        return gate_log_read(g, offset, count_line, ret);
+}
+
+/* A summary's names as the NULL-terminated lists the event and the session log take. */
+typedef struct summary_lists {
+        const char *denied[EGRESS_NAMES_MAX + 1], *failed[EGRESS_NAMES_MAX + 1], *requests[EGRESS_NAMES_MAX + 1];
+} summary_lists;
+
+static void summary_lists_of(const egress_summary *s, summary_lists *ret)
+{
+        *ret = (summary_lists) {};
+        for (size_t i = 0; i < s->n_denied_names; i++)
+                ret->denied[i] = s->denied_names[i];
+        for (size_t i = 0; i < s->n_denied_requests; i++)
+                ret->requests[i] = s->denied_requests[i];
+        for (size_t i = 0; i < s->n_failed_names; i++)
+                ret->failed[i] = s->failed_names[i];
+}
+
+void egress_report(aisb_ctx *ctx, const gate_info *g, long long offset, egress_summary *ret)
+{
+        egress_summary s;
+        int r = egress_summary_read(g, offset, &s);
+        if (r < 0) {
+                aisb_log(ctx, AISB_LOG_WARNING, "egress: no summary: the gate's access log %s",
+                         r == -EBADFD ? "is not a regular file (removed when the gate next starts)"
+                                      : strerror(-r));
+                return;
+        }
+        *ret = s;
+        summary_lists lists;
+        summary_lists_of(&s, &lists);
+        const aisb_egress egress = { .allowed = s.allowed, .denied = s.denied, .failed = s.failed,
+                                     .denied_names = lists.denied, .failed_names = lists.failed,
+                                     .denied_requests = lists.requests };
+        (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_EGRESS, .level = AISB_LOG_INFO, .egress = &egress });
+        /* "(denied: a, b; failed: c)": the names behind each count that is not zero. */
+        _cleanup_(buffer_free) buffer names = {};
+        for (size_t i = 0; i < s.n_denied_names; i++)
+                (void) buffer_printf(&names, "%s%s", i ? ", " : " (denied: ", s.denied_names[i]);
+        for (size_t i = 0; i < s.n_failed_names; i++)
+                (void) buffer_printf(&names, "%s%s", i ? ", " : s.n_denied_names ? "; failed: " : " (failed: ",
+                                     s.failed_names[i]);
+        for (size_t i = 0; i < s.n_denied_requests; i++)
+                (void) buffer_printf(&names, "%s%s", i ? ", " : names.size ? "; refused: " : " (refused: ",
+                                     s.denied_requests[i]);
+        aisb_log(ctx, s.denied ? AISB_LOG_WARNING : AISB_LOG_INFO,
+                 "egress: %lu allowed, %lu denied, %lu failed%s%s", s.allowed, s.denied, s.failed,
+                 names.data ? names.data : "", names.data ? ")" : "");
+}
+
+json_object *egress_summary_json(const egress_summary *s)
+{
+        summary_lists lists;
+        summary_lists_of(s, &lists);
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_INT64("allowed", (int64_t) s->allowed),
+                                            JSON_BUILD_PAIR_INT64("denied", (int64_t) s->denied),
+                                            JSON_BUILD_PAIR_STRV("denied_names", lists.denied),
+                                            JSON_BUILD_PAIR_STRV("denied_requests", lists.requests),
+                                            JSON_BUILD_PAIR_INT64("failed", (int64_t) s->failed),
+                                            JSON_BUILD_PAIR_STRV("failed_names", lists.failed),
+                                            JSON_BUILD_PAIR_BOOL("shared_gate", s->shared_gate)));
+}
+
+/* One list of egress_summary_json's back into its slots (width bytes each), as many as fit. */
+static void list_from_json(json_object *o, const char *key, char *slots, size_t width, size_t *n)
+{
+        json_object *a;
+        if (!json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(a) && *n < EGRESS_NAMES_MAX; i++) {
+                const char *text = json_object_get_string(json_object_array_get_idx(a, i));
+                if (text)
+                        snprintf(slots + width * (*n)++, width, "%s", text);
+        }
+}
+
+void egress_summary_from_json(json_object *o, egress_summary *ret)
+{
+        *ret = (egress_summary) {};
+        list_from_json(o, "denied_names", ret->denied_names[0], sizeof ret->denied_names[0], &ret->n_denied_names);
+        list_from_json(o, "denied_requests", ret->denied_requests[0], sizeof ret->denied_requests[0],
+                       &ret->n_denied_requests);
+        list_from_json(o, "failed_names", ret->failed_names[0], sizeof ret->failed_names[0], &ret->n_failed_names);
+        json_object *v;
+        ret->shared_gate = !json_object_object_get_ex(o, "shared_gate", &v) || json_object_get_boolean(v);
 }
 
 /* The decision that answered a request for name:port logged at time_ms: the last one made
@@ -103,7 +291,7 @@ json_object *egress_record_line(const char *line, const char *run, const allowli
                 JSON_BUILD_PAIR_INT64("status", strtol(field[STATUS], NULL, 10)),
                 JSON_BUILD_PAIR_STRING("decision", decision),
                 JSON_BUILD_PAIR_STRING("by", by ? by : ""),
-                JSON_BUILD_PAIR_CONDITION(asked, JSON_BUILD_PAIR_STRING("asked", d ? answer_word(d->answer)
+                JSON_BUILD_PAIR_CONDITION(asked, JSON_BUILD_PAIR_STRING("asked", d ? ask_answer_word(d->answer)
                                                                                   : field[ASK])),
                 JSON_BUILD_PAIR_CONDITION(d, JSON_BUILD_PAIR_STRING("answered_by", d ? d->by : "")),
                 JSON_BUILD_PAIR_INT64("bytes_out", n > BYTES_OUT ? strtoll(field[BYTES_OUT], NULL, 10) : 0),
@@ -158,8 +346,8 @@ static int write_line(char *line, void *userdata)
 int egress_record_write(const char *run, const gate_info *g, long long offset, const allowlist *l,
                         const ask_state *a)
 {
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" EGRESS_LOG, dir) < 0)
+        _cleanup_free_ char *path = NULL;
+        if (aisb_egress_log_path(&path, NULL) < 0)
                 return -ENOMEM;
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)

@@ -1,81 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gate's squid configuration, hosts file and name (gate-squid.h), and the counting of
- * its access log. squid.conf is built only from canonical allowlist entries.
+ * The gate's squid configuration and hosts file (gate-squid.h): a model of what squid.conf
+ * says, decided first from the allowlist's canonical entries only, then the emitters that
+ * write it, section by section.
  */
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <sys/random.h>
-
 #include <nettle/base64.h>
 
 #include "address.h"
+#include "gate-scripts.h"
 #include "gate-squid.h"
-#include "digest.h"
-
-/* The canonical add-host lines "NAME IP", sorted, duplicates removed. */
-static int add_host_lines(const char *const *add_hosts, char ***ret)
-{
-        _cleanup_strv_free_ char **lines = NULL;
-        for (size_t i = 0; add_hosts && add_hosts[i]; i++) {
-                _cleanup_free_ char *name = NULL, *ip = NULL, *line = NULL;
-                int r = allowlist_parse_add_host(add_hosts[i], &name, &ip, NULL);
-                if (r < 0)
-                        return r;
-                if (asprintf(&line, "%s %s", name, ip) < 0 || strv_push(&lines, line) < 0)
-                        return -ENOMEM;
-        }
-        size_t n = strv_length((const char *const *) lines);
-        strv_sort(lines);
-        size_t kept = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (kept > 0 && streq(lines[kept - 1], lines[i])) {
-                        free(lines[i]);
-                        continue;
-                }
-                lines[kept++] = lines[i];
-        }
-        if (lines)
-                lines[kept] = NULL;
-        *ret = steal_pointer(&lines);
-        return 0;
-}
-
-int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex)
-{
-        _cleanup_strv_free_ char **lines = NULL, **hosts = NULL;
-        for (size_t i = 0; i < l->n; i++) {
-                const allow_entry *e = &l->entries[i];
-                _cleanup_free_ char *line = NULL;
-                if (e->kind != ALLOW_DOMAIN)
-                        continue;
-                if (asprintf(&line, "domain %s %u%s%s", e->host, e->port, e->rules ? " " : "",
-                             e->rules ? e->rules : "") < 0 ||
-                    strv_push(&lines, line) < 0)
-                        return -ENOMEM;
-        }
-        size_t n = strv_length((const char *const *) lines);
-        strv_sort(lines);
-        int r = add_host_lines(add_hosts, &hosts);
-        if (r < 0)
-                return r;
-
-        /* Entries are unique already (allowlist_add merges), so sorting is all it takes. */
-        _cleanup_(buffer_free) buffer b = {};
-        r = buffer_printf(&b, "%s\n", GATE_SQUID_VERSION);
-        for (size_t i = 0; i < n && r >= 0; i++)
-                r = buffer_printf(&b, "%s\n", lines[i]);
-        for (size_t i = 0; hosts && hosts[i] && r >= 0; i++)
-                r = buffer_printf(&b, "add-host %s\n", hosts[i]);
-        if (r < 0)
-                return -ENOMEM;
-
-        return sha256_hex(b.data, b.size, 16, ret_hex);
-}
 
 /* A path squid.conf reads as one token meaning exactly this file. */
 static bool squid_path_valid(const char *p)
@@ -178,155 +116,6 @@ const char *gate_local_range(int family, const uint8_t addr[static 16])
         }
         return NULL;
 }
-
-/* The header each well-known API expects its key in. */
-static const struct {
-        const char *host, *header, *scheme;
-} secret_headers[] = {
-        { "api.anthropic.com", "x-api-key", NULL },
-        { "api.openai.com", "Authorization", "Bearer" },
-        { "generativelanguage.googleapis.com", "x-goog-api-key", NULL },
-        { "api.mistral.ai", "Authorization", "Bearer" },
-        { "openrouter.ai", "Authorization", "Bearer" },
-        { "api.github.com", "Authorization", "Bearer" },
-};
-
-void gate_secret_done(gate_secret *s)
-{
-        free(s->name);
-        strv_free(s->hosts);
-        free(s->header);
-        free(s->scheme);
-        free_secret(s->value);
-        free(s->placeholder);
-        *s = (gate_secret) {};
-}
-
-#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -EINVAL)
-
-int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, char *why, size_t whylen)
-{
-        _cleanup_(gate_secret_done) gate_secret g = {};
-        _cleanup_free_ char *copy = strdup(spec);
-        if (!copy)
-                return -ENOMEM;
-        char *at = strchr(copy, '@');
-        if (!at || at == copy)
-                return WHY("expected NAME@HOST[,HOST...][/HEADER[:SCHEME]]");
-        *at = 0;
-        char *hosts = at + 1, *header = strchr(hosts, '/');
-        if (header)
-                *header++ = 0;
-        g.name = strdup(copy);
-        if (!g.name)
-                return -ENOMEM;
-        if (!*hosts)
-                return WHY("no host after '@'");
-        char *save = NULL;
-        for (char *h = strtok_r(hosts, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
-                allowlist probe = {};
-                aisb_error *e = NULL;
-                int r = allowlist_add(&probe, h, "--secret", &e);
-                bool domain = r >= 0 && probe.entries[0].kind == ALLOW_DOMAIN && probe.entries[0].port == 0 &&
-                              h[0] != '*';
-                _cleanup_free_ char *canonical = domain ? strdup(probe.entries[0].host) : NULL;
-                allowlist_done(&probe);
-                if (!domain) {
-                        r = WHY("'%.64s' is no host name: %s", h, e ? aisb_error_message(e) : "a name, without port or '*.'");
-                        aisb_error_free(e);
-                        return r;
-                }
-                if (!canonical || strv_push(&g.hosts, canonical) < 0)
-                        return -ENOMEM;
-        }
-        if (!g.hosts)
-                return WHY("no host after '@'");
-        const char *scheme = NULL;
-        if (header) {
-                char *colon = strchr(header, ':');
-                if (colon) {
-                        *colon = 0;
-                        scheme = colon + 1;
-                }
-                if (!*header || strspn(header, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
-                                        strlen(header) || strlen(header) > 64)
-                        return WHY("'%.64s' is no header name (letters, digits and -)", header);
-                /* Headers that say where a request goes or how it is framed are not credentials. */
-                static const char *const framing[] = { "Host", "Proxy-Authorization", "Proxy-Connection",
-                                                       "Connection", "Content-Length", "Transfer-Encoding",
-                                                       "Upgrade", "TE", "Trailer", "Keep-Alive", "Expect" };
-                for (size_t i = 0; i < ELEMENTSOF(framing); i++)
-                        if (strcasecmp(header, framing[i]) == 0)
-                                return WHY("%s is no header for a credential", framing[i]);
-                if (scheme && (!*scheme || strspn(scheme, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") !=
-                                                   strlen(scheme) || strlen(scheme) > 32))
-                        return WHY("'%.32s' is no scheme (letters only, e.g. Bearer)", scheme);
-        } else {
-                header = (char *) "Authorization";
-                scheme = "Bearer";
-                for (size_t i = 0; i < ELEMENTSOF(secret_headers); i++)
-                        if (streq(g.hosts[0], secret_headers[i].host)) {
-                                header = (char *) secret_headers[i].header;
-                                scheme = secret_headers[i].scheme;
-                        }
-        }
-        /* The value goes inside a quoted squid.conf token that squid also reads for its own
-         * %-codes: only what needs neither quoting nor escaping. */
-        size_t n = value ? strlen(value) : 0;
-        if (n == 0)
-                return WHY("%s is empty", g.name);
-        if (n > 4096)
-                return WHY("%s is longer than 4096 characters", g.name);
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char) value[i] <= 0x20 || (unsigned char) value[i] >= 0x7f || strchr("\"'%\\", value[i]))
-                        return WHY("%s holds a character the gate cannot put in a header as it is (a blank, "
-                                   "a quote, %%, \\ or a control or non-ASCII one)",
-                                   g.name);
-        uint8_t random[16];
-        if (getrandom(random, sizeof random, 0) != sizeof random)
-                return WHY("no random bytes for the placeholder: %s", strerror(errno));
-        char hex[33];
-        for (size_t i = 0; i < sizeof random; i++)
-                snprintf(hex + 2 * i, 3, "%02x", random[i]);
-        g.header = strdup(header);
-        g.scheme = scheme ? strdup(scheme) : NULL;
-        g.value = strdup(value);
-        if (asprintf(&g.placeholder, "aisb-secret-%s", hex) < 0)
-                g.placeholder = NULL;
-        if (!g.header || (scheme && !g.scheme) || !g.value || !g.placeholder)
-                return -ENOMEM;
-        *ret = g;
-        g = (gate_secret) {};
-        return 0;
-}
-
-/* Where a request is meant to go is compared with where its connection goes, in lower case
- * and without a hello's trailing dot; a line short of fields is refused. */
-/* A relay: squid's lines to the run's questions FIFO, the run's answers to squid. It ends
- * when the run closes its end of answers (the run is gone); the lines squid sent meanwhile
- * are refused with the helper. */
-const char gate_squid_ask_helper[] =
-        "exec 3>" GATE_ASK_INSIDE "/questions 4<" GATE_ASK_INSIDE "/answers 5<&0 || exit 1\n"
-        /* A helper squid starts again numbers its channels from 0 again: its lines carry a
-         * generation of its own, and it passes on only the answers that carry it (an answer
-         * to the one before stays out). */
-        "g=$$.$(date +%s%N)\n"
-        /* An asynchronous command's stdin is /dev/null unless redirected: squid's is 5.
-         * mawk (the image's) reads a pipe a line at a time only when interactive. */
-        "mawk -W interactive -v g=\"$g\" '{ print g, $0 }' <&5 >&3 & questions=$!\n"
-        "mawk -W interactive -v g=\"$g \" 'index($0, g) == 1 { print substr($0, length(g) + 1) }' <&4\n"
-        "kill $questions 2>/dev/null\n";
-
-const char gate_squid_tunnel_helper[] =
-        "{\n"
-        "  to = tolower($2); host = to; sub(/:[0-9]+$/, \"\", host)\n"
-        "  sni = tolower($7); sub(/\\.$/, \"\", sni)\n"
-        "  astray = NF < 7 || $3 == \"CONNECT\" || $4 != \"https\" || tolower($5) \":\" $6 != to ||\n"
-        "           (sni != \"-\" && sni != host)\n"
-        "  answer = $1 (astray ? \" OK\" : \" ERR\")\n"
-        "  print answer\n"
-        "  fflush()\n"
-        "}\n";
 
 bool gate_squid_intercepts(const allowlist *l, size_t n_secrets)
 {
@@ -874,14 +663,11 @@ static void emit_rules(squid_text *t, const squid_model *m)
                 "/\\.\\.?[.[:space:]]*(/|\\?|;|#|$) \\\\ %%(00|2e|2f|5c|u) [^[:print:]]\n");
         /* Headers many frameworks read as the method, or the path, instead of the request
          * line's. */
-        emit(t, "request_header_access X-HTTP-Method-Override deny aisb_rule_hosts\n"
-                "request_header_access X-HTTP-Method deny aisb_rule_hosts\n"
-                "request_header_access X-Method-Override deny aisb_rule_hosts\n"
-                "request_header_access X-Original-Method deny aisb_rule_hosts\n"
-                "request_header_access X-Original-URL deny aisb_rule_hosts\n"
-                "request_header_access X-Rewrite-URL deny aisb_rule_hosts\n"
-                "request_header_access X-Forwarded-Prefix deny aisb_rule_hosts\n"
-                "request_header_access X-Envoy-Original-Path deny aisb_rule_hosts\n");
+        static const char *const overrides[] = { "X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+                                                 "X-Original-Method", "X-Original-URL", "X-Rewrite-URL",
+                                                 "X-Forwarded-Prefix", "X-Envoy-Original-Path" };
+        for (size_t i = 0; i < ELEMENTSOF(overrides); i++)
+                emit(t, "request_header_access %s deny aisb_rule_hosts\n", overrides[i]);
         /* A body on a method that carries none is a second request to a server that ignores
          * its length (a request outside the rules). */
         emit(t, "acl aisb_bodiless method GET HEAD OPTIONS\n"
@@ -1113,103 +899,4 @@ int gate_squid_hosts_file(const char *const *add_hosts, char **ret_text, aisb_er
                 return error_oom(err);
         *ret_text = buffer_steal(&b);
         return *ret_text ? 0 : error_oom(err);
-}
-
-/* One access log line in GATE_SQUID_LOGFORMAT:
- *   TIME CLIENT METHOD HOST:PORT STATUS SQUID_STATUS BYTES ERROR URL
- * counted as squid 5 and 6 log them (docs/allowlist.md has real lines): denied is the gate's
- * own refusal (TCP_DENIED, also TCP_DENIED_ABORTED when the client left at once); failed is a
- * request the gate let through that did not complete: status 0 (the client left first), an
- * _ABORTED or _TIMEDOUT tag, NONE_NONE/TAG_NONE (squid 5 logs a failed CONNECT so, 6 as
- * TCP_TUNNEL/503), an error page of squid's own (ERR_CONNECT_FAIL, ERR_DNS_FAIL, ...), or a
- * CONNECT that got no tunnel. Everything else reached its destination and got an answer,
- * whatever the status (a 503 of the origin's own is allowed egress). Fields are split on
- * blanks by hand: a field too long for a buffer must not shift the ones after it. */
-int egress_count_line(egress_summary *s, const char *line)
-{
-        const char *field[9] = {};
-        size_t len[9] = {}, n = 0;
-        for (const char *p = line; n < ELEMENTSOF(field);) {
-                while (*p && isspace((unsigned char) *p))
-                        p++;
-                if (!*p)
-                        break;
-                field[n] = p;
-                while (*p && !isspace((unsigned char) *p))
-                        p++;
-                len[n] = (size_t) (p - field[n]);
-                n++;
-        }
-#define FIELD_IS(i, text) (len[i] == strlen(text) && strncmp(field[i], text, len[i]) == 0)
-#define FIELD_STARTS(i, text) (len[i] >= strlen(text) && strncmp(field[i], text, strlen(text)) == 0)
-#define FIELD_HAS(i, text) (memmem(field[i], len[i], text, strlen(text)) != NULL)
-        enum { METHOD = 2, HOST = 3, STATUS = 4, TAG = 5, ERROR = 7 };
-        if (n <= TAG)
-                return -EBADMSG;
-        bool no_status = FIELD_IS(STATUS, "0") || FIELD_IS(STATUS, "000");
-        /* A connection that sent no request (aisb's own liveness probe) is no egress, nor is
-         * aisb's request to a run's own gate, which squid may log after the run's part of the
-         * log began. */
-        if ((FIELD_IS(METHOD, "-") && no_status) ||
-            (FIELD_IS(HOST, GATE_PROBE_HOST ":80") && FIELD_STARTS(TAG, "TCP_DENIED")))
-                return 0;
-        /* A gate that intercepts TLS logs each CONNECT it intercepts once more as
-         * NONE_NONE/200; what follows (the tunnel, or each intercepted request) is
-         * counted on its own line. */
-        if (FIELD_IS(METHOD, "CONNECT") && FIELD_IS(STATUS, "200") && FIELD_STARTS(TAG, "NONE"))
-                return 0;
-        /* Older lines (no ERROR field) hold the URL there, which never starts with ERR_. */
-        bool has_error = n > ERROR && FIELD_STARTS(ERROR, "ERR_");
-        char (*names)[sizeof s->denied_names[0]];
-        size_t *n_names;
-        if (FIELD_STARTS(TAG, "TCP_DENIED") || (has_error && FIELD_IS(ERROR, "ERR_ACCESS_DENIED"))) {
-                s->denied++;
-                names = s->denied_names;
-                n_names = &s->n_denied_names;
-                /* A request the gate saw whole (plain HTTP, or intercepted TLS): which one. */
-                enum { URL = 8 };
-                if (!FIELD_IS(METHOD, "CONNECT") && n > URL && len[METHOD] < 16 &&
-                    (FIELD_STARTS(URL, "http://") || FIELD_STARTS(URL, "https://"))) {
-                        char request[sizeof s->denied_requests[0]];
-                        snprintf(request, sizeof request, "%.*s %.*s", (int) len[METHOD], field[METHOD],
-                                 (int) (len[URL] < sizeof request - 17 ? len[URL] : sizeof request - 17), field[URL]);
-                        bool seen = false;
-                        for (size_t i = 0; i < s->n_denied_requests && !seen; i++)
-                                seen = streq(s->denied_requests[i], request);
-                        if (!seen && s->n_denied_requests < ELEMENTSOF(s->denied_requests))
-                                memcpy(s->denied_requests[s->n_denied_requests++], request, sizeof request);
-                }
-        } else if (no_status || FIELD_HAS(TAG, "_ABORTED") || FIELD_HAS(TAG, "_TIMEDOUT") ||
-                   FIELD_STARTS(TAG, "NONE") || FIELD_STARTS(TAG, "TAG_NONE") || has_error ||
-                   (FIELD_IS(METHOD, "CONNECT") && !FIELD_IS(STATUS, "200"))) {
-                s->failed++;
-                names = s->failed_names;
-                n_names = &s->n_failed_names;
-        } else {
-                s->allowed++;
-                return 0;
-        }
-#undef FIELD_IS
-#undef FIELD_STARTS
-#undef FIELD_HAS
-        /* The name, with its port unless that is 80 or 443 (what an allowlist entry would
-         * say), cut as stored, or repeats never match. */
-        char host[sizeof s->denied_names[0]];
-        size_t host_len = len[HOST];
-        const char *colon = memrchr(field[HOST], ':', host_len);
-        if (colon && colon != field[HOST] &&
-            ((size_t) (field[HOST] + host_len - colon) == 3 ? strncmp(colon, ":80", 3) == 0
-                                                              : (size_t) (field[HOST] + host_len - colon) == 4 &&
-                                                                        strncmp(colon, ":443", 4) == 0))
-                host_len = (size_t) (colon - field[HOST]);
-        snprintf(host, sizeof host, "%.*s", (int) (host_len < sizeof host ? host_len : sizeof host - 1),
-                 field[HOST]);
-        if (host[0] == '-') /* squid could not parse the request: nothing to name */
-                return 0;
-        for (size_t i = 0; i < *n_names; i++)
-                if (streq(names[i], host))
-                        return 0;
-        if (*n_names < ELEMENTSOF(s->denied_names))
-                memcpy(names[(*n_names)++], host, sizeof host);
-        return 0;
 }

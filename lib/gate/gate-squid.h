@@ -2,8 +2,9 @@
 /*
  * What the gate is made of, as text: its squid configuration and hosts file, generated from
  * the allowlist's canonical entries only (no text from an allowlist file reaches squid.conf
- * unchecked), the hash that names a gate, and the reading of its access log into a run's
- * egress summary. Pure: no I/O.
+ * unchecked), and the hash that names a gate (gate-hash.c). Pure: no I/O. The secrets'
+ * parsing is gate-secret.h's, the helper scripts gate-scripts.h's, the reading of the access
+ * log egress.h's.
  */
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include "allowlist.h"
 #include "error.h"
+#include "gate-secret.h"
 
 /* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
  * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,
@@ -33,38 +35,16 @@
  * before an answer; HOST is "-" when squid could not parse the request. */
 #define GATE_SQUID_LOGFORMAT "%ts.%03tu %>a %rm %>rd:%>rP %>Hs %Ss %<st %err_code %ru %>st %{aisb_ask}note"
 
-/* Whether the address is one the gate refuses for a name not mapped on purpose: private and
- * shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and the host ranges.
- * Returns the range's text, or NULL. */
-const char *gate_local_range(int family, const uint8_t addr[static 16]);
-
 /* 16 hex characters naming the gate for this policy: SHA-256 over GATE_SQUID_VERSION, the
  * sorted canonical domain entries and the sorted canonical add-host entries. Independent of
  * order, duplicates and spelling ("*.Example.com." = "example.com"). -EINVAL for a bad
  * add-host entry (check them with allowlist_parse_add_host() first for a message). */
 int gate_squid_hash(const allowlist *l, const char *const *add_hosts, char **ret_hex);
 
-/* A credential the gate holds for a run (--secret): requests to its hosts, over HTTPS only,
- * carry header: [scheme ]value, whatever the client sent in that header; the sandbox holds only
- * the placeholder. */
-typedef struct gate_secret {
-        char *name;        /* the variable */
-        char **hosts;      /* canonical names, each exactly (no names below them) */
-        char *header;      /* "Authorization", "x-api-key", ... */
-        char *scheme;      /* "Bearer", or NULL: the value alone */
-        char *value;       /* the real value: wiped on free */
-        char *placeholder; /* what the sandbox's NAME holds instead */
-} gate_secret;
-void gate_secret_done(gate_secret *s);
-/*
- * Parse "NAME@HOST[,HOST...][/HEADER[:SCHEME]]" and take NAME's value (value: the caller read
- * it, e.g. from the environment). Without /HEADER, the header of a known API host
- * (api.anthropic.com: x-api-key; api.openai.com: Authorization: Bearer; ...), else
- * Authorization: Bearer. The value must be printable ASCII without blanks, quotes, '%' or '\'
- * (squid reads the header line it goes into). The placeholder is "aisb-secret-" and 32
- * random hex digits. -EINVAL with why.
- */
-int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, char *why, size_t whylen);
+/* Whether the address is one the gate refuses for a name not mapped on purpose: private and
+ * shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and the host ranges.
+ * Returns the range's text, or NULL. */
+const char *gate_local_range(int family, const uint8_t addr[static 16]);
 
 typedef struct squid_options {
         unsigned port;          /* listen on 127.0.0.1:port, 1..65535 */
@@ -112,20 +92,8 @@ typedef struct squid_options {
         const char *tunnel_helper;
 } squid_options;
 
-/* The tunnel helper: an awk program squid asks about each request inside a TLS connection
- * the gate opened. A line is a channel number, where the connection goes (HOST:PORT, as its
- * CONNECT named it), the request's method, its URL's scheme, host and port, the TLS hello's
- * server name ("-": none) and the ACL's argument ("-"); the answer OK refuses the request
- * (another destination, scheme or server name, a CONNECT), ERR lets the rest of the rules
- * decide. Each answer is one write: squid misreads one that arrives in pieces. */
-extern const char gate_squid_tunnel_helper[];
-/* The ask helper: run by /bin/sh with the run's ask/ directory at GATE_ASK_INSIDE, whose
- * FIFOs questions (it writes) and answers (it reads) the run holds open. */
-extern const char gate_squid_ask_helper[];
-#define GATE_ASK_INSIDE "/aisb-gate/ask"
 /* Requests squid hands the ask helper at once, and queues beyond those. */
 #define GATE_ASK_CONCURRENCY 256
-#define GATE_TUNNEL_HELPER_AWK "/usr/bin/mawk -W interactive -f"
 #define GATE_CLIENT_USER "aisb"
 /* The name aisb's request to a run's own gate asks for (gate_probe): refused, and no
  * egress. */
@@ -149,20 +117,3 @@ int gate_squid_config(const allowlist *l, const squid_options *o, char **ret_tex
 
 /* The hosts file for add_hosts ("IP NAME" lines), for squid's hosts_file. */
 int gate_squid_hosts_file(const char *const *add_hosts, char **ret_text, aisb_error **err);
-
-/* What a run sent through its gate, from the access log's lines past where the run began. */
-typedef struct egress_summary {
-        unsigned long allowed, denied;
-        unsigned long failed; /* let through by the gate, not completed (egress_count_line) */
-        char denied_names[8][128];
-        size_t n_denied_names;
-        char denied_requests[8][160]; /* "METHOD URL" of refused requests the gate saw whole */
-        size_t n_denied_requests;
-        char failed_names[8][128];
-        size_t n_failed_names;
-        /* The gate served every local client, not only the run's (it holds no key): what it
-         * refused in the run's time may be another local user's request, or another run's. */
-        bool shared_gate;
-} egress_summary;
-/* Count one access log line (GATE_SQUID_LOGFORMAT); -EBADMSG for a line that is not one. */
-int egress_count_line(egress_summary *s, const char *line);

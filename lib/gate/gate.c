@@ -16,12 +16,10 @@
  * listening socket on its port is the user's own.
  */
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <dirent.h>
 #include <sys/random.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,13 +27,15 @@
 
 #include <curl/curl.h>
 
-#include "gate-squid.h"
 #include "container.h"
+#include "gate-scripts.h"
+#include "gate-squid.h"
 #include "gate.h"
 #include "image.h"
 #include "jsonutil.h"
 #include "network.h"
 #include "podman.h"
+#include "port-owners.h"
 #include "userdirs.h"
 #include "fileio.h"
 #include "hostaddr.h"
@@ -50,65 +50,6 @@
 #define GATE_TLS_INSIDE "/aisb-gate/" GATE_TLS_DIR
 #define GATE_CA_MAX (64 * 1024)
 
-/* The gate's first process: makes the CA when the gate intercepts TLS (the key never leaves
- * the gate's tls/, readable by the user alone), starts squid, and stops it once no run holds
- * a lease, no connection is open and nothing was logged for the idle time. Arguments: idle
- * seconds (0: never; "held": a run's own gate, which within 2 s of its run's lease going,
- * even when the run was killed, refuses every request and keeps its port, so that the sandbox
- * left behind reaches nothing and nobody else takes the port; the next run with secrets
- * removes it), port, intercept (0 or 1). What serves is the marker tls/serving, made before
- * squid starts and removed (which needs no space) once the lease is gone: squid's helper
- * (gate_held_helper) looks for it at every request, where a reload of squid would close its
- * port for a moment. */
-static const char gate_script[] =
-        "idle=$1 port=$2 intercept=$3\n"
-        "leased() {\n"
-        "  for f in /aisb-gate/" GATE_LEASES_DIR "/*; do\n"
-        "    [ -e \"$f\" ] && ! flock -n -x \"$f\" true && return 0\n"
-        "  done\n"
-        "  return 1\n"
-        "}\n"
-        /* A run's own gate serves only while a lease is held, from its first start on (a
-         * container started again keeps the marker of its last life). */
-        "if [ \"$idle\" = held ]; then\n"
-        "  rm -f " GATE_TLS_INSIDE "/serving || exit 70\n"
-        "  if leased; then : > " GATE_TLS_INSIDE "/serving || exit 70; fi\n"
-        "else\n"
-        "  : > " GATE_TLS_INSIDE "/serving || exit 70\n"
-        "fi\n"
-        "if [ \"$intercept\" = 1 ]; then\n"
-        "  umask 077\n"
-        "  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30"
-        " -subj \"/CN=aisb gate 127.0.0.1:$port\" -addext basicConstraints=critical,CA:true"
-        " -addext keyUsage=critical,keyCertSign,cRLSign"
-        " -keyout " GATE_TLS_INSIDE "/ca.key -out " GATE_TLS_INSIDE "/ca.pem.new 2>/dev/null || exit 70\n"
-        "  /usr/lib/squid/security_file_certgen -c -s /tmp/aisb-certs -M 4MB >/dev/null || exit 70\n"
-        "  chmod 644 " GATE_TLS_INSIDE "/ca.pem.new && mv " GATE_TLS_INSIDE "/ca.pem.new " GATE_TLS_INSIDE "/ca.pem || exit 70\n"
-        "fi\n"
-        "squid -N -f " GATE_CONFIG_INSIDE "/squid.conf & pid=$!\n"
-        "trap 'kill $pid 2>/dev/null' TERM INT\n"
-        "start=$(date +%s) hex=$(printf %04X \"$port\") every=15\n"
-        "[ \"$idle\" = held ] && every=2\n"
-        "while sleep $every & wait $!; kill -0 $pid 2>/dev/null; do\n"
-        "  [ \"$idle\" = 0 ] && continue\n"
-        "  leased && continue\n"
-        "  if [ \"$idle\" = held ]; then rm -f " GATE_TLS_INSIDE "/serving && idle=0; continue; fi\n"
-        "  [ \"$(awk -v p=\":$hex\" '$2 ~ p\"$\" && $4 == \"01\"' /proc/net/tcp /proc/net/tcp6 2>/dev/null | wc -l)\" -eq 0 ] || continue\n"
-        "  last=$(stat -c %Y " GATE_LOGS_INSIDE "/access.log 2>/dev/null || echo 0)\n"
-        "  [ \"$last\" -gt \"$start\" ] || last=$start\n"
-        "  [ $(( $(date +%s) - last )) -ge \"$idle\" ] || continue\n"
-        "  kill $pid; wait $pid; exit 0\n"
-        "done\n"
-        "wait $pid\n";
-
-/* squid's helper for a run's own gate: asked about every request (no answer is cached), it
- * answers OK, which refuses the request, unless the marker the gate's first process keeps
- * while the run holds its lease is there (so a marker it cannot see refuses). A line is a
- * channel number and the client's address; the answer names the channel. */
-static const char gate_held_helper[] =
-        "while read -r channel _; do\n"
-        "  if [ -e " GATE_TLS_INSIDE "/serving ]; then echo \"$channel ERR\"; else echo \"$channel OK\"; fi\n"
-        "done\n";
 #define GATE_START_TIMEOUT_MS 20000
 /* A listening gate answers at once; squid with no helper never does. */
 #define GATE_PROBE_TIMEOUT_MS 5000
@@ -118,8 +59,6 @@ static const char gate_held_helper[] =
  * 5000 requests with 4 KB paths). About a second of reading at most. */
 #define GATE_LOG_READ_MAX (1024 * 1024 * 1024)
 #define GATE_LOG_LINE_MAX 4096
-/* /proc/net/tcp of a very busy host stays far below this (a line is 150 bytes). */
-#define PROC_NET_TCP_MAX (64 * 1024 * 1024)
 
 void gate_info_done(gate_info *g)
 {
@@ -150,11 +89,11 @@ static int gate_subdir_open(const char *dir, const char *sub)
         return sub_fd < 0 ? -errno : sub_fd;
 }
 
-/* A file in a directory squid writes, for reading: only a regular file, opened without
- * following a symlink or waiting for a FIFO's writer. -EBADFD for anything else there. */
-static int gate_log_open(const gate_info *g, const char *name, struct stat *ret_st)
+/* A file in a directory squid writes (logs/, tls/), for reading: only a regular file, opened
+ * without following a symlink or waiting for a FIFO's writer. -EBADFD for anything else. */
+static int gate_file_open(const gate_info *g, const char *sub, const char *name, struct stat *ret_st)
 {
-        _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_LOGS_DIR);
+        _cleanup_close_ int dir = gate_subdir_open(g->dir, sub);
         if (dir < 0)
                 return dir;
         _cleanup_close_ int fd = openat(dir, name,
@@ -225,116 +164,21 @@ static int free_port(unsigned *ret)
         return 0;
 }
 
-int proc_net_tcp_line(const char *line, unsigned port, uid_t *ret_uid, bool *ret_exact)
+/* A container of a podman list: its first name; a label's value (of a list's entry, or of an
+ * inspect's Config). */
+static const char *listed_name(json_object *c)
 {
-        char address[40];
-        unsigned local_port, state, uid;
-        if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %u", address,
-                   &local_port, &state, &uid) != 4)
-                return 0;
-        if (local_port != port || state != 0x0A /* TCP_LISTEN */)
-                return 0;
-        /* The kernel prints each 32-bit word of the address as the number its bytes make in
-         * this host's order: compare with the same words in memory. */
-        uint32_t words[4] = {};
-        size_t n_words = strlen(address) / 8;
-        if (strlen(address) % 8 || (n_words != 1 && n_words != 4))
-                return 0;
-        for (size_t i = 0; i < n_words; i++) {
-                char word[9];
-                memcpy(word, address + 8 * i, 8);
-                word[8] = 0;
-                words[i] = (uint32_t) strtoul(word, NULL, 16);
-        }
-        uint32_t v4;
-        if (n_words == 1)
-                v4 = words[0];
-        else if (words[0] == 0 && words[1] == 0 && words[2] == htonl(0xffff))
-                v4 = words[3]; /* ::ffff:a.b.c.d */
-        else if (words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0)
-                v4 = htonl(INADDR_ANY); /* ::, which may take IPv4 connections too */
-        else
-                return 0;
-        if (v4 != htonl(INADDR_LOOPBACK) && v4 != htonl(INADDR_ANY))
-                return 0;
-        *ret_uid = (uid_t) uid;
-        *ret_exact = v4 == htonl(INADDR_LOOPBACK);
-        return 1;
+        json_object *names;
+        return json_object_object_get_ex(c, "Names", &names) ? json_object_get_string(json_object_array_get_idx(names, 0))
+                                                             : NULL;
 }
 
-static void port_owners_add(port_owners *o, uid_t owner, bool exact, uid_t uid)
+static const char *listed_label(json_object *c, const char *key)
 {
-        if (owner == uid && exact)
-                o->ours = true;
-        else if (owner != uid && !o->stranger) {
-                o->stranger = true;
-                o->stranger_uid = owner;
-        }
-}
-
-int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners *owners)
-{
-        for (const char *line = text; line && *line;) {
-                const char *end = strchr(line, '\n');
-                size_t n = end ? (size_t) (end - line) : strlen(line);
-                _cleanup_free_ char *l = strndup(line, n);
-                if (!l)
-                        return -ENOMEM;
-                uid_t owner;
-                bool exact;
-                if (proc_net_tcp_line(l, port, &owner, &exact) == 1)
-                        port_owners_add(owners, owner, exact, uid);
-                line += n + (end ? 1 : 0);
-        }
-        return 0;
-}
-
-typedef struct owners_reading {
-        unsigned port;
-        uid_t uid;
-        port_owners *owners;
-} owners_reading;
-
-static int owners_line(char *line, void *userdata)
-{
-        owners_reading *o = userdata;
-        uid_t owner;
-        bool exact;
-        if (proc_net_tcp_line(line, o->port, &owner, &exact) == 1)
-                port_owners_add(o->owners, owner, exact, o->uid);
-        return 0;
-}
-
-/* Who listens where a connection to 127.0.0.1:port goes, from the kernel's socket tables. */
-static int port_owners_read(unsigned port, port_owners *ret)
-{
-        *ret = (port_owners) {};
-        owners_reading o = { .port = port, .uid = getuid(), .owners = ret };
-        static const char *const tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
-        int r = 0;
-        for (size_t i = 0; i < ELEMENTSOF(tables); i++) {
-                _cleanup_close_ int fd = open(tables[i], O_RDONLY | O_CLOEXEC);
-                if (fd < 0) {
-                        /* No IPv6 in this kernel: nothing listens there. */
-                        if (errno != ENOENT || i == 0)
-                                r = -errno;
-                        continue;
-                }
-                int k = read_lines(fd, PROC_NET_TCP_MAX, 512, owners_line, &o);
-                if (k < 0)
-                        r = k;
-        }
-        return r;
-}
-
-/* Whether the gate's port is up and ours: a listening socket of this user bound to
- * 127.0.0.1:port. Connecting proves less: another local user's listener there (taken while
- * the gate was down, or before squid could bind it) accepts just as well, and would then see
- * all the sandboxes' traffic. */
-bool gate_port_ours(unsigned port)
-{
-        port_owners o;
-        return port > 0 && port_owners_read(port, &o) == 0 && o.ours;
+        json_object *labels, *v;
+        return json_object_object_get_ex(c, "Labels", &labels) && json_object_object_get_ex(labels, key, &v)
+                       ? json_object_get_string(v)
+                       : NULL;
 }
 
 /* State of the named gate container: 0 absent, 1 present; *ret_running, *ret_port. */
@@ -345,41 +189,44 @@ static int gate_inspect(aisb_ctx *ctx, const char *name, bool *ret_running, unsi
         int r = podman_container_inspect(ctx, name, &o, err);
         if (r <= 0)
                 return r;
-        json_object *state, *running, *config, *labels, *port;
+        json_object *state, *running, *config;
         *ret_running = json_object_object_get_ex(o, "State", &state) &&
                        json_object_object_get_ex(state, "Running", &running) &&
                        json_object_get_boolean(running);
-        *ret_port = 0;
-        if (json_object_object_get_ex(o, "Config", &config) &&
-            json_object_object_get_ex(config, "Labels", &labels) &&
-            json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate.port", &port))
-                *ret_port = (unsigned) strtoul(json_object_get_string(port), NULL, 10);
+        const char *port = json_object_object_get_ex(o, "Config", &config)
+                                   ? listed_label(config, AISB_LABEL_PREFIX "gate.port")
+                                   : NULL;
+        *ret_port = port ? (unsigned) strtoul(port, NULL, 10) : 0;
         return 1;
 }
 
 /* The gate's files, from its directory on the host; its scratch space, in memory. */
 static json_object *gate_mounts(const gate_info *g)
 {
-        char config[PATH_MAX], logs[PATH_MAX], tls[PATH_MAX], leases[PATH_MAX], ask[PATH_MAX];
-        snprintf(ask, sizeof ask, "%s/" GATE_ASK_DIR, g->dir);
-        snprintf(config, sizeof config, "%s/" GATE_CONFIG_DIR, g->dir);
-        snprintf(logs, sizeof logs, "%s/" GATE_LOGS_DIR, g->dir);
-        snprintf(tls, sizeof tls, "%s/" GATE_TLS_DIR, g->dir);
-        snprintf(leases, sizeof leases, "%s/" GATE_LEASES_DIR, g->dir);
         static const char *const ro[] = { "rbind", "ro", NULL }, *const rw[] = { "rbind", "rw", NULL };
+        const struct {
+                const char *sub, *inside, *const *options;
+                bool wanted;
+        } binds[] = {
+                { GATE_CONFIG_DIR, GATE_CONFIG_INSIDE, ro, true },
+                { GATE_LOGS_DIR, GATE_LOGS_INSIDE, rw, true },
+                { GATE_TLS_DIR, GATE_TLS_INSIDE, rw, true },
+                { GATE_LEASES_DIR, "/aisb-gate/" GATE_LEASES_DIR, ro, true },
+                /* Read-only: the FIFOs open for writing all the same, and squid cannot swap them. */
+                { GATE_ASK_DIR, GATE_ASK_INSIDE, ro, g->ask_questions_fd >= 0 },
+        };
         static const char *const tmpfs_options[] = { "size=16m", "mode=1777", NULL };
         static const char *const tmpfs[] = { "/run", "/tmp", "/var/tmp", "/var/spool/squid",
                                              "/var/log/squid", "/var/cache/squid" };
-        _cleanup_json_ json_object *mounts = NULL;
-        int r = json_build(&mounts, JSON_BUILD_ARRAY(
-                                            JSON_BUILD_TAKE(container_mount("bind", config, GATE_CONFIG_INSIDE, ro)),
-                                            JSON_BUILD_TAKE(container_mount("bind", logs, GATE_LOGS_INSIDE, rw)),
-                                            JSON_BUILD_TAKE(container_mount("bind", tls, GATE_TLS_INSIDE, rw)),
-                                            JSON_BUILD_TAKE(container_mount("bind", leases,
-                                                                            "/aisb-gate/" GATE_LEASES_DIR, ro))));
-        /* Read-only: the FIFOs open for writing all the same, and squid cannot swap them. */
-        if (r >= 0 && g->ask_questions_fd >= 0)
-                r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("bind", ask, GATE_ASK_INSIDE, ro)));
+        _cleanup_json_ json_object *mounts = json_object_new_array();
+        int r = mounts ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(binds); i++) {
+                char source[PATH_MAX];
+                snprintf(source, sizeof source, "%s/%s", g->dir, binds[i].sub);
+                if (binds[i].wanted)
+                        r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("bind", source, binds[i].inside,
+                                                                                    binds[i].options)));
+        }
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tmpfs); i++)
                 r = json_build_into(mounts, JSON_BUILD_TAKE(container_mount("tmpfs", "tmpfs", tmpfs[i], tmpfs_options)));
         return r < 0 ? NULL : steal_pointer(&mounts);
@@ -395,7 +242,7 @@ static int gate_create_body(const gate_info *g, const char *image, unsigned idle
                 snprintf(idle_text, sizeof idle_text, "held");
         else
                 snprintf(idle_text, sizeof idle_text, "%u", idle_stop_s);
-        const char *const argv[] = { "sh", "-c", gate_script, "aisb-gate", idle_text, port_text,
+        const char *const argv[] = { "sh", "-c", gate_start_script, "aisb-gate", idle_text, port_text,
                                      intercept ? "1" : "0", NULL };
         return json_build(
                 ret,
@@ -429,7 +276,7 @@ static void tail_of_log(const gate_info *g, const char *name, char *buf, size_t 
 {
         buf[0] = 0;
         struct stat st;
-        _cleanup_close_ int fd = gate_log_open(g, name, &st);
+        _cleanup_close_ int fd = gate_file_open(g, GATE_LOGS_DIR, name, &st);
         if (fd < 0)
                 return;
         off_t start = st.st_size > (off_t) size - 1 ? st.st_size - (off_t) size + 1 : 0;
@@ -452,48 +299,48 @@ static void gate_tls_reset(int tls)
         }
 }
 
-/* The gate's CA certificate, from tls/ (which the gate writes): a regular file, read without
- * following a link or waiting on a FIFO, bounded, and a PEM certificate. */
-static int gate_read_ca(const gate_info *g, char **ret)
+/* The gate's CA certificate into g->ca_pem, from tls/ (which the gate writes): a regular
+ * file, read without following a link or waiting on a FIFO, bounded, and a PEM certificate. */
+static int gate_read_ca(gate_info *g, aisb_error **err)
 {
-        _cleanup_close_ int dir = gate_subdir_open(g->dir, GATE_TLS_DIR);
-        if (dir < 0)
-                return dir;
-        _cleanup_close_ int fd = openat(dir, "ca.pem", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         struct stat st;
-        if (fd < 0)
-                return errno == ELOOP ? -EBADFD : -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
+        _cleanup_close_ int fd = gate_file_open(g, GATE_TLS_DIR, "ca.pem", &st);
         _cleanup_free_ char *text = NULL;
-        int r = read_full_fd(fd, GATE_CA_MAX, &text, NULL);
+        int r = fd < 0 ? fd : read_full_fd(fd, GATE_CA_MAX, &text, NULL);
+        if (r >= 0 && (!startswith(text, "-----BEGIN CERTIFICATE-----\n") || !strstr(text, "-----END CERTIFICATE-----")))
+                r = -EBADMSG;
         if (r < 0)
-                return r;
-        if (!startswith(text, "-----BEGIN CERTIFICATE-----\n") || !strstr(text, "-----END CERTIFICATE-----"))
-                return -EBADMSG;
-        *ret = steal_pointer(&text);
+                return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s", g->dir,
+                                      strerror(-r));
+        g->ca_pem = steal_pointer(&text);
         return 0;
 }
 
-/* Leases nobody holds any more (their run ended without giving them back) go. */
-static void gate_leases_prune(int leases)
+/* Whether some run holds a lease in the directory leases (a file it keeps locked: the
+ * lease's owner is alive); with prune, the leases nobody holds any more (their run ended
+ * without giving them back) go. The host only tries a lock, through the directory, on
+ * regular files. */
+static bool gate_leases_scan(int leases, bool prune)
 {
         _cleanup_close_ int fd = dup(leases);
         DIR *d = fd >= 0 ? fdopendir(steal_fd(&fd)) : NULL;
         if (!d)
-                return;
+                return false;
+        bool held = false;
         struct dirent *e;
-        while ((e = readdir(d))) {
+        while ((prune || !held) && (e = readdir(d))) {
                 if (e->d_name[0] == '.')
                         continue;
                 _cleanup_close_ int f = openat(leases, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
                 struct stat st;
-                if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || flock(f, LOCK_EX | LOCK_NB) == 0)
+                bool lease = f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode);
+                bool locked = lease && flock(f, LOCK_EX | LOCK_NB) < 0;
+                held |= locked && errno == EWOULDBLOCK;
+                if (prune && !locked)
                         (void) unlinkat(leases, e->d_name, 0);
         }
         closedir(d);
+        return held;
 }
 
 /* This run's lease on a shared gate: a file in leases/ it holds locked until it ends. The
@@ -520,75 +367,6 @@ static int gate_lease_take(gate_info *g)
         g->lease_fd = steal_fd(&fd);
         g->lease = steal_pointer(&name);
         return 0;
-}
-
-static size_t probe_discard(char *data, size_t size, size_t n, void *userdata)
-{
-        (void) data;
-        (void) userdata;
-        return size * n;
-}
-
-static int probe_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-        return ctx_stopping(userdata) ? 1 : 0;
-}
-
-/* Whether squid's answer names the page of a gate whose run is gone. */
-static size_t probe_header(char *data, size_t size, size_t n, void *userdata)
-{
-        static const char name[] = "X-Squid-Error:";
-        size_t len = size * n;
-        if (len > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
-                size_t i = sizeof name - 1;
-                while (i < len && (data[i] == ' ' || data[i] == '\t'))
-                        i++;
-                if (len - i >= strlen(GATE_HELD_PAGE) && memcmp(data + i, GATE_HELD_PAGE, strlen(GATE_HELD_PAGE)) == 0)
-                        *(bool *) userdata = true;
-        }
-        return len;
-}
-
-int gate_probe(aisb_ctx *ctx, unsigned port, const char *key, long timeout_ms, aisb_error **err)
-{
-        CURL *c = curl_easy_init();
-        if (!c)
-                return error_oom(err);
-        char proxy[32];
-        snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", port);
-        curl_easy_setopt(c, CURLOPT_URL, "http://" GATE_PROBE_HOST "/");
-        curl_easy_setopt(c, CURLOPT_PROXY, proxy);
-        curl_easy_setopt(c, CURLOPT_NOPROXY, ""); /* whatever no_proxy says */
-        curl_easy_setopt(c, CURLOPT_PROXYUSERNAME, GATE_CLIENT_USER);
-        curl_easy_setopt(c, CURLOPT_PROXYPASSWORD, key);
-        curl_easy_setopt(c, CURLOPT_PROXYAUTH, (long) CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, probe_discard);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, probe_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, ctx);
-        bool held = false;
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, probe_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, &held);
-        CURLcode rc = curl_easy_perform(c);
-        long status = 0;
-        (void) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_cleanup(c);
-        if (rc == CURLE_OK && status > 0 && held)
-                return aisb_error_set(err, -EIO,
-                                      "the gate on 127.0.0.1:%u refuses as if its run were gone: it cannot "
-                                      "see its marker " GATE_TLS_DIR "/serving; run again",
-                                      port);
-        if (rc == CURLE_OK && status > 0)
-                return 0;
-        if (rc == CURLE_ABORTED_BY_CALLBACK)
-                return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
-        return aisb_error_set(err, -ETIMEDOUT,
-                              "the gate on 127.0.0.1:%u did not answer a request (%s): squid could not "
-                              "start the helper that refuses the sandbox once its run is gone (as when "
-                              "something holds every port on the loopback); run again",
-                              port, curl_easy_strerror(rc));
 }
 
 /* One FIFO of ask/, made afresh by the user, opened read-write without following anything:
@@ -624,22 +402,15 @@ static int gate_ask_open(gate_info *g, aisb_error **err)
         return 0;
 }
 
-/* Write the configuration, build or find the image, create and start the container, and
- * wait until squid listens. g has name, hash and dir; this fills the port. */
-static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb_error **err)
+/* squid.conf and the hosts file for this gate, as gate_start writes them into config/. */
+static int gate_config_texts(const gate_request *req, const gate_info *g, bool intercept, char **ret_conf,
+                             char **ret_hosts, aisb_error **err)
 {
-        if (!req->image)
-                return aisb_error_set(err, -EINVAL, "the gate's image was not planned");
-        int r = free_port(&g->port);
-        if (r < 0)
-                return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
-        _cleanup_free_ char *conf = NULL, *hosts = NULL;
         _cleanup_strv_free_ char **host_addresses = NULL;
-        r = host_own_addresses(&host_addresses);
+        int r = host_own_addresses(&host_addresses);
         if (r < 0)
                 return aisb_error_set(err, r, "cannot list the host's addresses for the gate: %s",
                                       strerror(-r));
-        bool intercept = gate_squid_intercepts(req->list, req->n_secrets);
         squid_options so = {
                 .port = g->port,
                 .hosts_file = GATE_CONFIG_INSIDE "/hosts",
@@ -657,9 +428,19 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
                 .ask_helper = req->ask ? GATE_CONFIG_INSIDE "/ask.sh" : NULL,
                 .tunnel_helper = intercept ? GATE_CONFIG_INSIDE "/tunnel.awk" : NULL,
         };
-        r = gate_squid_config(req->list, &so, &conf, err);
+        r = gate_squid_config(req->list, &so, ret_conf, err);
         if (r >= 0)
-                r = gate_squid_hosts_file(req->add_hosts, &hosts, err);
+                r = gate_squid_hosts_file(req->add_hosts, ret_hosts, err);
+        return r;
+}
+
+/* The state directory made ready for a start: config/ written (squid.conf, hosts and the
+ * helpers this gate runs), the question FIFOs open, and what squid left in logs/, tls/ and
+ * leases/ cleared. */
+static int gate_state_prepare(const gate_request *req, gate_info *g, bool intercept, aisb_error **err)
+{
+        _cleanup_free_ char *conf = NULL, *hosts = NULL;
+        int r = gate_config_texts(req, g, intercept, &conf, &hosts, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int config = gate_subdir_open(g->dir, GATE_CONFIG_DIR);
@@ -688,7 +469,64 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
         gate_log_reset(logs, "cache.log", true);
         gate_log_reset(logs, "access.log", false);
         gate_tls_reset(tls);
-        gate_leases_prune(leases);
+        (void) gate_leases_scan(leases, true);
+        return 0;
+}
+
+/* Until squid listens on the gate's port as the user's (then its CA read, and a run's own
+ * gate asked once), the container stops, another user takes the port, or the run is stopped.
+ * The caller removes the container when this fails. */
+static int gate_wait_listening(aisb_ctx *ctx, gate_info *g, bool intercept, aisb_error **err)
+{
+        struct timespec delay = { 0, 50 * 1000 * 1000 };
+        for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
+                if (ctx_stopping(ctx))
+                        return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
+                port_owners owners;
+                if (port_owners_read(g->port, &owners) == 0 && owners.ours) {
+                        /* squid listens only once the CA exists. */
+                        int r = intercept ? gate_read_ca(g, err) : 0;
+                        if (r < 0)
+                                return r;
+                        return g->per_run ? gate_probe(ctx, g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err) : 0;
+                }
+                /* Taken between our choosing it and squid binding it: squid cannot listen
+                 * there, and another user's listener must never pass for the gate. A retry
+                 * would only give whoever races us a second try; the next run picks anew. */
+                if (owners.stranger)
+                        return aisb_error_set(err, -EADDRINUSE,
+                                              "another user (uid %u) took 127.0.0.1:%u before the gate could listen on it; run again to use another port",
+                                              (unsigned) owners.stranger_uid, g->port);
+                if (waited % 1000 == 0) {
+                        bool running = false;
+                        unsigned ignored;
+                        aisb_error *e = NULL;
+                        int k = gate_inspect(ctx, g->name, &running, &ignored, &e);
+                        aisb_error_free(e);
+                        if (k == 1 && !running)
+                                break;
+                }
+                nanosleep(&delay, NULL);
+        }
+        char why[400];
+        tail_of_log(g, "cache.log", why, sizeof why);
+        return aisb_error_set(err, -EIO, "the gate did not start listening on 127.0.0.1:%u: %s",
+                              g->port, why[0] ? why : "(no log)");
+}
+
+/* Write the configuration, build or find the image, create and start the container, and
+ * wait until squid listens. g has name, hash and dir; this fills the port. */
+static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb_error **err)
+{
+        if (!req->image)
+                return aisb_error_set(err, -EINVAL, "the gate's image was not planned");
+        int r = free_port(&g->port);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot find a free port for the gate: %s", strerror(-r));
+        bool intercept = gate_squid_intercepts(req->list, req->n_secrets);
+        r = gate_state_prepare(req, g, intercept, err);
+        if (r < 0)
+                return r;
 
         r = image_ensure(ctx, req->image, NULL, err);
         if (r < 0)
@@ -705,67 +543,28 @@ static int gate_start(aisb_ctx *ctx, const gate_request *req, gate_info *g, aisb
         r = podman_container_start(ctx, g->name, err);
         if (r < 0)
                 aisb_error_wrap(err, r, "starting the gate");
-        if (r < 0) {
-                /* Not started (or the run was stopped meanwhile): no half-made gate stays. */
+        else
+                r = gate_wait_listening(ctx, g, intercept, err);
+        /* Not started, not listening, or the run was stopped meanwhile: no half-made gate
+         * stays. */
+        if (r < 0)
                 (void) podman_container_remove(ctx, g->name, NULL);
-                return r;
-        }
-        struct timespec delay = { 0, 50 * 1000 * 1000 };
-        for (int waited = 0; waited < GATE_START_TIMEOUT_MS; waited += 50) {
-                if (ctx_stopping(ctx)) {
-                        (void) podman_container_remove(ctx, g->name, NULL);
-                        return aisb_error_set(err, -ECANCELED, "stopped while the gate started");
-                }
-                port_owners owners;
-                if (port_owners_read(g->port, &owners) == 0 && owners.ours) {
-                        /* squid listens only once the CA exists. */
-                        if (intercept && (r = gate_read_ca(g, &g->ca_pem)) < 0) {
-                                (void) podman_container_remove(ctx, g->name, NULL);
-                                return aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s",
-                                                      g->dir, strerror(-r));
-                        }
-                        if (g->per_run && (r = gate_probe(ctx, g->port, g->client_key, GATE_PROBE_TIMEOUT_MS, err)) < 0)
-                                (void) podman_container_remove(ctx, g->name, NULL);
-                        return r < 0 ? r : 0;
-                }
-                /* Taken between our choosing it and squid binding it: squid cannot listen
-                 * there, and another user's listener must never pass for the gate. A retry
-                 * would only give whoever races us a second try; the next run picks anew. */
-                if (owners.stranger) {
-                        r = aisb_error_set(err, -EADDRINUSE,
-                                           "another user (uid %u) took 127.0.0.1:%u before the gate could listen on it; run again to use another port",
-                                           (unsigned) owners.stranger_uid, g->port);
-                        (void) podman_container_remove(ctx, g->name, NULL);
-                        return r;
-                }
-                if (waited % 1000 == 0) {
-                        bool running = false;
-                        unsigned ignored;
-                        aisb_error *e = NULL;
-                        int k = gate_inspect(ctx, g->name, &running, &ignored, &e);
-                        aisb_error_free(e);
-                        if (k == 1 && !running)
-                                break;
-                }
-                nanosleep(&delay, NULL);
-        }
-        char why[400];
-        tail_of_log(g, "cache.log", why, sizeof why);
-        r = aisb_error_set(err, -EIO, "the gate did not start listening on 127.0.0.1:%u: %s",
-                           g->port, why[0] ? why : "(no log)");
-        (void) podman_container_remove(ctx, g->name, NULL);
         return r;
+}
+
+/* The state directory of the gate named by hash, made when absent. */
+static int gate_state_dir(const char *hash, char **ret, aisb_error **err)
+{
+        _cleanup_free_ char *sub = NULL;
+        if (asprintf(&sub, "gates/%s", hash) < 0)
+                return error_oom(err);
+        return state_dir(sub, ret, err);
 }
 
 /* A shared gate found running: its CA, when it intercepts (each start made a new one). */
 static int gate_found(const gate_request *req, gate_info *g, aisb_error **err)
 {
-        if (!gate_squid_intercepts(req->list, req->n_secrets))
-                return 0;
-        int r = gate_read_ca(g, &g->ca_pem);
-        return r < 0 ? aisb_error_set(err, r, "the gate's CA certificate in %s/" GATE_TLS_DIR ": %s", g->dir,
-                                      strerror(-r))
-                     : 0;
+        return gate_squid_intercepts(req->list, req->n_secrets) ? gate_read_ca(g, err) : 0;
 }
 
 static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, aisb_error **err);
@@ -791,70 +590,22 @@ static int gate_take_if_up(aisb_ctx *ctx, const gate_request *req, gate_info *g,
         return 1;
 }
 
-int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_error **err)
+/* A shared gate, this run's lease taken: found up (1, moved into *ret), or started into g
+ * (0) under the lock, after a second look (a concurrent run may have started it meanwhile). */
+static int gate_shared_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *g, gate_info *ret,
+                              aisb_error **err)
 {
-        _cleanup_(gate_info_done) gate_info g = GATE_INFO_NULL;
-        _cleanup_free_ char *sub = NULL, *lock_path = NULL;
-        int r = gate_squid_hash(req->list, req->add_hosts, &g.hash);
-        if (r < 0)
-                return aisb_error_set(err, r, "cannot hash the allowlist");
-        if (req->n_secrets || req->ask) {
-                /* A gate of this run's own: named apart from every other, never shared. */
-                uint8_t random[8];
-                if (getrandom(random, sizeof random, 0) != sizeof random)
-                        return aisb_error_set(err, -errno, "getrandom: %s", strerror(errno));
-                free(g.hash);
-                g.hash = NULL;
-                if (asprintf(&g.hash, "%02x%02x%02x%02x%02x%02x%02x%02x", random[0], random[1], random[2],
-                             random[3], random[4], random[5], random[6], random[7]) < 0)
-                        return error_oom(err);
-                g.per_run = true;
-                uint8_t key[16];
-                if (getrandom(key, sizeof key, 0) != sizeof key)
-                        return aisb_error_set(err, -errno, "getrandom: %s", strerror(errno));
-                g.client_key = malloc(2 * sizeof key + 1);
-                if (!g.client_key)
-                        return error_oom(err);
-                for (size_t i = 0; i < sizeof key; i++)
-                        snprintf(g.client_key + 2 * i, 3, "%02x", key[i]);
-                explicit_bzero(key, sizeof key);
-        }
-        if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0 || asprintf(&sub, "gates/%s", g.hash) < 0)
-                return error_oom(err);
-        r = state_dir(sub, &g.dir, err);
-        if (r < 0)
-                return r;
-        if (g.per_run) {
-                /* A run's own gate serves while this lease is held: if the run is killed, the
-                 * gate refuses everything, and the next run with secrets removes it. */
-                gate_prune_run_gates(ctx);
-                r = gate_lease_take(&g);
-                if (r < 0)
-                        return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir,
-                                              strerror(-r));
-                r = gate_start(ctx, req, &g, err);
-                if (r < 0) {
-                        gate_release(ctx, &g);
-                        return r;
-                }
-                *ret = g;
-                g = GATE_INFO_NULL;
-                return 0;
-        }
-        /* Held before the gate is looked at: a gate about to stop for being idle sees it. */
-        r = gate_lease_take(&g);
-        if (r < 0)
-                return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir, strerror(-r));
-        if (asprintf(&lock_path, "%s/lock", g.dir) < 0)
-                return error_oom(err);
         /* The common case, a gate up and answering, needs no lock: runs sharing a gate do
          * not queue behind each other. */
         bool exists = false;
-        r = gate_take_if_up(ctx, req, &g, &exists, ret, err);
+        int r = gate_take_if_up(ctx, req, g, &exists, ret, err);
         if (r != 0)
-                return r < 0 ? r : 0;
+                return r;
         /* Held until we return: a concurrent run waits here, then finds the gate running.
          * Polled, so that a stop is noticed while another run starts the gate. */
+        _cleanup_free_ char *lock_path = NULL;
+        if (asprintf(&lock_path, "%s/lock", g->dir) < 0)
+                return error_oom(err);
         _cleanup_close_ int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (lock < 0)
                 return aisb_error_set(err, -errno, "cannot open %s: %s", lock_path, strerror(errno));
@@ -865,20 +616,55 @@ int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_err
                         return aisb_error_set(err, -ECANCELED, "stopped while waiting for the gate");
                 nanosleep(&(struct timespec) { 0, 50 * 1000 * 1000 }, NULL);
         }
-
-        r = gate_take_if_up(ctx, req, &g, &exists, ret, err);
+        r = gate_take_if_up(ctx, req, g, &exists, ret, err);
         if (r != 0)
-                return r < 0 ? r : 0;
+                return r;
         /* Absent, stopped (idle, or its squid died) or not answering: start it afresh. */
         if (exists) {
-                aisb_log(ctx, AISB_LOG_INFO, "restarting the gate %s", g.name);
-                r = podman_container_remove(ctx, g.name, err);
+                aisb_log(ctx, AISB_LOG_INFO, "restarting the gate %s", g->name);
+                r = podman_container_remove(ctx, g->name, err);
                 if (r < 0)
                         return r;
         }
-        r = gate_start(ctx, req, &g, err);
+        return gate_start(ctx, req, g, err);
+}
+
+int gate_ensure(aisb_ctx *ctx, const gate_request *req, gate_info *ret, aisb_error **err)
+{
+        _cleanup_(gate_info_done) gate_info g = GATE_INFO_NULL;
+        int r = gate_squid_hash(req->list, req->add_hosts, &g.hash);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot hash the allowlist");
+        if (req->n_secrets || req->ask) {
+                /* A gate of this run's own: named apart from every other, never shared. */
+                free(g.hash);
+                g.hash = NULL;
+                g.per_run = true;
+                r = gate_random_hex(8, &g.hash);
+                if (r >= 0)
+                        r = gate_random_hex(16, &g.client_key);
+                if (r < 0)
+                        return r == -ENOMEM ? error_oom(err) : aisb_error_set(err, r, "getrandom: %s", strerror(-r));
+        }
+        if (asprintf(&g.name, "aisb-gate-%s", g.hash) < 0)
+                return error_oom(err);
+        r = gate_state_dir(g.hash, &g.dir, err);
         if (r < 0)
                 return r;
+        /* A run's own gate serves while its lease is held: if the run is killed, the gate
+         * refuses everything, and the next run with secrets removes it. A shared gate's is
+         * held before the gate is looked at: a gate about to stop for being idle sees it. */
+        if (g.per_run)
+                gate_prune_run_gates(ctx);
+        r = gate_lease_take(&g);
+        if (r < 0)
+                return aisb_error_set(err, r, "cannot take a lease on the gate in %s: %s", g.dir, strerror(-r));
+        if (g.per_run && (r = gate_start(ctx, req, &g, err)) < 0)
+                gate_release(ctx, &g);
+        else if (!g.per_run)
+                r = gate_shared_ensure(ctx, req, &g, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         *ret = g;
         g = GATE_INFO_NULL;
         return 0;
@@ -926,31 +712,25 @@ static int gate_forget(aisb_ctx *ctx, const char *name, const char *dir_path, ai
         return r;
 }
 
-/* Whether some run holds a lease in dir/leases (a file it keeps locked): the leases' owner
- * is alive. The host only tries a lock, through the directory, on regular files. */
+/* Whether some run holds a lease in dir/leases. */
 static bool gate_leases_held(const char *dir)
 {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/" GATE_LEASES_DIR, dir) < 0)
                 return true;
         _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d)
-                return false;
-        int leases = dirfd(d);
-        fd = -1;
-        bool held = false;
-        struct dirent *e;
-        while (!held && (e = readdir(d))) {
-                if (e->d_name[0] == '.')
-                        continue;
-                _cleanup_close_ int f = openat(leases, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-                struct stat st;
-                held = f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) && flock(f, LOCK_EX | LOCK_NB) < 0 &&
-                       errno == EWOULDBLOCK;
-        }
-        closedir(d);
-        return held;
+        return fd >= 0 && gate_leases_scan(fd, false);
+}
+
+/* The state directory of the gate named by hash (16 hex digits), or NULL. */
+static char *gate_state_path(const char *hash)
+{
+        if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
+                return NULL;
+        _cleanup_free_ char *sub = NULL;
+        if (asprintf(&sub, "gates/%s", hash) < 0)
+                return NULL;
+        return state_path(sub);
 }
 
 /* What is left of runs' own gates whose run is gone (killed: its gate then refuses
@@ -963,35 +743,12 @@ static void gate_prune_run_gates(aisb_ctx *ctx)
         if (podman_container_list(ctx, "{\"label\":[\"" AISB_LABEL_PREFIX "gate.run=true\"]}", &list, NULL) < 0)
                 return;
         for (size_t i = 0; i < json_object_array_length(list); i++) {
-                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *v;
-                const char *name = json_object_object_get_ex(c, "Names", &names)
-                                           ? json_object_get_string(json_object_array_get_idx(names, 0))
-                                           : NULL;
-                const char *hash = json_object_object_get_ex(c, "Labels", &labels) &&
-                                                   json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate", &v)
-                                           ? json_object_get_string(v)
-                                           : NULL;
-                if (!name || !hash || strspn(hash, "0123456789abcdef") != strlen(hash) || strlen(hash) != 16)
-                        continue;
-                _cleanup_free_ char *sub = NULL, *dir = NULL;
-                if (asprintf(&sub, "gates/%s", hash) < 0)
-                        return;
-                dir = state_path(sub);
-                if (!dir || gate_leases_held(dir))
-                        continue;
-                (void) gate_forget(ctx, name, dir, NULL);
+                json_object *c = json_object_array_get_idx(list, i);
+                const char *name = listed_name(c);
+                _cleanup_free_ char *dir = name ? gate_state_path(listed_label(c, AISB_LABEL_PREFIX "gate")) : NULL;
+                if (dir && !gate_leases_held(dir))
+                        (void) gate_forget(ctx, name, dir, NULL);
         }
-}
-
-/* The state directory of the gate named by hash (16 hex digits), or NULL. */
-static char *gate_state_path(const char *hash)
-{
-        if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
-                return NULL;
-        _cleanup_free_ char *sub = NULL;
-        if (asprintf(&sub, "gates/%s", hash) < 0)
-                return NULL;
-        return state_path(sub);
 }
 
 bool gate_run_gone(const char *hash)
@@ -1059,21 +816,15 @@ void gate_release(aisb_ctx *ctx, gate_info *g)
 int gate_log_offset(const gate_info *g, long long *ret)
 {
         struct stat st;
-        _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
+        _cleanup_close_ int fd = gate_file_open(g, GATE_LOGS_DIR, "access.log", &st);
         *ret = fd >= 0 ? (long long) st.st_size : 0;
-        return 0;
-}
-
-static int count_line(char *line, void *userdata)
-{
-        (void) egress_count_line(userdata, line);
         return 0;
 }
 
 int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, void *userdata), void *userdata)
 {
         struct stat st;
-        _cleanup_close_ int fd = gate_log_open(g, "access.log", &st);
+        _cleanup_close_ int fd = gate_file_open(g, GATE_LOGS_DIR, "access.log", &st);
         if (fd == -ENOENT)
                 return 0;
         if (fd < 0)
@@ -1086,30 +837,19 @@ int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, vo
         return read_lines(fd, GATE_LOG_READ_MAX, GATE_LOG_LINE_MAX, fn, userdata);
 }
 
-int gate_summary(const gate_info *g, long long offset, egress_summary *ret)
-{
-        *ret = (egress_summary) { .shared_gate = !g->client_key };
-        return gate_log_read(g, offset, count_line, ret);
-}
-
 /* ---- the public face: aisb gate up|status|logs|down ---- */
 
+/* The allowlist of p (the caller's to free, whatever this returns) and its gate's hash. */
 static int policy_gate(const aisb_policy *p, allowlist *l, char **ret_hash, aisb_error **err)
 {
         int r = policy_allowlist(p, NULL, l, err);
         if (r < 0)
                 return r;
-        if (allowlist_count_domains(l) == 0) {
-                allowlist_done(l);
+        if (allowlist_count_domains(l) == 0)
                 return aisb_error_set(err, -EINVAL,
                                       "this policy's allowlist names no domain, so it has no gate: add --allow DOMAIN");
-        }
         r = gate_squid_hash(l, (const char *const *) p->add_hosts, ret_hash);
-        if (r < 0) {
-                allowlist_done(l);
-                return aisb_error_set(err, r, "cannot hash the allowlist");
-        }
-        return 0;
+        return r < 0 ? aisb_error_set(err, r, "cannot hash the allowlist") : 0;
 }
 
 int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned *ret_port,
@@ -1120,7 +860,7 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
-        allowlist l = {};
+        _cleanup_(allowlist_done) allowlist l = {};
         _cleanup_free_ char *hash = NULL;
         r = policy_gate(p, &l, &hash, err);
         if (r < 0)
@@ -1128,15 +868,12 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
         /* The shared gate of this allowlist (a run with secrets has one of its own). */
         _cleanup_(image_facts_done) image_facts image = {};
         r = image_gather(p, IMAGE_GATE, &image, err);
-        if (r < 0) {
-                allowlist_done(&l);
+        if (r < 0)
                 return r;
-        }
         gate_info g = GATE_INFO_NULL;
         gate_request req = { .list = &l, .add_hosts = (const char *const *) p->add_hosts,
                              .idle_stop_s = p->gate_idle_stop_s, .image = &image };
         r = gate_ensure(ctx, &req, &g, err);
-        allowlist_done(&l);
         if (r < 0)
                 return r;
         gate_release(ctx, &g);
@@ -1150,15 +887,12 @@ int aisb_gate_up(aisb_ctx *ctx, const aisb_policy *p, char **ret_name, unsigned 
 
 int aisb_gate_log_path(const aisb_policy *p, char **ret_path, aisb_error **err)
 {
-        allowlist l = {};
-        _cleanup_free_ char *hash = NULL, *sub = NULL, *dir = NULL;
+        _cleanup_(allowlist_done) allowlist l = {};
+        _cleanup_free_ char *hash = NULL, *dir = NULL;
         int r = policy_gate(p, &l, &hash, err);
         if (r < 0)
                 return r;
-        allowlist_done(&l);
-        if (asprintf(&sub, "gates/%s", hash) < 0)
-                return error_oom(err);
-        r = state_dir(sub, &dir, err);
+        r = gate_state_dir(hash, &dir, err);
         if (r < 0)
                 return r;
         if (asprintf(ret_path, "%s/" GATE_LOGS_DIR "/access.log", dir) < 0)
@@ -1176,18 +910,10 @@ int aisb_gate_list(aisb_ctx *ctx, aisb_gate_fn fn, void *userdata, aisb_error **
         if (r < 0)
                 return aisb_error_wrap(err, r, "listing gates");
         for (size_t i = 0; i < json_object_array_length(list); i++) {
-                json_object *c = json_object_array_get_idx(list, i), *names, *labels, *state, *v;
-                const char *name = json_object_object_get_ex(c, "Names", &names)
-                                           ? json_object_get_string(json_object_array_get_idx(names, 0))
-                                           : NULL;
-                const char *hash = NULL;
-                unsigned port = 0;
-                if (json_object_object_get_ex(c, "Labels", &labels)) {
-                        if (json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate", &v))
-                                hash = json_object_get_string(v);
-                        if (json_object_object_get_ex(labels, AISB_LABEL_PREFIX "gate.port", &v))
-                                port = (unsigned) strtoul(json_object_get_string(v), NULL, 10);
-                }
+                json_object *c = json_object_array_get_idx(list, i), *state;
+                const char *name = listed_name(c), *hash = listed_label(c, AISB_LABEL_PREFIX "gate");
+                const char *port_text = listed_label(c, AISB_LABEL_PREFIX "gate.port");
+                unsigned port = port_text ? (unsigned) strtoul(port_text, NULL, 10) : 0;
                 bool running = json_object_object_get_ex(c, "State", &state) &&
                                streq(json_object_get_string(state), "running");
                 if (name && hash)
@@ -1203,12 +929,11 @@ int aisb_gate_down(aisb_ctx *ctx, const aisb_policy *p, aisb_error **err)
         int r = aisb_ctx_connect(ctx, err);
         if (r < 0)
                 return r;
-        allowlist l = {};
+        _cleanup_(allowlist_done) allowlist l = {};
         _cleanup_free_ char *hash = NULL, *name = NULL;
         r = policy_gate(p, &l, &hash, err);
         if (r < 0)
                 return r;
-        allowlist_done(&l);
         if (asprintf(&name, "aisb-gate-%s", hash) < 0)
                 return error_oom(err);
         return podman_container_remove(ctx, name, err);

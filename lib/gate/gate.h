@@ -52,21 +52,6 @@ typedef struct gate_request {
 /* The default for gate_request.idle_stop_s: 30 minutes. */
 #define GATE_IDLE_STOP_DEFAULT_S 1800
 
-/* Who listens on a loopback port, from /proc/net/tcp and tcp6 text. */
-typedef struct port_owners {
-        bool ours;      /* a LISTEN socket of the user bound to 127.0.0.1:port */
-        bool stranger;  /* another uid's LISTEN socket there, or on a wildcard address */
-        uid_t stranger_uid;
-} port_owners;
-/* 1 when the line is a LISTEN socket on port bound to 127.0.0.1 (*ret_exact) or a wildcard
- * (0.0.0.0, ::, ::ffff:0.0.0.0; in tcp6 also ::ffff:127.0.0.1), with its owner; 0 for any
- * other line. */
-int proc_net_tcp_line(const char *line, unsigned port, uid_t *ret_uid, bool *ret_exact);
-/* Every line of a table's text, added to owners for the user uid. */
-int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners *owners);
-/* Whether a listening socket of this user is bound to 127.0.0.1:port. */
-bool gate_port_ours(unsigned port);
-
 /* Whether the gate on 127.0.0.1:port answers a request with its key (a run's own gate): the
  * request passes the key, is put to squid's held helper, and is then refused (no allowlist
  * names the name). squid holds a request unanswered while that helper is not running, as
@@ -97,5 +82,3 @@ int gate_log_offset(const gate_info *g, long long *ret);
 /* Each line of the access log past offset (bounded), to fn. -EBADFD when it is not a regular
  * file. */
 int gate_log_read(const gate_info *g, long long offset, int (*fn)(char *line, void *userdata), void *userdata);
-/* The access log past offset, counted. -EBADFD when it is not a regular file. */
-int gate_summary(const gate_info *g, long long offset, egress_summary *ret);

@@ -165,7 +165,7 @@ typedef struct one_level {
         int r;
 } one_level;
 
-static int apply(reset *s, const home_rule *rule, int dir, const char *rel);
+static int apply_rule(reset *s, const home_rule *rule, int dir, const char *rel);
 
 /* An entry of a directory a rule names, one level down only. */
 static int entry(const tree_entry *e, void *userdata)
@@ -178,7 +178,7 @@ static int entry(const tree_entry *e, void *userdata)
                         if (asprintf(&sub, "%s/%s", l->rel, e->name) < 0)
                                 return -ENOMEM;
                         home_rule inner = { .names = l->rule->names };
-                        r = apply(l->s, &inner, e->self, sub);
+                        r = apply_rule(l->s, &inner, e->self, sub);
                 }
         } else if (!strv_contains((const char *const *) l->rule->names, e->name))
                 r = move(l->s, e->dir, l->rel, e->name);
@@ -189,7 +189,7 @@ static int entry(const tree_entry *e, void *userdata)
         return TREE_SKIP;
 }
 
-static int apply(reset *s, const home_rule *rule, int dir, const char *rel)
+static int apply_rule(reset *s, const home_rule *rule, int dir, const char *rel)
 {
         if (rule->carry || rule->each) {
                 one_level l = { .s = s, .rule = rule, .rel = rel };
@@ -270,7 +270,7 @@ int harness_home_reset(aisb_ctx *ctx, int home_root, const char *const *also, si
                 int dir = -1;
                 int k = open_rule_dir(&s, rules[i].dir, &dir);
                 if (k >= 0 && dir >= 0) {
-                        k = apply(&s, &rules[i], dir, rules[i].dir);
+                        k = apply_rule(&s, &rules[i], dir, rules[i].dir);
                         close(dir);
                 }
                 if (k < 0 && (!r || k == -ENOMEM))

@@ -377,6 +377,29 @@ int harness_agents_dir(const aisb_policy *p, char **ret, const char **why)
         return 0;
 }
 
+int harness_gather(const aisb_policy *p, bool check, bool mounts, harness_facts *ret, aisb_error **err)
+{
+        int r = check ? harness_thinking_check(p, err) : 0;
+        if (r < 0)
+                return r;
+        const harness_ops *ops = harness_backend(p);
+        harness_facts f = { .bridges = harness_bridge_applies(p), .sandbox_dir = ops ? ops->sandbox_dir : NULL };
+        if (mounts && (harness_agents_dir(p, &f.agents_dir, NULL) < 0 || harness_mounts(p, f.mounts, &f.n_mounts) < 0)) {
+                harness_facts_done(&f);
+                return error_oom(err);
+        }
+        f.thinking_env = harness_thinking_env(p);
+        *ret = f;
+        return 0;
+}
+
+void harness_facts_done(harness_facts *f)
+{
+        free(f->agents_dir);
+        harness_mounts_done(f->mounts, f->n_mounts);
+        *f = (harness_facts) {};
+}
+
 int aisb_policy_agents_dir(const aisb_policy *p, char **ret_dir, aisb_error **err)
 {
         const char *why = NULL;

@@ -61,6 +61,19 @@ void harness_mounts_done(harness_mount *m, size_t n);
 /* The directory a run mounts at ~/.agents (aisb_policy_agents_dir): NULL in *ret for none,
  * with why in why (may be NULL). -ENOMEM. */
 int harness_agents_dir(const aisb_policy *p, char **ret, const char **why);
+/* The harness's part of a plan's facts, asked of its backend once (plan_gather). */
+typedef struct harness_facts {
+        bool bridges;             /* harness_bridge_applies */
+        const char *thinking_env; /* harness_thinking_env; static */
+        const char *sandbox_dir;  /* harness_sandbox_dir; static */
+        char *agents_dir;         /* harness_agents_dir: mounted read-only at ~/.agents; NULL: none */
+        harness_mount mounts[HARNESS_MOUNTS_MAX]; /* harness_mounts */
+        size_t n_mounts;
+} harness_facts;
+/* check: the level checked first (harness_thinking_check, its -EINVAL); mounts: the agents
+ * directory and the read-only mounts looked for too. -ENOMEM. */
+int harness_gather(const aisb_policy *p, bool check, bool mounts, harness_facts *ret, aisb_error **err);
+void harness_facts_done(harness_facts *f);
 /* Bridge the harness's configuration into the sandbox's home (the home volume, or for an ephemeral
  * home the run directory's seed), and warn once when the agents directory changed and holds
  * what looks like a credential. Nothing is written in a dry run. */

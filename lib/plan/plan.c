@@ -24,8 +24,7 @@ void plan_facts_done(plan_facts *f)
         free(f->name);
         project_settings_done(&f->settings);
         free(f->settings_copy);
-        free(f->agents_dir);
-        harness_mounts_done(f->harness_mounts, f->n_harness_mounts);
+        harness_facts_done(&f->harness);
         protect_plan_done(&f->protect);
         network_inputs_done(&f->net);
         *f = (plan_facts) {};
@@ -110,7 +109,7 @@ static void describe_run_effects(const aisb_policy *p, const plan_gather_options
                 if (gate_squid_intercepts(req.list, req.n_secrets))
                         f->gate_ca = "(the gate's CA certificate, in the run's directory)";
         }
-        if (!o->network_only && p->ephemeral_home && f->bridges)
+        if (!o->network_only && p->ephemeral_home && f->harness.bridges)
                 f->seed_dir = "(the harness's bridged configuration, in the run's directory)";
         if (f->reviews) {
                 f->review_upper = "(the run's review layer)/upper";
@@ -132,9 +131,6 @@ bool plan_reviews(const aisb_policy *p)
  * patch this sandbox could rewrite. */
 static int plan_check(const aisb_policy *p, aisb_error **err)
 {
-        int t = harness_thinking_check(p, err);
-        if (t < 0)
-                return t;
         if (p->review && !p->project)
                 return aisb_error_set(err, -EINVAL, "--review keeps the agent's changes to the project for review: "
                                                     "it needs one (drop --no-cwd or --review)");
@@ -167,12 +163,14 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
 {
         _cleanup_(plan_facts_done) plan_facts f = { .podman_major = o->podman_major, .uid = (unsigned) getuid(),
                                                     .gid = (unsigned) getgid(), .pid = (long) getpid(),
-                                                    .terminal = o->terminal, .bridges = harness_bridge_applies(p),
-                                                    .reviews = plan_reviews(p), .thinking_env = harness_thinking_env(p),
-                                                    .sandbox_dir = harness_sandbox_dir(p), .net_name = policy_net_name(p->net),
-                                                    .command = policy_command(p) };
+                                                    .terminal = o->terminal, .reviews = plan_reviews(p),
+                                                    .net_name = policy_net_name(p->net), .command = policy_command(p) };
         bool run = o->purpose == PLAN_RUN;
-        int r = 0;
+        /* The harness's part, decided the same way for every view (harness.c); a run's checks
+         * begin with its level. */
+        int r = harness_gather(p, o->purpose != PLAN_DESCRIBE, !o->network_only, &f.harness, err);
+        if (r < 0)
+                return r;
         if (o->purpose != PLAN_DESCRIBE) {
                 r = plan_check(p, err);
                 if (r >= 0)
@@ -183,10 +181,6 @@ int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *
         } else
                 f.image = strdup(o->image ? o->image : "(the policy's image)");
         if (!f.image || sandbox_name(p, run, &f.name) < 0)
-                return error_oom(err);
-        /* The agents directory, decided the same way for every view (harness.c). */
-        if (!o->network_only && (harness_agents_dir(p, &f.agents_dir, NULL) < 0 ||
-                                 harness_mounts(p, f.harness_mounts, &f.n_harness_mounts) < 0))
                 return error_oom(err);
         bool project_rw = p->project && !p->project_read_only;
         /* The project's settings, read once without trusting the project: the allowlist comes
@@ -357,7 +351,7 @@ static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
                 r = push_env_both(plan, q->name, q->value, q->value);
         }
         /* The reasoning level, for a harness that takes it from its environment. */
-        const char *thinking = f->thinking_env;
+        const char *thinking = f->harness.thinking_env;
         if (r >= 0 && thinking)
                 r = push_env_both(plan, thinking, p->thinking, p->thinking);
         /* The gate's CA trusted by the usual clients, for this run. */
@@ -404,7 +398,7 @@ static int plan_entrypoint(const aisb_policy *p, const plan_facts *f, run_plan *
                               .net_args = (const char *const *) plan->net.entrypoint_args,
                               .allow_unenforced = p->allow_unenforced, .expect = (const char *const *) expect,
                               .expect_file = (const char *const *) expect_file, .ca_bundle = f->gate_ca,
-                              .seed_dest = f->seed_dir ? f->sandbox_dir : NULL };
+                              .seed_dest = f->seed_dir ? f->harness.sandbox_dir : NULL };
         return plan_entrypoint_argv(&s, &plan->entrypoint);
 }
 
@@ -497,8 +491,8 @@ int plan_render(const aisb_policy *p, const plan_facts *f, run_plan *plan, aisb_
                 return r;
         if (plan_env(p, f, plan) < 0 || plan_entrypoint(p, f, plan) < 0)
                 return error_oom(err);
-        run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->agents_dir,
-                          .harness = f->harness_mounts, .n_harness = f->n_harness_mounts, .gate_ca = f->gate_ca, .protect = &f->protect,
+        run_mounts rm = { .settings_copy = f->settings_copy, .seed_dir = f->seed_dir, .agents_dir = f->harness.agents_dir,
+                          .harness = f->harness.mounts, .n_harness = f->harness.n_mounts, .gate_ca = f->gate_ca, .protect = &f->protect,
                           .review_upper = f->reviews ? f->review_upper : NULL,
                           .review_work = f->reviews ? f->review_work : NULL };
         container_spec spec = { .policy = p, .net = &plan->net, .env = (const char *const *) plan->env,
@@ -663,7 +657,7 @@ static int show_bridge(const step_view *s, char ***v)
 {
         char *text = NULL;
         int r = asprintf(&text, "# bridge: %s\n",
-                         !s->f->bridges ? "the home's reset (no harness configuration bridged)"
+                         !s->f->harness.bridges ? "the home's reset (no harness configuration bridged)"
                          : s->p->ephemeral_home ? "the harness's configuration, policy on top, into the run's "
                                                   "directory, which the entrypoint copies into the fresh home"
                                                 : "the home's reset, and the harness's configuration merged per key "

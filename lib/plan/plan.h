@@ -44,9 +44,7 @@ typedef struct plan_facts {
         /* Set once a gate serves the run (a description has the placeholder port). */
         unsigned gate_port;
         const char *gate_key, *gate_hash, *gate_ca; /* borrowed */
-        char *agents_dir;        /* mounted read-only at ~/.agents; NULL: none */
-        harness_mount harness_mounts[HARNESS_MOUNTS_MAX]; /* read-only in the harness's directory */
-        size_t n_harness_mounts;
+        harness_facts harness;   /* the harness's part: bridged, its variable, mounts */
         const char *seed_dir;    /* borrowed: the bridge's (an ephemeral home's harness files) */
         /* Borrowed: a review run's layer (review.h), once the run made it (a description has
          * stand-ins). */
@@ -56,12 +54,9 @@ typedef struct plan_facts {
         unsigned long long review_anchor_ino;
         long long review_anchor_ctime_ns;
         bool terminal;
-        /* What the policy means through the modules that read it (harness, policy), asked
-         * once here so that building and every step read it from the plan. */
-        bool bridges;                /* harness_bridge_applies */
+        /* What the policy means through the modules that read it, asked once here so that
+         * building and every step read it from the plan (the harness's is above). */
         bool reviews;                /* plan_reviews */
-        const char *thinking_env;    /* harness_thinking_env; static */
-        const char *sandbox_dir;     /* harness_sandbox_dir; static */
         const char *net_name;        /* policy_net_name; static */
         const char *const *command;  /* policy_command; borrowed from the policy */
 } plan_facts;
@@ -83,9 +78,10 @@ typedef struct plan_gather_options {
         bool network_only;
         bool terminal;         /* the sandbox gets a terminal */
 } plan_gather_options;
-/* For a run (PLAN_DRY_RUN, PLAN_RUN), first the checks no run goes past: a project that is not
- * what it seems (project_check_home, project_check_reached) or a create patch in a place the
- * sandbox could rewrite; then the image's facts (image_gather). */
+/* The harness's part first (harness_gather). For a run (PLAN_DRY_RUN, PLAN_RUN), the checks
+ * no run goes past: the reasoning level, a project that is not what it seems
+ * (project_check_home, project_check_reached) or a create patch in a place the sandbox could
+ * rewrite; then the image's facts (image_gather). */
 int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *ret, aisb_error **err);
 /* Whether the policy with these facts goes through a gate (the run starts it, and sets the
  * facts' gate fields before building). */

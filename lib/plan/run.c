@@ -77,45 +77,6 @@ static void control_watch_end(aisb_ctx **ctx)
         (*ctx)->stop_userdata = NULL;
 }
 
-static void report_egress(aisb_ctx *ctx, const gate_info *gate, long long offset,
-                          egress_summary *ret)
-{
-        egress_summary s;
-        int r = gate_summary(gate, offset, &s);
-        if (r < 0) {
-                aisb_log(ctx, AISB_LOG_WARNING, "egress: no summary: the gate's access log %s",
-                         r == -EBADFD ? "is not a regular file (removed when the gate next starts)"
-                                      : strerror(-r));
-                return;
-        }
-        *ret = s;
-        const char *denied[ELEMENTSOF(s.denied_names) + 1] = {}, *failed[ELEMENTSOF(s.failed_names) + 1] = {};
-        const char *requests[ELEMENTSOF(s.denied_requests) + 1] = {};
-        for (size_t i = 0; i < s.n_denied_names; i++)
-                denied[i] = s.denied_names[i];
-        for (size_t i = 0; i < s.n_denied_requests; i++)
-                requests[i] = s.denied_requests[i];
-        for (size_t i = 0; i < s.n_failed_names; i++)
-                failed[i] = s.failed_names[i];
-        const aisb_egress egress = { .allowed = s.allowed, .denied = s.denied, .failed = s.failed,
-                                     .denied_names = denied, .failed_names = failed,
-                                     .denied_requests = requests };
-        (void) ctx_emit(ctx, &(aisb_event) { .type = AISB_EVENT_EGRESS, .level = AISB_LOG_INFO, .egress = &egress });
-        /* "(denied: a, b; failed: c)": the names behind each count that is not zero. */
-        _cleanup_(buffer_free) buffer names = {};
-        for (size_t i = 0; i < s.n_denied_names; i++)
-                (void) buffer_printf(&names, "%s%s", i ? ", " : " (denied: ", s.denied_names[i]);
-        for (size_t i = 0; i < s.n_failed_names; i++)
-                (void) buffer_printf(&names, "%s%s", i ? ", " : s.n_denied_names ? "; failed: " : " (failed: ",
-                                     s.failed_names[i]);
-        for (size_t i = 0; i < s.n_denied_requests; i++)
-                (void) buffer_printf(&names, "%s%s", i ? ", " : names.size ? "; refused: " : " (refused: ",
-                                     s.denied_requests[i]);
-        aisb_log(ctx, s.denied ? AISB_LOG_WARNING : AISB_LOG_INFO,
-                 "egress: %lu allowed, %lu denied, %lu failed%s%s", s.allowed, s.denied, s.failed,
-                 names.data ? names.data : "", names.data ? ")" : "");
-}
-
 /* A step of the preparation ended: -ECANCELED when a stop came meanwhile, whatever the step
  * made of its aborted request. */
 static int step_done(aisb_ctx *ctx, int r, aisb_error **err)
@@ -467,7 +428,7 @@ static void end_gate(run_state *s, bool created)
         if (created && s->asking.a)
                 ask_refuse_all(s->asking.a, "end");
         if (created && s->gate.g.name) {
-                report_egress(ctx, &s->gate.g, s->log_offset, &s->egress);
+                egress_report(ctx, &s->gate.g, s->log_offset, &s->egress);
                 s->egress_summed = true;
                 int k = egress_record_write(s->facts.name, &s->gate.g, s->log_offset, &s->facts.net.list, s->asking.a);
                 if (k < 0)

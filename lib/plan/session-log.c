@@ -24,26 +24,6 @@ static json_object *env_names(const aisb_policy *p)
         return r < 0 ? NULL : steal_pointer(&a);
 }
 
-static json_object *egress_object(const egress_summary *egress)
-{
-        const char *denied[ELEMENTSOF(egress->denied_names) + 1] = {};
-        const char *failed[ELEMENTSOF(egress->failed_names) + 1] = {};
-        const char *requests[ELEMENTSOF(egress->denied_requests) + 1] = {};
-        for (size_t i = 0; i < egress->n_denied_names; i++)
-                denied[i] = egress->denied_names[i];
-        for (size_t i = 0; i < egress->n_denied_requests; i++)
-                requests[i] = egress->denied_requests[i];
-        for (size_t i = 0; i < egress->n_failed_names; i++)
-                failed[i] = egress->failed_names[i];
-        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_INT64("allowed", (int64_t) egress->allowed),
-                                            JSON_BUILD_PAIR_INT64("denied", (int64_t) egress->denied),
-                                            JSON_BUILD_PAIR_STRV("denied_names", denied),
-                                            JSON_BUILD_PAIR_STRV("denied_requests", requests),
-                                            JSON_BUILD_PAIR_INT64("failed", (int64_t) egress->failed),
-                                            JSON_BUILD_PAIR_STRV("failed_names", failed),
-                                            JSON_BUILD_PAIR_BOOL("shared_gate", egress->shared_gate)));
-}
-
 int session_log_append(const aisb_policy *p, const plan_facts *f, const run_plan *plan, int exit_code,
                        const egress_summary *egress)
 {
@@ -61,7 +41,7 @@ int session_log_append(const aisb_policy *p, const plan_facts *f, const run_plan
                                        JSON_BUILD_PAIR_INT64("exit", exit_code),
                                        JSON_BUILD_PAIR_TAKE("env", env_names(p)),
                                        JSON_BUILD_PAIR_CONDITION(plan->patched, JSON_BUILD_PAIR_STRV("create_patch", (const char *const *) plan->patched)),
-                                       JSON_BUILD_PAIR_TAKE_IF(egress, "egress", egress_object(egress))));
+                                       JSON_BUILD_PAIR_TAKE_IF(egress, "egress", egress_summary_json(egress))));
         if (r < 0)
                 return r;
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |

@@ -2,7 +2,7 @@
 /* The session log: what ran (aisb log reads it). */
 #pragma once
 
-#include "gate-squid.h"
+#include "egress.h"
 #include "plan.h"
 #include "policy.h"
 

@@ -92,7 +92,7 @@ int create_patch_check_place(const char *path, const char *const *writable, aisb
         return 0;
 }
 
-static int apply(json_object *target, json_object *patch, const char *prefix, char ***changed)
+static int merge_patch(json_object *target, json_object *patch, const char *prefix, char ***changed)
 {
         json_object_object_foreach(patch, key, value) {
                 _cleanup_free_ char *path = NULL;
@@ -114,7 +114,7 @@ static int apply(json_object *target, json_object *patch, const char *prefix, ch
                                 if (!current || json_object_object_add(target, key, current) < 0)
                                         return -ENOMEM;
                         }
-                        int r = apply(current, value, path, changed);
+                        int r = merge_patch(current, value, path, changed);
                         if (r < 0)
                                 return r;
                         continue;
@@ -132,7 +132,7 @@ static int apply(json_object *target, json_object *patch, const char *prefix, ch
 
 int create_patch_apply(json_object *target, json_object *patch, char ***changed)
 {
-        return apply(target, patch, "", changed);
+        return merge_patch(target, patch, "", changed);
 }
 
 static const struct {

@@ -3,7 +3,7 @@
  * The gate's access log (egress_count_line), which aisb reads after a run to say what the
  * sandbox tried to reach. Every field of a line comes from the sandbox's own requests (the
  * host name, the method), so it is hostile input. The input is a log, one line per '\n',
- * counted into one summary as gate_summary() does.
+ * counted into one summary as egress_summary_read() does.
  * Checked: a line is counted once (allowed, denied or failed) or refused; the counters add
  * up; the denied and the failed names are bounded, terminated, free of whitespace and not
  * repeated.

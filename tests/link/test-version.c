@@ -11,6 +11,8 @@
 
 #include <aisb.h>
 
+#include "../suite-table.h"
+
 /* The preprocessor half: a wrong answer here stops the build, naming the case. */
 #if !AISB_CHECK_VERSION(0, 0, 0)
 #error "AISB_CHECK_VERSION(0, 0, 0) is false"
@@ -69,23 +71,9 @@ START_TEST(test_check_version_at_run_time)
 }
 END_TEST
 
-static Suite *version_suite(void)
-{
-        Suite *s = suite_create("version");
-        TCase *tc = tcase_create("macros");
-        tcase_add_test(tc, test_string_is_the_library_version);
-        tcase_add_test(tc, test_string_is_the_project_version);
-        tcase_add_test(tc, test_numbers_make_the_string);
-        tcase_add_test(tc, test_check_version_at_run_time);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void)
 {
-        SRunner *sr = srunner_create(version_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return suites_run(suite_of("version", "macros", test_string_is_the_library_version,
+                                   test_string_is_the_project_version, test_numbers_make_the_string,
+                                   test_check_version_at_run_time));
 }

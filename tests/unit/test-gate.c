@@ -33,6 +33,7 @@
 #include "fileio.h"
 #include "ask.h"
 #include "egress.h"
+#include "../suite-table.h"
 
 #define NOBODY 65534
 
@@ -325,6 +326,16 @@ static void route_start(int start_status)
         fake_podman_set_request_hook(fp, on_request, NULL);
 }
 
+/* A gate absent at both looks, started, then there (running on port, or not); hook at its
+ * start. */
+static void route_started(bool running, unsigned port, hook_action at_start)
+{
+        route_inspect(404, false, 0, 2);
+        route_inspect(200, running, port, 0);
+        route_start(204);
+        hook = at_start;
+}
+
 static void make_logs_dir(void)
 {
         char command[PATH_MAX + 32];
@@ -370,17 +381,29 @@ START_TEST(test_up_found_running)
 }
 END_TEST
 
-/* Another run holds the lock while it starts the gate: this one waits, then finds it up. */
+/* The lock another run holds while it starts the gate, and what this test does about it in
+ * a thread of its own, some time after the gate was first looked at: held_lock released
+ * (another run started the gate), or the run stopped. */
 static int held_lock = -1;
-static void *release_lock_later(void *userdata)
+typedef struct lock_later {
+        long ms;
+        bool cancel;
+} lock_later;
+
+static void *after_first_look(void *userdata)
 {
-        (void) userdata;
+        const lock_later *later = userdata;
         for (int i = 0; i < 500 && count_requests("GET", "/containers/aisb-gate-") < 1; i++)
                 nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
-        nanosleep(&(struct timespec) { 0, 200 * 1000 * 1000 }, NULL);
-        close(held_lock);
+        nanosleep(&(struct timespec) { 0, later->ms * 1000 * 1000 }, NULL);
+        if (later->cancel)
+                aisb_ctx_cancel(ctx);
+        else
+                close(held_lock);
         return NULL;
 }
+
+/* Another run holds the lock while it starts the gate: this one waits, then finds it up. */
 
 START_TEST(test_up_waits_for_the_lock)
 {
@@ -394,7 +417,7 @@ START_TEST(test_up_waits_for_the_lock)
         ck_assert_int_ge(held_lock, 0);
         ck_assert_int_eq(flock(held_lock, LOCK_EX | LOCK_NB), 0);
         pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, release_lock_later, NULL), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, after_first_look, &(lock_later) { .ms = 200 }), 0);
         unsigned got = 0;
         aisb_error *err = NULL;
         ck_assert_msg(aisb_gate_up(ctx, policy, NULL, &got, &err) == 0, "%s", aisb_error_message(err));
@@ -407,31 +430,21 @@ START_TEST(test_up_waits_for_the_lock)
 }
 END_TEST
 
-static void *cancel_later(void *userdata)
-{
-        (void) userdata;
-        for (int i = 0; i < 500 && count_requests("GET", "/containers/aisb-gate-") < 1; i++)
-                nanosleep(&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
-        nanosleep(&(struct timespec) { 0, 100 * 1000 * 1000 }, NULL);
-        aisb_ctx_cancel(ctx);
-        return NULL;
-}
-
 START_TEST(test_up_cancelled_waiting_for_the_lock)
 {
         route_inspect(404, false, 0, 0);
         route_start(204);
         make_logs_dir();
-        int lock = open(at("lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        ck_assert_int_ge(lock, 0);
-        ck_assert_int_eq(flock(lock, LOCK_EX | LOCK_NB), 0);
+        held_lock = open(at("lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(held_lock, 0);
+        ck_assert_int_eq(flock(held_lock, LOCK_EX | LOCK_NB), 0);
         pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, NULL), 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, after_first_look, &(lock_later) { .ms = 100, .cancel = true }), 0);
         aisb_error *err = NULL;
         expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -ECANCELED, &err, "stopped while waiting for the gate");
         pthread_join(t, NULL);
         ck_assert_int_eq(find_request("POST", "/containers/create"), -1);
-        close(lock);
+        close(held_lock);
 }
 END_TEST
 
@@ -567,26 +580,10 @@ START_TEST(test_up_starts_an_absent_gate)
 }
 END_TEST
 
-START_TEST(test_up_start_refused)
-{
-        route_inspect(404, false, 0, 0);
-        route_start(500);
-        aisb_error *err = NULL;
-        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -EIO, &err,
-                     "starting the gate: the service refused to start it (500): crun: setns: operation not permitted");
-        /* No half-made gate stays. */
-        ssize_t started = find_request("POST", "/start"), removed = find_request("DELETE", gate_name);
-        ck_assert(started >= 0 && removed > started);
-}
-END_TEST
-
 /* squid exits (its configuration refused): cache.log's tail says why, the gate goes. */
 START_TEST(test_up_never_listens)
 {
-        route_inspect(404, false, 0, 2);
-        route_inspect(200, false, 0, 0);
-        route_start(204);
-        hook = HOOK_LOG_AT_START;
+        route_started(false, 0, HOOK_LOG_AT_START);
         hook_text = "2024/06/10 12:00:00| FATAL: Bungled /aisb-gate/config/squid.conf line 7\nSquid Cache: Terminated abnormally.\n";
         /* A FIFO planted at the access log: removed before squid starts, never opened. */
         make_logs_dir();
@@ -607,47 +604,48 @@ START_TEST(test_up_never_listens)
 }
 END_TEST
 
-/* What is at cache.log when squid fails is read only as a regular file: a FIFO would block
- * the read forever, a symlink would show a host file in the message. */
-START_TEST(test_up_never_listens_log_planted)
-{
-        route_inspect(404, false, 0, 2);
-        route_inspect(200, false, 0, 0);
-        route_start(204);
-        hook = HOOK_FIFO_LOG_AT_START;
-        aisb_error *err = NULL;
-        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -EIO, &err, ": (no log)");
-}
-END_TEST
+/* A start that fails once the gate is created, and nothing of it stays:
+ * - the service refuses the start: its error, the gate removed after the start;
+ * - squid fails with a FIFO, or a symlink to a file of the user's, at cache.log: read only
+ *   as a regular file (a FIFO would block the read forever, a symlink would show a host
+ *   file in the message);
+ * - a stop while squid is waited for: the gate removed, not left half up, and the stop was
+ *   that operation's (the next one runs). */
+static const struct failed_start {
+        int start_status; /* 204: started, then there (running on a port nothing listens on, or not) */
+        bool running;
+        hook_action hook;
+        int code;
+        const char *message;
+        bool removed_after_start, down_after;
+} failed_starts[] = {
+        { 500, false, HOOK_NONE, -EIO,
+          "starting the gate: the service refused to start it (500): crun: setns: operation not permitted", true, false },
+        { 204, false, HOOK_FIFO_LOG_AT_START, -EIO, ": (no log)", false, false },
+        { 204, false, HOOK_SYMLINK_LOG_AT_START, -EIO, ": (no log)", false, false },
+        { 204, true, HOOK_CANCEL_AFTER_START, -ECANCELED, "stopped while the gate started", true, true },
+};
 
-START_TEST(test_up_never_listens_log_symlink)
+START_TEST(test_up_start_fails)
 {
+        const struct failed_start *c = &failed_starts[_i];
         char secret[PATH_MAX];
         snprintf(secret, sizeof secret, "%s/secret", state_home);
         write_file(secret, "password=hunter2\n");
-        route_inspect(404, false, 0, 2);
-        route_inspect(200, false, 0, 0);
-        route_start(204);
-        hook = HOOK_SYMLINK_LOG_AT_START;
+        if (c->start_status == 204)
+                route_started(c->running, c->running ? unused_port() : 0, c->hook);
+        else {
+                route_inspect(404, false, 0, 0);
+                route_start(c->start_status);
+        }
         hook_text = secret;
         aisb_error *err = NULL;
-        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -EIO, &err, ": (no log)");
-}
-END_TEST
-
-/* A stop while squid is waited for: the gate is removed, not left half up. */
-START_TEST(test_up_cancelled_while_starting)
-{
-        route_inspect(404, false, 0, 2);
-        route_inspect(200, true, unused_port(), 0);
-        route_start(204);
-        hook = HOOK_CANCEL_AFTER_START;
-        aisb_error *err = NULL;
-        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), -ECANCELED, &err, "stopped while the gate started");
+        expect_error(aisb_gate_up(ctx, policy, NULL, NULL, &err), c->code, &err, c->message);
         ssize_t started = find_request("POST", "/start"), removed = find_request("DELETE", gate_name);
-        ck_assert(started >= 0 && removed > started);
-        /* The stop was that operation's: the next one runs. */
-        ck_assert_int_eq(aisb_gate_down(ctx, policy, NULL), 0);
+        if (c->removed_after_start)
+                ck_assert(started >= 0 && removed > started);
+        if (c->down_after)
+                ck_assert_int_eq(aisb_gate_down(ctx, policy, NULL), 0);
 }
 END_TEST
 
@@ -655,10 +653,7 @@ END_TEST
  * the gate. Root only. */
 START_TEST(test_up_port_taken_by_a_stranger)
 {
-        route_inspect(404, false, 0, 2);
-        route_inspect(200, true, 0, 0);
-        route_start(204);
-        hook = HOOK_STRANGER_AT_START;
+        route_started(true, 0, HOOK_STRANGER_AT_START);
         aisb_error *err = NULL;
         int r = aisb_gate_up(ctx, policy, NULL, NULL, &err);
         ck_assert_msg(hook_stranger > 0, "the stranger's listener could not be set up");
@@ -809,13 +804,13 @@ START_TEST(test_summary)
         egress_summary s;
         long long offset = -1;
         /* No log yet: nothing sent. */
-        ck_assert_int_eq(gate_summary(&g, 0, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), 0);
         ck_assert_uint_eq(s.allowed + s.denied + s.failed, 0);
         ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
         ck_assert_int_eq(offset, 0);
 
         write_file(at("logs/access.log"), LINE_ALLOWED LINE_DENIED LINE_FAILED);
-        ck_assert_int_eq(gate_summary(&g, 0, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), 0);
         ck_assert_uint_eq(s.allowed, 1);
         ck_assert_uint_eq(s.denied, 1);
         ck_assert_uint_eq(s.failed, 1);
@@ -823,17 +818,17 @@ START_TEST(test_summary)
         ck_assert_str_eq(s.failed_names[0], "down.test");
 
         /* From where a run began: what others sent before is not its. */
-        ck_assert_int_eq(gate_summary(&g, (long long) strlen(LINE_ALLOWED), &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, (long long) strlen(LINE_ALLOWED), &s), 0);
         ck_assert_uint_eq(s.allowed, 0);
         ck_assert_uint_eq(s.denied, 1);
         ck_assert_uint_eq(s.failed, 1);
         ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
         ck_assert_int_eq(offset, (long long) strlen(LINE_ALLOWED LINE_DENIED LINE_FAILED));
-        ck_assert_int_eq(gate_summary(&g, offset, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, offset, &s), 0);
         ck_assert_uint_eq(s.allowed + s.denied + s.failed, 0);
 
         /* A log that shrank was replaced (a restarted gate): all of it is this run's. */
-        ck_assert_int_eq(gate_summary(&g, offset + 1000, &s), 0);
+        ck_assert_int_eq(egress_summary_read(&g, offset + 1000, &s), 0);
         ck_assert_uint_eq(s.allowed, 1);
         ck_assert_uint_eq(s.denied, 1);
         ck_assert_uint_eq(s.failed, 1);
@@ -864,7 +859,7 @@ START_TEST(test_record_after_flood)
         ck_assert_int_eq(write(fd, tail, sizeof tail - 1), (ssize_t) (sizeof tail - 1));
         close(fd);
         egress_summary sum;
-        ck_assert_int_eq(gate_summary(&g, 0, &sum), 0);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &sum), 0);
         ck_assert_uint_eq(sum.denied, 5000);
         ck_assert_uint_eq(sum.allowed, 2);
         allowlist l = {};
@@ -897,7 +892,7 @@ START_TEST(test_summary_fifo)
         ck_assert_int_eq(mkfifo(at("logs/access.log"), 0600), 0);
         egress_summary s;
         /* Refused at once: a FIFO with no writer would block the run's end forever. */
-        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), -EBADFD);
         long long offset = -1;
         ck_assert_int_eq(gate_log_offset(&g, &offset), 0);
         ck_assert_int_eq(offset, 0);
@@ -912,12 +907,12 @@ START_TEST(test_summary_symlink)
         write_file(elsewhere, LINE_DENIED LINE_DENIED);
         ck_assert_int_eq(symlink(elsewhere, at("logs/access.log")), 0);
         egress_summary s;
-        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), -EBADFD);
         ck_assert_uint_eq(s.denied, 0);
         /* A directory is no log either. */
         ck_assert_int_eq(unlink(at("logs/access.log")), 0);
         ck_assert_int_eq(mkdir(at("logs/access.log"), 0700), 0);
-        ck_assert_int_eq(gate_summary(&g, 0, &s), -EBADFD);
+        ck_assert_int_eq(egress_summary_read(&g, 0, &s), -EBADFD);
         /* Nor is a logs/ that is a symlink to a directory of the host's. */
         remove_tree(at("logs"));
         char other[512];
@@ -926,7 +921,7 @@ START_TEST(test_summary_symlink)
         snprintf(elsewhere, sizeof elsewhere, "%s/access.log", other);
         write_file(elsewhere, LINE_DENIED);
         ck_assert_int_eq(symlink(other, at("logs")), 0);
-        ck_assert_int_lt(gate_summary(&g, 0, &s), 0);
+        ck_assert_int_lt(egress_summary_read(&g, 0, &s), 0);
         ck_assert_uint_eq(s.denied, 0);
 }
 END_TEST
@@ -1455,61 +1450,57 @@ START_TEST(test_ask_helper_generation)
 }
 END_TEST
 
+/* ---- the helper scripts ---- */
+
+/* Each script the library holds is its file in lib/gate/scripts/, byte for byte but for the
+ * comment lines embed-scripts.py leaves out (those whose first character not a blank is #). */
+static const struct {
+        const char *file, *text;
+} scripts[] = {
+        { "start.sh", gate_start_script },
+        { "held.sh", gate_held_helper },
+        { "ask.sh", gate_squid_ask_helper },
+        { "tunnel.awk", gate_squid_tunnel_helper },
+};
+
+START_TEST(test_script_embedded)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/lib/gate/scripts/%s", getenv("AISB_SRC"), scripts[_i].file);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+        buffer want = {};
+        char line[4096];
+        while (fgets(line, sizeof line, f))
+                if (line[strspn(line, " \t")] != '#')
+                        ck_assert_int_eq(buffer_printf(&want, "%s", line), 0);
+        fclose(f);
+        ck_assert_str_eq(scripts[_i].text, want.data ? want.data : "");
+        buffer_free(&want);
+}
+END_TEST
+
 static Suite *gate_suite(bool as_root)
 {
         Suite *s = suite_create("gate");
-        TCase *tc;
         if (as_root) {
-                tc = tcase_create("strangers");
-                tcase_add_checked_fixture(tc, setup, teardown);
-                tcase_add_test(tc, test_up_port_taken_by_a_stranger);
-                tcase_add_test(tc, test_list_stranger_not_answering);
-                suite_add_tcase(s, tc);
+                suite_add_tests(s, "strangers", setup, teardown, test_up_port_taken_by_a_stranger,
+                                test_list_stranger_not_answering);
                 return s;
         }
-        tc = tcase_create("up");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_up_found_running);
-        tcase_add_test(tc, test_up_waits_for_the_lock);
-        tcase_add_test(tc, test_up_cancelled_waiting_for_the_lock);
-        tcase_add_test(tc, test_up_restarts_a_gate_not_ours);
-        tcase_add_test(tc, test_up_starts_an_absent_gate);
-        tcase_add_test(tc, test_up_start_refused);
-        tcase_add_test(tc, test_up_never_listens);
-        tcase_add_test(tc, test_up_never_listens_log_planted);
-        tcase_add_test(tc, test_up_never_listens_log_symlink);
-        tcase_add_test(tc, test_up_cancelled_while_starting);
-        tcase_add_test(tc, test_probe_answered);
-        tcase_add_test(tc, test_probe_unanswered);
-        tcase_add_test(tc, test_probe_cancelled);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("manage");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_list);
-        tcase_add_test(tc, test_list_refused);
-        tcase_add_test(tc, test_down);
-        tcase_add_test(tc, test_no_domain_no_gate);
-        tcase_add_test(tc, test_log_path);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("summary");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_summary);
-        tcase_add_test(tc, test_summary_fifo);
-        tcase_add_test(tc, test_record_after_flood);
-        tcase_add_test(tc, test_summary_symlink);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("ask");
-        tcase_add_test(tc, test_ask_parse_line);
-        tcase_add_test(tc, test_ask_helper_generation);
-        tcase_add_test(tc, test_ask_entry_line);
-        tcase_add_test(tc, test_egress_record_line);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("ask-state");
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, test_ask_state);
-        tcase_add_test(tc, test_ask_wait);
-        tcase_add_test(tc, test_ask_flood_recorded);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "up", setup, teardown, test_up_found_running, test_up_waits_for_the_lock,
+                        test_up_cancelled_waiting_for_the_lock, test_up_restarts_a_gate_not_ours,
+                        test_up_starts_an_absent_gate, test_up_never_listens, test_probe_answered,
+                        test_probe_unanswered, test_probe_cancelled);
+        suite_add_loop(s, "up-fails", setup, teardown, test_up_start_fails, ELEMENTSOF(failed_starts));
+        suite_add_tests(s, "manage", setup, teardown, test_list, test_list_refused, test_down, test_no_domain_no_gate,
+                        test_log_path);
+        suite_add_tests(s, "summary", setup, teardown, test_summary, test_summary_fifo, test_record_after_flood,
+                        test_summary_symlink);
+        suite_add_tests(s, "ask", NULL, NULL, test_ask_parse_line, test_ask_helper_generation, test_ask_entry_line,
+                        test_egress_record_line);
+        suite_add_loop(s, "scripts", NULL, NULL, test_script_embedded, ELEMENTSOF(scripts));
+        suite_add_tests(s, "ask-state", setup, teardown, test_ask_state, test_ask_wait, test_ask_flood_recorded);
         return s;
 }
 

@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "kube.h"
 #include "unit.h"
+#include "../suite-table.h"
 
 #define PROJECT "/tmp/aisb-test-plan/acme"
 
@@ -582,27 +583,16 @@ START_TEST(test_builders)
 }
 END_TEST
 
-static Suite *plan_suite(void)
-{
-        Suite *s = suite_create("plan");
-        TCase *tc = tcase_create("plan");
-        tcase_set_timeout(tc, 60);
-        tcase_add_loop_test(tc, test_pure, 0, ELEMENTSOF(rows));
-        tcase_add_loop_test(tc, test_steps, 0, ELEMENTSOF(rows));
-        tcase_add_test(tc, test_steps_documented);
-        tcase_add_loop_test(tc, test_dry_run_renders_plan, 0, ELEMENTSOF(rows));
-        tcase_add_loop_test(tc, test_inspect_renders_plan, 0, ELEMENTSOF(rows));
-        tcase_add_loop_test(tc, test_kube_renders_plan, 0, ELEMENTSOF(rows));
-        tcase_add_test(tc, test_gate_facts);
-        tcase_add_test(tc, test_description_effects);
-        tcase_add_test(tc, test_built_from_snapshot);
-        tcase_add_test(tc, test_builders);
-        tcase_add_test(tc, test_review_plan);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 int main(void)
 {
-        return unit_run(plan_suite());
+        Suite *s = suite_create("plan");
+        TCase *tc = suite_add_tests(s, "plan", NULL, NULL, test_steps_documented, test_gate_facts,
+                                    test_description_effects, test_built_from_snapshot, test_builders,
+                                    test_review_plan);
+        tcase_set_timeout(tc, 60);
+        const TTest *const loops[] = { test_pure, test_steps, test_dry_run_renders_plan, test_inspect_renders_plan,
+                                       test_kube_renders_plan };
+        for (size_t i = 0; i < ELEMENTSOF(loops); i++)
+                tcase_add_loop_test(tc, loops[i], 0, ELEMENTSOF(rows));
+        return unit_run(s);
 }
