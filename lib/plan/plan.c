@@ -149,14 +149,16 @@ static int plan_check(const aisb_policy *p, aisb_error **err)
         if (!p->create_patch_path)
                 return 0;
         /* Wherever the keys were set from: never a patch this sandbox could rewrite. */
-        _cleanup_strv_free_ char **writable = NULL;
-        int k = p->project && !p->project_read_only ? strv_push(&writable, p->project) : 0;
-        for (size_t i = 0; k >= 0 && i < p->n_mounts; i++)
-                if (!p->mounts[i].read_only)
-                        k = strv_push(&writable, p->mounts[i].source);
-        if (k < 0)
+        _cleanup_free_ const char **writable = calloc(p->n_mounts + 2, sizeof *writable);
+        if (!writable)
                 return error_oom(err);
-        return create_patch_check_place(p->create_patch_path, (const char *const *) writable, err);
+        size_t n = 0;
+        if (p->project && !p->project_read_only)
+                writable[n++] = p->project;
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (!p->mounts[i].read_only)
+                        writable[n++] = p->mounts[i].source;
+        return create_patch_check_place(p->create_patch_path, writable, err);
 }
 
 int plan_gather(const aisb_policy *p, const plan_gather_options *o, plan_facts *ret, aisb_error **err)

@@ -3,7 +3,8 @@
  * The half of protected paths that knows git's files: where a repository's configuration
  * sends the host's git (core.hooksPath, includes), what makes a directory a git directory,
  * the replace refs a packed-refs file holds, the walk that finds git directories below the
- * project; and the path helpers the plan and the sweep share.
+ * project (protect-git.c); and the path helpers the plan and the sweep share, which live
+ * with the plan in protect.c, where most of their calls are.
  */
 #pragma once
 

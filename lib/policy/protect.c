@@ -25,6 +25,106 @@
 #include "pathtrust.h"
 #include "tree-walk.h"
 
+/* ---- paths below a root, never through a link: what the plan, the sweep and protect-git.c share ---- */
+
+char *path_join(const char *a, const char *b)
+{
+        char *s = NULL;
+        if (!a || !*a)
+                return strdup(b);
+        if (!b || !*b)
+                return strdup(a);
+        return asprintf(&s, "%s%s%s", a, streq(a, "/") ? "" : "/", b) < 0 ? NULL : s;
+}
+
+char *git_first_line(char *text, const char *prefix)
+{
+        if (prefix) {
+                size_t n = strlen(prefix);
+                if (strncmp(text, prefix, n) != 0)
+                        return NULL;
+                text += n;
+                while (*text == ' ' || *text == '\t')
+                        text++;
+        }
+        text[strcspn(text, "\r\n")] = 0;
+        return *text ? text : NULL;
+}
+
+char *path_resolve(const char *base, const char *rel)
+{
+        _cleanup_free_ char *whole = rel[0] == '/' ? strdup(rel) : path_join(base, rel);
+        if (!whole)
+                return NULL;
+        size_t n = strlen(whole) + 2;
+        char *out = malloc(n);
+        if (!out)
+                return NULL;
+        out[0] = 0;
+        char *save = NULL;
+        for (char *c = strtok_r(whole, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (streq(c, "."))
+                        continue;
+                if (streq(c, "..")) {
+                        char *slash = strrchr(out, '/');
+                        if (slash)
+                                *slash = 0;
+                        continue;
+                }
+                strcat(out, "/");
+                strcat(out, c);
+        }
+        if (!out[0])
+                strcpy(out, "/");
+        return out;
+}
+
+const char *path_inside(const char *path, const char *top)
+{
+        size_t n = strlen(top);
+        if (strncmp(path, top, n) != 0)
+                return NULL;
+        if (path[n] == '/')
+                return path + n + 1;
+        return path[n] == 0 ? "" : NULL;
+}
+
+int open_absolute_dir(const char *path)
+{
+        if (path[0] != '/')
+                return -EINVAL;
+        _cleanup_close_ int top = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return -errno;
+        return open_dir_nofollow(top, path + 1, false);
+}
+
+int stat_below(int root, const char *rel, struct stat *st)
+{
+        const char *base;
+        _cleanup_close_ int parent = tree_open_parent(root, rel, &base);
+        if (parent < 0)
+                return parent;
+        return fstatat(parent, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+int read_below(int root, const char *rel, char **ret)
+{
+        const char *base;
+        _cleanup_close_ int parent = tree_open_parent(root, rel, &base);
+        if (parent < 0)
+                return parent;
+        size_t size;
+        int r = read_file_at(parent, base, PROTECT_READ_MAX, ret, &size);
+        return r == -EBADMSG ? -EINVAL : r;
+}
+
+int dir_names_below(int root, const char *rel, char ***ret)
+{
+        _cleanup_close_ int fd = tree_open_dir(root, rel, false, 0);
+        return fd < 0 ? fd : tree_dir_names(fd, ret);
+}
+
 #define SANDBOX_PROJECT "/project"
 
 /* Files and directories of a git directory that decide what git runs or where it looks. */
