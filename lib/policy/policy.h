@@ -169,3 +169,11 @@ int policy_allowlist(const aisb_policy *p, const struct project_settings *settin
                      aisb_error **err);
 /* "allow", "none", "full". */
 const char *policy_net_name(sandbox_net net);
+
+/* For the policy's own files (policy-*.c). */
+/* The home volume derived from the project, unless the user named one; -ENOMEM. */
+int policy_derive_home_volume(aisb_policy *p);
+/* harness_command again, after the harness or its arguments changed; -ENOMEM. */
+int policy_rebuild_harness_command(aisb_policy *p);
+/* *field replaced by a copy of value; -ENOMEM leaves it as it was. */
+int policy_set_string(char **field, const char *value);
