@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the readers of a harness's configuration text share (pi's JSON in pi-config.c,
+ * codex's TOML in toml-json.c): the bound on its size, and where an offset in it lies, for
+ * their one-line errors.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "error.h"
+
+/* The line and column (both from 1) of offset in text. */
+void config_text_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_column);
+/* -EFBIG, "ORIGIN: SIZE bytes, more than the N MiB a HARNESS config may have", past max
+ * bytes; 0 otherwise. */
+int config_text_check_size(const char *origin, size_t size, unsigned max, const char *harness, aisb_error **err);
