@@ -142,14 +142,10 @@ static char *user_allowlist_path(const aisb_policy *p)
 int policy_allowlist(const aisb_policy *p, const project_settings *settings, allowlist *ret,
                      aisb_error **err)
 {
-        allowlist l = {};
+        _cleanup_(allowlist_done) allowlist l = {};
         int r = 0;
         for (size_t i = 0; r >= 0 && i < p->allow.n; i++)
-                r = allowlist_append_copy(&l, &p->allow.entries[i]);
-        if (r < 0) {
-                allowlist_done(&l);
-                return error_oom(err);
-        }
+                r = allowlist_append_copy(&l, &p->allow.entries[i]) < 0 ? error_oom(err) : 0;
         /* A secret's hosts are allowed by it. */
         for (size_t i = 0; r >= 0 && i < p->n_secrets; i++) {
                 _cleanup_free_ char *origin = NULL;
@@ -158,16 +154,12 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
                 for (size_t h = 0; r >= 0 && p->secrets[i].hosts[h]; h++)
                         r = allowlist_add(&l, p->secrets[i].hosts[h], origin, err);
         }
-        if (r < 0) {
-                allowlist_done(&l);
-                return r;
-        }
         /* The project's file first, then the user's: the first origin of a duplicate is the
          * one reported. The project's comes from the run's snapshot of .ai-sandbox (read
          * without following links), or is read the same way here. It may name domains
          * only: whoever wrote the repository (or the agent, for the next run) wrote it, and an
          * address becomes a direct rule that nothing checks, where a name still meets the gate. */
-        if (p->project) {
+        if (r >= 0 && p->project) {
                 project_settings own = {};
                 if (!settings) {
                         r = project_settings_read(p->project, false, &own, err);
@@ -197,10 +189,9 @@ int policy_allowlist(const aisb_policy *p, const project_settings *settings, all
                 else
                         r = allowlist_check_host_addresses(&l, (const char *const *) own, false, err);
         }
-        if (r < 0) {
-                allowlist_done(&l);
+        if (r < 0)
                 return r;
-        }
         *ret = l;
+        l = (allowlist) {};
         return 0;
 }

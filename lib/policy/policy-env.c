@@ -70,6 +70,13 @@ static int env_put(env_entry **entries, size_t *n, const char *name, char *value
         return 0;
 }
 
+/* NAME=value (a copy) added or replaced; -ENOMEM. */
+static int env_set(aisb_policy *p, const char *name, const char *value)
+{
+        char *copy = strdup(value);
+        return copy ? env_put(&p->env, &p->n_env, name, copy) : -ENOMEM;
+}
+
 int policy_env_file_parse(const char *text, size_t size, const char *origin,
                           env_entry **entries, size_t *n, aisb_error **err)
 {
@@ -130,7 +137,7 @@ int policy_add_env(aisb_policy *p, const char *spec, aisb_error **err)
                 return aisb_error_set(err, -ENOENT,
                                       "env: %s is not set in this environment; export it or pass --env %s=VALUE",
                                       name, name);
-        return policy_env_set(p, name, value) < 0 ? error_oom(err) : 0;
+        return env_set(p, name, value) < 0 ? error_oom(err) : 0;
 }
 
 int policy_add_env_file(aisb_policy *p, const char *path, aisb_error **err)
@@ -256,21 +263,15 @@ bool policy_env_named(const aisb_policy *p, const char *name)
         return env_named(p, name) || secret_named(p, name);
 }
 
-int policy_env_set(aisb_policy *p, const char *name, const char *value)
-{
-        char *copy = strdup(value);
-        return copy ? env_put(&p->env, &p->n_env, name, copy) : -ENOMEM;
-}
-
 int policy_env_inherit(aisb_policy *p, const aisb_policy *from)
 {
         int r = 0;
         for (size_t i = 0; r >= 0 && !from && i < ELEMENTSOF(inherited_env); i++) {
                 const char *value = getenv(inherited_env[i]);
-                r = value ? policy_env_set(p, inherited_env[i], value) : 0;
+                r = value ? env_set(p, inherited_env[i], value) : 0;
         }
         for (size_t i = 0; r >= 0 && from && i < from->n_env; i++)
                 if (policy_env_inherited(from->env[i].name))
-                        r = policy_env_set(p, from->env[i].name, from->env[i].value);
+                        r = env_set(p, from->env[i].name, from->env[i].value);
         return r;
 }

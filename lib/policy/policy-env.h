@@ -10,8 +10,6 @@
 int policy_add_env(aisb_policy *p, const char *spec, aisb_error **err);
 int policy_add_env_file(aisb_policy *p, const char *path, aisb_error **err);
 int policy_add_secret_named(aisb_policy *p, const char *spec, aisb_error **err);
-/* NAME=value (a copy) added or replaced; -ENOMEM. */
-int policy_env_set(aisb_policy *p, const char *name, const char *value);
 /* The variables every sandbox inherits (policy_env_inherited): from the process's
  * environment, or with from as that policy got them. -ENOMEM. */
 int policy_env_inherit(aisb_policy *p, const aisb_policy *from);

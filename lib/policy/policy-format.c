@@ -50,21 +50,7 @@ int policy_format_create_patch(const aisb_policy *p, const policy_key *k,
         return buffer_printf(b, "unsafe-create-patch=%s (sha256 %s)\n", p->create_patch_path, patch_hash);
 }
 
-int policy_hash(const aisb_policy *p, const char *image, const project_settings *settings, char **ret_hex)
-{
-        _cleanup_free_ char *text = NULL;
-        int r = policy_format_settings(p, image, settings, &text, NULL);
-        if (r < 0)
-                return r;
-        return sha256_hex(text, strlen(text), 16, ret_hex);
-}
-
-int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err)
-{
-        return policy_format_settings(p, tag, NULL, ret_text, err);
-}
-
-int policy_format_settings(const aisb_policy *p, const char *tag, const project_settings *settings, char **ret_text,
+static int format_settings(const aisb_policy *p, const char *tag, const project_settings *settings, char **ret_text,
                            aisb_error **err)
 {
         buffer b = {};
@@ -95,4 +81,18 @@ int policy_format_settings(const aisb_policy *p, const char *tag, const project_
         }
         *ret_text = buffer_steal(&b);
         return 0;
+}
+
+int policy_hash(const aisb_policy *p, const char *image, const project_settings *settings, char **ret_hex)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = format_settings(p, image, settings, &text, NULL);
+        if (r < 0)
+                return r;
+        return sha256_hex(text, strlen(text), 16, ret_hex);
+}
+
+int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err)
+{
+        return format_settings(p, tag, NULL, ret_text, err);
 }

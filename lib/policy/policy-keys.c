@@ -129,18 +129,6 @@ bad:
                               value);
 }
 
-static int set_size(unsigned long long *field, const char *key, const char *value,
-                    unsigned long long min, aisb_error **err)
-{
-        unsigned long long v;
-        if (parse_size(value, &v) < 0 || v < min)
-                return aisb_error_set(err, -EINVAL,
-                                      "%s: '%s' is not a size such as 512m or 4g (at least %llum)",
-                                      key, value, min >> 20);
-        *field = v;
-        return 0;
-}
-
 /* ---- the keys: one row each drives setting, getting, the policy's text and the help ---- */
 
 /* The rows of choices: the field's values (an enum's, or false and true) by name, in order. */
@@ -209,6 +197,21 @@ static int key_get_number(const aisb_policy *p, const policy_key *k, char ***val
         return strv_push(values, text);
 }
 
+/* A string, or one more of a list, that k->valid accepts (when there is one). */
+static int key_set_string(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (k->valid && !k->valid(value))
+                return aisb_error_set(err, -EINVAL, "%s: '%s' %s", k->pub.name, value, k->refusal);
+        return policy_set_string(FIELD(p, k, char *), value);
+}
+
+static int key_push_string(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+{
+        if (k->valid && !k->valid(value))
+                return aisb_error_set(err, -EINVAL, "%s: '%s' %s", k->pub.name, value, k->refusal);
+        return strv_push(FIELD(p, k, char **), value);
+}
+
 /* The keys whose value is added by a function of its own (k->add). */
 static int key_set_add(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
@@ -227,7 +230,12 @@ static int key_get_bool(const aisb_policy *p, const policy_key *k, char ***value
 
 static int key_set_size(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
-        return set_size(FIELD(p, k, unsigned long long), k->pub.name, value, k->min, err);
+        unsigned long long v;
+        if (parse_size(value, &v) < 0 || v < k->min)
+                return aisb_error_set(err, -EINVAL, "%s: '%s' is not a size such as 512m or 4g (at least %llum)",
+                                      k->pub.name, value, k->min >> 20);
+        *FIELD(p, k, unsigned long long) = v;
+        return 0;
 }
 
 /* The shortest text parse_size() reads back as the size: "4g", "512m", or bytes. */
@@ -378,13 +386,6 @@ static int key_set_bridge_carry(aisb_policy *p, const policy_key *k, const char 
         return r < 0 ? r : strv_push(&p->bridge_carry, value);
 }
 
-static int key_set_install(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
-{
-        if (!package_name_valid(value))
-                return aisb_error_set(err, -EINVAL, "install: '%s' is not a Debian package name", value);
-        return strv_push(&p->install, value);
-}
-
 static int key_get_ca_cert(const aisb_policy *p, const policy_key *k, char ***values)
 {
         int r = 0;
@@ -429,13 +430,11 @@ static int key_set_gate_add_host(aisb_policy *p, const policy_key *k, const char
         return strv_push(&p->add_hosts, canonical);
 }
 
-static int key_set_proxy(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
+static bool proxy_valid(const char *s)
 {
-        const char *colon = strrchr(value, ':');
+        const char *colon = strrchr(s, ':');
         unsigned long long port;
-        if (!colon || colon == value || parse_uint(colon + 1, 65535, &port) < 0 || port == 0)
-                return aisb_error_set(err, -EINVAL, "proxy: '%s' is not HOST:PORT", value);
-        return policy_set_string(&p->proxy, value) < 0 ? -ENOMEM : 0;
+        return colon && colon != s && parse_uint(colon + 1, 65535, &port) >= 0 && port != 0;
 }
 
 static int key_set_undo(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
@@ -448,12 +447,6 @@ static int key_set_undo(aisb_policy *p, const policy_key *k, const char *value, 
         else
                 return aisb_error_set(err, -EINVAL, "undo: '%s' is not auto, on or off", value);
         return 0;
-}
-
-static int key_set_user_allowlist(aisb_policy *p, const policy_key *k, const char *value,
-                                  aisb_error **err)
-{
-        return policy_set_string(&p->user_allowlist, value) < 0 ? -ENOMEM : 0;
 }
 
 /* Names only: a value never leaves the policy except into the container. */
@@ -506,16 +499,11 @@ static int key_get_secret(const aisb_policy *p, const policy_key *k, char ***val
         return r;
 }
 
-static int key_set_home_volume(aisb_policy *p, const policy_key *k, const char *value,
-                               aisb_error **err)
+static int key_set_home_volume(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
-        if (!volume_name_valid(value))
-                return aisb_error_set(err, -EINVAL,
-                                      "home-volume: '%s' is not a volume name (letters, digits, _ . -)", value);
-        if (policy_set_string(&p->home_volume, value) < 0)
-                return -ENOMEM;
-        p->home_volume_chosen = true;
-        return 0;
+        int r = key_set_string(p, k, value, err);
+        p->home_volume_chosen |= r >= 0;
+        return r;
 }
 
 static int key_set_harness(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
@@ -525,14 +513,6 @@ static int key_set_harness(aisb_policy *p, const policy_key *k, const char *valu
         if (policy_set_string(&p->harness, value) < 0 || policy_rebuild_harness_command(p) < 0)
                 return -ENOMEM;
         return 0;
-}
-
-static int key_set_thinking(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
-{
-        if (!policy_thinking_level_known(value))
-                return aisb_error_set(err, -EINVAL, "thinking: '%s' is not a level (use one of: %s)",
-                                      value, policy_thinking_levels());
-        return policy_set_string(&p->thinking, value) < 0 ? -ENOMEM : 0;
 }
 
 /* The keys holding a host path, resolved now: what a run uses is what was named. */
@@ -562,8 +542,7 @@ static int key_set_create_patch(aisb_policy *p, const policy_key *k, const char 
                 json_object_put(patch);
                 return real ? -ENOMEM : aisb_error_set(err, -errno, "unsafe-create-patch: %s: %s", value, strerror(errno));
         }
-        if (p->create_patch)
-                json_object_put(p->create_patch);
+        json_object_put(p->create_patch);
         p->create_patch = patch;
         return 0;
 }
@@ -590,7 +569,8 @@ const policy_key policy_keys[] = {
           .set = key_set_base_image, .get = key_get_string, KEY_FIELD(base_image) },
         { .pub = { .name = "install", .placeholder = "PKG", .help = "add a Debian package to the image",
                    .flags = AISB_POLICY_KEY_IMAGE | AISB_POLICY_KEY_REPEATABLE },
-          .set = key_set_install, .get = key_get_strv, KEY_FIELD(install) },
+          .set = key_push_string, .get = key_get_strv, KEY_FIELD(install),
+          .valid = package_name_valid, .refusal = "is not a Debian package name" },
         { .pub = { .name = "ca-cert", .placeholder = "FILE",
                    .help = "trust this CA certificate (PEM) inside the image",
                    .flags = AISB_POLICY_KEY_IMAGE | AISB_POLICY_KEY_REPEATABLE },
@@ -626,7 +606,8 @@ const policy_key policy_keys[] = {
           .set = key_set_bool, .get = key_get_bool, KEY_FIELD(no_gate), .shown = shown_with_allowlist },
         { .pub = { .name = "proxy", .placeholder = "HOST:PORT",
                    .help = "send egress through your own proxy; only it is reachable" },
-          .set = key_set_proxy, .get = key_get_string, KEY_FIELD(proxy), .shown = shown_with_allowlist },
+          .set = key_set_string, .get = key_get_string, KEY_FIELD(proxy), .valid = proxy_valid,
+          .refusal = "is not HOST:PORT", .shown = shown_with_allowlist },
         { .pub = { .name = "gate-add-host", .placeholder = "NAME:IP", .help = "a name the gate resolves to IP",
                    .flags = AISB_POLICY_KEY_REPEATABLE },
           .set = key_set_gate_add_host, .get = key_get_strv, KEY_FIELD(add_hosts),
@@ -659,7 +640,7 @@ const policy_key policy_keys[] = {
         { .pub = { .name = "user-allowlist", .placeholder = "PATH",
                    .help = "the user's allowlist file, empty for none (unset: ~/.config/ai-sandbox/allow)",
                    .flags = AISB_POLICY_KEY_CONFIG_ONLY },
-          .set = key_set_user_allowlist, .get = key_get_string, KEY_FIELD(user_allowlist),
+          .set = key_set_string, .get = key_get_string, KEY_FIELD(user_allowlist),
           .shown = shown_with_allowlist },
 
         /* What the sandbox sees of the host. */
@@ -713,7 +694,8 @@ const policy_key policy_keys[] = {
         BOOLEAN("ephemeral-home", "a fresh /home/sandbox for this run only (a tmpfs of --tmp-size)", ephemeral_home),
         { .pub = { .name = "home-volume", .placeholder = "NAME",
                    .help = "volume for /home/sandbox; unset: one per project, aisb-home-DIR-HASH (or $AISB_HOME_VOLUME); a name shared by projects shares their homes" },
-          .set = key_set_home_volume, .get = key_get_string, KEY_FIELD(home_volume) },
+          .set = key_set_home_volume, .get = key_get_string, KEY_FIELD(home_volume), .valid = volume_name_valid,
+          .refusal = "is not a volume name (letters, digits, _ . -)" },
 
         /* The harness. */
         BOOLEAN("shell", "run bash instead of the harness", shell),
@@ -721,7 +703,8 @@ const policy_key policy_keys[] = {
                    .help = "the harness's reasoning level, re-applied every run: off, none, minimal, low, medium, high, "
                            "xhigh, max (each harness takes its own), or host",
                    .default_text = "xhigh" },
-          .set = key_set_thinking, .get = key_get_string, KEY_FIELD(thinking) },
+          .set = key_set_string, .get = key_get_string, KEY_FIELD(thinking), .valid = policy_thinking_level_known,
+          .refusal = "is not a level (use one of: " POLICY_THINKING_LEVELS ")" },
         BOOLEAN("no-pi-config", "do not bridge ~/.pi/agent into the sandbox (nor apply --thinking)", no_pi_config),
         BOOLEAN("no-harness-config",
                 "do not bridge the harness's host configuration (pi's, claude's or codex's) into the sandbox "
@@ -780,17 +763,25 @@ const aisb_policy_key *aisb_policy_key_find(const char *name)
         return k ? &k->pub : NULL;
 }
 
-int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_error **err)
+/* The row of key, or -EINVAL (none given) or -ENOKEY with why. */
+static int key_lookup(const aisb_policy *p, const char *key, const policy_key **ret, aisb_error **err)
 {
         if (!p || !key)
                 return aisb_error_set(err, -EINVAL, "no key given");
-        const policy_key *k = key_find(key);
-        if (!k)
-                return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
+        *ret = key_find(key);
+        return *ret ? 0 : aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
+}
+
+int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_error **err)
+{
+        const policy_key *k = NULL;
+        int r = key_lookup(p, key, &k, err);
+        if (r < 0)
+                return r;
         /* Booleans may come without a value (a bare flag). */
         if (!value && !(k->pub.flags & AISB_POLICY_KEY_BOOLEAN))
                 return aisb_error_set(err, -EINVAL, "%s: a value is required", key);
-        int r = k->set(p, k, value, err);
+        r = k->set(p, k, value, err);
         /* Every failure says why, also a setter's that only returned a code. */
         if (r == -ENOMEM)
                 return error_oom(err);
@@ -802,11 +793,10 @@ int aisb_policy_set(aisb_policy *p, const char *key, const char *value, aisb_err
 int aisb_policy_get_values(const aisb_policy *p, const char *key, char ***ret_values,
                            aisb_error **err)
 {
-        if (!p || !key)
-                return aisb_error_set(err, -EINVAL, "no key given");
-        const policy_key *k = key_find(key);
-        if (!k)
-                return aisb_error_set(err, -ENOKEY, "unknown key '%s' (see aisb --help)", key);
+        const policy_key *k = NULL;
+        int r = key_lookup(p, key, &k, err);
+        if (r < 0)
+                return r;
         char **values = NULL;
         if (k->get(p, k, &values) < 0 || (!values && !(values = calloc(1, sizeof *values)))) {
                 strv_free(values);

@@ -24,8 +24,9 @@ struct policy_key {
         size_t width; /* its size */
         /* Sizes: the smallest accepted, in bytes; numbers: the range accepted. */
         unsigned long long min, max;
-        const char *const *choices; /* the names of a choice's values, in order */
-        const char *refusal;        /* numbers and choices: what a refusal says after "KEY: 'VALUE' " */
+        const char *const *choices;      /* the names of a choice's values, in order */
+        bool (*valid)(const char *value); /* strings: whether one is accepted; NULL: any */
+        const char *refusal; /* numbers, choices, strings: what a refusal says after "KEY: 'VALUE' " */
         /* The default is stored as it is, unchecked: the installed entrypoint need not exist
          * when a policy is made (a run says so). */
         bool default_verbatim;

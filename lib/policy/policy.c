@@ -114,8 +114,7 @@ void aisb_policy_free(aisb_policy *p)
                 gate_secret_done(&p->secrets[i]);
         free(p->secrets);
         free(p->create_patch_path);
-        if (p->create_patch)
-                json_object_put(p->create_patch);
+        json_object_put(p->create_patch);
         free(p->proxy);
         free(p->user_allowlist);
         free(p->thinking);
@@ -137,7 +136,7 @@ bool policy_thinking_level_known(const char *level)
 
 const char *policy_thinking_levels(void)
 {
-        return "off, none, minimal, low, medium, high, xhigh, max, host";
+        return POLICY_THINKING_LEVELS;
 }
 
 int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error **err)
