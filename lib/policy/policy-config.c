@@ -22,8 +22,7 @@ int aisb_policy_load_config(aisb_policy *p, const char *path, unsigned flags, ai
         if (!f) {
                 if (errno == ENOENT && (flags & AISB_CONFIG_OPTIONAL))
                         return 0;
-                return aisb_error_set(err, -errno, "cannot open config %s: %s", path,
-                                      strerror(errno));
+                return aisb_error_set(err, -errno, "cannot open config %s: %s", path, strerror(errno));
         }
         _cleanup_free_ char *line = NULL;
         size_t allocated = 0;
@@ -32,11 +31,8 @@ int aisb_policy_load_config(aisb_policy *p, const char *path, unsigned flags, ai
         while ((n = getline(&line, &allocated, f)) >= 0) {
                 line_no++;
                 if ((size_t) n != strlen(line))
-                        return aisb_error_set(err, -EINVAL, "%s:%u: NUL byte in line", path,
-                                              line_no);
-                char *s = line;
-                while (*s == ' ' || *s == '\t')
-                        s++;
+                        return aisb_error_set(err, -EINVAL, "%s:%u: NUL byte in line", path, line_no);
+                char *s = line + strspn(line, " \t");
                 char *e = s + strlen(s);
                 while (e > s && isspace((unsigned char) e[-1]))
                         *--e = 0;
@@ -44,15 +40,12 @@ int aisb_policy_load_config(aisb_policy *p, const char *path, unsigned flags, ai
                         continue;
                 char *eq = strchr(s, '=');
                 if (!eq)
-                        return aisb_error_set(err, -EINVAL, "%s:%u: expected key = value", path,
-                                              line_no);
+                        return aisb_error_set(err, -EINVAL, "%s:%u: expected key = value", path, line_no);
                 char *k_end = eq;
                 while (k_end > s && isspace((unsigned char) k_end[-1]))
                         k_end--;
                 *k_end = 0;
-                char *v = eq + 1;
-                while (*v == ' ' || *v == '\t')
-                        v++;
+                char *v = eq + 1 + strspn(eq + 1, " \t");
                 /* env values do not belong in a config file: names only. */
                 if (streq(s, "env") && strchr(v, '='))
                         return aisb_error_set(err, -EINVAL,

@@ -32,18 +32,11 @@ void env_entries_free(env_entry *e, size_t n)
         free(e);
 }
 
-static bool env_named(const aisb_policy *p, const char *name)
+/* Whether an --env (or, with secret, a --secret) uses name. */
+static bool name_used(const aisb_policy *p, const char *name, bool secret)
 {
-        for (size_t i = 0; i < p->n_env; i++)
-                if (streq(p->env[i].name, name))
-                        return true;
-        return false;
-}
-
-static bool secret_named(const aisb_policy *p, const char *name)
-{
-        for (size_t i = 0; i < p->n_secrets; i++)
-                if (streq(p->secrets[i].name, name))
+        for (size_t i = 0; i < (secret ? p->n_secrets : p->n_env); i++)
+                if (streq(secret ? p->secrets[i].name : p->env[i].name, name))
                         return true;
         return false;
 }
@@ -94,8 +87,7 @@ int policy_env_file_parse(const char *text, size_t size, const char *origin,
                         len--;
                 if (len > 0 && p[0] != '#') {
                         if (memchr(p, 0, len))
-                                return aisb_error_set(err, -EINVAL, "%s:%u: NUL byte in line",
-                                                      origin, line_no);
+                                return aisb_error_set(err, -EINVAL, "%s:%u: NUL byte in line", origin, line_no);
                         const char *eq = memchr(p, '=', len);
                         if (!eq)
                                 return aisb_error_set(err, -EINVAL,
@@ -127,7 +119,7 @@ int policy_add_env(aisb_policy *p, const char *spec, aisb_error **err)
                 return aisb_error_set(err, -EINVAL,
                                       "env: '%s' is not a variable name (use NAME or NAME=VALUE)",
                                       name);
-        if (secret_named(p, name))
+        if (name_used(p, name, true))
                 return aisb_error_set(err, -EINVAL,
                                       "env: %s is a --secret: the sandbox holds a placeholder for it, never its "
                                       "value; pass it one way",
@@ -144,8 +136,7 @@ int policy_add_env_file(aisb_policy *p, const char *path, aisb_error **err)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return aisb_error_set(err, -errno, "env-file: cannot open %s: %s", path,
-                                      strerror(errno));
+                return aisb_error_set(err, -errno, "env-file: cannot open %s: %s", path, strerror(errno));
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return aisb_error_set(err, -errno, "env-file: %s: %s", path, strerror(errno));
@@ -159,26 +150,17 @@ int policy_add_env_file(aisb_policy *p, const char *path, aisb_error **err)
         size_t size;
         int r = read_full_fd(fd, AISB_ENV_FILE_MAX, &text, &size);
         if (r < 0)
-                return aisb_error_set(err, r, "env-file: cannot read %s: %s", path,
-                                      strerror(-r));
+                return aisb_error_set(err, r, "env-file: cannot read %s: %s", path, strerror(-r));
         env_entry *parsed = NULL;
         size_t n = 0;
         r = policy_env_file_parse(text, size, path, &parsed, &n, err);
         explicit_bzero(text, size);
         free(text);
-        if (r < 0) {
-                env_entries_free(parsed, n);
-                return r;
-        }
-        for (size_t i = 0; i < n; i++) {
-                r = env_put(&p->env, &p->n_env, parsed[i].name, steal_pointer(&parsed[i].value));
-                if (r < 0)
-                        break;
-        }
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (env_put(&p->env, &p->n_env, parsed[i].name, steal_pointer(&parsed[i].value)) < 0)
+                        r = error_oom(err);
         env_entries_free(parsed, n);
-        if (r < 0)
-                return error_oom(err);
-        return strv_push(&p->env_files, path);
+        return r < 0 ? r : strv_push(&p->env_files, path);
 }
 
 /* --secret NAME@HOST...: NAME's value is read here, from the caller's environment, as a bare
@@ -191,11 +173,11 @@ int policy_add_secret_named(aisb_policy *p, const char *value, aisb_error **err)
                 return -ENOMEM;
         if (!env_name_valid(name))
                 return aisb_error_set(err, -EINVAL, "secret: '%s' is not NAME@HOST[,HOST...][/HEADER[:SCHEME]]", value);
-        if (env_named(p, name))
+        if (name_used(p, name, false))
                 return aisb_error_set(err, -EINVAL,
                                       "secret: %s is passed with --env too: the sandbox would hold its value; "
                                       "pass it one way", name);
-        if (secret_named(p, name))
+        if (name_used(p, name, true))
                 return aisb_error_set(err, -EINVAL, "secret: %s is named twice", name);
         const char *real = getenv(name);
         if (!real)
@@ -260,7 +242,7 @@ bool policy_env_inherited(const char *name)
 
 bool policy_env_named(const aisb_policy *p, const char *name)
 {
-        return env_named(p, name) || secret_named(p, name);
+        return name_used(p, name, false) || name_used(p, name, true);
 }
 
 int policy_env_inherit(aisb_policy *p, const aisb_policy *from)

@@ -19,15 +19,6 @@
 #include "policy-mounts.h"
 #include "protect.h"
 
-static int absolute_path(const char *path, char **ret)
-{
-        char *r = realpath(path, NULL);
-        if (!r)
-                return -errno;
-        *ret = r;
-        return 0;
-}
-
 static bool package_name_valid(const char *s)
 {
         /* Debian's rule for package names; anything else could smuggle shell into RUN. */
@@ -66,14 +57,12 @@ static int add_ca_cert(aisb_policy *p, const char *path, aisb_error **err)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return aisb_error_set(err, -errno, "ca-cert: cannot open %s: %s", path,
-                                      strerror(errno));
+                return aisb_error_set(err, -errno, "ca-cert: cannot open %s: %s", path, strerror(errno));
         _cleanup_free_ char *pem = NULL;
         size_t size;
         int r = read_full_fd(fd, 1024 * 1024, &pem, &size);
         if (r < 0)
-                return aisb_error_set(err, r, "ca-cert: cannot read %s: %s", path,
-                                      strerror(-r));
+                return aisb_error_set(err, r, "ca-cert: cannot read %s: %s", path, strerror(-r));
         if (!strstr(pem, "-----BEGIN CERTIFICATE-----"))
                 return aisb_error_set(err, -EINVAL,
                                       "ca-cert: %s is not a PEM certificate (expected -----BEGIN CERTIFICATE-----)",
@@ -82,8 +71,8 @@ static int add_ca_cert(aisb_policy *p, const char *path, aisb_error **err)
         if (!n)
                 return -ENOMEM;
         p->ca_certs = n;
-        _cleanup_free_ char *abs = NULL;
-        if (absolute_path(path, &abs) < 0)
+        _cleanup_free_ char *abs = realpath(path, NULL);
+        if (!abs)
                 abs = strdup(path);
         p->ca_certs[p->n_ca_certs++] = (ca_cert) {
                 .path = steal_pointer(&abs), .pem = steal_pointer(&pem), .size = size
@@ -125,8 +114,7 @@ static int set_cpus(aisb_policy *p, const char *value, aisb_error **err)
         p->cpus_milli = whole * 1000 + frac;
         return 0;
 bad:
-        return aisb_error_set(err, -EINVAL, "cpus: '%s' is not a CPU count such as 2 or 1.5",
-                              value);
+        return aisb_error_set(err, -EINVAL, "cpus: '%s' is not a CPU count such as 2 or 1.5", value);
 }
 
 /* ---- the keys: one row each drives setting, getting, the policy's text and the help ---- */
@@ -269,10 +257,9 @@ static int key_get_strv(const aisb_policy *p, const policy_key *k, char ***value
 
 static int key_set_project(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
-        char *abs = NULL;
-        int r = absolute_path(value, &abs);
-        if (r < 0)
-                return aisb_error_set(err, r, "project: %s: %s", value, strerror(-r));
+        char *abs = realpath(value, NULL);
+        if (!abs)
+                return aisb_error_set(err, -errno, "project: %s: %s", value, strerror(errno));
         struct stat st;
         if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 free(abs);
@@ -516,13 +503,11 @@ static int key_set_harness(aisb_policy *p, const policy_key *k, const char *valu
 }
 
 /* The keys holding a host path, resolved now: what a run uses is what was named. */
-static int key_set_absolute_path(aisb_policy *p, const policy_key *k, const char *value,
-                                 aisb_error **err)
+static int key_set_absolute_path(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
-        char *abs = NULL;
-        int r = absolute_path(value, &abs);
-        if (r < 0)
-                return aisb_error_set(err, r, "%s: %s: %s", k->pub.name, value, strerror(-r));
+        char *abs = realpath(value, NULL);
+        if (!abs)
+                return aisb_error_set(err, -errno, "%s: %s: %s", k->pub.name, value, strerror(errno));
         char **field = FIELD(p, k, char *);
         free(*field);
         *field = abs;

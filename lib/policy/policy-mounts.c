@@ -32,8 +32,6 @@ static bool path_below(const char *path, const char *dir)
         return strncmp(path, dir, n) == 0 && path[n] == '/';
 }
 
-/* Make abs (absolute, a directory; taken over) the project, unless a mount's source is
- * inside it: that is at /project already, and the sandbox could swap it for a link. */
 int policy_set_project(aisb_policy *p, char *abs, bool is_cwd, aisb_error **err)
 {
         for (size_t i = 0; i < p->n_mounts; i++)
@@ -50,11 +48,9 @@ int policy_set_project(aisb_policy *p, char *abs, bool is_cwd, aisb_error **err)
         return policy_derive_home_volume(p) < 0 ? error_oom(err) : 0;
 }
 
-/* Resolve a --mount source the way the kernel would, refusing what the agent could have
- * chosen: a symbolic link inside the project (the sandbox writes the project, so the link's
- * target is the agent's pick), and any source inside the project (it is at /project
- * already, and the sandbox could swap a directory there for a link between this check and
- * podman's mount). */
+/* Resolve a --mount source the way the kernel would, refusing a symbolic link inside the
+ * project (its target is the agent's pick) and any source inside the project (it is at
+ * /project already, and the sandbox could swap it for a link before podman mounts it). */
 static int mount_source_resolve(const char *project, const char *source, char **ret,
                                 aisb_error **err)
 {

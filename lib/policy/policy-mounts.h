@@ -5,7 +5,8 @@
 #include "policy.h"
 
 /* Make abs (absolute, a directory; taken over) the project, unless a mount's source is
- * inside it: -EPERM with why. */
+ * inside it (it is at /project already, and the sandbox could swap it for a link): -EPERM
+ * with why. */
 int policy_set_project(aisb_policy *p, char *abs, bool is_cwd, aisb_error **err);
 /* --mount SRC:DST[:ro|rw], --device /dev/NAME[:DST[:rwm]] or a CDI name: -EINVAL (or
  * -EPERM, an errno of the source) with why. */
