@@ -84,41 +84,30 @@ void aisb_policy_free(aisb_policy *p)
 {
         if (!p)
                 return;
-        free(p->project);
-        free(p->base_image);
-        strv_free(p->install);
-        strv_free(p->protect);
         for (size_t i = 0; i < p->n_ca_certs; i++) {
                 free(p->ca_certs[i].path);
                 free(p->ca_certs[i].pem);
         }
-        free(p->ca_certs);
-        free(p->home_volume);
         env_entries_free(p->env, p->n_env);
-        strv_free(p->env_files);
         for (size_t i = 0; i < p->n_mounts; i++) {
                 free(p->mounts[i].source);
                 free(p->mounts[i].destination);
         }
-        free(p->mounts);
-        strv_free(p->command);
-        strv_free(p->harness_args);
-        strv_free(p->harness_command);
-        free(p->harness);
-        free(p->entrypoint);
         allowlist_done(&p->allow);
-        strv_free(p->add_hosts);
-        strv_free(p->devices);
-        strv_free(p->bridge_carry);
         for (size_t i = 0; i < p->n_secrets; i++)
                 gate_secret_done(&p->secrets[i]);
-        free(p->secrets);
-        free(p->create_patch_path);
         json_object_put(p->create_patch);
-        free(p->proxy);
-        free(p->user_allowlist);
-        free(p->thinking);
-        free(p->agents_dir);
+        char **strings[] = { &p->project, &p->base_image, &p->home_volume, &p->harness, &p->entrypoint,
+                             &p->create_patch_path, &p->proxy, &p->user_allowlist, &p->thinking, &p->agents_dir };
+        for (size_t i = 0; i < ELEMENTSOF(strings); i++)
+                free(*strings[i]);
+        char ***lists[] = { &p->install, &p->protect, &p->env_files, &p->command, &p->harness_args,
+                            &p->harness_command, &p->add_hosts, &p->devices, &p->bridge_carry };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                strv_free(*lists[i]);
+        free(p->ca_certs);
+        free(p->mounts);
+        free(p->secrets);
         free(p);
 }
 

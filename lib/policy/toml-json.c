@@ -119,8 +119,7 @@ static size_t too_deep_at(const char *text, size_t size)
 int toml_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
                     aisb_error **err)
 {
-        if (!origin)
-                origin = "TOML";
+        origin = origin ? origin : "TOML";
         if (config_text_check_size(origin, size, TOML_JSON_TEXT_MAX, "codex", err) < 0)
                 return -EFBIG;
         if (!text) {
