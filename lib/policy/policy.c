@@ -131,11 +131,8 @@ const char *policy_thinking_levels(void)
 int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error **err)
 {
         char **copy = NULL;
-        if (argv && argv[0]) {
-                copy = strv_copy(argv);
-                if (!copy)
-                        return error_oom(err);
-        }
+        if (argv && argv[0] && !(copy = strv_copy(argv)))
+                return error_oom(err);
         strv_free(p->command);
         p->command = copy;
         return 0;

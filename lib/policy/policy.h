@@ -139,6 +139,7 @@ bool policy_env_inherited(const char *name);
 /* A reasoning level of any harness, or "host"; and their list, for messages. */
 bool policy_thinking_level_known(const char *level);
 const char *policy_thinking_levels(void);
+/* The levels policy_thinking_level_known() takes (policy.c lists them), for messages. */
 #define POLICY_THINKING_LEVELS "off, none, minimal, low, medium, high, xhigh, max, host"
 /* Whether the policy sets name itself: an --env or a --secret of that name. */
 bool policy_env_named(const aisb_policy *p, const char *name);
