@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the readers of a harness's configuration text share (pi's JSON in pi-config.c,
- * codex's TOML in toml-json.c): the bound on its size, and where an offset in it lies, for
- * their one-line errors.
+ * What the readers of a harness's configuration text share (the settings' JSON in
+ * settings-merge.c, codex's TOML in toml-json.c): the bound on its size, and where an offset
+ * in it lies, for their one-line errors.
  */
 #pragma once
 
