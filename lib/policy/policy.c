@@ -128,14 +128,20 @@ const char *policy_thinking_levels(void)
         return POLICY_THINKING_LEVELS;
 }
 
-int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error **err)
+/* *field replaced by a copy of argv, NULL for none or an empty one; -ENOMEM leaves it. */
+static int replace_argv(char ***field, const char *const *argv)
 {
         char **copy = NULL;
         if (argv && argv[0] && !(copy = strv_copy(argv)))
-                return error_oom(err);
-        strv_free(p->command);
-        p->command = copy;
+                return -ENOMEM;
+        strv_free(*field);
+        *field = copy;
         return 0;
+}
+
+int aisb_policy_set_command(aisb_policy *p, const char *const *argv, aisb_error **err)
+{
+        return replace_argv(&p->command, argv) < 0 ? error_oom(err) : 0;
 }
 
 int policy_rebuild_harness_command(aisb_policy *p)
@@ -153,12 +159,9 @@ int policy_rebuild_harness_command(aisb_policy *p)
 
 int aisb_policy_set_harness_args(aisb_policy *p, const char *const *argv, aisb_error **err)
 {
-        char **copy = NULL;
-        if (argv && argv[0] && !(copy = strv_copy(argv)))
+        if (replace_argv(&p->harness_args, argv) < 0 || policy_rebuild_harness_command(p) < 0)
                 return error_oom(err);
-        strv_free(p->harness_args);
-        p->harness_args = copy;
-        return policy_rebuild_harness_command(p) < 0 ? error_oom(err) : 0;
+        return 0;
 }
 
 const char *const *policy_command(const aisb_policy *p)
