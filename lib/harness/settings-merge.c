@@ -7,29 +7,17 @@
 #include <math.h>
 #include <sys/param.h>
 
+#include "config-text.h"
 #include "settings-merge.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free)
 /* ---- parsing ---- */
 
-static void text_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_col)
-{
-        unsigned line = 1;
-        size_t line_start = 0;
-        for (size_t i = 0; i < offset; i++)
-                if (text[i] == '\n') {
-                        line++;
-                        line_start = i + 1;
-                }
-        *ret_line = line;
-        *ret_col = (unsigned) (offset - line_start + 1);
-}
-
 static int parse_error(const char *text, size_t offset, const char *origin, const char *what,
                        aisb_error **err)
 {
         unsigned line, col;
-        text_position(text, offset, &line, &col);
+        config_text_position(text, offset, &line, &col);
         return aisb_error_set(err, -EBADMSG, "%s: not valid JSON (line %u, column %u): %s",
                               origin, line, col, what);
 }
@@ -172,10 +160,8 @@ int settings_parse_json(const char *text, size_t size, const char *origin, json_
 {
         if (!origin)
                 origin = "JSON";
-        if (size > SETTINGS_JSON_MAX)
-                return aisb_error_set(err, -EFBIG,
-                                      "%s: %zu bytes, more than the %u MiB a pi config may have",
-                                      origin, size, SETTINGS_JSON_MAX >> 20);
+        if (config_text_check_size(origin, size, SETTINGS_JSON_MAX, "pi", err) < 0)
+                return -EFBIG;
         if (!text || size == 0)
                 return parse_error("", 0, origin, "empty file", err);
         const char *nul = memchr(text, 0, size);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,10 +27,8 @@
 #define LABEL_MAX 63
 #define WHY_MAX 192
 
-/* What a message shows of an entry: printable ASCII as is, anything else as \xNN, at most 64
- * input characters. Hostile lines must not reach a terminal raw. */
-#define SHOWN_MAX ALLOWLIST_SHOWN_MAX
-void allowlist_show(const char *text, size_t len, char out[static SHOWN_MAX])
+/* Hostile lines must not reach a terminal raw. */
+void allowlist_show(const char *text, size_t len, char out[static ALLOWLIST_SHOWN_MAX])
 {
         size_t o = 0;
         for (size_t i = 0; i < len && i < 64; i++) {
@@ -44,6 +43,16 @@ void allowlist_show(const char *text, size_t len, char out[static SHOWN_MAX])
                 o += 3;
         }
         out[o] = 0;
+}
+
+/* Say why in why, and refuse: -EINVAL. */
+_printf_(3, 4) static int refuse(char *why, size_t whylen, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        (void) vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+        return -EINVAL;
 }
 
 static bool is_space(char c)
@@ -75,22 +84,20 @@ static int domain_canonical(const char *in, bool allow_wildcard, bool allow_sing
         if (len > 0 && in[len - 1] == '.')
                 len--;
         if (len == 0)
-                return snprintf(why, whylen, "empty host name"), -EINVAL;
+                return refuse(why, whylen, "empty host name");
         if (len > DOMAIN_MAX)
-                return snprintf(why, whylen, "host name longer than %d characters", DOMAIN_MAX),
-                       -EINVAL;
+                return refuse(why, whylen, "host name longer than %d characters", DOMAIN_MAX);
         for (size_t i = 0; i < len; i++) {
                 char c = in[i];
                 if (c == '*')
-                        return snprintf(why, whylen, "a wildcard is only allowed as a leading '*.'"),
-                               -EINVAL;
+                        return refuse(why, whylen, "a wildcard is only allowed as a leading '*.'");
                 if (c == '_')
-                        return snprintf(why, whylen, "'_' is not allowed in a host name"), -EINVAL;
+                        return refuse(why, whylen, "'_' is not allowed in a host name");
                 if (c == '/')
-                        return snprintf(why, whylen, "a path: give the host name only"), -EINVAL;
+                        return refuse(why, whylen, "a path: give the host name only");
                 if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') &&
                     c != '-' && c != '.')
-                        return snprintf(why, whylen, "'%c' is not allowed in a host name", c), -EINVAL;
+                        return refuse(why, whylen, "'%c' is not allowed in a host name", c);
                 out[i] = (c >= 'A' && c <= 'Z') ? (char) (c - 'A' + 'a') : c;
         }
         out[len] = 0;
@@ -101,12 +108,11 @@ static int domain_canonical(const char *in, bool allow_wildcard, bool allow_sing
                 const char *dot = strchr(label, '.');
                 size_t n = dot ? (size_t) (dot - label) : strlen(label);
                 if (n == 0)
-                        return snprintf(why, whylen, "empty label ('..' or a leading '.')"), -EINVAL;
+                        return refuse(why, whylen, "empty label ('..' or a leading '.')");
                 if (n > LABEL_MAX)
-                        return snprintf(why, whylen, "label longer than %d characters", LABEL_MAX),
-                               -EINVAL;
+                        return refuse(why, whylen, "label longer than %d characters", LABEL_MAX);
                 if (label[0] == '-' || label[n - 1] == '-')
-                        return snprintf(why, whylen, "a label starts or ends with '-'"), -EINVAL;
+                        return refuse(why, whylen, "a label starts or ends with '-'");
                 last = label;
                 if (!dot)
                         break;
@@ -114,14 +120,12 @@ static int domain_canonical(const char *in, bool allow_wildcard, bool allow_sing
         }
         labels++;
         if (labels < 2 && !allow_single_label)
-                return snprintf(why, whylen, "a single label: give a full name such as example.com"),
-                       -EINVAL;
+                return refuse(why, whylen, "a single label: give a full name such as example.com");
         size_t last_len = strlen(last);
         if (all_of(last, last_len, "0123456789") ||
             (startswith(last, "0x") && all_of(last + 2, last_len - 2, "0123456789abcdef")))
-                return snprintf(why, whylen, "looks like an IP address but is not four decimal "
-                                             "numbers 0..255 without leading zeros"),
-                       -EINVAL;
+                return refuse(why, whylen, "looks like an IP address but is not four decimal "
+                                             "numbers 0..255 without leading zeros");
         return 0;
 }
 
@@ -152,26 +156,23 @@ static int parse_entry(const char *s, allow_entry *e, char *why, size_t whylen, 
         *ret_plain_why = false;
 
         if (len == 0)
-                return snprintf(why, whylen, "empty"), -EINVAL;
+                return refuse(why, whylen, "empty");
         if (len > ALLOWLIST_ENTRY_MAX)
-                return snprintf(why, whylen, "longer than %d characters", ALLOWLIST_ENTRY_MAX),
-                       -EINVAL;
+                return refuse(why, whylen, "longer than %d characters", ALLOWLIST_ENTRY_MAX);
         for (size_t i = 0; i < len; i++) {
                 unsigned char c = (unsigned char) s[i];
                 if (is_space((char) c))
-                        return snprintf(why, whylen, "whitespace inside the entry"), -EINVAL;
+                        return refuse(why, whylen, "whitespace inside the entry");
                 if (c < 0x20 || c == 0x7f)
-                        return snprintf(why, whylen, "a control character"), -EINVAL;
+                        return refuse(why, whylen, "a control character");
                 if (c >= 0x80)
-                        return snprintf(why, whylen, "a non-ASCII character: write international "
-                                                     "names in their xn-- form"),
-                               -EINVAL;
+                        return refuse(why, whylen, "a non-ASCII character: write international "
+                                                     "names in their xn-- form");
         }
         if (strstr(s, "://"))
-                return snprintf(why, whylen, "a URL: give the host name only, without scheme"),
-                       -EINVAL;
+                return refuse(why, whylen, "a URL: give the host name only, without scheme");
         if (strchr(s, '@'))
-                return snprintf(why, whylen, "user information ('@') is not allowed"), -EINVAL;
+                return refuse(why, whylen, "user information ('@') is not allowed");
 
         /* An address (the entrypoint's syntax, read by the same parser), or else a name. */
         struct address a;
@@ -204,7 +205,7 @@ static int parse_entry(const char *s, allow_entry *e, char *why, size_t whylen, 
                 return r;
         unsigned port_number = 0;
         if (port && (address_parse_decimal(port, 65535, &port_number) < 0 || port_number == 0))
-                return snprintf(why, whylen, "the port must be a number from 1 to 65535"), -EINVAL;
+                return refuse(why, whylen, "the port must be a number from 1 to 65535");
         e->host = strdup(host);
         if (!e->host)
                 return -ENOMEM;
@@ -227,6 +228,15 @@ void allowlist_done(allowlist *l)
 }
 
 static const char *const method_names[] = { "GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE" };
+
+/* The bit of a method's name, 0 for none. */
+static unsigned method_bit(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(method_names); i++)
+                if (streq(name, method_names[i]))
+                        return 1u << i;
+        return 0;
+}
 
 const char *allowlist_method_name(unsigned bit)
 {
@@ -251,8 +261,7 @@ static int parse_rules(const char *text, allow_entry *e, char *why, size_t whyle
                 if (w[0] == '/') {
                         size_t n = strlen(w);
                         if (n > ALLOWLIST_PATH_MAX)
-                                return snprintf(why, whylen, "a path longer than %d characters", ALLOWLIST_PATH_MAX),
-                                       -EINVAL;
+                                return refuse(why, whylen, "a path longer than %d characters", ALLOWLIST_PATH_MAX);
                         /* No '%': the gate compares paths decoded (as squid does). */
                         if (strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~+-") != n)
                                 return snprintf(why, whylen,
@@ -260,19 +269,18 @@ static int parse_rules(const char *text, allow_entry *e, char *why, size_t whyle
                                                 "decoded, without %%)"),
                                        -EINVAL;
                         if (strstr(w, "/../") || strstr(w, "/./") || (n >= 3 && strcmp(w + n - 3, "/..") == 0))
-                                return snprintf(why, whylen, "a path with . or .. segments: write it as the server sees it"),
-                                       -EINVAL;
+                                return refuse(why, whylen, "a path with . or .. segments: write it as the server sees it");
                         bool seen = false;
                         for (size_t i = 0; paths && paths[i]; i++)
                                 seen |= streq(paths[i], w);
                         if (!seen && strv_length((const char *const *) paths) >= ALLOWLIST_MAX_PATHS)
-                                return snprintf(why, whylen, "more than %d paths", ALLOWLIST_MAX_PATHS), -EINVAL;
+                                return refuse(why, whylen, "more than %d paths", ALLOWLIST_MAX_PATHS);
                         if (!seen && strv_push(&paths, w) < 0)
                                 return -ENOMEM;
                         continue;
                 }
                 if (paths)
-                        return snprintf(why, whylen, "methods go before the paths"), -EINVAL;
+                        return refuse(why, whylen, "methods go before the paths");
                 if (streq(w, "read-only")) {
                         methods |= ALLOW_METHODS_READ_ONLY;
                         continue;
@@ -281,10 +289,7 @@ static int parse_rules(const char *text, allow_entry *e, char *why, size_t whyle
                         comma = strchr(m, ',');
                         if (comma)
                                 *comma = 0;
-                        unsigned bit = 0;
-                        for (size_t i = 0; i < ELEMENTSOF(method_names) && !bit; i++)
-                                if (streq(m, method_names[i]))
-                                        bit = 1u << i;
+                        unsigned bit = method_bit(m);
                         if (!bit) {
                                 char shown[ALLOWLIST_SHOWN_MAX];
                                 allowlist_show(m, strnlen(m, 32), shown);
@@ -366,7 +371,7 @@ static size_t capacity_for(size_t n)
 static int add_trimmed(allowlist *l, const char *text, size_t len, const char *origin,
                        unsigned flags, aisb_error **err)
 {
-        char shown[SHOWN_MAX];
+        char shown[ALLOWLIST_SHOWN_MAX];
         allowlist_show(text, len, shown);
         if (memchr(text, 0, len))
                 return aisb_error_set(err, -EINVAL, "%s: '%s' is not a domain, IP or CIDR (a NUL byte)",
@@ -465,8 +470,8 @@ int allowlist_add(allowlist *l, const char *text, const char *origin, aisb_error
         return add_trimmed(l, text, len, origin, 0, err);
 }
 
-static int parse_text(allowlist *l, const char *text, size_t size, const char *origin,
-                      unsigned flags, aisb_error **err)
+int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char *origin,
+                         unsigned flags, aisb_error **err)
 {
         const char *end = text + size;
         /* A UTF-8 byte order mark from an editor is harmless at the start, and only there. */
@@ -504,12 +509,6 @@ static int parse_text(allowlist *l, const char *text, size_t size, const char *o
         return 0;
 }
 
-int allowlist_parse_text(allowlist *l, const char *text, size_t size, const char *origin,
-                         unsigned flags, aisb_error **err)
-{
-        return parse_text(l, text, size, origin, flags & ALLOWLIST_FILE_DOMAINS_ONLY, err);
-}
-
 /* The path as a message shows it: $HOME as "~", like the documentation writes it. */
 static char *display_path(const char *path)
 {
@@ -544,10 +543,7 @@ int allowlist_load_file(allowlist *l, const char *path, unsigned flags, aisb_err
         }
         if (!S_ISREG(st.st_mode))
                 return aisb_error_set(err, -EINVAL, "%s: not a regular file", shown);
-        if (st.st_size > ALLOWLIST_FILE_MAX)
-                return aisb_error_set(err, -EFBIG, "%s: larger than %d KiB, not an allowlist",
-                                      shown, ALLOWLIST_FILE_MAX / 1024);
-
+        /* A larger file is refused as it is read, without reading more than the bound. */
         _cleanup_free_ char *text = NULL;
         size_t size = 0;
         int r = read_full_fd(fd, ALLOWLIST_FILE_MAX, &text, &size);
@@ -565,7 +561,7 @@ int allowlist_load_file(allowlist *l, const char *path, unsigned flags, aisb_err
                 return aisb_error_set(err, -EINVAL, "%s:%u: a NUL byte: not a text file", shown,
                                       line_no);
         }
-        return parse_text(l, text, size, shown, flags, err);
+        return allowlist_parse_text(l, text, size, shown, flags, err);
 }
 
 static bool port_matches(const allow_entry *e, unsigned port)
@@ -573,12 +569,17 @@ static bool port_matches(const allow_entry *e, unsigned port)
         return e->port ? port == e->port : (port == 80 || port == 443);
 }
 
+/* A host as a request names it (any case, a final dot) in canonical form, or false. */
+static bool request_host(const char *host, char name[static DOMAIN_MAX + 2])
+{
+        char why[WHY_MAX];
+        return host && strlen(host) <= DOMAIN_MAX + 1 && domain_canonical(host, false, true, name, why, sizeof why) >= 0;
+}
+
 char *allowlist_domain_canonical(const char *host)
 {
-        char name[DOMAIN_MAX + 2], why[WHY_MAX];
-        if (!host || strlen(host) > DOMAIN_MAX + 1 || domain_canonical(host, false, true, name, why, sizeof why) < 0)
-                return NULL;
-        return strdup(name);
+        char name[DOMAIN_MAX + 2];
+        return request_host(host, name) ? strdup(name) : NULL;
 }
 
 bool allowlist_domain_covers(const char *host, const char *name)
@@ -587,27 +588,6 @@ bool allowlist_domain_covers(const char *host, const char *name)
         return streq(name, host) || (n > h && name[n - h - 1] == '.' && streq(name + n - h, host));
 }
 
-const allow_entry *allowlist_domain_entry(const allowlist *l, const char *host, unsigned port)
-{
-        char name[DOMAIN_MAX + 2], why[WHY_MAX];
-        if (!host || strlen(host) > DOMAIN_MAX + 1 ||
-            domain_canonical(host, false, true, name, why, sizeof why) < 0)
-                return NULL;
-        for (size_t i = 0; i < l->n; i++) {
-                const allow_entry *e = &l->entries[i];
-                if (e->kind == ALLOW_DOMAIN && port_matches(e, port) && allowlist_domain_covers(e->host, name))
-                        return e;
-        }
-        return NULL;
-}
-
-bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port)
-{
-        return allowlist_domain_entry(l, host, port) != NULL;
-}
-
-/* Whether an entry's rules let this request through: its method among the entry's (any when
- * none is named), its path below one of the entry's prefixes (any when none is named). */
 /* %XX decoded once, as squid does before it matches a path (anything else kept as it is,
  * %00 too: squid leaves it encoded). */
 static char *path_decode(const char *path)
@@ -657,6 +637,8 @@ bool allowlist_path_odd(const char *path)
         return !decoded || decoded_path_odd(decoded);
 }
 
+/* Whether an entry's rules let this request through: its method among the entry's (any when
+ * none is named), its path below one of the entry's prefixes (any when none is named). */
 static bool rules_allow(const allow_entry *e, const char *method, const char *path)
 {
         if (!e->rules)
@@ -665,14 +647,8 @@ static bool rules_allow(const allow_entry *e, const char *method, const char *pa
         if (!decoded || decoded_path_odd(decoded))
                 return false;
         path = decoded;
-        if (e->methods) {
-                unsigned bit = 0;
-                for (size_t i = 0; i < ELEMENTSOF(method_names) && !bit; i++)
-                        if (streq(method, method_names[i]))
-                                bit = 1u << i;
-                if (!(e->methods & bit))
-                        return false;
-        }
+        if (e->methods && !(e->methods & method_bit(method)))
+                return false;
         bool any_path = true, matched = false;
         _cleanup_free_ char *copy = strdup(e->rules);
         char *save = NULL;
@@ -684,20 +660,36 @@ static bool rules_allow(const allow_entry *e, const char *method, const char *pa
         return copy && (any_path || matched);
 }
 
-bool allowlist_request_allows(const allowlist *l, const char *host, unsigned port, const char *method,
-                              const char *path)
+/* The first domain entry allowing the request (method NULL: a CONNECT, the host only). */
+static const allow_entry *entry_allowing(const allowlist *l, const char *host, unsigned port, const char *method,
+                                         const char *path)
 {
-        char name[DOMAIN_MAX + 2], why[WHY_MAX];
-        if (!host || strlen(host) > DOMAIN_MAX + 1 ||
-            domain_canonical(host, false, true, name, why, sizeof why) < 0)
-                return false;
+        char name[DOMAIN_MAX + 2];
+        if (!request_host(host, name))
+                return NULL;
         for (size_t i = 0; i < l->n; i++) {
                 const allow_entry *e = &l->entries[i];
                 if (e->kind == ALLOW_DOMAIN && port_matches(e, port) && allowlist_domain_covers(e->host, name) &&
                     (!method || rules_allow(e, method, path ? path : "/")))
-                        return true;
+                        return e;
         }
-        return false;
+        return NULL;
+}
+
+bool allowlist_request_allows(const allowlist *l, const char *host, unsigned port, const char *method,
+                              const char *path)
+{
+        return entry_allowing(l, host, port, method, path) != NULL;
+}
+
+const allow_entry *allowlist_domain_entry(const allowlist *l, const char *host, unsigned port)
+{
+        return entry_allowing(l, host, port, NULL, NULL);
+}
+
+bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port)
+{
+        return entry_allowing(l, host, port, NULL, NULL) != NULL;
 }
 
 int allowlist_entrypoint_arg(const allow_entry *e, char **ret)
@@ -824,7 +816,7 @@ int allowlist_check_host_addresses(const allowlist *l, const char *const *host_a
 
 int allowlist_parse_add_host(const char *text, char **ret_name, char **ret_ip, aisb_error **err)
 {
-        char shown[SHOWN_MAX], why[WHY_MAX];
+        char shown[ALLOWLIST_SHOWN_MAX], why[WHY_MAX];
         size_t len = strlen(text);
         allowlist_show(text, len, shown);
         const char *colon = strchr(text, ':');

@@ -124,15 +124,13 @@ size_t allowlist_count_addresses(const allowlist *l);
  * refuses such requests. */
 bool allowlist_path_odd(const char *path);
 
-/* Whether a request (method, path; NULL for a CONNECT, which only names the host) for host:port
- * is allowed by some domain entry: the rule the gate enforces, for tests and explanations. */
+/* Whether a request for host:port is allowed by some domain entry, the rule the gate enforces
+ * (for tests and for explaining denials): host is the entry or below it, and port is the
+ * entry's port (80 or 443 for entries without one); host may be given in any case, with a
+ * trailing dot; anything that is not a valid domain is not allowed. With a method and a path
+ * (method NULL for a CONNECT, which only names the host) the entry's rules must let it through. */
 bool allowlist_request_allows(const allowlist *l, const char *host, unsigned port, const char *method,
                               const char *path);
-
-/* Whether a request for host:port is allowed by some domain entry: host is the entry or below
- * it, and port is the entry's port (80 or 443 for entries without one). host may be given in
- * any case, with a trailing dot; anything that is not a valid domain is not allowed. This is
- * the rule the generated squid configuration enforces, for tests and for explaining denials. */
 bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port);
 /* Append lines to the project's .ai-sandbox/allow (project: its directory; names only, as
  * that file's reader takes them) or, with project NULL, to the user's allowlist: every line

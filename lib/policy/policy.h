@@ -139,6 +139,8 @@ bool policy_env_inherited(const char *name);
 /* A reasoning level of any harness, or "host"; and their list, for messages. */
 bool policy_thinking_level_known(const char *level);
 const char *policy_thinking_levels(void);
+/* The levels policy_thinking_level_known() takes (policy.c lists them), for messages. */
+#define POLICY_THINKING_LEVELS "off, none, minimal, low, medium, high, xhigh, max, host"
 /* Whether the policy sets name itself: an --env or a --secret of that name. */
 bool policy_env_named(const aisb_policy *p, const char *name);
 /* Add a secret (spec as --secret takes it) of the given value, which the caller read; -EINVAL
@@ -153,15 +155,13 @@ void env_entries_free(env_entry *e, size_t n);
 const char *const *policy_command(const aisb_policy *p);
 struct project_settings;
 /* The policy as key=value lines, with the image tag (NULL: not known yet); its allowlist
- * merged with the project's from settings, a snapshot (NULL: the project's file, read now). */
+ * merged with the project's file, read now. */
 int policy_format(const aisb_policy *p, const char *tag, char **ret_text, aisb_error **err);
-int policy_format_settings(const aisb_policy *p, const char *tag, const struct project_settings *settings,
-                           char **ret_text, aisb_error **err);
-/* The policy's hash, over its formatted text with the image tag already known. */
+/* The policy's hash, over its formatted text with the image tag already known and the
+ * project's allowlist from settings, a snapshot (NULL: the project's file, read now). */
 int policy_hash(const aisb_policy *p, const char *image, const struct project_settings *settings, char **ret_hex);
 /* The npm package (name@version) of a harness aisb knows, or NULL. */
 const char *policy_harness_package(const char *name);
-struct project_settings;
 /* The merged allowlist: --allow entries, the project's file (from settings, the run's
  * snapshot of .ai-sandbox; NULL: read it now, the same way), the user's file; checked
  * against the host's ranges and its own addresses. */
@@ -169,3 +169,11 @@ int policy_allowlist(const aisb_policy *p, const struct project_settings *settin
                      aisb_error **err);
 /* "allow", "none", "full". */
 const char *policy_net_name(sandbox_net net);
+
+/* For the policy's own files (policy-*.c). */
+/* The home volume derived from the project, unless the user named one; -ENOMEM. */
+int policy_derive_home_volume(aisb_policy *p);
+/* harness_command again, after the harness or its arguments changed; -ENOMEM. */
+int policy_rebuild_harness_command(aisb_policy *p);
+/* *field replaced by a copy of value; -ENOMEM leaves it as it was. */
+int policy_set_string(char **field, const char *value);

@@ -183,14 +183,8 @@ int project_check_reached(const char *project, aisb_error **err)
                 if (asprintf(&next, "%s%s%s", current, streq(current, "/") ? "" : "/", c) < 0)
                         return error_oom(err);
                 struct stat st;
-                if (streq(c, "..") || streq(c, ".") || lstat(next, &st) < 0 || !S_ISLNK(st.st_mode)) {
-                        free(current);
-                        current = realpath(next, NULL);
-                        if (!current)
-                                return 0;
-                        continue;
-                }
-                if (inside_aisb_project(current))
+                bool link = !streq(c, "..") && !streq(c, ".") && lstat(next, &st) == 0 && S_ISLNK(st.st_mode);
+                if (link && inside_aisb_project(current))
                         return aisb_error_set(err, -EINVAL,
                                               "the current directory is reached through the symbolic link %s, inside an "
                                               "aisb project whose sandboxes can write it: if %s is what you mean, cd there "
@@ -245,6 +239,13 @@ int run_dir_create(run_dir *ret, aisb_error **err)
         return 0;
 }
 
+/* A new file name in dir, of mode 0644 (read inside the sandbox): 0 or a negative errno. */
+static int write_new_file(int dir, const char *name, const char *data, size_t size)
+{
+        _cleanup_close_ int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        return fd < 0 ? -errno : write_all(fd, data, size);
+}
+
 int run_dir_write_settings(run_dir *d, const char *sub, const project_settings *s, char **ret_path,
                            aisb_error **err)
 {
@@ -257,9 +258,7 @@ int run_dir_write_settings(run_dir *d, const char *sub, const project_settings *
         if (dir < 0)
                 return aisb_error_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
         for (size_t i = 0; i < s->n_files; i++) {
-                _cleanup_close_ int fd = openat(dir, s->files[i].name,
-                                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-                int r = fd < 0 ? -errno : write_all(fd, s->files[i].data, s->files[i].size);
+                int r = write_new_file(dir, s->files[i].name, s->files[i].data, s->files[i].size);
                 if (r < 0)
                         return aisb_error_set(err, r, "cannot write %s/%s: %s", path, s->files[i].name,
                                               strerror(-r));
@@ -273,8 +272,7 @@ int run_dir_write_file(run_dir *d, const char *name, const char *text, char **re
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/%s", d->path, name) < 0)
                 return error_oom(err);
-        _cleanup_close_ int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        int r = fd < 0 ? -errno : write_all(fd, text, strlen(text));
+        int r = write_new_file(d->fd, name, text, strlen(text));
         if (r < 0)
                 return aisb_error_set(err, r, "cannot write %s: %s", path, strerror(-r));
         *ret_path = steal_pointer(&path);

@@ -6,7 +6,7 @@
  */
 #include "toml-json.h"
 
-#include "error.h"
+#include "config-text.h"
 #include "settings-merge.h"
 
 _Static_assert(TOML_JSON_MAX_DEPTH <= SETTINGS_JSON_MAX_DEPTH,
@@ -29,15 +29,9 @@ static const char *one_line(char *message)
 static int error_at(const char *text, size_t offset, const char *origin, int code, const char *what,
                     aisb_error **err)
 {
-        unsigned line = 1;
-        size_t line_start = 0;
-        for (size_t i = 0; i < offset; i++)
-                if (text[i] == '\n') {
-                        line++;
-                        line_start = i + 1;
-                }
-        return aisb_error_set(err, code, "%s:%u:%u: %s", origin, line,
-                              (unsigned) (offset - line_start + 1), what);
+        unsigned line, column;
+        config_text_position(text, offset, &line, &column);
+        return aisb_error_set(err, code, "%s:%u:%u: %s", origin, line, column, what);
 }
 
 static bool is_space(char c)
@@ -125,12 +119,9 @@ static size_t too_deep_at(const char *text, size_t size)
 int toml_parse_json(const char *text, size_t size, const char *origin, json_object **ret,
                     aisb_error **err)
 {
-        if (!origin)
-                origin = "TOML";
-        if (size > TOML_JSON_TEXT_MAX)
-                return aisb_error_set(err, -EFBIG,
-                                      "%s: %zu bytes, more than the %u MiB a codex config may have",
-                                      origin, size, TOML_JSON_TEXT_MAX >> 20);
+        origin = origin ? origin : "TOML";
+        if (config_text_check_size(origin, size, TOML_JSON_TEXT_MAX, "codex", err) < 0)
+                return -EFBIG;
         if (!text) {
                 text = "";
                 size = 0;

@@ -18,6 +18,7 @@
 /* The real parser of aisb-entrypoint, so the --allow arguments are checked against what the
  * entrypoint accepts rather than against a copy of its syntax. It is pure C and links alone. */
 #include "../../entrypoint/netpolicy.c"
+#include "../suite-table.h"
 #include "unit.h"
 #include "fileio.h"
 #include "hostaddr.h"
@@ -2220,54 +2221,22 @@ END_TEST
 static Suite *allowlist_suite(void)
 {
         Suite *s = suite_create("allowlist");
-        TCase *tc = tcase_create("entries");
-        tcase_add_test(tc, test_valid);
-        tcase_add_test(tc, test_invalid);
-        tcase_add_test(tc, test_hostile_lengths);
-        tcase_add_test(tc, test_duplicates);
-        tcase_add_test(tc, test_grown_by_hand);
-        tcase_add_test(tc, test_limits);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("matching");
-        tcase_add_test(tc, test_domain_allows);
-        tcase_add_test(tc, test_rules_entries);
-        tcase_add_test(tc, test_path_odd);
-        tcase_add_test(tc, test_request_allows);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("files");
-        tcase_add_test(tc, test_file_syntax);
-        tcase_add_test(tc, test_file_load);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("squid");
-        tcase_add_test(tc, test_squid_config);
-        tcase_add_test(tc, test_squid_config_local_dst);
-        tcase_add_test(tc, test_squid_config_empty);
-        tcase_add_test(tc, test_squid_config_long_acl);
-        tcase_add_test(tc, test_squid_config_refused);
-        tcase_add_test(tc, test_squid_config_rules);
-        tcase_add_test(tc, test_squid_config_secrets);
-        tcase_add_test(tc, test_squid_config_golden);
-        tcase_add_test(tc, test_gate_ports);
-        tcase_add_test(tc, test_tunnel_helper);
-        tcase_add_test(tc, test_secret_parse);
-        tcase_add_test(tc, test_gate_hash);
-        tcase_add_loop_test(tc, test_egress_real_lines, 0, ELEMENTSOF(squid_logs));
-        tcase_add_test(tc, test_egress_classes);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("host ranges");
-        tcase_add_loop_test(tc, test_host_ranges, 0, ELEMENTSOF(host_range_cases));
-        tcase_add_test(tc, test_host_range_lookup);
-        tcase_add_test(tc, test_host_ranges_origin);
-        tcase_add_test(tc, test_domains_only);
-        tcase_add_test(tc, test_sources);
-        tcase_add_test(tc, test_pinned_host_ranges);
-        tcase_add_test(tc, test_host_own_addresses);
-        tcase_add_test(tc, test_nat64);
-        suite_add_tcase(s, tc);
-        tc = tcase_create("outputs");
-        tcase_add_test(tc, test_entrypoint_args);
-        tcase_add_test(tc, test_add_host);
-        suite_add_tcase(s, tc);
+        suite_add_tests(s, "entries", NULL, NULL, test_valid, test_invalid, test_hostile_lengths, test_duplicates,
+                        test_grown_by_hand, test_limits);
+        suite_add_tests(s, "matching", NULL, NULL, test_domain_allows, test_rules_entries, test_path_odd,
+                        test_request_allows);
+        suite_add_tests(s, "files", NULL, NULL, test_file_syntax, test_file_load);
+        TCase *squid = suite_add_tests(s, "squid", NULL, NULL, test_squid_config, test_squid_config_local_dst,
+                                       test_squid_config_empty, test_squid_config_long_acl, test_squid_config_refused,
+                                       test_squid_config_rules, test_squid_config_secrets, test_squid_config_golden,
+                                       test_gate_ports, test_tunnel_helper, test_secret_parse, test_gate_hash,
+                                       test_egress_classes);
+        tcase_add_loop_test(squid, test_egress_real_lines, 0, ELEMENTSOF(squid_logs));
+        TCase *ranges = suite_add_tests(s, "host ranges", NULL, NULL, test_host_range_lookup, test_host_ranges_origin,
+                                        test_domains_only, test_sources, test_pinned_host_ranges,
+                                        test_host_own_addresses, test_nat64);
+        tcase_add_loop_test(ranges, test_host_ranges, 0, ELEMENTSOF(host_range_cases));
+        suite_add_tests(s, "outputs", NULL, NULL, test_entrypoint_args, test_add_host);
         return s;
 }
 

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "createpatch.h"
+#include "../suite-table.h"
 #include "unit.h"
 #include "fileio.h"
 
@@ -162,12 +163,5 @@ END_TEST
 
 int main(void)
 {
-        Suite *s = suite_create("createpatch");
-        TCase *tc = tcase_create("patch");
-        tcase_add_test(tc, test_merge);
-        tcase_add_test(tc, test_gives_up);
-        tcase_add_test(tc, test_load);
-        tcase_add_test(tc, test_place);
-        suite_add_tcase(s, tc);
-        return unit_run(s);
+        return unit_run(suite_of("createpatch", "patch", test_merge, test_gives_up, test_load, test_place));
 }

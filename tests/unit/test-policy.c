@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "internal.h"
+#include "../suite-table.h"
 #include "unit.h"
 #include "fileio.h"
 
@@ -90,29 +91,51 @@ START_TEST(test_values_checked)
         ck_assert_int_eq(p->net, SANDBOX_NET_FULL);
         ck_assert_int_eq(aisb_policy_set(p, "base-image", "bootstrap:debian:trixie", NULL), 0);
 
-        expect_refused(p, "memory", "lots", "memory");
-        expect_refused(p, "memory", "1k", "memory");
-        expect_refused(p, "memory", "99999999999999999999g", "memory");
-        expect_refused(p, "cpus", "0", "cpus");
-        expect_refused(p, "cpus", "1.2345", "cpus");
-        expect_refused(p, "cpus", "-1", "cpus");
-        expect_refused(p, "cpus", ".5", "cpus");
-        expect_refused(p, "pids-limit", "3", "pids-limit");
-        expect_refused(p, "read-only", "maybe", "boolean");
-        expect_refused(p, "net", "everything", "allow, none or full");
-        expect_refused(p, "install", "git; rm -rf /", "package");
-        expect_refused(p, "install", "-y", "package");
-        expect_refused(p, "bridge-carry", "gemini:model", "is not HARNESS:KEY (HARNESS pi, pi-models, claude or codex");
-        expect_refused(p, "bridge-carry", "claude", "is not HARNESS:KEY");
-        expect_refused(p, "bridge-carry", "claude:env..X", "is not HARNESS:KEY");
-        expect_refused(p, "base-image", "ubuntu\nRUN evil", "image reference");
-        expect_refused(p, "base-image", "bootstrap:debian:../x", "bootstrap:debian:SUITE");
-        expect_refused(p, "base-image", "bootstrap:fedora:40", "bootstrap:debian:SUITE");
-        expect_refused(p, "home-volume", "../etc", "volume name");
-        expect_refused(p, "frobnicate", "1", "unknown key");
-        expect_refused(p, "memory", NULL, "value is required");
-        /* A refused value leaves the old one. */
+        static const char *const refused[][3] = {
+                { "memory", "lots", "memory" },
+                { "memory", "1k", "memory" },
+                { "memory", "99999999999999999999g", "memory" },
+                { "cpus", "0", "cpus" },
+                { "cpus", "1.2345", "cpus" },
+                { "cpus", "-1", "cpus" },
+                { "cpus", ".5", "cpus" },
+                { "pids-limit", "3", "pids-limit" },
+                { "read-only", "maybe", "boolean" },
+                { "net", "everything", "allow, none or full" },
+                { "install", "git; rm -rf /", "package" },
+                { "install", "-y", "package" },
+                { "bridge-carry", "gemini:model", "is not HARNESS:KEY (HARNESS pi, pi-models, claude or codex" },
+                { "bridge-carry", "claude", "is not HARNESS:KEY" },
+                { "bridge-carry", "claude:env..X", "is not HARNESS:KEY" },
+                { "base-image", "ubuntu\nRUN evil", "image reference" },
+                { "base-image", "bootstrap:debian:../x", "bootstrap:debian:SUITE" },
+                { "base-image", "bootstrap:fedora:40", "bootstrap:debian:SUITE" },
+                { "home-volume", "../etc", "volume name" },
+                { "frobnicate", "1", "unknown key" },
+                { "memory", NULL, "value is required" },
+                { "mount", "/does/not/exist:/x", "source" },
+                { "mount", "/tmp", "SRC:DST" },
+                { "mount", "/tmp:relative", "absolute" },
+                { "mount", "/tmp:/a/../b", "normalised" },
+                { "mount", "/tmp:/x:rx", "ro or rw" },
+                { "mount", ":/x", "SRC:DST" },
+                /* --device: one node by its own path, not a directory (every device below it) or a
+                 * link (which the service resolves in its own process: /dev/stdin is its stdin). */
+                { "device", "/dev/stdin", "a symbolic link" },
+                { "device", "/dev/fd", "a symbolic link" },
+                { "device", "/dev/", "a directory" },
+                { "device", "/dev/.", "a directory" },
+                { "device", "/dev/shm", "a directory" },
+                { "device", "/dev/../etc/passwd", "not /dev/NAME" },
+                { "device", "/etc/passwd", "not /dev/NAME" },
+                { "device", "/dev/no-such-device", "No such file" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                expect_refused(p, refused[i][0], refused[i][1], refused[i][2]);
+        /* A refused value leaves the old one, and adds nothing. */
         ck_assert_uint_eq(p->memory, 512ULL << 20);
+        ck_assert_uint_eq(p->n_mounts, 0);
+        ck_assert_ptr_null(p->devices);
         aisb_policy_free(p);
 }
 END_TEST
@@ -222,34 +245,20 @@ START_TEST(test_mounts)
         ck_assert(p->mounts[0].read_only);
         ck_assert_int_eq(aisb_policy_set(p, "mount", "/tmp:/data2", NULL), 0);
         ck_assert(!p->mounts[1].read_only);
-        expect_refused(p, "mount", "/does/not/exist:/x", "source");
-        expect_refused(p, "mount", "/tmp", "SRC:DST");
-        expect_refused(p, "mount", "/tmp:relative", "absolute");
-        expect_refused(p, "mount", "/tmp:/a/../b", "normalised");
-        expect_refused(p, "mount", "/tmp:/x:rx", "ro or rw");
-        expect_refused(p, "mount", ":/x", "SRC:DST");
         ck_assert_int_eq(aisb_policy_set(p, "no-cwd", NULL, NULL), 0);
         ck_assert_ptr_null(p->project);
         aisb_policy_free(p);
 }
 END_TEST
 
-/* --device: one device node by its own path; a directory (every device below it) or a link
- * (which the service resolves in its own process: /dev/stdin is its own stdin) is refused. */
+/* --device: a node by its own path, or a CDI name; what it refuses is in test_values_checked's
+ * table. */
 START_TEST(test_devices)
 {
         aisb_policy *p = new_policy();
         ck_assert_int_eq(aisb_policy_set(p, "device", "/dev/null", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "device", "/dev/zero:/dev/z:r", NULL), 0);
         ck_assert_int_eq(aisb_policy_set(p, "device", "nvidia.com/gpu=all", NULL), 0);
-        expect_refused(p, "device", "/dev/stdin", "a symbolic link");
-        expect_refused(p, "device", "/dev/fd", "a symbolic link");
-        expect_refused(p, "device", "/dev/", "a directory");
-        expect_refused(p, "device", "/dev/.", "a directory");
-        expect_refused(p, "device", "/dev/shm", "a directory");
-        expect_refused(p, "device", "/dev/../etc/passwd", "not /dev/NAME");
-        expect_refused(p, "device", "/etc/passwd", "not /dev/NAME");
-        expect_refused(p, "device", "/dev/no-such-device", "No such file");
         ck_assert_uint_eq(strv_length((const char *const *) p->devices), 3);
         aisb_policy_free(p);
 }
@@ -346,30 +355,23 @@ START_TEST(test_config_file)
         unlink(path);
         free(path);
 
-        path = write_temp("memory = 2g\nbogus\n", 0644);
-        aisb_error *err = NULL;
-        ck_assert_int_lt(aisb_policy_load_config(p, path, 0, &err), 0);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), ":2: expected key = value"));
-        aisb_error_free(err);
-        unlink(path);
-        free(path);
-
-        path = write_temp("memory = huge\n", 0644);
-        err = NULL;
-        ck_assert_int_lt(aisb_policy_load_config(p, path, 0, &err), 0);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), ":1: memory:"));
-        aisb_error_free(err);
-        unlink(path);
-        free(path);
-
-        /* A secret value in a config file is refused: it is not mode-checked. */
-        path = write_temp("env = TOKEN=abc\n", 0644);
-        err = NULL;
-        ck_assert_int_lt(aisb_policy_load_config(p, path, 0, &err), 0);
-        ck_assert_ptr_nonnull(strstr(aisb_error_message(err), "env-file"));
-        aisb_error_free(err);
-        unlink(path);
-        free(path);
+        /* A secret value in a config file is refused too: the file is not mode-checked. */
+        static const struct {
+                const char *text, *needle;
+        } refused[] = {
+                { "memory = 2g\nbogus\n", ":2: expected key = value" },
+                { "memory = huge\n", ":1: memory:" },
+                { "env = TOKEN=abc\n", "env-file" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                path = write_temp(refused[i].text, 0644);
+                aisb_error *err = NULL;
+                ck_assert_int_lt(aisb_policy_load_config(p, path, 0, &err), 0);
+                ck_assert_ptr_nonnull(strstr(aisb_error_message(err), refused[i].needle));
+                aisb_error_free(err);
+                unlink(path);
+                free(path);
+        }
 
         ck_assert_int_eq(aisb_policy_load_config(p, "/nonexistent/config", AISB_CONFIG_OPTIONAL, NULL), 0);
         ck_assert_int_lt(aisb_policy_load_config(p, "/nonexistent/config", 0, NULL), 0);
@@ -972,41 +974,16 @@ END_TEST
 static Suite *policy_suite(void)
 {
         Suite *s = suite_create("policy");
-        TCase *keys = tcase_create("keys");
-        tcase_add_test(keys, test_defaults);
-        tcase_add_test(keys, test_values_checked);
-        tcase_add_test(keys, test_mounts);
-        tcase_add_test(keys, test_devices);
-        tcase_add_test(keys, test_mount_sources_in_project);
-        tcase_add_test(keys, test_home_volume_per_project);
-        tcase_add_test(keys, test_command);
-        tcase_add_test(keys, test_sizes);
-        suite_add_tcase(s, keys);
-        TCase *env = tcase_create("environment");
-        tcase_add_test(env, test_env);
-        tcase_add_test(env, test_only_named_env_inherited);
-        tcase_add_test(env, test_env_file_parse);
-        tcase_add_test(env, test_env_file_mode);
-        suite_add_tcase(s, env);
-        TCase *table = tcase_create("table");
-        tcase_add_checked_fixture(table, samples_setup, samples_teardown);
-        tcase_add_test(table, test_key_table);
-        tcase_add_test(table, test_every_key_round_trip);
-        tcase_add_test(table, test_defaults_from_table);
-        tcase_add_test(table, test_repeatable_keys_append);
-        tcase_add_test(table, test_image_keys_change_the_tag);
-        tcase_add_test(table, test_unknown_key);
-        suite_add_tcase(s, table);
-        TCase *apply = tcase_create("apply-environment");
-        tcase_add_checked_fixture(apply, environment_save, environment_restore);
-        tcase_add_test(apply, test_new_reads_no_environment);
-        tcase_add_test(apply, test_apply_refuses_mount_in_cwd);
-        tcase_add_test(apply, test_policy_for_image);
-        suite_add_tcase(s, apply);
-        TCase *config = tcase_create("config");
-        tcase_add_test(config, test_config_file);
-        tcase_add_test(config, test_shipped_examples);
-        suite_add_tcase(s, config);
+        suite_add_tests(s, "keys", NULL, NULL, test_defaults, test_values_checked, test_mounts, test_devices,
+                        test_mount_sources_in_project, test_home_volume_per_project, test_command, test_sizes);
+        suite_add_tests(s, "environment", NULL, NULL, test_env, test_only_named_env_inherited, test_env_file_parse,
+                        test_env_file_mode);
+        suite_add_tests(s, "table", samples_setup, samples_teardown, test_key_table, test_every_key_round_trip,
+                        test_defaults_from_table, test_repeatable_keys_append, test_image_keys_change_the_tag,
+                        test_unknown_key);
+        suite_add_tests(s, "apply-environment", environment_save, environment_restore, test_new_reads_no_environment,
+                        test_apply_refuses_mount_in_cwd, test_policy_for_image);
+        suite_add_tests(s, "config", NULL, NULL, test_config_file, test_shipped_examples);
         return s;
 }
 

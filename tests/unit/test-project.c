@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "project.h"
+#include "../suite-table.h"
 #include "unit.h"
 #include "fileio.h"
 #include "mode-sweep.h"
@@ -82,23 +83,30 @@ START_TEST(test_settings_link_refused)
         ck_assert_int_eq(mkdir(target, 0755), 0);
         ck_assert_int_eq(symlink(target, settings), 0);
         expect_refused("not a directory");
-        ck_assert_int_eq(unlink(settings), 0);
-        ck_assert_int_eq(mkdir(settings, 0755), 0);
-        char allow[160];
-        snprintf(allow, sizeof allow, "%s/allow", settings);
-        ck_assert_int_eq(symlink("/etc/hostname", allow), 0);
-        expect_refused("must be a regular file");
 }
 END_TEST
 
-/* A FIFO must not hang the host: open is non-blocking and only regular files are read. A
- * FIFO named allow is refused; under any other name it is left out. */
-START_TEST(test_fifo_never_waited_on)
+/* What the agent may plant instead of a file: a link (the host would read its target) and a
+ * FIFO (which must not hang the host: open is non-blocking and only regular files are read).
+ * Named allow it is refused; under any other name it is left out. */
+static int plant_link(const char *path)
+{
+        return symlink("/etc/hostname", path);
+}
+
+static int plant_fifo(const char *path)
+{
+        return mkfifo(path, 0644);
+}
+
+static int (*const plants[])(const char *path) = { plant_link, plant_fifo };
+
+START_TEST(test_planted_file)
 {
         ck_assert_int_eq(mkdir(settings, 0755), 0);
         char path[160];
         snprintf(path, sizeof path, "%s/other", settings);
-        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        ck_assert_int_eq(plants[_i](path), 0);
         put("allow", "example.com\n");
         project_settings s = {};
         ck_assert_int_eq(project_settings_read(project, false, &s, NULL), 0);
@@ -107,7 +115,7 @@ START_TEST(test_fifo_never_waited_on)
         project_settings_done(&s);
         snprintf(path, sizeof path, "%s/allow", settings);
         ck_assert_int_eq(unlink(path), 0);
-        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        ck_assert_int_eq(plants[_i](path), 0);
         expect_refused("must be a regular file");
 }
 END_TEST
@@ -394,21 +402,11 @@ END_TEST
 static Suite *project_suite(void)
 {
         Suite *s = suite_create("project");
-        TCase *read = tcase_create("settings");
-        tcase_add_checked_fixture(read, setup, teardown);
-        tcase_add_test(read, test_absent_and_plain);
-        tcase_add_test(read, test_settings_link_refused);
-        tcase_add_test(read, test_fifo_never_waited_on);
-        tcase_add_test(read, test_bounds);
-        tcase_add_test(read, test_created_for_a_run);
-        tcase_add_test(read, test_reached_through_a_planted_link);
-        tcase_add_test(read, test_home_is_no_project);
-        suite_add_tcase(s, read);
-        TCase *run = tcase_create("run-dir");
-        tcase_add_checked_fixture(run, setup, teardown);
-        tcase_add_test(run, test_run_dir);
-        tcase_add_test(run, test_mode_sweep);
-        suite_add_tcase(s, run);
+        TCase *read = suite_add_tests(s, "settings", setup, teardown, test_absent_and_plain, test_settings_link_refused,
+                                      test_bounds, test_created_for_a_run, test_reached_through_a_planted_link,
+                                      test_home_is_no_project);
+        tcase_add_loop_test(read, test_planted_file, 0, ELEMENTSOF(plants));
+        suite_add_tests(s, "run-dir", setup, teardown, test_run_dir, test_mode_sweep);
         return s;
 }
 

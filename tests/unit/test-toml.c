@@ -10,6 +10,7 @@
 #include "jsonutil.h"
 #include "pi-config.h"
 #include "toml-json.h"
+#include "../suite-table.h"
 #include "unit.h"
 
 static json_object *parse_toml(const char *text)
@@ -252,25 +253,25 @@ END_TEST
 
 START_TEST(test_parse_errors)
 {
-        assert_parse_fails("a = \n", 5, -EBADMSG, "cfg.toml:1:5: not valid TOML: ");
-        /* Lines count from 1; a document that repeats a key. */
-        static const char twice[] = "a = 1\n\n  a = 2\n";
-        assert_parse_fails(twice, strlen(twice), -EBADMSG, "cfg.toml:3:");
-        /* toml++ checks UTF-8 (an overlong NUL here, a surrogate below). */
-        static const char overlong[] = "a = 1\nb = \"x\xc0\x80\"\n";
-        assert_parse_fails(overlong, strlen(overlong), -EBADMSG, "cfg.toml:2:");
-        static const char surrogate[] = "a = \"\xed\xa0\x80\"\n";
-        assert_parse_fails(surrogate, strlen(surrogate), -EBADMSG, "cfg.toml:1:");
-        /* toml++ 3.3 fails an internal check on this one: an assert() would end the process. */
-        static const char three[] = "[[[ not toml\n";
-        assert_parse_fails(three, strlen(three), -EBADMSG, "cfg.toml:1:3: not valid TOML: ");
-        /* toml++ 3.3 asks whether these are whitespace, and its own answer reached
-         * __builtin_unreachable() (toml.cc replaces it): refused outside a string, where TOML
-         * takes no such character, read after a line-ending backslash, where it does. */
-        static const char header[] = "[\xef\xbb\xbb]\n";
-        assert_parse_fails(header, strlen(header), -EBADMSG, "cfg.toml:1:2: not valid TOML: ");
-        static const char value[] = "a = 1\xc2\xa7\n";
-        assert_parse_fails(value, strlen(value), -EBADMSG, "cfg.toml:1:");
+        static const struct {
+                const char *text, *message;
+        } refused[] = {
+                { "a = \n", "cfg.toml:1:5: not valid TOML: " },
+                /* Lines count from 1; a document that repeats a key. */
+                { "a = 1\n\n  a = 2\n", "cfg.toml:3:" },
+                /* toml++ checks UTF-8 (an overlong NUL here, a surrogate below). */
+                { "a = 1\nb = \"x\xc0\x80\"\n", "cfg.toml:2:" },
+                { "a = \"\xed\xa0\x80\"\n", "cfg.toml:1:" },
+                /* toml++ 3.3 fails an internal check on this one: an assert() would end the process. */
+                { "[[[ not toml\n", "cfg.toml:1:3: not valid TOML: " },
+                /* toml++ 3.3 asks whether these are whitespace, and its own answer reached
+                 * __builtin_unreachable() (toml.cc replaces it): refused outside a string, where
+                 * TOML takes no such character, read after a line-ending backslash, where it does. */
+                { "[\xef\xbb\xbb]\n", "cfg.toml:1:2: not valid TOML: " },
+                { "a = 1\xc2\xa7\n", "cfg.toml:1:" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                assert_parse_fails(refused[i].text, strlen(refused[i].text), -EBADMSG, refused[i].message);
         _cleanup_json_ json_object *fine = parse_toml("\xef\xbb\xbf# \xc2\xa7\na = \"\xc2\xa7\" # \xc2\xa7\n"
                                                       "b = '''\xc2\xa7'''\nc = \"\"\"\\\n  \xc2\xa7\"\"\"\n");
         _cleanup_json_ json_object *fine_json = parse_json("{\"a\": \"\xc2\xa7\", \"b\": \"\xc2\xa7\", \"c\": \"\xc2\xa7\"}");
@@ -297,24 +298,21 @@ START_TEST(test_parse_nul)
 }
 END_TEST
 
-START_TEST(test_parse_dates)
-{
-        static const char text[] = "[profiles.a]\nmodel = \"o3\"\nsince = 1979-05-27T07:32:00Z\n";
-        assert_parse_fails(text, strlen(text), -EBADMSG,
-                           "cfg.toml:3:9: key 'profiles.a.since' is a date or time");
-        static const char in_array[] = "x.y = [1, 07:32:00]\n";
-        assert_parse_fails(in_array, strlen(in_array), -EBADMSG, "key 'x.y[1]' is a date or time");
-        static const char local_date[] = "\"odd key\" = 1979-05-27\n";
-        assert_parse_fails(local_date, strlen(local_date), -EBADMSG, "key '\"odd key\"' is a date or time");
-}
-END_TEST
+/* Values JSON has no form of: dates and times, infinities and NaNs, each refused naming its key. */
+static const struct {
+        const char *text, *message;
+} no_json_form[] = {
+        { "[profiles.a]\nmodel = \"o3\"\nsince = 1979-05-27T07:32:00Z\n",
+          "cfg.toml:3:9: key 'profiles.a.since' is a date or time" },
+        { "x.y = [1, 07:32:00]\n", "key 'x.y[1]' is a date or time" },
+        { "\"odd key\" = 1979-05-27\n", "key '\"odd key\"' is a date or time" },
+        { "[t]\nratio = nan\n", "cfg.toml:2:9: key 't.ratio' is inf or nan" },
+        { "x = [-inf]\n", "key 'x[0]' is inf or nan" },
+};
 
-START_TEST(test_parse_not_finite)
+START_TEST(test_parse_no_json_form)
 {
-        static const char text[] = "[t]\nratio = nan\n";
-        assert_parse_fails(text, strlen(text), -EBADMSG, "cfg.toml:2:9: key 't.ratio' is inf or nan");
-        static const char inf[] = "x = [-inf]\n";
-        assert_parse_fails(inf, strlen(inf), -EBADMSG, "key 'x[0]' is inf or nan");
+        assert_parse_fails(no_json_form[_i].text, strlen(no_json_form[_i].text), -EBADMSG, no_json_form[_i].message);
 }
 END_TEST
 
@@ -453,24 +451,12 @@ END_TEST
 static Suite *toml_suite(void)
 {
         Suite *s = suite_create("toml");
-        TCase *round_trip = tcase_create("round-trip");
-        tcase_add_test(round_trip, test_codex_config_round_trip);
-        tcase_add_test(round_trip, test_values);
-        tcase_add_test(round_trip, test_empty_and_sized_text);
-        tcase_add_test(round_trip, test_merge_through_toml);
-        suite_add_tcase(s, round_trip);
-        TCase *parse = tcase_create("parse");
-        tcase_add_test(parse, test_parse_errors);
-        tcase_add_test(parse, test_parse_nul);
-        tcase_add_test(parse, test_parse_dates);
-        tcase_add_test(parse, test_parse_not_finite);
-        tcase_add_test(parse, test_parse_size);
-        tcase_add_test(parse, test_parse_depth);
-        suite_add_tcase(s, parse);
-        TCase *format = tcase_create("format");
-        tcase_add_test(format, test_format_null);
-        tcase_add_test(format, test_format_refusals);
-        suite_add_tcase(s, format);
+        suite_add_tests(s, "round-trip", NULL, NULL, test_codex_config_round_trip, test_values,
+                        test_empty_and_sized_text, test_merge_through_toml);
+        TCase *parse = suite_add_tests(s, "parse", NULL, NULL, test_parse_errors, test_parse_nul, test_parse_size,
+                                       test_parse_depth);
+        tcase_add_loop_test(parse, test_parse_no_json_form, 0, ELEMENTSOF(no_json_form));
+        suite_add_tests(s, "format", NULL, NULL, test_format_null, test_format_refusals);
         return s;
 }
 
