@@ -389,6 +389,11 @@ int harness_gather(const aisb_policy *p, bool check, bool mounts, harness_facts 
                 return error_oom(err);
         }
         f.thinking_env = harness_thinking_env(p);
+        for (const struct harness_env *q = harness_quiet_env; q->name; q++)
+                if (!policy_env_named(p, q->name)) {
+                        assert(f.n_quiet < HARNESS_QUIET_MAX);
+                        f.quiet[f.n_quiet++] = q;
+                }
         *ret = f;
         return 0;
 }

@@ -27,6 +27,7 @@ extern const struct harness_env {
         const char *name, *value;
         harness_kind harness; /* whose it is */
 } harness_quiet_env[];
+#define HARNESS_QUIET_MAX 3
 
 /* Refuse a reasoning level the run's harness does not have (-EINVAL, naming its levels):
  * pi's are off, minimal, low, medium, high, xhigh; claude's low, medium, high, xhigh, max
@@ -69,6 +70,8 @@ typedef struct harness_facts {
         char *agents_dir;         /* harness_agents_dir: mounted read-only at ~/.agents; NULL: none */
         harness_mount mounts[HARNESS_MOUNTS_MAX]; /* harness_mounts */
         size_t n_mounts;
+        const struct harness_env *quiet[HARNESS_QUIET_MAX]; /* those the policy does not set itself */
+        size_t n_quiet;
 } harness_facts;
 /* check: the level checked first (harness_thinking_check, its -EINVAL); mounts: the agents
  * directory and the read-only mounts looked for too. -ENOMEM. */

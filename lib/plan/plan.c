@@ -347,11 +347,8 @@ static int plan_env(const aisb_policy *p, const plan_facts *f, run_plan *plan)
         }
         if (r >= 0)
                 r = push_env(&plan->env_shown, "HOME", AISB_SANDBOX_HOME);
-        for (const struct harness_env *q = harness_quiet_env; r >= 0 && q->name; q++) {
-                if (policy_env_named(p, q->name))
-                        continue;
-                r = push_env_both(plan, q->name, q->value, q->value);
-        }
+        for (size_t i = 0; r >= 0 && i < f->harness.n_quiet; i++)
+                r = push_env_both(plan, f->harness.quiet[i]->name, f->harness.quiet[i]->value, f->harness.quiet[i]->value);
         /* The reasoning level, for a harness that takes it from its environment. */
         const char *thinking = f->harness.thinking_env;
         if (r >= 0 && thinking)
