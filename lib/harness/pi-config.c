@@ -310,16 +310,6 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
         return *ret ? 0 : error_oom(err);
 }
 
-/* Add value under key, taking the reference, which json-c leaves with us on failure. */
-static int put(json_object *object, const char *key, json_object *value)
-{
-        if (json_object_object_add(object, key, value) < 0) {
-                json_object_put(value);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 /* A headers object (where.header unset), built header by header, each value rewritten. pi's
  * schema takes only an object of strings; anything else here cannot be told from a secret. */
 static int rewrite_headers(place where, json_object *headers, key_list *l, json_object **ret,
@@ -342,7 +332,7 @@ static int rewrite_headers(place where, json_object *headers, key_list *l, json_
                 int r = rewrite_value(&where, value, l, &rewritten, err);
                 if (r < 0)
                         return r;
-                if (put(copy, name, rewritten) < 0)
+                if (settings_put(copy, name, rewritten) < 0)
                         return error_oom(err);
         }
         *ret = steal_pointer(&copy);
@@ -364,7 +354,7 @@ static int rewrite_model(const place *where, json_object *model, key_list *l, js
                                                             : 0;
                 if (r < 0)
                         return r;
-                if (put(copy, field, rewritten) < 0)
+                if (settings_put(copy, field, rewritten) < 0)
                         return error_oom(err);
         }
         *ret = steal_pointer(&copy);
@@ -423,7 +413,7 @@ static int rewrite_overrides(const char *provider, json_object *overrides, key_l
                                         &rewritten, err);
                 if (r < 0)
                         return r;
-                if (put(copy, id, rewritten) < 0)
+                if (settings_put(copy, id, rewritten) < 0)
                         return error_oom(err);
         }
         *ret = steal_pointer(&copy);
@@ -455,7 +445,7 @@ static int rewrite_provider(const char *provider, json_object *config, key_list 
                         r = settings_copy_value(value, &rewritten) < 0 ? error_oom(err) : 0;
                 if (r < 0)
                         return r;
-                if (put(copy, field, rewritten) < 0)
+                if (settings_put(copy, field, rewritten) < 0)
                         return error_oom(err);
         }
         *ret = steal_pointer(&copy);
@@ -496,12 +486,11 @@ int pi_rewrite_models(json_object *models, json_object **ret_rewritten,
                                 r = settings_copy_value(config, &copy) < 0 ? error_oom(err) : 0;
                         if (r < 0)
                                 return r;
-                        if (put(providers, provider, copy) < 0)
+                        if (settings_put(providers, provider, copy) < 0)
                                 return error_oom(err);
                 }
-                if (json_object_object_add(out, top, providers) < 0)
+                if (json_add(out, top, steal_pointer(&providers)) < 0)
                         return error_oom(err);
-                providers = NULL; /* owned by out now */
         }
 
         *ret_rewritten = steal_pointer(&out);

@@ -330,17 +330,19 @@ int settings_copy_value(json_object *value, json_object **ret)
         return json_object_deep_copy(value, ret, NULL) < 0 ? -ENOMEM : 0;
 }
 
-/* Add a deep copy of value under key; takes care of json-c's reference on failure. */
-int settings_put_copy(json_object *object, const char *key, json_object *value)
+int settings_put(json_object *object, const char *key, json_object *value)
 {
-        json_object *copy;
-        if (settings_copy_value(value, &copy) < 0)
-                return -ENOMEM;
-        if (json_object_object_add(object, key, copy) < 0) {
-                json_object_put(copy);
+        if (json_object_object_add(object, key, value) < 0) {
+                json_object_put(value);
                 return -ENOMEM;
         }
         return 0;
+}
+
+int settings_put_copy(json_object *object, const char *key, json_object *value)
+{
+        json_object *copy;
+        return settings_copy_value(value, &copy) < 0 ? -ENOMEM : settings_put(object, key, copy);
 }
 
 /* ---- the settings merge ---- */
@@ -368,13 +370,7 @@ static int merge_key(json_object *result, const char *key, json_object *base, js
                 }
                 json_object *merged = NULL;
                 int r = merge_objects(nested_base, h.value, s.value, &merged);
-                if (r < 0)
-                        return r;
-                if (json_object_object_add(result, key, merged) < 0) {
-                        json_object_put(merged);
-                        return -ENOMEM;
-                }
-                return 0;
+                return r < 0 ? r : json_add(result, key, merged);
         }
 
         slot pick;
