@@ -194,10 +194,8 @@ int bridge_write_config(aisb_ctx *ctx, int dirfd, const char *name, const config
         return r < 0 ? r : bridge_write_text(ctx, dirfd, name, text, err);
 }
 
-/* The host's file name, if there, copied over the sandbox's each run (instructions such as
- * CLAUDE.md and AGENTS.md: the host's copy is the user's). When the host has none, the home's
- * reset has moved the sandbox's aside: it would be the agent's instructions to every later
- * run (bridged_absent). */
+/* When the host has none, the home's reset has moved the sandbox's aside: it would be the
+ * agent's instructions to every later run (bridged_absent). */
 int bridge_copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, const char *name, int sandbox_dir,
                           aisb_error **err)
 {

@@ -221,8 +221,6 @@ int settings_parse_json(const char *text, size_t size, const char *origin, json_
 
 /* ---- comparing and copying ---- */
 
-/* Refuse values nested deeper than the parser would accept, so that the recursion below is
- * bounded whatever the caller built. */
 int settings_check_depth(json_object *o, unsigned depth)
 {
         json_type t = json_object_get_type(o);
