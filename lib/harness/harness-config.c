@@ -623,17 +623,12 @@ int harness_scrub_credentials(json_object *o, const char *const *named, buffer *
         return r < 0 ? r : 0;
 }
 
-/* codex-rs's ReasoningEffort. */
-static const char *const codex_levels[] = { "none", "minimal", "low", "medium", "high", "xhigh" };
+/* codex-rs's ReasoningEffort; and aisb's "host". */
+static const char *const codex_levels[] = { "none", "minimal", "low", "medium", "high", "xhigh", "host", NULL };
 
 bool codex_thinking_level_valid(const char *level)
 {
-        if (level && streq(level, "host"))
-                return true;
-        for (size_t i = 0; level && i < ELEMENTSOF(codex_levels); i++)
-                if (streq(level, codex_levels[i]))
-                        return true;
-        return false;
+        return level && strv_contains(codex_levels, level);
 }
 
 const char *codex_thinking_levels(void)

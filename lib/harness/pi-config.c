@@ -12,15 +12,12 @@
 
 /* ---- thinking ---- */
 
-/* packages/coding-agent/src/cli/args.ts, VALID_THINKING_LEVELS. */
-static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
+/* packages/coding-agent/src/cli/args.ts, VALID_THINKING_LEVELS; and aisb's "host". */
+static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh", "host", NULL };
 
 bool pi_thinking_level_valid(const char *level)
 {
-        for (size_t i = 0; level && i < ELEMENTSOF(thinking_levels); i++)
-                if (streq(level, thinking_levels[i]))
-                        return true;
-        return level && streq(level, "host");
+        return level && strv_contains(thinking_levels, level);
 }
 
 const char *pi_thinking_levels(void)
