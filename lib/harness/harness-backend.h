@@ -3,7 +3,8 @@
  * One backend per harness (harness-pi.c, harness-claude.c, harness-codex.c), each a table of
  * what harness.c does differently for it: where its configuration is, its reasoning levels,
  * what its bridge writes and says, what runs from its home at start, where its keys go. The
- * rest of the bridge is harness.c's and the helpers below, which every backend shares.
+ * rest of the bridge is harness.c's and the helpers below, which every backend shares: the
+ * bridge's file access (bridge-files.c) and the home's reset (harness-home.c) among them.
  */
 #pragma once
 
@@ -162,3 +163,10 @@ int harness_describe_settings(const harness_ops *ops, const aisb_policy *p, int 
  * name the gate cannot hold. */
 int harness_hold_secret(aisb_policy *p, const char *variable, const char *value, const char *url, const char *header,
                         const char *scheme, char ***held, aisb_error **err);
+
+/* The home's reset: move aside, below the home volume's root open at home_root, each path a harness or the
+ * shell would load at start and aisb does not bridge (an empty directory stays: it loads
+ * nothing), and each of also (paths below the home: the bridged files the host has none of),
+ * and warn once naming them. The number moved in *ret_moved. 0, or a negative errno with err
+ * set when something could not be moved (what could, was). */
+int harness_home_reset(aisb_ctx *ctx, int home_root, const char *const *also, size_t *ret_moved, aisb_error **err);

@@ -18,7 +18,6 @@
 #include "fileio.h"
 #include "harness-backend.h"
 #include "harness-config.h"
-#include "harness-home.h"
 #include "harness.h"
 #include "podman.h"
 #include "security.h"
@@ -476,7 +475,7 @@ static int bridged_absent(char ***ret)
 }
 
 /* The home volume, whatever the command: what a harness or the shell would load from it at
- * start is the host's or nothing (harness-home.h). Its root open in *ret_root. */
+ * start is the host's or nothing (harness-home.c). Its root open in *ret_root. */
 static int reset_home(aisb_ctx *ctx, const aisb_policy *p, int *ret_root, aisb_error **err)
 {
         _cleanup_free_ char *mountpoint = NULL;
