@@ -10,9 +10,11 @@
 #include "settings-merge.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free)
+
 /* ---- parsing ---- */
 
-static void text_position(const char *text, size_t offset, unsigned *ret_line, unsigned *ret_col)
+static int parse_error(const char *text, size_t offset, const char *origin, const char *what,
+                       aisb_error **err)
 {
         unsigned line = 1;
         size_t line_start = 0;
@@ -21,17 +23,8 @@ static void text_position(const char *text, size_t offset, unsigned *ret_line, u
                         line++;
                         line_start = i + 1;
                 }
-        *ret_line = line;
-        *ret_col = (unsigned) (offset - line_start + 1);
-}
-
-static int parse_error(const char *text, size_t offset, const char *origin, const char *what,
-                       aisb_error **err)
-{
-        unsigned line, col;
-        text_position(text, offset, &line, &col);
-        return aisb_error_set(err, -EBADMSG, "%s: not valid JSON (line %u, column %u): %s",
-                              origin, line, col, what);
+        return aisb_error_set(err, -EBADMSG, "%s: not valid JSON (line %u, column %u): %s", origin, line,
+                              (unsigned) (offset - line_start + 1), what);
 }
 
 /* RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF. json-c's own check
