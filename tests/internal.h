@@ -27,7 +27,6 @@
 #include "project.h"
 #include "run.h"
 #include "session-log.h"
-#include "skills-lint.h"
 #include "skills-walk.h"
 #include "toml-json.h"
 #include "userdirs.h"

@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bridge's file access (bridge-files.h): the host's files read, the sandbox's home
- * written, without ever following what the agent planted there.
+ * The bridge's file access (harness-backend.h says how): the host's files read, the
+ * sandbox's home written, without ever following what the agent planted there.
  */
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "bridge-files.h"
+#include "harness-backend.h"
 #include "fileio.h"
 #include "settings-merge.h"
 #include "toml-json.h"
 
-/* Never waits: a FIFO planted there is refused at once, not opened for a writer that never
- * comes. */
-int bridge_read_text(int dirfd, const char *name, const char *origin, bool follow, char **ret, size_t *ret_size,
+/* dirfd/name's text, at most SETTINGS_JSON_MAX bytes (follow: a link there is followed), as
+ * origin in messages. 0 with *ret NULL when absent. Never waits: a FIFO or anything but a
+ * regular file planted there is refused at once, not opened for a writer that never comes. */
+static int read_text(int dirfd, const char *name, const char *origin, bool follow, char **ret, size_t *ret_size,
                      aisb_error **err)
 {
         *ret = NULL;
@@ -60,7 +61,7 @@ int bridge_read_config(int dirfd, const char *name, const char *origin, bool fol
         _cleanup_free_ char *text = NULL;
         size_t size = 0;
         *ret = NULL;
-        int r = bridge_read_text(dirfd, name, origin, follow, &text, &size, err);
+        int r = read_text(dirfd, name, origin, follow, &text, &size, err);
         if (r < 0 || !text)
                 return r;
         return syntax->parse(text, size, origin, ret, err);
@@ -193,10 +194,8 @@ int bridge_write_config(aisb_ctx *ctx, int dirfd, const char *name, const config
         return r < 0 ? r : bridge_write_text(ctx, dirfd, name, text, err);
 }
 
-/* The host's file name, if there, copied over the sandbox's each run (instructions such as
- * CLAUDE.md and AGENTS.md: the host's copy is the user's). When the host has none, the home's
- * reset has moved the sandbox's aside: it would be the agent's instructions to every later
- * run (bridged_absent). */
+/* When the host has none, the home's reset has moved the sandbox's aside: it would be the
+ * agent's instructions to every later run (bridged_absent). */
 int bridge_copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, const char *name, int sandbox_dir,
                           aisb_error **err)
 {
@@ -204,7 +203,7 @@ int bridge_copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, co
         size_t size = 0;
         if (asprintf(&origin, "%s/%s", host_path, name) < 0)
                 return error_oom(err);
-        int r = host_dir < 0 ? 0 : bridge_read_text(host_dir, name, origin, true, &text, &size, err);
+        int r = host_dir < 0 ? 0 : read_text(host_dir, name, origin, true, &text, &size, err);
         if (r < 0 || !text)
                 return r; /* none: the home's reset moved the sandbox's aside */
         if (memchr(text, '\0', size))

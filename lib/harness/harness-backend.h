@@ -3,13 +3,57 @@
  * One backend per harness (harness-pi.c, harness-claude.c, harness-codex.c), each a table of
  * what harness.c does differently for it: where its configuration is, its reasoning levels,
  * what its bridge writes and says, what runs from its home at start, where its keys go. The
- * rest of the bridge is harness.c's and the helpers below, which every backend shares.
+ * rest of the bridge is harness.c's and the helpers below, which every backend shares: the
+ * bridge's file access (bridge-files.c) and the home's reset (harness-home.c) among them.
  */
 #pragma once
 
-#include "bridge-files.h"
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
 #include "harness-carry.h"
 #include "policy.h"
+#include "service.h"
+
+/*
+ * How the bridge reads and writes files (bridge-files.c). The sandbox's home is a volume the agent writes:
+ * everything there is opened relative to a directory descriptor with O_NOFOLLOW, so a planted
+ * symlink can neither make us read a host file into the sandbox nor overwrite one, and what
+ * the agent left where the bridge writes is moved aside, not written through. The host's own
+ * files (the user's harness directory, aisb's state directory) may be links: a dotfile
+ * manager's.
+ */
+
+/* A configuration file's syntax: JSON (pi, claude) or TOML (codex), both read into json-c. */
+typedef struct config_syntax {
+        int (*parse)(const char *text, size_t size, const char *origin, json_object **ret, aisb_error **err);
+        int (*format)(json_object *o, char **ret_text, aisb_error **err);
+} config_syntax;
+extern const config_syntax bridge_json, bridge_toml;
+
+/* dirfd/name parsed by syntax: *ret NULL when absent. */
+int bridge_read_config(int dirfd, const char *name, const char *origin, bool follow, const config_syntax *syntax,
+                       json_object **ret, aisb_error **err);
+/* A JSON file of the host's, a link followed. */
+int bridge_read_json(int dirfd, const char *name, const char *origin, json_object **ret, aisb_error **err);
+
+/* Move dirfd/name aside within dirfd, to name.aisb-moved-RANDOM, and warn naming shown. */
+int bridge_move_aside(aisb_ctx *ctx, int dirfd, const char *name, const char *shown);
+/* text into dirfd/name through a new file of a random name and a rename; a directory at name
+ * is moved aside. */
+int bridge_write_text(aisb_ctx *ctx, int dirfd, const char *name, const char *text, aisb_error **err);
+int bridge_write_config(aisb_ctx *ctx, int dirfd, const char *name, const config_syntax *syntax, json_object *o,
+                        aisb_error **err);
+/* ~/path in the home volume's root open at root, each directory made if absent, moved aside
+ * if it is anything else, given u+rwx back if the agent took it away. A descriptor, or a
+ * negative errno. */
+int bridge_open_home_dir(aisb_ctx *ctx, int root, const char *path);
+/* The host's file name (host_dir at host_path; host_dir < 0: none), if there, copied over the
+ * sandbox's: instructions such as CLAUDE.md, the host's copy being the user's. */
+int bridge_copy_from_host(aisb_ctx *ctx, int host_dir, const char *host_path, const char *name, int sandbox_dir,
+                          aisb_error **err);
 
 /* The harness a run's command is (its first word's last component): reasoning and the bridge
  * apply to it. Another command (sh -c '...') is none. */
@@ -102,8 +146,6 @@ int harness_pin_keys(json_object *merged, json_object *host, const char *const *
 
 /* The value the run gives name in the sandbox's environment: its --env's, else dflt. */
 const char *harness_run_env(const aisb_policy *p, const char *name, const char *dflt);
-/* Whether the run passes variable name itself (--env or --secret). */
-bool harness_run_passes(const aisb_policy *p, const char *name);
 /* The string at o.a.b (b may be NULL), or NULL. */
 const char *harness_json_string(json_object *o, const char *a, const char *b);
 
@@ -121,3 +163,10 @@ int harness_describe_settings(const harness_ops *ops, const aisb_policy *p, int 
  * name the gate cannot hold. */
 int harness_hold_secret(aisb_policy *p, const char *variable, const char *value, const char *url, const char *header,
                         const char *scheme, char ***held, aisb_error **err);
+
+/* The home's reset: move aside, below the home volume's root open at home_root, each path a harness or the
+ * shell would load at start and aisb does not bridge (an empty directory stays: it loads
+ * nothing), and each of also (paths below the home: the bridged files the host has none of),
+ * and warn once naming them. The number moved in *ret_moved. 0, or a negative errno with err
+ * set when something could not be moved (what could, was). */
+int harness_home_reset(aisb_ctx *ctx, int home_root, const char *const *also, size_t *ret_moved, aisb_error **err);

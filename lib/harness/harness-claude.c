@@ -94,14 +94,11 @@ static int hold_claude_keys(aisb_policy *p, json_object *settings, char ***held,
 }
 
 /* claude's effort levels (claude --help: --effort). */
-static const char *const claude_levels[] = { "low", "medium", "high", "xhigh", "max", "host" };
+static const char *const claude_levels[] = { "low", "medium", "high", "xhigh", "max", "host", NULL };
 
 static bool claude_level_valid(const char *level)
 {
-        for (size_t i = 0; i < ELEMENTSOF(claude_levels); i++)
-                if (streq(level, claude_levels[i]))
-                        return true;
-        return false;
+        return strv_contains(claude_levels, level);
 }
 
 static const char *claude_level_names(void)

@@ -511,32 +511,27 @@ static table_kind kind_of_table(const char *key)
                                                                    : TABLE_PLAIN;
 }
 
-/* A header's value that looks like a credential's (value_looks_secret): a header of the kind a
- * service authenticates with rather than one that routes (X-Team: t); never one of those that
- * say what a request is (Accept, User-Agent, an API's version or beta). */
-static bool header_value_secret(const char *name, json_object *v)
+/* Whether v, the value of name in a table of kind, is a string that looks like a credential's
+ * (value_looks_secret), name being none of the plain ones (any case).
+ *  - A header of the kind a service authenticates with rather than one that routes (X-Team:
+ *    t); never one of those that say what a request is (Accept, User-Agent, an API's version
+ *    or beta).
+ *  - A query parameter, as a header: a query that codex adds to every request is there to
+ *    authenticate it, but for the parameters that say which API or deployment is asked
+ *    (api-version, the only one codex's documentation shows). Its name is the scrub's
+ *    (query_name_is_credential: Azure Functions' code=, sig=, key=, access_token=, ...). */
+static bool table_value_secret(table_kind kind, const char *name, json_object *v)
 {
-        static const char *const plain[] = { "Accept", "Content-Type", "User-Agent", "anthropic-version",
-                                             "anthropic-beta", "OpenAI-Beta", "OpenAI-Organization", "OpenAI-Project" };
-        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
-                if (strcasecmp(name, plain[i]) == 0)
-                        return false;
-        return json_object_is_type(v, json_type_string) &&
-               value_looks_secret(json_object_get_string(v), (size_t) json_object_get_string_len(v));
-}
-
-/* A query parameter whose value looks like a credential's (value_looks_secret), as a
- * header's: a query that codex adds to every request is there to authenticate it, but for the
- * parameters that say which API or deployment is asked (api-version, the only one codex's
- * documentation shows). Its name is the scrub's (query_name_is_credential: Azure Functions'
- * code=, sig=, key=, access_token=, ...). */
-static bool query_value_secret(const char *name, json_object *v)
-{
-        static const char *const plain[] = { "api-version", "api_version", "apiversion", "version", "deployment",
-                                             "deployment-id", "deployment_id", "model", "region", "location",
-                                             "format", "locale", "language" };
-        for (size_t i = 0; i < ELEMENTSOF(plain); i++)
-                if (strcasecmp(name, plain[i]) == 0)
+        static const char *const plain_headers[] = { "Accept", "Content-Type", "User-Agent", "anthropic-version",
+                                                      "anthropic-beta", "OpenAI-Beta", "OpenAI-Organization",
+                                                      "OpenAI-Project", NULL };
+        static const char *const plain_query[] = { "api-version", "api_version", "apiversion", "version",
+                                                   "deployment", "deployment-id", "deployment_id", "model", "region",
+                                                   "location", "format", "locale", "language", NULL };
+        if (kind != TABLE_HEADERS && kind != TABLE_QUERY)
+                return false;
+        for (const char *const *plain = kind == TABLE_HEADERS ? plain_headers : plain_query; *plain; plain++)
+                if (strcasecmp(name, *plain) == 0)
                         return false;
         return json_object_is_type(v, json_type_string) &&
                value_looks_secret(json_object_get_string(v), (size_t) json_object_get_string_len(v));
@@ -604,9 +599,7 @@ static int scrub(json_object *o, const char *const *named, buffer *path, buffer 
                 bool by_name = r >= 0 && !path_named(named, path) &&
                                (key_is_credential(key, kind != TABLE_PLAIN) ||
                                 (kind == TABLE_QUERY && query_name_is_credential(key)));
-                if (r >= 0 && (by_name ||
-                               (kind == TABLE_HEADERS && header_value_secret(key, value)) ||
-                               (kind == TABLE_QUERY && query_value_secret(key, value)) ||
+                if (r >= 0 && (by_name || table_value_secret(kind, key, value) ||
                                (!references && value_has_credential(value, 0)))) {
                         r = strv_push(&doomed, key);
                         if (r >= 0 && removed)
@@ -630,17 +623,12 @@ int harness_scrub_credentials(json_object *o, const char *const *named, buffer *
         return r < 0 ? r : 0;
 }
 
-/* codex-rs's ReasoningEffort. */
-static const char *const codex_levels[] = { "none", "minimal", "low", "medium", "high", "xhigh" };
+/* codex-rs's ReasoningEffort; and aisb's "host". */
+static const char *const codex_levels[] = { "none", "minimal", "low", "medium", "high", "xhigh", "host", NULL };
 
 bool codex_thinking_level_valid(const char *level)
 {
-        if (level && streq(level, "host"))
-                return true;
-        for (size_t i = 0; level && i < ELEMENTSOF(codex_levels); i++)
-                if (streq(level, codex_levels[i]))
-                        return true;
-        return false;
+        return level && strv_contains(codex_levels, level);
 }
 
 const char *codex_thinking_levels(void)
@@ -725,13 +713,7 @@ int harness_pin_key(json_object *settings, json_object *host, const char *table,
                 return 0;
         if (json_object_deep_copy(value, &copy, NULL) < 0)
                 return -ENOMEM;
-        if (table)
-                return set_in_table(settings, table, key, copy);
-        if (json_object_object_add(settings, key, copy) < 0) {
-                json_object_put(copy);
-                return -ENOMEM;
-        }
-        return 0;
+        return table ? set_in_table(settings, table, key, copy) : json_add(settings, key, copy);
 }
 
 int claude_settings_apply_policy(json_object *settings, json_object *host, const char *const *env, bool level,

@@ -1,6 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-#include "harness-home.h"
-
+/*
+ * What the home volume carries from one run into the next. The agent writes the sandbox's
+ * home, and every harness loads code and instructions from it at start: pi's extensions and
+ * SYSTEM.md, claude's rules, hooks and memory, codex's AGENTS.override.md, hooks.json and .env,
+ * the shell's rc files and git's configuration, which every harness's commands read. Before
+ * each run those paths are made the host's again: what aisb bridges from the host (harness.c)
+ * is written afresh, and what it does not is moved aside, into ~/.aisb-moved/STAMP/ in the
+ * same volume, where nothing loads it, with one warning line naming it. What each harness
+ * keeps as its own data (sessions, logins, history) stays.
+ *
+ * pi's directory is a carry-list: what is not on it goes. claude's and codex's are lists of
+ * what goes: both write data of their own there that no list of theirs names (their binaries
+ * are not open to read), and a carry-list would take it from them at every run. The lists,
+ * and why each entry is there, are docs/bridges.md's.
+ */
 #include <dirent.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -11,6 +24,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "harness-backend.h"
 #include "tree-walk.h"
 #include "util.h"
 

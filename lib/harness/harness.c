@@ -6,7 +6,7 @@
  * policy, so one run cannot lower it for the next. What differs per harness is its backend's
  * (harness-backend.h); the steps every bridge takes, the note it says, the home's policing and
  * the keys held at the gate are here. The merge base lives on the host, out of the agent's
- * reach; every file of the sandbox's is opened as bridge-files.h says.
+ * reach; every file of the sandbox's is opened as harness-backend.h says.
  */
 #include <assert.h>
 #include <curl/curl.h>
@@ -18,7 +18,6 @@
 #include "fileio.h"
 #include "harness-backend.h"
 #include "harness-config.h"
-#include "harness-home.h"
 #include "harness.h"
 #include "podman.h"
 #include "security.h"
@@ -197,7 +196,8 @@ const char *harness_run_env(const aisb_policy *p, const char *name, const char *
         return dflt;
 }
 
-bool harness_run_passes(const aisb_policy *p, const char *name)
+/* Whether the run passes variable name itself (--env or --secret). */
+static bool run_passes(const aisb_policy *p, const char *name)
 {
         for (size_t i = 0; i < p->n_secrets; i++)
                 if (streq(p->secrets[i].name, name))
@@ -248,7 +248,7 @@ int bridge_carry_host(const bridge_run *run, carry_file f, json_object *o, const
         char *save = NULL;
         bool first = true;
         for (char *name = list ? strtok_r(list, ", ", &save) : NULL; r >= 0 && name; name = strtok_r(NULL, ", ", &save))
-                if (!(startswith(name, "env.") && harness_run_passes(run->p, name + 4))) {
+                if (!(startswith(name, "env.") && run_passes(run->p, name + 4))) {
                         r = first ? buffer_printf(&note->withheld, "%s%s: %s", note->withheld.size ? "; " : "", origin,
                                                   name)
                                   : buffer_printf(&note->withheld, ", %s", name);
@@ -480,7 +480,7 @@ static int bridged_absent(char ***ret)
 }
 
 /* The home volume, whatever the command: what a harness or the shell would load from it at
- * start is the host's or nothing (harness-home.h). Its root open in *ret_root. */
+ * start is the host's or nothing (harness-home.c). Its root open in *ret_root. */
 static int reset_home(aisb_ctx *ctx, const aisb_policy *p, int *ret_root, aisb_error **err)
 {
         _cleanup_free_ char *mountpoint = NULL;
@@ -678,7 +678,7 @@ int harness_hold_secret(aisb_policy *p, const char *variable, const char *value,
 {
         if (!value)
                 value = getenv(variable);
-        if (!value || !*value || harness_run_passes(p, variable))
+        if (!value || !*value || run_passes(p, variable))
                 return 0;
         _cleanup_free_ char *host = https_host(url), *spec = NULL;
         if (!host || policy_secret_fills(p, host, header))

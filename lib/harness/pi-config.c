@@ -12,15 +12,12 @@
 
 /* ---- thinking ---- */
 
-/* packages/coding-agent/src/cli/args.ts, VALID_THINKING_LEVELS. */
-static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
+/* packages/coding-agent/src/cli/args.ts, VALID_THINKING_LEVELS; and aisb's "host". */
+static const char *const thinking_levels[] = { "off", "minimal", "low", "medium", "high", "xhigh", "host", NULL };
 
 bool pi_thinking_level_valid(const char *level)
 {
-        for (size_t i = 0; level && i < ELEMENTSOF(thinking_levels); i++)
-                if (streq(level, thinking_levels[i]))
-                        return true;
-        return level && streq(level, "host");
+        return level && strv_contains(thinking_levels, level);
 }
 
 const char *pi_thinking_levels(void)
@@ -310,74 +307,72 @@ static int rewrite_value(const place *where, json_object *value, key_list *l, js
         return *ret ? 0 : error_oom(err);
 }
 
-/* Add value under key, taking the reference, which json-c leaves with us on failure. */
-static int put(json_object *object, const char *key, json_object *value)
+/* What a member of an object becomes in its copy (rewrite_members), where the object is. */
+typedef int (*member_fn)(const place *where, const char *key, json_object *value, key_list *l, json_object **ret,
+                         aisb_error **err);
+
+/* A copy of object built member by member, each through fn at where, so that no literal is
+ * ever duplicated. */
+static int rewrite_members(const place *where, json_object *object, member_fn fn, key_list *l, json_object **ret,
+                           aisb_error **err)
 {
-        if (json_object_object_add(object, key, value) < 0) {
-                json_object_put(value);
-                return -ENOMEM;
+        _cleanup_json_ json_object *copy = json_object_new_object();
+        if (!copy)
+                return error_oom(err);
+        json_object_object_foreach(object, key, value) {
+                json_object *rewritten = NULL;
+                int r = fn(where, key, value, l, &rewritten, err);
+                if (r < 0)
+                        return r;
+                if (settings_put(copy, key, rewritten) < 0)
+                        return error_oom(err);
         }
+        *ret = steal_pointer(&copy);
         return 0;
 }
 
-/* A headers object (where.header unset), built header by header, each value rewritten. pi's
- * schema takes only an object of strings; anything else here cannot be told from a secret. */
-static int rewrite_headers(place where, json_object *headers, key_list *l, json_object **ret,
+static int copy_value(json_object *value, json_object **ret, aisb_error **err)
+{
+        return settings_copy_value(value, ret) < 0 ? error_oom(err) : 0;
+}
+
+static int header_member(const place *where, const char *name, json_object *value, key_list *l, json_object **ret,
+                         aisb_error **err)
+{
+        place at = *where;
+        at.header = name;
+        return rewrite_value(&at, value, l, ret, err);
+}
+
+/* A headers object (where->header unset), each value rewritten. pi's schema takes only an
+ * object of strings; anything else here cannot be told from a secret. */
+static int rewrite_headers(const place *where, json_object *headers, key_list *l, json_object **ret,
                            aisb_error **err)
 {
         if (!json_object_is_type(headers, json_type_object)) {
                 _cleanup_(buffer_free) buffer what = {};
-                if (inspect_place(&where, &what) < 0)
+                if (inspect_place(where, &what) < 0)
                         return error_oom(err);
                 return aisb_error_set(err, -EINVAL,
                                       "models.json: %s are %s; pi needs an object of strings",
                                       what.data, json_type_to_name(json_object_get_type(headers)));
         }
-        _cleanup_json_ json_object *copy = json_object_new_object();
-        if (!copy)
-                return error_oom(err);
-        json_object_object_foreach(headers, name, value) {
-                where.header = name;
-                json_object *rewritten = NULL;
-                int r = rewrite_value(&where, value, l, &rewritten, err);
-                if (r < 0)
-                        return r;
-                if (put(copy, name, rewritten) < 0)
-                        return error_oom(err);
-        }
-        *ret = steal_pointer(&copy);
-        return 0;
+        return rewrite_members(where, headers, header_member, l, ret, err);
 }
 
-/* A model of "models" or an entry of "modelOverrides": copied field by field, its headers
- * rewritten at where. */
-static int rewrite_model(const place *where, json_object *model, key_list *l, json_object **ret,
-                         aisb_error **err)
+/* A field of a model of "models" or of an entry of "modelOverrides": its headers rewritten at
+ * where. */
+static int model_member(const place *where, const char *field, json_object *value, key_list *l, json_object **ret,
+                        aisb_error **err)
 {
-        _cleanup_json_ json_object *copy = json_object_new_object();
-        if (!copy)
-                return error_oom(err);
-        json_object_object_foreach(model, field, value) {
-                json_object *rewritten = NULL;
-                int r = streq(field, "headers") ? rewrite_headers(*where, value, l, &rewritten, err)
-                        : settings_copy_value(value, &rewritten) < 0 ? error_oom(err)
-                                                            : 0;
-                if (r < 0)
-                        return r;
-                if (put(copy, field, rewritten) < 0)
-                        return error_oom(err);
-        }
-        *ret = steal_pointer(&copy);
-        return 0;
+        return streq(field, "headers") ? rewrite_headers(where, value, l, ret, err) : copy_value(value, ret, err);
 }
 
-/* value through rewrite_model at where, or copied (where NULL: nothing of ours in it, or pi
+/* value through model_member at where, or copied (where NULL: nothing of ours in it, or pi
  * rejects it). */
 static int rewrite_or_copy(const place *where, json_object *value, key_list *l, json_object **ret, aisb_error **err)
 {
-        if (where)
-                return rewrite_model(where, value, l, ret, err);
-        return settings_copy_value(value, ret) < 0 ? error_oom(err) : 0;
+        return where ? rewrite_members(where, value, model_member, l, ret, err) : copy_value(value, ret, err);
 }
 
 /* "models": an array of model definitions, each naming itself by "id". */
@@ -409,57 +404,50 @@ static int rewrite_model_list(const char *provider, json_object *models, key_lis
         return 0;
 }
 
-/* "modelOverrides": model id -> override of a built-in model. */
-static int rewrite_overrides(const char *provider, json_object *overrides, key_list *l,
-                             json_object **ret, aisb_error **err)
+/* An entry of "modelOverrides": model id -> override of a built-in model. */
+static int override_member(const place *where, const char *id, json_object *override, key_list *l,
+                           json_object **ret, aisb_error **err)
 {
-        _cleanup_json_ json_object *copy = json_object_new_object();
-        if (!copy)
-                return error_oom(err);
-        json_object_object_foreach(overrides, id, override) {
-                json_object *rewritten = NULL;
-                place where = { PIBRIDGE_FIELD_OVERRIDE_HEADER, provider, id, NULL };
-                int r = rewrite_or_copy(json_object_is_type(override, json_type_object) ? &where : NULL, override, l,
-                                        &rewritten, err);
-                if (r < 0)
-                        return r;
-                if (put(copy, id, rewritten) < 0)
-                        return error_oom(err);
-        }
-        *ret = steal_pointer(&copy);
-        return 0;
+        place at = { PIBRIDGE_FIELD_OVERRIDE_HEADER, where->provider, id, NULL };
+        return rewrite_or_copy(json_object_is_type(override, json_type_object) ? &at : NULL, override, l, ret, err);
 }
 
-static int rewrite_provider(const char *provider, json_object *config, key_list *l,
+/* A field of provider where->provider's. */
+static int provider_member(const place *where, const char *field, json_object *value, key_list *l,
+                           json_object **ret, aisb_error **err)
+{
+        if (streq(field, "apiKey"))
+                return rewrite_value(&(place) { PIBRIDGE_FIELD_API_KEY, where->provider, NULL, NULL }, value, l, ret,
+                                     err);
+        if (streq(field, "headers"))
+                return rewrite_headers(&(place) { PIBRIDGE_FIELD_HEADER, where->provider, NULL, NULL }, value, l, ret,
+                                       err);
+        if (streq(field, "models") && json_object_is_type(value, json_type_array))
+                return rewrite_model_list(where->provider, value, l, ret, err);
+        if (streq(field, "modelOverrides") && json_object_is_type(value, json_type_object))
+                return rewrite_members(where, value, override_member, l, ret, err);
+        /* pi rejects a "models" or "modelOverrides" of another type */
+        return copy_value(value, ret, err);
+}
+
+/* A provider of "providers", or copied when it is no object (pi rejects it; nothing of ours
+ * to rewrite). */
+static int providers_member(const place *where, const char *provider, json_object *config, key_list *l,
                             json_object **ret, aisb_error **err)
 {
-        /* Copied field by field, so that no literal is ever duplicated. */
-        _cleanup_json_ json_object *copy = json_object_new_object();
-        if (!copy)
-                return error_oom(err);
-        json_object_object_foreach(config, field, value) {
-                json_object *rewritten = NULL;
-                int r;
-                if (streq(field, "apiKey"))
-                        r = rewrite_value(&(place) { PIBRIDGE_FIELD_API_KEY, provider, NULL, NULL },
-                                          value, l, &rewritten, err);
-                else if (streq(field, "headers"))
-                        r = rewrite_headers((place) { PIBRIDGE_FIELD_HEADER, provider, NULL, NULL },
-                                            value, l, &rewritten, err);
-                else if (streq(field, "models") && json_object_is_type(value, json_type_array))
-                        r = rewrite_model_list(provider, value, l, &rewritten, err);
-                else if (streq(field, "modelOverrides") &&
-                         json_object_is_type(value, json_type_object))
-                        r = rewrite_overrides(provider, value, l, &rewritten, err);
-                else /* pi rejects a "models" or "modelOverrides" of another type */
-                        r = settings_copy_value(value, &rewritten) < 0 ? error_oom(err) : 0;
-                if (r < 0)
-                        return r;
-                if (put(copy, field, rewritten) < 0)
-                        return error_oom(err);
-        }
-        *ret = steal_pointer(&copy);
-        return 0;
+        (void) where;
+        if (!json_object_is_type(config, json_type_object))
+                return copy_value(config, ret, err);
+        return rewrite_members(&(place) { .provider = provider }, config, provider_member, l, ret, err);
+}
+
+/* A member of models.json: "providers" rewritten provider by provider, anything else copied. */
+static int top_member(const place *where, const char *top, json_object *value, key_list *l, json_object **ret,
+                      aisb_error **err)
+{
+        if (!streq(top, "providers") || !json_object_is_type(value, json_type_object))
+                return copy_value(value, ret, err);
+        return rewrite_members(where, value, providers_member, l, ret, err);
 }
 
 int pi_rewrite_models(json_object *models, json_object **ret_rewritten,
@@ -474,35 +462,12 @@ int pi_rewrite_models(json_object *models, json_object **ret_rewritten,
                                       SETTINGS_JSON_MAX_DEPTH);
 
         _cleanup_(key_list_done) key_list l = { .seen = json_object_new_object() };
-        _cleanup_json_ json_object *out = json_object_new_object();
-        if (!l.seen || !out)
+        _cleanup_json_ json_object *out = NULL;
+        if (!l.seen)
                 return error_oom(err);
-
-        json_object_object_foreach(models, top, top_value) {
-                if (!streq(top, "providers") || !json_object_is_type(top_value, json_type_object)) {
-                        if (settings_put_copy(out, top, top_value) < 0)
-                                return error_oom(err);
-                        continue;
-                }
-                _cleanup_json_ json_object *providers = json_object_new_object();
-                if (!providers)
-                        return error_oom(err);
-                json_object_object_foreach(top_value, provider, config) {
-                        json_object *copy = NULL;
-                        int r;
-                        if (json_object_is_type(config, json_type_object))
-                                r = rewrite_provider(provider, config, &l, &copy, err);
-                        else /* pi rejects it; nothing of ours to rewrite */
-                                r = settings_copy_value(config, &copy) < 0 ? error_oom(err) : 0;
-                        if (r < 0)
-                                return r;
-                        if (put(providers, provider, copy) < 0)
-                                return error_oom(err);
-                }
-                if (json_object_object_add(out, top, providers) < 0)
-                        return error_oom(err);
-                providers = NULL; /* owned by out now */
-        }
+        int r = rewrite_members(&(place) {}, models, top_member, &l, &out, err);
+        if (r < 0)
+                return r;
 
         *ret_rewritten = steal_pointer(&out);
         *ret_keys = steal_pointer(&l.keys);

@@ -69,7 +69,6 @@ bool secret_structured(const char *s, size_t n)
         return in_words * 10 >= n * 3;
 }
 
-/* What documentation puts where a secret would go. */
 bool secret_placeholder(const char *v, size_t n)
 {
         static const char *const markers[] = {
@@ -108,9 +107,7 @@ bool secret_placeholder(const char *v, size_t n)
         return n >= 8 && ascending * 2 >= n - 1;
 }
 
-/* Decode base64 (URL-safe when it holds '-' or '_', else standard; padding optional) into
- * out, keeping at most out_size bytes; the decoded size, or SIZE_MAX when s is not base64.
- * What follows the first '=' is not read. */
+/* URL-safe when s holds '-' or '_'. What follows the first '=' is not read. */
 size_t secret_base64_decode(const char *s, size_t n, unsigned char *out, size_t out_size)
 {
         const char *pad = memchr(s, '=', n);
@@ -139,7 +136,6 @@ size_t secret_base64_decode(const char *s, size_t n, unsigned char *out, size_t 
         return o;
 }
 
-/* Base64 of ordinary text ("SGVsbG8gd29ybGQ="): random-looking, but not a secret. */
 bool secret_base64_of_text(const char *s, size_t n)
 {
         unsigned char out[SECRET_DECODED_MAX];

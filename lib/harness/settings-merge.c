@@ -11,6 +11,7 @@
 #include "settings-merge.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free)
+
 /* ---- parsing ---- */
 
 static int parse_error(const char *text, size_t offset, const char *origin, const char *what,
@@ -207,8 +208,6 @@ int settings_parse_json(const char *text, size_t size, const char *origin, json_
 
 /* ---- comparing and copying ---- */
 
-/* Refuse values nested deeper than the parser would accept, so that the recursion below is
- * bounded whatever the caller built. */
 int settings_check_depth(json_object *o, unsigned depth)
 {
         json_type t = json_object_get_type(o);
@@ -316,17 +315,19 @@ int settings_copy_value(json_object *value, json_object **ret)
         return json_object_deep_copy(value, ret, NULL) < 0 ? -ENOMEM : 0;
 }
 
-/* Add a deep copy of value under key; takes care of json-c's reference on failure. */
-int settings_put_copy(json_object *object, const char *key, json_object *value)
+int settings_put(json_object *object, const char *key, json_object *value)
 {
-        json_object *copy;
-        if (settings_copy_value(value, &copy) < 0)
-                return -ENOMEM;
-        if (json_object_object_add(object, key, copy) < 0) {
-                json_object_put(copy);
+        if (json_object_object_add(object, key, value) < 0) {
+                json_object_put(value);
                 return -ENOMEM;
         }
         return 0;
+}
+
+int settings_put_copy(json_object *object, const char *key, json_object *value)
+{
+        json_object *copy;
+        return settings_copy_value(value, &copy) < 0 ? -ENOMEM : settings_put(object, key, copy);
 }
 
 /* ---- the settings merge ---- */
@@ -354,13 +355,7 @@ static int merge_key(json_object *result, const char *key, json_object *base, js
                 }
                 json_object *merged = NULL;
                 int r = merge_objects(nested_base, h.value, s.value, &merged);
-                if (r < 0)
-                        return r;
-                if (json_object_object_add(result, key, merged) < 0) {
-                        json_object_put(merged);
-                        return -ENOMEM;
-                }
-                return 0;
+                return r < 0 ? r : json_add(result, key, merged);
         }
 
         slot pick;

@@ -47,5 +47,8 @@ int settings_merge(json_object *base, json_object *host, json_object *sandbox, j
 int settings_check_depth(json_object *o, unsigned depth);
 /* A deep copy of value into *ret (JSON null, NULL, stays NULL). -ENOMEM. */
 int settings_copy_value(json_object *value, json_object **ret);
+/* value (JSON null, NULL, too) added to object under key, the reference taken: put when it
+ * cannot be added. -ENOMEM. */
+int settings_put(json_object *object, const char *key, json_object *value);
 /* A deep copy of value added to object under key. -ENOMEM. */
 int settings_put_copy(json_object *object, const char *key, json_object *value);

@@ -6,10 +6,15 @@
 
 #include "image.h"
 #include "podman.h"
+#include "policy.h"
 #include "run.h"
-#include "skills-lint.h"
+#include "skills-walk.h"
 
 /* ---- history, read by git in a sandbox ---- */
+
+/* What the history sandbox may print; beyond it, history is not read. */
+#define SKILLS_HISTORY_MAX (64 * 1024 * 1024)
+#define SKILLS_HISTORY_TIMEOUT_S 300
 
 /* The sandbox's script: for each repository (the arguments after the bound), a marker line,
  * then its history as patches of added and removed lines only. git's own options pin what
@@ -27,7 +32,13 @@ static const char history_script[] =
         "  i=$((i + 1))\n"
         "done | head -c \"$limit\"\n";
 
-int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
+/* Read each repository's history (repos relative to dir) with git inside a sandbox of the
+ * policy's image: no network, dir mounted read-only, a throwaway home, stopped after
+ * SKILLS_HISTORY_TIMEOUT_S; its output bounded by SKILLS_HISTORY_MAX. Findings come with
+ * repo (an index into repos), commit and path (in the repository); note_fn hears of each
+ * repository git could not read. *ret_truncated when the output reached the bound. -ENOENT
+ * when the image is not built (this builds nothing). */
+static int skills_history(aisb_ctx *ctx, const aisb_policy *p, const char *dir, char *const *repos,
                    skills_fn fn, skills_note_fn note_fn, void *userdata, unsigned long *ret_commits,
                    bool *ret_truncated, aisb_error **err)
 {

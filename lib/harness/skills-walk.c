@@ -281,21 +281,23 @@ static void cache_write(const char *path, const char *dir, const char *digest_he
 }
 
 /* The walk's digest: names, types, sizes and mtimes, and the rules and bounds they were
- * read by. */
-static int walk_digest(int root_fd, skills_walk *w, char **ret_hex)
+ * read by. A failure says dir could not be read, or was stopped while doing. */
+static int walk_digest(int root_fd, skills_walk *w, const char *dir, const char *doing, char **ret_hex,
+                       aisb_error **err)
 {
         _cleanup_(digest_freep) digest *d = NULL;
-        int r = digest_new(&d);
-        if (r < 0)
-                return r;
         static const char rules[] = "aisb-skills rules " SKILLS_SCAN_RULES_VERSION;
-        r = digest_update(d, rules, sizeof rules);
-        if (r < 0)
-                return r;
-        w->digest = d;
-        r = skills_walk_run(root_fd, w);
-        w->digest = NULL;
-        return r < 0 ? r : digest_end_hex(d, 64, ret_hex);
+        int r = digest_new(&d);
+        r = r < 0 ? r : digest_update(d, rules, sizeof rules);
+        if (r >= 0) {
+                w->digest = d;
+                r = skills_walk_run(root_fd, w);
+                w->digest = NULL;
+        }
+        r = r < 0 ? r : digest_end_hex(d, 64, ret_hex);
+        if (r == -ECANCELED)
+                return aisb_error_set(err, r, "stopped while %s %s", doing, dir);
+        return r < 0 ? aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r)) : 0;
 }
 
 int skills_check_stoppable(const char *dir, ctx_stop_fn stop_fn, void *stop_userdata,
@@ -309,12 +311,10 @@ int skills_check_stoppable(const char *dir, ctx_stop_fn stop_fn, void *stop_user
         if (r < 0)
                 return r;
         skills_walk listing = { .stop_fn = stop_fn, .stop_userdata = stop_userdata };
-        r = walk_digest(root, &listing, &now);
+        r = walk_digest(root, &listing, dir, "reading", &now, err);
         skills_walk_done(&listing);
-        if (r == -ECANCELED)
-                return aisb_error_set(err, r, "stopped while reading %s", dir);
         if (r < 0)
-                return aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r));
+                return r;
         char cached[65];
         unsigned long findings = 0;
         if (cache_read(path, cached, &findings) && streq(cached, now)) {
@@ -325,14 +325,12 @@ int skills_check_stoppable(const char *dir, ctx_stop_fn stop_fn, void *stop_user
         /* Changed: scan, and cache what this scan saw (its own digest). */
         skills_walk scan = { .read_files = true, .read_max = SKILLS_READ_MAX_RUN, .stop_fn = stop_fn,
                              .stop_userdata = stop_userdata };
-        r = walk_digest(root, &scan, &scanned);
+        r = walk_digest(root, &scan, dir, "scanning", &scanned, err);
         findings = scan.findings;
         skills_walk_done(&scan);
         /* A stopped scan saw part of the directory: its count is no result to keep. */
-        if (r == -ECANCELED)
-                return aisb_error_set(err, r, "stopped while scanning %s", dir);
         if (r < 0)
-                return aisb_error_set(err, r, "cannot read %s: %s", dir, strerror(-r));
+                return r;
         cache_write(path, dir, scanned, findings);
         *ret_findings = findings;
         *ret_changed = true;

@@ -1025,7 +1025,7 @@ static void expect_symlink_refused(const char *link_at)
         snprintf(link_path, sizeof link_path, "%s/%s", at("volume"), link_at);
         ck_assert_int_eq(symlink(at("victim"), link_path), 0);
         prepare_ok(p);
-        /* Moved by the home's reset, which comes first (harness-home.h), and kept there. */
+        /* Moved by the home's reset, which comes first (harness-home.c), and kept there. */
         char said[PATH_MAX];
         snprintf(said, sizeof said, "(left by an earlier run): ~/%s moved to ~/.aisb-moved/", link_at);
         ck_assert_msg(strstr(logs.text, said), "%s", logs.text);

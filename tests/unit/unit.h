@@ -37,7 +37,7 @@ static inline void unit_podman_stop(fake_podman *fp, aisb_ctx *ctx)
 }
 
 /* The home volume's inspect, answered with an empty directory of the process's own for its
- * mount point (every run opens it: harness-home.h); removed at exit while still empty. */
+ * mount point (every run opens it: harness-home.c); removed at exit while still empty. */
 static char unit_volume_dir[64];
 static inline void unit_volume_dir_remove(void)
 {
