@@ -63,10 +63,10 @@ static int gate_add_cidrs(const aisb_policy *p, char ***ret, aisb_error **err)
 {
         _cleanup_strv_free_ char **cidrs = NULL;
         for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++) {
-                _cleanup_free_ char *name = NULL, *ip = NULL, *cidr = NULL;
+                _cleanup_free_ char *name = NULL, *ip = NULL;
                 if (allowlist_parse_add_host(p->add_hosts[i], &name, &ip, err) < 0)
                         return -EINVAL;
-                if (asprintf(&cidr, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0 || strv_push(&cidrs, cidr) < 0)
+                if (strv_pushf(&cidrs, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0)
                         return error_oom(err);
         }
         *ret = steal_pointer(&cidrs);

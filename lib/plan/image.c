@@ -32,8 +32,8 @@
  * and to commit. */
 #define APT_TIDY " && apt-get clean && rm -rf /var/lib/apt/lists/*"
 
-/* The tools every sandbox has. */
-/* What an agent on any project reaches for (README lists why each). */
+/* The tools every sandbox has: what an agent on any project reaches for (README lists why
+ * each). */
 static const char *const base_packages[] = {
         "ca-certificates", "git", "curl", "jq", "build-essential", "python3", "python3-venv",
         "python3-pip", "less", "procps", "xz-utils", "ripgrep", "fd-find",
@@ -286,8 +286,6 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
         return 0;
 }
 
-/* The CA certificates of a policy as context files, names matching the COPY line; room for
- * extra more files after them. */
 static int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err)
 {
         _cleanup_close_ int fd = open(p->entrypoint, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -306,6 +304,8 @@ static int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, 
         return 0;
 }
 
+/* The CA certificates of a policy as context files, names matching the COPY line; room for
+ * extra more files after them. */
 static int context_ca_files(const aisb_policy *p, build_context *c, size_t extra)
 {
         /* + 1: never calloc(0), which may return NULL. */
@@ -377,7 +377,7 @@ static const struct {
           "gate refuses every request. aisb clean removes the sandbox left behind." },
 };
 
-int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err)
+static int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err)
 {
         _cleanup_(build_context_done) build_context c = {};
         _cleanup_free_ char *base = NULL;
@@ -498,7 +498,7 @@ static bool is_image_id(const char *s)
  * "[2/2] " stage in front when there are stages), a step's layer is taken from the cache
  * ("--> Using cache ID"), the image is written ("COMMIT ..."). Everything else is the
  * output of a step's command. */
-bool build_line_is_progress(const char *s)
+static bool build_line_is_progress(const char *s)
 {
         if (s[0] == '[') {
                 size_t n = strspn(s + 1, "0123456789/");
@@ -546,8 +546,6 @@ static int build_line(const char *line, size_t size, void *userdata)
         return 0;
 }
 
-/* The build request, whose body a dry run shows as the list of the context's files: a dry
- * run packs nothing (and loads no libarchive). */
 /* Whether a build failed because the base image's registry did not answer (what podman
  * says when it cannot pull): then the way forward is a bootstrapped base. */
 static bool registry_unreachable(const char *message)
@@ -806,7 +804,6 @@ static int context_key(const build_context *c, char **ret)
         return r < 0 ? r : sha256_hex(b.data, b.size, 64, ret);
 }
 
-
 int image_requests(const image_facts *f, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
@@ -815,11 +812,9 @@ int image_requests(const image_facts *f, char ***ret)
         const char *tag = f->tag;
         int r = podman_call_push(&v, PODMAN_IMAGE_EXISTS, tag, NULL);
         if (r >= 0 && f->suite) {
-                _cleanup_free_ char *run = NULL;
                 r = podman_call_push(&v, PODMAN_IMAGE_EXISTS, f->base, NULL);
-                if (r >= 0 && (asprintf(&run, "# run: mmdebstrap --mode=unshare --variant=apt --include=ca-certificates "
-                                              "%s TMPFILE.tar\n", f->suite) < 0 || strv_push(&v, run) < 0))
-                        r = -ENOMEM;
+                r = r < 0 ? r : strv_pushf(&v, "# run: mmdebstrap --mode=unshare --variant=apt "
+                                                "--include=ca-certificates %s TMPFILE.tar\n", f->suite);
                 r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_IMPORT, f->base, "(the mmdebstrap tar)");
         }
         /* Packed, nothing (and no libarchive loaded): the file list. */

@@ -172,7 +172,7 @@ const char *aisb_ctx_socket_path(const aisb_ctx *ctx)
         return ctx->http.socket_path;
 }
 
-int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor)
+static int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor)
 {
         unsigned major, minor;
         if (!version || sscanf(version, "%u.%u", &major, &minor) != 2)
@@ -185,36 +185,19 @@ int connect_parse_version(const char *version, unsigned *ret_major, unsigned *re
 /* Where podman itself would listen, in its order. The first entry is where a transient
  * service is started: like podman, /tmp/podman-run-UID only when the user has no runtime
  * directory at all. */
-int socket_candidates(char ***ret, uid_t uid)
+static int socket_candidates(char ***ret, uid_t uid)
 {
         _cleanup_strv_free_ char **v = NULL;
-        char *s = NULL;
         const char *runtime_dir = getenv("XDG_RUNTIME_DIR");
-        if (runtime_dir && *runtime_dir) {
-                if (asprintf(&s, "%s/podman/podman.sock", runtime_dir) < 0 || strv_push(&v, s) < 0)
-                        goto oom;
-                free(steal_pointer(&s));
-        }
-        if (asprintf(&s, "/run/user/%u", (unsigned) uid) < 0)
-                goto oom;
+        char run_user[32];
         struct stat st;
-        bool have_run_user = stat(s, &st) == 0 && S_ISDIR(st.st_mode);
-        free(steal_pointer(&s));
-        if (have_run_user) {
-                if (asprintf(&s, "/run/user/%u/podman/podman.sock", (unsigned) uid) < 0 ||
-                    strv_push(&v, s) < 0)
-                        goto oom;
-                free(steal_pointer(&s));
-        }
-        if (asprintf(&s, "/tmp/podman-run-%u/podman/podman.sock", (unsigned) uid) < 0 ||
-            strv_push(&v, s) < 0)
-                goto oom;
-        free(steal_pointer(&s));
+        snprintf(run_user, sizeof run_user, "/run/user/%u", (unsigned) uid);
+        if ((runtime_dir && *runtime_dir && strv_pushf(&v, "%s/podman/podman.sock", runtime_dir) < 0) ||
+            (stat(run_user, &st) == 0 && S_ISDIR(st.st_mode) && strv_pushf(&v, "%s/podman/podman.sock", run_user) < 0) ||
+            strv_pushf(&v, "/tmp/podman-run-%u/podman/podman.sock", (unsigned) uid) < 0)
+                return -ENOMEM;
         *ret = steal_pointer(&v);
         return 0;
-oom:
-        free(s);
-        return -ENOMEM;
 }
 
 /* 0 when the service at path answers /_ping (unversioned: any podman answers it); fills
@@ -240,9 +223,6 @@ static int ping(aisb_ctx *ctx, const char *path, aisb_error **err)
         return 0;
 }
 
-/* Why a podman that would not serve said so: the message of the last error or fatal line of
- * its log ("time=... level=error msg=\"...\"", or "Error: ..."), unquoted. NULL when the log
- * holds none. */
 /* The value of logrus field key= in line (quoted Go-style or bare), unescaped, or NULL. Only
  * a field: " key=" after a space, so text inside another field's quotes can still match,
  * which is why callers look at level= first, the field logrus writes before the message. */
