@@ -483,16 +483,9 @@ int build_parse_line(const char *line, size_t size, char **ret_stream, char **re
 typedef struct build_state {
         aisb_ctx *ctx;
         char *error;
-        char *last_id;
         char last_line[256]; /* the step's own last words explain a failed step best */
         bool no_space;        /* a full disk shows only in the step's output */
 } build_state;
-
-static bool is_image_id(const char *s)
-{
-        size_t n = strspn(s, "0123456789abcdef");
-        return n == 64 && (s[64] == '\n' || s[64] == 0);
-}
 
 /* A line of buildah's own that marks progress: a step begins ("STEP 3/9: RUN ...", with a
  * "[2/2] " stage in front when there are stages), a step's layer is taken from the cache
@@ -522,10 +515,6 @@ static int build_line(const char *line, size_t size, void *userdata)
         }
         if (!stream)
                 return 0;
-        if (is_image_id(stream)) {
-                free(st->last_id);
-                st->last_id = strndup(stream, 64);
-        }
         /* The service sends partial lines; hand the callback whole ones. */
         for (char *s = stream, *nl; s && *s; s = nl ? nl + 1 : NULL) {
                 nl = strchr(s, '\n');
@@ -583,7 +572,6 @@ static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, a
                                            st.last_line[0] ? ")" : "");
         }
         free(st.error);
-        free(st.last_id);
         if (r < 0)
                 return r;
         /* A build that streamed no error may still have left no tag (a dropped connection

@@ -34,7 +34,6 @@ struct aisb_ctx {
         long request_timeout_ms;
         aisb_event_fn event_fn;
         void *event_userdata;
-        pid_t service_pid; /* transient service we started, 0 if none */
 
         /* Cancellation (aisb_ctx_cancel): a flag any thread or a signal handler may set, and
          * an eventfd it writes so that a blocked poll() wakes. */
