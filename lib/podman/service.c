@@ -193,7 +193,8 @@ static int socket_candidates(char ***ret, uid_t uid)
         struct stat st;
         snprintf(run_user, sizeof run_user, "/run/user/%u", (unsigned) uid);
         if ((runtime_dir && *runtime_dir && strv_pushf(&v, "%s/podman/podman.sock", runtime_dir) < 0) ||
-            (stat(run_user, &st) == 0 && S_ISDIR(st.st_mode) && strv_pushf(&v, "%s/podman/podman.sock", run_user) < 0) ||
+            (stat(run_user, &st) == 0 && S_ISDIR(st.st_mode) &&
+             strv_pushf(&v, "%s/podman/podman.sock", run_user) < 0) ||
             strv_pushf(&v, "/tmp/podman-run-%u/podman/podman.sock", (unsigned) uid) < 0)
                 return -ENOMEM;
         *ret = steal_pointer(&v);
