@@ -9,11 +9,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 

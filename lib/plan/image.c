@@ -8,7 +8,6 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 

@@ -382,7 +382,7 @@ int podman_container_create(aisb_ctx *ctx, json_object *body, bool wipe, char **
 {
         http_response resp = {};
         int r;
-        _cleanup_close_ int lock = create_lock(ctx);
+        _cleanup_close_ _unused_ int lock = create_lock(ctx);
         for (int attempt = 0;; attempt++) {
                 r = post_json(ctx, podman_calls[PODMAN_CONTAINER_CREATE].before, body, wipe, &resp, err);
                 /* Podman 4.3 sometimes fails a keep-id create under concurrent starts with a
