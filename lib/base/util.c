@@ -148,7 +148,6 @@ char *buffer_steal(buffer *b)
         return d;
 }
 
-
 int parse_bool(const char *s)
 {
         static const char *const yes[] = { "1", "yes", "true", "on" };

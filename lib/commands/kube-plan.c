@@ -36,7 +36,6 @@ static void kube_label(const char *in, char *out, size_t size)
                 snprintf(out, size, "scratch");
 }
 
-
 /* What the sandbox's objects are made of, as text: the project, the network mode, the
  * allowlist and the names mapped for the gate, the variables' names, the command, the caps,
  * and the options that shape the objects. Nothing of this machine (no path of aisb's own, no

@@ -36,7 +36,6 @@ static json_object *resources(const aisb_policy *p)
                                             JSON_BUILD_PAIR_TAKE("requests", quantities(p))));
 }
 
-
 /* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
  * the ruleset the plan's network would have (ruleset_args: the gate's address, from its
  * Service's variable on a cluster, read when the init container starts; the fixed one for
