@@ -172,16 +172,6 @@ const char *aisb_ctx_socket_path(const aisb_ctx *ctx)
         return ctx->http.socket_path;
 }
 
-static int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor)
-{
-        unsigned major, minor;
-        if (!version || sscanf(version, "%u.%u", &major, &minor) != 2)
-                return -EINVAL;
-        *ret_major = major;
-        *ret_minor = minor;
-        return 0;
-}
-
 /* Where podman itself would listen, in its order. The first entry is where a transient
  * service is started: like podman, /tmp/podman-run-UID only when the user has no runtime
  * directory at all. */
@@ -455,8 +445,8 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
         if (asprintf(&uri, "unix://%s", path) < 0)
                 return error_oom(err);
         /* What the service says goes to a log beside the socket, kept for its lifetime and
-         * read back if it will not serve. */
-        /* O_APPEND: a writer still holding the old file writes at the end, not into a hole. */
+         * read back if it will not serve. O_APPEND: a writer still holding the old file
+         * writes at the end, not into a hole. */
         _cleanup_close_ int log = open(log_path,
                                        O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
                                        0600);
@@ -560,7 +550,7 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                 }
         }
         unsigned major, minor;
-        if (connect_parse_version(ctx->podman_version, &major, &minor) < 0)
+        if (!ctx->podman_version || sscanf(ctx->podman_version, "%u.%u", &major, &minor) != 2)
                 return aisb_error_set(err, -EPROTO,
                                       "the service at %s did not say its version (Libpod-Api-Version); is it podman?",
                                       ctx->http.socket_path);
