@@ -197,20 +197,16 @@ static int ping(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
         if (http_conn_set_socket(&ctx->http, path) < 0)
                 return error_oom(err);
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = http_send(&ctx->http,
                           &(http_request) { .method = "GET", .path = "/_ping", .timeout_ms = ctx->request_timeout_ms },
                           &resp, err);
         if (r < 0)
                 return r;
-        if (resp.status != 200) {
-                r = aisb_error_set(err, -EIO, "%s answered /_ping with %ld", path, resp.status);
-                http_response_done(&resp);
-                return r;
-        }
+        if (resp.status != 200)
+                return aisb_error_set(err, -EIO, "%s answered /_ping with %ld", path, resp.status);
         free(ctx->podman_version);
         ctx->podman_version = steal_pointer(&resp.api_version);
-        http_response_done(&resp);
         return 0;
 }
 
