@@ -131,7 +131,7 @@ static int print_node_layer(buffer *b, const aisb_policy *p)
  * cache, means reading all of it (measured: docs/performance.md). */
 int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         _cleanup_free_ char *base = NULL;
         int r = base_reference(p, &base);
         if (r < 0)
@@ -169,10 +169,8 @@ int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
         }
         r |= buffer_printf(&b, "COPY aisb-entrypoint " AISB_ENTRYPOINT_IN_IMAGE "\n");
         r |= buffer_printf(&b, "WORKDIR " AISB_PROJECT_DIR "\n");
-        if (r < 0) {
-                buffer_free(&b);
+        if (r < 0)
                 return error_oom(err);
-        }
         *ret_text = buffer_steal(&b);
         return 0;
 }
@@ -254,7 +252,7 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
                 if (r >= 0 && !streq(check, tag))
                         r = -ESTALE;
         }
-        buffer out = {};
+        _cleanup_(buffer_free) buffer out = {};
         struct archive *a = NULL;
         if (r >= 0) {
                 a = archive_dl.write_new();
@@ -276,10 +274,8 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
         if (r == -ESTALE)
                 return aisb_error_set(err, r, "a file of the build context changed while aisb read it "
                                               "(was aisb-entrypoint being reinstalled?); run again");
-        if (r < 0) {
-                buffer_free(&out);
+        if (r < 0)
                 return aisb_error_set(err, r, "cannot write the build context archive: %s", strerror(-r));
-        }
         *ret_size = out.size;
         *ret_tar = buffer_steal(&out);
         return 0;
