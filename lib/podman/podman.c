@@ -341,10 +341,9 @@ int podman_volume_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 static int create_lock(aisb_ctx *ctx)
 {
         _cleanup_free_ char *dir = NULL;
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         if (state_dir(NULL, &dir, &e) < 0) {
                 aisb_log(ctx, AISB_LOG_DEBUG, "creates not serialized: %s", aisb_error_message(e));
-                aisb_error_free(e);
                 return -1;
         }
         _cleanup_free_ char *path = NULL;
@@ -480,12 +479,11 @@ int podman_container_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 
 int podman_sandbox_remove(aisb_ctx *ctx, const char *id)
 {
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         int r = podman_container_remove(ctx, id, &e);
         if (r < 0)
                 aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s (\"aisb clean\" will): %s",
                          id, aisb_error_message(e));
-        aisb_error_free(e);
         return r;
 }
 

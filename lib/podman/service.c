@@ -403,10 +403,9 @@ static int service_wait(aisb_ctx *ctx, const char *path, const char *log_path, p
         for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
                 if (ctx_stopping(ctx))
                         return aisb_error_set(err, -ECANCELED, "stopped while the podman service started");
-                aisb_error *e = NULL;
+                _cleanup_error_ aisb_error *e = NULL;
                 if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
                         return 0;
-                aisb_error_free(e);
                 if (service > 0 && process_gone(service))
                         return service_failed(path, log_path, true, err);
                 nanosleep(&delay, NULL);
@@ -431,10 +430,9 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                         return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path,
                                               strerror(errno));
         /* Someone else may have started it while we waited for the lock. */
-        aisb_error *ignored = NULL;
+        _cleanup_error_ aisb_error *ignored = NULL;
         if (ping(ctx, path, &ignored) == 0)
                 return 0;
-        aisb_error_free(ignored);
 
         aisb_log(ctx, AISB_LOG_INFO, "starting a transient podman service on %s", path);
         _cleanup_free_ char *uri = NULL;
@@ -534,9 +532,8 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                                                          candidates[i], why);
                                         continue;
                                 }
-                                aisb_error *e = NULL;
+                                _cleanup_error_ aisb_error *e = NULL;
                                 r = ping(ctx, candidates[i], &e);
-                                aisb_error_free(e);
                         }
                         if (r < 0) {
                                 r = start_service(ctx, candidates[0], err);
