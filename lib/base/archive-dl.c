@@ -31,7 +31,6 @@ static void load(void)
                 SYM(write_data, archive_write_data),
                 SYM(write_close, archive_write_close),
                 SYM(write_free, archive_write_free),
-                SYM(error_string, archive_error_string),
                 SYM(entry_new, archive_entry_new),
                 SYM(entry_free, archive_entry_free),
                 SYM(entry_set_pathname, archive_entry_set_pathname),

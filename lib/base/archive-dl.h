@@ -16,7 +16,6 @@ struct archive_syms {
         la_ssize_t (*write_data)(struct archive *, const void *, size_t);
         int (*write_close)(struct archive *);
         int (*write_free)(struct archive *);
-        const char *(*error_string)(struct archive *);
         struct archive_entry *(*entry_new)(void);
         void (*entry_free)(struct archive_entry *);
         void (*entry_set_pathname)(struct archive_entry *, const char *);

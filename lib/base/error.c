@@ -29,9 +29,7 @@ __attribute__((format(printf, 1, 0)))
 static char *vformat(const char *fmt, va_list ap)
 {
         char *s = NULL;
-        if (vasprintf(&s, fmt, ap) < 0)
-                return NULL;
-        return s;
+        return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
 }
 
 int aisb_error_set(aisb_error **err, int code, const char *fmt, ...)
@@ -60,19 +58,14 @@ int aisb_error_wrap(aisb_error **err, int code, const char *fmt, ...)
 {
         if (!err)
                 return code < 0 ? code : -EIO;
-        if (!*err) {
-                /* Nothing to wrap: the prefix is all we know. */
-                va_list ap;
-                va_start(ap, fmt);
-                _cleanup_free_ char *prefix = vformat(fmt, ap);
-                va_end(ap);
-                return aisb_error_set(err, code, "%s: %s", prefix ? prefix : "error",
-                                      strerror(code < 0 ? -code : EIO));
-        }
         va_list ap;
         va_start(ap, fmt);
         _cleanup_free_ char *prefix = vformat(fmt, ap);
         va_end(ap);
+        /* Nothing to wrap: the prefix is all we know. */
+        if (!*err)
+                return aisb_error_set(err, code, "%s: %s", prefix ? prefix : "error",
+                                      strerror(code < 0 ? -code : EIO));
         char *joined = NULL;
         if (*err != &no_memory && prefix && asprintf(&joined, "%s: %s", prefix, (*err)->message) >= 0) {
                 free((*err)->message);

@@ -8,27 +8,20 @@
 
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size)
 {
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         char chunk[8192];
         for (;;) {
                 ssize_t n = read(fd, chunk, sizeof chunk);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int r = -errno;
-                        buffer_free(&b);
-                        return r;
-                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
                 if (n == 0)
                         break;
-                if (b.size + (size_t) n > max) {
-                        buffer_free(&b);
+                if (b.size + (size_t) n > max)
                         return -EFBIG;
-                }
-                if (buffer_append(&b, chunk, (size_t) n) < 0) {
-                        buffer_free(&b);
+                if (buffer_append(&b, chunk, (size_t) n) < 0)
                         return -ENOMEM;
-                }
         }
         if (ret_size)
                 *ret_size = b.size;
@@ -83,7 +76,6 @@ int read_lines(int fd, size_t max, size_t line_max, int (*fn)(char *line, void *
         }
 }
 
-/* Open (creating) dir/sub/... one component at a time, never following a symlink. */
 int open_dir_nofollow(int dirfd, const char *path, bool create)
 {
         _cleanup_free_ char *copy = strdup(path);

@@ -280,12 +280,10 @@ int json_text_safe(const char *text, char **ret)
                         r = buffer_append(&b, s + i, n);
                 i += n;
         }
-        if (r >= 0 && !b.data)
-                r = buffer_append(&b, "", 0);
         if (r < 0)
                 return r;
-        *ret = buffer_steal(&b);
-        return 0;
+        *ret = buffer_steal(&b); /* "" for an empty text */
+        return *ret ? 0 : -ENOMEM;
 }
 
 bool json_text_is(json_object *o, const char *text)

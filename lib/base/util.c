@@ -63,6 +63,16 @@ int strv_push(char ***v, const char *s)
         return 0;
 }
 
+int strv_pushf(char ***v, const char *fmt, ...)
+{
+        _cleanup_free_ char *s = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return r < 0 ? -ENOMEM : strv_push(v, s);
+}
+
 static int compare_strings(const void *a, const void *b)
 {
         return strcmp(*(char *const *) a, *(char *const *) b);
@@ -137,7 +147,6 @@ char *buffer_steal(buffer *b)
         *b = (buffer) {};
         return d;
 }
-
 
 int parse_bool(const char *s)
 {

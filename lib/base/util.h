@@ -74,6 +74,7 @@ char **strv_copy(const char *const *v);
 size_t strv_length(const char *const *v);
 bool strv_contains(const char *const *v, const char *s);
 int strv_push(char ***v, const char *s); /* copies s; -ENOMEM */
+int strv_pushf(char ***v, const char *fmt, ...) _printf_(2, 3);
 void strv_free(char **v);
 /* In strcmp order, in place. */
 void strv_sort(char **v);

@@ -9,11 +9,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 
@@ -216,14 +214,13 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
 {
         if (!p->project)
                 return;
-        aisb_error *home = NULL;
+        _cleanup_error_ aisb_error *home = NULL;
         if (project_check_home(p->project, &home) < 0) {
                 report(d, "project", AISB_CHECK_WARN, aisb_error_message(home), NULL);
-                aisb_error_free(home);
                 return;
         }
         aisb_policy *q = NULL;
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         run_capture out = { .max = DOCTOR_OUTPUT_MAX };
         static const char *const git[] = { "git", "--no-optional-locks", "-C", AISB_PROJECT_DIR,
                                            "status", "--porcelain", NULL };
@@ -263,7 +260,6 @@ static void check_project(aisb_ctx *ctx, doctor *d, const aisb_policy *p, int de
         else
                 report(d, "project", AISB_CHECK_OK, "git work tree is clean", NULL);
 out:
-        aisb_error_free(e);
         buffer_free(&out.b);
         aisb_policy_free(q);
 }
@@ -360,14 +356,13 @@ static void check_skills(doctor *d, const aisb_policy *p)
         const char *why = NULL;
         unsigned long findings = 0;
         bool changed = false;
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         char detail[PATH_MAX + 160];
         if (harness_agents_dir(p, &dir, &why) < 0 || !dir) {
                 snprintf(detail, sizeof detail, "no agents directory is mounted (%s)", why ? why : "out of memory");
                 report(d, "skills", AISB_CHECK_OK, detail, NULL);
         } else if (skills_check_cached(dir, &findings, &changed, &e) < 0) {
                 report(d, "skills", AISB_CHECK_WARN, aisb_error_message(e), "run \"aisb skill-lint\"");
-                aisb_error_free(e);
         } else if (findings == 0) {
                 snprintf(detail, sizeof detail, "%s: no credential found in its files", dir);
                 report(d, "skills", AISB_CHECK_OK, detail, NULL);
@@ -387,14 +382,13 @@ int aisb_doctor(aisb_ctx *ctx, const aisb_policy *p, unsigned flags, aisb_doctor
                 return aisb_error_set(err, -EINVAL, "aisb_doctor: unknown flags 0x%x", flags);
         bool deep = flags & AISB_DOCTOR_DEEP;
         doctor d = { .fn = fn, .userdata = userdata };
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         if (aisb_ctx_connect(ctx, &e) < 0) {
                 const char *m = aisb_error_message(e);
                 report(&d, "podman", AISB_CHECK_FAIL, m,
                        strstr(m, "system migrate")
                                ? "run \"podman system migrate\": containers of yours were killed without podman knowing"
                                : "install podman 4.3 or newer; \"podman info\" must work as you");
-                aisb_error_free(e);
                 return d.failures;
         }
         char detail[256];

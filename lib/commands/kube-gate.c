@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aisb kube's gate (kube-gate.h): squid alone and unprivileged in a pod of its own, since a
+ * aisb kube's gate: squid alone and unprivileged in a pod of its own, since a
  * NetworkPolicy applies per pod, configured by the local gate's generator. On a cluster its
  * NetworkPolicy lets in only its sandboxes and lets out the allowed ports, minus the private,
  * link-local and metadata ranges, with DNS only at the cluster's resolver. podman takes no
- * Service and enforces no NetworkPolicy: there the gate has a fixed address (kube-plan.h).
+ * Service and enforces no NetworkPolicy: there the gate has a fixed address (kube.h).
  */
 #include "allowlist.h"
 #include "gate-squid.h"
 #include "jsonutil.h"
-#include "kube-gate.h"
-#include "kube-objects.h"
+#include "kube.h"
 
 #define KUBE_GATE_UID 13 /* Debian's "proxy" user, whom squid's files belong to */
 
@@ -64,10 +63,10 @@ static int gate_add_cidrs(const aisb_policy *p, char ***ret, aisb_error **err)
 {
         _cleanup_strv_free_ char **cidrs = NULL;
         for (size_t i = 0; p->add_hosts && p->add_hosts[i]; i++) {
-                _cleanup_free_ char *name = NULL, *ip = NULL, *cidr = NULL;
+                _cleanup_free_ char *name = NULL, *ip = NULL;
                 if (allowlist_parse_add_host(p->add_hosts[i], &name, &ip, err) < 0)
                         return -EINVAL;
-                if (asprintf(&cidr, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0 || strv_push(&cidrs, cidr) < 0)
+                if (strv_pushf(&cidrs, "%s/%u", ip, strchr(ip, ':') ? 128 : 32) < 0)
                         return error_oom(err);
         }
         *ret = steal_pointer(&cidrs);

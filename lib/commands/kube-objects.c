@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pieces of Kubernetes objects that aisb kube's gate and sandbox share (kube-objects.h),
+ * The pieces of Kubernetes objects that aisb kube's gate and sandbox share,
  * built with json-c: what the "restricted" Pod Security Standard asks of a pod and more, and
  * the NetworkPolicy rules both pods' policies are made of.
  */
 #include "jsonutil.h"
-#include "kube-objects.h"
+#include "kube.h"
 
 /* aisb's labels: key=value, and gate_client's (a gate's hash) unless NULL. */
 json_object *kube_labels(const char *key, const char *value, const char *gate_client)

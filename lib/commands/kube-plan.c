@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aisb kube's plan (kube-plan.h): plan_gather and plan_build of the same policy as a run, with
+ * aisb kube's plan: plan_gather and plan_build of the same policy as a run, with
  * a cluster's facts where they are not this machine's, the objects' names, and the harness's
  * bridged files; and the refusals, each in one line, of what the policy or the plan has that a
  * cluster cannot (kube_check_policy, kube_check_plan). The bridged files are written in a
@@ -15,7 +15,7 @@
 #include "gate-squid.h"
 #include "harness.h"
 #include "jsonutil.h"
-#include "kube-plan.h"
+#include "kube.h"
 #include "service.h"
 #include "tree-walk.h"
 
@@ -35,7 +35,6 @@ static void kube_label(const char *in, char *out, size_t size)
         if (n == 0)
                 snprintf(out, size, "scratch");
 }
-
 
 /* What the sandbox's objects are made of, as text: the project, the network mode, the
  * allowlist and the names mapped for the gate, the variables' names, the command, the caps,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aisb kube's sandbox (kube-pod.h): the plan's create body rendered as a pod. Its variables,
+ * aisb kube's sandbox: the plan's create body rendered as a pod. Its variables,
  * the entrypoint's argv and command, its mounts (the project, the settings' and the bridged
  * files' ConfigMaps, scratch directories, on one machine the protected paths and the host's
  * directories) come from the plan; a mount a pod has no counterpart for is refused, never left
@@ -11,8 +11,7 @@
 #include <limits.h>
 
 #include "jsonutil.h"
-#include "kube-objects.h"
-#include "kube-pod.h"
+#include "kube.h"
 
 /* The sandbox's, and for a client of the gate the label its NetworkPolicy admits. */
 static json_object *sandbox_labels(const kube_names *n, bool gate)
@@ -36,7 +35,6 @@ static json_object *resources(const aisb_policy *p)
         return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_TAKE("limits", quantities(p)),
                                             JSON_BUILD_PAIR_TAKE("requests", quantities(p))));
 }
-
 
 /* --netfilter init: the same entrypoint, as root with NET_ADMIN alone, installs and verifies
  * the ruleset the plan's network would have (ruleset_args: the gate's address, from its

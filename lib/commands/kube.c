@@ -30,8 +30,6 @@
  */
 #include "image.h"
 #include "jsonutil.h"
-#include "kube-gate.h"
-#include "kube-pod.h"
 #include "kube.h"
 #include "podman.h"
 #include "service.h"

@@ -264,13 +264,12 @@ static int clean_layer(int top, int dir, const run_info *info, void *userdata)
         if (k->dry)
                 return 0;
         char aside[NAME_MAX + 1];
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         if (snprintf(aside, sizeof aside, ".removing-%s", info->run) < (int) sizeof aside &&
             renameat(top, info->run, top, aside) == 0 && runs_remove_aside(k->ctx, top, aside, &e) < 0) {
                 aisb_log(k->ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
                 k->failed++;
         }
-        aisb_error_free(e);
         return 0;
 }
 
@@ -414,10 +413,9 @@ static void tell_and_remove(cleaning *c, const char *kind, const char *name,
         tell(c, kind, name);
         if (c->dry)
                 return;
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         if (remove(c->ctx, name, &e) < 0)
                 aisb_log(c->ctx, AISB_LOG_WARNING, "%s", aisb_error_message(e));
-        aisb_error_free(e);
 }
 
 static void tell_state(const char *dir, void *userdata)

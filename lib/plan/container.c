@@ -16,13 +16,10 @@ const char *const container_cap_drop[] = { "ALL", NULL };
 json_object *container_mount(const char *type, const char *source, const char *destination,
                              const char *const *options)
 {
-        json_object *m = NULL;
-        return json_build(&m, JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("type", type),
-                                                JSON_BUILD_PAIR_STRING("source", source),
-                                                JSON_BUILD_PAIR_STRING("destination", destination),
-                                                JSON_BUILD_PAIR_STRV("options", options))) < 0
-                       ? NULL
-                       : m;
+        return json_built(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("type", type),
+                                            JSON_BUILD_PAIR_STRING("source", source),
+                                            JSON_BUILD_PAIR_STRING("destination", destination),
+                                            JSON_BUILD_PAIR_STRV("options", options)));
 }
 
 static json_object *bind_mount(const char *source, const char *destination, const char *const *options)
@@ -115,11 +112,9 @@ static json_object *review_volumes(const container_spec *spec)
         if (asprintf(&upper, "upperdir=%s", rm->review_upper) < 0 || asprintf(&work, "workdir=%s", rm->review_work) < 0)
                 return NULL;
         const char *const options[] = { upper, work, NULL };
-        json_object *v = NULL;
-        return json_build(&v, JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(
-                                      JSON_BUILD_PAIR_STRING("source", spec->policy->project),
-                                      JSON_BUILD_PAIR_STRING("destination", AISB_PROJECT_DIR),
-                                      JSON_BUILD_PAIR_STRV("options", options)))) < 0 ? NULL : v;
+        return json_built(JSON_BUILD_ARRAY(JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRING("source", spec->policy->project),
+                                                             JSON_BUILD_PAIR_STRING("destination", AISB_PROJECT_DIR),
+                                                             JSON_BUILD_PAIR_STRV("options", options))));
 }
 
 static json_object *mounts_array(const container_spec *spec)
@@ -162,11 +157,8 @@ static json_object *network_options(const sandbox_network *net)
         static const char *const slirp[] = { "allow_host_loopback=true", NULL };
         static const char *const pasta[] = { "--map-host-loopback", SANDBOX_HOST_LOOPBACK, NULL };
         bool is_pasta = net->backend && net->backend->id == NETWORK_BACKEND_PASTA;
-        json_object *o = NULL;
-        return json_build(&o, JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRV(is_pasta ? "pasta" : "slirp4netns",
-                                                                     is_pasta ? pasta : slirp))) < 0
-                       ? NULL
-                       : o;
+        return json_built(
+                JSON_BUILD_OBJECT(JSON_BUILD_PAIR_STRV(is_pasta ? "pasta" : "slirp4netns", is_pasta ? pasta : slirp)));
 }
 
 static int labels_object(const container_spec *spec, json_object **ret)

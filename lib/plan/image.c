@@ -8,7 +8,6 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -32,8 +31,8 @@
  * and to commit. */
 #define APT_TIDY " && apt-get clean && rm -rf /var/lib/apt/lists/*"
 
-/* The tools every sandbox has. */
-/* What an agent on any project reaches for (README lists why each). */
+/* The tools every sandbox has: what an agent on any project reaches for (README lists why
+ * each). */
 static const char *const base_packages[] = {
         "ca-certificates", "git", "curl", "jq", "build-essential", "python3", "python3-venv",
         "python3-pip", "less", "procps", "xz-utils", "ripgrep", "fd-find",
@@ -132,7 +131,7 @@ static int print_node_layer(buffer *b, const aisb_policy *p)
  * cache, means reading all of it (measured: docs/performance.md). */
 int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
 {
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         _cleanup_free_ char *base = NULL;
         int r = base_reference(p, &base);
         if (r < 0)
@@ -170,10 +169,8 @@ int image_containerfile(const aisb_policy *p, char **ret_text, aisb_error **err)
         }
         r |= buffer_printf(&b, "COPY aisb-entrypoint " AISB_ENTRYPOINT_IN_IMAGE "\n");
         r |= buffer_printf(&b, "WORKDIR " AISB_PROJECT_DIR "\n");
-        if (r < 0) {
-                buffer_free(&b);
+        if (r < 0)
                 return error_oom(err);
-        }
         *ret_text = buffer_steal(&b);
         return 0;
 }
@@ -255,7 +252,7 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
                 if (r >= 0 && !streq(check, tag))
                         r = -ESTALE;
         }
-        buffer out = {};
+        _cleanup_(buffer_free) buffer out = {};
         struct archive *a = NULL;
         if (r >= 0) {
                 a = archive_dl.write_new();
@@ -277,17 +274,13 @@ int image_pack(const build_context *c, const char *tag, void **ret_tar, size_t *
         if (r == -ESTALE)
                 return aisb_error_set(err, r, "a file of the build context changed while aisb read it "
                                               "(was aisb-entrypoint being reinstalled?); run again");
-        if (r < 0) {
-                buffer_free(&out);
+        if (r < 0)
                 return aisb_error_set(err, r, "cannot write the build context archive: %s", strerror(-r));
-        }
         *ret_size = out.size;
         *ret_tar = buffer_steal(&out);
         return 0;
 }
 
-/* The CA certificates of a policy as context files, names matching the COPY line; room for
- * extra more files after them. */
 static int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, aisb_error **err)
 {
         _cleanup_close_ int fd = open(p->entrypoint, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -306,6 +299,8 @@ static int entrypoint_open(const aisb_policy *p, int *ret_fd, size_t *ret_size, 
         return 0;
 }
 
+/* The CA certificates of a policy as context files, names matching the COPY line; room for
+ * extra more files after them. */
 static int context_ca_files(const aisb_policy *p, build_context *c, size_t extra)
 {
         /* + 1: never calloc(0), which may return NULL. */
@@ -377,7 +372,7 @@ static const struct {
           "gate refuses every request. aisb clean removes the sandbox left behind." },
 };
 
-int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err)
+static int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err)
 {
         _cleanup_(build_context_done) build_context c = {};
         _cleanup_free_ char *base = NULL;
@@ -483,22 +478,15 @@ int build_parse_line(const char *line, size_t size, char **ret_stream, char **re
 typedef struct build_state {
         aisb_ctx *ctx;
         char *error;
-        char *last_id;
         char last_line[256]; /* the step's own last words explain a failed step best */
         bool no_space;        /* a full disk shows only in the step's output */
 } build_state;
-
-static bool is_image_id(const char *s)
-{
-        size_t n = strspn(s, "0123456789abcdef");
-        return n == 64 && (s[64] == '\n' || s[64] == 0);
-}
 
 /* A line of buildah's own that marks progress: a step begins ("STEP 3/9: RUN ...", with a
  * "[2/2] " stage in front when there are stages), a step's layer is taken from the cache
  * ("--> Using cache ID"), the image is written ("COMMIT ..."). Everything else is the
  * output of a step's command. */
-bool build_line_is_progress(const char *s)
+static bool build_line_is_progress(const char *s)
 {
         if (s[0] == '[') {
                 size_t n = strspn(s + 1, "0123456789/");
@@ -522,10 +510,6 @@ static int build_line(const char *line, size_t size, void *userdata)
         }
         if (!stream)
                 return 0;
-        if (is_image_id(stream)) {
-                free(st->last_id);
-                st->last_id = strndup(stream, 64);
-        }
         /* The service sends partial lines; hand the callback whole ones. */
         for (char *s = stream, *nl; s && *s; s = nl ? nl + 1 : NULL) {
                 nl = strchr(s, '\n');
@@ -546,8 +530,6 @@ static int build_line(const char *line, size_t size, void *userdata)
         return 0;
 }
 
-/* The build request, whose body a dry run shows as the list of the context's files: a dry
- * run packs nothing (and loads no libarchive). */
 /* Whether a build failed because the base image's registry did not answer (what podman
  * says when it cannot pull): then the way forward is a bootstrapped base. */
 static bool registry_unreachable(const char *message)
@@ -585,7 +567,6 @@ static int build_image(aisb_ctx *ctx, const char *tag, const build_context *c, a
                                            st.last_line[0] ? ")" : "");
         }
         free(st.error);
-        free(st.last_id);
         if (r < 0)
                 return r;
         /* A build that streamed no error may still have left no tag (a dropped connection
@@ -806,7 +787,6 @@ static int context_key(const build_context *c, char **ret)
         return r < 0 ? r : sha256_hex(b.data, b.size, 64, ret);
 }
 
-
 int image_requests(const image_facts *f, char ***ret)
 {
         _cleanup_strv_free_ char **v = NULL;
@@ -815,11 +795,9 @@ int image_requests(const image_facts *f, char ***ret)
         const char *tag = f->tag;
         int r = podman_call_push(&v, PODMAN_IMAGE_EXISTS, tag, NULL);
         if (r >= 0 && f->suite) {
-                _cleanup_free_ char *run = NULL;
                 r = podman_call_push(&v, PODMAN_IMAGE_EXISTS, f->base, NULL);
-                if (r >= 0 && (asprintf(&run, "# run: mmdebstrap --mode=unshare --variant=apt --include=ca-certificates "
-                                              "%s TMPFILE.tar\n", f->suite) < 0 || strv_push(&v, run) < 0))
-                        r = -ENOMEM;
+                r = r < 0 ? r : strv_pushf(&v, "# run: mmdebstrap --mode=unshare --variant=apt "
+                                                "--include=ca-certificates %s TMPFILE.tar\n", f->suite);
                 r = r < 0 ? r : podman_call_push(&v, PODMAN_IMAGE_IMPORT, f->base, "(the mmdebstrap tar)");
         }
         /* Packed, nothing (and no libarchive loaded): the file list. */

@@ -32,7 +32,6 @@ typedef struct build_context {
 } build_context;
 void build_context_done(build_context *c);
 int image_context(const aisb_policy *p, build_context *ret, aisb_error **err);
-int image_gate_context(const aisb_policy *p, build_context *ret, aisb_error **err);
 /* repo:<SHA-256 of the entries, truncated>: what names the image. */
 int image_context_tag(const char *repo, const build_context *c, char **ret_tag);
 /* The deterministic tar podman builds from (libarchive, loaded on first use). With a tag,
@@ -68,6 +67,3 @@ int image_apply(aisb_ctx *ctx, const image_facts *f, int *ret_built, aisb_error 
 /* One NDJSON line of a build's answer: its "stream" text or its error. -EBADMSG when the
  * line is not a JSON object. */
 int build_parse_line(const char *line, size_t size, char **ret_stream, char **ret_error);
-/* Whether a line of build output is buildah's progress (a step, a cached layer, the commit)
- * rather than a step's command's output. */
-bool build_line_is_progress(const char *line);

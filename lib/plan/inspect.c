@@ -114,17 +114,14 @@ int aisb_policy_inspect(const aisb_policy *p, char **ret_text, aisb_error **err)
         _cleanup_(plan_facts_done) plan_facts f = {};
         _cleanup_(run_plan_done) run_plan plan = {};
         /* A policy a run would refuse is still shown, with why. */
-        aisb_error *refused = NULL;
+        _cleanup_error_ aisb_error *refused = NULL;
         r = inspect_plan(p, tag, false, &f, &plan, &refused);
-        if (r == -ENOMEM) {
-                aisb_error_free(refused);
+        if (r == -ENOMEM)
                 return error_oom(err);
-        }
         _cleanup_(buffer_free) buffer b = {};
         r = buffer_printf(&b, "%s", policy);
         if (refused)
                 r = r < 0 ? r : buffer_printf(&b, "refused=%s\n", aisb_error_message(refused));
-        aisb_error_free(refused);
         _cleanup_free_ char *agents = NULL;
         if (harness_agents_dir(p, &agents, NULL) < 0 || !agents)
                 r = r < 0 ? r : buffer_printf(&b, "agents=none\n");

@@ -8,11 +8,9 @@
  * network_gather() does the reading and resolving, network_plan() the rest, purely.
  */
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include "gate-squid.h"
 #include "network.h"
@@ -37,10 +35,11 @@ void network_inputs_done(network_inputs *in)
         *in = (network_inputs) {};
 }
 
-static int push_allow(char ***args, const char *dest)
+/* An option of the entrypoint's and its value. */
+static int push_option(char ***args, const char *option, const char *value)
 {
-        int r = strv_push(args, "--allow");
-        return r < 0 ? r : strv_push(args, dest);
+        int r = strv_push(args, option);
+        return r < 0 ? r : strv_push(args, value);
 }
 
 static int push_address_entries(sandbox_network *n, const allowlist *l)
@@ -50,7 +49,7 @@ static int push_address_entries(sandbox_network *n, const allowlist *l)
                         continue;
                 _cleanup_free_ char *arg = NULL;
                 int r = allowlist_entrypoint_arg(&l->entries[i], &arg);
-                if (r < 0 || (r = push_allow(&n->entrypoint_args, arg)) < 0)
+                if (r < 0 || (r = push_option(&n->entrypoint_args, "--allow", arg)) < 0)
                         return r;
         }
         return 0;
@@ -60,12 +59,7 @@ static int push_address_entries(sandbox_network *n, const allowlist *l)
 static bool host_own_address(const char *ip)
 {
         _cleanup_strv_free_ char **own = NULL;
-        if (host_own_addresses(&own) < 0)
-                return false;
-        for (size_t i = 0; own && own[i]; i++)
-                if (streq(own[i], ip))
-                        return true;
-        return false;
+        return host_own_addresses(&own) >= 0 && strv_contains((const char *const *) own, ip);
 }
 
 /* --no-gate: each name resolved here, now, to be pinned as address rules. A name is no way
@@ -124,10 +118,7 @@ static int pin_domains(const allowlist *l, bool insecure_allow_host_ranges, char
                                         break;
                                 }
                                 /* getaddrinfo repeats addresses per protocol: once is enough. */
-                                bool seen = false;
-                                for (size_t j = 0; *pinned && (*pinned)[j]; j++)
-                                        seen |= streq((*pinned)[j], dest);
-                                if (!seen && strv_push(pinned, dest) < 0)
+                                if (!strv_contains((const char *const *) *pinned, dest) && strv_push(pinned, dest) < 0)
                                         r = error_oom(err);
                         }
                 }
@@ -227,14 +218,13 @@ static int proxy_through(sandbox_network *n, const char *host, unsigned port, co
 
 static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_network *n, aisb_error **err)
 {
-        int r = strv_push(&n->entrypoint_args, "--net");
-        r = r < 0 ? r : strv_push(&n->entrypoint_args, "allow");
+        int r = push_option(&n->entrypoint_args, "--net", "allow");
         if (r >= 0 && p->proxy) {
                 n->host_loopback = in->proxy_loopback;
                 _cleanup_free_ char *dest = NULL;
                 if (asprintf(&dest, "%s:%u", in->proxy_host, in->proxy_port) < 0)
                         return -ENOMEM;
-                r = push_allow(&n->entrypoint_args, dest);
+                r = push_option(&n->entrypoint_args, "--allow", dest);
                 r = r < 0 ? r : push_address_entries(n, &in->list);
                 return r < 0 ? r : proxy_through(n, in->proxy_host, in->proxy_port, NULL);
         }
@@ -246,7 +236,7 @@ static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_ne
                                       "(or ~/.config/ai-sandbox/allow), or choose --net none");
         if (p->no_gate) {
                 for (size_t i = 0; r >= 0 && in->pinned && in->pinned[i]; i++)
-                        r = push_allow(&n->entrypoint_args, in->pinned[i]);
+                        r = push_option(&n->entrypoint_args, "--allow", in->pinned[i]);
                 r = r < 0 ? r : push_address_entries(n, &in->list);
                 return r < 0 ? r : strv_push(&n->entrypoint_args, "--allow-dns");
         }
@@ -255,8 +245,7 @@ static int plan_allow(const aisb_policy *p, const network_inputs *in, sandbox_ne
                 _cleanup_free_ char *dest = NULL;
                 if (asprintf(&dest, "%s:%u", in->gate_address ? in->gate_address : SANDBOX_HOST_LOOPBACK,
                              in->gate_port) < 0 ||
-                    strv_push(&n->entrypoint_args, in->gate_address_env ? "--allow-env" : "--allow") < 0 ||
-                    strv_push(&n->entrypoint_args, dest) < 0 ||
+                    push_option(&n->entrypoint_args, in->gate_address_env ? "--allow-env" : "--allow", dest) < 0 ||
                     proxy_through(n, in->gate_host ? in->gate_host : SANDBOX_HOST_LOOPBACK, in->gate_port,
                                   in->gate_key) < 0)
                         return -ENOMEM;
@@ -269,23 +258,18 @@ int network_plan(const aisb_policy *p, const network_backend *backend, const net
 {
         _cleanup_(sandbox_network_done) sandbox_network n = { .nsmode = "none" };
         int r;
-        if (p->net == SANDBOX_NET_NONE) {
-                r = strv_push(&n.entrypoint_args, "--net");
-                r = r < 0 ? r : strv_push(&n.entrypoint_args, "none");
-        } else {
+        if (p->net == SANDBOX_NET_NONE)
+                r = push_option(&n.entrypoint_args, "--net", "none");
+        else {
                 n.backend = backend;
                 n.nsmode = backend->name;
-                if (p->net == SANDBOX_NET_FULL) {
-                        r = strv_push(&n.entrypoint_args, "--net");
-                        r = r < 0 ? r : strv_push(&n.entrypoint_args, "full");
-                } else
-                        r = plan_allow(p, in, &n, err);
+                r = p->net == SANDBOX_NET_FULL ? push_option(&n.entrypoint_args, "--net", "full")
+                                               : plan_allow(p, in, &n, err);
         }
         if (r >= 0 && in->external) {
                 n.ruleset_args = steal_pointer(&n.entrypoint_args);
                 n.host_loopback = false;
-                r = strv_push(&n.entrypoint_args, "--net");
-                r = r < 0 ? r : strv_push(&n.entrypoint_args, "external");
+                r = push_option(&n.entrypoint_args, "--net", "external");
         }
         if (r == -ENOMEM)
                 return error_oom(err);

@@ -27,8 +27,8 @@ static json_object *env_names(const aisb_policy *p)
 int session_log_append(const aisb_policy *p, const plan_facts *f, const run_plan *plan, int exit_code,
                        const egress_summary *egress)
 {
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        if (state_dir(NULL, &dir, NULL) < 0 || asprintf(&path, "%s/" SESSION_LOG, dir) < 0)
+        _cleanup_free_ char *path = NULL;
+        if (aisb_session_log_path(&path, NULL) < 0)
                 return -ENOMEM;
         _cleanup_json_ json_object *o = NULL;
         int r = json_build(&o, JSON_BUILD_OBJECT(

@@ -203,31 +203,25 @@ int http_send(http_conn *conn, const http_request *req, http_response *ret, aisb
                         st.callback_error = r;
         }
         buffer_free(&st.pending);
-        if (st.callback_error) {
+        int r = 0;
+        if (st.callback_error)
+                r = aisb_error_set(err, st.callback_error, "%s %s: %s", req->method, req->path,
+                                   strerror(-st.callback_error));
+        else if (cr == CURLE_ABORTED_BY_CALLBACK)
+                r = aisb_error_set(err, -ECANCELED, "%s %s: stopped", req->method, req->path);
+        else if (cr == CURLE_OPERATION_TIMEDOUT)
+                r = aisb_error_set(err, -ETIMEDOUT,
+                                   "%s %s: the podman service at %s did not answer in time (%s): is it hung? "
+                                   "\"podman info\" tells",
+                                   req->method, req->path, conn->socket_path, curl_easy_strerror(cr));
+        else if (cr != CURLE_OK)
+                r = aisb_error_set(err, cr == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
+                                   "%s %s: podman service at %s: %s", req->method, req->path, conn->socket_path,
+                                   curl_easy_strerror(cr));
+        if (r < 0) {
                 buffer_free(&st.body);
                 free(st.api_version);
-                return aisb_error_set(err, st.callback_error, "%s %s: %s", req->method, req->path,
-                                      strerror(-st.callback_error));
-        }
-        if (cr == CURLE_ABORTED_BY_CALLBACK) {
-                buffer_free(&st.body);
-                free(st.api_version);
-                return aisb_error_set(err, -ECANCELED, "%s %s: stopped", req->method, req->path);
-        }
-        if (cr == CURLE_OPERATION_TIMEDOUT) {
-                buffer_free(&st.body);
-                free(st.api_version);
-                return aisb_error_set(err, -ETIMEDOUT,
-                                      "%s %s: the podman service at %s did not answer in time (%s): is it hung? "
-                                      "\"podman info\" tells",
-                                      req->method, req->path, conn->socket_path, curl_easy_strerror(cr));
-        }
-        if (cr != CURLE_OK) {
-                buffer_free(&st.body);
-                free(st.api_version);
-                int code = cr == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
-                return aisb_error_set(err, code, "%s %s: podman service at %s: %s", req->method,
-                                      req->path, conn->socket_path, curl_easy_strerror(cr));
+                return r;
         }
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -260,7 +254,7 @@ void http_stream_done(http_stream *s)
 int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(const char *body),
                 http_stream *ret, aisb_error **err)
 {
-        http_stream s = HTTP_STREAM_NULL;
+        _cleanup_(http_stream_done) http_stream s = HTTP_STREAM_NULL;
         s.curl = curl_easy_init();
         if (!s.curl)
                 return aisb_error_set(err, -ENOMEM, "cannot initialise libcurl");
@@ -273,11 +267,9 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
         curl_socket_t sock = CURL_SOCKET_BAD;
         if (cr == CURLE_OK)
                 cr = curl_easy_getinfo(s.curl, CURLINFO_ACTIVESOCKET, &sock);
-        if (cr != CURLE_OK || sock == CURL_SOCKET_BAD) {
-                http_stream_done(&s);
+        if (cr != CURLE_OK || sock == CURL_SOCKET_BAD)
                 return aisb_error_set(err, -ECONNREFUSED, "attach: cannot connect to %s: %s",
                                       conn->socket_path, curl_easy_strerror(cr));
-        }
         s.fd = (int) sock;
 
         _cleanup_free_ char *head = NULL;
@@ -285,10 +277,8 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
                          "POST %s HTTP/1.1\r\nHost: d\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
                          "Content-Length: 0\r\n\r\n",
                          path);
-        if (n < 0) {
-                http_stream_done(&s);
+        if (n < 0)
                 return error_oom(err);
-        }
         for (size_t sent = 0; sent < (size_t) n;) {
                 size_t w = 0;
                 cr = curl_easy_send(s.curl, head + sent, (size_t) n - sent, &w);
@@ -296,16 +286,14 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
                         (void) wait_socket(s.fd, POLLOUT, 5000);
                         continue;
                 }
-                if (cr != CURLE_OK) {
-                        http_stream_done(&s);
+                if (cr != CURLE_OK)
                         return aisb_error_set(err, -EIO, "attach: sending the request: %s",
                                               curl_easy_strerror(cr));
-                }
                 sent += w;
         }
 
         /* Read up to the end of the response head; anything after it is stream data. */
-        buffer in = {};
+        _cleanup_(buffer_free) buffer in = {};
         char *end = NULL;
         while (!end) {
                 char chunk[4096];
@@ -313,41 +301,24 @@ int http_hijack(http_conn *conn, const char *path, const char *(*refusal_fn)(con
                 cr = curl_easy_recv(s.curl, chunk, sizeof chunk, &got);
                 if (cr == CURLE_AGAIN) {
                         int r = wait_socket(s.fd, POLLIN, HIJACK_HEAD_TIMEOUT_MS);
-                        if (r < 0) {
-                                buffer_free(&in);
-                                http_stream_done(&s);
+                        if (r < 0)
                                 return aisb_error_set(err, r, "attach: no answer from the service");
-                        }
                         continue;
                 }
-                if (cr != CURLE_OK || got == 0 || in.size + got > HIJACK_HEAD_MAX) {
-                        buffer_free(&in);
-                        http_stream_done(&s);
+                if (cr != CURLE_OK || got == 0 || in.size + got > HIJACK_HEAD_MAX)
                         return aisb_error_set(err, -EIO, "attach: the service closed the connection before answering");
-                }
-                if (buffer_append(&in, chunk, got) < 0) {
-                        buffer_free(&in);
-                        http_stream_done(&s);
+                if (buffer_append(&in, chunk, got) < 0)
                         return error_oom(err);
-                }
                 end = strstr(in.data, "\r\n\r\n");
         }
         int status = 0;
-        if (sscanf(in.data, "HTTP/1.%*d %d", &status) != 1 || status != 101) {
-                const char *body = end + 4;
-                int r = aisb_error_set(err, -EIO, "attach refused (%d): %s", status,
-                                       refusal_fn ? refusal_fn(body) : "no details");
-                buffer_free(&in);
-                http_stream_done(&s);
-                return r;
-        }
+        if (sscanf(in.data, "HTTP/1.%*d %d", &status) != 1 || status != 101)
+                return aisb_error_set(err, -EIO, "attach refused (%d): %s", status,
+                                      refusal_fn ? refusal_fn(end + 4) : "no details");
         size_t head_size = (size_t) (end + 4 - in.data);
-        if (buffer_append(&s.leftover, in.data + head_size, in.size - head_size) < 0) {
-                buffer_free(&in);
-                http_stream_done(&s);
+        if (buffer_append(&s.leftover, in.data + head_size, in.size - head_size) < 0)
                 return error_oom(err);
-        }
-        buffer_free(&in);
         *ret = s;
+        s = HTTP_STREAM_NULL;
         return 0;
 }

@@ -105,20 +105,15 @@ int podman_call_push(char ***v, podman_call call, const char *name, const char *
  * 0 and nothing; otherwise 1 with the object. */
 static int get_json_maybe(aisb_ctx *ctx, const char *path, bool absent_ok, json_object **ret, aisb_error **err)
 {
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "GET", .path = path }, &resp, err);
         if (r < 0)
                 return r;
-        if (absent_ok && resp.status == 404) {
-                http_response_done(&resp);
+        if (absent_ok && resp.status == 404)
                 return 0;
-        }
         json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
         if (!o)
-                r = aisb_error_set(err, -EIO, "GET %s: %s", path, podman_error_message(&resp));
-        http_response_done(&resp);
-        if (r < 0)
-                return r;
+                return aisb_error_set(err, -EIO, "GET %s: %s", path, podman_error_message(&resp));
         *ret = o;
         return 1;
 }
@@ -137,17 +132,15 @@ int podman_info(aisb_ctx *ctx, json_object **ret, aisb_error **err)
 /* GET .../exists: 204 there, 404 not. */
 static int exists(aisb_ctx *ctx, podman_call call, const char *what, const char *name, aisb_error **err)
 {
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = call_send(ctx, call, name, "GET", &resp, err);
         if (r < 0)
                 return r;
-        long status = resp.status;
-        http_response_done(&resp);
-        if (status == 204)
+        if (resp.status == 204)
                 return 1;
-        if (status == 404)
+        if (resp.status == 404)
                 return 0;
-        return aisb_error_set(err, -EIO, "checking %s %s: the service answered %ld", what, name, status);
+        return aisb_error_set(err, -EIO, "checking %s %s: the service answered %ld", what, name, resp.status);
 }
 
 /* DELETE: gone already is no error. */
@@ -156,11 +149,10 @@ static int delete(aisb_ctx *ctx, const char *kind, const char *name, const char 
         _cleanup_free_ char *path = libpod_path(kind, name, query);
         if (!path)
                 return error_oom(err);
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "DELETE", .path = path }, &resp, err);
         if (r >= 0 && resp.status >= 300 && resp.status != 404)
                 r = aisb_error_set(err, -EIO, "removing %s: %s", name, podman_error_message(&resp));
-        http_response_done(&resp);
         return r;
 }
 
@@ -198,12 +190,11 @@ static int post_tar(aisb_ctx *ctx, const char *path, http_request req, const cha
         req.path = path;
         req.content_type = "application/x-tar";
         req.idle_timeout_s = PODMAN_BUILD_IDLE_TIMEOUT_S;
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = send_request(ctx, req, &resp, err);
         if (r >= 0 && resp.status != 200)
                 r = aisb_error_set(err, -EIO, "the service refused the %s (%ld): %s", what, resp.status,
                                    podman_error_message(&resp));
-        http_response_done(&resp);
         return r;
 }
 
@@ -226,7 +217,7 @@ int podman_image_push(aisb_ctx *ctx, const char *ref, const char *destination, b
                               tls_verify ? "true" : "false") < 0 ||
             !(path = libpod_path(LIBPOD "/images/", ref, after)))
                 return error_oom(err);
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         /* The progress keeps the connection busy: bounded by silence, as a build is. */
         int r = send_request(ctx,
                              (http_request) { .method = "POST", .path = path, .line_fn = push_line,
@@ -237,7 +228,6 @@ int podman_image_push(aisb_ctx *ctx, const char *ref, const char *destination, b
                                    podman_error_message(&resp));
         else if (r >= 0 && failure)
                 r = aisb_error_set(err, -EIO, "pushing %s to %s: %s", ref, destination, failure);
-        http_response_done(&resp);
         return r;
 }
 
@@ -283,14 +273,13 @@ int podman_volume_create(aisb_ctx *ctx, const char *name, json_object *labels, a
         int r = json_add_string(body, "Name", name);
         if (json_add(body, "Labels", labels) < 0 || r < 0)
                 return error_oom(err);
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         r = post_json(ctx, podman_calls[PODMAN_VOLUME_CREATE].before, body, false, &resp, err);
         if (r < 0)
                 return r;
         /* 500 "volume already exists" from a concurrent run is fine. */
         if (resp.status != 201 && resp.status != 200 && !(resp.body && strstr(resp.body, "already exists")))
                 r = aisb_error_set(err, -EIO, "creating volume %s: %s", name, podman_error_message(&resp));
-        http_response_done(&resp);
         return r;
 }
 
@@ -299,18 +288,14 @@ int podman_volume_mountpoint(aisb_ctx *ctx, const char *name, char **ret, aisb_e
         _cleanup_free_ char *path = libpod_path(LIBPOD "/volumes/", name, "/json");
         if (!path)
                 return error_oom(err);
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "GET", .path = path }, &resp, err);
         if (r < 0)
                 return r;
         _cleanup_json_ json_object *o = resp.status == 200 && resp.body ? json_tokener_parse(resp.body) : NULL;
         json_object *mp;
-        if (!o || !json_object_object_get_ex(o, "Mountpoint", &mp) || !json_object_get_string(mp)) {
-                r = aisb_error_set(err, -EIO, "inspecting volume %s: %s", name, podman_error_message(&resp));
-                http_response_done(&resp);
-                return r;
-        }
-        http_response_done(&resp);
+        if (!o || !json_object_object_get_ex(o, "Mountpoint", &mp) || !json_object_get_string(mp))
+                return aisb_error_set(err, -EIO, "inspecting volume %s: %s", name, podman_error_message(&resp));
         *ret = strdup(json_object_get_string(mp));
         return *ret ? 0 : error_oom(err);
 }
@@ -356,10 +341,9 @@ int podman_volume_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 static int create_lock(aisb_ctx *ctx)
 {
         _cleanup_free_ char *dir = NULL;
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         if (state_dir(NULL, &dir, &e) < 0) {
                 aisb_log(ctx, AISB_LOG_DEBUG, "creates not serialized: %s", aisb_error_message(e));
-                aisb_error_free(e);
                 return -1;
         }
         _cleanup_free_ char *path = NULL;
@@ -380,9 +364,9 @@ static int create_lock(aisb_ctx *ctx)
 
 int podman_container_create(aisb_ctx *ctx, json_object *body, bool wipe, char **ret_id, aisb_error **err)
 {
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r;
-        _cleanup_close_ int lock = create_lock(ctx);
+        _cleanup_close_ _unused_ int lock = create_lock(ctx);
         for (int attempt = 0;; attempt++) {
                 r = post_json(ctx, podman_calls[PODMAN_CONTAINER_CREATE].before, body, wipe, &resp, err);
                 /* Podman 4.3 sometimes fails a keep-id create under concurrent starts with a
@@ -408,11 +392,8 @@ int podman_container_create(aisb_ctx *ctx, json_object *body, bool wipe, char **
                         aisb_log(ctx, AISB_LOG_DEBUG, "podman: %s",
                                  json_object_get_string(json_object_array_get_idx(v, i)));
         if (!id)
-                r = aisb_error_set(err, resp.status == 201 ? -ENOMEM : -EIO, "the service refused (%ld): %s",
-                                   resp.status, podman_error_message(&resp));
-        http_response_done(&resp);
-        if (r < 0)
-                return r;
+                return aisb_error_set(err, resp.status == 201 ? -ENOMEM : -EIO, "the service refused (%ld): %s",
+                                      resp.status, podman_error_message(&resp));
         *ret_id = steal_pointer(&id);
         return 0;
 }
@@ -432,12 +413,11 @@ int podman_container_attach(aisb_ctx *ctx, const char *id, http_stream *ret, ais
 
 int podman_container_start(aisb_ctx *ctx, const char *id, aisb_error **err)
 {
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = call_send(ctx, PODMAN_CONTAINER_START, id, "POST", &resp, err);
         if (r >= 0 && resp.status != 204 && resp.status != 304)
                 r = aisb_error_set(err, -EIO, "the service refused to start it (%ld): %s", resp.status,
                                    podman_error_message(&resp));
-        http_response_done(&resp);
         return r;
 }
 
@@ -449,17 +429,16 @@ int podman_container_resize(aisb_ctx *ctx, const char *id, unsigned short rows, 
         _cleanup_free_ char *path = NULL;
         if (!escaped || asprintf(&path, LIBPOD "/containers/%s/resize?h=%u&w=%u", escaped, rows, cols) < 0)
                 return -ENOMEM;
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = send_request(ctx, (http_request) { .method = "POST", .path = path }, &resp, NULL);
         if (r >= 0 && resp.status != 200 && resp.status != 201 && resp.status != 204)
                 r = -EBUSY;
-        http_response_done(&resp);
         return r;
 }
 
 int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_error **err)
 {
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = call_send(ctx, PODMAN_CONTAINER_WAIT, id, "POST", &resp, err);
         if (r < 0)
                 return r;
@@ -469,7 +448,6 @@ int podman_container_wait(aisb_ctx *ctx, const char *id, int *ret_code, aisb_err
                 r = aisb_error_set(err, -EIO, "waiting for the sandbox: %s", podman_error_message(&resp));
         else
                 *ret_code = (int) code;
-        http_response_done(&resp);
         return r;
 }
 
@@ -501,12 +479,11 @@ int podman_container_remove(aisb_ctx *ctx, const char *name, aisb_error **err)
 
 int podman_sandbox_remove(aisb_ctx *ctx, const char *id)
 {
-        aisb_error *e = NULL;
+        _cleanup_error_ aisb_error *e = NULL;
         int r = podman_container_remove(ctx, id, &e);
         if (r < 0)
                 aisb_log(ctx, AISB_LOG_WARNING, "could not remove sandbox %s (\"aisb clean\" will): %s",
                          id, aisb_error_message(e));
-        aisb_error_free(e);
         return r;
 }
 

@@ -172,49 +172,23 @@ const char *aisb_ctx_socket_path(const aisb_ctx *ctx)
         return ctx->http.socket_path;
 }
 
-int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor)
-{
-        unsigned major, minor;
-        if (!version || sscanf(version, "%u.%u", &major, &minor) != 2)
-                return -EINVAL;
-        *ret_major = major;
-        *ret_minor = minor;
-        return 0;
-}
-
 /* Where podman itself would listen, in its order. The first entry is where a transient
  * service is started: like podman, /tmp/podman-run-UID only when the user has no runtime
  * directory at all. */
-int socket_candidates(char ***ret, uid_t uid)
+static int socket_candidates(char ***ret, uid_t uid)
 {
         _cleanup_strv_free_ char **v = NULL;
-        char *s = NULL;
         const char *runtime_dir = getenv("XDG_RUNTIME_DIR");
-        if (runtime_dir && *runtime_dir) {
-                if (asprintf(&s, "%s/podman/podman.sock", runtime_dir) < 0 || strv_push(&v, s) < 0)
-                        goto oom;
-                free(steal_pointer(&s));
-        }
-        if (asprintf(&s, "/run/user/%u", (unsigned) uid) < 0)
-                goto oom;
+        char run_user[32];
         struct stat st;
-        bool have_run_user = stat(s, &st) == 0 && S_ISDIR(st.st_mode);
-        free(steal_pointer(&s));
-        if (have_run_user) {
-                if (asprintf(&s, "/run/user/%u/podman/podman.sock", (unsigned) uid) < 0 ||
-                    strv_push(&v, s) < 0)
-                        goto oom;
-                free(steal_pointer(&s));
-        }
-        if (asprintf(&s, "/tmp/podman-run-%u/podman/podman.sock", (unsigned) uid) < 0 ||
-            strv_push(&v, s) < 0)
-                goto oom;
-        free(steal_pointer(&s));
+        snprintf(run_user, sizeof run_user, "/run/user/%u", (unsigned) uid);
+        if ((runtime_dir && *runtime_dir && strv_pushf(&v, "%s/podman/podman.sock", runtime_dir) < 0) ||
+            (stat(run_user, &st) == 0 && S_ISDIR(st.st_mode) &&
+             strv_pushf(&v, "%s/podman/podman.sock", run_user) < 0) ||
+            strv_pushf(&v, "/tmp/podman-run-%u/podman/podman.sock", (unsigned) uid) < 0)
+                return -ENOMEM;
         *ret = steal_pointer(&v);
         return 0;
-oom:
-        free(s);
-        return -ENOMEM;
 }
 
 /* 0 when the service at path answers /_ping (unversioned: any podman answers it); fills
@@ -223,26 +197,19 @@ static int ping(aisb_ctx *ctx, const char *path, aisb_error **err)
 {
         if (http_conn_set_socket(&ctx->http, path) < 0)
                 return error_oom(err);
-        http_response resp = {};
+        _cleanup_(http_response_done) http_response resp = {};
         int r = http_send(&ctx->http,
                           &(http_request) { .method = "GET", .path = "/_ping", .timeout_ms = ctx->request_timeout_ms },
                           &resp, err);
         if (r < 0)
                 return r;
-        if (resp.status != 200) {
-                r = aisb_error_set(err, -EIO, "%s answered /_ping with %ld", path, resp.status);
-                http_response_done(&resp);
-                return r;
-        }
+        if (resp.status != 200)
+                return aisb_error_set(err, -EIO, "%s answered /_ping with %ld", path, resp.status);
         free(ctx->podman_version);
         ctx->podman_version = steal_pointer(&resp.api_version);
-        http_response_done(&resp);
         return 0;
 }
 
-/* Why a podman that would not serve said so: the message of the last error or fatal line of
- * its log ("time=... level=error msg=\"...\"", or "Error: ..."), unquoted. NULL when the log
- * holds none. */
 /* The value of logrus field key= in line (quoted Go-style or bare), unescaped, or NULL. Only
  * a field: " key=" after a space, so text inside another field's quotes can still match,
  * which is why callers look at level= first, the field logrus writes before the message. */
@@ -436,10 +403,9 @@ static int service_wait(aisb_ctx *ctx, const char *path, const char *log_path, p
         for (int waited = 0; waited < SERVICE_START_TIMEOUT_MS; waited += 20) {
                 if (ctx_stopping(ctx))
                         return aisb_error_set(err, -ECANCELED, "stopped while the podman service started");
-                aisb_error *e = NULL;
+                _cleanup_error_ aisb_error *e = NULL;
                 if (access(path, F_OK) == 0 && ping(ctx, path, &e) == 0)
                         return 0;
-                aisb_error_free(e);
                 if (service > 0 && process_gone(service))
                         return service_failed(path, log_path, true, err);
                 nanosleep(&delay, NULL);
@@ -464,18 +430,17 @@ static int start_service(aisb_ctx *ctx, const char *path, aisb_error **err)
                         return aisb_error_set(err, -errno, "cannot lock %s: %s", lock_path,
                                               strerror(errno));
         /* Someone else may have started it while we waited for the lock. */
-        aisb_error *ignored = NULL;
+        _cleanup_error_ aisb_error *ignored = NULL;
         if (ping(ctx, path, &ignored) == 0)
                 return 0;
-        aisb_error_free(ignored);
 
         aisb_log(ctx, AISB_LOG_INFO, "starting a transient podman service on %s", path);
         _cleanup_free_ char *uri = NULL;
         if (asprintf(&uri, "unix://%s", path) < 0)
                 return error_oom(err);
         /* What the service says goes to a log beside the socket, kept for its lifetime and
-         * read back if it will not serve. */
-        /* O_APPEND: a writer still holding the old file writes at the end, not into a hole. */
+         * read back if it will not serve. O_APPEND: a writer still holding the old file
+         * writes at the end, not into a hole. */
         _cleanup_close_ int log = open(log_path,
                                        O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
                                        0600);
@@ -567,9 +532,8 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                                                          candidates[i], why);
                                         continue;
                                 }
-                                aisb_error *e = NULL;
+                                _cleanup_error_ aisb_error *e = NULL;
                                 r = ping(ctx, candidates[i], &e);
-                                aisb_error_free(e);
                         }
                         if (r < 0) {
                                 r = start_service(ctx, candidates[0], err);
@@ -579,7 +543,7 @@ int aisb_ctx_connect(aisb_ctx *ctx, aisb_error **err)
                 }
         }
         unsigned major, minor;
-        if (connect_parse_version(ctx->podman_version, &major, &minor) < 0)
+        if (!ctx->podman_version || sscanf(ctx->podman_version, "%u.%u", &major, &minor) != 2)
                 return aisb_error_set(err, -EPROTO,
                                       "the service at %s did not say its version (Libpod-Api-Version); is it podman?",
                                       ctx->http.socket_path);

@@ -34,7 +34,6 @@ struct aisb_ctx {
         long request_timeout_ms;
         aisb_event_fn event_fn;
         void *event_userdata;
-        pid_t service_pid; /* transient service we started, 0 if none */
 
         /* Cancellation (aisb_ctx_cancel): a flag any thread or a signal handler may set, and
          * an eventfd it writes so that a blocked poll() wakes. */
@@ -76,7 +75,7 @@ bool ctx_stopping(aisb_ctx *ctx);
 /* Requests from here on are the cleanup's: never cut short by a stop. */
 void ctx_cleanup_begin(aisb_ctx *ctx);
 
-/* Discovery's pieces, for the tests. */
-int connect_parse_version(const char *version, unsigned *ret_major, unsigned *ret_minor);
-int socket_candidates(char ***ret, uid_t uid);
+/* Why a podman that would not serve said so: the message of the last error or fatal line of
+ * its log ("time=... level=error msg=\"...\"", or "Error: ..."), unquoted. NULL when the log
+ * holds none. */
 int service_log_reason(const char *log, char **ret);
