@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "allowlist.h"
 #include "ask.h"
