@@ -596,17 +596,23 @@ static int layer_file(const review *r, const change *c, struct stat *st)
         return fd;
 }
 
+/* The project's path to a change could not be opened: r, and the reason for a link or a file
+ * on the way. */
+static int path_failed(int r, const char **ret_reason)
+{
+        *ret_reason = r == -ELOOP ? "the project's path to it goes through a link"
+                    : r == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
+        return r;
+}
+
 static int apply_one(applying *a, const change *c, const char **ret_reason)
 {
         review *r = a->r;
         const char *name;
         /* Its directory as it is: nothing is made before the path is known to be no conflict. */
         _cleanup_close_ int dir = tree_open_parent(r->project, c->path, &name);
-        if (dir < 0 && dir != -ENOENT) {
-                *ret_reason = dir == -ELOOP ? "the project's path to it goes through a link"
-                            : dir == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
-                return dir;
-        }
+        if (dir < 0 && dir != -ENOENT)
+                return path_failed(dir, ret_reason);
         bool exists = false;
         const char *why = NULL;
         if (dir >= 0)
@@ -633,11 +639,8 @@ static int apply_one(applying *a, const change *c, const char **ret_reason)
                 if (a->flags & AISB_APPLY_DRY_RUN)
                         return 0;
                 dir = project_parent(r, c->path, &name);
-                if (dir < 0) {
-                        *ret_reason = dir == -ELOOP ? "the project's path to it goes through a link"
-                                    : dir == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
-                        return dir;
-                }
+                if (dir < 0)
+                        return path_failed(dir, ret_reason);
         }
         if (a->flags & AISB_APPLY_DRY_RUN)
                 return 0;
