@@ -150,11 +150,6 @@ static bool git_mark(const char *name)
         return streq(name, "HEAD") || streq(name, "objects") || streq(name, "refs") || streq(name, "commondir");
 }
 
-static int cmp_string(const void *a, const void *b)
-{
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 #define FNV_START 0xcbf29ce484222325ULL
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
@@ -205,8 +200,7 @@ static int find_git_dirs(review *r)
                 last = steal_pointer(&dir);
         }
         r->n_git_dirs = strv_length((const char *const *) r->git_dirs);
-        if (r->n_git_dirs > 1)
-                qsort(r->git_dirs, r->n_git_dirs, sizeof *r->git_dirs, cmp_string);
+        strv_sort(r->git_dirs);
         if (r->n_git_dirs && !(r->git_hashes = calloc(r->n_git_dirs, sizeof *r->git_hashes)))
                 return -ENOMEM;
         for (size_t i = 0; i < r->n_git_dirs; i++)

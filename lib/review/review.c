@@ -302,11 +302,8 @@ int review_layer_create(const char *project, int project_fd, const char *run, co
                 r = manifest_format(&names, &text);
         if (r >= 0)
                 r = write_file_at(l.dir_fd, "start", text.data, text.size);
-        buffer_free(&text);
         if (r >= 0)
-                r = run_info_format(&info, &text);
-        if (r >= 0)
-                r = write_file_at(l.dir_fd, "info", text.data, text.size);
+                r = run_dir_write_info(l.dir_fd, &info);
         if (r < 0) {
                 if (r == -E2BIG || r == -ELOOP || r == -ENAMETOOLONG)
                         aisb_error_set(err, r, "the project is larger than aisb records for --review (%d entries, "

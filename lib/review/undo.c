@@ -549,8 +549,7 @@ int undo_record_end(undo_record *rec, int project_fd, aisb_error **err)
         /* Nothing to put back: aisb undo goes on to the run before. */
         if (rec->changed == 0) {
                 int fd = openat(rec->dir_fd, "undone", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0)
-                        close(fd);
+                closep(&fd);
         }
         prune(rec->top);
         return 0;
