@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "allowlist.h"
 #include "ask.h"
@@ -297,14 +292,8 @@ static void emit_question(ask_state *a, const ask_question *q)
 {
         int64_t left = (q->deadline_ms - now_ms(CLOCK_MONOTONIC) + 999) / 1000;
         aisb_question question = {
-                .run = a->run,
-                .id = q->id,
-                .name = q->name,
-                .port = q->port,
-                .method = q->method,
-                .path = q->path,
-                .waiting = (unsigned) q->n_channels,
-                .seconds_left = left > 0 ? (unsigned) left : 0,
+                .run = a->run, .id = q->id, .name = q->name, .port = q->port, .method = q->method, .path = q->path,
+                .waiting = (unsigned) q->n_channels, .seconds_left = left > 0 ? (unsigned) left : 0,
                 .alternate_screen = a->alternate_screen,
         };
         a->told = true;
@@ -543,7 +532,6 @@ static int listen_open(ask_state *a, aisb_error **err)
                 return error_oom(err);
         if (strlen(a->socket_path) >= sizeof sa.sun_path)
                 return aisb_error_set(err, -ENAMETOOLONG, "%s is too long a path for a socket", a->socket_path);
-        strcpy(sa.sun_path, a->socket_path);
         /* Bound and listening under a name aisb ask does not list, then renamed: it never
          * finds the run's socket refusing (as a killed run's does, which it removes). */
         _cleanup_free_ char *building = NULL;
@@ -822,12 +810,9 @@ int aisb_questions(aisb_question_fn fn, void *userdata, aisb_error **err)
                         if (!name)
                                 continue;
                         aisb_question question = {
-                                .run = run,
+                                .run = run, .name = name, .method = method, .path = path,
                                 .id = json_object_object_get_ex(q, "id", &v) ? (unsigned long) json_object_get_int64(v) : 0,
-                                .name = name,
                                 .port = json_object_object_get_ex(q, "port", &v) ? (unsigned) json_object_get_int(v) : 0,
-                                .method = method,
-                                .path = path,
                                 .waiting = json_object_object_get_ex(q, "waiting", &v) ? (unsigned) json_object_get_int(v) : 0,
                                 .seconds_left = json_object_object_get_ex(q, "seconds_left", &v)
                                                         ? (unsigned) json_object_get_int(v)

@@ -5,14 +5,9 @@
  * session log's object, egress.log.
  */
 #include <ctype.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "egress.h"
 #include "fileio.h"

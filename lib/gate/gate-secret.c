@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A credential the gate holds for a run (gate-secret.h): "--secret NAME@HOST..." read into
+ * A credential the gate holds for a run (gate-squid.h): "--secret NAME@HOST..." read into
  * the hosts, the header and the value squid's configuration puts into requests there.
  */
 #include <sys/random.h>
 
-#include "allowlist.h"
-#include "gate-secret.h"
-#include "util.h"
+#include "gate-squid.h"
 
 /* The header each well-known API expects its key in. */
 static const struct {

@@ -2,9 +2,9 @@
 /*
  * What the gate is made of, as text: its squid configuration and hosts file, generated from
  * the allowlist's canonical entries only (no text from an allowlist file reaches squid.conf
- * unchecked), and the hash that names a gate (gate-hash.c). Pure: no I/O. The secrets'
- * parsing is gate-secret.h's, the helper scripts gate-scripts.h's, the reading of the access
- * log egress.h's.
+ * unchecked), the hash that names a gate (gate-hash.c) and the --secret credentials squid puts
+ * into requests (gate-secret.c). Pure: no I/O. The helper scripts are gate-scripts.h's, the
+ * reading of the access log egress.h's.
  */
 #pragma once
 
@@ -14,7 +14,31 @@
 
 #include "allowlist.h"
 #include "error.h"
-#include "gate-secret.h"
+
+/* A credential the gate holds for a run (--secret): requests to its hosts, over HTTPS only,
+ * carry header: [scheme ]value, whatever the client sent in that header; the sandbox holds only
+ * the placeholder. */
+typedef struct gate_secret {
+        char *name;        /* the variable */
+        char **hosts;      /* canonical names, each exactly (no names below them) */
+        char *header;      /* "Authorization", "x-api-key", ... */
+        char *scheme;      /* "Bearer", or NULL: the value alone */
+        char *value;       /* the real value: wiped on free */
+        char *placeholder; /* what the sandbox's NAME holds instead */
+} gate_secret;
+void gate_secret_done(gate_secret *s);
+/*
+ * Parse "NAME@HOST[,HOST...][/HEADER[:SCHEME]]" and take NAME's value (value: the caller read
+ * it, e.g. from the environment). Without /HEADER, the header of a known API host
+ * (api.anthropic.com: x-api-key; api.openai.com: Authorization: Bearer; ...), else
+ * Authorization: Bearer. The value must be printable ASCII without blanks, quotes, '%' or '\'
+ * (squid reads the header line it goes into). The placeholder is "aisb-secret-" and 32
+ * random hex digits. -EINVAL with why.
+ */
+int gate_secret_parse(const char *spec, const char *value, gate_secret *ret, char *why, size_t whylen);
+/* n_bytes (at most 32) random bytes as 2 * n_bytes hex digits: a placeholder, the key of a
+ * run's own gate, its name. */
+int gate_random_hex(size_t n_bytes, char **ret);
 
 /* Bumped whenever the generated squid configuration changes meaning, or the gate's layout
  * (2: config/ read-only, logs/ apart; 3: private ranges and the host's own addresses refused,

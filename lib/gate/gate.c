@@ -68,12 +68,9 @@ void gate_info_done(gate_info *g)
         free(g->ca_pem);
         free_secret(g->client_key);
         free(g->lease);
-        if (g->lease_fd >= 0)
-                close(g->lease_fd);
-        if (g->ask_questions_fd >= 0)
-                close(g->ask_questions_fd);
-        if (g->ask_answers_fd >= 0)
-                close(g->ask_answers_fd);
+        closep(&g->lease_fd);
+        closep(&g->ask_questions_fd);
+        closep(&g->ask_answers_fd);
         *g = GATE_INFO_NULL;
 }
 
@@ -235,12 +232,10 @@ static json_object *gate_mounts(const gate_info *g)
 static int gate_create_body(const gate_info *g, const char *image, unsigned idle_stop_s, bool intercept,
                             json_object **ret)
 {
-        char user[64], port_text[16], idle_text[16];
+        char user[64], port_text[16], idle_text[16] = "held";
         snprintf(user, sizeof user, "%u:%u", (unsigned) getuid(), (unsigned) getgid());
         snprintf(port_text, sizeof port_text, "%u", g->port);
-        if (g->per_run)
-                snprintf(idle_text, sizeof idle_text, "held");
-        else
+        if (!g->per_run)
                 snprintf(idle_text, sizeof idle_text, "%u", idle_stop_s);
         const char *const argv[] = { "sh", "-c", gate_start_script, "aisb-gate", idle_text, port_text,
                                      intercept ? "1" : "0", NULL };

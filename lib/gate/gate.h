@@ -49,8 +49,6 @@ typedef struct gate_request {
         unsigned idle_stop_s;       /* a shared gate stops when idle this long; 0: never */
         const image_facts *image;   /* the gate's image (image_gather, IMAGE_GATE) */
 } gate_request;
-/* The default for gate_request.idle_stop_s: 30 minutes. */
-#define GATE_IDLE_STOP_DEFAULT_S 1800
 
 /* Whether the gate on 127.0.0.1:port answers a request with its key (a run's own gate): the
  * request passes the key, is put to squid's held helper, and is then refused (no allowlist

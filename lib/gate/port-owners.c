@@ -88,7 +88,6 @@ int proc_net_tcp_owners(const char *text, unsigned port, uid_t uid, port_owners 
         return 0;
 }
 
-/* Who listens where a connection to 127.0.0.1:port goes, from the kernel's socket tables. */
 int port_owners_read(unsigned port, port_owners *ret)
 {
         *ret = (port_owners) {};

@@ -189,23 +189,18 @@ static char type_of(mode_t mode)
 
 /* What the project has at rel now, without following a link on the way: 0 with *ret_type (0
  * when nothing is there), or the error reaching its directory gave (-ELOOP: a link on the
- * way, -ENOTDIR: something else). *ret_dir: the parent's descriptor, when wanted. */
+ * way, -ENOTDIR: something else). */
 static int project_lookup(tree_dirs *project, const char *rel, struct stat *st, char *ret_type)
 {
         const char *name;
         int dir = tree_dirs_parent(project, rel, &name);
-        if (dir == -ENOENT) {
-                *ret_type = 0;
+        *ret_type = 0;
+        if (dir == -ENOENT)
                 return 0;
-        }
         if (dir < 0)
                 return dir;
-        if (fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
-                if (errno != ENOENT)
-                        return -errno;
-                *ret_type = 0;
-                return 0;
-        }
+        if (fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
         *ret_type = type_of(st->st_mode);
         return 0;
 }
@@ -282,8 +277,7 @@ static int opaque_deletions(changes_builder *b, const layer *l, size_t at, tree_
                 if (!strchr(l->entries[j].path + prefix, '/'))
                         r = strv_push(&held, l->entries[j].path + prefix);
         replaced x = { .b = b, .dir = dir->path, .held = held, .n_held = strv_length((const char *const *) held) };
-        if (x.n_held > 1)
-                qsort(held, x.n_held, sizeof *held, name_cmp);
+        strv_sort(held);
         int held_dir = r < 0 ? r : tree_dirs_dir(project, dir->path);
         if (held_dir < 0)
                 return r;

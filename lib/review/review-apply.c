@@ -150,11 +150,6 @@ static bool git_mark(const char *name)
         return streq(name, "HEAD") || streq(name, "objects") || streq(name, "refs") || streq(name, "commondir");
 }
 
-static int cmp_string(const void *a, const void *b)
-{
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 #define FNV_START 0xcbf29ce484222325ULL
 
 static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
@@ -205,8 +200,7 @@ static int find_git_dirs(review *r)
                 last = steal_pointer(&dir);
         }
         r->n_git_dirs = strv_length((const char *const *) r->git_dirs);
-        if (r->n_git_dirs > 1)
-                qsort(r->git_dirs, r->n_git_dirs, sizeof *r->git_dirs, cmp_string);
+        strv_sort(r->git_dirs);
         if (r->n_git_dirs && !(r->git_hashes = calloc(r->n_git_dirs, sizeof *r->git_hashes)))
                 return -ENOMEM;
         for (size_t i = 0; i < r->n_git_dirs; i++)
@@ -596,17 +590,23 @@ static int layer_file(const review *r, const change *c, struct stat *st)
         return fd;
 }
 
+/* The project's path to a change could not be opened: r, and the reason for a link or a file
+ * on the way. */
+static int path_failed(int r, const char **ret_reason)
+{
+        *ret_reason = r == -ELOOP ? "the project's path to it goes through a link"
+                    : r == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
+        return r;
+}
+
 static int apply_one(applying *a, const change *c, const char **ret_reason)
 {
         review *r = a->r;
         const char *name;
         /* Its directory as it is: nothing is made before the path is known to be no conflict. */
         _cleanup_close_ int dir = tree_open_parent(r->project, c->path, &name);
-        if (dir < 0 && dir != -ENOENT) {
-                *ret_reason = dir == -ELOOP ? "the project's path to it goes through a link"
-                            : dir == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
-                return dir;
-        }
+        if (dir < 0 && dir != -ENOENT)
+                return path_failed(dir, ret_reason);
         bool exists = false;
         const char *why = NULL;
         if (dir >= 0)
@@ -633,11 +633,8 @@ static int apply_one(applying *a, const change *c, const char **ret_reason)
                 if (a->flags & AISB_APPLY_DRY_RUN)
                         return 0;
                 dir = project_parent(r, c->path, &name);
-                if (dir < 0) {
-                        *ret_reason = dir == -ELOOP ? "the project's path to it goes through a link"
-                                    : dir == -ENOTDIR ? "the project's path to it goes through a file" : NULL;
-                        return dir;
-                }
+                if (dir < 0)
+                        return path_failed(dir, ret_reason);
         }
         if (a->flags & AISB_APPLY_DRY_RUN)
                 return 0;

@@ -121,17 +121,11 @@ static int parse_ull(const char *s, size_t len, unsigned long long *ret)
 
 static int parse_ll(const char *s, size_t len, long long *ret)
 {
-        char buf[32];
-        if (len == 0 || len >= sizeof buf)
+        unsigned long long v;
+        int r = parse_ull(s, len, &v);
+        if (r < 0 || v > LLONG_MAX)
                 return -EBADMSG;
-        memcpy(buf, s, len);
-        buf[len] = 0;
-        char *end;
-        errno = 0;
-        long long v = strtoll(buf, &end, 10);
-        if (*end || errno || v < 0)
-                return -EBADMSG;
-        *ret = v;
+        *ret = (long long) v;
         return 0;
 }
 
@@ -222,11 +216,6 @@ static int start_entry(const tree_entry *e, void *m)
         return manifest_add(m, &me);
 }
 
-int project_names(int project_fd, manifest *ret)
-{
-        return manifest_walk(project_fd, 0, start_entry, ret);
-}
-
 void review_layer_done(review_layer *l)
 {
         free(l->run);
@@ -282,7 +271,7 @@ int review_layer_create(const char *project, int project_fd, const char *run, co
         _cleanup_(manifest_done) manifest names = {};
         _cleanup_(buffer_free) buffer text = {};
         if (r >= 0)
-                r = project_names(project_fd, &names);
+                r = manifest_walk(project_fd, 0, start_entry, &names);
         /* The file the entrypoint checks the mount by: at the project's top (no directory on
          * the way that could be a link), of one link (a hard link of it elsewhere would count
          * two), the first in the walk's order. */
@@ -313,11 +302,8 @@ int review_layer_create(const char *project, int project_fd, const char *run, co
                 r = manifest_format(&names, &text);
         if (r >= 0)
                 r = write_file_at(l.dir_fd, "start", text.data, text.size);
-        buffer_free(&text);
         if (r >= 0)
-                r = run_info_format(&info, &text);
-        if (r >= 0)
-                r = write_file_at(l.dir_fd, "info", text.data, text.size);
+                r = run_dir_write_info(l.dir_fd, &info);
         if (r < 0) {
                 if (r == -E2BIG || r == -ELOOP || r == -ENAMETOOLONG)
                         aisb_error_set(err, r, "the project is larger than aisb records for --review (%d entries, "
@@ -406,7 +392,6 @@ int run_dir_mark_ended(int dir_fd)
         return run_dir_write_info(dir_fd, &info);
 }
 
-/* Whether the run that holds the lock of the run directory dir_fd goes on. */
 bool run_dir_running(int dir_fd)
 {
         _cleanup_close_ int fd = openat(dir_fd, "lock", O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);

@@ -79,10 +79,6 @@ void review_layer_done(review_layer *l);
  * what is aisb's own in it (the mount point of the settings' copy). */
 int review_changes(int upper, int project_fd, layer *ret_layer, change_set *ret, aisb_error **err);
 
-/* The names below the project open at project_fd and their inodes (a directory that cannot be
- * read: MANIFEST_UNREAD), as tree_walk gives them. */
-int project_names(int project_fd, manifest *ret);
-
 /* ---- the runs of a project: review layers (STATE/layers/KEY/RUN), undo records
  * (STATE/undo/KEY/runs/RUN); each directory holds `info` ---- */
 

@@ -354,7 +354,8 @@ static bool same_entry(const manifest_entry *a, const manifest_entry *b)
         return manifest_same(a, b) && (a->type != MANIFEST_LINK || (a->target && b->target && streq(a->target, b->target)));
 }
 
-size_t undo_count_changes(const manifest *before, const manifest *after)
+/* What differs between two records of one tree, path by path: how many paths. */
+static size_t undo_count_changes(const manifest *before, const manifest *after)
 {
         size_t i = 0, j = 0, n = 0;
         while (i < before->n || j < after->n) {
@@ -548,8 +549,7 @@ int undo_record_end(undo_record *rec, int project_fd, aisb_error **err)
         /* Nothing to put back: aisb undo goes on to the run before. */
         if (rec->changed == 0) {
                 int fd = openat(rec->dir_fd, "undone", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0)
-                        close(fd);
+                closep(&fd);
         }
         prune(rec->top);
         return 0;
@@ -601,47 +601,40 @@ static bool below_unread(const manifest *m, const char *path)
         return false;
 }
 
+static undo_step step_with(undo_step s, undo_action action, const char *reason)
+{
+        s.action = action;
+        s.reason = reason;
+        return s;
+}
+
 static undo_step decide(int project, const char *path, const manifest_entry *b, const manifest_entry *a,
                         const manifest_entry *c, const manifest *before, const manifest *now, bool force)
 {
         undo_step s = { .path = path, .before = b, .after = a, .now = c };
-        if (below_unread(before, path) || (b && b->type == MANIFEST_UNREAD)) {
-                s.action = DO_CANNOT;
-                s.reason = "its directory could not be read before the run";
-                return s;
-        }
-        if (below_unread(now, path) || (c && c->type == MANIFEST_UNREAD)) {
-                s.action = DO_CANNOT;
-                s.reason = "its directory cannot be read now";
-                return s;
-        }
+        if (below_unread(before, path) || (b && b->type == MANIFEST_UNREAD))
+                return step_with(s, DO_CANNOT, "its directory could not be read before the run");
+        if (below_unread(now, path) || (c && c->type == MANIFEST_UNREAD))
+                return step_with(s, DO_CANNOT, "its directory cannot be read now");
         if (b && now_is_before(project, b, c))
                 return s; /* as it was (never changed, or put back) */
         if (!b && !c)
                 return s;
-        if (b && b->type == MANIFEST_OTHER) {
-                s.action = DO_CANNOT;
-                s.reason = "a FIFO, socket or device is not made again";
-                return s;
-        }
-        if (b && b->type == MANIFEST_FILE && !b->hash[0]) {
-                s.action = DO_CANNOT;
-                s.reason = "its content could not be recorded before the run (unreadable, or changing meanwhile)";
-                return s;
-        }
+        if (b && b->type == MANIFEST_OTHER)
+                return step_with(s, DO_CANNOT, "a FIFO, socket or device is not made again");
+        if (b && b->type == MANIFEST_FILE && !b->hash[0])
+                return step_with(s, DO_CANNOT, "its content could not be recorded before the run (unreadable, or "
+                                               "changing meanwhile)");
         /* Since the run ended: untouched (as the record after it), or the user's. A git
          * directory's index is git's cache of what it last saw, rewritten by a git status the
          * user ran to see what the run did: put back with the rest. */
         bool untouched = (a ? c && (same_entry(a, c) || now_is_before(project, a, c)) : !c) ||
                          (a && c && git_index(path));
-        if (!untouched && !force) {
-                s.action = DO_CONFLICT;
-                s.reason = !a ? "it was made since the run ended" : !c ? "it was removed since the run ended"
-                                                                    : "it was changed since the run ended";
-                return s;
-        }
-        s.action = b ? DO_RESTORE : DO_REMOVE;
-        return s;
+        if (!untouched && !force)
+                return step_with(s, DO_CONFLICT, !a   ? "it was made since the run ended"
+                                                 : !c ? "it was removed since the run ended"
+                                                      : "it was changed since the run ended");
+        return step_with(s, b ? DO_RESTORE : DO_REMOVE, NULL);
 }
 
 static int restore_one(int project, int objects, const undo_step *s)

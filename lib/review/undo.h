@@ -54,6 +54,3 @@ int undo_record_begin(aisb_ctx *ctx, const char *project, int project_fd, const 
  * (rec->changed); records beyond UNDO_KEEP_RUNS are dropped. */
 int undo_record_end(undo_record *rec, int project_fd, aisb_error **err);
 void undo_record_done(undo_record *rec);
-
-/* What differs between two records of one tree, path by path: how many paths. */
-size_t undo_count_changes(const manifest *before, const manifest *after);
