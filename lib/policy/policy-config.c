@@ -9,9 +9,7 @@
 #include <ctype.h>
 
 #include "hostaddr.h"
-#include "policy-env.h"
-#include "policy-mounts.h"
-#include "project.h"
+#include "policy-keys.h"
 #include "userdirs.h"
 
 int aisb_policy_load_config(aisb_policy *p, const char *path, unsigned flags, aisb_error **err)

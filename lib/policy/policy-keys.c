@@ -14,9 +14,7 @@
 #include "createpatch.h"
 #include "fileio.h"
 #include "harness-carry.h"
-#include "policy-env.h"
 #include "policy-keys.h"
-#include "policy-mounts.h"
 #include "protect.h"
 
 static bool package_name_valid(const char *s)
