@@ -129,20 +129,6 @@ typedef struct walker {
         char *buf;  /* getdents64's */
 } walker;
 
-static unsigned char type_of(mode_t mode)
-{
-        switch (mode & S_IFMT) {
-        case S_IFDIR: return DT_DIR;
-        case S_IFREG: return DT_REG;
-        case S_IFLNK: return DT_LNK;
-        case S_IFCHR: return DT_CHR;
-        case S_IFBLK: return DT_BLK;
-        case S_IFIFO: return DT_FIFO;
-        case S_IFSOCK: return DT_SOCK;
-        default: return DT_UNKNOWN;
-        }
-}
-
 /* A subdirectory, open and searchable, or -errno. */
 static int open_searchable(int fd, const char *name)
 {
@@ -203,7 +189,7 @@ static int walk_entry(walker *w, int fd, const dir_item *it, size_t path_len, un
                 if (fstatat(fd, it->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return errno == ENOENT ? 0 : -errno; /* gone meanwhile: passed over */
                 have_st = true;
-                type = type_of(st.st_mode);
+                type = IFTODT(st.st_mode); /* DT_* are S_IF* >> 12 */
         }
         tree_entry e = { .dir = fd, .name = it->name, .path = w->path, .type = type,
                          .ino = have_st ? (uint64_t) st.st_ino : it->ino, .depth = depth,
