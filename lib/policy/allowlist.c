@@ -687,11 +687,6 @@ const allow_entry *allowlist_domain_entry(const allowlist *l, const char *host, 
         return entry_allowing(l, host, port, NULL, NULL);
 }
 
-bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port)
-{
-        return entry_allowing(l, host, port, NULL, NULL) != NULL;
-}
-
 int allowlist_entrypoint_arg(const allow_entry *e, char **ret)
 {
         if (e->kind != ALLOW_ADDRESS)
