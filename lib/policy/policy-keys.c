@@ -183,19 +183,15 @@ static int key_get_number(const aisb_policy *p, const policy_key *k, char ***val
         return strv_push(values, text);
 }
 
-/* A string, or one more of a list, that k->valid accepts (when there is one). */
+/* A string, or one more of a list (a repeatable key's field is one), that k->valid accepts
+ * (when there is one). */
 static int key_set_string(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
         if (k->valid && !k->valid(value))
                 return aisb_error_set(err, -EINVAL, "%s: '%s' %s", k->pub.name, value, k->refusal);
+        if (k->pub.flags & AISB_POLICY_KEY_REPEATABLE)
+                return strv_push(FIELD(p, k, char **), value);
         return policy_set_string(FIELD(p, k, char *), value);
-}
-
-static int key_push_string(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
-{
-        if (k->valid && !k->valid(value))
-                return aisb_error_set(err, -EINVAL, "%s: '%s' %s", k->pub.name, value, k->refusal);
-        return strv_push(FIELD(p, k, char **), value);
 }
 
 /* The keys whose value is added by a function of its own (k->add). */
@@ -552,7 +548,7 @@ const policy_key policy_keys[] = {
           .set = key_set_base_image, .get = key_get_string, KEY_FIELD(base_image) },
         { .pub = { .name = "install", .placeholder = "PKG", .help = "add a Debian package to the image",
                    .flags = AISB_POLICY_KEY_IMAGE | AISB_POLICY_KEY_REPEATABLE },
-          .set = key_push_string, .get = key_get_strv, KEY_FIELD(install),
+          .set = key_set_string, .get = key_get_strv, KEY_FIELD(install),
           .valid = package_name_valid, .refusal = "is not a Debian package name" },
         { .pub = { .name = "ca-cert", .placeholder = "FILE",
                    .help = "trust this CA certificate (PEM) inside the image",
