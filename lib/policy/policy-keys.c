@@ -351,14 +351,11 @@ static int key_set_protect(aisb_policy *p, const policy_key *k, const char *valu
 /* One value: the list as set takes it back, or "none". */
 static int key_get_protect(const aisb_policy *p, const policy_key *k, char ***values)
 {
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         int r = 0;
         for (size_t i = 0; r >= 0 && p->protect && p->protect[i]; i++)
                 r = buffer_printf(&b, "%s%s", i ? "," : "", p->protect[i]);
-        if (r >= 0)
-                r = strv_push(values, b.data ? b.data : "none");
-        buffer_free(&b);
-        return r;
+        return r < 0 ? r : strv_push(values, b.data ? b.data : "none");
 }
 
 static int key_set_bridge_carry(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
@@ -795,13 +792,11 @@ int aisb_policy_get(const aisb_policy *p, const char *key, char **ret_value, ais
                 *ret_value = NULL;
                 return 0;
         }
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         for (size_t i = 0; r >= 0 && values[i]; i++)
                 r = buffer_printf(&b, "%s%s", i ? "\n" : "", values[i]);
-        if (r < 0) {
-                buffer_free(&b);
+        if (r < 0)
                 return error_oom(err);
-        }
         *ret_value = buffer_steal(&b);
         return 0;
 }
