@@ -524,10 +524,11 @@ static int key_set_create_patch(aisb_policy *p, const policy_key *k, const char 
 }
 
 #define KEY_FIELD(name) .field = offsetof(aisb_policy, name), .width = sizeof(((aisb_policy *) 0)->name)
-#define BOOLEAN(key_name, key_help, field_name)                                            \
+/* A boolean's row; what follows field_name are more of the row's fields (.shown, say). */
+#define BOOLEAN(key_name, key_help, field_name, ...)                                       \
         { .pub = { .name = key_name, .placeholder = "BOOL", .help = key_help,               \
                    .flags = AISB_POLICY_KEY_BOOLEAN },                                      \
-          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(field_name) }
+          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(field_name), __VA_ARGS__ }
 
 /* In the order of aisb(1)'s help and the policy's text. Every default lives here, once: a new
  * policy gets it through the key's own set(), and the help shows it from here. */
@@ -576,10 +577,8 @@ const policy_key policy_keys[] = {
                    .flags = AISB_POLICY_KEY_REPEATABLE },
           .set = key_set_allow, .get = key_get_allow, .format = policy_format_allow,
           .shown = shown_with_allowlist },
-        { .pub = { .name = "no-gate", .placeholder = "BOOL",
-                   .help = "no proxy: pin the allowlisted names' addresses at start (DNS stays open to the resolvers)",
-                   .flags = AISB_POLICY_KEY_BOOLEAN },
-          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(no_gate), .shown = shown_with_allowlist },
+        BOOLEAN("no-gate", "no proxy: pin the allowlisted names' addresses at start (DNS stays open to the resolvers)",
+                no_gate, .shown = shown_with_allowlist),
         { .pub = { .name = "proxy", .placeholder = "HOST:PORT",
                    .help = "send egress through your own proxy; only it is reachable" },
           .set = key_set_string, .get = key_get_string, KEY_FIELD(proxy), .valid = proxy_valid,
@@ -707,11 +706,9 @@ const policy_key policy_keys[] = {
                    .help = "merge FILE (a JSON merge patch) into podman's create request; every field it changes is named, with what that gives up, on every run" },
           .set = key_set_create_patch, .get = key_get_string, KEY_FIELD(create_patch_path),
           .format = policy_format_create_patch },
-        { .pub = { .name = "insecure-allow-host-ranges", .placeholder = "BOOL",
-                   .help = "address entries may reach the host itself (10.0.2.2, 169.254.0.0/16, ...) or be catch-alls (0.0.0.0/0)",
-                   .flags = AISB_POLICY_KEY_BOOLEAN },
-          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(insecure_allow_host_ranges),
-          .shown = shown_with_allowlist },
+        BOOLEAN("insecure-allow-host-ranges",
+                "address entries may reach the host itself (10.0.2.2, 169.254.0.0/16, ...) or be catch-alls (0.0.0.0/0)",
+                insecure_allow_host_ranges, .shown = shown_with_allowlist),
 };
 const size_t policy_keys_n = ELEMENTSOF(policy_keys);
 
