@@ -293,28 +293,21 @@ bool tree_path_valid(const char *rel)
 
 int tree_open_dir(int root, const char *rel, bool create, mode_t mode)
 {
-        int fd = openat(root, ".", OPEN_DIR_FLAGS);
+        _cleanup_close_ int fd = openat(root, ".", OPEN_DIR_FLAGS);
         if (fd < 0)
                 return -errno;
-        if (!rel || !*rel)
-                return fd;
-        if (!tree_path_valid(rel)) {
-                close(fd);
+        if (rel && *rel && !tree_path_valid(rel))
                 return -EINVAL;
-        }
         char component[256];
-        for (const char *p = rel; *p;) {
+        for (const char *p = rel ? rel : ""; *p;) {
                 const char *slash = strchr(p, '/');
                 size_t len = slash ? (size_t) (slash - p) : strlen(p);
                 memcpy(component, p, len);
                 component[len] = 0;
                 int next = tree_open_child(fd, component);
                 if (next == -ENOENT && create) {
-                        if (mkdirat(fd, component, mode) < 0 && errno != EEXIST) {
-                                int e = -errno;
-                                close(fd);
-                                return e;
-                        }
+                        if (mkdirat(fd, component, mode) < 0 && errno != EEXIST)
+                                return -errno;
                         next = tree_open_child(fd, component);
                 }
                 if (next < 0) {
@@ -323,7 +316,6 @@ int tree_open_dir(int root, const char *rel, bool create, mode_t mode)
                         struct stat st;
                         if ((e == ENOTDIR || e == ELOOP) && fstatat(fd, component, &st, AT_SYMLINK_NOFOLLOW) == 0)
                                 e = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
-                        close(fd);
                         return -e;
                 }
                 close(fd);
@@ -332,7 +324,7 @@ int tree_open_dir(int root, const char *rel, bool create, mode_t mode)
                 if (*p == '/')
                         p++;
         }
-        return fd;
+        return steal_fd(&fd);
 }
 
 int tree_open_parent(int root, const char *rel, const char **ret_name)
