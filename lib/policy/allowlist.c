@@ -264,10 +264,8 @@ static int parse_rules(const char *text, allow_entry *e, char *why, size_t whyle
                                 return refuse(why, whylen, "a path longer than %d characters", ALLOWLIST_PATH_MAX);
                         /* No '%': the gate compares paths decoded (as squid does). */
                         if (strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~+-") != n)
-                                return snprintf(why, whylen,
-                                                "a path may hold letters, digits and / . _ ~ + - only (write it "
-                                                "decoded, without %%)"),
-                                       -EINVAL;
+                                return refuse(why, whylen, "a path may hold letters, digits and / . _ ~ + - only (write "
+                                                           "it decoded, without %%)");
                         if (strstr(w, "/../") || strstr(w, "/./") || (n >= 3 && strcmp(w + n - 3, "/..") == 0))
                                 return refuse(why, whylen, "a path with . or .. segments: write it as the server sees it");
                         bool seen = false;
@@ -293,11 +291,10 @@ static int parse_rules(const char *text, allow_entry *e, char *why, size_t whyle
                         if (!bit) {
                                 char shown[ALLOWLIST_SHOWN_MAX];
                                 allowlist_show(m, strnlen(m, 32), shown);
-                                return snprintf(why, whylen,
-                                                "'%.64s' is no method (GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE, "
-                                                "or read-only) and no path (/...)",
-                                                shown),
-                                       -EINVAL;
+                                return refuse(why, whylen,
+                                              "'%.64s' is no method (GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE, "
+                                              "or read-only) and no path (/...)",
+                                              shown);
                         }
                         methods |= bit;
                 }
@@ -685,11 +682,6 @@ bool allowlist_request_allows(const allowlist *l, const char *host, unsigned por
 const allow_entry *allowlist_domain_entry(const allowlist *l, const char *host, unsigned port)
 {
         return entry_allowing(l, host, port, NULL, NULL);
-}
-
-bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port)
-{
-        return entry_allowing(l, host, port, NULL, NULL) != NULL;
 }
 
 int allowlist_entrypoint_arg(const allow_entry *e, char **ret)

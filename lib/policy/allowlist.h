@@ -131,7 +131,6 @@ bool allowlist_path_odd(const char *path);
  * (method NULL for a CONNECT, which only names the host) the entry's rules must let it through. */
 bool allowlist_request_allows(const allowlist *l, const char *host, unsigned port, const char *method,
                               const char *path);
-bool allowlist_domain_allows(const allowlist *l, const char *host, unsigned port);
 /* Append lines to the project's .ai-sandbox/allow (project: its directory; names only, as
  * that file's reader takes them) or, with project NULL, to the user's allowlist: every line
  * checked first (nothing is written when one is refused), each file reached through

@@ -9,9 +9,7 @@
 #include <ctype.h>
 
 #include "hostaddr.h"
-#include "policy-env.h"
-#include "policy-mounts.h"
-#include "project.h"
+#include "policy-keys.h"
 #include "userdirs.h"
 
 int aisb_policy_load_config(aisb_policy *p, const char *path, unsigned flags, aisb_error **err)
@@ -68,7 +66,7 @@ int aisb_policy_apply_environment(aisb_policy *p, aisb_error **err)
         const char *thinking = getenv("AISB_THINKING");
         if (thinking && *thinking && !policy_thinking_level_known(thinking))
                 return aisb_error_set(err, -EINVAL, "AISB_THINKING: '%s' is not a level (use one of: %s)",
-                                      thinking, policy_thinking_levels());
+                                      thinking, POLICY_THINKING_LEVELS);
         char *cwd = getcwd(NULL, 0);
         if (!cwd) {
                 int r = -errno;

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "fileio.h"
-#include "policy-env.h"
+#include "policy-keys.h"
 
 int env_name_valid(const char *name)
 {

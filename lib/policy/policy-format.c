@@ -53,7 +53,7 @@ int policy_format_create_patch(const aisb_policy *p, const policy_key *k,
 static int format_settings(const aisb_policy *p, const char *tag, const project_settings *settings, char **ret_text,
                            aisb_error **err)
 {
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         int r = buffer_printf(&b, "image=%s\n", tag);
         for (size_t i = 0; r >= 0 && i < policy_keys_n; i++) {
                 const policy_key *k = &policy_keys[i];
@@ -75,10 +75,8 @@ static int format_settings(const aisb_policy *p, const char *tag, const project_
                 r = buffer_printf(&b, "%s%s", i ? " " : "", cmd[i]);
         if (r >= 0)
                 r = buffer_printf(&b, "\n");
-        if (r < 0) {
-                buffer_free(&b);
+        if (r < 0)
                 return r == -ENOMEM ? error_oom(err) : r;
-        }
         *ret_text = buffer_steal(&b);
         return 0;
 }

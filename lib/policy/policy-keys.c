@@ -14,9 +14,7 @@
 #include "createpatch.h"
 #include "fileio.h"
 #include "harness-carry.h"
-#include "policy-env.h"
 #include "policy-keys.h"
-#include "policy-mounts.h"
 #include "protect.h"
 
 static bool package_name_valid(const char *s)
@@ -185,19 +183,15 @@ static int key_get_number(const aisb_policy *p, const policy_key *k, char ***val
         return strv_push(values, text);
 }
 
-/* A string, or one more of a list, that k->valid accepts (when there is one). */
+/* A string, or one more of a list (a repeatable key's field is one), that k->valid accepts
+ * (when there is one). */
 static int key_set_string(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
 {
         if (k->valid && !k->valid(value))
                 return aisb_error_set(err, -EINVAL, "%s: '%s' %s", k->pub.name, value, k->refusal);
+        if (k->pub.flags & AISB_POLICY_KEY_REPEATABLE)
+                return strv_push(FIELD(p, k, char **), value);
         return policy_set_string(FIELD(p, k, char *), value);
-}
-
-static int key_push_string(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
-{
-        if (k->valid && !k->valid(value))
-                return aisb_error_set(err, -EINVAL, "%s: '%s' %s", k->pub.name, value, k->refusal);
-        return strv_push(FIELD(p, k, char **), value);
 }
 
 /* The keys whose value is added by a function of its own (k->add). */
@@ -357,14 +351,11 @@ static int key_set_protect(aisb_policy *p, const policy_key *k, const char *valu
 /* One value: the list as set takes it back, or "none". */
 static int key_get_protect(const aisb_policy *p, const policy_key *k, char ***values)
 {
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         int r = 0;
         for (size_t i = 0; r >= 0 && p->protect && p->protect[i]; i++)
                 r = buffer_printf(&b, "%s%s", i ? "," : "", p->protect[i]);
-        if (r >= 0)
-                r = strv_push(values, b.data ? b.data : "none");
-        buffer_free(&b);
-        return r;
+        return r < 0 ? r : strv_push(values, b.data ? b.data : "none");
 }
 
 static int key_set_bridge_carry(aisb_policy *p, const policy_key *k, const char *value, aisb_error **err)
@@ -533,10 +524,11 @@ static int key_set_create_patch(aisb_policy *p, const policy_key *k, const char 
 }
 
 #define KEY_FIELD(name) .field = offsetof(aisb_policy, name), .width = sizeof(((aisb_policy *) 0)->name)
-#define BOOLEAN(key_name, key_help, field_name)                                            \
+/* A boolean's row; what follows field_name are more of the row's fields (.shown, say). */
+#define BOOLEAN(key_name, key_help, field_name, ...)                                       \
         { .pub = { .name = key_name, .placeholder = "BOOL", .help = key_help,               \
                    .flags = AISB_POLICY_KEY_BOOLEAN },                                      \
-          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(field_name) }
+          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(field_name), __VA_ARGS__ }
 
 /* In the order of aisb(1)'s help and the policy's text. Every default lives here, once: a new
  * policy gets it through the key's own set(), and the help shows it from here. */
@@ -554,7 +546,7 @@ const policy_key policy_keys[] = {
           .set = key_set_base_image, .get = key_get_string, KEY_FIELD(base_image) },
         { .pub = { .name = "install", .placeholder = "PKG", .help = "add a Debian package to the image",
                    .flags = AISB_POLICY_KEY_IMAGE | AISB_POLICY_KEY_REPEATABLE },
-          .set = key_push_string, .get = key_get_strv, KEY_FIELD(install),
+          .set = key_set_string, .get = key_get_strv, KEY_FIELD(install),
           .valid = package_name_valid, .refusal = "is not a Debian package name" },
         { .pub = { .name = "ca-cert", .placeholder = "FILE",
                    .help = "trust this CA certificate (PEM) inside the image",
@@ -585,10 +577,8 @@ const policy_key policy_keys[] = {
                    .flags = AISB_POLICY_KEY_REPEATABLE },
           .set = key_set_allow, .get = key_get_allow, .format = policy_format_allow,
           .shown = shown_with_allowlist },
-        { .pub = { .name = "no-gate", .placeholder = "BOOL",
-                   .help = "no proxy: pin the allowlisted names' addresses at start (DNS stays open to the resolvers)",
-                   .flags = AISB_POLICY_KEY_BOOLEAN },
-          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(no_gate), .shown = shown_with_allowlist },
+        BOOLEAN("no-gate", "no proxy: pin the allowlisted names' addresses at start (DNS stays open to the resolvers)",
+                no_gate, .shown = shown_with_allowlist),
         { .pub = { .name = "proxy", .placeholder = "HOST:PORT",
                    .help = "send egress through your own proxy; only it is reachable" },
           .set = key_set_string, .get = key_get_string, KEY_FIELD(proxy), .valid = proxy_valid,
@@ -716,11 +706,9 @@ const policy_key policy_keys[] = {
                    .help = "merge FILE (a JSON merge patch) into podman's create request; every field it changes is named, with what that gives up, on every run" },
           .set = key_set_create_patch, .get = key_get_string, KEY_FIELD(create_patch_path),
           .format = policy_format_create_patch },
-        { .pub = { .name = "insecure-allow-host-ranges", .placeholder = "BOOL",
-                   .help = "address entries may reach the host itself (10.0.2.2, 169.254.0.0/16, ...) or be catch-alls (0.0.0.0/0)",
-                   .flags = AISB_POLICY_KEY_BOOLEAN },
-          .set = key_set_bool, .get = key_get_bool, KEY_FIELD(insecure_allow_host_ranges),
-          .shown = shown_with_allowlist },
+        BOOLEAN("insecure-allow-host-ranges",
+                "address entries may reach the host itself (10.0.2.2, 169.254.0.0/16, ...) or be catch-alls (0.0.0.0/0)",
+                insecure_allow_host_ranges, .shown = shown_with_allowlist),
 };
 const size_t policy_keys_n = ELEMENTSOF(policy_keys);
 
@@ -801,13 +789,11 @@ int aisb_policy_get(const aisb_policy *p, const char *key, char **ret_value, ais
                 *ret_value = NULL;
                 return 0;
         }
-        buffer b = {};
+        _cleanup_(buffer_free) buffer b = {};
         for (size_t i = 0; r >= 0 && values[i]; i++)
                 r = buffer_printf(&b, "%s%s", i ? "\n" : "", values[i]);
-        if (r < 0) {
-                buffer_free(&b);
+        if (r < 0)
                 return error_oom(err);
-        }
         *ret_value = buffer_steal(&b);
         return 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The key table (policy-keys.c): a row for each key of the policy, and what the rows hold. */
+/* The key table (policy-keys.c): a row for each key of the policy, and what the rows hold;
+ * and the setters of its keys that live in policy-env.c and policy-mounts.c. */
 #pragma once
 
 #include "policy.h"
@@ -44,3 +45,23 @@ int policy_format_allow(const aisb_policy *p, const policy_key *k, const project
                         aisb_error **err);
 int policy_format_create_patch(const aisb_policy *p, const policy_key *k, const project_settings *settings,
                                buffer *b, aisb_error **err);
+
+/* The sandbox's environment as the keys set it (policy-env.c); the rest of what the policy
+ * says of variables and secrets is in policy.h. --env NAME[=VALUE], --env-file FILE,
+ * --secret NAME@HOST... (NAME's value read from the caller's environment): -EINVAL (or
+ * -ENOENT, -EPERM) with why. */
+int policy_add_env(aisb_policy *p, const char *spec, aisb_error **err);
+int policy_add_env_file(aisb_policy *p, const char *path, aisb_error **err);
+int policy_add_secret_named(aisb_policy *p, const char *spec, aisb_error **err);
+/* The variables every sandbox inherits (policy_env_inherited): from the process's
+ * environment, or with from as that policy got them. -ENOMEM. */
+int policy_env_inherit(aisb_policy *p, const aisb_policy *from);
+
+/* The project, --mount and --device as the keys set them (policy-mounts.c). Make abs
+ * (absolute, a directory; taken over) the project, unless a mount's source is inside it (it
+ * is at /project already, and the sandbox could swap it for a link): -EPERM with why. */
+int policy_set_project(aisb_policy *p, char *abs, bool is_cwd, aisb_error **err);
+/* --mount SRC:DST[:ro|rw], --device /dev/NAME[:DST[:rwm]] or a CDI name: -EINVAL (or
+ * -EPERM, an errno of the source) with why. */
+int policy_add_mount(aisb_policy *p, const char *spec, aisb_error **err);
+int policy_add_device(aisb_policy *p, const char *spec, aisb_error **err);

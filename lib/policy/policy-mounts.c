@@ -8,7 +8,7 @@
 #include <ctype.h>
 #include <sys/stat.h>
 
-#include "policy-mounts.h"
+#include "policy-keys.h"
 
 static bool container_path_valid(const char *s)
 {

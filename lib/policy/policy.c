@@ -123,11 +123,6 @@ bool policy_thinking_level_known(const char *level)
         return false;
 }
 
-const char *policy_thinking_levels(void)
-{
-        return POLICY_THINKING_LEVELS;
-}
-
 /* *field replaced by a copy of argv, NULL for none or an empty one; -ENOMEM leaves it. */
 static int replace_argv(char ***field, const char *const *argv)
 {

@@ -136,9 +136,8 @@ int policy_new_for_image(const aisb_policy *src, aisb_policy **ret, aisb_error *
 int env_name_valid(const char *name);
 /* One of the variables a run inherits without being asked (TERM, LANG, ...). */
 bool policy_env_inherited(const char *name);
-/* A reasoning level of any harness, or "host"; and their list, for messages. */
+/* A reasoning level of any harness, or "host". */
 bool policy_thinking_level_known(const char *level);
-const char *policy_thinking_levels(void);
 /* The levels policy_thinking_level_known() takes (policy.c lists them), for messages. */
 #define POLICY_THINKING_LEVELS "off, none, minimal, low, medium, high, xhigh, max, host"
 /* Whether the policy sets name itself: an --env or a --secret of that name. */

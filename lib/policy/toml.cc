@@ -47,7 +47,6 @@ thread_local bool check_failed;
  * undefined behaviour (toml++ issues 190 and 295, fixed by pull request 305: false for
  * them). Its definition is renamed out of the way and this one, the same set, takes its
  * place for the callers toml++ compiles after it. */
-#include <cstdint>
 /* 3.4 (Debian 13) names its headers .hpp, 3.3 (Debian 12) .h; its function is the same. */
 #if __has_include(<toml++/impl/preprocessor.hpp>)
 #include <toml++/impl/preprocessor.hpp>
@@ -244,7 +243,11 @@ int64_t integer_from_json(json_object *value, const where &at)
 /* Hand value, as toml++'s type for it, to put; JSON null is the caller's to handle. */
 template <typename Put> void from_json(json_object *value, const where &at, unsigned depth, Put &&put)
 {
-        switch (json_object_get_type(value)) {
+        json_type type = json_object_get_type(value);
+        if ((type == json_type_object || type == json_type_array) && depth + 1 > TOML_JSON_MAX_DEPTH)
+                throw refuse(-ELOOP, nullptr, at,
+                             "is nested deeper than " + std::to_string(TOML_JSON_MAX_DEPTH) + " levels");
+        switch (type) {
         case json_type_object:
                 put(table_from_json(value, at, depth + 1));
                 return;
@@ -276,9 +279,6 @@ template <typename Put> void from_json(json_object *value, const where &at, unsi
 
 toml::table table_from_json(json_object *object, const where &at, unsigned depth)
 {
-        if (depth > TOML_JSON_MAX_DEPTH)
-                throw refuse(-ELOOP, nullptr, at,
-                             "is nested deeper than " + std::to_string(TOML_JSON_MAX_DEPTH) + " levels");
         toml::table table;
         json_object_object_foreach(object, key, value) {
                 /* A null value is no value: TOML's way to say so is to leave the key out. */
@@ -296,9 +296,6 @@ toml::table table_from_json(json_object *object, const where &at, unsigned depth
 
 toml::array array_from_json(json_object *array, const where &at, unsigned depth)
 {
-        if (depth > TOML_JSON_MAX_DEPTH)
-                throw refuse(-ELOOP, nullptr, at,
-                             "is nested deeper than " + std::to_string(TOML_JSON_MAX_DEPTH) + " levels");
         toml::array list;
         size_t n = json_object_array_length(array);
         list.reserve(n);

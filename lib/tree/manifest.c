@@ -52,12 +52,6 @@ static int entry_cmp(const void *a, const void *b)
         return tree_path_cmp(((const manifest_entry *) a)->path, ((const manifest_entry *) b)->path);
 }
 
-void manifest_sort(manifest *m)
-{
-        if (m->n > 1)
-                qsort(m->entries, m->n, sizeof *m->entries, entry_cmp);
-}
-
 const manifest_entry *manifest_find(const manifest *m, const char *path)
 {
         const manifest_entry key = { .path = (char *) path };

@@ -46,12 +46,11 @@ typedef struct manifest {
 
 void manifest_done(manifest *m);
 /* Append a copy of e (its path and target copied). Entries must come in tree_path_cmp order
- * for manifest_find; manifest_sort puts them there. -ENOMEM. */
+ * for manifest_find. -ENOMEM. */
 int manifest_add(manifest *m, const manifest_entry *e);
 /* The manifest of the tree open at fd: tree_walk with flags, fn given the manifest to add
  * each entry to. */
 int manifest_walk(int fd, unsigned flags, tree_fn fn, manifest *ret);
-void manifest_sort(manifest *m);
 /* The entry for path, or NULL (binary search: m sorted). */
 const manifest_entry *manifest_find(const manifest *m, const char *path);
 /* The entry of what st says (path borrowed: copied by manifest_add). */

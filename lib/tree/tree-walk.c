@@ -129,20 +129,6 @@ typedef struct walker {
         char *buf;  /* getdents64's */
 } walker;
 
-static unsigned char type_of(mode_t mode)
-{
-        switch (mode & S_IFMT) {
-        case S_IFDIR: return DT_DIR;
-        case S_IFREG: return DT_REG;
-        case S_IFLNK: return DT_LNK;
-        case S_IFCHR: return DT_CHR;
-        case S_IFBLK: return DT_BLK;
-        case S_IFIFO: return DT_FIFO;
-        case S_IFSOCK: return DT_SOCK;
-        default: return DT_UNKNOWN;
-        }
-}
-
 /* A subdirectory, open and searchable, or -errno. */
 static int open_searchable(int fd, const char *name)
 {
@@ -203,7 +189,7 @@ static int walk_entry(walker *w, int fd, const dir_item *it, size_t path_len, un
                 if (fstatat(fd, it->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return errno == ENOENT ? 0 : -errno; /* gone meanwhile: passed over */
                 have_st = true;
-                type = type_of(st.st_mode);
+                type = IFTODT(st.st_mode); /* DT_* are S_IF* >> 12 */
         }
         tree_entry e = { .dir = fd, .name = it->name, .path = w->path, .type = type,
                          .ino = have_st ? (uint64_t) st.st_ino : it->ino, .depth = depth,
@@ -307,28 +293,21 @@ bool tree_path_valid(const char *rel)
 
 int tree_open_dir(int root, const char *rel, bool create, mode_t mode)
 {
-        int fd = openat(root, ".", OPEN_DIR_FLAGS);
+        _cleanup_close_ int fd = openat(root, ".", OPEN_DIR_FLAGS);
         if (fd < 0)
                 return -errno;
-        if (!rel || !*rel)
-                return fd;
-        if (!tree_path_valid(rel)) {
-                close(fd);
+        if (rel && *rel && !tree_path_valid(rel))
                 return -EINVAL;
-        }
         char component[256];
-        for (const char *p = rel; *p;) {
+        for (const char *p = rel ? rel : ""; *p;) {
                 const char *slash = strchr(p, '/');
                 size_t len = slash ? (size_t) (slash - p) : strlen(p);
                 memcpy(component, p, len);
                 component[len] = 0;
                 int next = tree_open_child(fd, component);
                 if (next == -ENOENT && create) {
-                        if (mkdirat(fd, component, mode) < 0 && errno != EEXIST) {
-                                int e = -errno;
-                                close(fd);
-                                return e;
-                        }
+                        if (mkdirat(fd, component, mode) < 0 && errno != EEXIST)
+                                return -errno;
                         next = tree_open_child(fd, component);
                 }
                 if (next < 0) {
@@ -337,7 +316,6 @@ int tree_open_dir(int root, const char *rel, bool create, mode_t mode)
                         struct stat st;
                         if ((e == ENOTDIR || e == ELOOP) && fstatat(fd, component, &st, AT_SYMLINK_NOFOLLOW) == 0)
                                 e = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
-                        close(fd);
                         return -e;
                 }
                 close(fd);
@@ -346,7 +324,7 @@ int tree_open_dir(int root, const char *rel, bool create, mode_t mode)
                 if (*p == '/')
                         p++;
         }
-        return fd;
+        return steal_fd(&fd);
 }
 
 int tree_open_parent(int root, const char *rel, const char **ret_name)

@@ -37,9 +37,9 @@ static void check_entry(const allow_entry *e)
         FUZZ_CHECK(e->host && e->origin);
         FUZZ_CHECK(e->port <= 65535);
         if (e->kind == ALLOW_DOMAIN)
-                FUZZ_CHECK(e->family == 0 && e->prefix == 0 && allowlist_domain_allows(
+                FUZZ_CHECK(e->family == 0 && e->prefix == 0 && allowlist_request_allows(
                         &(allowlist) { .entries = (allow_entry *) e, .n = 1 }, e->host,
-                        e->port ? e->port : 443));
+                        e->port ? e->port : 443, NULL, NULL));
         else
                 FUZZ_CHECK((e->family == AF_INET && e->prefix <= 32) ||
                            (e->family == AF_INET6 && e->prefix <= 128));

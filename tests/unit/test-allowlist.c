@@ -361,15 +361,15 @@ START_TEST(test_domain_allows)
         ck_assert_int_eq(allowlist_add(&l, "192.0.2.1", "--allow", NULL), 0);
         ck_assert_int_eq(allowlist_add(&l, "10.0.0.0/8", "--allow", NULL), 0);
         for (size_t i = 0; i < ELEMENTSOF(match_cases); i++)
-                ck_assert_msg(allowlist_domain_allows(&l, match_cases[i].host, match_cases[i].port) ==
+                ck_assert_msg(allowlist_request_allows(&l, match_cases[i].host, match_cases[i].port, NULL, NULL) ==
                                       match_cases[i].allowed,
                               "%s:%u should be %s", match_cases[i].host, match_cases[i].port,
                               match_cases[i].allowed ? "allowed" : "refused");
-        ck_assert(!allowlist_domain_allows(&l, NULL, 443));
+        ck_assert(!allowlist_request_allows(&l, NULL, 443, NULL, NULL));
         allowlist_done(&l);
 
         allowlist empty = {};
-        ck_assert(!allowlist_domain_allows(&empty, "example.com", 443));
+        ck_assert(!allowlist_request_allows(&empty, "example.com", 443, NULL, NULL));
 }
 END_TEST
 

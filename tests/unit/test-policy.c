@@ -889,7 +889,7 @@ START_TEST(test_new_reads_no_environment)
         ck_assert_int_eq(aisb_policy_apply_environment(p, &err), -EINVAL);
         char expected[256];
         snprintf(expected, sizeof expected, "AISB_THINKING: 'bogus' is not a level (use one of: %s)",
-                 policy_thinking_levels());
+                 POLICY_THINKING_LEVELS);
         ck_assert_str_eq(aisb_error_message(err), expected);
         aisb_error_free(err);
         ck_assert_ptr_null(p->project);
