@@ -183,16 +183,10 @@ static int git_walk_entry(const tree_entry *e, void *userdata)
                 w->cut = true;
                 return TREE_SKIP;
         }
-        if (!looks_like_gitdir(e->self))
-                return 0;
-        /* Its own .git first, as the listing of it would meet it; then itself. */
-        struct stat st;
-        _cleanup_free_ char *inner = NULL;
-        int r = 0;
-        if (fstatat(e->self, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0)
-                r = asprintf(&inner, "%s/.git", e->path) < 0 ? -ENOMEM : w->fn(e->self, ".git", inner, w->userdata);
-        r = r < 0 ? r : w->fn(e->dir, e->name, e->path, w->userdata);
-        return r < 0 ? r : TREE_SKIP;
+        /* Itself, and then what is below it: once the sweep has moved what makes it a git
+         * directory it is an ordinary one, and a repository made inside it would be the host's
+         * git's to run (its .git is met by the listing, as anywhere). */
+        return looks_like_gitdir(e->self) ? w->fn(e->dir, e->name, e->path, w->userdata) : 0;
 }
 
 int git_dirs_walk(int root, bool give_access, git_entry_fn fn, void *userdata, bool *ret_cut)

@@ -51,7 +51,8 @@ char **git_hooks_paths(const char *gitdir, const char *top);
 bool git_hooks_installed(const char *dir);
 
 /* What a walk below the project meets named .git, and a directory that is itself a git
- * directory (a bare repository), which is not descended into. */
+ * directory (a bare repository), which is descended into too: a repository made inside it
+ * is met there. */
 typedef int (*git_entry_fn)(int dir, const char *name, const char *rel, void *userdata);
 /* Every .git below the project open at root, and every bare repository, to fn; bounded by
  * PROTECT_WALK_* (*ret_cut says the walk stopped there). give_access: a directory the agent

@@ -112,6 +112,8 @@ mkdir .cursor && echo x > .cursor/rules && chmod 0555 .cursor; say stubborn \$?
 mkdir -p scripts/objects scripts/refs/heads && echo 'ref: refs/heads/main' > scripts/HEAD &&
   printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch %s/scripts-gitdir; false"\n' "\$M" > scripts/config &&
   echo 'gitdir: /nonexistent' > scripts/.git; say scripts-gitdir \$?
+mkdir -p cover/objects cover/refs && echo 'ref: refs/heads/main' > cover/HEAD && git init -q cover/inner &&
+  git -C cover/inner config core.fsmonitor "touch \$M/cover-inner; false"; say cover \$?
 git replace "\$(git rev-parse HEAD:file.txt)" "\$(echo fake | git hash-object -w --stdin)"; say replace \$?
 mkdir .common && cp -r .git/. .common/ && git --git-dir=.common config core.fsmonitor "touch \$M/commondir; false"
 echo ../.common > .git/commondir; say commondir \$?
@@ -132,9 +134,11 @@ expect_contains "aisb said what was read-only" "protected, read-only in the sand
 expect_contains "a repository in a directory made unreadable can be made inside" "hidden=0" "$out"
 expect_contains "a tracked directory can be made a git directory inside" "scripts-gitdir=0" "$out"
 expect_contains "a replace ref can be made inside" "replace=0" "$out"
+expect_contains "a repository inside a directory made a git directory can be made inside" "cover=0" "$out"
 for q in ".git/commondir is new since the run began" "plain/nested/.git is a git directory" \
          ".evil-gitdir/HEAD is what makes its directory a git directory" ".common/HEAD is what makes its directory" \
          "hidden/deep/repo/.git is a git directory" "scripts/HEAD is what makes its directory" \
+         "cover/HEAD is what makes its directory" "cover/inner/.git is a git directory" \
          ".git/refs/replace is new since the run began" \
          ".cursor is new since the run began"; do
   expect_contains "aisb named it after the run: $q" "$project/$q" "$err"
@@ -147,7 +151,7 @@ pass "the commondir, the nested repository and what made the copies git director
 pass "what was moved is in the quarantine, restorable"
 [ -z "$(ls "$markers")" ] || fail "planting left a marker on the host: $(ls "$markers")"
 for d in "$project" "$project/sub" "$project/plain" "$project/plain/nested" "$project/vendor/other" \
-         "$project/hidden/deep/repo" "$project/scripts"; do host_git "$d"; done
+         "$project/hidden/deep/repo" "$project/scripts" "$project/cover/inner"; do host_git "$d"; done
 no_markers "after the run, the user's git in the project, its submodule and below ran nothing planted"
 expect_eq "the host's repository still works (its commit is there)" "on the host" "$(git -C "$project" log -1 --format=%s)"
 expect_eq "the host's git shows the file's own content, not the agent's replacement" "data" \
@@ -175,6 +179,7 @@ control nested plain/nested 'mkdir -p plain && git init -q plain/nested && echo 
 control vendor vendor/other 'git -C vendor/other config core.fsmonitor "touch $M/vendor; false"'
 control hidden hidden/deep/repo 'mkdir -p hidden/deep && git init -q hidden/deep/repo && echo h > hidden/deep/repo/file.txt && git -C hidden/deep/repo add file.txt && git -C hidden/deep/repo -c user.name=a -c user.email=a@b.invalid commit -qm h && git -C hidden/deep/repo config core.fsmonitor "touch $M/hidden; false" && chmod 0111 hidden'
 control scripts-gitdir scripts 'mkdir -p scripts/objects scripts/refs/heads && echo "ref: refs/heads/main" > scripts/HEAD && printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch $M/scripts-gitdir; false\"\n" > scripts/config'
+control cover-inner cover/inner 'mkdir -p cover/objects cover/refs && echo "ref: refs/heads/main" > cover/HEAD && git init -q cover/inner && git -C cover/inner config core.fsmonitor "touch $M/cover-inner; false"'
 c=$E2E_TMP/control-replace
 rm -rf "$c" && cp -a "$template" "$c"
 git -C "$c" replace "$(git -C "$c" rev-parse HEAD:file.txt)" "$(echo fake | git -C "$c" hash-object -w --stdin)"
