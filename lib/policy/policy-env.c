@@ -134,7 +134,11 @@ int policy_add_env(aisb_policy *p, const char *spec, aisb_error **err)
 
 int policy_add_env_file(aisb_policy *p, const char *path, aisb_error **err)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* Often a file in the project (.env), which the agent writes: never through a link it
+         * put there (another of the user's 0600 files), never blocked on a FIFO. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0 && errno == ELOOP)
+                return aisb_error_set(err, -ELOOP, "env-file: %s is a symbolic link: name the file itself", path);
         if (fd < 0)
                 return aisb_error_set(err, -errno, "env-file: cannot open %s: %s", path, strerror(errno));
         struct stat st;

@@ -228,6 +228,17 @@ START_TEST(test_env_file_mode)
         ck_assert_str_eq(p->env[p->n_env - 1].value, "abc");
         expect_refused(p, "env-file", "/nonexistent/env", "cannot open");
         expect_refused(p, "env-file", "/tmp", "regular file");
+        /* What the agent may plant at the name the user passes (.env in the project): a link
+         * to another file of the user's, a FIFO that would block the open. */
+        char link[PATH_MAX], fifo[PATH_MAX];
+        snprintf(link, sizeof link, "%s.link", good);
+        snprintf(fifo, sizeof fifo, "%s.fifo", good);
+        ck_assert_int_eq(symlink(good, link), 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        expect_refused(p, "env-file", link, "is a symbolic link");
+        expect_refused(p, "env-file", fifo, "regular file");
+        unlink(link);
+        unlink(fifo);
         unlink(open_file);
         unlink(good);
         free(open_file);
