@@ -39,6 +39,25 @@ expect_contains "with the fix" "chmod 600" "$err"
 chmod 600 "$E2E_TMP/env"
 out=$("$AISB" run --env-file "$E2E_TMP/env" -- sh -c 'echo "$FROM_FILE"')
 expect_eq "an env file's values pass" "filevalue" "$out"
+# What the agent leaves at the name a later run is given (.env in the project): a link to
+# another 0600 file of the user's, a FIFO.
+proj=$E2E_TMP/env-project
+mkdir -p "$proj"
+printf 'ELSEWHERE=%s\n' "$secret" > "$E2E_TMP/other-env"
+chmod 600 "$E2E_TMP/other-env"
+(cd "$proj" && "$AISB" run --net none -- sh -c "ln -s '$E2E_TMP/other-env' /project/.env && mkfifo -m 600 /project/fifo-env")
+[ -L "$proj/.env" ] && [ -p "$proj/fifo-env" ] || fail "the agent's link and FIFO are not in the project"
+set +e
+err=$(cd "$proj" && "$AISB" run --env-file .env -- sh -c 'echo "$ELSEWHERE"' 2>&1)
+rc=$?
+err_fifo=$(cd "$proj" && timeout 30 "$AISB" run --env-file fifo-env -- true 2>&1)
+rc_fifo=$?
+set -e
+expect_eq "an env file the agent made a link is refused" 2 "$rc"
+expect_contains "saying so" "is a symbolic link" "$err"
+expect_absent "and the file it names reached nothing" "$secret" "$err"
+expect_eq "an env file the agent made a FIFO is refused, not waited on" 2 "$rc_fifo"
+expect_contains "saying so" "not a regular file" "$err_fifo"
 
 # Naming an unset variable fails before anything starts.
 unset AISB_E2E_UNSET || true
