@@ -19,12 +19,19 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${1:-}" ]; then
   python3 - "$hostip" "$listen" <<'PY' &
 import os, select, socket, sys, time
 addr, d = sys.argv[1], sys.argv[2]
-try:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind((addr, 53))
-except OSError as e:
-    open(os.path.join(d, "ready"), "w").write("unavailable: %s\n" % e)
-    sys.exit(0)
+# The other lane's run of this test may still be letting go of the port (its listener ends
+# within a poll of being told): a few seconds' retries, then what the bind says.
+for attempt in range(50):
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((addr, 53))
+        break
+    except OSError as e:
+        s.close()
+        if e.errno != 98 or attempt == 49:
+            open(os.path.join(d, "ready"), "w").write("unavailable: %s\n" % e)
+            sys.exit(0)
+        time.sleep(0.2)
 open(os.path.join(d, "received"), "w").close()
 open(os.path.join(d, "ready"), "w").write("listening\n")
 deadline = time.monotonic() + 600
@@ -40,7 +47,7 @@ for name in ("ready", "received", "stop"):
         pass
 os.rmdir(d)
 PY
-  for _ in $(seq 50); do [ -s "$listen/ready" ] && break; sleep 0.1; done
+  for _ in $(seq 150); do [ -s "$listen/ready" ] && break; sleep 0.1; done
   set -- "$listen"
 fi
 listen=${1:-}
@@ -50,7 +57,12 @@ listen=${1:-}
 HOSTIP=$(hostname -I | awk '{print $1}')
 [ -n "$HOSTIP" ] || cannot_run "the host has no address (hostname -I)"
 getent hosts deb.debian.org >/dev/null || cannot_run "the host itself cannot resolve deb.debian.org"
-stop_listener() { [ -n "$listen" ] && [ -d "$listen" ] && touch "$listen/stop" 2>/dev/null || true; }
+# Told to stop, the listener lets go of the port and removes its directory: waited for, so
+# that the port is free when this test's lock is (the other lane runs this test too).
+stop_listener() {
+  [ -n "$listen" ] && [ -d "$listen" ] && touch "$listen/stop" 2>/dev/null || return 0
+  for _ in $(seq 50); do [ -d "$listen" ] || return 0; sleep 0.1; done
+}
 trap 'stop_listener; cleanup' EXIT
 
 cat > "$E2E_TMP/project/dns.py" <<'PY'
