@@ -62,6 +62,7 @@ getent hosts deb.debian.org >/dev/null || cannot_run "the host itself cannot res
 stop_listener() {
   [ -n "$listen" ] && [ -d "$listen" ] && touch "$listen/stop" 2>/dev/null || return 0
   for _ in $(seq 50); do [ -d "$listen" ] || return 0; sleep 0.1; done
+  rm -rf "$listen" 2>/dev/null || true # a listener that could not bind left its reason there
 }
 trap 'stop_listener; cleanup' EXIT
 
